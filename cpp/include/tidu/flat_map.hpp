@@ -1,0 +1,106 @@
+// tidu/flat_map.hpp - open-addressing hash map from uint32 keys to uint32 values.
+//
+// The graph core keys almost everything by dense 32-bit ids; this map keeps such look-ups at one
+// or two cache lines with no per-entry allocation (std::unordered_map costs ~40 bytes per entry).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace tidu {
+
+using Id = std::uint32_t;
+inline constexpr Id kNone = 0xFFFFFFFFu;
+
+// Finaliser of murmur3: spreads consecutive ids over the table.
+inline std::uint64_t mix64(std::uint64_t h) {
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdULL;
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ULL;
+  h ^= h >> 33;
+  return h;
+}
+
+// uint32 -> uint32 map; kNone is reserved as the empty key.
+class FlatMap32 {
+ public:
+  explicit FlatMap32(std::size_t expected = 8) { rehash(capacity_for(expected)); }
+
+  std::size_t size() const { return size_; }
+
+  Id get(Id key, Id fallback = kNone) const {
+    std::size_t mask = keys_.size() - 1;
+    for (std::size_t i = mix64(key) & mask;; i = (i + 1) & mask) {
+      if (keys_[i] == key) return vals_[i];
+      if (keys_[i] == kNone) return fallback;
+    }
+  }
+
+  bool contains(Id key) const { return find_slot(key) != kNone; }
+
+  // Inserts key -> val if key is absent; returns the value now stored for key.
+  Id insert(Id key, Id val) {
+    if ((size_ + 1) * 2 > keys_.size()) rehash(keys_.size() * 2);
+    std::size_t mask = keys_.size() - 1;
+    for (std::size_t i = mix64(key) & mask;; i = (i + 1) & mask) {
+      if (keys_[i] == key) return vals_[i];
+      if (keys_[i] == kNone) {
+        keys_[i] = key;
+        vals_[i] = val;
+        ++size_;
+        return val;
+      }
+    }
+  }
+
+  // Sets key -> val, overwriting any previous value.
+  void set(Id key, Id val) {
+    if ((size_ + 1) * 2 > keys_.size()) rehash(keys_.size() * 2);
+    std::size_t mask = keys_.size() - 1;
+    for (std::size_t i = mix64(key) & mask;; i = (i + 1) & mask) {
+      if (keys_[i] == key) {
+        vals_[i] = val;
+        return;
+      }
+      if (keys_[i] == kNone) {
+        keys_[i] = key;
+        vals_[i] = val;
+        ++size_;
+        return;
+      }
+    }
+  }
+
+  std::size_t memory_bytes() const { return keys_.capacity() * 8; }
+
+ private:
+  static std::size_t capacity_for(std::size_t n) {
+    std::size_t c = 16;
+    while (c < n * 2) c <<= 1;
+    return c;
+  }
+
+  Id find_slot(Id key) const {
+    std::size_t mask = keys_.size() - 1;
+    for (std::size_t i = mix64(key) & mask;; i = (i + 1) & mask) {
+      if (keys_[i] == key) return static_cast<Id>(i);
+      if (keys_[i] == kNone) return kNone;
+    }
+  }
+
+  void rehash(std::size_t cap) {
+    std::vector<Id> old_keys(cap, kNone), old_vals(cap, 0);
+    old_keys.swap(keys_);
+    old_vals.swap(vals_);
+    size_ = 0;
+    for (std::size_t i = 0; i < old_keys.size(); ++i)
+      if (old_keys[i] != kNone) insert(old_keys[i], old_vals[i]);
+  }
+
+  std::vector<Id> keys_;
+  std::vector<Id> vals_;
+  std::size_t size_ = 0;
+};
+
+}  // namespace tidu

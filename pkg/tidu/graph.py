@@ -1,0 +1,663 @@
+"""The graph engine (the seeds' computegraph): identity, fragments, resolve, materialize_merge, compile.
+
+Everything structural lives in the C++ core (``tidu._core``): values and ops are hash-consed to
+dense 32-bit ids there, fragments store ids, and traversal, materialize and compile run there.
+This module gives those ids a Python face and owns the hashable objects the core only sees as
+integers: InputKeys, op instances, modes and abstract values.
+
+This layer is generic: it names no primitive and knows nothing of differentiation.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any, Hashable, Iterable, Sequence
+
+import numpy as np
+
+from tidu import _core
+
+__all__ = [
+    "AbstractValue", "aval", "GraphOp", "OpMode", "PRIMAL", "Linear", "ValKey", "Local", "External",
+    "Fragment", "FragmentBuilder", "ResolvedView", "ValDef", "resolve", "MaterializedGraph",
+    "materialize_merge", "compile", "CompiledProgram", "GraphError", "input_key_id", "program_cache",
+]
+
+
+class GraphError(ValueError):
+    """A structural problem with a graph: dangling reference, unknown key, bad output."""
+
+
+# ---- abstract values ----
+
+_DTYPES = {np.dtype(n) for n in
+           ("float32", "float64", "complex64", "complex128", "int32", "int64", "bool")}
+
+
+class AbstractValue:
+    """Shape and dtype of a value; interned, so `is` and `==` agree and `.id` is dense."""
+
+    __slots__ = ("shape", "dtype", "id", "size", "__weakref__")
+
+    def __init__(self, shape: tuple[int, ...], dtype: np.dtype, id_: int):
+        self.shape = shape
+        self.dtype = dtype
+        self.id = id_
+        self.size = int(np.prod(shape, dtype=np.int64)) if shape else 1
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def __repr__(self) -> str:
+        return f"{self.dtype.name}[{','.join(map(str, self.shape))}]"
+
+    def __reduce__(self):
+        return (aval, (self.shape, self.dtype.name))
+
+
+_avals: dict[tuple, AbstractValue] = {}
+_aval_list: list[AbstractValue] = []
+_lock = threading.Lock()
+
+
+def aval(shape: Sequence[int] | int, dtype: Any) -> AbstractValue:
+    """The interned abstract value for (shape, dtype); raises on an unsupported dtype or shape."""
+    if isinstance(shape, (int, np.integer)):
+        shape = (shape,)
+    key = (tuple(shape), dtype)
+    hit = _avals.get(key)
+    if hit is not None:
+        return hit
+    dt = np.dtype(dtype)
+    if dt not in _DTYPES:
+        raise TypeError(f"unsupported dtype {dt}; tidu supports "
+                        f"{', '.join(sorted(d.name for d in _DTYPES))}")
+    shp = tuple(int(d) for d in shape)
+    if any(d < 0 for d in shp):
+        raise ValueError(f"negative dimension in shape {shp}")
+    with _lock:
+        canon = _avals.get((shp, dt.name))
+        if canon is None:
+            canon = AbstractValue(shp, dt, len(_aval_list))
+            _aval_list.append(canon)
+            _avals[(shp, dt.name)] = canon
+        _avals[key] = canon
+    return canon
+
+
+def aval_of(aval_id: int) -> AbstractValue:
+    return _aval_list[aval_id]
+
+
+# ---- ops and modes ----
+
+class GraphOp:
+    """An immutable, hashable primitive instance: its kind plus static attributes.
+
+    Subclasses (usually frozen dataclasses) define ``name``, ``n_outputs`` and
+    ``abstract_eval(*avals)``, which returns the output AbstractValue (a tuple of them when
+    ``n_outputs > 1``) or raises TypeError/ValueError naming the problem.
+    """
+
+    n_outputs: int = 1
+
+    @property
+    def name(self) -> str:
+        return type(self).__name__
+
+    def abstract_eval(self, *avals: AbstractValue):
+        raise NotImplementedError(f"{self.name} has no shape/dtype rule")
+
+    def attrs(self) -> list[str]:
+        """Static attributes as printed in listings, e.g. ``["axes=(0,)"]``."""
+        fields = getattr(self, "__dataclass_fields__", {})
+        return [f"{k}={getattr(self, k)!r}" for k in fields if k != "data"]
+
+    def describe(self, args: Sequence[str] = ()) -> str:
+        """The op applied to printed args, e.g. ``ReduceSum(Local(t0), axes=(0,))``."""
+        return f"{self.name}({', '.join([*args, *self.attrs()])})"
+
+
+@dataclass(frozen=True)
+class OpMode:
+    """Primal (active_mask None) or Linear(active_mask); part of an op's identity."""
+
+    active_mask: tuple[bool, ...] | None = None
+
+    @property
+    def is_linear(self) -> bool:
+        return self.active_mask is not None
+
+    def __str__(self) -> str:
+        if self.active_mask is None:
+            return "Primal"
+        return "Linear[" + ", ".join("active" if a else "fixed" for a in self.active_mask) + "]"
+
+
+PRIMAL = OpMode()
+
+
+def Linear(active_mask: Iterable[bool]) -> OpMode:  # noqa: N802 - reads like the seeds' enum
+    return OpMode(tuple(bool(a) for a in active_mask))
+
+
+class _Interned:
+    """Hashable objects -> dense ids (the C++ core sees only the ids)."""
+
+    __slots__ = ("ids", "objs")
+
+    def __init__(self, first: Iterable = ()):
+        self.ids: dict = {}
+        self.objs: list = []
+        for x in first:
+            self.id(x)
+
+    def id(self, obj) -> int:
+        i = self.ids.get(obj)
+        if i is None:
+            try:
+                hash(obj)
+            except TypeError:
+                raise TypeError(f"keys and ops must be hashable, got {type(obj).__name__}") from None
+            with _lock:
+                i = self.ids.setdefault(obj, len(self.objs))
+                if i == len(self.objs):
+                    self.objs.append(obj)
+        return i
+
+
+_input_keys = _Interned()
+_prims = _Interned()
+_modes = _Interned([PRIMAL])
+
+
+def input_key_id(key: Hashable) -> int:
+    return _input_keys.id(key)
+
+
+def prim_id(op: GraphOp) -> int:
+    return _prims.id(op)
+
+
+def mode_id(mode: OpMode) -> int:
+    return _modes.id(mode)
+
+
+def prim_of(pid: int) -> GraphOp:
+    return _prims.objs[pid]
+
+
+def mode_of(mid: int) -> OpMode:
+    return _modes.objs[mid]
+
+
+# ---- keys and references ----
+
+class ValKey:
+    """Global identity of a value: Input(key) or Derived(OpKey, output_slot), as an interned id."""
+
+    __slots__ = ("id",)
+
+    def __init__(self, id_: int):
+        self.id = int(id_)
+
+    def __eq__(self, other):
+        return isinstance(other, ValKey) and other.id == self.id
+
+    def __hash__(self):
+        return hash(("ValKey", self.id))
+
+    @property
+    def aval(self) -> AbstractValue:
+        return _aval_list[_core.val_aval(self.id)]
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.aval.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.aval.dtype
+
+    @property
+    def is_input(self) -> bool:
+        return _core.val_info(self.id)[0] == _core.NONE
+
+    @property
+    def input_key(self) -> Hashable:
+        op, index, _ = _core.val_info(self.id)
+        if op != _core.NONE:
+            raise GraphError(f"{self!r} is not an input")
+        return _input_keys.objs[index]
+
+    @property
+    def output_slot(self) -> int:
+        op, index, _ = _core.val_info(self.id)
+        return 0 if op == _core.NONE else index
+
+    def op_key(self) -> tuple[GraphOp, tuple[ValKey, ...], OpMode] | None:
+        """(op, input keys, mode) of a derived value; None for an input."""
+        op, _, _ = _core.val_info(self.id)
+        if op == _core.NONE:
+            return None
+        prim, mode, ins, _, _ = _core.op_info(op)
+        return prim_of(prim), tuple(ValKey(i) for i in ins), mode_of(mode)
+
+    def __repr__(self) -> str:
+        op, index, _ = _core.val_info(self.id)
+        if op == _core.NONE:
+            return f"Input({_input_keys.objs[index]!r})"
+        prim, _, _, _, n_out = _core.op_info(op)
+        slot = f"[{index}]" if n_out > 1 else ""
+        return f"Derived({prim_of(prim).name}#{op}{slot})"
+
+
+@dataclass(frozen=True)
+class Local:
+    """Reference to a value defined in the fragment being built (by local id)."""
+
+    id: int
+
+
+@dataclass(frozen=True)
+class External:
+    """Reference to a value defined elsewhere, by global key."""
+
+    key: ValKey
+
+
+ValRef = Local | External
+
+
+# ---- fragments ----
+
+class Fragment:
+    """Local values and ops plus references to others; produced by build, differentiate, transpose."""
+
+    __slots__ = ("store", "parents", "prefix", "inputs", "outputs", "__weakref__")
+
+    def __init__(self, store: _core.FragmentStore, parents: Sequence[Fragment], prefix: str,
+                 outputs: Sequence[ValKey]):
+        self.store = store
+        self.parents = tuple(parents)
+        self.prefix = prefix
+        self.inputs = [ValKey(store.global_of(int(i))) for i in store.inputs()]
+        self.outputs = list(outputs)
+
+    @property
+    def n_vals(self) -> int:
+        return self.store.n_vals
+
+    @property
+    def n_ops(self) -> int:
+        return self.store.n_ops
+
+    def local_of(self, key: ValKey) -> int | None:
+        local = self.store.local_of(key.id)
+        return None if local < 0 else local
+
+    def key_of(self, local: int) -> ValKey:
+        return ValKey(self.store.global_of(local))
+
+    def defines(self, key: ValKey) -> bool:
+        return self.store.local_of(key.id) >= 0
+
+    def ops(self) -> list[tuple[GraphOp, list[ValRef], list[int], OpMode]]:
+        """(op, input refs, output local ids, mode) per local op, in construction order."""
+        out = []
+        store = self.store
+        for o in store.ops():
+            prim, mode, ins, first, n_out = _core.op_info(int(o))
+            refs = []
+            for v in ins:
+                local = store.local_of(v)
+                refs.append(Local(local) if local >= 0 else External(ValKey(v)))
+            first_local = store.local_of(first)
+            out.append((prim_of(prim), refs, list(range(first_local, first_local + n_out)),
+                        mode_of(mode)))
+        return out
+
+    def __str__(self) -> str:
+        return _listing(self)
+
+    def __repr__(self) -> str:
+        return f"<Fragment {self.prefix}: {self.n_vals} values, {self.n_ops} ops>"
+
+
+def _name_in(frags: Sequence[Fragment], key: ValKey, seen: set) -> str | None:
+    """Local name of key in the nearest ancestor fragment that defines it."""
+    for f in frags:
+        if id(f) in seen:
+            continue
+        seen.add(id(f))
+        local = f.store.local_of(key.id)
+        if local >= 0:
+            return f"{f.prefix}{local}"
+        name = _name_in(f.parents, key, seen)
+        if name is not None:
+            return name
+    return None
+
+
+def _listing(frag: Fragment) -> str:
+    """The seeds' notation: ``t1 = Mul(External(p1), Local(t0)) mode=Linear[fixed, active]``."""
+    p = frag.prefix
+    lines = []
+    input_locals = {int(i) for i in frag.store.inputs()}
+    for i in sorted(input_locals):
+        k = frag.key_of(i)
+        lines.append(f"{p}{i} = Input({k.input_key!r}: {k.aval})")
+    for op, refs, outs, mode in frag.ops():
+        args = []
+        for r in refs:
+            if isinstance(r, Local):
+                args.append(f"Local({p}{r.id})")
+            else:
+                name = _name_in(frag.parents, r.key, set())
+                if name is None and r.key.is_input:
+                    name = repr(r.key.input_key)
+                args.append(f"External({name or repr(r.key)})")
+        lhs = ", ".join(f"{p}{o}" for o in outs)
+        desc = op.describe(args)
+        out_aval = frag.key_of(outs[0]).aval
+        lines.append(f"{lhs} = {desc} mode={mode} :{out_aval}")
+    outs = ", ".join(
+        f"{p}{frag.local_of(k)}" if frag.defines(k) else f"External({k!r})" for k in frag.outputs)
+    lines.append(f"outputs: [{outs}]")
+    return "\n".join(lines)
+
+
+class FragmentBuilder:
+    """Builds one fragment: inputs, ops (shape-checked, hash-consed), outputs."""
+
+    def __init__(self, parents: Sequence[Fragment] = (), prefix: str = "p"):
+        self.store = _core.FragmentStore()
+        self.parents = list(parents)
+        self.prefix = prefix
+
+    def add_input(self, key: Hashable, av: AbstractValue) -> int:
+        """Declare Input(key) at abstract value av; returns its local id."""
+        return self.store.add_input(_core.intern_input(input_key_id(key), av.id))
+
+    def key(self, ref: ValRef | ValKey) -> ValKey:
+        """Global key of a reference."""
+        if isinstance(ref, ValKey):
+            return ref
+        if isinstance(ref, Local):
+            return ValKey(self.store.global_of(ref.id))
+        if isinstance(ref, External):
+            return ref.key
+        raise TypeError(f"expected Local, External or ValKey, got {type(ref).__name__}")
+
+    def aval(self, ref: ValRef | ValKey) -> AbstractValue:
+        return self.key(ref).aval
+
+    def add_op(self, op: GraphOp, inputs: Sequence[ValRef | ValKey], mode: OpMode = PRIMAL) -> list[int]:
+        """Add op over inputs in mode; returns the local ids of its outputs (existing ones if the
+        same op is already local: hash-consing)."""
+        keys = [self.key(r) for r in inputs]
+        avals = [k.aval for k in keys]
+        if mode.active_mask is not None and len(mode.active_mask) != len(keys):
+            raise GraphError(f"{op.name}: active mask {mode} has {len(mode.active_mask)} entries "
+                             f"for {len(keys)} inputs")
+        out = op.abstract_eval(*avals)
+        out_avals = out if isinstance(out, tuple) else (out,)
+        if len(out_avals) != op.n_outputs:
+            raise GraphError(f"{op.name}: shape rule gave {len(out_avals)} outputs, "
+                             f"expected {op.n_outputs}")
+        first = self.store.add_op(prim_id(op), mode_id(mode), [k.id for k in keys],
+                                  [a.id for a in out_avals])
+        return list(range(first, first + len(out_avals)))
+
+    def local_of(self, key: ValKey) -> int | None:
+        local = self.store.local_of(key.id)
+        return None if local < 0 else local
+
+    def build(self, outputs: Sequence[ValRef | ValKey]) -> Fragment:
+        keys = [self.key(r) for r in outputs]
+        return Fragment(self.store, self.parents, self.prefix, keys)
+
+
+# ---- resolve ----
+
+@dataclass(frozen=True)
+class ValDef:
+    """How a value is defined: an input (op is None) or output `output_slot` of op over inputs."""
+
+    key: ValKey
+    input_key: Hashable | None = None
+    op: GraphOp | None = None
+    inputs: tuple[ValKey, ...] = ()
+    mode: OpMode = PRIMAL
+    output_slot: int = 0
+
+
+class ResolvedView:
+    """A logical view over fragments and their parents: which fragment defines each key."""
+
+    def __init__(self, fragments: Sequence[Fragment]):
+        roots = list(fragments)
+        for f in roots:
+            if not isinstance(f, Fragment):
+                raise TypeError(f"resolve expects Fragments, got {type(f).__name__}")
+        order: list[Fragment] = []
+        seen: set[int] = set()
+        stack = list(reversed(roots))
+        while stack:
+            f = stack.pop()
+            if id(f) in seen:
+                continue
+            seen.add(id(f))
+            order.append(f)
+            stack.extend(reversed(f.parents))
+        self.roots = roots
+        self.fragments = order
+        self.store = _core.ViewStore([f.store for f in order])
+
+    def defines(self, key: ValKey) -> bool:
+        return self.store.defines(key.id)
+
+    def resolve_val(self, key: ValKey) -> ValDef | None:
+        """The definition of key, or None when no fragment of the view defines it."""
+        if not self.store.defines(key.id):
+            return None
+        spec = key.op_key()
+        if spec is None:
+            return ValDef(key, input_key=key.input_key)
+        op, ins, mode = spec
+        return ValDef(key, op=op, inputs=ins, mode=mode, output_slot=key.output_slot)
+
+    def walk(self, outputs: Sequence[ValKey]):
+        """Reachable values/ops from outputs in topological order (C++), or a GraphError."""
+        ids = []
+        for k in outputs:
+            if not isinstance(k, ValKey):
+                raise TypeError(f"outputs must be ValKeys, got {type(k).__name__}")
+            ids.append(k.id)
+        try:
+            return self.store.walk(ids)
+        except _core.DanglingReference as e:
+            key = ValKey(e.val)
+            raise GraphError(f"dangling reference: {key!r} ({key.aval}) is reachable from the "
+                             f"requested outputs but no fragment in the view defines it") from None
+
+
+def resolve(fragments: Sequence[Fragment]) -> ResolvedView:
+    """Make external references traceable: a cheap logical view (no copying, no CSE)."""
+    return ResolvedView(fragments)
+
+
+# ---- materialize_merge ----
+
+class MaterializedGraph:
+    """The flattened, de-duplicated reachable graph in one topological order."""
+
+    def __init__(self, mat: _core.Materialized):
+        self._mat = mat
+
+    @property
+    def vals(self) -> list[ValKey]:
+        return [ValKey(v) for v in self._mat.vals]
+
+    @property
+    def inputs(self) -> list[ValKey]:
+        return [ValKey(v) for v in self._mat.inputs]
+
+    @property
+    def outputs(self) -> list[ValKey]:
+        return [ValKey(v) for v in self._mat.outputs]
+
+    @property
+    def n_ops(self) -> int:
+        return self._mat.n_ops
+
+    def ops(self) -> list[tuple[GraphOp, list[ValKey], list[ValKey], OpMode]]:
+        """(op, input keys, output keys, mode) in topological order."""
+        out = []
+        for o in self._mat.ops:
+            prim, mode, ins, first, n_out = _core.op_info(int(o))
+            out.append((prim_of(prim), [ValKey(i) for i in ins],
+                        [ValKey(first + k) for k in range(n_out)], mode_of(mode)))
+        return out
+
+    def __str__(self) -> str:
+        names = {v.id: f"v{i}" for i, v in enumerate(self.vals)}
+        lines = [f"{names[k.id]} = Input({k.input_key!r}: {k.aval})" for k in self.inputs]
+        for op, ins, outs, mode in self.ops():
+            lines.append(f"{', '.join(names[o.id] for o in outs)} = "
+                         f"{op.describe([names[i.id] for i in ins])} mode={mode}")
+        lines.append(f"outputs: [{', '.join(names[o.id] for o in self.outputs)}]")
+        return "\n".join(lines)
+
+
+def materialize_merge(view: ResolvedView, outputs: Sequence[ValKey]) -> MaterializedGraph:
+    """Flatten the view's reachable part from outputs: de-duplicated by key, one topological order."""
+    if isinstance(view, Fragment):
+        view = resolve([view])
+    return MaterializedGraph(view.walk(list(outputs)))
+
+
+# ---- compile ----
+
+class Executable:
+    """A compiled instruction stream shared by all programs of one normalised structure."""
+
+    def __init__(self, arrays: dict[str, np.ndarray]):
+        self.arrays = arrays
+        self.n_slots = len(arrays["slot_aval"])
+        self.slot_avals = [_aval_list[a] for a in arrays["slot_aval"]]
+        self.input_slots = arrays["input_slots"]
+        self.output_slots = arrays["output_slots"]
+        prims = arrays["instr_prim"]
+        in_off, in_slots = arrays["in_off"], arrays["in_slots"]
+        out_off, out_slots = arrays["out_off"], arrays["out_slots"]
+        self.instructions = [
+            (prim_of(int(prims[i])), in_slots[in_off[i]:in_off[i + 1]].tolist(),
+             out_slots[out_off[i]:out_off[i + 1]].tolist())
+            for i in range(len(prims))]
+
+    def run(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """Numpy reference evaluation (each op's ``impl``), until the C++ interpreter lands."""
+        slots: list[Any] = [None] * self.n_slots
+        for s, x in zip(self.input_slots, inputs):
+            slots[s] = x
+        for op, ins, outs in self.instructions:
+            res = op.impl(*[slots[i] for i in ins])
+            if len(outs) == 1:
+                slots[outs[0]] = res
+            else:
+                for s, r in zip(outs, res):
+                    slots[s] = r
+        return [np.array(slots[s], dtype=self.slot_avals[s].dtype, copy=True).reshape(
+            self.slot_avals[s].shape) for s in self.output_slots]
+
+
+class CompiledProgram:
+    """An SSA program: ``prog(mapping)`` or ``prog.eval(list_in_input_order)``."""
+
+    def __init__(self, executable: Executable, graph: MaterializedGraph):
+        self.executable = executable
+        self.graph = graph
+        self.input_vals = graph.inputs
+        self.inputs = [k.input_key for k in self.input_vals]
+        self.outputs = graph.outputs
+        self._input_avals = [k.aval for k in self.input_vals]
+
+    @property
+    def n_instructions(self) -> int:
+        return len(self.executable.instructions)
+
+    def _check(self, i: int, x) -> np.ndarray:
+        av = self._input_avals[i]
+        arr = np.asarray(x)
+        if arr.shape != av.shape:
+            raise ValueError(f"input {self.inputs[i]!r}: expected shape {av.shape}, got {arr.shape}")
+        if arr.dtype != av.dtype:
+            if not np.can_cast(arr.dtype, av.dtype, casting="same_kind") or \
+                    (arr.dtype.kind == "c" and av.dtype.kind != "c"):
+                raise TypeError(f"input {self.inputs[i]!r}: expected dtype {av.dtype}, "
+                                f"got {arr.dtype}")
+            arr = arr.astype(av.dtype)
+        return arr
+
+    def eval(self, inputs: Sequence[Any], out=None) -> list[np.ndarray]:
+        """Evaluate with inputs in ``self.inputs`` order; returns a list of numpy arrays."""
+        if len(inputs) != len(self.inputs):
+            raise ValueError(f"program takes {len(self.inputs)} inputs {self.inputs}, "
+                             f"got {len(inputs)}")
+        return self.executable.run([self._check(i, x) for i, x in enumerate(inputs)])
+
+    def __call__(self, mapping: dict) -> list[np.ndarray]:
+        if not isinstance(mapping, dict):
+            raise TypeError("a program is called with a dict {input_key: value}; "
+                            "use prog.eval(list) for positional inputs")
+        missing = [k for k in self.inputs if k not in mapping]
+        if missing:
+            raise KeyError(f"missing input(s) {missing}; the program takes {self.inputs}")
+        unknown = [k for k in mapping if k not in set(self.inputs)]
+        if unknown:
+            raise KeyError(f"unknown input(s) {unknown}; the program takes {self.inputs}")
+        return self.eval([mapping[k] for k in self.inputs])
+
+    def __repr__(self) -> str:
+        return (f"<CompiledProgram: {len(self.inputs)} inputs, {len(self.outputs)} outputs, "
+                f"{self.n_instructions} instructions>")
+
+
+class ProgramCache:
+    """Executables keyed by normalised structure (input keys and pass ids never enter the key)."""
+
+    def __init__(self):
+        self._table: dict[bytes, Executable] = {}
+        self.hits = 0
+        self.misses = 0
+
+    def get_or_build(self, canon: bytes, arrays: dict[str, np.ndarray]) -> Executable:
+        exe = self._table.get(canon)
+        if exe is None:
+            self.misses += 1
+            exe = self._table.setdefault(canon, Executable(arrays))
+        else:
+            self.hits += 1
+        return exe
+
+    def clear(self) -> None:
+        self._table.clear()
+        self.hits = self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._table)
+
+
+program_cache = ProgramCache()
+
+
+def compile(graph: MaterializedGraph) -> CompiledProgram:  # noqa: A001 - the seeds' name
+    """SSA slot assignment and dense instruction arrays (C++), through the program cache."""
+    if not isinstance(graph, MaterializedGraph):
+        raise TypeError(f"compile expects a MaterializedGraph (from materialize_merge), "
+                        f"got {type(graph).__name__}")
+    arrays, canon = graph._mat.compile()
+    return CompiledProgram(program_cache.get_or_build(canon, arrays), graph)

@@ -1,0 +1,16 @@
+"""The concrete primitives (the seeds' tenferro): one block per primitive."""
+
+from tidu.ops.elementwise import (Abs, Add, Compare, Conj, Cos, Div, Exp, Expm1, Imag, Log, Log1p,
+                                  Max, Min, Mul, Neg, Pow, Real, Rsqrt, Sign, Sin, Sqrt, Sub, Tanh)
+from tidu.ops.sources import Constant, Iota, StopGradient
+from tidu.ops.structural import (BroadcastInDim, Concatenate, Convert, DotGeneral, Pad, ReduceMax,
+                                 ReduceSum, Reshape, Select, Slice, Transpose)
+
+__all__ = [
+    "Abs", "Add", "BroadcastInDim", "Compare", "Concatenate", "Conj", "Constant", "Convert", "Cos",
+    "Div", "DotGeneral", "Exp", "Expm1", "Imag", "Iota", "Log", "Log1p", "Max", "Min", "Mul", "Neg",
+    "Pad", "Pow", "Real", "ReduceMax", "ReduceSum", "Reshape", "Rsqrt", "Select", "Sign", "Sin",
+    "Slice", "Sqrt", "StopGradient", "Sub", "Tanh", "Transpose",
+]
+
+TIER1 = tuple(__all__)

@@ -1,0 +1,322 @@
+"""Shape-changing primitives: reductions, broadcast, reshape, transpose, dot_general, convert,
+select, slice, pad, concatenate."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tidu.graph import aval
+from tidu.ops._base import (ALL, BOOL, COMPLEXES, NUMERIC, REAL, check_axes, check_dtype,
+                            check_same, ints)
+from tidu.rules import PrimitiveOp, register
+
+
+def _frozen_ints(obj, *names):
+    for n in names:
+        object.__setattr__(obj, n, ints(getattr(obj, n)))
+
+
+# ---- reductions ----
+
+@register
+@dataclass(frozen=True)
+class ReduceSum(PrimitiveOp):
+    """Sum over `axes` (the reduced axes are removed)."""
+
+    axes: tuple[int, ...]
+    linear = True
+
+    def __post_init__(self):
+        object.__setattr__(self, "axes", tuple(sorted(ints(self.axes))))
+
+    def abstract_eval(self, x):
+        check_dtype(self.name, x, NUMERIC, "numeric")
+        check_axes(self.name, self.axes, x.ndim, x.shape)
+        return aval(tuple(d for i, d in enumerate(x.shape) if i not in self.axes), x.dtype)
+
+    def impl(self, x):
+        return np.sum(x, axis=self.axes)
+
+
+@register
+@dataclass(frozen=True)
+class ReduceMax(PrimitiveOp):
+    """Maximum over `axes` (the reduced axes are removed); a reduced axis must be non-empty."""
+
+    axes: tuple[int, ...]
+
+    def __post_init__(self):
+        object.__setattr__(self, "axes", tuple(sorted(ints(self.axes))))
+
+    def abstract_eval(self, x):
+        check_dtype(self.name, x, REAL, "real")
+        check_axes(self.name, self.axes, x.ndim, x.shape)
+        if any(x.shape[a] == 0 for a in self.axes):
+            raise ValueError(f"{self.name}: cannot reduce an empty axis of shape {x.shape}")
+        return aval(tuple(d for i, d in enumerate(x.shape) if i not in self.axes), x.dtype)
+
+    def impl(self, x):
+        return np.max(x, axis=self.axes)
+
+
+# ---- layout ----
+
+@register
+@dataclass(frozen=True)
+class BroadcastInDim(PrimitiveOp):
+    """Operand axis i becomes output axis dims[i] (size equal or 1); other axes are broadcast."""
+
+    shape: tuple[int, ...]
+    dims: tuple[int, ...]
+    linear = True
+
+    def __post_init__(self):
+        _frozen_ints(self, "shape", "dims")
+
+    def abstract_eval(self, x):
+        check_dtype(self.name, x, ALL, "supported")
+        if len(self.dims) != x.ndim:
+            raise ValueError(f"{self.name}: dims {self.dims} do not match operand shape {x.shape}")
+        if any(not 0 <= d < len(self.shape) for d in self.dims) or \
+                any(b <= a for a, b in zip(self.dims, self.dims[1:])):
+            raise ValueError(f"{self.name}: dims {self.dims} must be increasing axes of "
+                             f"output shape {self.shape}")
+        for i, d in enumerate(self.dims):
+            if x.shape[i] not in (1, self.shape[d]):
+                raise ValueError(f"{self.name}: operand shape {x.shape} cannot broadcast to "
+                                 f"{self.shape} with dims {self.dims}")
+        return aval(self.shape, x.dtype)
+
+    def impl(self, x):
+        expanded = [1] * len(self.shape)
+        for i, d in enumerate(self.dims):
+            expanded[d] = x.shape[i]
+        return np.broadcast_to(np.reshape(x, expanded), self.shape)
+
+
+@register
+@dataclass(frozen=True)
+class Reshape(PrimitiveOp):
+    shape: tuple[int, ...]
+    linear = True
+
+    def __post_init__(self):
+        _frozen_ints(self, "shape")
+
+    def abstract_eval(self, x):
+        check_dtype(self.name, x, ALL, "supported")
+        if int(np.prod(self.shape, dtype=np.int64)) != x.size:
+            raise ValueError(f"{self.name}: cannot reshape {x.shape} ({x.size} elements) "
+                             f"to {self.shape}")
+        return aval(self.shape, x.dtype)
+
+    def impl(self, x):
+        return np.reshape(x, self.shape)
+
+
+@register
+@dataclass(frozen=True)
+class Transpose(PrimitiveOp):
+    """Output axis i is operand axis perm[i]."""
+
+    perm: tuple[int, ...]
+    linear = True
+
+    def __post_init__(self):
+        _frozen_ints(self, "perm")
+
+    def abstract_eval(self, x):
+        check_dtype(self.name, x, ALL, "supported")
+        if sorted(self.perm) != list(range(x.ndim)):
+            raise ValueError(f"{self.name}: perm {self.perm} is not a permutation of the axes "
+                             f"of shape {x.shape}")
+        return aval(tuple(x.shape[p] for p in self.perm), x.dtype)
+
+    def impl(self, x):
+        return np.transpose(x, self.perm)
+
+
+@register
+@dataclass(frozen=True)
+class DotGeneral(PrimitiveOp):
+    """Contraction with batch dims; output axes: batch, then lhs free, then rhs free."""
+
+    lhs_contracting: tuple[int, ...]
+    rhs_contracting: tuple[int, ...]
+    lhs_batch: tuple[int, ...] = ()
+    rhs_batch: tuple[int, ...] = ()
+
+    def __post_init__(self):
+        _frozen_ints(self, "lhs_contracting", "rhs_contracting", "lhs_batch", "rhs_batch")
+
+    def abstract_eval(self, x, y):
+        n = self.name
+        if x.dtype != y.dtype:
+            raise TypeError(f"{n}: dtype mismatch {x.dtype} vs {y.dtype}")
+        check_dtype(n, x, NUMERIC, "numeric")
+        lc, rc, lb, rb = self.lhs_contracting, self.rhs_contracting, self.lhs_batch, self.rhs_batch
+        if len(lc) != len(rc) or len(lb) != len(rb):
+            raise ValueError(f"{n}: contracting dims {lc} vs {rc} / batch dims {lb} vs {rb} "
+                             f"differ in length")
+        check_axes(n, lc + lb, x.ndim, x.shape)
+        check_axes(n, rc + rb, y.ndim, y.shape)
+        for a, b in zip(lc + lb, rc + rb):
+            if x.shape[a] != y.shape[b]:
+                raise ValueError(f"{n}: lhs shape {x.shape} axis {a} does not match rhs shape "
+                                 f"{y.shape} axis {b}")
+        lfree = [d for i, d in enumerate(x.shape) if i not in lc + lb]
+        rfree = [d for i, d in enumerate(y.shape) if i not in rc + rb]
+        return aval(tuple(x.shape[a] for a in lb) + tuple(lfree) + tuple(rfree), x.dtype)
+
+    def impl(self, x, y):
+        lc, rc, lb, rb = self.lhs_contracting, self.rhs_contracting, self.lhs_batch, self.rhs_batch
+        lfree = [i for i in range(x.ndim) if i not in lc + lb]
+        rfree = [i for i in range(y.ndim) if i not in rc + rb]
+        xt = np.transpose(x, lb + tuple(lfree) + lc)
+        yt = np.transpose(y, rb + tuple(rc) + tuple(rfree))
+        bshape = xt.shape[:len(lb)]
+        m = int(np.prod(xt.shape[len(lb):len(lb) + len(lfree)], dtype=np.int64))
+        k = int(np.prod([x.shape[a] for a in lc], dtype=np.int64))
+        nn = int(np.prod(yt.shape[len(rb) + len(rc):], dtype=np.int64))
+        out = np.matmul(xt.reshape(bshape + (m, k)), yt.reshape(bshape + (k, nn)))
+        return out.reshape(bshape + tuple(x.shape[i] for i in lfree) +
+                           tuple(y.shape[i] for i in rfree))
+
+
+@register
+@dataclass(frozen=True)
+class Convert(PrimitiveOp):
+    """Cast to `dtype`; complex to real is refused (take Real first)."""
+
+    dtype: str
+
+    def __post_init__(self):
+        dt = np.dtype(self.dtype)
+        check_dtype(self.name, aval((), dt), ALL, "supported")
+        object.__setattr__(self, "dtype", dt.name)
+
+    linear = True
+
+    def abstract_eval(self, x):
+        check_dtype(self.name, x, ALL, "supported")
+        if x.dtype in COMPLEXES and np.dtype(self.dtype) not in COMPLEXES:
+            raise TypeError(f"{self.name}: cannot convert {x.dtype} to {self.dtype} "
+                            f"(take real() first)")
+        return aval(x.shape, self.dtype)
+
+    def impl(self, x):
+        return np.asarray(x).astype(self.dtype)
+
+
+@register
+@dataclass(frozen=True)
+class Select(PrimitiveOp):
+    """pred ? on_true : on_false elementwise; pred is bool of the same shape."""
+
+    def abstract_eval(self, pred, on_true, on_false):
+        if pred.dtype != BOOL:
+            raise TypeError(f"{self.name}: predicate dtype {pred.dtype} is not bool")
+        a = check_same(self.name, (on_true, on_false))
+        if pred.shape != a.shape:
+            raise ValueError(f"{self.name}: predicate shape {pred.shape} vs operand shape {a.shape}")
+        return a
+
+    def impl(self, pred, on_true, on_false):
+        return np.where(pred, on_true, on_false)
+
+
+# ---- indexing ----
+
+@register
+@dataclass(frozen=True)
+class Slice(PrimitiveOp):
+    """x[start:limit:stride] per axis (start <= limit, stride >= 1)."""
+
+    start: tuple[int, ...]
+    limit: tuple[int, ...]
+    stride: tuple[int, ...]
+    linear = True
+
+    def __post_init__(self):
+        _frozen_ints(self, "start", "limit", "stride")
+
+    def abstract_eval(self, x):
+        check_dtype(self.name, x, ALL, "supported")
+        if not len(self.start) == len(self.limit) == len(self.stride) == x.ndim:
+            raise ValueError(f"{self.name}: start/limit/stride lengths "
+                             f"{len(self.start)}/{len(self.limit)}/{len(self.stride)} do not match "
+                             f"operand shape {x.shape}")
+        for s, l, st, d in zip(self.start, self.limit, self.stride, x.shape):
+            if not (0 <= s <= l <= d and st >= 1):
+                raise ValueError(f"{self.name}: bounds start={self.start} limit={self.limit} "
+                                 f"stride={self.stride} invalid for shape {x.shape}")
+        return aval(tuple(-(-(l - s) // st) for s, l, st in
+                          zip(self.start, self.limit, self.stride)), x.dtype)
+
+    def impl(self, x):
+        return x[tuple(slice(s, l, st) for s, l, st in zip(self.start, self.limit, self.stride))]
+
+
+@register
+@dataclass(frozen=True)
+class Pad(PrimitiveOp):
+    """Zero padding: `low`/`high` zeros at each end, `interior` zeros between elements."""
+
+    low: tuple[int, ...]
+    high: tuple[int, ...]
+    interior: tuple[int, ...]
+    linear = True
+
+    def __post_init__(self):
+        _frozen_ints(self, "low", "high", "interior")
+
+    def abstract_eval(self, x):
+        check_dtype(self.name, x, ALL, "supported")
+        if not len(self.low) == len(self.high) == len(self.interior) == x.ndim:
+            raise ValueError(f"{self.name}: low/high/interior lengths do not match operand "
+                             f"shape {x.shape}")
+        if any(v < 0 for v in self.low + self.high + self.interior):
+            raise ValueError(f"{self.name}: negative padding low={self.low} high={self.high} "
+                             f"interior={self.interior}")
+        return aval(tuple(lo + hi + d + max(d - 1, 0) * it for lo, hi, it, d in
+                          zip(self.low, self.high, self.interior, x.shape)), x.dtype)
+
+    def impl(self, x):
+        out_shape = self.abstract_eval(aval(x.shape, x.dtype)).shape
+        out = np.zeros(out_shape, dtype=x.dtype)
+        idx = tuple(slice(lo, lo + (d - 1) * (it + 1) + 1 if d else lo, it + 1)
+                    for lo, it, d in zip(self.low, self.interior, x.shape))
+        out[idx] = x
+        return out
+
+
+@register
+@dataclass(frozen=True)
+class Concatenate(PrimitiveOp):
+    """Join operands along `axis`; other axes and dtypes must agree."""
+
+    axis: int
+    linear = True
+
+    def abstract_eval(self, *xs):
+        if not xs:
+            raise ValueError(f"{self.name}: needs at least one operand")
+        first = xs[0]
+        check_dtype(self.name, first, ALL, "supported")
+        if not 0 <= self.axis < first.ndim:
+            raise ValueError(f"{self.name}: axis {self.axis} out of range for shape {first.shape}")
+        for x in xs[1:]:
+            if x.dtype != first.dtype:
+                raise TypeError(f"{self.name}: dtype mismatch {first.dtype} vs {x.dtype}")
+            if x.ndim != first.ndim or any(a != b for i, (a, b) in
+                                           enumerate(zip(x.shape, first.shape)) if i != self.axis):
+                raise ValueError(f"{self.name}: shape mismatch {first.shape} vs {x.shape} "
+                                 f"off axis {self.axis}")
+        shape = list(first.shape)
+        shape[self.axis] = sum(x.shape[self.axis] for x in xs)
+        return aval(tuple(shape), first.dtype)
+
+    def impl(self, *xs):
+        return np.concatenate(xs, axis=self.axis)

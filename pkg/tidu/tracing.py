@@ -1,0 +1,645 @@
+"""Tracing Python functions into primal fragments: ``build``, traced values, numpy-like functions.
+
+numpy's broadcasting and type promotion are made explicit here (BroadcastInDim, Convert): the
+primitives themselves never broadcast or promote.  Python scalars are weakly typed, as in numpy 2
+and JAX (``x * 2.0`` keeps float32 x float32).
+"""
+
+from __future__ import annotations
+
+import operator
+import threading
+from typing import Any, Callable, Hashable, Sequence
+
+import numpy as np
+
+from tidu.graph import AbstractValue, Fragment, FragmentBuilder, ValKey, aval, prim_id
+from tidu import ops as P
+from tidu.ops._base import BOOL, COMPLEXES, INTS, real_dtype
+
+__all__ = [
+    "Tracer", "build", "spec", "exp", "log", "sin", "cos", "tanh", "sqrt", "rsqrt", "expm1",
+    "log1p", "abs", "sign", "power", "sum", "max", "mean", "dot", "matmul", "reshape", "transpose",
+    "broadcast_to", "where", "maximum", "minimum", "conj", "real", "imag", "concatenate",
+    "stop_gradient", "astype", "iota", "zeros_like", "ones_like",
+]
+
+_PY_SCALARS = (bool, int, float, complex)
+
+
+class _Trace:
+    """One tracing session: the builder of the fragment being traced."""
+
+    __slots__ = ("builder", "store")
+
+    def __init__(self, builder: FragmentBuilder):
+        self.builder = builder
+        self.store = builder.store
+
+
+_state = threading.local()
+
+
+def _stack() -> list[_Trace]:
+    s = getattr(_state, "stack", None)
+    if s is None:
+        s = _state.stack = []
+    return s
+
+
+def _current() -> _Trace:
+    s = _stack()
+    if not s:
+        raise TypeError("tidu functions operate on traced values: call them inside a function "
+                        "passed to tidu.build / tidu.jit / tidu.grad")
+    return s[-1]
+
+
+# ---- emitting ----
+
+def _emit(t: _Trace, op, *args: "Tracer") -> "Tracer":
+    out = op.abstract_eval(*[a.aval for a in args])
+    v = t.store.emit(prim_id(op), 0, [a._v for a in args], out.id)
+    return Tracer(t, v, out)
+
+
+# Field-less primitives are singletons: cache (instance, id) for the hot binary/unary paths.
+_SINGLETONS: dict[type, tuple] = {}
+
+
+def _singleton(cls) -> tuple:
+    hit = _SINGLETONS.get(cls)
+    if hit is None:
+        op = cls()
+        hit = _SINGLETONS[cls] = (op, prim_id(op))
+    return hit
+
+
+def _const(t: _Trace, value, dtype) -> "Tracer":
+    c = P.Constant.of(value, dtype)
+    out = c.abstract_eval()
+    return Tracer(t, t.store.emit0(prim_id(c), out.id), out)
+
+
+def _trace_of(*xs) -> _Trace:
+    for x in xs:
+        if isinstance(x, Tracer):
+            t = x._t
+            for y in xs:
+                if isinstance(y, Tracer) and y._t is not t:
+                    raise ValueError("values from two different traces were combined; a traced "
+                                     "value cannot leave the function that traced it")
+            return t
+    return _current()
+
+
+def _dtype_of(x) -> Any:
+    if isinstance(x, Tracer):
+        return x.aval.dtype
+    if isinstance(x, _PY_SCALARS):
+        return x  # weak: numpy 2's result_type lets the other operand decide
+    return np.asarray(x).dtype
+
+
+def _lift(t: _Trace, x, dtype=None) -> "Tracer":
+    """x as a traced value (constants become Constant nodes), converted to dtype if given."""
+    if isinstance(x, Tracer):
+        if dtype is not None and x.aval.dtype != dtype:
+            return _emit(t, P.Convert(np.dtype(dtype).name), x)
+        return x
+    if dtype is None and isinstance(x, _PY_SCALARS):
+        dtype = np.result_type(x)
+        if dtype == np.dtype("int64") and isinstance(x, bool):
+            dtype = BOOL
+    arr = np.asarray(x) if dtype is None else np.asarray(x, dtype=dtype)
+    if arr.dtype == object:
+        raise TypeError(f"cannot use {type(x).__name__} as a tidu value")
+    return _const(t, arr, arr.dtype)
+
+
+def _broadcast(t: _Trace, x: "Tracer", shape: tuple[int, ...]) -> "Tracer":
+    if x.aval.shape == shape:
+        return x
+    nd = len(shape)
+    return _emit(t, P.BroadcastInDim(shape, tuple(range(nd - x.aval.ndim, nd))), x)
+
+
+def _promote(name: str, t: _Trace, *xs, min_dtype=None) -> list["Tracer"]:
+    """Lift, type-promote and broadcast operands numpy-style."""
+    dts = [_dtype_of(x) for x in xs]
+    try:
+        dt = np.result_type(*dts) if min_dtype is None else np.result_type(*dts, min_dtype)
+    except TypeError as e:
+        raise TypeError(f"{name}: cannot promote {dts}: {e}") from None
+    lifted = [_lift(t, x, dt) for x in xs]
+    shapes = [x.aval.shape for x in lifted]
+    try:
+        shape = np.broadcast_shapes(*shapes)
+    except ValueError:
+        raise ValueError(f"{name}: shapes {' vs '.join(map(str, shapes))} do not broadcast") \
+            from None
+    return [_broadcast(t, x, shape) for x in lifted]
+
+
+def _binary(cls, name: str, x, y, float_only=False) -> "Tracer":
+    # Fast path: two traced values of one abstract value (the common case in generated code).
+    if type(x) is Tracer and type(y) is Tracer and x.aval is y.aval and x._t is y._t and \
+            not (float_only and x.aval.dtype in _NONFLOAT):
+        t = x._t
+        op, pid = _singleton(cls)
+        a = op.abstract_eval(x.aval, y.aval)
+        return Tracer(t, t.store.emit2(pid, 0, x._v, y._v, a.id), a)
+    t = _trace_of(x, y)
+    a, b = _promote(name, t, x, y, min_dtype=np.float32 if float_only else None)
+    if float_only and a.aval.dtype in _NONFLOAT:
+        a, b = _lift(t, a, np.float64), _lift(t, b, np.float64)
+    return _emit(t, cls(), a, b)
+
+
+_NONFLOAT = INTS | {BOOL}
+
+
+def _unary_float(cls, x) -> "Tracer":
+    """Transcendental functions: integer and bool inputs are computed in float64 (numpy's rule)."""
+    t = _trace_of(x)
+    x = _lift(t, x)
+    if x.aval.dtype in _NONFLOAT:
+        x = _lift(t, x, np.float64)
+    op, pid = _singleton(cls)
+    a = op.abstract_eval(x.aval)
+    return Tracer(t, t.store.emit1(pid, 0, x._v, a.id), a)
+
+
+def _compare(direction: str, x, y) -> "Tracer":
+    t = _trace_of(x, y)
+    a, b = _promote(f"Compare({direction})", t, x, y)
+    return _emit(t, P.Compare(direction), a, b)
+
+
+# ---- traced values ----
+
+class Tracer:
+    """A value in a function being traced: supports numpy-style arithmetic, indexing and methods."""
+
+    __slots__ = ("_t", "_v", "aval")
+    __array_priority__ = 1000  # numpy defers to our reflected operators
+
+    def __init__(self, trace: _Trace, v: int, av: AbstractValue):
+        self._t = trace
+        self._v = v
+        self.aval = av
+
+    @property
+    def key(self) -> ValKey:
+        """The global key of this value."""
+        return ValKey(self._v)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.aval.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.aval.dtype
+
+    @property
+    def ndim(self) -> int:
+        return self.aval.ndim
+
+    @property
+    def size(self) -> int:
+        return self.aval.size
+
+    @property
+    def T(self) -> "Tracer":  # noqa: N802 - numpy's name
+        return transpose(self)
+
+    def __repr__(self) -> str:
+        return f"Tracer({self.aval}, {self.key!r})"
+
+    def __bool__(self):
+        raise TypeError("a traced value has no truth value during tracing; use tidu.where "
+                        "instead of Python control flow on traced values")
+
+    def __len__(self) -> int:
+        if not self.aval.shape:
+            raise TypeError("len() of a rank-0 traced value")
+        return self.aval.shape[0]
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+    def __index__(self):
+        raise TypeError("a traced value cannot be used as a Python index")
+
+    # arithmetic
+    def __add__(self, o): return _binary(P.Add, "Add", self, o)
+    def __radd__(self, o): return _binary(P.Add, "Add", o, self)
+    def __sub__(self, o): return _binary(P.Sub, "Sub", self, o)
+    def __rsub__(self, o): return _binary(P.Sub, "Sub", o, self)
+    def __mul__(self, o): return _binary(P.Mul, "Mul", self, o)
+    def __rmul__(self, o): return _binary(P.Mul, "Mul", o, self)
+    def __truediv__(self, o): return _binary(P.Div, "Div", self, o, float_only=True)
+    def __rtruediv__(self, o): return _binary(P.Div, "Div", o, self, float_only=True)
+    def __pow__(self, o): return power(self, o)
+    def __rpow__(self, o): return power(o, self)
+    def __matmul__(self, o): return matmul(self, o)
+    def __rmatmul__(self, o): return matmul(o, self)
+    def __neg__(self): return _emit(self._t, P.Neg(), self)
+    def __pos__(self): return self
+    def __abs__(self): return abs(self)
+
+    # comparisons (a Tracer is unhashable, like a numpy array)
+    def __lt__(self, o): return _compare("LT", self, o)
+    def __le__(self, o): return _compare("LE", self, o)
+    def __gt__(self, o): return _compare("GT", self, o)
+    def __ge__(self, o): return _compare("GE", self, o)
+    def __eq__(self, o): return _compare("EQ", self, o)  # type: ignore[override]
+    def __ne__(self, o): return _compare("NE", self, o)  # type: ignore[override]
+    __hash__ = None  # type: ignore[assignment]
+
+    # methods
+    def sum(self, axis=None, keepdims=False): return sum(self, axis, keepdims)
+    def max(self, axis=None, keepdims=False): return max(self, axis, keepdims)
+    def mean(self, axis=None, keepdims=False): return mean(self, axis, keepdims)
+    def reshape(self, *shape): return reshape(self, shape[0] if len(shape) == 1 else shape)
+    def transpose(self, *axes): return transpose(self, axes[0] if len(axes) == 1 else (axes or None))
+    def astype(self, dtype): return astype(self, dtype)
+    def conj(self): return conj(self)
+
+    @property
+    def real(self): return real(self)
+
+    @property
+    def imag(self): return imag(self)
+
+    def __getitem__(self, idx) -> "Tracer":
+        return _getitem(self, idx)
+
+
+# ---- indexing ----
+
+def _getitem(x: Tracer, idx) -> Tracer:
+    if not isinstance(idx, tuple):
+        idx = (idx,)
+    if any(isinstance(i, (Tracer, np.ndarray, list)) for i in idx):
+        raise TypeError("only static indexing is supported (ints, slices, None, ...); "
+                        "gather with traced or array indices is not a tidu primitive")
+    n_ell = builtins_sum(1 for i in idx if i is Ellipsis)
+    if n_ell > 1:
+        raise IndexError("an index can only have a single ellipsis")
+    n_real = builtins_sum(1 for i in idx if i is not None and i is not Ellipsis)
+    if n_real > x.ndim:
+        raise IndexError(f"too many indices ({n_real}) for shape {x.shape}")
+    if n_ell:
+        pos = idx.index(Ellipsis)
+        idx = idx[:pos] + (slice(None),) * (x.ndim - n_real) + idx[pos + 1:]
+    else:
+        idx = idx + (slice(None),) * (x.ndim - n_real)
+    start, limit, stride, out_shape = [], [], [], []
+    axis = 0
+    for i in idx:
+        if i is None:
+            out_shape.append(1)
+            continue
+        d = x.shape[axis]
+        if isinstance(i, (int, np.integer)) and not isinstance(i, bool):
+            j = int(i) + d if i < 0 else int(i)
+            if not 0 <= j < d:
+                raise IndexError(f"index {i} is out of bounds for axis {axis} with size {d}")
+            start.append(j), limit.append(j + 1), stride.append(1)
+        elif isinstance(i, slice):
+            s, e, st = i.indices(d)
+            if st < 0:
+                raise IndexError("negative slice steps are not supported")
+            e = builtins_max(e, s)
+            start.append(s), limit.append(e), stride.append(st)
+            out_shape.append(-(-(e - s) // st))
+        else:
+            raise TypeError(f"unsupported index {i!r} of type {type(i).__name__}")
+        axis += 1
+    t = x._t
+    y = x
+    if tuple(start) != (0,) * x.ndim or tuple(limit) != x.shape or any(s != 1 for s in stride):
+        y = _emit(t, P.Slice(tuple(start), tuple(limit), tuple(stride)), x)
+    if tuple(out_shape) != y.shape:
+        y = _emit(t, P.Reshape(tuple(out_shape)), y)
+    return y
+
+
+builtins_sum = __builtins__["sum"] if isinstance(__builtins__, dict) else __builtins__.sum
+builtins_max = __builtins__["max"] if isinstance(__builtins__, dict) else __builtins__.max
+builtins_abs = __builtins__["abs"] if isinstance(__builtins__, dict) else __builtins__.abs
+
+
+# ---- numpy-like functions ----
+
+def exp(x): return _unary_float(P.Exp, x)
+def log(x): return _unary_float(P.Log, x)
+def sin(x): return _unary_float(P.Sin, x)
+def cos(x): return _unary_float(P.Cos, x)
+def tanh(x): return _unary_float(P.Tanh, x)
+def sqrt(x): return _unary_float(P.Sqrt, x)
+def rsqrt(x): return _unary_float(P.Rsqrt, x)
+def expm1(x): return _unary_float(P.Expm1, x)
+def log1p(x): return _unary_float(P.Log1p, x)
+
+
+def abs(x):  # noqa: A001 - numpy's name
+    t = _trace_of(x)
+    return _emit(t, P.Abs(), _lift(t, x))
+
+
+def sign(x):
+    t = _trace_of(x)
+    return _emit(t, P.Sign(), _lift(t, x))
+
+
+def power(x, y):
+    """x ** y; a literal exponent 2 is traced as x * x (exact, and cheaper to differentiate)."""
+    if isinstance(y, (int, float)) and not isinstance(y, bool) and y == 2 and isinstance(x, Tracer):
+        return x * x
+    return _binary(P.Pow, "Pow", x, y, float_only=True)
+
+
+def maximum(x, y): return _binary(P.Max, "Max", x, y)
+def minimum(x, y): return _binary(P.Min, "Min", x, y)
+
+
+def _axes(x: Tracer, axis) -> tuple[int, ...]:
+    if axis is None:
+        return tuple(range(x.ndim))
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    out = []
+    for a in axes:
+        if not -x.ndim <= a < x.ndim:
+            raise ValueError(f"axis {a} out of range for shape {x.shape}")
+        out.append(int(a) % x.ndim if x.ndim else 0)
+    return tuple(out)
+
+
+def _reduce(cls, x, axis, keepdims, name):
+    t = _trace_of(x)
+    x = _lift(t, x)
+    axes = _axes(x, axis)
+    if cls is P.ReduceSum and x.aval.dtype == BOOL:
+        x = _lift(t, x, np.int64)
+    y = _emit(t, cls(axes), x)
+    if keepdims:
+        y = _emit(t, P.Reshape(tuple(1 if i in axes else d for i, d in enumerate(x.shape))), y)
+    return y
+
+
+def sum(x, axis=None, keepdims=False):  # noqa: A001
+    return _reduce(P.ReduceSum, x, axis, keepdims, "sum")
+
+
+def max(x, axis=None, keepdims=False):  # noqa: A001
+    return _reduce(P.ReduceMax, x, axis, keepdims, "max")
+
+
+def mean(x, axis=None, keepdims=False):
+    t = _trace_of(x)
+    x = _lift(t, x)
+    n = int(np.prod([x.shape[a] for a in _axes(x, axis)], dtype=np.int64))
+    return sum(x, axis, keepdims) / n
+
+
+def reshape(x, shape):
+    t = _trace_of(x)
+    x = _lift(t, x)
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
+    if shape.count(-1) > 1:
+        raise ValueError(f"reshape: at most one -1 in {shape}")
+    if -1 in shape:
+        rest = int(np.prod([s for s in shape if s != -1], dtype=np.int64))
+        if rest == 0 or x.size % rest:
+            raise ValueError(f"reshape: cannot reshape {x.shape} to {shape}")
+        shape = tuple(x.size // rest if s == -1 else s for s in shape)
+    if shape == x.shape:
+        return x
+    return _emit(t, P.Reshape(shape), x)
+
+
+def transpose(x, axes=None):
+    t = _trace_of(x)
+    x = _lift(t, x)
+    perm = tuple(reversed(range(x.ndim))) if axes is None else tuple(int(a) % builtins_max(x.ndim, 1)
+                                                                      for a in axes)
+    if perm == tuple(range(x.ndim)):
+        return x
+    return _emit(t, P.Transpose(perm), x)
+
+
+def broadcast_to(x, shape):
+    t = _trace_of(x)
+    x = _lift(t, x)
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
+    try:
+        if np.broadcast_shapes(x.shape, shape) != shape:
+            raise ValueError
+    except ValueError:
+        raise ValueError(f"broadcast_to: cannot broadcast {x.shape} to {shape}") from None
+    return _broadcast(t, x, shape)
+
+
+def astype(x, dtype):
+    t = _trace_of(x)
+    return _lift(t, x, np.dtype(dtype))
+
+
+def where(cond, x, y):
+    t = _trace_of(cond, x, y)
+    c = _lift(t, cond)
+    if c.aval.dtype != BOOL:
+        c = _compare("NE", c, 0)
+    a, b = _promote("where", t, x, y)
+    shape = np.broadcast_shapes(c.shape, a.shape)
+    return _emit(t, P.Select(), _broadcast(t, c, shape), _broadcast(t, a, shape),
+                 _broadcast(t, b, shape))
+
+
+def conj(x):
+    t = _trace_of(x)
+    x = _lift(t, x)
+    return _emit(t, P.Conj(), x) if x.aval.dtype in COMPLEXES else x
+
+
+def real(x):
+    t = _trace_of(x)
+    x = _lift(t, x)
+    return _emit(t, P.Real(), x) if x.aval.dtype in COMPLEXES else x
+
+
+def imag(x):
+    t = _trace_of(x)
+    x = _lift(t, x)
+    if x.aval.dtype in COMPLEXES:
+        return _emit(t, P.Imag(), x)
+    return _broadcast(t, _const(t, 0, x.aval.dtype), x.shape)
+
+
+def concatenate(xs: Sequence, axis: int = 0):
+    xs = list(xs)
+    if not xs:
+        raise ValueError("concatenate: need at least one array")
+    t = _trace_of(*xs)
+    dt = np.result_type(*[_dtype_of(x) for x in xs])
+    lifted = [_lift(t, x, dt) for x in xs]
+    nd = lifted[0].ndim
+    if nd == 0:
+        raise ValueError("concatenate: zero-dimensional arrays cannot be concatenated")
+    return _emit(t, P.Concatenate(int(axis) % nd), *lifted)
+
+
+def _dot_general(t, a: Tracer, b: Tracer, lc, rc, lb=(), rb=()):
+    dt = np.result_type(a.dtype, b.dtype)
+    return _emit(t, P.DotGeneral(lc, rc, lb, rb), _lift(t, a, dt), _lift(t, b, dt))
+
+
+def matmul(a, b):
+    t = _trace_of(a, b)
+    a, b = _lift(t, a), _lift(t, b)
+    if a.ndim == 0 or b.ndim == 0:
+        raise ValueError("matmul: operands must not be scalars (use *)")
+    if a.ndim <= 2 and b.ndim <= 2:
+        return _dot_general(t, a, b, (a.ndim - 1,), (0,))
+    if a.ndim == 1:
+        a = reshape(a, (1,) + a.shape)
+        return reshape(matmul(a, b), b.shape[:-2] + (b.shape[-1],))
+    if b.ndim == 1:
+        b = reshape(b, b.shape + (1,))
+        return reshape(matmul(a, b), a.shape[:-1])
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    a = _broadcast(t, a, batch + a.shape[-2:])
+    b = _broadcast(t, b, batch + b.shape[-2:])
+    nb = len(batch)
+    return _dot_general(t, a, b, (nb + 1,), (nb,), tuple(range(nb)), tuple(range(nb)))
+
+
+def dot(a, b):
+    t = _trace_of(a, b)
+    a, b = _lift(t, a), _lift(t, b)
+    if a.ndim == 0 or b.ndim == 0:
+        return a * b
+    return _dot_general(t, a, b, (a.ndim - 1,), (builtins_max(b.ndim - 2, 0),))
+
+
+def stop_gradient(x):
+    t = _trace_of(x)
+    return _emit(t, P.StopGradient(), _lift(t, x))
+
+
+def iota(shape, dtype="int64", dimension=0):
+    t = _current()
+    op = P.Iota(tuple(shape), dtype, dimension)
+    out = op.abstract_eval()
+    return Tracer(t, t.store.emit0(prim_id(op), out.id), out)
+
+
+def zeros_like(x):
+    t = _trace_of(x)
+    return _broadcast(t, _const(t, 0, x.dtype), x.shape)
+
+
+def ones_like(x):
+    t = _trace_of(x)
+    return _broadcast(t, _const(t, 1, x.dtype), x.shape)
+
+
+# ---- build ----
+
+def spec(shape: Sequence[int] | int = (), dtype: Any = "float64") -> AbstractValue:
+    """The abstract value (shape, dtype) of an input."""
+    return aval(shape, dtype)
+
+
+def as_aval(s) -> AbstractValue:
+    """An input spec: an AbstractValue, or anything with .shape and .dtype (arrays too)."""
+    if isinstance(s, AbstractValue):
+        return s
+    if isinstance(s, _PY_SCALARS):
+        return aval((), np.result_type(s))
+    if hasattr(s, "shape") and hasattr(s, "dtype"):
+        return aval(tuple(s.shape), s.dtype)
+    raise TypeError(f"input spec must be tidu.spec(shape, dtype) or an array, got {s!r}")
+
+
+class tracing:
+    """Context manager: a trace over `builder` is current inside the block."""
+
+    def __init__(self, builder: FragmentBuilder):
+        self.trace = _Trace(builder)
+
+    def input(self, key: Hashable, av: AbstractValue) -> Tracer:
+        local = self.trace.builder.add_input(key, av)
+        return Tracer(self.trace, self.trace.store.global_of(local), av)
+
+    def lift(self, x) -> Tracer:
+        return _lift(self.trace, x)
+
+    def __enter__(self):
+        _stack().append(self.trace)
+        return self
+
+    def __exit__(self, *exc):
+        _stack().pop()
+        return False
+
+
+def flatten_outputs(t: tracing, out) -> tuple[list[Tracer], Any]:
+    """Tracers of fn's result (a value or a nested tuple/list/dict of them) and its structure."""
+    if isinstance(out, (tuple, list)):
+        flat, trees = [], []
+        for o in out:
+            f, tr = flatten_outputs(t, o)
+            flat += f
+            trees.append(tr)
+        return flat, (type(out), trees)
+    if isinstance(out, dict):
+        flat, trees = [], []
+        for k in out:
+            f, tr = flatten_outputs(t, out[k])
+            flat += f
+            trees.append((k, tr))
+        return flat, (dict, trees)
+    if isinstance(out, Tracer):
+        if out._t is not t.trace:
+            raise ValueError("the function returned a value from another trace")
+        return [out], None
+    try:
+        return [t.lift(out)], None
+    except TypeError:
+        raise TypeError(f"a traced function must return arrays or tuples/lists/dicts of them, "
+                        f"got {type(out).__name__}") from None
+
+
+def build(fn: Callable, inputs: dict | None = None, **specs) -> Fragment:
+    """Trace fn into a primal fragment.
+
+    Args:
+        fn: a Python function of traced values.  With keyword specs (string keys), fn is called
+            with those keywords; with ``inputs={key: spec}`` (any hashable keys) positionally in
+            dict order.
+        inputs: {InputKey: spec} for keys that are not Python identifiers.
+        **specs: name=tidu.spec(shape, dtype) per input.
+
+    Returns:
+        A Fragment whose ``outputs`` are the keys of fn's results (flattened).
+
+    Raises:
+        TypeError, ValueError: a shape or dtype rule failed (the message names the primitive).
+    """
+    if inputs is not None and specs:
+        raise TypeError("build: give inputs either as inputs={...} or as keywords, not both")
+    items = list((inputs or specs).items())
+    builder = FragmentBuilder(prefix="p")
+    with tracing(builder) as t:
+        tracers = [t.input(k, as_aval(s)) for k, s in items]
+        if inputs is None:
+            out = fn(**{k: x for (k, _), x in zip(items, tracers)})
+        else:
+            out = fn(*tracers)
+        flat, _ = flatten_outputs(t, out)
+    return builder.build([x.key for x in flat])
