@@ -7,7 +7,7 @@ and JAX (``x * 2.0`` keeps float32 x float32).
 
 from __future__ import annotations
 
-import operator
+import gc
 import threading
 from typing import Any, Callable, Hashable, Sequence
 
@@ -141,14 +141,24 @@ def _promote(name: str, t: _Trace, *xs, min_dtype=None) -> list["Tracer"]:
     return [_broadcast(t, x, shape) for x in lifted]
 
 
+# Shape/dtype rules are pure functions of the operands' abstract values, so the hot paths memoise
+# (primitive class, operand avals) -> (prim id, output aval) and skip the rule on repeats.
+_RULES: dict[tuple, tuple[int, AbstractValue]] = {}
+
+
 def _binary(cls, name: str, x, y, float_only=False) -> "Tracer":
-    # Fast path: two traced values of one abstract value (the common case in generated code).
-    if type(x) is Tracer and type(y) is Tracer and x.aval is y.aval and x._t is y._t and \
-            not (float_only and x.aval.dtype in _NONFLOAT):
-        t = x._t
-        op, pid = _singleton(cls)
-        a = op.abstract_eval(x.aval, y.aval)
-        return Tracer(t, t.store.emit2(pid, 0, x._v, y._v, a.id), a)
+    if type(x) is Tracer and type(y) is Tracer and x._t is y._t:
+        hit = _RULES.get((cls, x.aval, y.aval))
+        if hit is not None:
+            t = x._t
+            a = hit[1]
+            return Tracer(t, t.store.emit2(hit[0], 0, x._v, y._v, a.id), a)
+        if x.aval is y.aval and not (float_only and x.aval.dtype in _NONFLOAT):
+            op, pid = _singleton(cls)
+            a = op.abstract_eval(x.aval, y.aval)
+            _RULES[(cls, x.aval, y.aval)] = (pid, a)
+            t = x._t
+            return Tracer(t, t.store.emit2(pid, 0, x._v, y._v, a.id), a)
     t = _trace_of(x, y)
     a, b = _promote(name, t, x, y, min_dtype=np.float32 if float_only else None)
     if float_only and a.aval.dtype in _NONFLOAT:
@@ -161,12 +171,19 @@ _NONFLOAT = INTS | {BOOL}
 
 def _unary_float(cls, x) -> "Tracer":
     """Transcendental functions: integer and bool inputs are computed in float64 (numpy's rule)."""
+    if type(x) is Tracer:
+        hit = _RULES.get((cls, x.aval))
+        if hit is not None:
+            t = x._t
+            a = hit[1]
+            return Tracer(t, t.store.emit1(hit[0], 0, x._v, a.id), a)
     t = _trace_of(x)
     x = _lift(t, x)
     if x.aval.dtype in _NONFLOAT:
         x = _lift(t, x, np.float64)
     op, pid = _singleton(cls)
     a = op.abstract_eval(x.aval)
+    _RULES[(cls, x.aval)] = (pid, a)
     return Tracer(t, t.store.emit1(pid, 0, x._v, a.id), a)
 
 
@@ -571,6 +588,7 @@ class tracing:
 
     def __init__(self, builder: FragmentBuilder):
         self.trace = _Trace(builder)
+        self._gc_was_enabled = False
 
     def input(self, key: Hashable, av: AbstractValue) -> Tracer:
         local = self.trace.builder.add_input(key, av)
@@ -580,11 +598,17 @@ class tracing:
         return _lift(self.trace, x)
 
     def __enter__(self):
+        # Tracing allocates millions of short acyclic objects (Tracers); the cyclic collector
+        # would rescan them all repeatedly (quadratic in graph size), so it pauses while tracing.
+        self._gc_was_enabled = gc.isenabled()
+        gc.disable()
         _stack().append(self.trace)
         return self
 
     def __exit__(self, *exc):
         _stack().pop()
+        if self._gc_was_enabled:
+            gc.enable()
         return False
 
 

@@ -103,4 +103,57 @@ class FlatMap32 {
   std::size_t size_ = 0;
 };
 
+// uint32 -> uint32 map tuned for ids that arrive in (mostly) increasing runs, as values of one
+// fragment or one graph do: a dense window [base, base + n) holds most keys at 4 bytes each with
+// no hashing and sequential access; keys outside the window go to a FlatMap32.
+class IdMap {
+ public:
+  explicit IdMap(std::size_t expected = 8) : sparse_(8) { dense_.reserve(expected); }
+
+  Id get(Id key, Id fallback = kNone) const {
+    std::size_t off = static_cast<std::size_t>(key) - base_;
+    if (key >= base_ && off < dense_.size() && dense_[off] != kNone) return dense_[off];
+    // The window may have grown over keys stored in sparse_ before it reached them.
+    return sparse_.size() ? sparse_.get(key, fallback) : fallback;
+  }
+
+  bool contains(Id key) const { return get(key) != kNone; }
+
+  // Inserts key -> val if absent (val must not be kNone); returns the value now stored.
+  Id insert(Id key, Id val) {
+    if (sparse_.size()) {
+      Id existing = sparse_.get(key, kNone);
+      if (existing != kNone) return existing;
+    } else if (dense_.empty()) {
+      base_ = key;
+    }
+    if (key >= base_) {
+      std::size_t off = static_cast<std::size_t>(key) - base_;
+      if (off < dense_.size()) {
+        if (dense_[off] == kNone) {
+          dense_[off] = val;
+          ++n_dense_;
+        }
+        return dense_[off];
+      }
+      // Grow the window only while it stays at least half full.
+      if (off + 1 <= 2 * (n_dense_ + 1) + 64) {
+        dense_.resize(off + 1, kNone);
+        dense_[off] = val;
+        ++n_dense_;
+        return val;
+      }
+    }
+    return sparse_.insert(key, val);
+  }
+
+  std::size_t memory_bytes() const { return dense_.capacity() * sizeof(Id) + sparse_.memory_bytes(); }
+
+ private:
+  Id base_ = 0;
+  std::vector<Id> dense_;
+  std::size_t n_dense_ = 0;
+  FlatMap32 sparse_;
+};
+
 }  // namespace tidu

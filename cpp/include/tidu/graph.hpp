@@ -22,7 +22,7 @@ struct FragmentData {
   std::vector<Id> ops;      // local op id -> global op id
   std::vector<Id> inputs;   // local value ids of the fragment's inputs
   std::vector<Id> outputs;  // local value ids of the fragment's outputs
-  FlatMap32 local;          // global value id -> local value id
+  IdMap local;              // global value id -> local value id
 
   Id local_of(Id v) const { return local.get(v, kNone); }
 
@@ -65,12 +65,12 @@ struct FragmentData {
 // A logical view over fragments: which fragment defines each value.  No node is copied.
 struct View {
   std::vector<const FragmentData*> frags;
-  FlatMap32 def;  // global value id -> index into frags (first definer wins)
+  IdMap def;  // global value id -> index into frags (first definer wins)
 
   explicit View(std::vector<const FragmentData*> fs) : frags(std::move(fs)) {
     std::size_t n = 0;
     for (const FragmentData* f : frags) n += f->vals.size();
-    def = FlatMap32(n);
+    def = IdMap(n);
     for (std::size_t i = 0; i < frags.size(); ++i)
       for (Id v : frags[i]->vals) def.insert(v, static_cast<Id>(i));
   }
@@ -91,8 +91,8 @@ struct Reachable {
 // the first reachable value that no fragment of the view defines (a dangling External reference).
 inline Id topo_walk(const KeyInterner& in, const View& view, const Id* outputs, std::size_t n_out,
                     Reachable& out) {
-  FlatMap32 seen(256);  // value id -> 1 once placed
-  FlatMap32 op_seen(256);
+  IdMap seen(256);  // value id -> 1 once placed
+  IdMap op_seen(256);
   std::vector<std::pair<Id, bool>> stack;
   for (std::size_t i = n_out; i-- > 0;) stack.emplace_back(outputs[i], false);
   while (!stack.empty()) {
@@ -169,7 +169,7 @@ struct SSAProgram {
 inline void compile_ssa(const KeyInterner& in, const std::vector<Id>& vals, const std::vector<Id>& ops,
                         const std::vector<Id>& inputs, const Id* outputs, std::size_t n_out,
                         SSAProgram& p) {
-  FlatMap32 slot_of(vals.size());
+  IdMap slot_of(vals.size());
   p.slot_aval.reserve(vals.size());
   for (std::size_t i = 0; i < vals.size(); ++i) {
     slot_of.insert(vals[i], static_cast<Id>(i));
@@ -180,6 +180,12 @@ inline void compile_ssa(const KeyInterner& in, const std::vector<Id>& vals, cons
     if (s == kNone) throw std::logic_error("tidu: value missing from materialized graph");
     return s;
   };
+  std::size_t n_args = 0;
+  for (Id o : ops) n_args += in.op(o).n_in;
+  p.instr_prim.reserve(ops.size());
+  p.instr_mode.reserve(ops.size());
+  p.in_slots.reserve(n_args);
+  p.out_slots.reserve(vals.size());
   p.in_off.reserve(ops.size() + 1);
   p.out_off.reserve(ops.size() + 1);
   p.in_off.push_back(0);

@@ -39,13 +39,13 @@ struct OpRec {
 
 class KeyInterner {
  public:
-  KeyInterner() : table_(1024, kNone), input_table_(64, kNone) {}
+  KeyInterner() : table_(1024, kEmpty), input_table_(64, kNone) {}
 
   // ---- construction ----
 
   // The value Input(key) with abstract value aval (the same key at another shape is another value).
   Id intern_input(Id key, Id aval) {
-    if ((n_inputs_ + 1) * 2 > input_table_.size()) grow(input_table_, true);
+    if ((n_inputs_ + 1) * 2 > input_table_.size()) grow(input_table_);
     std::size_t mask = input_table_.size() - 1;
     for (std::size_t i = input_hash(key, aval) & mask;; i = (i + 1) & mask) {
       Id v = input_table_[i];
@@ -68,12 +68,13 @@ class KeyInterner {
       throw std::invalid_argument("tidu: op arity out of range");
     for (std::size_t k = 0; k < n_in; ++k)
       if (in[k] >= vals_.size()) throw std::out_of_range("tidu: op input is not an interned value");
-    if ((ops_.size() + 1) * 2 > table_.size()) grow(table_, false);
+    if ((ops_.size() + 1) * 2 > table_.size()) grow_ops();
     std::uint64_t h = op_hash(prim, mode, in, n_in);
+    std::uint64_t tag = h & 0xFFFFFFFF00000000ULL;  // compared before touching the op record
     std::size_t mask = table_.size() - 1;
     for (std::size_t i = h & mask;; i = (i + 1) & mask) {
-      Id o = table_[i];
-      if (o == kNone) {
+      std::uint64_t e = table_[i];
+      if (e == kEmpty) {
         Id id = static_cast<Id>(ops_.size());
         if (id == kNone) throw std::length_error("tidu: op id space exhausted");
         Id first = next_val_id(n_out);
@@ -83,11 +84,12 @@ class KeyInterner {
         op_inputs_.insert(op_inputs_.end(), in, in + n_in);
         for (std::size_t k = 0; k < n_out; ++k)
           vals_.push_back(ValRec{id, static_cast<Id>(k), out_avals[k]});
-        table_[i] = id;
+        table_[i] = tag | id;
         if (created) *created = true;
         return id;
       }
-      if (op_equal(ops_[o], prim, mode, in, n_in)) {
+      Id o = static_cast<Id>(e);
+      if ((e & 0xFFFFFFFF00000000ULL) == tag && op_equal(ops_[o], prim, mode, in, n_in)) {
         if (created) *created = false;
         return o;
       }
@@ -105,7 +107,8 @@ class KeyInterner {
 
   std::size_t memory_bytes() const {
     return vals_.capacity() * sizeof(ValRec) + ops_.capacity() * sizeof(OpRec) +
-           op_inputs_.capacity() * sizeof(Id) + (table_.capacity() + input_table_.capacity()) * sizeof(Id);
+           op_inputs_.capacity() * sizeof(Id) + table_.capacity() * sizeof(std::uint64_t) +
+           input_table_.capacity() * sizeof(Id);
   }
 
  private:
@@ -132,29 +135,38 @@ class KeyInterner {
     return true;
   }
 
-  void grow(std::vector<Id>& table, bool inputs) {
+  static constexpr std::uint64_t kEmpty = ~0ULL;
+
+  void grow(std::vector<Id>& table) {
     std::vector<Id> bigger(table.size() * 2, kNone);
     std::size_t mask = bigger.size() - 1;
     for (Id x : table) {
       if (x == kNone) continue;
-      std::uint64_t h;
-      if (inputs) {
-        h = input_hash(vals_[x].index, vals_[x].aval);
-      } else {
-        const OpRec& r = ops_[x];
-        h = op_hash(r.prim, r.mode, op_inputs_.data() + r.in_begin, r.n_in);
-      }
-      std::size_t i = h & mask;
+      std::size_t i = input_hash(vals_[x].index, vals_[x].aval) & mask;
       while (bigger[i] != kNone) i = (i + 1) & mask;
       bigger[i] = x;
     }
     table.swap(bigger);
   }
 
+  // Doubling re-hashes each op to place it (positions use the low hash bits; tags carry over).
+  void grow_ops() {
+    std::vector<std::uint64_t> bigger(table_.size() * 2, kEmpty);
+    std::size_t mask = bigger.size() - 1;
+    for (std::uint64_t e : table_) {
+      if (e == kEmpty) continue;
+      const OpRec& r = ops_[static_cast<Id>(e)];
+      std::size_t i = op_hash(r.prim, r.mode, op_inputs_.data() + r.in_begin, r.n_in) & mask;
+      while (bigger[i] != kEmpty) i = (i + 1) & mask;
+      bigger[i] = e;
+    }
+    table_.swap(bigger);
+  }
+
   std::vector<ValRec> vals_;
   std::vector<OpRec> ops_;
   std::vector<Id> op_inputs_;
-  std::vector<Id> table_;        // open addressing over op ids
+  std::vector<std::uint64_t> table_;  // open addressing: (hash tag << 32) | op id
   std::vector<Id> input_table_;  // open addressing over input value ids
   std::size_t n_inputs_ = 0;
 };

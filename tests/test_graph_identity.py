@@ -1,0 +1,125 @@
+"""Identity: hash-consed keys, Primal vs Linear never alias, fragments, listings."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tidu as td
+from tidu import ops as P
+from tidu.graph import GraphError
+
+
+def f64(shape=()):
+    return td.spec(shape, "float64")
+
+
+def test_equal_structure_gives_equal_key_across_fragments():
+    f1 = td.build(lambda x, a: td.exp(a * x), x=f64(), a=f64())
+    f2 = td.build(lambda x, a: td.exp(a * x), x=f64(), a=f64())
+    assert f1 is not f2
+    assert f1.outputs == f2.outputs
+    assert f1.outputs[0].id == f2.outputs[0].id
+
+
+def test_different_structure_gives_different_keys():
+    f1 = td.build(lambda x, a: td.exp(a * x), x=f64(), a=f64())
+    f2 = td.build(lambda x, a: td.exp(x * a), x=f64(), a=f64())  # operand order is structure
+    f3 = td.build(lambda x, a: td.sin(a * x), x=f64(), a=f64())
+    assert len({f1.outputs[0], f2.outputs[0], f3.outputs[0]}) == 3
+
+
+def test_same_input_key_at_another_shape_is_another_value():
+    f1 = td.build(lambda x: td.exp(x), x=f64((3,)))
+    f2 = td.build(lambda x: td.exp(x), x=f64((4,)))
+    assert f1.inputs[0] != f2.inputs[0]
+    assert f1.outputs[0] != f2.outputs[0]
+    assert f1.inputs[0].input_key == f2.inputs[0].input_key == "x"
+
+
+def test_hash_consing_within_a_fragment():
+    frag = td.build(lambda x: td.exp(x) + td.exp(x), x=f64())
+    ops = [op.name for op, *_ in frag.ops()]
+    assert ops == ["Exp", "Add"]
+    (op, refs, _, _), = [o for o in frag.ops() if o[0].name == "Add"]
+    assert refs[0] == refs[1]
+
+
+def test_primal_and_linear_modes_never_alias():
+    b = td.FragmentBuilder()
+    x = b.add_input("x", td.aval((), "float64"))
+    y = b.add_input("y", td.aval((), "float64"))
+    (m_primal,) = b.add_op(P.Mul(), [td.Local(x), td.Local(y)], td.PRIMAL)
+    (m_lin,) = b.add_op(P.Mul(), [td.Local(x), td.Local(y)], td.Linear([False, True]))
+    (m_lin2,) = b.add_op(P.Mul(), [td.Local(x), td.Local(y)], td.Linear([True, False]))
+    (m_again,) = b.add_op(P.Mul(), [td.Local(x), td.Local(y)], td.Linear([False, True]))
+    assert len({m_primal, m_lin, m_lin2}) == 3
+    assert m_again == m_lin
+    frag = b.build([td.Local(m_lin)])
+    assert frag.key_of(m_lin).op_key()[2] == td.Linear([False, True])
+
+
+def test_ops_with_different_attributes_are_different_keys():
+    f1 = td.build(lambda x: td.sum(x, axis=0), x=f64((2, 3)))
+    f2 = td.build(lambda x: td.sum(x, axis=1), x=f64((2, 3)))
+    assert f1.outputs[0] != f2.outputs[0]
+    assert P.ReduceSum((1, 0)) == P.ReduceSum([0, 1])  # attributes are normalised
+
+
+def test_constants_are_keyed_by_exact_bytes():
+    f1 = td.build(lambda x: x * 0.1, x=f64())
+    f2 = td.build(lambda x: x * 0.1, x=f64())
+    f3 = td.build(lambda x: x * np.nextafter(0.1, 1.0), x=f64())
+    assert f1.outputs == f2.outputs
+    assert f1.outputs != f3.outputs
+
+
+def test_val_key_describes_its_definition():
+    frag = td.build(lambda x, a: td.exp(a * x), x=f64(), a=f64())
+    (y,) = frag.outputs
+    op, ins, mode = y.op_key()
+    assert op == P.Exp() and mode == td.PRIMAL
+    mul_op, mul_ins, _ = ins[0].op_key()
+    assert mul_op == P.Mul()
+    assert {k.input_key for k in mul_ins} == {"x", "a"}
+    assert y.aval == td.aval((), "float64")
+    assert frag.inputs[0].op_key() is None
+
+
+def test_listing_uses_the_seeds_notation():
+    frag = td.build(lambda x, a: td.exp(a * x), x=f64(), a=f64())
+    b = td.FragmentBuilder(parents=[frag], prefix="t")
+    t0 = b.add_input("t_x", td.aval((), "float64"))
+    a_key = frag.inputs[1]
+    (t1,) = b.add_op(P.Mul(), [td.External(a_key), td.Local(t0)], td.Linear([False, True]))
+    (t2,) = b.add_op(P.Mul(), [td.External(frag.outputs[0]), td.Local(t1)],
+                     td.Linear([False, True]))
+    lin = b.build([td.Local(t2)])
+    text = str(lin)
+    assert "t1 = Mul(External(p1), Local(t0)) mode=Linear[fixed, active]" in text
+    assert "t2 = Mul(External(p3), Local(t1)) mode=Linear[fixed, active]" in text
+    assert "p3 = Exp(Local(p2)) mode=Primal" in str(frag)
+
+
+def test_builder_rejects_bad_references_and_masks():
+    b = td.FragmentBuilder()
+    x = b.add_input("x", td.aval((), "float64"))
+    with pytest.raises(IndexError):
+        b.add_op(P.Exp(), [td.Local(x + 5)])
+    with pytest.raises(GraphError, match="active mask"):
+        b.add_op(P.Exp(), [td.Local(x)], td.Linear([True, True]))
+    with pytest.raises(TypeError, match="Local, External or ValKey"):
+        b.add_op(P.Exp(), ["x"])
+
+
+def test_unhashable_input_key_is_rejected():
+    with pytest.raises(TypeError, match="hashable"):
+        td.build(lambda x: x, inputs={("ok", [1]): f64()})
+
+
+def test_non_string_input_keys():
+    frag = td.build(lambda u, v: u * v, inputs={("u", 1): f64(), 7: f64()})
+    assert [k.input_key for k in frag.inputs] == [("u", 1), 7]
+    prog = td.compile(td.materialize_merge(td.resolve([frag]), frag.outputs))
+    (out,) = prog({("u", 1): 3.0, 7: 4.0})
+    assert out == 12.0

@@ -1,0 +1,162 @@
+"""Shape and dtype rules of every tier-1 primitive: the good case and each error, by name."""
+
+from __future__ import annotations
+
+import pytest
+
+import tidu as td
+from tidu import ops as P
+from tidu.rules import registry
+
+
+def A(shape, dtype="float64"):
+    return td.aval(shape, dtype)
+
+
+F = "float64"
+# (op, operand avals, expected output aval)
+GOOD = [
+    (P.Add(), [A((2, 3)), A((2, 3))], A((2, 3))),
+    (P.Sub(), [A((2,), "int32"), A((2,), "int32")], A((2,), "int32")),
+    (P.Mul(), [A((), "complex64"), A((), "complex64")], A((), "complex64")),
+    (P.Neg(), [A((4,))], A((4,))),
+    (P.Div(), [A((2,)), A((2,))], A((2,))),
+    (P.Pow(), [A((2,), "float32"), A((2,), "float32")], A((2,), "float32")),
+    (P.Max(), [A((3,), "int64"), A((3,), "int64")], A((3,), "int64")),
+    (P.Min(), [A((3,)), A((3,))], A((3,))),
+    (P.Conj(), [A((2,), "complex128")], A((2,), "complex128")),
+    (P.Real(), [A((2,), "complex128")], A((2,))),
+    (P.Imag(), [A((2,), "complex64")], A((2,), "float32")),
+    (P.Exp(), [A((2,))], A((2,))),
+    (P.Log(), [A((2,), "complex64")], A((2,), "complex64")),
+    (P.Sin(), [A(())], A(())),
+    (P.Cos(), [A(())], A(())),
+    (P.Tanh(), [A(())], A(())),
+    (P.Sqrt(), [A(())], A(())),
+    (P.Rsqrt(), [A(())], A(())),
+    (P.Expm1(), [A(())], A(())),
+    (P.Log1p(), [A(())], A(())),
+    (P.Abs(), [A((2,), "complex128")], A((2,))),
+    (P.Sign(), [A((2,), "int32")], A((2,), "int32")),
+    (P.Compare("LT"), [A((2,)), A((2,))], A((2,), "bool")),
+    (P.Compare("EQ"), [A((2,), "complex64"), A((2,), "complex64")], A((2,), "bool")),
+    (P.ReduceSum((0, 2)), [A((2, 3, 4))], A((3,))),
+    (P.ReduceMax((1,)), [A((2, 3))], A((2,))),
+    (P.BroadcastInDim((2, 3), (1,)), [A((3,))], A((2, 3))),
+    (P.BroadcastInDim((2, 3), (0, 1)), [A((1, 3))], A((2, 3))),
+    (P.Reshape((6,)), [A((2, 3))], A((6,))),
+    (P.Transpose((1, 0, 2)), [A((2, 3, 4))], A((3, 2, 4))),
+    (P.DotGeneral((1,), (0,)), [A((2, 3)), A((3, 5))], A((2, 5))),
+    (P.DotGeneral((2,), (1,), (0,), (0,)), [A((7, 2, 3)), A((7, 3, 5))], A((7, 2, 5))),
+    (P.Convert("float32"), [A((2,), "int64")], A((2,), "float32")),
+    (P.Select(), [A((2,), "bool"), A((2,)), A((2,))], A((2,))),
+    (P.Slice((1,), (5,), (2,)), [A((6,))], A((2,))),
+    (P.Pad((1,), (2,), (1,)), [A((3,))], A((8,))),
+    (P.Concatenate(1), [A((2, 3)), A((2, 1))], A((2, 4))),
+    (P.Constant.of([1.0, 2.0]), [], A((2,))),
+    (P.Iota((2, 3), "int32", 1), [], A((2, 3), "int32")),
+    (P.StopGradient(), [A((2,))], A((2,))),
+]
+
+# (op, operand avals, exception type, message fragment)
+BAD = [
+    (P.Add(), [A((2, 3)), A((3, 2))], ValueError, r"Add: shape mismatch \(2, 3\) vs \(3, 2\)"),
+    (P.Add(), [A((2,)), A((2,), "float32")], TypeError, "Add: dtype mismatch float64 vs float32"),
+    (P.Add(), [A((2,), "bool"), A((2,), "bool")], TypeError, "Add: operand dtype bool"),
+    (P.Sub(), [A(()), A((1,))], ValueError, "Sub: shape mismatch"),
+    (P.Mul(), [A(()), A((), "int32")], TypeError, "Mul: dtype mismatch"),
+    (P.Neg(), [A((), "bool")], TypeError, "Neg: operand dtype bool"),
+    (P.Div(), [A((), "int32"), A((), "int32")], TypeError, "Div: operand dtype int32"),
+    (P.Pow(), [A((2,)), A((3,))], ValueError, "Pow: shape mismatch"),
+    (P.Max(), [A((), "complex64"), A((), "complex64")], TypeError, "Max: operand dtype complex64"),
+    (P.Min(), [A((), "complex64"), A((), "complex64")], TypeError, "Min: .* not real"),
+    (P.Conj(), [A((), "int32")], TypeError, "Conj: operand dtype int32"),
+    (P.Real(), [A(())], TypeError, "Real: operand dtype float64 is not complex"),
+    (P.Imag(), [A(())], TypeError, "Imag: operand dtype float64 is not complex"),
+    (P.Exp(), [A((), "int32")], TypeError, "Exp: operand dtype int32 is not floating or complex"),
+    (P.Log(), [A((), "bool")], TypeError, "Log: operand dtype bool"),
+    (P.Sin(), [A((), "int64")], TypeError, "Sin:"),
+    (P.Cos(), [A((), "int64")], TypeError, "Cos:"),
+    (P.Tanh(), [A((), "int64")], TypeError, "Tanh:"),
+    (P.Sqrt(), [A((), "int64")], TypeError, "Sqrt:"),
+    (P.Rsqrt(), [A((), "int64")], TypeError, "Rsqrt:"),
+    (P.Expm1(), [A((), "int64")], TypeError, "Expm1:"),
+    (P.Log1p(), [A((), "int64")], TypeError, "Log1p:"),
+    (P.Abs(), [A((), "bool")], TypeError, "Abs: operand dtype bool"),
+    (P.Sign(), [A((), "bool")], TypeError, "Sign: operand dtype bool"),
+    (P.Compare("LT"), [A((), "complex64"), A((), "complex64")], TypeError, "Compare: .*ordered"),
+    (P.Compare("GT"), [A((2,)), A((3,))], ValueError, "Compare: shape mismatch"),
+    (P.ReduceSum((2,)), [A((2, 3))], ValueError, r"ReduceSum: axes \(2,\) out of range for shape"),
+    (P.ReduceSum((0, 0)), [A((2, 3))], ValueError, "ReduceSum: repeated axis"),
+    (P.ReduceMax((0,)), [A((0, 3))], ValueError, "ReduceMax: cannot reduce an empty axis"),
+    (P.ReduceMax((0,)), [A((2,), "complex64")], TypeError, "ReduceMax: operand dtype complex64"),
+    (P.BroadcastInDim((2, 3), (0,)), [A((3,))], ValueError,
+     r"BroadcastInDim: operand shape \(3,\) cannot broadcast to \(2, 3\)"),
+    (P.BroadcastInDim((2, 3), (0, 1)), [A((3,))], ValueError, "BroadcastInDim: dims"),
+    (P.BroadcastInDim((2, 3), (1, 0)), [A((3, 2))], ValueError, "must be increasing"),
+    (P.Reshape((4,)), [A((2, 3))], ValueError, r"Reshape: cannot reshape \(2, 3\)"),
+    (P.Transpose((0, 0)), [A((2, 3))], ValueError, "Transpose: perm"),
+    (P.DotGeneral((1,), (1,)), [A((2, 3)), A((3, 5))], ValueError,
+     r"DotGeneral: lhs shape \(2, 3\) axis 1 does not match rhs shape \(3, 5\) axis 1"),
+    (P.DotGeneral((1,), (0,)), [A((2, 3)), A((3, 5), "float32")], TypeError,
+     "DotGeneral: dtype mismatch"),
+    (P.DotGeneral((1,), ()), [A((2, 3)), A((3, 5))], ValueError, "differ in length"),
+    (P.Convert("float32"), [A((2,), "complex64")], TypeError, "Convert: cannot convert complex64"),
+    (P.Select(), [A((2,)), A((2,)), A((2,))], TypeError, "Select: predicate dtype float64"),
+    (P.Select(), [A((3,), "bool"), A((2,)), A((2,))], ValueError, "Select: predicate shape"),
+    (P.Select(), [A((2,), "bool"), A((2,)), A((2,), "float32")], TypeError, "Select: dtype mismatch"),
+    (P.Slice((0,), (7,), (1,)), [A((6,))], ValueError, "Slice: bounds"),
+    (P.Slice((0,), (2,), (0,)), [A((6,))], ValueError, "Slice: bounds"),
+    (P.Slice((0, 0), (1, 1), (1, 1)), [A((6,))], ValueError, "Slice: start/limit/stride lengths"),
+    (P.Pad((-1,), (0,), (0,)), [A((3,))], ValueError, "Pad: negative padding"),
+    (P.Pad((0,), (0,), (0, 0)), [A((3,))], ValueError, "Pad: low/high/interior lengths"),
+    (P.Concatenate(0), [A((2, 3)), A((2, 4))], ValueError, "Concatenate: shape mismatch"),
+    (P.Concatenate(2), [A((2, 3))], ValueError, "Concatenate: axis 2 out of range"),
+    (P.Concatenate(0), [A((2,)), A((2,), "int32")], TypeError, "Concatenate: dtype mismatch"),
+    (P.Iota((2,), "int32", 1), [], ValueError, "Iota: dimension 1 out of range"),
+    (P.Iota((2,), "bool", 0), [], TypeError, "Iota: operand dtype bool"),
+]
+
+
+@pytest.mark.parametrize("op,avals,expected", GOOD, ids=lambda x: getattr(x, "name", None))
+def test_shape_rule(op, avals, expected):
+    assert op.abstract_eval(*avals) is expected
+
+
+@pytest.mark.parametrize("op,avals,exc,msg", BAD, ids=lambda x: getattr(x, "name", None))
+def test_shape_rule_error_names_primitive_and_operands(op, avals, exc, msg):
+    with pytest.raises(exc, match=msg):
+        op.abstract_eval(*avals)
+
+
+def test_every_registered_primitive_has_a_good_and_bad_case():
+    good = {op.name for op, *_ in GOOD}
+    bad = {op.name for op, *_ in BAD}
+    everything = set(registry)
+    assert everything - good == set()
+    # Constant/StopGradient accept every supported dtype and shape: no bad operand exists.
+    assert everything - bad == {"Constant", "StopGradient"}
+
+
+def test_bad_attributes_are_rejected_at_construction():
+    with pytest.raises(ValueError, match="unknown direction"):
+        P.Compare("LESS")
+    with pytest.raises(TypeError, match="unsupported dtype float16"):
+        P.Convert("float16")
+    with pytest.raises(TypeError, match="unsupported dtype"):
+        P.Constant.of(["a"])
+
+
+def test_builder_reports_shape_errors_with_the_primitive_name():
+    b = td.FragmentBuilder()
+    x = b.add_input("x", A((2, 3)))
+    y = b.add_input("y", A((3, 2)))
+    with pytest.raises(ValueError, match=r"Add: shape mismatch \(2, 3\) vs \(3, 2\)"):
+        b.add_op(P.Add(), [td.Local(x), td.Local(y)])
+
+
+def test_unsupported_dtypes_and_shapes():
+    with pytest.raises(TypeError, match="unsupported dtype float16"):
+        td.spec((2,), "float16")
+    with pytest.raises(ValueError, match="negative dimension"):
+        td.spec((-1,), "float64")
