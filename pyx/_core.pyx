@@ -197,8 +197,9 @@ cdef class ViewStore:
         cdef Materialized m = Materialized()
         m.outputs = _ids(outputs)
         cdef Id bad
-        with nogil:
-            bad = topo_walk(_I[0], self.view[0], m.outputs.data(), m.outputs.size(), m.r)
+        # The GIL stays held: the interner is global and grows under other threads' emits, so a
+        # walk without it could read vectors while they reallocate.
+        bad = topo_walk(_I[0], self.view[0], m.outputs.data(), m.outputs.size(), m.r)
         if bad != kNone:
             raise DanglingReference(bad)
         return m
@@ -235,21 +236,19 @@ cdef class Materialized:
         cdef FlatMap32 act = FlatMap32(64)
         cdef vector[Id] out
         cdef Id v
-        with nogil:
-            forward_activity(_I[0], self.r.ops, s.data(), s.size(),
-                             &nondiff_aval[0] if nondiff_aval.shape[0] else NULL,
-                             nondiff_aval.shape[0], act)
-            for v in self.r.vals:
-                if act.contains(v):
-                    out.push_back(v)
+        forward_activity(_I[0], self.r.ops, s.data(), s.size(),
+                         &nondiff_aval[0] if nondiff_aval.shape[0] else NULL,
+                         nondiff_aval.shape[0], act)
+        for v in self.r.vals:
+            if act.contains(v):
+                out.push_back(v)
         return _array(out)
 
     def compile(self):
         """SSA arrays (dict of uint32 arrays) and the normalised structure key (bytes)."""
         cdef SSAProgram p
-        with nogil:
-            compile_ssa(_I[0], self.r.vals, self.r.ops, self.r.inputs, self.outputs.data(),
-                        self.outputs.size(), p)
+        compile_ssa(_I[0], self.r.vals, self.r.ops, self.r.inputs, self.outputs.data(),
+                    self.outputs.size(), p)
         arrays = {
             "slot_aval": _array(p.slot_aval),
             "instr_prim": _array(p.instr_prim),
