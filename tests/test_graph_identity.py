@@ -123,3 +123,28 @@ def test_non_string_input_keys():
     prog = td.compile(td.materialize_merge(td.resolve([frag]), frag.outputs))
     (out,) = prog({("u", 1): 3.0, 7: 4.0})
     assert out == 12.0
+
+
+def test_concurrent_tracing_threads_agree():
+    """Interning is atomic per call: threads tracing the same function get the same keys."""
+    import threading
+
+    def fn(x, y):
+        z = x
+        for _ in range(300):
+            z = td.sin(z) * y + x
+        return z
+
+    results = [None] * 6
+    barrier = threading.Barrier(len(results))
+
+    def work(i):
+        barrier.wait()
+        results[i] = td.build(fn, x=f64((2,)), y=f64((2,))).outputs[0]
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(results))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(set(results)) == 1
