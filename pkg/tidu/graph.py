@@ -369,6 +369,9 @@ def _listing(frag: Fragment) -> str:
     return "\n".join(lines)
 
 
+_rule_memo: dict[tuple, tuple[int, list[int]]] = {}
+
+
 class FragmentBuilder:
     """Builds one fragment: inputs, ops (shape-checked, hash-consed), outputs."""
 
@@ -397,19 +400,33 @@ class FragmentBuilder:
     def add_op(self, op: GraphOp, inputs: Sequence[ValRef | ValKey], mode: OpMode = PRIMAL) -> list[int]:
         """Add op over inputs in mode; returns the local ids of its outputs (existing ones if the
         same op is already local: hash-consing)."""
-        keys = [self.key(r) for r in inputs]
-        avals = [k.aval for k in keys]
-        if mode.active_mask is not None and len(mode.active_mask) != len(keys):
-            raise GraphError(f"{op.name}: active mask {mode} has {len(mode.active_mask)} entries "
-                             f"for {len(keys)} inputs")
-        out = op.abstract_eval(*avals)
-        out_avals = out if isinstance(out, tuple) else (out,)
-        if len(out_avals) != op.n_outputs:
-            raise GraphError(f"{op.name}: shape rule gave {len(out_avals)} outputs, "
-                             f"expected {op.n_outputs}")
-        first = self.store.add_op(prim_id(op), mode_id(mode), [k.id for k in keys],
-                                  [a.id for a in out_avals])
-        return list(range(first, first + len(out_avals)))
+        store = self.store
+        ids = []
+        for r in inputs:
+            t = type(r)
+            if t is Local:
+                ids.append(store.global_of(r.id))
+            elif t is External or t is ValKey:
+                ids.append(r.key.id if t is External else r.id)
+            else:
+                raise TypeError(f"expected Local, External or ValKey, got {type(r).__name__}")
+        mask = mode.active_mask
+        if mask is not None and len(mask) != len(ids):
+            raise GraphError(f"{op.name}: active mask {mode} has {len(mask)} entries "
+                             f"for {len(ids)} inputs")
+        # Shape rules are pure in (op, operand avals): memoise them (AD rules hit the same few).
+        in_avals = tuple(_core.val_aval(v) for v in ids)
+        rule_key = (op, in_avals)
+        hit = _rule_memo.get(rule_key)
+        if hit is None:
+            out = op.abstract_eval(*[_aval_list[a] for a in in_avals])
+            out_avals = out if isinstance(out, tuple) else (out,)
+            if len(out_avals) != op.n_outputs:
+                raise GraphError(f"{op.name}: shape rule gave {len(out_avals)} outputs, "
+                                 f"expected {op.n_outputs}")
+            hit = _rule_memo[rule_key] = (prim_id(op), [a.id for a in out_avals])
+        first = store.add_op(hit[0], mode_id(mode), ids, hit[1])
+        return list(range(first, first + len(hit[1])))
 
     def local_of(self, key: ValKey) -> int | None:
         local = self.store.local_of(key.id)
