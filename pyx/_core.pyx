@@ -262,3 +262,24 @@ cdef class Materialized:
         }
         canon = (<char*>p.canon.data())[:p.canon.size() * sizeof(Id)]
         return arrays, canon
+
+    def active_ops(self, seeds, const uint8_t[::1] nondiff_aval):
+        """Ops (topological) with at least one active input, where activity flows forward from
+        `seeds` and never into a non-differentiable abstract value: the ops `differentiate`
+        must linearize; every other op has a zero tangent."""
+        cdef vector[Id] s = _ids(seeds)
+        cdef FlatMap32 act = FlatMap32(64)
+        cdef vector[Id] out
+        cdef Id o
+        cdef size_t k
+        cdef const Id* args
+        forward_activity(_I[0], self.r.ops, s.data(), s.size(),
+                         &nondiff_aval[0] if nondiff_aval.shape[0] else NULL,
+                         nondiff_aval.shape[0], act)
+        for o in self.r.ops:
+            args = _I.op_inputs(o)
+            for k in range(_I.op(o).n_in):
+                if act.contains(args[k]):
+                    out.push_back(o)
+                    break
+        return _array(out)

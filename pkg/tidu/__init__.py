@@ -17,13 +17,16 @@ from tidu.tracing import (Tracer, abs, astype, broadcast_to, build, concatenate,
                           stop_gradient, sum, tanh, transpose, where, zeros_like)
 from tidu import ops
 from tidu.api import jit
+from tidu.ad import LinearFragment, SavedValue, differentiate, saved_values
+from tidu.api import transpose
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AbstractValue", "CompiledProgram", "External", "Fragment", "FragmentBuilder", "GraphError",
     "Linear", "Local", "MaterializedGraph", "OpMode", "PRIMAL", "ResolvedView", "Tracer", "ValKey",
-    "abs", "astype", "aval", "jit", "broadcast_to", "build", "compile", "concatenate", "conj", "cos", "dot",
+    "abs", "astype", "aval", "jit", "LinearFragment", "SavedValue", "differentiate",
+    "saved_values", "transpose", "broadcast_to", "build", "compile", "concatenate", "conj", "cos", "dot",
     "exp", "expm1", "get_cmake_dir", "get_include", "imag", "iota", "log", "log1p",
     "materialize_merge", "matmul", "max", "maximum", "mean", "minimum", "ones_like", "ops", "power",
     "program_cache", "real", "reshape", "resolve", "rsqrt", "sign", "sin", "spec", "sqrt",

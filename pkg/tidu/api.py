@@ -107,3 +107,15 @@ def jit(fn: Callable | None = None, *, backend: str = "cpu") -> Callable:
 
     wrapped.cache = cache
     return wrapped
+
+
+def transpose(x, axes=None):
+    """``transpose(linear_fragment)``: the AD transpose (VJP) of a LinearFragment;
+    ``transpose(traced_value, axes=None)``: numpy's axis permutation."""
+    from tidu import ad, tracing
+
+    if isinstance(x, ad.LinearFragment):
+        if axes is not None:
+            raise TypeError("transpose of a LinearFragment takes no axes")
+        return ad.transpose(x)
+    return tracing.transpose(x, axes)

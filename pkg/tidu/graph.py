@@ -455,10 +455,13 @@ class ResolvedView:
     """A logical view over fragments and their parents: which fragment defines each key."""
 
     def __init__(self, fragments: Sequence[Fragment]):
-        roots = list(fragments)
-        for f in roots:
+        roots = []
+        for f in fragments:
+            # Derived-fragment records (e.g. ad.LinearFragment) resolve as their fragment.
+            f = getattr(f, "fragment", f)
             if not isinstance(f, Fragment):
                 raise TypeError(f"resolve expects Fragments, got {type(f).__name__}")
+            roots.append(f)
         order: list[Fragment] = []
         seen: set[int] = set()
         stack = list(reversed(roots))

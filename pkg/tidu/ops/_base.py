@@ -7,6 +7,7 @@ from typing import Sequence
 import numpy as np
 
 from tidu.graph import AbstractValue, aval
+from tidu.rules import PrimitiveOp
 
 FLOATS = frozenset(np.dtype(d) for d in ("float32", "float64"))
 COMPLEXES = frozenset(np.dtype(d) for d in ("complex64", "complex128"))
@@ -60,3 +61,13 @@ def ints(xs) -> tuple[int, ...]:
 
 def with_dtype(a: AbstractValue, dtype) -> AbstractValue:
     return aval(a.shape, dtype)
+
+
+class Primitive(PrimitiveOp):
+    """Base of tidu's primitives: cotangents accumulate with Add."""
+
+    @classmethod
+    def add(cls):
+        from tidu.ops.elementwise import Add
+
+        return Add()

@@ -10,12 +10,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from tidu.graph import aval
-from tidu.ops._base import (ALL, BOOL, COMPLEXES, INEXACT, NUMERIC, REAL, check_dtype, check_same,
+from tidu.ops._base import (Primitive, ALL, BOOL, COMPLEXES, INEXACT, NUMERIC, REAL, check_dtype, check_same,
                             real_dtype)
-from tidu.rules import PrimitiveOp, register
+from tidu.rules import register
+from tidu.ops._rules import A, F, add_all, conj_fixed, const, fix, lin, scale
 
 
-class Unary(PrimitiveOp):
+class Unary(Primitive):
     """Elementwise f(x) with the output dtype of x; `dtypes` lists what x may be."""
 
     dtypes = INEXACT
@@ -26,7 +27,7 @@ class Unary(PrimitiveOp):
         return x
 
 
-class Binary(PrimitiveOp):
+class Binary(Primitive):
     """Elementwise f(x, y) over operands of equal shape and dtype."""
 
     dtypes = NUMERIC
@@ -45,6 +46,12 @@ class Binary(PrimitiveOp):
 class Add(Binary):
     linear = True
 
+    def linearize(self, b, primal_in, primal_out, t):
+        return [lin(b, self, t, [A, A]) if None not in t else (t[0] if t[0] is not None else t[1])]
+
+    def transpose_rule(self, b, ct, inputs, mode):
+        return [ct[0] if m else None for m in mode.active_mask]
+
     def impl(self, x, y):
         return x + y
 
@@ -54,6 +61,15 @@ class Add(Binary):
 class Sub(Binary):
     linear = True
 
+    def linearize(self, b, primal_in, primal_out, t):
+        if None not in t:
+            return [lin(b, self, t, [A, A])]
+        return [t[0] if t[0] is not None else lin(b, Neg(), [t[1]], [A])]
+
+    def transpose_rule(self, b, ct, inputs, mode):
+        m = mode.active_mask
+        return [ct[0] if m[0] else None, lin(b, Neg(), [ct[0]], [A]) if m[1] else None]
+
     def impl(self, x, y):
         return x - y
 
@@ -61,6 +77,19 @@ class Sub(Binary):
 @register
 @dataclass(frozen=True)
 class Mul(Binary):
+    def linearize(self, b, primal_in, primal_out, t):
+        x, y = primal_in
+        return [add_all(b, [t[0] is not None and lin(b, self, [t[0], y], [A, F]) or None,
+                            t[1] is not None and lin(b, self, [x, t[1]], [F, A]) or None])]
+
+    def transpose_rule(self, b, ct, inputs, mode):
+        m = mode.active_mask
+        if m[0] and m[1]:
+            raise ValueError("Mul with both operands active is not linear")
+        if m[0]:
+            return [lin(b, self, [ct[0], conj_fixed(b, inputs[1])], [A, F]), None]
+        return [None, lin(b, self, [conj_fixed(b, inputs[0]), ct[0]], [F, A])]
+
     def impl(self, x, y):
         return x * y
 
@@ -72,6 +101,12 @@ class Neg(Unary):
     dtypes = NUMERIC
     dtypes_doc = "numeric"
 
+    def linearize(self, b, primal_in, primal_out, t):
+        return [lin(b, self, t, [A])]
+
+    def transpose_rule(self, b, ct, inputs, mode):
+        return [lin(b, self, ct, [A])]
+
     def impl(self, x):
         return -x
 
@@ -81,6 +116,19 @@ class Neg(Unary):
 class Div(Binary):
     dtypes = INEXACT
     dtypes_doc = "floating or complex"
+
+    def linearize(self, b, primal_in, primal_out, t):
+        x, y = primal_in
+        dx = lin(b, self, [t[0], y], [A, F]) if t[0] is not None else None
+        dy = None
+        if t[1] is not None:  # -(x/y)/y * dy
+            dy = scale(b, fix(b, Neg(), fix(b, self, primal_out[0], y)), t[1])
+        return [add_all(b, [dx, dy])]
+
+    def transpose_rule(self, b, ct, inputs, mode):
+        if mode.active_mask[1]:
+            raise ValueError("Div is linear only in its numerator")
+        return [lin(b, self, [ct[0], conj_fixed(b, inputs[1])], [A, F]), None]
 
     def impl(self, x, y):
         return x / y
@@ -92,6 +140,16 @@ class Pow(Binary):
     dtypes = INEXACT
     dtypes_doc = "floating or complex"
 
+    def linearize(self, b, primal_in, primal_out, t):
+        x, y = primal_in
+        dx = dy = None
+        if t[0] is not None:  # y * x ** (y - 1)
+            ym1 = fix(b, Sub(), y, const(b, 1, y.aval))
+            dx = scale(b, fix(b, Mul(), y, fix(b, self, x, ym1)), t[0])
+        if t[1] is not None:  # log(x) * x ** y
+            dy = scale(b, fix(b, Mul(), fix(b, Log(), x), primal_out[0]), t[1])
+        return [add_all(b, [dx, dy])]
+
     def impl(self, x, y):
         return np.power(x, y)
 
@@ -102,6 +160,9 @@ class Max(Binary):
     dtypes = REAL
     dtypes_doc = "real"
 
+    def linearize(self, b, primal_in, primal_out, t):
+        return [_pick(b, "GT", primal_in, t)]
+
     def impl(self, x, y):
         return np.maximum(x, y)
 
@@ -111,6 +172,9 @@ class Max(Binary):
 class Min(Binary):
     dtypes = REAL
     dtypes_doc = "real"
+
+    def linearize(self, b, primal_in, primal_out, t):
+        return [_pick(b, "LT", primal_in, t)]
 
     def impl(self, x, y):
         return np.minimum(x, y)
@@ -125,18 +189,32 @@ class Conj(Unary):
 
     linear = True
 
+    def linearize(self, b, primal_in, primal_out, t):
+        return [lin(b, self, t, [A])]
+
+    def transpose_rule(self, b, ct, inputs, mode):
+        return [lin(b, self, ct, [A])]
+
     def impl(self, x):
         return np.conj(x)
 
 
 @register
 @dataclass(frozen=True)
-class Real(PrimitiveOp):
+class Real(Primitive):
     linear = True
 
     def abstract_eval(self, x):
         check_dtype(self.name, x, COMPLEXES, "complex")
         return aval(x.shape, real_dtype(x.dtype))
+
+    def linearize(self, b, primal_in, primal_out, t):
+        return [lin(b, self, t, [A])]
+
+    def transpose_rule(self, b, ct, inputs, mode):
+        from tidu.ops.structural import Convert
+
+        return [lin(b, Convert(inputs[0].dtype.name), ct, [A])]
 
     def impl(self, x):
         return np.real(x)
@@ -144,12 +222,21 @@ class Real(PrimitiveOp):
 
 @register
 @dataclass(frozen=True)
-class Imag(PrimitiveOp):
+class Imag(Primitive):
     linear = True
 
     def abstract_eval(self, x):
         check_dtype(self.name, x, COMPLEXES, "complex")
         return aval(x.shape, real_dtype(x.dtype))
+
+    def linearize(self, b, primal_in, primal_out, t):
+        return [lin(b, self, t, [A])]
+
+    def transpose_rule(self, b, ct, inputs, mode):
+        from tidu.ops.structural import Convert
+
+        z = lin(b, Convert(inputs[0].dtype.name), ct, [A])
+        return [lin(b, Mul(), [z, const(b, 1j, inputs[0].aval)], [A, F])]
 
     def impl(self, x):
         return np.imag(x)
@@ -160,6 +247,9 @@ class Imag(PrimitiveOp):
 @register
 @dataclass(frozen=True)
 class Exp(Unary):
+    def linearize(self, b, primal_in, primal_out, t):
+        return [scale(b, primal_out[0], t[0])]
+
     def impl(self, x):
         return np.exp(x)
 
@@ -167,6 +257,9 @@ class Exp(Unary):
 @register
 @dataclass(frozen=True)
 class Log(Unary):
+    def linearize(self, b, primal_in, primal_out, t):
+        return [lin(b, Div(), [t[0], primal_in[0]], [A, F])]
+
     def impl(self, x):
         return np.log(x)
 
@@ -174,6 +267,9 @@ class Log(Unary):
 @register
 @dataclass(frozen=True)
 class Sin(Unary):
+    def linearize(self, b, primal_in, primal_out, t):
+        return [scale(b, fix(b, Cos(), primal_in[0]), t[0])]
+
     def impl(self, x):
         return np.sin(x)
 
@@ -181,6 +277,9 @@ class Sin(Unary):
 @register
 @dataclass(frozen=True)
 class Cos(Unary):
+    def linearize(self, b, primal_in, primal_out, t):
+        return [scale(b, fix(b, Neg(), fix(b, Sin(), primal_in[0])), t[0])]
+
     def impl(self, x):
         return np.cos(x)
 
@@ -188,6 +287,10 @@ class Cos(Unary):
 @register
 @dataclass(frozen=True)
 class Tanh(Unary):
+    def linearize(self, b, primal_in, primal_out, t):
+        y = primal_out[0]
+        return [scale(b, fix(b, Sub(), const(b, 1, y.aval), fix(b, Mul(), y, y)), t[0])]
+
     def impl(self, x):
         return np.tanh(x)
 
@@ -195,6 +298,10 @@ class Tanh(Unary):
 @register
 @dataclass(frozen=True)
 class Sqrt(Unary):
+    def linearize(self, b, primal_in, primal_out, t):
+        y = primal_out[0]
+        return [lin(b, Div(), [t[0], fix(b, Add(), y, y)], [A, F])]
+
     def impl(self, x):
         return np.sqrt(x)
 
@@ -202,6 +309,11 @@ class Sqrt(Unary):
 @register
 @dataclass(frozen=True)
 class Rsqrt(Unary):
+    def linearize(self, b, primal_in, primal_out, t):
+        x, y = primal_in[0], primal_out[0]  # d x^-1/2 = -y / (2 x)
+        coef = fix(b, Div(), fix(b, Mul(), y, const(b, -0.5, y.aval)), x)
+        return [scale(b, coef, t[0])]
+
     def impl(self, x):
         return 1 / np.sqrt(x)
 
@@ -209,6 +321,10 @@ class Rsqrt(Unary):
 @register
 @dataclass(frozen=True)
 class Expm1(Unary):
+    def linearize(self, b, primal_in, primal_out, t):
+        y = primal_out[0]
+        return [scale(b, fix(b, Add(), y, const(b, 1, y.aval)), t[0])]
+
     def impl(self, x):
         return np.expm1(x)
 
@@ -216,18 +332,29 @@ class Expm1(Unary):
 @register
 @dataclass(frozen=True)
 class Log1p(Unary):
+    def linearize(self, b, primal_in, primal_out, t):
+        x = primal_in[0]
+        return [lin(b, Div(), [t[0], fix(b, Add(), x, const(b, 1, x.aval))], [A, F])]
+
     def impl(self, x):
         return np.log1p(x)
 
 
 @register
 @dataclass(frozen=True)
-class Abs(PrimitiveOp):
+class Abs(Primitive):
     """|x|; real dtype output for complex x."""
 
     def abstract_eval(self, x):
         check_dtype(self.name, x, NUMERIC, "numeric")
         return aval(x.shape, real_dtype(x.dtype))
+
+    def linearize(self, b, primal_in, primal_out, t):
+        x = primal_in[0]
+        if x.dtype.kind != "c":
+            return [scale(b, fix(b, Sign(), x), t[0])]
+        # d|z| = Re(conj(z)/|z| * dz)
+        return [lin(b, Real(), [scale(b, fix(b, Conj(), fix(b, Sign(), x)), t[0])], [A])]
 
     def impl(self, x):
         return np.abs(x)
@@ -257,7 +384,7 @@ _DIRECTIONS = {"EQ": np.equal, "NE": np.not_equal, "LT": np.less, "LE": np.less_
 
 @register
 @dataclass(frozen=True)
-class Compare(PrimitiveOp):
+class Compare(Primitive):
     """x <direction> y elementwise, a bool result; direction in EQ NE LT LE GT GE."""
 
     direction: str
@@ -278,3 +405,19 @@ class Compare(PrimitiveOp):
 
     def impl(self, x, y):
         return _DIRECTIONS[self.direction](x, y)
+
+
+def _pick(b, direction, primal_in, t):
+    """Tangent of max/min: the winner's tangent; ties share it equally (as in JAX)."""
+    from tidu.ops.structural import Select
+
+    x, y = primal_in
+    one, half, zero = (const(b, v, x.aval) for v in (1, 0.5, 0))
+    w = fix(b, Select(), fix(b, Compare(direction), x, y), one,
+            fix(b, Select(), fix(b, Compare("EQ"), x, y), half, zero))
+    terms = []
+    if t[0] is not None:
+        terms.append(scale(b, w, t[0]))
+    if t[1] is not None:
+        terms.append(scale(b, fix(b, Sub(), one, w), t[1]))
+    return add_all(b, terms)

@@ -7,13 +7,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from tidu.graph import aval
-from tidu.ops._base import ALL, NUMERIC, check_dtype, ints
-from tidu.rules import PrimitiveOp, register
+from tidu.ops._base import Primitive, ALL, NUMERIC, check_dtype, ints
+from tidu.rules import register
 
 
 @register
 @dataclass(frozen=True)
-class Constant(PrimitiveOp):
+class Constant(Primitive):
     """A literal array; identity (and hash-consing) is by shape, dtype and exact bytes."""
 
     data: bytes
@@ -46,7 +46,7 @@ class Constant(PrimitiveOp):
 
 @register
 @dataclass(frozen=True)
-class Iota(PrimitiveOp):
+class Iota(Primitive):
     """0, 1, 2, ... along `dimension`, broadcast over the other axes of `shape`."""
 
     shape: tuple[int, ...]
@@ -75,7 +75,7 @@ class Iota(PrimitiveOp):
 
 @register
 @dataclass(frozen=True)
-class StopGradient(PrimitiveOp):
+class StopGradient(Primitive):
     """The identity on values; no tangent flows through it."""
 
     differentiable = False

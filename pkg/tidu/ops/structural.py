@@ -8,9 +8,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from tidu.graph import aval
-from tidu.ops._base import (ALL, BOOL, COMPLEXES, NUMERIC, REAL, check_axes, check_dtype,
+from tidu.ops._base import (Primitive, ALL, BOOL, COMPLEXES, NUMERIC, REAL, check_axes, check_dtype,
                             check_same, ints)
-from tidu.rules import PrimitiveOp, register
+from tidu.rules import register
+from tidu.ops._rules import A, F, aval_of, conj_fixed, const, fix, lin, linear_self, scale
 
 
 def _frozen_ints(obj, *names):
@@ -22,7 +23,7 @@ def _frozen_ints(obj, *names):
 
 @register
 @dataclass(frozen=True)
-class ReduceSum(PrimitiveOp):
+class ReduceSum(Primitive):
     """Sum over `axes` (the reduced axes are removed)."""
 
     axes: tuple[int, ...]
@@ -36,13 +37,21 @@ class ReduceSum(PrimitiveOp):
         check_axes(self.name, self.axes, x.ndim, x.shape)
         return aval(tuple(d for i, d in enumerate(x.shape) if i not in self.axes), x.dtype)
 
+    def linearize(self, b, primal_in, primal_out, t):
+        return [lin(b, self, t, [A])]
+
+    def transpose_rule(self, b, ct, inputs, mode):
+        shape = inputs[0].shape
+        kept = tuple(i for i in range(len(shape)) if i not in self.axes)
+        return [lin(b, BroadcastInDim(shape, kept), ct, [A])]
+
     def impl(self, x):
         return np.sum(x, axis=self.axes)
 
 
 @register
 @dataclass(frozen=True)
-class ReduceMax(PrimitiveOp):
+class ReduceMax(Primitive):
     """Maximum over `axes` (the reduced axes are removed); a reduced axis must be non-empty."""
 
     axes: tuple[int, ...]
@@ -57,6 +66,17 @@ class ReduceMax(PrimitiveOp):
             raise ValueError(f"{self.name}: cannot reduce an empty axis of shape {x.shape}")
         return aval(tuple(d for i, d in enumerate(x.shape) if i not in self.axes), x.dtype)
 
+    def linearize(self, b, primal_in, primal_out, t):
+        # Ties share the tangent equally (as in JAX): w = (x == max) / count.
+        from tidu.ops.elementwise import Compare, Div
+
+        x = primal_in[0]
+        kept = tuple(i for i in range(x.ndim) if i not in self.axes)
+        ymax = fix(b, BroadcastInDim(x.shape, kept), primal_out[0])
+        hit = fix(b, Convert(x.dtype.name), fix(b, Compare("EQ"), x, ymax))
+        count = fix(b, BroadcastInDim(x.shape, kept), fix(b, ReduceSum(self.axes), hit))
+        return [lin(b, ReduceSum(self.axes), [scale(b, fix(b, Div(), hit, count), t[0])], [A])]
+
     def impl(self, x):
         return np.max(x, axis=self.axes)
 
@@ -65,7 +85,7 @@ class ReduceMax(PrimitiveOp):
 
 @register
 @dataclass(frozen=True)
-class BroadcastInDim(PrimitiveOp):
+class BroadcastInDim(Primitive):
     """Operand axis i becomes output axis dims[i] (size equal or 1); other axes are broadcast."""
 
     shape: tuple[int, ...]
@@ -89,6 +109,18 @@ class BroadcastInDim(PrimitiveOp):
                                  f"{self.shape} with dims {self.dims}")
         return aval(self.shape, x.dtype)
 
+    def linearize(self, b, primal_in, primal_out, t):
+        return [lin(b, self, t, [A])]
+
+    def transpose_rule(self, b, ct, inputs, mode):
+        in_shape = inputs[0].shape
+        summed = [i for i in range(len(self.shape)) if i not in self.dims]
+        summed += [d for i, d in enumerate(self.dims) if in_shape[i] == 1 and self.shape[d] != 1]
+        out = lin(b, ReduceSum(tuple(summed)), ct, [A]) if summed else ct[0]
+        if aval_of(b, out).shape != in_shape:
+            out = lin(b, Reshape(in_shape), [out], [A])
+        return [out]
+
     def impl(self, x):
         expanded = [1] * len(self.shape)
         for i, d in enumerate(self.dims):
@@ -98,7 +130,7 @@ class BroadcastInDim(PrimitiveOp):
 
 @register
 @dataclass(frozen=True)
-class Reshape(PrimitiveOp):
+class Reshape(Primitive):
     shape: tuple[int, ...]
     linear = True
 
@@ -112,13 +144,19 @@ class Reshape(PrimitiveOp):
                              f"to {self.shape}")
         return aval(self.shape, x.dtype)
 
+    def linearize(self, b, primal_in, primal_out, t):
+        return [lin(b, self, t, [A])]
+
+    def transpose_rule(self, b, ct, inputs, mode):
+        return [lin(b, Reshape(inputs[0].shape), ct, [A])]
+
     def impl(self, x):
         return np.reshape(x, self.shape)
 
 
 @register
 @dataclass(frozen=True)
-class Transpose(PrimitiveOp):
+class Transpose(Primitive):
     """Output axis i is operand axis perm[i]."""
 
     perm: tuple[int, ...]
@@ -134,13 +172,20 @@ class Transpose(PrimitiveOp):
                              f"of shape {x.shape}")
         return aval(tuple(x.shape[p] for p in self.perm), x.dtype)
 
+    def linearize(self, b, primal_in, primal_out, t):
+        return [lin(b, self, t, [A])]
+
+    def transpose_rule(self, b, ct, inputs, mode):
+        inverse = tuple(sorted(range(len(self.perm)), key=self.perm.__getitem__))
+        return [lin(b, Transpose(inverse), ct, [A])]
+
     def impl(self, x):
         return np.transpose(x, self.perm)
 
 
 @register
 @dataclass(frozen=True)
-class DotGeneral(PrimitiveOp):
+class DotGeneral(Primitive):
     """Contraction with batch dims; output axes: batch, then lhs free, then rhs free."""
 
     lhs_contracting: tuple[int, ...]
@@ -170,6 +215,31 @@ class DotGeneral(PrimitiveOp):
         rfree = [d for i, d in enumerate(y.shape) if i not in rc + rb]
         return aval(tuple(x.shape[a] for a in lb) + tuple(lfree) + tuple(rfree), x.dtype)
 
+    def linearize(self, b, primal_in, primal_out, t):
+        x, y = primal_in
+        return [add_all(b, [t[0] is not None and lin(b, self, [t[0], y], [A, F]) or None,
+                            t[1] is not None and lin(b, self, [x, t[1]], [F, A]) or None])]
+
+    def transpose_rule(self, b, ct, inputs, mode):
+        m = mode.active_mask
+        if m[0] and m[1]:
+            raise ValueError("DotGeneral with both operands active is not linear")
+        x, y = inputs
+        lc, rc, lb, rb = self.lhs_contracting, self.rhs_contracting, self.lhs_batch, self.rhs_batch
+        nb = len(lb)
+        lfree = [i for i in range(x.ndim) if i not in lc + lb]
+        rfree = [i for i in range(y.ndim) if i not in rc + rb]
+        if m[0]:  # ct . conj(y) over y's free axes -> axes (batch, lfree, lc in rc order)
+            op = DotGeneral(tuple(range(nb + len(lfree), nb + len(lfree) + len(rfree))),
+                            tuple(rfree), tuple(range(nb)), rb)
+            res = lin(b, op, [ct[0], conj_fixed(b, y)], [A, F])
+            x_axes = list(lb) + lfree + [lc[rc.index(a)] for a in sorted(rc)]
+            return [_to_order(b, res, x_axes), None]
+        op = DotGeneral(tuple(lfree), tuple(range(nb, nb + len(lfree))), lb, tuple(range(nb)))
+        res = lin(b, op, [conj_fixed(b, x), ct[0]], [F, A])
+        y_axes = list(rb) + [rc[lc.index(a)] for a in sorted(lc)] + rfree
+        return [None, _to_order(b, res, y_axes)]
+
     def impl(self, x, y):
         lc, rc, lb, rb = self.lhs_contracting, self.rhs_contracting, self.lhs_batch, self.rhs_batch
         lfree = [i for i in range(x.ndim) if i not in lc + lb]
@@ -187,7 +257,7 @@ class DotGeneral(PrimitiveOp):
 
 @register
 @dataclass(frozen=True)
-class Convert(PrimitiveOp):
+class Convert(Primitive):
     """Cast to `dtype`; complex to real is refused (take Real first)."""
 
     dtype: str
@@ -206,13 +276,27 @@ class Convert(PrimitiveOp):
                             f"(take real() first)")
         return aval(x.shape, self.dtype)
 
+    def linearize(self, b, primal_in, primal_out, t):
+        return [lin(b, self, t, [A])]
+
+    def transpose_rule(self, b, ct, inputs, mode):
+        src = inputs[0].dtype
+        out = ct[0]
+        if src.kind != "c" and np.dtype(self.dtype).kind == "c":  # adjoint of embedding: Re
+            from tidu.ops.elementwise import Real
+
+            out = lin(b, Real(), [out], [A])
+        if aval_of(b, out).dtype != src:
+            out = lin(b, Convert(src.name), [out], [A])
+        return [out]
+
     def impl(self, x):
         return np.asarray(x).astype(self.dtype)
 
 
 @register
 @dataclass(frozen=True)
-class Select(PrimitiveOp):
+class Select(Primitive):
     """pred ? on_true : on_false elementwise; pred is bool of the same shape."""
 
     def abstract_eval(self, pred, on_true, on_false):
@@ -223,6 +307,25 @@ class Select(PrimitiveOp):
             raise ValueError(f"{self.name}: predicate shape {pred.shape} vs operand shape {a.shape}")
         return a
 
+    def linearize(self, b, primal_in, primal_out, t):
+        if t[1] is None and t[2] is None:
+            return [None]
+        args = [primal_in[0]] + [ti if ti is not None else const(b, 0, x.aval)
+                                 for x, ti in zip(primal_in[1:], t[1:])]
+        return [lin(b, self, args, [F, t[1] is not None, t[2] is not None])]
+
+    def transpose_rule(self, b, ct, inputs, mode):
+        pred, zero = inputs[0], None
+        out = [None]
+        for i in (1, 2):
+            if not mode.active_mask[i]:
+                out.append(None)
+                continue
+            zero = zero if zero is not None else const(b, 0, inputs[i].aval)
+            args = [pred, ct[0], zero] if i == 1 else [pred, zero, ct[0]]
+            out.append(lin(b, self, args, [F, i == 1, i == 2]))
+        return out
+
     def impl(self, pred, on_true, on_false):
         return np.where(pred, on_true, on_false)
 
@@ -231,7 +334,7 @@ class Select(PrimitiveOp):
 
 @register
 @dataclass(frozen=True)
-class Slice(PrimitiveOp):
+class Slice(Primitive):
     """x[start:limit:stride] per axis (start <= limit, stride >= 1)."""
 
     start: tuple[int, ...]
@@ -255,13 +358,26 @@ class Slice(PrimitiveOp):
         return aval(tuple(-(-(l - s) // st) for s, l, st in
                           zip(self.start, self.limit, self.stride)), x.dtype)
 
+    def linearize(self, b, primal_in, primal_out, t):
+        return [lin(b, self, t, [A])]
+
+    def transpose_rule(self, b, ct, inputs, mode):
+        low, high, interior = [], [], []
+        for s, st, d, n in zip(self.start, self.stride, inputs[0].shape, primal_shape(b, ct[0])):
+            if n == 0:
+                low.append(d), high.append(0), interior.append(0)
+                continue
+            last = s + (n - 1) * st
+            low.append(s), high.append(d - last - 1), interior.append(st - 1)
+        return [lin(b, Pad(tuple(low), tuple(high), tuple(interior)), ct, [A])]
+
     def impl(self, x):
         return x[tuple(slice(s, l, st) for s, l, st in zip(self.start, self.limit, self.stride))]
 
 
 @register
 @dataclass(frozen=True)
-class Pad(PrimitiveOp):
+class Pad(Primitive):
     """Zero padding: `low`/`high` zeros at each end, `interior` zeros between elements."""
 
     low: tuple[int, ...]
@@ -283,6 +399,16 @@ class Pad(PrimitiveOp):
         return aval(tuple(lo + hi + d + max(d - 1, 0) * it for lo, hi, it, d in
                           zip(self.low, self.high, self.interior, x.shape)), x.dtype)
 
+    def linearize(self, b, primal_in, primal_out, t):
+        return [lin(b, self, t, [A])]
+
+    def transpose_rule(self, b, ct, inputs, mode):
+        start = tuple(self.low)
+        limit = tuple(lo + ((d - 1) * (it + 1) + 1 if d else 0)
+                      for lo, it, d in zip(self.low, self.interior, inputs[0].shape))
+        stride = tuple(it + 1 for it in self.interior)
+        return [lin(b, Slice(start, limit, stride), ct, [A])]
+
     def impl(self, x):
         out_shape = self.abstract_eval(aval(x.shape, x.dtype)).shape
         out = np.zeros(out_shape, dtype=x.dtype)
@@ -294,7 +420,7 @@ class Pad(PrimitiveOp):
 
 @register
 @dataclass(frozen=True)
-class Concatenate(PrimitiveOp):
+class Concatenate(Primitive):
     """Join operands along `axis`; other axes and dtypes must agree."""
 
     axis: int
@@ -318,5 +444,33 @@ class Concatenate(PrimitiveOp):
         shape[self.axis] = sum(x.shape[self.axis] for x in xs)
         return aval(tuple(shape), first.dtype)
 
+    def linearize(self, b, primal_in, primal_out, t):
+        return [linear_self(self, b, primal_in, t)]
+
+    def transpose_rule(self, b, ct, inputs, mode):
+        out, offset = [], 0
+        for x, m in zip(inputs, mode.active_mask):
+            n = x.shape[self.axis]
+            if m:
+                start = tuple(offset if i == self.axis else 0 for i in range(x.ndim))
+                limit = tuple(offset + n if i == self.axis else d for i, d in enumerate(x.shape))
+                out.append(lin(b, Slice(start, limit, (1,) * x.ndim), ct, [A]))
+            else:
+                out.append(None)
+            offset += n
+        return out
+
     def impl(self, *xs):
         return np.concatenate(xs, axis=self.axis)
+
+
+def primal_shape(b, local):
+    return aval_of(b, local).shape
+
+
+def _to_order(b, res, axes):
+    """Transpose res (whose axis i is operand axis axes[i]) back into operand axis order."""
+    perm = tuple(sorted(range(len(axes)), key=axes.__getitem__))
+    if perm == tuple(range(len(axes))):
+        return res
+    return lin(b, Transpose(perm), [res], [A])

@@ -1,0 +1,219 @@
+"""differentiate and transpose (the seeds' tidu layer): generic over the PrimitiveOp contract.
+
+Neither names a concrete primitive: ordering and activity come from the C++ walk of the resolved
+view, each active op's own ``linearize`` / ``transpose_rule`` emits the new nodes, and fan-out
+cotangents are accumulated by global key with ``op.add()`` nodes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Hashable, Sequence
+
+import numpy as np
+
+from tidu import _core
+from tidu.graph import (PRIMAL, Fragment, FragmentBuilder, GraphError, Linear, Local, ResolvedView,
+                        ValKey, _aval_list, mode_of, prim_of, resolve)
+from tidu.rules import Cotangent, RuleMissing, next_pass_id, tangent_of
+
+__all__ = ["LinearFragment", "differentiate", "transpose", "saved_values", "SavedValue"]
+
+
+@dataclass
+class LinearFragment:
+    """A fragment of linear ops plus how it connects to the graph it was derived from.
+
+    fragment: the new fragment.
+    tangent_inputs: (what it is the tangent/cotangent of, its own InputKey) pairs: a primal
+        InputKey for `differentiate`, a linear output ValKey for `transpose`.
+    tangent_outputs: ValKeys aligned with the requested outputs (`differentiate`) or with the
+        linear fragment's tangent_inputs (`transpose`); None where the result is zero.
+    """
+
+    fragment: Fragment
+    tangent_inputs: list[tuple[Hashable, Hashable]]
+    tangent_outputs: list[ValKey | None]
+    pass_id: int = 0
+    source: "LinearFragment | None" = field(default=None, repr=False)
+
+
+def _nondiff_table() -> np.ndarray:
+    """uint8 per abstract value id: 1 where the dtype carries no tangent (ints, bool)."""
+    return np.fromiter((a.dtype.kind not in "fc" for a in _aval_list), dtype=np.uint8,
+                       count=len(_aval_list))
+
+
+def _find_inputs(view: ResolvedView, key: Hashable) -> list[ValKey]:
+    found = []
+    for f in view.fragments:
+        for k in f.inputs:
+            if k.input_key == key and k not in found:
+                found.append(k)
+    return found
+
+
+# ---- differentiate ----
+
+def differentiate(view: ResolvedView, outputs: Sequence[ValKey], wrt: Sequence[Hashable]
+                  ) -> LinearFragment:
+    """The JVP of `outputs` with respect to the inputs `wrt`, as a new linear fragment.
+
+    Args:
+        view: a ResolvedView (or a Fragment, resolved on the spot) defining the outputs.
+        outputs: ValKeys to differentiate.
+        wrt: primal InputKeys; each gets a fresh tangent input key ``tangent_of(key, pass_id)``.
+
+    Returns:
+        LinearFragment whose tangent_outputs align with outputs (None: zero tangent).
+
+    Raises:
+        GraphError: a wrt key is no input of the view; a dangling reference.
+        TypeError: a wrt input has an integer or bool dtype (not differentiable).
+        RuleMissing: an active primitive has no linearize rule.
+    """
+    if isinstance(view, Fragment):
+        view = resolve([view])
+    outputs = list(outputs)
+    pass_id = next_pass_id()
+    mat = view.walk(outputs)
+    builder = FragmentBuilder(parents=view.roots, prefix="t")
+    env: dict[int, int] = {}  # global value id -> local tangent id
+    tangent_inputs = []
+    for key in wrt:
+        vals = _find_inputs(view, key)
+        if not vals:
+            raise GraphError(f"cannot differentiate with respect to {key!r}: no fragment in the "
+                             f"view has an input with that key")
+        if len(vals) > 1:
+            raise GraphError(f"input key {key!r} is declared at several shapes/dtypes in the view "
+                             f"({', '.join(str(v.aval) for v in vals)}); differentiate one view")
+        (val,) = vals
+        if val.dtype.kind not in "fc":
+            raise TypeError(f"cannot differentiate with respect to {key!r}: dtype {val.dtype} is "
+                            f"not differentiable (only float and complex inputs are)")
+        t_key = tangent_of(key, pass_id)
+        env[val.id] = builder.add_input(t_key, val.aval)
+        tangent_inputs.append((key, t_key))
+    for o in mat.active_ops(list(env), _nondiff_table()):
+        prim, mode, ins, first, n_out = _core.op_info(int(o))
+        op = prim_of(prim)
+        if not getattr(op, "differentiable", True):
+            continue
+        t_in = [env.get(v) for v in ins]
+        outs = [ValKey(first + k) for k in range(n_out)]
+        t_out = op.linearize(builder, [ValKey(v) for v in ins], outs, t_in)
+        if len(t_out) != n_out:
+            raise GraphError(f"{op.name}.linearize returned {len(t_out)} tangents for "
+                             f"{n_out} outputs")
+        for k, t in zip(outs, t_out):
+            if t is not None and k.dtype.kind in "fc":
+                env[k.id] = t
+    tangent_outputs = [builder.key(Local(env[k.id])) if k.id in env else None for k in outputs]
+    frag = builder.build([k for k in tangent_outputs if k is not None])
+    return LinearFragment(frag, tangent_inputs, tangent_outputs, pass_id)
+
+
+# ---- transpose ----
+
+def transpose(linear: LinearFragment) -> LinearFragment:
+    """Reverse the linear flow of `linear`: cotangents of its outputs in, of its inputs out.
+
+    Walks the linear fragment's ops in reverse, calls each op's ``transpose_rule``, and
+    accumulates cotangents that reach one value from several uses by global key with
+    ``op.add()`` nodes (mode Linear[active, active]).  Primal-mode (fixed) nodes of the linear
+    fragment are referenced, never transposed.
+    """
+    if not isinstance(linear, LinearFragment):
+        raise TypeError(f"transpose expects a LinearFragment, got {type(linear).__name__}")
+    pass_id = next_pass_id()
+    frag = linear.fragment
+    builder = FragmentBuilder(parents=[frag], prefix="c")
+    ct_env: dict[int, int] = {}
+
+    def accumulate(op_cls, key_id: int, ct: int) -> None:
+        prev = ct_env.get(key_id)
+        if prev is None:
+            ct_env[key_id] = ct
+        else:
+            (ct_env[key_id],) = builder.add_op(op_cls.add(), [Local(prev), Local(ct)],
+                                                Linear([True, True]))
+
+    tangent_inputs = []
+    seeds = []
+    for i, out in enumerate(linear.tangent_outputs):
+        if out is None:
+            continue
+        ct_key = Cotangent(i, pass_id)
+        seeds.append((out, builder.add_input(ct_key, out.aval)))
+        tangent_inputs.append((out, ct_key))
+    add_cls = None
+    for op, _, _, _ in frag.ops():
+        add_cls = type(op)
+        break
+    for out, local in seeds:
+        if add_cls is None and out.id in ct_env:
+            raise GraphError("an output listed twice in a fragment with no ops")
+        if out.id in ct_env:
+            accumulate(add_cls, out.id, local)
+        else:
+            ct_env[out.id] = local
+
+    store = frag.store
+    for o in reversed(store.ops()):
+        prim, mode_i, ins, first, n_out = _core.op_info(int(o))
+        mode = mode_of(mode_i)
+        if not mode.is_linear:
+            continue  # a fixed coefficient: referenced by the transposed nodes, not reversed
+        ct_out = [ct_env.get(first + k) for k in range(n_out)]
+        if all(c is None for c in ct_out):
+            continue
+        op = prim_of(prim)
+        ct_in = op.transpose_rule(builder, ct_out, [ValKey(v) for v in ins], mode)
+        if len(ct_in) != len(ins):
+            raise GraphError(f"{op.name}.transpose_rule returned {len(ct_in)} cotangents for "
+                             f"{len(ins)} inputs")
+        for v, active, ct in zip(ins, mode.active_mask, ct_in):
+            if active and ct is not None:
+                accumulate(type(op), v, ct)
+
+    tangent_outputs = []
+    for _, t_key in linear.tangent_inputs:
+        t_val = frag.inputs[[k.input_key for k in frag.inputs].index(t_key)]
+        ct = ct_env.get(t_val.id)
+        tangent_outputs.append(builder.key(Local(ct)) if ct is not None else None)
+    out_frag = builder.build([k for k in tangent_outputs if k is not None])
+    return LinearFragment(out_frag, tangent_inputs, tangent_outputs, pass_id, source=linear)
+
+
+# ---- saved values ----
+
+@dataclass(frozen=True)
+class SavedValue:
+    """A primal value the backward (transposed) part reads: what a VJP program must keep."""
+
+    key: ValKey
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    nbytes: int
+
+
+def saved_values(transposed: LinearFragment) -> list[SavedValue]:
+    """The primal values (defined outside the linear fragments) that `transposed` and the
+    linear fragment it came from read as External references: 004's saved tensors."""
+    frags = [transposed.fragment]
+    if transposed.source is not None:
+        frags.append(transposed.source.fragment)
+    own = {f.store for f in frags}
+    seen: dict[int, SavedValue] = {}
+    for f in frags:
+        for _, refs, _, _ in f.ops():
+            for r in refs:
+                if isinstance(r, Local):
+                    continue
+                k = r.key
+                if any(o.local_of(k.id) >= 0 for o in own) or k.id in seen:
+                    continue
+                a = k.aval
+                seen[k.id] = SavedValue(k, a.shape, a.dtype, a.size * a.dtype.itemsize)
+    return list(seen.values())
