@@ -14,11 +14,12 @@ from tidu.graph import (PRIMAL, AbstractValue, CompiledProgram, External, Fragme
 from tidu.tracing import (Tracer, abs, astype, broadcast_to, build, concatenate, conj, cos, dot,
                           exp, expm1, imag, iota, log, log1p, matmul, max, maximum, mean, minimum,
                           ones_like, power, real, reshape, rsqrt, sign, sin, spec, sqrt,
-                          stop_gradient, sum, tanh, transpose, where, zeros_like)
+                          stop_gradient, sum, tanh, where, zeros_like)
 from tidu import ops
 from tidu.api import jit
 from tidu.ad import LinearFragment, SavedValue, differentiate, saved_values
-from tidu.api import transpose
+from tidu.api import (grad, hessian, hvp, jacfwd, jacrev, jvp, linearize, transpose, value_and_grad,
+                      vjp)
 
 __version__ = "0.1.0"
 
@@ -26,7 +27,8 @@ __all__ = [
     "AbstractValue", "CompiledProgram", "External", "Fragment", "FragmentBuilder", "GraphError",
     "Linear", "Local", "MaterializedGraph", "OpMode", "PRIMAL", "ResolvedView", "Tracer", "ValKey",
     "abs", "astype", "aval", "jit", "LinearFragment", "SavedValue", "differentiate",
-    "saved_values", "transpose", "broadcast_to", "build", "compile", "concatenate", "conj", "cos", "dot",
+    "saved_values", "transpose", "grad", "value_and_grad", "jvp", "vjp", "linearize",
+    "hessian", "jacfwd", "jacrev", "hvp", "broadcast_to", "build", "compile", "concatenate", "conj", "cos", "dot",
     "exp", "expm1", "get_cmake_dir", "get_include", "imag", "iota", "log", "log1p",
     "materialize_merge", "matmul", "max", "maximum", "mean", "minimum", "ones_like", "ops", "power",
     "program_cache", "real", "reshape", "resolve", "rsqrt", "sign", "sin", "spec", "sqrt",

@@ -119,3 +119,306 @@ def transpose(x, axes=None):
             raise TypeError("transpose of a LinearFragment takes no axes")
         return ad.transpose(x)
     return tracing.transpose(x, axes)
+
+
+# ---- AD transforms ------------------------------------------------------------------------------
+
+class _Traced:
+    """fn traced at one signature: its fragment, input keys per leaf and output structure."""
+
+    def __init__(self, fn: Callable, args: tuple, has_aux: bool = False):
+        leaves, self.in_tree = _flatten_args(args)
+        self.arg_leaves = []  # leaf indices of each positional argument
+        start = 0
+        for a in args:
+            n = len(_flatten_args(a)[0])
+            self.arg_leaves.append(list(range(start, start + n)))
+            start += n
+        builder = FragmentBuilder(prefix="p")
+        with tracing(builder) as t:
+            self.keys = [("arg", i) for i in range(len(leaves))]
+            self.avals = [as_aval(np.asarray(x) if not hasattr(x, "dtype") else x) for x in leaves]
+            tracers = [t.input(k, a) for k, a in zip(self.keys, self.avals)]
+            out = fn(*unflatten(self.in_tree, tracers))
+            if has_aux:
+                if not (isinstance(out, (tuple, list)) and len(out) == 2):
+                    raise TypeError("a function with has_aux=True must return (output, aux)")
+                out, aux = out
+                aux_flat, self.aux_tree = flatten_outputs(t, aux)
+            else:
+                aux_flat, self.aux_tree = [], None
+            flat, self.out_tree = flatten_outputs(t, out)
+        self.n_out = len(flat)
+        self.fragment = builder.build([x.key for x in flat] + [x.key for x in aux_flat])
+        self.outputs = self.fragment.outputs[:self.n_out]
+        self.aux = self.fragment.outputs[self.n_out:]
+
+    def wrt_keys(self, argnums) -> list:
+        keys = []
+        for i in argnums:
+            if not -len(self.arg_leaves) <= i < len(self.arg_leaves):
+                raise ValueError(f"argnums {i} out of range for {len(self.arg_leaves)} arguments")
+            for leaf in self.arg_leaves[i]:
+                if self.avals[leaf].dtype.kind not in "fc":
+                    raise TypeError(f"cannot differentiate with respect to argument {i}: dtype "
+                                    f"{self.avals[leaf].dtype} is not differentiable (only float "
+                                    f"and complex inputs are); mark it non-differentiable by "
+                                    f"leaving it out of argnums")
+                keys.append(self.keys[leaf])
+        return keys
+
+
+def _program(fragments, outputs) -> CompiledProgram:
+    return compile(materialize_merge(resolve(fragments), outputs))
+
+
+def _run(prog: CompiledProgram, feed: dict) -> list[np.ndarray]:
+    return prog.eval([feed[k] for k in prog.inputs])
+
+
+def _argnums(argnums) -> tuple[int, ...]:
+    return (argnums,) if isinstance(argnums, int) else tuple(argnums)
+
+
+def _zeros_or(x, av):
+    return x if x is not None else np.zeros(av.shape, av.dtype)
+
+
+class _Cache:
+    """Per-signature cache of traced functions and compiled programs for one transform."""
+
+    def __init__(self):
+        self.table: dict = {}
+
+    def get(self, key, make):
+        hit = self.table.get(key)
+        if hit is None:
+            hit = self.table[key] = make()
+        return hit
+
+
+def _sig(args) -> tuple:
+    leaves, tree = _flatten_args(args)
+    return (_signature(leaves), repr(tree))
+
+
+def _vjp_parts(tr: _Traced, argnums):
+    """(linear fragment, transposed fragment, cotangent keys per output) for fn's VJP."""
+    from tidu.ad import differentiate, transpose as ad_transpose
+
+    wrt = tr.wrt_keys(argnums)
+    lin = differentiate(resolve([tr.fragment]), tr.outputs, wrt)
+    tr_ = ad_transpose(lin)
+    return lin, tr_, wrt
+
+
+def value_and_grad(fn: Callable, argnums=0, has_aux: bool = False) -> Callable:
+    """Like jax.value_and_grad: fn's value and its gradient wrt `argnums` (real scalar output).
+
+    For a complex input z the gradient is 2 dL/dz̄ = conj(jax.grad(L)(z)) (DESIGN §5)."""
+    nums = _argnums(argnums)
+    cache = _Cache()
+
+    def make(args):
+        tr = _Traced(fn, args, has_aux)
+        if tr.n_out != 1 or tr.outputs[0].shape != () or tr.outputs[0].dtype.kind != "f":
+            raise TypeError(f"grad requires a real scalar output, got "
+                            f"{[str(o.aval) for o in tr.outputs]}")
+        lin, tr_, wrt = _vjp_parts(tr, nums)
+        (ct_key,) = [k for _, k in tr_.tangent_inputs] or [None]
+        grads = tr_.tangent_outputs
+        outs = tr.outputs + tr.aux + [g for g in grads if g is not None]
+        prog = _program([tr.fragment, tr_], outs)
+        return tr, prog, ct_key, grads, wrt
+
+    @functools.wraps(fn)
+    def wrapped(*args):
+        tr, prog, ct_key, grads, wrt = cache.get(_sig(args), lambda: make(args))
+        leaves, _ = _flatten_args(args)
+        feed = {k: x for k, x in zip(tr.keys, leaves)}
+        if ct_key is not None:
+            feed[ct_key] = np.ones((), tr.outputs[0].dtype)
+        res = _run(prog, feed)
+        value = res[0]
+        aux = unflatten(tr.aux_tree, res[1:1 + len(tr.aux)]) if has_aux else None
+        it = iter(res[1 + len(tr.aux):])
+        flat_grads = [next(it) if g is not None else None for g in grads]
+        per_key = {k: _zeros_or(g, tr.avals[tr.keys.index(k)]) for k, g in zip(wrt, flat_grads)}
+        out = []
+        for i in nums:
+            leaves_i = [per_key[tr.keys[leaf]] for leaf in tr.arg_leaves[i]]
+            out.append(unflatten(_flatten_args(args[i])[1], leaves_i))
+        g = out[0] if isinstance(argnums, int) else tuple(out)
+        return ((value, aux), g) if has_aux else (value, g)
+
+    wrapped.cache = cache.table
+    return wrapped
+
+
+def grad(fn: Callable, argnums=0, has_aux: bool = False) -> Callable:
+    """Like jax.grad: the gradient of a real scalar function wrt `argnums`."""
+    vg = value_and_grad(fn, argnums, has_aux)
+
+    @functools.wraps(fn)
+    def wrapped(*args):
+        (value, g) = vg(*args)
+        return (g, value[1]) if has_aux else g
+
+    return wrapped
+
+
+def jvp(fn: Callable, primals, tangents, has_aux: bool = False):
+    """Like jax.jvp: (fn(*primals), J·tangents), tangents structured like primals."""
+    from tidu.ad import differentiate
+
+    primals, tangents = tuple(primals), tuple(tangents)
+    if len(primals) != len(tangents):
+        raise ValueError(f"jvp: {len(primals)} primals but {len(tangents)} tangents")
+    tr = _Traced(fn, primals, has_aux)
+    nums = tuple(i for i in range(len(primals))
+                 if all(tr.avals[l].dtype.kind in "fc" for l in tr.arg_leaves[i]))
+    wrt = tr.wrt_keys(nums)
+    lin = differentiate(resolve([tr.fragment]), tr.outputs, wrt)
+    touts = lin.tangent_outputs
+    prog = _program([tr.fragment, lin], tr.outputs + tr.aux + [t for t in touts if t is not None])
+    p_leaves, _ = _flatten_args(primals)
+    t_leaves, _ = _flatten_args(tangents)
+    feed = {k: x for k, x in zip(tr.keys, p_leaves)}
+    for (key, t_key) in lin.tangent_inputs:
+        feed[t_key] = np.asarray(t_leaves[tr.keys.index(key)], tr.avals[tr.keys.index(key)].dtype)
+    res = _run(prog, feed)
+    outs, rest = res[:tr.n_out], res[tr.n_out:]
+    aux, rest = rest[:len(tr.aux)], rest[len(tr.aux):]
+    it = iter(rest)
+    t_flat = [next(it) if t is not None else np.zeros(o.shape, o.dtype)
+              for t, o in zip(touts, tr.outputs)]
+    result = (unflatten(tr.out_tree, outs), unflatten(tr.out_tree, t_flat))
+    return result + (unflatten(tr.aux_tree, aux),) if has_aux else result
+
+
+def linearize(fn: Callable, *primals):
+    """Like jax.linearize: (fn(*primals), f_jvp) where f_jvp(*tangents) = J·tangents."""
+    out = jvp(fn, primals, [np.zeros_like(np.asarray(p)) for p in primals])[0]
+    return out, lambda *tangents: jvp(fn, primals, tangents)[1]
+
+
+def vjp(fn: Callable, *primals, has_aux: bool = False):
+    """Like jax.vjp: (fn(*primals), vjp_fn) with vjp_fn(cotangent) -> cotangents of primals."""
+    tr = _Traced(fn, primals, has_aux)
+    nums = tuple(range(len(primals)))
+    lin, tr_, wrt = _vjp_parts(tr, nums)
+    outs_prog = _program([tr.fragment], tr.outputs + tr.aux)
+    p_leaves, _ = _flatten_args(primals)
+    feed = {k: x for k, x in zip(tr.keys, p_leaves)}
+    res = _run(outs_prog, feed)
+    out = unflatten(tr.out_tree, res[:tr.n_out])
+    back = [g for g in tr_.tangent_outputs if g is not None]
+    back_prog = _program([tr.fragment, tr_], back) if back else None
+
+    def vjp_fn(ct):
+        ct_leaves, _ = _flatten_args(ct if tr.out_tree is not None else ct)
+        if tr.out_tree is None:
+            ct_leaves = [ct]
+        f = dict(feed)
+        for (out_key, ct_key) in tr_.tangent_inputs:
+            i = lin.tangent_outputs.index(out_key)
+            f[ct_key] = np.asarray(ct_leaves[i], tr.outputs[i].dtype)
+        vals = iter(_run(back_prog, f)) if back_prog is not None else iter(())
+        flat = [next(vals) if g is not None else None for g in tr_.tangent_outputs]
+        per_key = {k: _zeros_or(g, tr.avals[tr.keys.index(k)]) for k, g in zip(wrt, flat)}
+        return tuple(unflatten(_flatten_args(primals[i])[1],
+                               [per_key[tr.keys[l]] for l in tr.arg_leaves[i]]) for i in nums)
+
+    if has_aux:
+        return out, vjp_fn, unflatten(tr.aux_tree, res[tr.n_out:])
+    return out, vjp_fn
+
+
+def _basis(av):
+    eye = np.eye(av.size, dtype=av.dtype)
+    return [row.reshape(av.shape) for row in eye]
+
+
+def jacfwd(fn: Callable, argnums=0) -> Callable:
+    """Like jax.jacfwd (single array argument and output): one JVP per input element."""
+
+    def wrapped(*args):
+        i = argnums
+        x = np.asarray(args[i])
+        cols = []
+        for e in _basis(as_aval(x)):
+            tangents = [np.zeros_like(np.asarray(a)) for a in args]
+            tangents[i] = e
+            cols.append(np.asarray(jvp(fn, args, tangents)[1]))
+        return np.stack(cols, axis=-1).reshape(cols[0].shape + x.shape)
+
+    return wrapped
+
+
+def jacrev(fn: Callable, argnums=0) -> Callable:
+    """Like jax.jacrev (single array argument and output): one VJP per output element."""
+
+    def wrapped(*args):
+        out, back = vjp(fn, *args)
+        out = np.asarray(out)
+        rows = [np.asarray(back(e)[argnums]) for e in _basis(as_aval(out))]
+        return np.stack(rows).reshape(out.shape + np.shape(args[argnums]))
+
+    return wrapped
+
+
+def _second_order(fn, args, argnums: int):
+    """(traced fn, gradient fragment, its JVP, ct key, tangent keys) — forward over reverse on
+    the pipeline: F0 -> differentiate -> transpose -> resolve -> differentiate, no merge."""
+    from tidu.ad import differentiate
+
+    tr = _Traced(fn, args)
+    if tr.n_out != 1 or tr.outputs[0].shape != () or tr.outputs[0].dtype.kind != "f":
+        raise TypeError(f"hessian/hvp require a real scalar output, got "
+                        f"{[str(o.aval) for o in tr.outputs]}")
+    _, T, wrt = _vjp_parts(tr, (argnums,))
+    grads = [g for g in T.tangent_outputs if g is not None]
+    L2 = differentiate(resolve([tr.fragment, T]), grads, wrt)
+    outs = [g if g is not None else None for g in L2.tangent_outputs]
+    prog = _program([tr.fragment, T, L2], [o for o in outs if o is not None]) if any(
+        o is not None for o in outs) else None
+    (ct_key,) = [k for _, k in T.tangent_inputs]
+    return tr, prog, ct_key, dict(L2.tangent_inputs), wrt
+
+
+def _hvp_eval(state, args, argnums, v):
+    tr, prog, ct_key, t_keys, wrt = state
+    x_aval = tr.avals[tr.arg_leaves[argnums][0]]
+    if prog is None:
+        return np.zeros(x_aval.shape, x_aval.dtype)
+    leaves, _ = _flatten_args(args)
+    feed = {k: x for k, x in zip(tr.keys, leaves)}
+    feed[ct_key] = np.ones((), tr.outputs[0].dtype)
+    feed[t_keys[wrt[0]]] = np.asarray(v, x_aval.dtype)
+    return _run(prog, feed)[0]
+
+
+def hessian(fn: Callable, argnums: int = 0) -> Callable:
+    """Like jax.hessian for one array argument: forward over reverse, one H·e_i per element
+    (one compiled program, evaluated n times)."""
+    if not isinstance(argnums, int):
+        raise NotImplementedError("hessian supports a single integer argnums")
+    cache = _Cache()
+
+    @functools.wraps(fn)
+    def wrapped(*args):
+        state = cache.get(_sig(args), lambda: _second_order(fn, args, argnums))
+        x = np.asarray(args[argnums])
+        cols = [_hvp_eval(state, args, argnums, e) for e in _basis(as_aval(x))]
+        return np.stack(cols, axis=-1).reshape(x.shape + x.shape)
+
+    wrapped.cache = cache.table
+    return wrapped
+
+
+def hvp(fn: Callable, primals, tangents, argnums: int = 0):
+    """Hessian-vector product H(primals)·tangents of a real scalar fn (forward over reverse)."""
+    primals = tuple(primals)
+    state = _second_order(fn, primals, argnums)
+    return _hvp_eval(state, primals, argnums, tangents[argnums] if isinstance(
+        tangents, (tuple, list)) else tangents)

@@ -222,6 +222,10 @@ class ValKey:
         return self.aval.dtype
 
     @property
+    def ndim(self) -> int:
+        return self.aval.ndim
+
+    @property
     def is_input(self) -> bool:
         return _core.val_info(self.id)[0] == _core.NONE
 
