@@ -13,7 +13,8 @@ from typing import Hashable, Sequence
 import numpy as np
 
 from tidu import _core
-from tidu.graph import (PRIMAL, Fragment, FragmentBuilder, GraphError, Linear, Local, ResolvedView,
+from tidu.graph import (PRIMAL, External, Fragment, FragmentBuilder, GraphError, Linear, Local,
+                        ResolvedView,
                         ValKey, _aval_list, mode_of, prim_of, resolve)
 from tidu.rules import Cotangent, RuleMissing, next_pass_id, tangent_of
 
@@ -55,14 +56,18 @@ def _find_inputs(view: ResolvedView, key: Hashable) -> list[ValKey]:
 
 # ---- differentiate ----
 
-def differentiate(view: ResolvedView, outputs: Sequence[ValKey], wrt: Sequence[Hashable]
-                  ) -> LinearFragment:
+def differentiate(view: ResolvedView, outputs: Sequence[ValKey], wrt: Sequence[Hashable],
+                  tangents: Sequence[ValKey] | None = None) -> LinearFragment:
     """The JVP of `outputs` with respect to the inputs `wrt`, as a new linear fragment.
 
     Args:
         view: a ResolvedView (or a Fragment, resolved on the spot) defining the outputs.
         outputs: ValKeys to differentiate.
         wrt: primal InputKeys; each gets a fresh tangent input key ``tangent_of(key, pass_id)``.
+            A ValKey in wrt differentiates with respect to that value (used when transforms
+            nest inside a trace).
+        tangents: optional ValKeys aligned with wrt, used as the tangent values themselves
+            (External references) instead of fresh tangent inputs.
 
     Returns:
         LinearFragment whose tangent_outputs align with outputs (None: zero tangent).
@@ -78,10 +83,12 @@ def differentiate(view: ResolvedView, outputs: Sequence[ValKey], wrt: Sequence[H
     pass_id = next_pass_id()
     mat = view.walk(outputs)
     builder = FragmentBuilder(parents=view.roots, prefix="t")
-    env: dict[int, int] = {}  # global value id -> local tangent id
+    env: dict[int, int | ValKey] = {}  # global value id -> local tangent id (or external value)
     tangent_inputs = []
-    for key in wrt:
-        vals = _find_inputs(view, key)
+    if tangents is not None and len(tangents) != len(wrt):
+        raise ValueError(f"differentiate: {len(tangents)} tangents for {len(wrt)} wrt keys")
+    for i, key in enumerate(wrt):
+        vals = [key] if isinstance(key, ValKey) else _find_inputs(view, key)
         if not vals:
             raise GraphError(f"cannot differentiate with respect to {key!r}: no fragment in the "
                              f"view has an input with that key")
@@ -92,6 +99,11 @@ def differentiate(view: ResolvedView, outputs: Sequence[ValKey], wrt: Sequence[H
         if val.dtype.kind not in "fc":
             raise TypeError(f"cannot differentiate with respect to {key!r}: dtype {val.dtype} is "
                             f"not differentiable (only float and complex inputs are)")
+        if tangents is not None:
+            if tangents[i].aval is not val.aval:
+                raise ValueError(f"tangent for {key!r} has {tangents[i].aval}, expected {val.aval}")
+            env[val.id] = tangents[i]
+            continue
         t_key = tangent_of(key, pass_id)
         env[val.id] = builder.add_input(t_key, val.aval)
         tangent_inputs.append((key, t_key))
@@ -109,40 +121,54 @@ def differentiate(view: ResolvedView, outputs: Sequence[ValKey], wrt: Sequence[H
         for k, t in zip(outs, t_out):
             if t is not None and k.dtype.kind in "fc":
                 env[k.id] = t
-    tangent_outputs = [builder.key(Local(env[k.id])) if k.id in env else None for k in outputs]
+    tangent_outputs = [builder.key(_ref(env[k.id])) if k.id in env else None for k in outputs]
     frag = builder.build([k for k in tangent_outputs if k is not None])
     return LinearFragment(frag, tangent_inputs, tangent_outputs, pass_id)
 
 
+def _ref(x):
+    """A local id as Local, an existing value as External."""
+    return External(x) if isinstance(x, ValKey) else Local(x)
+
+
 # ---- transpose ----
 
-def transpose(linear: LinearFragment) -> LinearFragment:
+def transpose(linear: LinearFragment, cotangents: Sequence[ValKey | None] | None = None
+              ) -> LinearFragment:
     """Reverse the linear flow of `linear`: cotangents of its outputs in, of its inputs out.
 
     Walks the linear fragment's ops in reverse, calls each op's ``transpose_rule``, and
     accumulates cotangents that reach one value from several uses by global key with
     ``op.add()`` nodes (mode Linear[active, active]).  Primal-mode (fixed) nodes of the linear
-    fragment are referenced, never transposed.
+    fragment are referenced, never transposed.  `cotangents` (ValKeys aligned with the linear
+    outputs) seeds existing values instead of fresh cotangent inputs (nested transforms).
     """
     if not isinstance(linear, LinearFragment):
         raise TypeError(f"transpose expects a LinearFragment, got {type(linear).__name__}")
     pass_id = next_pass_id()
     frag = linear.fragment
     builder = FragmentBuilder(parents=[frag], prefix="c")
-    ct_env: dict[int, int] = {}
+    ct_env: dict[int, int | ValKey] = {}
 
-    def accumulate(op_cls, key_id: int, ct: int) -> None:
+    def accumulate(op_cls, key_id: int, ct) -> None:
         prev = ct_env.get(key_id)
         if prev is None:
             ct_env[key_id] = ct
         else:
-            (ct_env[key_id],) = builder.add_op(op_cls.add(), [Local(prev), Local(ct)],
+            (ct_env[key_id],) = builder.add_op(op_cls.add(), [_ref(prev), _ref(ct)],
                                                 Linear([True, True]))
 
     tangent_inputs = []
     seeds = []
+    if cotangents is not None and len(cotangents) != len(linear.tangent_outputs):
+        raise ValueError(f"transpose: {len(cotangents)} cotangents for "
+                         f"{len(linear.tangent_outputs)} outputs")
     for i, out in enumerate(linear.tangent_outputs):
         if out is None:
+            continue
+        if cotangents is not None:
+            if cotangents[i] is not None:
+                seeds.append((out, cotangents[i]))
             continue
         ct_key = Cotangent(i, pass_id)
         seeds.append((out, builder.add_input(ct_key, out.aval)))
@@ -181,7 +207,7 @@ def transpose(linear: LinearFragment) -> LinearFragment:
     for _, t_key in linear.tangent_inputs:
         t_val = frag.inputs[[k.input_key for k in frag.inputs].index(t_key)]
         ct = ct_env.get(t_val.id)
-        tangent_outputs.append(builder.key(Local(ct)) if ct is not None else None)
+        tangent_outputs.append(builder.key(_ref(ct)) if ct is not None else None)
     out_frag = builder.build([k for k in tangent_outputs if k is not None])
     return LinearFragment(out_frag, tangent_inputs, tangent_outputs, pass_id, source=linear)
 

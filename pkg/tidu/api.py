@@ -212,6 +212,99 @@ def _vjp_parts(tr: _Traced, argnums):
     return lin, tr_, wrt
 
 
+# ---- transforms nested inside a trace ----
+# Called on traced values (inside jit/build/another transform), a transform traces fn into the
+# current fragment, differentiates a snapshot of it with respect to the argument *values*, and
+# hands back traced values of the new linear fragment (added to the trace's parents).
+
+class _Ctx:
+    def __init__(self, trace):
+        self.trace = trace
+
+    def lift(self, x):
+        from tidu.tracing import _lift
+
+        return _lift(self.trace, x)
+
+
+def _outer_trace(*trees):
+    from tidu.tracing import Tracer
+
+    for tree in trees:
+        for x in _flatten_args(tree)[0]:
+            if isinstance(x, Tracer):
+                return x._t
+    return None
+
+
+def _inline_call(trace, fn, args, has_aux=False):
+    """fn traced into the current trace: (arg tracers, flat outputs, out tree, aux, snapshot)."""
+    ctx = _Ctx(trace)
+    leaves, in_tree = _flatten_args(args)
+    tracers = [ctx.lift(x) for x in leaves]
+    out = fn(*unflatten(in_tree, tracers))
+    aux = None
+    if has_aux:
+        out, aux = out
+    flat, out_tree = flatten_outputs(ctx, out)
+    snapshot = trace.builder.build([o.key for o in flat])
+    return tracers, flat, out_tree, aux, snapshot
+
+
+def _tracer_of(trace, key, like):
+    from tidu.tracing import Tracer, zeros_like
+
+    return Tracer(trace, key.id, key.aval) if key is not None else zeros_like(like)
+
+
+def _inline_grad(trace, fn, args, argnums, has_aux):
+    from tidu.ad import differentiate, transpose as ad_transpose
+
+    tracers, flat, _, aux, snap = _inline_call(trace, fn, args, has_aux)
+    if len(flat) != 1 or flat[0].shape != () or flat[0].dtype.kind != "f":
+        raise TypeError(f"grad requires a real scalar output, got {[str(o.aval) for o in flat]}")
+    nums = _argnums(argnums)
+    arg_leaves, start = [], 0
+    for a in args:
+        n = len(_flatten_args(a)[0])
+        arg_leaves.append(list(range(start, start + n)))
+        start += n
+    wrt = []
+    for i in nums:
+        for l in arg_leaves[i]:
+            if tracers[l].dtype.kind not in "fc":
+                raise TypeError(f"cannot differentiate with respect to argument {i}: dtype "
+                                f"{tracers[l].dtype} is not differentiable")
+            wrt.append(tracers[l])
+    lin = differentiate(resolve([snap]), [flat[0].key], [w.key for w in wrt])
+    one = _Ctx(trace).lift(np.ones((), flat[0].dtype))
+    back = ad_transpose(lin, cotangents=[one.key])
+    trace.builder.parents.extend([lin.fragment, back.fragment])
+    grads = [_tracer_of(trace, g, w) for g, w in zip(back.tangent_outputs, wrt)]
+    it = iter(grads)
+    out = [unflatten(_flatten_args(args[i])[1], [next(it) for _ in arg_leaves[i]]) for i in nums]
+    g = out[0] if isinstance(argnums, int) else tuple(out)
+    return flat[0], g, aux
+
+
+def _inline_jvp(trace, fn, primals, tangents, has_aux):
+    from tidu.ad import differentiate
+
+    tracers, flat, out_tree, aux, snap = _inline_call(trace, fn, primals, has_aux)
+    ctx = _Ctx(trace)
+    t_leaves = [ctx.lift(t) for t in _flatten_args(tangents)[0]]
+    pairs = [(p, t) for p, t in zip(tracers, t_leaves) if p.dtype.kind in "fc"]
+    for p, t in pairs:
+        if p.aval is not t.aval:
+            raise ValueError(f"jvp: tangent {t.aval} does not match primal {p.aval}")
+    lin = differentiate(resolve([snap]), [o.key for o in flat], [p.key for p, _ in pairs],
+                        tangents=[t.key for _, t in pairs])
+    trace.builder.parents.append(lin.fragment)
+    touts = [_tracer_of(trace, k, o) for k, o in zip(lin.tangent_outputs, flat)]
+    result = (unflatten(out_tree, flat), unflatten(out_tree, touts))
+    return result + (aux,) if has_aux else result
+
+
 def value_and_grad(fn: Callable, argnums=0, has_aux: bool = False) -> Callable:
     """Like jax.value_and_grad: fn's value and its gradient wrt `argnums` (real scalar output).
 
@@ -233,6 +326,10 @@ def value_and_grad(fn: Callable, argnums=0, has_aux: bool = False) -> Callable:
 
     @functools.wraps(fn)
     def wrapped(*args):
+        trace = _outer_trace(args)
+        if trace is not None:
+            value, g, aux = _inline_grad(trace, fn, args, argnums, has_aux)
+            return ((value, aux), g) if has_aux else (value, g)
         tr, prog, ct_key, grads, wrt = cache.get(_sig(args), lambda: make(args))
         leaves, _ = _flatten_args(args)
         feed = {k: x for k, x in zip(tr.keys, leaves)}
@@ -274,6 +371,9 @@ def jvp(fn: Callable, primals, tangents, has_aux: bool = False):
     primals, tangents = tuple(primals), tuple(tangents)
     if len(primals) != len(tangents):
         raise ValueError(f"jvp: {len(primals)} primals but {len(tangents)} tangents")
+    trace = _outer_trace(primals, tangents)
+    if trace is not None:
+        return _inline_jvp(trace, fn, primals, tangents, has_aux)
     tr = _Traced(fn, primals, has_aux)
     nums = tuple(i for i in range(len(primals))
                  if all(tr.avals[l].dtype.kind in "fc" for l in tr.arg_leaves[i]))
