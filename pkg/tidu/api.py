@@ -11,7 +11,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from tidu.graph import CompiledProgram, FragmentBuilder, compile, materialize_merge, resolve
+from tidu.graph import (CompiledProgram, Fragment, FragmentBuilder, compile, materialize_merge,
+                        resolve)
 from tidu.tracing import as_aval, flatten_outputs, tracing
 
 __all__ = ["jit", "unflatten"]
@@ -114,6 +115,9 @@ def transpose(x, axes=None):
     ``transpose(traced_value, axes=None)``: numpy's axis permutation."""
     from tidu import ad, tracing
 
+    if isinstance(x, Fragment):
+        raise TypeError("transpose of a graph expects a LinearFragment (from differentiate), "
+                        "got a Fragment")
     if isinstance(x, ad.LinearFragment):
         if axes is not None:
             raise TypeError("transpose of a LinearFragment takes no axes")

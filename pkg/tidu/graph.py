@@ -640,7 +640,9 @@ class CompiledProgram:
         missing = [k for k in self.inputs if k not in mapping]
         if missing:
             raise KeyError(f"missing input(s) {missing}; the program takes {self.inputs}")
-        unknown = [k for k in mapping if k not in set(self.inputs)]
+        # Keys of inputs this program does not read (e.g. a primal input of a linear derivative)
+        # are ignored; a key no fragment ever declared is an error (most likely a typo).
+        unknown = [k for k in mapping if k not in _input_keys.ids]
         if unknown:
             raise KeyError(f"unknown input(s) {unknown}; the program takes {self.inputs}")
         return self.eval([mapping[k] for k in self.inputs])
