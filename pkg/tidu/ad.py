@@ -113,6 +113,8 @@ def differentiate(view: ResolvedView, outputs: Sequence[ValKey], wrt: Sequence[H
         if not getattr(op, "differentiable", True):
             continue
         t_in = [env.get(v) for v in ins]
+        if all(t is None for t in t_in):
+            continue  # active only through a non-differentiable op (C++ activity is by dtype)
         outs = [ValKey(first + k) for k in range(n_out)]
         t_out = op.linearize(builder, [ValKey(v) for v in ins], outs, t_in)
         if len(t_out) != n_out:

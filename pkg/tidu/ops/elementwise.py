@@ -353,8 +353,11 @@ class Abs(Primitive):
         x = primal_in[0]
         if x.dtype.kind != "c":
             return [scale(b, fix(b, Sign(), x), t[0])]
-        # d|z| = Re(conj(z)/|z| * dz)
-        return [lin(b, Real(), [scale(b, fix(b, Conj(), fix(b, Sign(), x)), t[0])], [A])]
+        # d|z| = Re(conj(z)/|z| * dz), in differentiable ops (Sign is piecewise constant on reals)
+        from tidu.ops.structural import Convert
+
+        coef = fix(b, Div(), fix(b, Conj(), x), fix(b, Convert(x.dtype.name), primal_out[0]))
+        return [lin(b, Real(), [scale(b, coef, t[0])], [A])]
 
     def impl(self, x):
         return np.abs(x)
