@@ -128,6 +128,9 @@ def differentiate(view: ResolvedView, outputs: Sequence[ValKey], wrt: Sequence[H
     return LinearFragment(frag, tangent_inputs, tangent_outputs, pass_id)
 
 
+_ACTIVE2 = Linear([True, True])
+
+
 def _ref(x):
     """A local id as Local, an existing value as External."""
     return External(x) if isinstance(x, ValKey) else Local(x)
@@ -157,8 +160,7 @@ def transpose(linear: LinearFragment, cotangents: Sequence[ValKey | None] | None
         if prev is None:
             ct_env[key_id] = ct
         else:
-            (ct_env[key_id],) = builder.add_op(op_cls.add(), [_ref(prev), _ref(ct)],
-                                                Linear([True, True]))
+            ct_env[key_id] = builder.emit(op_cls.add(), [prev, ct], _ACTIVE2)
 
     tangent_inputs = []
     seeds = []
@@ -175,10 +177,8 @@ def transpose(linear: LinearFragment, cotangents: Sequence[ValKey | None] | None
         ct_key = Cotangent(i, pass_id)
         seeds.append((out, builder.add_input(ct_key, out.aval)))
         tangent_inputs.append((out, ct_key))
-    add_cls = None
-    for op, _, _, _ in frag.ops():
-        add_cls = type(op)
-        break
+    first_ops = frag.store.ops()[:1]
+    add_cls = type(prim_of(_core.op_info(int(first_ops[0]))[0])) if len(first_ops) else None
     for out, local in seeds:
         if add_cls is None and out.id in ct_env:
             raise GraphError("an output listed twice in a fragment with no ops")

@@ -120,15 +120,33 @@ class GraphOp:
         return f"{self.name}({', '.join([*args, *self.attrs()])})"
 
 
-@dataclass(frozen=True)
 class OpMode:
-    """Primal (active_mask None) or Linear(active_mask); part of an op's identity."""
+    """Primal (active_mask None) or Linear(active_mask); part of an op's identity.
 
-    active_mask: tuple[bool, ...] | None = None
+    Interned: ``Linear(mask)`` returns one shared instance per mask, with its hash precomputed
+    (modes are looked up once per emitted op)."""
+
+    __slots__ = ("active_mask", "_hash")
+
+    def __init__(self, active_mask: tuple[bool, ...] | None = None):
+        self.active_mask = active_mask
+        self._hash = hash(("OpMode", active_mask))
+
+    def __eq__(self, other):
+        return isinstance(other, OpMode) and other.active_mask == self.active_mask
+
+    def __hash__(self):
+        return self._hash
+
+    def __reduce__(self):
+        return (OpMode, (self.active_mask,))
 
     @property
     def is_linear(self) -> bool:
         return self.active_mask is not None
+
+    def __repr__(self) -> str:
+        return f"OpMode({self.active_mask!r})"
 
     def __str__(self) -> str:
         if self.active_mask is None:
@@ -137,10 +155,16 @@ class OpMode:
 
 
 PRIMAL = OpMode()
+_linear_modes: dict[tuple, OpMode] = {}
 
 
 def Linear(active_mask: Iterable[bool]) -> OpMode:  # noqa: N802 - reads like the seeds' enum
-    return OpMode(tuple(bool(a) for a in active_mask))
+    mask = tuple(active_mask)
+    mode = _linear_modes.get(mask)
+    if mode is None:
+        mode = OpMode(tuple(bool(a) for a in mask))
+        _linear_modes[mask] = mode
+    return mode
 
 
 class _Interned:
@@ -432,6 +456,22 @@ class FragmentBuilder:
         first = store.add_op(hit[0], mode_id(mode), ids, hit[1])
         return list(range(first, first + len(hit[1])))
 
+    def emit(self, op: GraphOp, args: Sequence, mode: OpMode = PRIMAL) -> int:
+        """Fast path for AD rules: args are local ids (int) or ValKeys; returns the local id
+        of output 0.  Same checks and hash-consing as add_op."""
+        store = self.store
+        ids = [store.global_of(a) if type(a) is int else a.id for a in args]
+        mask = mode.active_mask
+        if mask is not None and len(mask) != len(ids):
+            raise GraphError(f"{op.name}: active mask {mode} has {len(mask)} entries "
+                             f"for {len(ids)} inputs")
+        rule_key = (op, tuple([_core.val_aval(v) for v in ids]))
+        hit = _rule_memo.get(rule_key)
+        if hit is None:
+            self.add_op(op, [ValKey(v) for v in ids], mode)
+            hit = _rule_memo[rule_key]
+        return store.add_op(hit[0], mode_id(mode), ids, hit[1])
+
     def local_of(self, key: ValKey) -> int | None:
         local = self.store.local_of(key.id)
         return None if local < 0 else local
@@ -574,13 +614,20 @@ class Executable:
         self.slot_avals = [_aval_list[a] for a in arrays["slot_aval"]]
         self.input_slots = arrays["input_slots"]
         self.output_slots = arrays["output_slots"]
-        prims = arrays["instr_prim"]
-        in_off, in_slots = arrays["in_off"], arrays["in_slots"]
-        out_off, out_slots = arrays["out_off"], arrays["out_slots"]
-        self.instructions = [
-            (prim_of(int(prims[i])), in_slots[in_off[i]:in_off[i + 1]].tolist(),
-             out_slots[out_off[i]:out_off[i + 1]].tolist())
-            for i in range(len(prims))]
+        self._instructions = None
+
+    @property
+    def instructions(self) -> list[tuple[GraphOp, list[int], list[int]]]:
+        """(op, input slots, output slots) per instruction, built on first use."""
+        if self._instructions is None:
+            a = self.arrays
+            ops = [prim_of(p) for p in a["instr_prim"].tolist()]
+            in_off, in_slots = a["in_off"].tolist(), a["in_slots"].tolist()
+            out_off, out_slots = a["out_off"].tolist(), a["out_slots"].tolist()
+            self._instructions = [
+                (op, in_slots[in_off[i]:in_off[i + 1]], out_slots[out_off[i]:out_off[i + 1]])
+                for i, op in enumerate(ops)]
+        return self._instructions
 
     def run(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         """Numpy reference evaluation (each op's ``impl``), until the C++ interpreter lands."""
@@ -611,7 +658,7 @@ class CompiledProgram:
 
     @property
     def n_instructions(self) -> int:
-        return len(self.executable.instructions)
+        return len(self.executable.arrays["instr_prim"])
 
     def _check(self, i: int, x) -> np.ndarray:
         av = self._input_avals[i]

@@ -20,12 +20,12 @@ def ref(x):
 
 def lin(b: FragmentBuilder, op, args, mask) -> int:
     """A linear node: op over args (ValKeys / local ids) with its active mask."""
-    return b.add_op(op, [ref(a) for a in args], Linear(mask))[0]
+    return b.emit(op, args, Linear(mask))
 
 
 def fix(b: FragmentBuilder, op, *args) -> int:
     """A fixed (Primal-mode) node computing a coefficient from primal values."""
-    return b.add_op(op, [ref(a) for a in args], PRIMAL)[0]
+    return b.emit(op, args, PRIMAL)
 
 
 def aval_of(b: FragmentBuilder, x) -> AbstractValue:
