@@ -615,6 +615,7 @@ class Executable:
         self.input_slots = arrays["input_slots"]
         self.output_slots = arrays["output_slots"]
         self._instructions = None
+        self._native = None
 
     @property
     def instructions(self) -> list[tuple[GraphOp, list[int], list[int]]]:
@@ -629,8 +630,28 @@ class Executable:
                 for i, op in enumerate(ops)]
         return self._instructions
 
-    def run(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-        """Numpy reference evaluation (each op's ``impl``), until the C++ interpreter lands."""
+    @property
+    def native(self):
+        """The C++ program (tidu._eval.Program), or None when some op has no C++ kernel
+        (a user primitive evaluated by its Python ``impl``)."""
+        if self._native is None:
+            from tidu import evaluator  # the evaluator bridge; graph itself names no primitive
+
+            ops = [prim_of(p) for p in self.arrays["instr_prim"].tolist()]
+            self._native = evaluator.encode(self.arrays, self.slot_avals, ops) \
+                if evaluator.has_kernels(ops) else False
+        return self._native or None
+
+    def run(self, inputs: Sequence[np.ndarray], out=None) -> list[np.ndarray]:
+        """Evaluate: the C++ interpreter, or each op's Python ``impl`` for programs holding a
+        primitive with no C++ kernel."""
+        native = self.native
+        if native is not None:
+            return native.run(list(inputs), out)
+        return self.run_python(inputs)
+
+    def run_python(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """Reference evaluation through each op's ``impl`` (numpy)."""
         slots: list[Any] = [None] * self.n_slots
         for s, x in zip(self.input_slots, inputs):
             slots[s] = x
@@ -662,6 +683,9 @@ class CompiledProgram:
 
     def _check(self, i: int, x) -> np.ndarray:
         av = self._input_avals[i]
+        if type(x) is np.ndarray and x.dtype is av.dtype and x.shape == av.shape and \
+                x.flags.c_contiguous:
+            return x  # zero copy
         arr = np.asarray(x)
         if arr.shape != av.shape:
             raise ValueError(f"input {self.inputs[i]!r}: expected shape {av.shape}, got {arr.shape}")
@@ -671,14 +695,45 @@ class CompiledProgram:
                 raise TypeError(f"input {self.inputs[i]!r}: expected dtype {av.dtype}, "
                                 f"got {arr.dtype}")
             arr = arr.astype(av.dtype)
-        return arr
+        return np.ascontiguousarray(arr)
 
     def eval(self, inputs: Sequence[Any], out=None) -> list[np.ndarray]:
         """Evaluate with inputs in ``self.inputs`` order; returns a list of numpy arrays."""
         if len(inputs) != len(self.inputs):
             raise ValueError(f"program takes {len(self.inputs)} inputs {self.inputs}, "
                              f"got {len(inputs)}")
-        return self.executable.run([self._check(i, x) for i, x in enumerate(inputs)])
+        return self.executable.run([self._check(i, x) for i, x in enumerate(inputs)], out)
+
+    def eval_batch(self, inputs: Sequence[Any], threads: int | None = None) -> list[np.ndarray]:
+        """Evaluate at many points at once: every input has a leading batch axis of one length;
+        points are independent, blocked and split over `threads` threads (GIL released)."""
+        import os
+
+        if len(inputs) != len(self.inputs):
+            raise ValueError(f"program takes {len(self.inputs)} inputs {self.inputs}, "
+                             f"got {len(inputs)}")
+        arrs, batch = [], None
+        for i, x in enumerate(inputs):
+            av = self._input_avals[i]
+            a = np.ascontiguousarray(x, dtype=av.dtype)
+            if a.shape[1:] != av.shape or a.ndim != av.ndim + 1:
+                raise ValueError(f"input {self.inputs[i]!r}: expected shape (batch, *{av.shape}), "
+                                 f"got {a.shape}")
+            if batch is not None and a.shape[0] != batch:
+                raise ValueError(f"input {self.inputs[i]!r}: batch {a.shape[0]} != {batch}")
+            batch = a.shape[0]
+            arrs.append(a)
+        native = self.executable.native
+        if native is None:
+            raise NotImplementedError("eval_batch needs C++ kernels for every op")
+        return native.run_batch(arrs, batch or 0, threads or os.cpu_count() or 1)
+
+    def memory_report(self) -> dict:
+        """Arena bytes of the memory plan vs one buffer per slot."""
+        native = self.executable.native
+        if native is None:
+            return {}
+        return {"arena_bytes": native.arena_bytes, "naive_bytes": native.naive_bytes}
 
     def __call__(self, mapping: dict) -> list[np.ndarray]:
         if not isinstance(mapping, dict):

@@ -1,0 +1,311 @@
+// tidu/interpreter.hpp - evaluation of a Program: one loop over fixed-width instructions, a switch
+// on the opcode into kernels templated on dtype.  A Workspace (one per thread) owns the arena;
+// after it exists an evaluation allocates nothing.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "tidu/kernels.hpp"
+#include "tidu/opcodes.hpp"
+#include "tidu/program.hpp"
+
+namespace tidu {
+
+// Calls f(T{}) with T the C++ type of dtype d.
+template <class F>
+inline void visit(DType d, F&& f) {
+  switch (d) {
+#define TIDU_VISIT(name, type, str) \
+  case DType::name:                 \
+    f(type{});                      \
+    return;
+    TIDU_DTYPES(TIDU_VISIT)
+#undef TIDU_VISIT
+    default:
+      throw std::runtime_error("tidu: unknown dtype");
+  }
+}
+
+class Workspace {
+ public:
+  explicit Workspace(const Program& p)
+      : arena_((p.arena_bytes + 64) / 8 + 1), ptr_(p.slots.size(), nullptr), dots_(p.instrs.size()) {
+    auto* base = reinterpret_cast<std::uint8_t*>(arena_.data());
+    for (std::size_t s = 0; s < p.slots.size(); ++s) ptr_[s] = base + p.slots[s].offset;
+  }
+  void** ptrs() { return ptr_.data(); }
+  kern::DotTables& dot(std::size_t i) { return dots_[i]; }
+  std::uint64_t bytes() const { return arena_.size() * 8; }
+
+ private:
+  std::vector<std::uint64_t> arena_;  // 8-byte aligned storage for every non-input slot
+  std::vector<void*> ptr_;
+  std::vector<kern::DotTables> dots_;
+};
+
+namespace detail {
+
+inline void run_instr(const Program& p, Workspace& ws, std::size_t idx) {
+  const Instr& in = p.instrs[idx];
+  void** ptr = ws.ptrs();
+  const std::uint32_t* a = p.args.data() + in.in_begin;
+  const std::int64_t* at = p.attrs.data() + in.attr_begin;
+  const Slot& out = p.slots[in.out];
+  void* y = ptr[in.out];
+  const Slot& x0 = in.n_in ? p.slots[a[0]] : out;  // Constant/Iota read no operand
+  switch (in.op) {
+    case Op::Neg: case Op::Conj: case Op::Exp: case Op::Log: case Op::Sin: case Op::Cos:
+    case Op::Tanh: case Op::Sqrt: case Op::Rsqrt: case Op::Expm1: case Op::Log1p: case Op::Sign:
+    case Op::StopGradient:
+      visit(out.dtype, [&](auto t) {
+        using T = decltype(t);
+        if (!kern::unary<T>(in.op, static_cast<const T*>(ptr[a[0]]), static_cast<T*>(y), out.size))
+          kern::unsupported(in.op, out.dtype);
+      });
+      return;
+    case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Pow: case Op::Max: case Op::Min:
+      visit(out.dtype, [&](auto t) {
+        using T = decltype(t);
+        if (!kern::binary<T>(in.op, static_cast<const T*>(ptr[a[0]]), static_cast<const T*>(ptr[a[1]]),
+                             static_cast<T*>(y), out.size))
+          kern::unsupported(in.op, out.dtype);
+      });
+      return;
+    case Op::Real: case Op::Imag: case Op::Abs:
+      visit(x0.dtype, [&](auto t) {
+        using T = decltype(t);
+        const T* x = static_cast<const T*>(ptr[a[0]]);
+        if constexpr (kern::is_complex_v<T>) {
+          using R = typename T::value_type;
+          R* r = static_cast<R*>(y);
+          for (std::int64_t i = 0; i < out.size; ++i)
+            r[i] = in.op == Op::Real ? x[i].real() : in.op == Op::Imag ? x[i].imag() : std::abs(x[i]);
+        } else if constexpr (!std::is_same_v<T, bool>) {
+          if (in.op != Op::Abs) kern::unsupported(in.op, x0.dtype);
+          T* r = static_cast<T*>(y);
+          for (std::int64_t i = 0; i < out.size; ++i) r[i] = x[i] < T(0) ? T(-x[i]) : x[i];
+        } else {
+          kern::unsupported(in.op, x0.dtype);
+        }
+      });
+      return;
+    case Op::Compare:
+      visit(x0.dtype, [&](auto t) {
+        using T = decltype(t);
+        kern::compare<T>(static_cast<Cmp>(at[0]), static_cast<const T*>(ptr[a[0]]),
+                         static_cast<const T*>(ptr[a[1]]), static_cast<bool*>(y), out.size);
+      });
+      return;
+    case Op::Select:
+      visit(out.dtype, [&](auto t) {
+        using T = decltype(t);
+        const bool* c = static_cast<const bool*>(ptr[a[0]]);
+        const T* u = static_cast<const T*>(ptr[a[1]]);
+        const T* v = static_cast<const T*>(ptr[a[2]]);
+        T* r = static_cast<T*>(y);
+        for (std::int64_t i = 0; i < out.size; ++i) r[i] = c[i] ? u[i] : v[i];
+      });
+      return;
+    case Op::Convert:
+      visit(x0.dtype, [&](auto s) {
+        using S = decltype(s);
+        visit(out.dtype, [&](auto d) {
+          using D = decltype(d);
+          kern::convert<S, D>(static_cast<const S*>(ptr[a[0]]), static_cast<D*>(y), out.size);
+        });
+      });
+      return;
+    case Op::ReduceSum: case Op::ReduceMax:
+      visit(out.dtype, [&](auto t) {
+        using T = decltype(t);
+        kern::reduce<T>(static_cast<const T*>(ptr[a[0]]), p.shape(a[0]), x0.ndim, at + 1, at[0],
+                        static_cast<T*>(y), out.size, in.op == Op::ReduceMax);
+      });
+      return;
+    case Op::Reshape:
+      std::memmove(y, ptr[a[0]], p.nbytes(in.out));
+      return;
+    case Op::BroadcastInDim: {  // attrs: n, shape..., m, dims...
+      std::int64_t n = at[0];
+      const std::int64_t* dims = at + 2 + n;
+      std::int64_t in_str[16], src_str[16];
+      kern::row_major_strides(p.shape(a[0]), x0.ndim, in_str);
+      for (std::int64_t k = 0; k < n; ++k) src_str[k] = 0;
+      for (std::uint32_t i = 0; i < x0.ndim; ++i)
+        src_str[dims[i]] = p.shape(a[0])[i] == 1 ? 0 : in_str[i];
+      visit(out.dtype, [&](auto t) {
+        using T = decltype(t);
+        kern::gather<T>(static_cast<const T*>(ptr[a[0]]), 0, p.shape(in.out), src_str, out.ndim, static_cast<T*>(y));
+      });
+      return;
+    }
+    case Op::Transpose: {  // attrs: n, perm...
+      std::int64_t in_str[16], src_str[16];
+      kern::row_major_strides(p.shape(a[0]), x0.ndim, in_str);
+      for (std::uint32_t k = 0; k < out.ndim; ++k) src_str[k] = in_str[at[1 + k]];
+      visit(out.dtype, [&](auto t) {
+        using T = decltype(t);
+        kern::gather<T>(static_cast<const T*>(ptr[a[0]]), 0, p.shape(in.out), src_str, out.ndim, static_cast<T*>(y));
+      });
+      return;
+    }
+    case Op::Slice: {  // attrs: n, start..., n, limit..., n, stride...
+      std::int64_t n = at[0];
+      const std::int64_t* start = at + 1;
+      const std::int64_t* stride = at + 3 + 2 * n;
+      std::int64_t in_str[16], src_str[16], base = 0;
+      kern::row_major_strides(p.shape(a[0]), x0.ndim, in_str);
+      for (std::int64_t k = 0; k < n; ++k) {
+        base += start[k] * in_str[k];
+        src_str[k] = in_str[k] * stride[k];
+      }
+      visit(out.dtype, [&](auto t) {
+        using T = decltype(t);
+        kern::gather<T>(static_cast<const T*>(ptr[a[0]]), base, p.shape(in.out), src_str, out.ndim, static_cast<T*>(y));
+      });
+      return;
+    }
+    case Op::Pad: {  // attrs: n, low..., n, high..., n, interior...
+      std::int64_t n = at[0];
+      const std::int64_t* low = at + 1;
+      const std::int64_t* interior = at + 3 + 2 * n;
+      std::int64_t out_str[16], dst_str[16], base = 0;
+      kern::row_major_strides(p.shape(in.out), out.ndim, out_str);
+      for (std::int64_t k = 0; k < n; ++k) {
+        base += low[k] * out_str[k];
+        dst_str[k] = out_str[k] * (interior[k] + 1);
+      }
+      std::memset(y, 0, p.nbytes(in.out));
+      visit(out.dtype, [&](auto t) {
+        using T = decltype(t);
+        kern::scatter<T>(static_cast<const T*>(ptr[a[0]]), p.shape(a[0]), static_cast<T*>(y), base, dst_str, out.ndim);
+      });
+      return;
+    }
+    case Op::Concatenate: {  // attrs: axis
+      std::int64_t axis = at[0], offset = 0;
+      std::int64_t out_str[16];
+      kern::row_major_strides(p.shape(in.out), out.ndim, out_str);
+      for (std::uint32_t i = 0; i < in.n_in; ++i) {
+        visit(out.dtype, [&](auto t) {
+          using T = decltype(t);
+          kern::scatter<T>(static_cast<const T*>(ptr[a[i]]), p.shape(a[i]), static_cast<T*>(y),
+                           offset * out_str[axis], out_str, out.ndim);
+        });
+        offset += p.shape(a[i])[axis];
+      }
+      return;
+    }
+    case Op::DotGeneral: {  // attrs: n, lc..., n, rc..., n, lb..., n, rb...
+      kern::DotTables& tb = ws.dot(idx);
+      const Slot& x1 = p.slots[a[1]];
+      if (!tb.ready) {  // first evaluation with this workspace: offset tables, then never again
+        const std::int64_t* lc = at + 1;
+        const std::int64_t* rc = lc + at[0] + 1;
+        const std::int64_t* lb = rc + rc[-1] + 1;
+        const std::int64_t* rb = lb + lb[-1] + 1;
+        std::int64_t nc = at[0], nbt = lb[-1];
+        std::int64_t ls[16], rs[16], lfree[16], rfree[16], nlf = 0, nrf = 0;
+        kern::row_major_strides(p.shape(a[0]), x0.ndim, ls);
+        kern::row_major_strides(p.shape(a[1]), x1.ndim, rs);
+        for (std::int64_t k = 0; k < static_cast<std::int64_t>(x0.ndim); ++k)
+          if (std::find(lc, lc + nc, k) == lc + nc && std::find(lb, lb + nbt, k) == lb + nbt) lfree[nlf++] = k;
+        for (std::int64_t k = 0; k < static_cast<std::int64_t>(x1.ndim); ++k)
+          if (std::find(rc, rc + nc, k) == rc + nc && std::find(rb, rb + nbt, k) == rb + nbt) rfree[nrf++] = k;
+        kern::axis_offsets(p.shape(a[0]), ls, lb, nbt, tb.lb);
+        kern::axis_offsets(p.shape(a[0]), ls, lfree, nlf, tb.lf);
+        kern::axis_offsets(p.shape(a[0]), ls, lc, nc, tb.lc);
+        kern::axis_offsets(p.shape(a[1]), rs, rb, nbt, tb.rb);
+        kern::axis_offsets(p.shape(a[1]), rs, rfree, nrf, tb.rf);
+        kern::axis_offsets(p.shape(a[1]), rs, rc, nc, tb.rc);
+        tb.ready = true;
+      }
+      visit(out.dtype, [&](auto t) {
+        using T = decltype(t);
+        if constexpr (std::is_same_v<T, bool>) {
+          kern::unsupported(in.op, out.dtype);
+        } else {
+          kern::dot_general<T>(static_cast<const T*>(ptr[a[0]]), static_cast<const T*>(ptr[a[1]]),
+                               static_cast<T*>(y), tb);
+        }
+      });
+      return;
+    }
+    case Op::Constant:  // attrs: offset, nbytes
+      std::memcpy(y, p.consts.data() + at[0], static_cast<std::size_t>(at[1]));
+      return;
+    case Op::Iota: {  // attrs: n, shape..., dtype, dimension
+      std::int64_t dim = at[at[0] + 2];
+      const std::int64_t* shape = p.shape(in.out);
+      std::int64_t inner = 1;
+      for (std::uint32_t k = dim + 1; k < out.ndim; ++k) inner *= shape[k];
+      visit(out.dtype, [&](auto t) {
+        using T = decltype(t);
+        T* r = static_cast<T*>(y);
+        for (std::int64_t i = 0; i < out.size; ++i) r[i] = static_cast<T>((i / inner) % shape[dim]);
+      });
+      return;
+    }
+    default:
+      throw std::runtime_error(std::string("tidu: no kernel for opcode ") + op_name(in.op));
+  }
+}
+
+}  // namespace detail
+
+// Evaluates p with caller-owned buffers, in p.inputs / p.outputs order.
+inline void eval(const Program& p, Workspace& ws, const void* const* inputs, void* const* outputs) {
+  void** ptr = ws.ptrs();
+  for (std::size_t i = 0; i < p.inputs.size(); ++i) ptr[p.inputs[i]] = const_cast<void*>(inputs[i]);
+  for (std::size_t i = 0; i < p.instrs.size(); ++i) detail::run_instr(p, ws, i);
+  for (std::size_t i = 0; i < p.outputs.size(); ++i)
+    std::memcpy(outputs[i], ptr[p.outputs[i]], p.nbytes(p.outputs[i]));
+}
+
+// Evaluates p independently at each of `batch` points: input i of point b starts at
+// inputs[i] + b * (bytes of input i); likewise outputs.  Split over `threads` threads.
+inline void eval_batch(const Program& p, std::int64_t batch, const void* const* inputs,
+                       void* const* outputs, int threads) {
+  threads = std::max(1, std::min<int>(threads, static_cast<int>(std::max<std::int64_t>(batch, 1))));
+  auto run_range = [&](std::int64_t lo, std::int64_t hi) {
+    Workspace ws(p);
+    std::vector<const void*> in(p.inputs.size());
+    std::vector<void*> out(p.outputs.size());
+    for (std::int64_t b = lo; b < hi; ++b) {
+      for (std::size_t i = 0; i < in.size(); ++i)
+        in[i] = static_cast<const std::uint8_t*>(inputs[i]) + b * p.nbytes(p.inputs[i]);
+      for (std::size_t i = 0; i < out.size(); ++i)
+        out[i] = static_cast<std::uint8_t*>(outputs[i]) + b * p.nbytes(p.outputs[i]);
+      eval(p, ws, in.data(), out.data());
+    }
+  };
+  if (threads == 1) {
+    run_range(0, batch);
+    return;
+  }
+  std::vector<std::exception_ptr> errors(threads);
+  std::vector<std::thread> pool;
+  std::int64_t chunk = (batch + threads - 1) / threads;
+  for (int t = 0; t < threads; ++t) {
+    std::int64_t lo = t * chunk, hi = std::min(batch, lo + chunk);
+    if (lo < hi)
+      pool.emplace_back([&, t, lo, hi] {
+        try {
+          run_range(lo, hi);
+        } catch (...) {
+          errors[t] = std::current_exception();
+        }
+      });
+  }
+  for (auto& th : pool) th.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
+}  // namespace tidu

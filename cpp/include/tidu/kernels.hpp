@@ -1,0 +1,292 @@
+// tidu/kernels.hpp - kernels templated on element type: elementwise maps, strided gather/scatter
+// (broadcast, transpose, slice, pad, concatenate), reductions, dot_general, converts.
+#pragma once
+
+#include <cmath>
+#include <complex>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+#include <type_traits>
+#include <vector>
+
+#include "tidu/opcodes.hpp"
+
+namespace tidu {
+namespace kern {
+
+template <class T> struct is_complex : std::false_type {};
+template <class T> struct is_complex<std::complex<T>> : std::true_type {};
+template <class T> inline constexpr bool is_complex_v = is_complex<T>::value;
+template <class T> inline constexpr bool is_float_v = std::is_floating_point_v<T>;
+template <class T> inline constexpr bool is_inexact_v = is_float_v<T> || is_complex_v<T>;
+template <class T> inline constexpr bool is_int_v = std::is_integral_v<T> && !std::is_same_v<T, bool>;
+
+[[noreturn]] inline void unsupported(Op op, DType d) {
+  throw std::runtime_error(std::string("tidu: ") + op_name(op) + " has no kernel for " + dtype_name(d));
+}
+
+// ---- elementwise ----
+
+template <class T>
+inline bool unary(Op op, const T* x, T* y, std::int64_t n) {
+  if constexpr (is_inexact_v<T>) {
+    using std::cos, std::exp, std::log, std::sin, std::sqrt, std::tanh;
+    switch (op) {
+      case Op::Exp: for (std::int64_t i = 0; i < n; ++i) y[i] = exp(x[i]); return true;
+      case Op::Log: for (std::int64_t i = 0; i < n; ++i) y[i] = log(x[i]); return true;
+      case Op::Sin: for (std::int64_t i = 0; i < n; ++i) y[i] = sin(x[i]); return true;
+      case Op::Cos: for (std::int64_t i = 0; i < n; ++i) y[i] = cos(x[i]); return true;
+      case Op::Tanh: for (std::int64_t i = 0; i < n; ++i) y[i] = tanh(x[i]); return true;
+      case Op::Sqrt: for (std::int64_t i = 0; i < n; ++i) y[i] = sqrt(x[i]); return true;
+      case Op::Rsqrt: for (std::int64_t i = 0; i < n; ++i) y[i] = T(1) / sqrt(x[i]); return true;
+      case Op::Expm1:
+        if constexpr (is_float_v<T>) { for (std::int64_t i = 0; i < n; ++i) y[i] = std::expm1(x[i]); }
+        else { for (std::int64_t i = 0; i < n; ++i) y[i] = exp(x[i]) - T(1); }
+        return true;
+      case Op::Log1p:
+        if constexpr (is_float_v<T>) { for (std::int64_t i = 0; i < n; ++i) y[i] = std::log1p(x[i]); }
+        else { for (std::int64_t i = 0; i < n; ++i) y[i] = log(T(1) + x[i]); }
+        return true;
+      case Op::Conj:
+        if constexpr (is_complex_v<T>) { for (std::int64_t i = 0; i < n; ++i) y[i] = std::conj(x[i]); }
+        else { std::memcpy(y, x, n * sizeof(T)); }
+        return true;
+      default: break;
+    }
+  }
+  if constexpr (!std::is_same_v<T, bool>) {
+    switch (op) {
+      case Op::Neg: for (std::int64_t i = 0; i < n; ++i) y[i] = -x[i]; return true;
+      case Op::Sign:
+        if constexpr (is_complex_v<T>) {
+          for (std::int64_t i = 0; i < n; ++i) { auto m = std::abs(x[i]); y[i] = m == 0 ? T(0) : x[i] / m; }
+        } else {
+          for (std::int64_t i = 0; i < n; ++i) y[i] = T((x[i] > T(0)) - (x[i] < T(0)));
+        }
+        return true;
+      default: break;
+    }
+  }
+  if (op == Op::StopGradient) { std::memcpy(y, x, n * sizeof(T)); return true; }
+  return false;
+}
+
+template <class T>
+inline bool binary(Op op, const T* a, const T* b, T* y, std::int64_t n) {
+  if constexpr (!std::is_same_v<T, bool>) {
+    switch (op) {
+      case Op::Add: for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] + b[i]; return true;
+      case Op::Sub: for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] - b[i]; return true;
+      case Op::Mul: for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] * b[i]; return true;
+      default: break;
+    }
+  }
+  if constexpr (is_inexact_v<T>) {
+    switch (op) {
+      case Op::Div: for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] / b[i]; return true;
+      case Op::Pow: for (std::int64_t i = 0; i < n; ++i) y[i] = std::pow(a[i], b[i]); return true;
+      default: break;
+    }
+  }
+  if constexpr (!is_complex_v<T> && !std::is_same_v<T, bool>) {
+    switch (op) {  // numpy's maximum/minimum propagate NaN
+      case Op::Max:
+        for (std::int64_t i = 0; i < n; ++i) y[i] = (a[i] != a[i] || a[i] > b[i]) ? a[i] : b[i];
+        return true;
+      case Op::Min:
+        for (std::int64_t i = 0; i < n; ++i) y[i] = (a[i] != a[i] || a[i] < b[i]) ? a[i] : b[i];
+        return true;
+      default: break;
+    }
+  }
+  return false;
+}
+
+template <class T>
+inline void compare(Cmp c, const T* a, const T* b, bool* y, std::int64_t n) {
+  switch (c) {
+    case Cmp::EQ: for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] == b[i]; return;
+    case Cmp::NE: for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] != b[i]; return;
+    default: break;
+  }
+  if constexpr (!is_complex_v<T>) {
+    switch (c) {
+      case Cmp::LT: for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] < b[i]; return;
+      case Cmp::LE: for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] <= b[i]; return;
+      case Cmp::GT: for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] > b[i]; return;
+      case Cmp::GE: for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] >= b[i]; return;
+      default: break;
+    }
+  }
+  throw std::runtime_error("tidu: bad compare direction for this dtype");
+}
+
+template <class S, class D>
+inline void convert(const S* x, D* y, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    if constexpr (is_complex_v<S> && is_complex_v<D>) {
+      y[i] = D(x[i]);
+    } else if constexpr (is_complex_v<S>) {
+      y[i] = static_cast<D>(x[i].real());  // unreachable from the front end (refused there)
+    } else if constexpr (is_complex_v<D>) {
+      y[i] = D(static_cast<typename D::value_type>(x[i]), 0);
+    } else if constexpr (std::is_same_v<D, bool>) {
+      y[i] = x[i] != S(0);
+    } else {
+      y[i] = static_cast<D>(x[i]);
+    }
+  }
+}
+
+// ---- strided copies (all shapes row-major) ----
+
+inline void row_major_strides(const std::int64_t* shape, std::uint32_t ndim, std::int64_t* strides) {
+  std::int64_t s = 1;
+  for (std::uint32_t k = ndim; k-- > 0;) {
+    strides[k] = s;
+    s *= shape[k];
+  }
+}
+
+// dst[odometer over shape, contiguous] = src[base + sum idx[k] * src_stride[k]] (elements)
+template <class T>
+inline void gather(const T* src, std::int64_t base, const std::int64_t* shape, const std::int64_t* src_stride,
+                   std::uint32_t ndim, T* dst) {
+  std::int64_t n = 1;
+  for (std::uint32_t k = 0; k < ndim; ++k) n *= shape[k];
+  if (n == 0) return;
+  if (ndim == 0) { dst[0] = src[base]; return; }
+  std::int64_t idx[16] = {0};
+  std::int64_t off = base;
+  std::int64_t inner = shape[ndim - 1], inner_stride = src_stride[ndim - 1];
+  for (std::int64_t i = 0; i < n; i += inner) {
+    const T* s = src + off;
+    for (std::int64_t j = 0; j < inner; ++j) dst[i + j] = s[j * inner_stride];
+    for (std::int64_t k = static_cast<std::int64_t>(ndim) - 2; k >= 0; --k) {
+      off += src_stride[k];
+      if (++idx[k] < shape[k]) break;
+      off -= src_stride[k] * shape[k];
+      idx[k] = 0;
+    }
+  }
+}
+
+// dst[base + sum idx[k] * dst_stride[k]] = src[odometer over shape, contiguous]
+template <class T>
+inline void scatter(const T* src, const std::int64_t* shape, T* dst, std::int64_t base,
+                    const std::int64_t* dst_stride, std::uint32_t ndim) {
+  std::int64_t n = 1;
+  for (std::uint32_t k = 0; k < ndim; ++k) n *= shape[k];
+  if (n == 0) return;
+  if (ndim == 0) { dst[base] = src[0]; return; }
+  std::int64_t idx[16] = {0};
+  std::int64_t off = base;
+  std::int64_t inner = shape[ndim - 1], inner_stride = dst_stride[ndim - 1];
+  for (std::int64_t i = 0; i < n; i += inner) {
+    T* d = dst + off;
+    for (std::int64_t j = 0; j < inner; ++j) d[j * inner_stride] = src[i + j];
+    for (std::int64_t k = static_cast<std::int64_t>(ndim) - 2; k >= 0; --k) {
+      off += dst_stride[k];
+      if (++idx[k] < shape[k]) break;
+      off -= dst_stride[k] * shape[k];
+      idx[k] = 0;
+    }
+  }
+}
+
+// ---- reductions ----
+
+// y[kept index] (+)= x over `axes`; is_max selects max instead of sum.
+template <class T>
+inline void reduce(const T* x, const std::int64_t* shape, std::uint32_t ndim, const std::int64_t* axes,
+                   std::int64_t n_axes, T* y, std::int64_t n_out, bool is_max) {
+  bool reduced[16] = {false};
+  for (std::int64_t a = 0; a < n_axes; ++a) reduced[axes[a]] = true;
+  // Output stride of each input axis (0 along reduced axes).
+  std::int64_t ostride[16], s = 1;
+  for (std::uint32_t k = ndim; k-- > 0;) {
+    ostride[k] = reduced[k] ? 0 : s;
+    if (!reduced[k]) s *= shape[k];
+  }
+  std::int64_t n = 1;
+  for (std::uint32_t k = 0; k < ndim; ++k) n *= shape[k];
+  if constexpr (!is_complex_v<T> && !std::is_same_v<T, bool>) {
+    if (is_max) {
+      for (std::int64_t i = 0; i < n_out; ++i) y[i] = std::numeric_limits<T>::lowest();
+      if constexpr (is_float_v<T>)
+        for (std::int64_t i = 0; i < n_out; ++i) y[i] = -std::numeric_limits<T>::infinity();
+    }
+  }
+  if (!is_max)
+    for (std::int64_t i = 0; i < n_out; ++i) y[i] = T(0);
+  if (n == 0) return;
+  std::int64_t idx[16] = {0};
+  std::int64_t o = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    if constexpr (!is_complex_v<T> && !std::is_same_v<T, bool>) {
+      if (is_max) {
+        if (x[i] > y[o] || x[i] != x[i]) y[o] = x[i];
+      } else {
+        y[o] += x[i];
+      }
+    } else {
+      if constexpr (!std::is_same_v<T, bool>) y[o] += x[i];
+    }
+    for (std::int64_t k = static_cast<std::int64_t>(ndim) - 1; k >= 0; --k) {
+      o += ostride[k];
+      if (++idx[k] < shape[k]) break;
+      o -= ostride[k] * shape[k];
+      idx[k] = 0;
+    }
+  }
+}
+
+// ---- dot_general ----
+
+// Offsets (in elements) of every combination of the given axes, row-major over those axes.
+inline void axis_offsets(const std::int64_t* shape, const std::int64_t* strides, const std::int64_t* axes,
+                         std::int64_t n_axes, std::vector<std::int64_t>& out) {
+  out.assign(1, 0);
+  for (std::int64_t a = 0; a < n_axes; ++a) {
+    std::vector<std::int64_t> next;
+    next.reserve(out.size() * shape[axes[a]]);
+    for (std::int64_t base : out)
+      for (std::int64_t i = 0; i < shape[axes[a]]; ++i) next.push_back(base + i * strides[axes[a]]);
+    out.swap(next);
+  }
+}
+
+struct DotTables {
+  std::vector<std::int64_t> lb, lf, lc, rb, rf, rc;  // offsets per batch / free / contracting index
+  bool ready = false;
+};
+
+template <class T>
+inline void dot_general(const T* x, const T* w, T* y, const DotTables& t) {
+  const std::int64_t nb = t.lb.size(), ni = t.lf.size(), nj = t.rf.size(), nk = t.lc.size();
+  bool rf_contig = true;
+  for (std::int64_t j = 0; j < nj; ++j) rf_contig = rf_contig && t.rf[j] == t.rf[0] + j;
+  for (std::int64_t b = 0; b < nb; ++b) {
+    T* yb = y + b * ni * nj;
+    for (std::int64_t i = 0; i < ni * nj; ++i) yb[i] = T(0);
+    for (std::int64_t i = 0; i < ni; ++i) {
+      T* row = yb + i * nj;
+      const T* xi = x + t.lb[b] + t.lf[i];
+      for (std::int64_t k = 0; k < nk; ++k) {
+        const T a = xi[t.lc[k]];
+        const T* wk = w + t.rb[b] + t.rc[k];
+        if (rf_contig) {
+          const T* wr = wk + t.rf[0];
+          for (std::int64_t j = 0; j < nj; ++j) row[j] += a * wr[j];
+        } else {
+          for (std::int64_t j = 0; j < nj; ++j) row[j] += a * wk[t.rf[j]];
+        }
+      }
+    }
+  }
+}
+
+}  // namespace kern
+}  // namespace tidu

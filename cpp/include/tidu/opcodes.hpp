@@ -1,0 +1,112 @@
+// tidu/opcodes.hpp - the one opcode table: enum, names and (in interpreter.hpp) the dispatch are
+// all generated from TIDU_OPCODES, so adding an opcode is one line here plus its kernel.
+#pragma once
+
+#include <complex>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+namespace tidu {
+
+// X(name, arity class): E1 unary elementwise, E2 binary elementwise, S structural.
+#define TIDU_OPCODES(X) \
+  X(Add, E2)            \
+  X(Sub, E2)            \
+  X(Mul, E2)            \
+  X(Div, E2)            \
+  X(Pow, E2)            \
+  X(Max, E2)            \
+  X(Min, E2)            \
+  X(Neg, E1)            \
+  X(Conj, E1)           \
+  X(Exp, E1)            \
+  X(Log, E1)            \
+  X(Sin, E1)            \
+  X(Cos, E1)            \
+  X(Tanh, E1)           \
+  X(Sqrt, E1)           \
+  X(Rsqrt, E1)          \
+  X(Expm1, E1)          \
+  X(Log1p, E1)          \
+  X(Sign, E1)           \
+  X(StopGradient, E1)   \
+  X(Real, S)            \
+  X(Imag, S)            \
+  X(Abs, S)             \
+  X(Compare, S)         \
+  X(Select, S)          \
+  X(Convert, S)         \
+  X(ReduceSum, S)       \
+  X(ReduceMax, S)       \
+  X(BroadcastInDim, S)  \
+  X(Reshape, S)         \
+  X(Transpose, S)       \
+  X(DotGeneral, S)      \
+  X(Slice, S)           \
+  X(Pad, S)             \
+  X(Concatenate, S)     \
+  X(Constant, S)        \
+  X(Iota, S)
+
+enum class Op : std::uint8_t {
+#define TIDU_ENUM(name, kind) name,
+  TIDU_OPCODES(TIDU_ENUM)
+#undef TIDU_ENUM
+      kCount
+};
+
+inline const char* op_name(Op op) {
+  static const char* const names[] = {
+#define TIDU_NAME(name, kind) #name,
+      TIDU_OPCODES(TIDU_NAME)
+#undef TIDU_NAME
+  };
+  auto i = static_cast<unsigned>(op);
+  return i < static_cast<unsigned>(Op::kCount) ? names[i] : "?";
+}
+
+// ---- dtypes ----
+
+#define TIDU_DTYPES(X)                 \
+  X(F32, float, "float32")             \
+  X(F64, double, "float64")            \
+  X(C64, std::complex<float>, "complex64")   \
+  X(C128, std::complex<double>, "complex128") \
+  X(I32, std::int32_t, "int32")        \
+  X(I64, std::int64_t, "int64")        \
+  X(Bool, bool, "bool")
+
+enum class DType : std::uint8_t {
+#define TIDU_DT_ENUM(name, type, str) name,
+  TIDU_DTYPES(TIDU_DT_ENUM)
+#undef TIDU_DT_ENUM
+      kCount
+};
+
+inline const char* dtype_name(DType d) {
+  static const char* const names[] = {
+#define TIDU_DT_NAME(name, type, str) str,
+      TIDU_DTYPES(TIDU_DT_NAME)
+#undef TIDU_DT_NAME
+  };
+  auto i = static_cast<unsigned>(d);
+  return i < static_cast<unsigned>(DType::kCount) ? names[i] : "?";
+}
+
+inline std::size_t dtype_size(DType d) {
+  switch (d) {
+#define TIDU_DT_SIZE(name, type, str) \
+  case DType::name:                   \
+    return sizeof(type);
+    TIDU_DTYPES(TIDU_DT_SIZE)
+#undef TIDU_DT_SIZE
+    default:
+      return 0;
+  }
+}
+
+// Compare directions, in the order of the Python names table.
+enum class Cmp : std::uint8_t { EQ, NE, LT, LE, GT, GE, kCount };
+
+}  // namespace tidu

@@ -1,0 +1,145 @@
+// tidu/program.hpp - an immutable compiled program: fixed-width instructions over SSA slots, each
+// slot a byte offset in one arena chosen by a liveness-based memory plan.
+//
+// A Program is plain data (vectors of integers and a constants blob), validated when built, so a
+// program handed in from outside (Python arrays, a file) is checked before anything trusts it.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "tidu/opcodes.hpp"
+
+namespace tidu {
+
+class ProgramError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct Slot {
+  DType dtype;
+  std::uint32_t ndim;
+  std::uint32_t shape_begin;  // into Program::shapes
+  std::int64_t size;          // elements
+  std::uint64_t offset;       // bytes into the arena (for non-input slots)
+};
+
+struct Instr {
+  Op op;
+  std::uint32_t in_begin;    // into Program::args
+  std::uint32_t n_in;
+  std::uint32_t out;         // output slot
+  std::uint32_t attr_begin;  // into Program::attrs
+  std::uint32_t n_attr;
+};
+
+struct Program {
+  std::vector<Slot> slots;
+  std::vector<std::int64_t> shapes;
+  std::vector<Instr> instrs;
+  std::vector<std::uint32_t> args;
+  std::vector<std::int64_t> attrs;
+  std::vector<std::uint8_t> consts;
+  std::vector<std::uint32_t> inputs;
+  std::vector<std::uint32_t> outputs;
+  std::uint64_t arena_bytes = 0;
+  std::uint64_t naive_bytes = 0;
+  bool all_scalar = false;
+
+  const std::int64_t* shape(std::uint32_t s) const { return shapes.data() + slots[s].shape_begin; }
+  std::uint64_t nbytes(std::uint32_t s) const {
+    return static_cast<std::uint64_t>(slots[s].size) * dtype_size(slots[s].dtype);
+  }
+
+  // Checks every index and size; throws ProgramError naming the problem.
+  void validate() const {
+    auto fail = [](const std::string& m) { throw ProgramError("tidu program: " + m); };
+    std::vector<char> written(slots.size(), 0);
+    for (std::size_t s = 0; s < slots.size(); ++s) {
+      const Slot& sl = slots[s];
+      if (static_cast<unsigned>(sl.dtype) >= static_cast<unsigned>(DType::kCount))
+        fail("slot " + std::to_string(s) + " has an unknown dtype");
+      if (sl.shape_begin + static_cast<std::uint64_t>(sl.ndim) > shapes.size())
+        fail("slot " + std::to_string(s) + " shape out of range");
+      std::int64_t n = 1;
+      for (std::uint32_t k = 0; k < sl.ndim; ++k) {
+        std::int64_t d = shapes[sl.shape_begin + k];
+        if (d < 0 || (d > 0 && n > (std::int64_t{1} << 48) / d))
+          fail("slot " + std::to_string(s) + " has a bad dimension");
+        n *= d;
+      }
+      if (n != sl.size) fail("slot " + std::to_string(s) + " size does not match its shape");
+    }
+    for (std::uint32_t s : inputs) {
+      if (s >= slots.size()) fail("input slot out of range");
+      written[s] = 1;
+    }
+    for (std::size_t i = 0; i < instrs.size(); ++i) {
+      const Instr& in = instrs[i];
+      std::string at = "instruction " + std::to_string(i);
+      if (static_cast<unsigned>(in.op) >= static_cast<unsigned>(Op::kCount)) fail(at + ": bad opcode");
+      if (in.in_begin + static_cast<std::uint64_t>(in.n_in) > args.size()) fail(at + ": args out of range");
+      if (in.attr_begin + static_cast<std::uint64_t>(in.n_attr) > attrs.size())
+        fail(at + ": attributes out of range");
+      for (std::uint32_t k = 0; k < in.n_in; ++k) {
+        std::uint32_t a = args[in.in_begin + k];
+        if (a >= slots.size() || !written[a]) fail(at + ": reads a slot not yet written");
+      }
+      if (in.out >= slots.size() || written[in.out]) fail(at + ": output slot invalid or rewritten");
+      written[in.out] = 1;
+    }
+    for (std::uint32_t s : outputs)
+      if (s >= slots.size() || !written[s]) fail("output slot never written");
+    if (consts.size() > (std::uint64_t{1} << 40)) fail("constants too large");
+  }
+
+  // Liveness-based plan: a slot's buffer returns to a free list after its last reader, and a
+  // later output of the same byte size reuses it (SSA is unchanged: only storage is shared).
+  void plan() {
+    std::vector<std::int64_t> last(slots.size(), -1);
+    for (std::size_t i = 0; i < instrs.size(); ++i)
+      for (std::uint32_t k = 0; k < instrs[i].n_in; ++k) last[args[instrs[i].in_begin + k]] = i;
+    for (std::uint32_t s : outputs) last[s] = static_cast<std::int64_t>(instrs.size());
+    std::vector<char> is_input(slots.size(), 0);
+    for (std::uint32_t s : inputs) is_input[s] = 1;
+    std::multimap<std::uint64_t, std::uint64_t> free_by_size;  // bytes -> offset
+    std::uint64_t top = 0;
+    naive_bytes = 0;
+    all_scalar = true;
+    for (const Slot& s : slots) all_scalar = all_scalar && s.ndim == 0;
+    for (std::size_t i = 0; i < instrs.size(); ++i) {
+      std::uint32_t o = instrs[i].out;
+      std::uint64_t b = align(nbytes(o));
+      naive_bytes += b;
+      auto it = free_by_size.find(b);
+      if (it != free_by_size.end()) {
+        slots[o].offset = it->second;
+        free_by_size.erase(it);
+      } else {
+        slots[o].offset = top;
+        top += b;
+      }
+      // Free inputs whose last reader is this instruction (after the output was placed, so an
+      // instruction never writes over its own operands).
+      for (std::uint32_t k = 0; k < instrs[i].n_in; ++k) {
+        std::uint32_t a = args[instrs[i].in_begin + k];
+        if (last[a] == static_cast<std::int64_t>(i) && !is_input[a]) {
+          last[a] = -2;  // freed once even when read twice by this instruction
+          free_by_size.emplace(align(nbytes(a)), slots[a].offset);
+        }
+      }
+      if (last[o] == -1) free_by_size.emplace(b, slots[o].offset);  // dead on arrival
+    }
+    arena_bytes = top;
+  }
+
+ private:
+  static std::uint64_t align(std::uint64_t b) { return (b + 63) & ~std::uint64_t{63}; }
+};
+
+}  // namespace tidu

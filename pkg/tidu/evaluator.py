@@ -1,0 +1,64 @@
+"""Bridge from a compiled SSA program to the C++ interpreter (``tidu._eval``).
+
+Op attributes are encoded generically from each primitive's dataclass fields, in field order:
+a tuple of ints as ``[len, *values]``, an int as ``[value]``, a dtype name or a Compare direction
+as its code, Constant bytes as ``[offset, nbytes]`` into the constants blob.  The C++ kernels read
+them in that order, so no primitive needs evaluator code of its own.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from tidu import _eval
+
+__all__ = ["encode", "has_kernels"]
+
+OPCODE = {name: i for i, name in enumerate(_eval.OPCODES)}
+DTYPE = {name: i for i, name in enumerate(_eval.DTYPES)}
+COMPARE = {name: i for i, name in enumerate(_eval.COMPARE)}
+
+
+def has_kernels(ops) -> bool:
+    """True when every op has a C++ opcode (user primitives with Python kernels do not)."""
+    return all(op.name in OPCODE for op in ops)
+
+
+def _encode_attrs(op, out: list, consts: bytearray) -> None:
+    for f in dataclasses.fields(op):
+        v = getattr(op, f.name)
+        if isinstance(v, bytes):
+            pad = (-len(consts)) % 16
+            consts.extend(b"\0" * pad)
+            out += [len(consts), len(v)]
+            consts.extend(v)
+        elif isinstance(v, tuple):
+            out.append(len(v))
+            out += [int(x) for x in v]
+        elif isinstance(v, str):
+            out.append(DTYPE[v] if f.name == "dtype" else COMPARE[v])
+        else:
+            out.append(int(v))
+
+
+def encode(arrays: dict, slot_avals, ops) -> "_eval.Program":
+    """An _eval.Program from compile's SSA arrays, the slots' abstract values and the ops."""
+    slot_dtype = np.array([DTYPE[a.dtype.name] for a in slot_avals], np.uint8)
+    slot_ndim = np.array([a.ndim for a in slot_avals], np.uint32)
+    shapes = np.array([d for a in slot_avals for d in a.shape], np.int64)
+    opcode = np.array([OPCODE[op.name] for op in ops], np.uint8)
+    out_off, out_slots = arrays["out_off"], arrays["out_slots"]
+    if np.any(np.diff(out_off) != 1):
+        raise NotImplementedError("the interpreter runs single-output ops only")
+    attrs: list[int] = []
+    attr_off = [0]
+    consts = bytearray()
+    for op in ops:
+        _encode_attrs(op, attrs, consts)
+        attr_off.append(len(attrs))
+    return _eval.Program(slot_dtype, slot_ndim, shapes, opcode, arrays["in_off"],
+                         arrays["in_slots"], out_slots, np.array(attr_off, np.uint32),
+                         np.array(attrs, np.int64), np.frombuffer(bytes(consts), np.uint8),
+                         arrays["input_slots"], arrays["output_slots"])
