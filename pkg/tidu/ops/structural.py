@@ -46,7 +46,7 @@ class ReduceSum(Primitive):
         return [lin(b, BroadcastInDim(shape, kept), ct, [A])]
 
     def impl(self, x):
-        return np.sum(x, axis=self.axes)
+        return np.sum(x, axis=self.axes, dtype=x.dtype)
 
 
 @register

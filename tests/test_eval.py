@@ -1,0 +1,354 @@
+"""The C++ interpreter against each primitive's numpy reference (``impl``), the memory plan, the
+batch entry point, concurrency and input validation."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import tidu as td
+from tidu import ops as P
+
+rng = np.random.default_rng(0)
+FLOATS = ("float32", "float64")
+INEXACT = FLOATS + ("complex64", "complex128")
+NUMERIC = INEXACT + ("int32", "int64")
+
+
+def value(shape, dtype, positive=False):
+    dt = np.dtype(dtype)
+    if dt.kind == "b":
+        return rng.random(shape) < 0.5
+    if dt.kind == "i":
+        return rng.integers(-5, 6, shape).astype(dt)
+    x = rng.standard_normal(shape)
+    if dt.kind == "c":
+        x = x + 1j * rng.standard_normal(shape)
+    if positive:
+        x = np.abs(x) + 0.5 if dt.kind == "f" else x + 3.0
+    return x.astype(dt)
+
+
+def program(op, avals):
+    """A one-instruction program applying op to fresh inputs."""
+    b = td.FragmentBuilder()
+    ins = [b.add_input(("in", i), a) for i, a in enumerate(avals)]
+    (out,) = b.add_op(op, [td.Local(i) for i in ins])
+    frag = b.build([td.Local(out)])
+    prog = td.compile(td.materialize_merge(td.resolve([frag]), frag.outputs))
+    assert prog.executable.native is not None
+    return prog
+
+
+def check(op, args, rtol=None):
+    args = [np.asarray(a) for a in args]
+    prog = program(op, [td.aval(a.shape, a.dtype) for a in args])
+    feed = {("in", i): a for i, a in enumerate(args)}
+    (got,) = prog(feed)
+    want = np.asarray(op.impl(*args))
+    assert got.shape == want.shape and got.dtype == want.dtype, (got.dtype, want.dtype)
+    single = got.dtype in (np.float32, np.complex64)
+    tol = rtol if rtol is not None else (2e-5 if single else 1e-12)
+    if got.dtype.kind in "fc":
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+    else:
+        np.testing.assert_array_equal(got, want)
+
+
+UNARY = [(P.Neg, NUMERIC, False), (P.Conj, INEXACT, False), (P.Exp, INEXACT, False),
+         (P.Log, INEXACT, True), (P.Sin, INEXACT, False), (P.Cos, INEXACT, False),
+         (P.Tanh, INEXACT, False), (P.Sqrt, INEXACT, True), (P.Rsqrt, INEXACT, True),
+         (P.Expm1, FLOATS, False), (P.Log1p, FLOATS, True), (P.Abs, NUMERIC, False),
+         (P.Sign, NUMERIC, False), (P.StopGradient, NUMERIC + ("bool",), False),
+         (P.Real, ("complex64", "complex128"), False), (P.Imag, ("complex64", "complex128"), False)]
+BINARY = [(P.Add, NUMERIC, False), (P.Sub, NUMERIC, False), (P.Mul, NUMERIC, False),
+          (P.Div, INEXACT, True), (P.Pow, FLOATS, True), (P.Max, FLOATS + ("int32", "int64"), False),
+          (P.Min, FLOATS + ("int32", "int64"), False)]
+
+
+@pytest.mark.parametrize("cls,dtype,pos", [(c, d, p) for c, ds, p in UNARY for d in ds],
+                         ids=lambda x: getattr(x, "__name__", str(x)))
+def test_unary_kernels(cls, dtype, pos):
+    check(cls(), [value((2, 5), dtype, pos)])
+
+
+@pytest.mark.parametrize("cls,dtype,pos", [(c, d, p) for c, ds, p in BINARY for d in ds],
+                         ids=lambda x: getattr(x, "__name__", str(x)))
+def test_binary_kernels(cls, dtype, pos):
+    check(cls(), [value((3, 4), dtype, pos), value((3, 4), dtype, pos)])
+
+
+def test_expm1_log1p_complex():
+    z = value((4,), "complex128") * 0.5
+    check(P.Expm1(), [z], rtol=1e-12)
+    check(P.Log1p(), [z], rtol=1e-12)
+
+
+@pytest.mark.parametrize("direction", ["EQ", "NE", "LT", "LE", "GT", "GE"])
+@pytest.mark.parametrize("dtype", FLOATS + ("int32", "int64", "bool"))
+def test_compare(direction, dtype):
+    a = value((10,), dtype)
+    b = a.copy()
+    b[::2] = value((5,), dtype)
+    check(P.Compare(direction), [a, b])
+
+
+def test_compare_complex_equality():
+    a = value((6,), "complex64")
+    check(P.Compare("EQ"), [a, a])
+    check(P.Compare("NE"), [a, a[::-1].copy()])
+
+
+# complex -> real is refused by the shape rule (tested in test_shape_rules), so not generated
+CONVERTS = [(s, d) for s in NUMERIC + ("bool",) for d in NUMERIC + ("bool",)
+            if not (np.dtype(s).kind == "c" and np.dtype(d).kind != "c")]
+
+
+@pytest.mark.parametrize("src,dst", CONVERTS)
+def test_convert(src, dst):
+    check(P.Convert(dst), [value((7,), src)])
+
+
+@pytest.mark.parametrize("dtype", NUMERIC + ("bool",))
+def test_select(dtype):
+    check(P.Select(), [value((3, 3), "bool"), value((3, 3), dtype), value((3, 3), dtype)])
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(1, 4), min_size=1, max_size=4), st.data())
+def test_reductions_any_axes(shape, data):
+    axes = data.draw(st.lists(st.integers(0, len(shape) - 1), unique=True, max_size=len(shape)))
+    dtype = data.draw(st.sampled_from(NUMERIC))
+    x = value(tuple(shape), dtype)
+    check(P.ReduceSum(tuple(axes)), [x], rtol=1e-4 if dtype in ("float32", "complex64") else None)
+    if np.dtype(dtype).kind != "c":
+        check(P.ReduceMax(tuple(axes)), [x])
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(1, 4), min_size=0, max_size=4), st.data())
+def test_transpose_reshape_broadcast(shape, data):
+    shape = tuple(shape)
+    dtype = data.draw(st.sampled_from(NUMERIC + ("bool",)))
+    x = value(shape, dtype)
+    perm = tuple(data.draw(st.permutations(range(len(shape)))))
+    check(P.Transpose(perm), [x])
+    check(P.Reshape((int(np.prod(shape)),)), [x])
+    # broadcast into a bigger rank with some size-1 axes expanded
+    out_shape = (2,) + tuple(d if d != 1 else 3 for d in shape)
+    x1 = value(tuple(1 if d == 1 else d for d in shape), dtype)
+    check(P.BroadcastInDim(out_shape, tuple(range(1, len(shape) + 1))), [x1])
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(0, 5), min_size=1, max_size=3), st.data())
+def test_slice_pad_concatenate(shape, data):
+    shape = tuple(shape)
+    dtype = data.draw(st.sampled_from(("float64", "complex64", "int32")))
+    x = value(shape, dtype)
+    start = tuple(data.draw(st.integers(0, d)) for d in shape)
+    limit = tuple(data.draw(st.integers(s, d)) for s, d in zip(start, shape))
+    stride = tuple(data.draw(st.integers(1, 3)) for _ in shape)
+    check(P.Slice(start, limit, stride), [x])
+    lo = tuple(data.draw(st.integers(0, 2)) for _ in shape)
+    hi = tuple(data.draw(st.integers(0, 2)) for _ in shape)
+    it = tuple(data.draw(st.integers(0, 2)) for _ in shape)
+    check(P.Pad(lo, hi, it), [x])
+    axis = data.draw(st.integers(0, len(shape) - 1))
+    other = list(shape)
+    other[axis] = data.draw(st.integers(0, 3))
+    check(P.Concatenate(axis), [x, value(tuple(other), dtype), x])
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.data())
+def test_dot_general_dimension_numbers(data):
+    nb = data.draw(st.integers(0, 2))
+    nc = data.draw(st.integers(0, 2))
+    nlf = data.draw(st.integers(0, 2))
+    nrf = data.draw(st.integers(0, 2))
+    dim = st.integers(1, 3)
+    bdims = [data.draw(dim) for _ in range(nb)]
+    cdims = [data.draw(dim) for _ in range(nc)]
+    lf = [data.draw(dim) for _ in range(nlf)]
+    rf = [data.draw(dim) for _ in range(nrf)]
+    # random axis placement on each side
+    lperm = data.draw(st.permutations(range(nb + nc + nlf)))
+    rperm = data.draw(st.permutations(range(nb + nc + nrf)))
+    lshape_logical = bdims + cdims + lf
+    rshape_logical = bdims + cdims + rf
+    lshape = [0] * len(lperm)
+    rshape = [0] * len(rperm)
+    for logical, pos in enumerate(lperm):
+        lshape[pos] = lshape_logical[logical]
+    for logical, pos in enumerate(rperm):
+        rshape[pos] = rshape_logical[logical]
+    lb = tuple(lperm[i] for i in range(nb))
+    lc = tuple(lperm[nb + i] for i in range(nc))
+    rb = tuple(rperm[i] for i in range(nb))
+    rc = tuple(rperm[nb + i] for i in range(nc))
+    dtype = data.draw(st.sampled_from(NUMERIC))
+    check(P.DotGeneral(lc, rc, lb, rb), [value(tuple(lshape), dtype), value(tuple(rshape), dtype)],
+          rtol=1e-4 if dtype in ("float32", "complex64") else None)
+
+
+@pytest.mark.parametrize("dtype", NUMERIC)
+def test_constant_and_iota(dtype):
+    c = P.Constant.of(value((2, 3), dtype))
+    (got,) = program(c, []).eval([])
+    np.testing.assert_array_equal(got, c.value)
+    io = P.Iota((2, 3, 4), dtype, 1)
+    (got,) = program(io, []).eval([])
+    np.testing.assert_array_equal(got, io.impl())
+
+
+def test_matmul_large_matches_numpy():
+    a, b = value((64, 96), "float64"), value((96, 33), "float64")
+    check(P.DotGeneral((1,), (0,)), [a, b], rtol=1e-11)
+
+
+# ---- memory plan ----
+
+def _live_intervals(arrays, n_instr):
+    first, last = {}, {}
+    for s in arrays["input_slots"]:
+        first[int(s)] = -1
+    for i in range(n_instr):
+        for s in arrays["in_slots"][arrays["in_off"][i]:arrays["in_off"][i + 1]]:
+            last[int(s)] = i
+        first[int(arrays["out_slots"][i])] = i
+    for s in arrays["output_slots"]:
+        last[int(s)] = n_instr
+    return first, last
+
+
+def test_memory_plan_never_overlaps_live_slots():
+    def fn(x, w):
+        h = x
+        for _ in range(6):
+            h = td.tanh(h @ w) + h * 0.5
+        return td.sum(h * h), h[0]
+
+    prog = td.compile(td.materialize_merge(*(lambda f: (td.resolve([f]), f.outputs))(
+        td.build(fn, x=td.spec((8, 8)), w=td.spec((8, 8))))))
+    nat = prog.executable.native
+    rep = prog.memory_report()
+    assert rep["arena_bytes"] < rep["naive_bytes"]  # buffers are reused
+    arrays = prog.executable.arrays
+    first, last = _live_intervals(arrays, prog.n_instructions)
+    offsets = nat.offsets
+    avals = prog.executable.slot_avals
+    inputs = {int(s) for s in arrays["input_slots"]}
+    slots = [s for s in first if s not in inputs]
+    for i, s in enumerate(slots):
+        for t in slots[i + 1:]:
+            live_s = (first[s], last.get(s, first[s]))
+            live_t = (first[t], last.get(t, first[t]))
+            if live_s[1] < live_t[0] or live_t[1] < live_s[0]:
+                continue  # never live together
+            a0, a1 = offsets[s], offsets[s] + avals[s].size * avals[s].dtype.itemsize
+            b0, b1 = offsets[t], offsets[t] + avals[t].size * avals[t].dtype.itemsize
+            assert a1 <= b0 or b1 <= a0, f"slots {s} and {t} overlap while both live"
+    # and the reused-buffer program computes what numpy computes
+    x, w = value((8, 8), "float64"), value((8, 8), "float64") * 0.3
+    got = prog({"x": x, "w": w})
+    h = x
+    for _ in range(6):
+        h = np.tanh(h @ w) + h * 0.5
+    np.testing.assert_allclose(got[0], np.sum(h * h), rtol=1e-12)
+    np.testing.assert_allclose(got[1], h[0], rtol=1e-12)
+
+
+# ---- batch and threads ----
+
+def _grad_prog():
+    F0 = td.build(lambda x, a: td.sum(td.exp(a * x) * td.sin(x)), x=td.spec((3,)), a=td.spec(()))
+    T1 = td.transpose(td.differentiate(td.resolve([F0]), F0.outputs, ["x"]))
+    (ct,) = [k for _, k in T1.tangent_inputs]
+    return td.compile(td.materialize_merge(td.resolve([F0, T1]), F0.outputs + T1.tangent_outputs)), ct
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_batch_equals_loop_of_singles(threads):
+    prog, ct = _grad_prog()
+    n = 37
+    feeds = {"x": value((n, 3), "float64"), "a": value((n,), "float64"), ct: np.ones(n)}
+    batched = prog.eval_batch([feeds[k] for k in prog.inputs], threads=threads)
+    for b in range(n):
+        single = prog.eval([feeds[k][b] for k in prog.inputs])
+        for got, want in zip(batched, single):
+            np.testing.assert_array_equal(got[b], want)
+
+
+def test_concurrent_evaluation_from_eight_threads():
+    prog, ct = _grad_prog()
+    feeds = [{"x": value((3,), "float64"), "a": value((), "float64"), ct: 1.0} for _ in range(8)]
+    want = [prog(f) for f in feeds]
+    results = [None] * 8
+    barrier = threading.Barrier(8)
+
+    def work(i):
+        barrier.wait()
+        for _ in range(200):
+            out = prog(feeds[i])
+        results[i] = out
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for r, w in zip(results, want):
+        for a, b in zip(r, w):
+            np.testing.assert_array_equal(a, b)
+
+
+# ---- inputs ----
+
+def test_zero_copy_out_and_input_errors():
+    F0 = td.build(lambda x, n: x * td.astype(n, "float64"), x=td.spec((2,)), n=td.spec((), "int32"))
+    prog = td.compile(td.materialize_merge(td.resolve([F0]), F0.outputs))
+    order = prog.inputs
+    feed = {"x": np.array([1.0, 2.0]), "n": np.int32(3)}
+    out = [np.empty(2)]
+    res = prog.eval([feed[k] for k in order], out=out)
+    assert res[0] is out[0] and list(out[0]) == [3.0, 6.0]
+    np.testing.assert_array_equal(prog({"x": np.arange(4.0)[::2], "n": 2})[0], [0.0, 4.0])
+    with pytest.raises(ValueError, match=r"input 'x': expected shape \(2,\), got \(3,\)"):
+        prog({"x": np.ones(3), "n": 1})
+    with pytest.raises(TypeError, match="input 'n': expected dtype int32, got float64"):
+        prog({"x": np.ones(2), "n": 1.5})
+    with pytest.raises(KeyError, match="missing input"):
+        prog({"x": np.ones(2)})
+    with pytest.raises(ValueError, match="takes 2 inputs"):
+        prog.eval([np.ones(2)])
+    with pytest.raises(ValueError, match="out\\[0\\]"):
+        prog.eval([feed[k] for k in order], out=[np.empty(3)])
+    with pytest.raises(ValueError, match="batch"):
+        prog.eval_batch([np.ones((4, 2)) if k == "x" else np.ones(3, np.int32) for k in order])
+
+
+def test_corrupt_programs_are_rejected_by_the_cpp_validator():
+    from tidu import _eval
+
+    u8, u32, i64 = np.uint8, np.uint32, np.int64
+    ok = dict(slot_dtype=np.array([1, 1], u8), slot_ndim=np.array([0, 0], u32),
+              shapes=np.array([], i64), opcode=np.array([_eval.OPCODES.index("Exp")], u8),
+              in_off=np.array([0, 1], u32), in_slots=np.array([0], u32),
+              out_slot=np.array([1], u32), attr_off=np.array([0, 0], u32),
+              attrs=np.array([], i64), consts=np.array([], u8), inputs=np.array([0], u32),
+              outputs=np.array([1], u32))
+    prog = _eval.Program(*ok.values())
+    assert float(prog.run([np.array(0.0)])[0]) == 1.0
+    for key, bad, msg in [("opcode", np.array([250], u8), "bad opcode"),
+                          ("in_slots", np.array([7], u32), "reads a slot"),
+                          ("out_slot", np.array([0], u32), "output slot"),
+                          ("outputs", np.array([9], u32), "output slot"),
+                          ("slot_dtype", np.array([1, 99], u8), "unknown dtype"),
+                          ("in_off", np.array([0], u32), "lengths disagree")]:
+        args = dict(ok, **{key: bad})
+        with pytest.raises(ValueError, match=msg):
+            _eval.Program(*args.values())
