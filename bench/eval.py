@@ -1,0 +1,155 @@
+"""The C++ interpreter against its peers, in one run: per-call overhead, a 5,000-op scalar
+program (and its value-and-gradient), a 200-op elementwise program over 1e6 points, and a small
+MLP forward.  Prints medians and ratios.
+
+    python bench/eval.py [--quick]
+
+Targets (issue 3): (a) <= 1 us per call; (b) <= 3 ns per instruction; (c) faster than jax.jit and
+numexpr; (d) within 2x of numpy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import time
+
+import numpy as np
+
+import tidu as td
+
+
+def timeit(fn, repeat=7, number=1):
+    ts = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for _ in range(number):
+            fn()
+        ts.append((time.perf_counter() - t0) / number)
+    return statistics.median(ts)
+
+
+def scalar_dag(n_ops, ns, seed=0):
+    rng = random.Random(seed)
+    recipe = [(rng.choice("sel"), rng.random(), rng.choice("ma")) for _ in range(n_ops // 4)]
+
+    def f(x, y):
+        vals = [x, y]
+        for fn, pick, comb in recipe:
+            u, v = vals[-1], vals[int(pick * len(vals))]
+            w = ns.sin(u) if fn == "s" else ns.exp(ns.sin(u)) if fn == "e" else ns.log(1.0 + u * u)
+            vals.append(w * v if comb == "m" else w + v)
+        # every node live: fold them all into the output
+        acc = vals[0]
+        for v in vals[1:]:
+            acc = acc + v
+        return acc
+    return f
+
+
+def elementwise_chain(n_ops, ns):
+    def f(x):
+        y = x
+        for i in range(n_ops // 2):
+            y = ns.sin(y) * 0.9 if i % 2 else ns.tanh(y) + 0.1
+        return y
+    return f
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    a = ap.parse_args()
+    try:
+        import jax
+        import jax.numpy as jnp
+        jax.config.update("jax_enable_x64", True)
+    except ImportError:
+        jax = None
+    try:
+        import numexpr
+    except ImportError:
+        numexpr = None
+
+    # (a) per-call overhead of a 1-op program
+    F = td.build(lambda x: td.sin(x), x=td.spec(()))
+    prog = td.compile(td.materialize_merge(td.resolve([F]), F.outputs))
+    x0 = np.array(0.5)
+    t_eval = timeit(lambda: prog.eval([x0]), number=20000)
+    native = prog.executable.native
+    t_native = timeit(lambda: native.run([x0]), number=20000)
+    line = f"(a) 1-op call: prog.eval {t_eval * 1e6:.2f} us, core binding {t_native * 1e6:.2f} us"
+    if jax:
+        jf = jax.jit(jnp.sin)
+        jf(0.5).block_until_ready()
+        t_j = timeit(lambda: jf(x0).block_until_ready(), number=5000)
+        line += f"; jax.jit {t_j * 1e6:.2f} us (tidu/jax {t_eval / t_j:.3f}x)"
+    print(line + "  [target <= 1 us]")
+
+    # (b) 5,000-op scalar program and its value-and-gradient
+    f = scalar_dag(5000, td)
+    F = td.build(f, x=td.spec(()), y=td.spec(()))
+    prog = td.compile(td.materialize_merge(td.resolve([F]), F.outputs))
+    n = prog.n_instructions
+    t = timeit(lambda: prog.eval([0.3, 0.4]), number=50)
+    T1 = td.transpose(td.differentiate(td.resolve([F]), F.outputs, ["x", "y"]))
+    (ct,) = [k for _, k in T1.tangent_inputs]
+    vg = td.compile(td.materialize_merge(td.resolve([F, T1]), F.outputs + T1.tangent_outputs))
+    feed = [{"x": 0.3, "y": 0.4, ct: 1.0}[k] for k in vg.inputs]
+    tg = timeit(lambda: vg.eval(feed), number=20)
+    print(f"(b) scalar DAG: {n} instr {t / n * 1e9:.2f} ns/instr; value+grad {vg.n_instructions} "
+          f"instr {tg / vg.n_instructions * 1e9:.2f} ns/instr  [target <= 3 ns]")
+    try:
+        import casadi as ca
+        xs, ys = ca.SX.sym("x"), ca.SX.sym("y")
+
+        class NS:
+            sin, exp, log = ca.sin, ca.exp, ca.log
+
+        out = scalar_dag(5000, NS)(xs, ys)
+        cf = ca.Function("f", [xs, ys], [out, ca.gradient(out, ca.vertcat(xs, ys))])
+        tc = timeit(lambda: cf(0.3, 0.4), number=20)
+        print(f"    casadi SX value+grad call {tc * 1e6:.1f} us vs tidu {tg * 1e6:.1f} us "
+              f"(tidu/casadi {tg / tc:.3f}x)")
+    except ImportError:
+        pass
+
+    # (c) 200-op elementwise program over 1e6 points
+    npts = 200_000 if a.quick else 1_000_000
+    X = np.linspace(-1, 1, npts)
+    F = td.build(elementwise_chain(200, td), x=td.spec((npts,)))
+    prog = td.compile(td.materialize_merge(td.resolve([F]), F.outputs))
+    t = timeit(lambda: prog.eval([X]), repeat=3)
+    line = f"(c) 200-op elementwise x {npts:,d}: tidu {t * 1e3:.1f} ms"
+    if jax:
+        jf = jax.jit(elementwise_chain(200, jnp))
+        jf(X).block_until_ready()
+        tj = timeit(lambda: jf(X).block_until_ready(), repeat=3)
+        line += f"; jax.jit {tj * 1e3:.1f} ms (tidu/jax {t / tj:.2f}x)"
+    if numexpr:
+        expr = "x"
+        for i in range(100):
+            expr = f"sin({expr}) * 0.9" if i % 2 else f"tanh({expr}) + 0.1"
+        try:
+            tn = timeit(lambda: numexpr.evaluate(expr, local_dict={"x": X}), repeat=3)
+            line += f"; numexpr {tn * 1e3:.1f} ms (tidu/numexpr {t / tn:.2f}x)"
+        except Exception as e:  # numexpr limits expression size
+            line += f"; numexpr failed: {type(e).__name__}"
+    print(line)
+
+    # (d) sum(tanh(X @ W1) @ W2), 512 x 512 float64, forward
+    rng = np.random.default_rng(0)
+    Xm, W1, W2 = (rng.standard_normal((512, 512)) * 0.05 for _ in range(3))
+    F = td.build(lambda x, w1, w2: td.sum(td.tanh(x @ w1) @ w2), x=td.spec((512, 512)),
+                 w1=td.spec((512, 512)), w2=td.spec((512, 512)))
+    prog = td.compile(td.materialize_merge(td.resolve([F]), F.outputs))
+    feed = [{"x": Xm, "w1": W1, "w2": W2}[k] for k in prog.inputs]
+    t = timeit(lambda: prog.eval(feed), repeat=3)
+    tn = timeit(lambda: np.sum(np.tanh(Xm @ W1) @ W2), repeat=3)
+    print(f"(d) MLP 512 forward: tidu {t * 1e3:.1f} ms, numpy {tn * 1e3:.1f} ms "
+          f"(tidu/numpy {t / tn:.2f}x)  [target <= 2x]")
+
+
+if __name__ == "__main__":
+    main()
