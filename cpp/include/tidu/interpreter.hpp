@@ -35,18 +35,21 @@ inline void visit(DType d, F&& f) {
 class Workspace {
  public:
   explicit Workspace(const Program& p)
-      : arena_((p.arena_bytes + 64) / 8 + 1), ptr_(p.slots.size(), nullptr), dots_(p.instrs.size()) {
+      : arena_((p.arena_bytes + 64) / 8 + 1), ptr_(p.slots.size(), nullptr), dots_(p.instrs.size()),
+        scalars_(p.scalar_code.empty() ? 0 : p.slots.size() + 1) {
     auto* base = reinterpret_cast<std::uint8_t*>(arena_.data());
     for (std::size_t s = 0; s < p.slots.size(); ++s) ptr_[s] = base + p.slots[s].offset;
   }
   void** ptrs() { return ptr_.data(); }
   kern::DotTables& dot(std::size_t i) { return dots_[i]; }
   std::uint64_t bytes() const { return arena_.size() * 8; }
+  double* scalars() { return scalars_.data(); }
 
  private:
   std::vector<std::uint64_t> arena_;  // 8-byte aligned storage for every non-input slot
   std::vector<void*> ptr_;
   std::vector<kern::DotTables> dots_;
+  std::vector<double> scalars_;  // slot values on the all-scalar fast path
 };
 
 namespace detail {
@@ -259,8 +262,50 @@ inline void run_instr(const Program& p, Workspace& ws, std::size_t idx) {
 
 }  // namespace detail
 
+namespace detail {
+
+// The all-scalar float64 fast path: a flat loop over 24-byte instructions and an array of doubles.
+inline void eval_scalar(const Program& p, double* v, const void* const* inputs, void* const* outputs) {
+  for (std::size_t i = 0; i < p.inputs.size(); ++i) v[p.inputs[i]] = *static_cast<const double*>(inputs[i]);
+  for (const ScalarInstr& c : p.scalar_code) {
+    const double x = v[c.a], y = v[c.b];
+    double r;
+    switch (c.op) {
+      case Op::Add: r = x + y; break;
+      case Op::Sub: r = x - y; break;
+      case Op::Mul: r = x * y; break;
+      case Op::Div: r = x / y; break;
+      case Op::Pow: r = std::pow(x, y); break;
+      case Op::Max: r = (x != x || x > y) ? x : y; break;
+      case Op::Min: r = (x != x || x < y) ? x : y; break;
+      case Op::Neg: r = -x; break;
+      case Op::Exp: r = std::exp(x); break;
+      case Op::Log: r = std::log(x); break;
+      case Op::Sin: r = std::sin(x); break;
+      case Op::Cos: r = std::cos(x); break;
+      case Op::Tanh: r = std::tanh(x); break;
+      case Op::Sqrt: r = std::sqrt(x); break;
+      case Op::Rsqrt: r = 1.0 / std::sqrt(x); break;
+      case Op::Expm1: r = std::expm1(x); break;
+      case Op::Log1p: r = std::log1p(x); break;
+      case Op::Abs: r = std::fabs(x); break;
+      case Op::Sign: r = static_cast<double>((x > 0) - (x < 0)); break;
+      case Op::Constant: r = c.imm; break;
+      default: r = x; break;  // Conj, StopGradient, Reshape, BroadcastInDim of a scalar
+    }
+    v[c.out] = r;
+  }
+  for (std::size_t i = 0; i < p.outputs.size(); ++i) *static_cast<double*>(outputs[i]) = v[p.outputs[i]];
+}
+
+}  // namespace detail
+
 // Evaluates p with caller-owned buffers, in p.inputs / p.outputs order.
 inline void eval(const Program& p, Workspace& ws, const void* const* inputs, void* const* outputs) {
+  if (!p.scalar_code.empty()) {
+    detail::eval_scalar(p, ws.scalars(), inputs, outputs);
+    return;
+  }
   void** ptr = ws.ptrs();
   for (std::size_t i = 0; i < p.inputs.size(); ++i) ptr[p.inputs[i]] = const_cast<void*>(inputs[i]);
   for (std::size_t i = 0; i < p.instrs.size(); ++i) detail::run_instr(p, ws, i);

@@ -6,7 +6,9 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -38,6 +40,14 @@ struct Instr {
   std::uint32_t n_attr;
 };
 
+// A fixed-width instruction of the all-scalar float64 fast path: operands index a flat array of
+// doubles (one per slot); Constant carries its value inline.
+struct ScalarInstr {
+  Op op;
+  std::uint32_t out, a, b;
+  double imm;
+};
+
 struct Program {
   std::vector<Slot> slots;
   std::vector<std::int64_t> shapes;
@@ -50,6 +60,7 @@ struct Program {
   std::uint64_t arena_bytes = 0;
   std::uint64_t naive_bytes = 0;
   bool all_scalar = false;
+  std::vector<ScalarInstr> scalar_code;  // non-empty when every slot is a float64 scalar
 
   const std::int64_t* shape(std::uint32_t s) const { return shapes.data() + slots[s].shape_begin; }
   std::uint64_t nbytes(std::uint32_t s) const {
@@ -136,6 +147,33 @@ struct Program {
       if (last[o] == -1) free_by_size.emplace(b, slots[o].offset);  // dead on arrival
     }
     arena_bytes = top;
+    build_scalar_code();
+  }
+
+  void build_scalar_code() {
+    scalar_code.clear();
+    for (const Slot& s : slots)
+      if (s.ndim != 0 || s.dtype != DType::F64) return;
+    std::vector<ScalarInstr> code;
+    for (const Instr& in : instrs) {
+      ScalarInstr si{in.op, in.out, in.n_in ? args[in.in_begin] : 0,
+                     in.n_in > 1 ? args[in.in_begin + 1] : 0, 0.0};
+      switch (in.op) {
+        case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Pow: case Op::Max:
+        case Op::Min: case Op::Neg: case Op::Exp: case Op::Log: case Op::Sin: case Op::Cos:
+        case Op::Tanh: case Op::Sqrt: case Op::Rsqrt: case Op::Expm1: case Op::Log1p:
+        case Op::Abs: case Op::Sign: case Op::Conj: case Op::StopGradient: case Op::Reshape:
+        case Op::BroadcastInDim:
+          break;
+        case Op::Constant:
+          std::memcpy(&si.imm, consts.data() + attrs[in.attr_begin], sizeof(double));
+          break;
+        default:
+          return;  // not expressible on the fast path
+      }
+      code.push_back(si);
+    }
+    scalar_code.swap(code);
   }
 
  private:
