@@ -11,7 +11,7 @@ from tidu.graph import (PRIMAL, AbstractValue, CompiledProgram, External, Fragme
                         FragmentBuilder, GraphError, Linear, Local, MaterializedGraph, OpMode,
                         ResolvedView, ValKey, aval, compile, materialize_merge, program_cache,
                         resolve)
-from tidu.tracing import (Tracer, abs, astype, broadcast_to, build, concatenate, conj, cos, dot,
+from tidu.tracing import (Tracer, abs, apply, astype, broadcast_to, build, concatenate, conj, cos, dot,
                           exp, expm1, imag, iota, log, log1p, matmul, max, maximum, mean, minimum,
                           ones_like, power, real, reshape, rsqrt, sign, sin, spec, sqrt,
                           stop_gradient, sum, tanh, where, zeros_like)
@@ -26,7 +26,7 @@ __version__ = "0.1.0"
 __all__ = [
     "AbstractValue", "CompiledProgram", "External", "Fragment", "FragmentBuilder", "GraphError",
     "Linear", "Local", "MaterializedGraph", "OpMode", "PRIMAL", "ResolvedView", "Tracer", "ValKey",
-    "abs", "astype", "aval", "jit", "LinearFragment", "SavedValue", "differentiate",
+    "abs", "apply", "astype", "aval", "jit", "LinearFragment", "SavedValue", "differentiate",
     "saved_values", "transpose", "grad", "value_and_grad", "jvp", "vjp", "linearize",
     "hessian", "jacfwd", "jacrev", "hvp", "broadcast_to", "build", "compile", "concatenate", "conj", "cos", "dot",
     "exp", "expm1", "get_cmake_dir", "get_include", "imag", "iota", "log", "log1p",

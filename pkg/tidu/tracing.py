@@ -21,7 +21,7 @@ __all__ = [
     "Tracer", "build", "spec", "exp", "log", "sin", "cos", "tanh", "sqrt", "rsqrt", "expm1",
     "log1p", "abs", "sign", "power", "sum", "max", "mean", "dot", "matmul", "reshape", "transpose",
     "broadcast_to", "where", "maximum", "minimum", "conj", "real", "imag", "concatenate",
-    "stop_gradient", "astype", "iota", "zeros_like", "ones_like",
+    "stop_gradient", "astype", "iota", "zeros_like", "ones_like", "apply",
 ]
 
 _PY_SCALARS = (bool, int, float, complex)
@@ -667,3 +667,9 @@ def build(fn: Callable, inputs: dict | None = None, **specs) -> Fragment:
             out = fn(*tracers)
         flat, _ = flatten_outputs(t, out)
     return builder.build([x.key for x in flat])
+
+
+def apply(op, *args) -> Tracer:
+    """Apply a primitive instance (e.g. a user-defined one) to traced values or constants."""
+    t = _trace_of(*args)
+    return _emit(t, op, *[_lift(t, a) for a in args])
