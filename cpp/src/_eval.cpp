@@ -2,14 +2,14 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include "tidu/interpreter.hpp"
-#include "tidu/program.hpp"
+#include "tidu/tidu.hpp"
 
 namespace py = pybind11;
 
@@ -30,34 +30,25 @@ class PyProgram {
             py::array_t<std::uint32_t> in_off, py::array_t<std::uint32_t> in_slots,
             py::array_t<std::uint32_t> out_slot, py::array_t<std::uint32_t> attr_off,
             py::array_t<std::int64_t> attrs, py::array_t<std::uint8_t> consts,
-            py::array_t<std::uint32_t> inputs, py::array_t<std::uint32_t> outputs) {
-    auto dt = to_vec(slot_dtype);
-    auto nd = to_vec(slot_ndim);
-    auto op = to_vec(opcode);
-    auto io = to_vec(in_off);
-    auto ao = to_vec(attr_off);
-    auto os = to_vec(out_slot);
-    if (nd.size() != dt.size() || io.size() != op.size() + 1 || ao.size() != op.size() + 1 ||
-        os.size() != op.size())
-      throw tidu::ProgramError("tidu program: array lengths disagree");
-    p_.shapes = to_vec(shapes);
-    std::uint32_t pos = 0;
-    for (std::size_t s = 0; s < dt.size(); ++s) {
-      std::int64_t n = 1;
-      for (std::uint32_t k = 0; k < nd[s] && pos + k < p_.shapes.size(); ++k) n *= p_.shapes[pos + k];
-      p_.slots.push_back(tidu::Slot{static_cast<tidu::DType>(dt[s]), nd[s], pos, n, 0});
-      pos += nd[s];
-    }
-    for (std::size_t i = 0; i < op.size(); ++i)
-      p_.instrs.push_back(tidu::Instr{static_cast<tidu::Op>(op[i]), io[i], io[i + 1] - io[i], os[i],
-                                      ao[i], ao[i + 1] - ao[i]});
-    p_.args = to_vec(in_slots);
-    p_.attrs = to_vec(attrs);
-    p_.consts = to_vec(consts);
-    p_.inputs = to_vec(inputs);
-    p_.outputs = to_vec(outputs);
-    p_.validate();
-    p_.plan();
+            py::array_t<std::uint32_t> inputs, py::array_t<std::uint32_t> outputs,
+            std::vector<std::string> input_names, std::vector<std::string> output_names) {
+    a_.slot_dtype = to_vec(slot_dtype), a_.slot_ndim = to_vec(slot_ndim), a_.shapes = to_vec(shapes);
+    a_.opcode = to_vec(opcode), a_.in_off = to_vec(in_off), a_.in_slots = to_vec(in_slots);
+    a_.out_slot = to_vec(out_slot), a_.attr_off = to_vec(attr_off), a_.attrs = to_vec(attrs);
+    a_.consts = to_vec(consts), a_.inputs = to_vec(inputs), a_.outputs = to_vec(outputs);
+    a_.input_names = std::move(input_names), a_.output_names = std::move(output_names);
+    p_ = tidu::build_program(a_);
+  }
+
+  explicit PyProgram(const py::bytes& data) {
+    std::string_view v = data;
+    a_ = tidu::deserialize(v.data(), v.size());
+    p_ = tidu::build_program(a_);
+  }
+
+  py::bytes to_bytes() const {
+    auto b = tidu::serialize(a_);
+    return py::bytes(reinterpret_cast<const char*>(b.data()), b.size());
   }
 
   const tidu::Program& program() const { return p_; }
@@ -154,6 +145,7 @@ class PyProgram {
     pool_.push_back(std::move(ws));
   }
 
+  tidu::ProgramArrays a_;
   tidu::Program p_;
   std::mutex mu_;
   std::vector<std::unique_ptr<tidu::Workspace>> pool_;
@@ -176,7 +168,26 @@ void make_program(py::module_& m) {
       .def(py::init<py::array_t<std::uint8_t>, py::array_t<std::uint32_t>, py::array_t<std::int64_t>,
                     py::array_t<std::uint8_t>, py::array_t<std::uint32_t>, py::array_t<std::uint32_t>,
                     py::array_t<std::uint32_t>, py::array_t<std::uint32_t>, py::array_t<std::int64_t>,
-                    py::array_t<std::uint8_t>, py::array_t<std::uint32_t>, py::array_t<std::uint32_t>>())
+                    py::array_t<std::uint8_t>, py::array_t<std::uint32_t>, py::array_t<std::uint32_t>,
+                    std::vector<std::string>, std::vector<std::string>>(),
+           py::arg("slot_dtype"), py::arg("slot_ndim"), py::arg("shapes"), py::arg("opcode"),
+           py::arg("in_off"), py::arg("in_slots"), py::arg("out_slot"), py::arg("attr_off"),
+           py::arg("attrs"), py::arg("consts"), py::arg("inputs"), py::arg("outputs"),
+           py::arg("input_names") = std::vector<std::string>(),
+           py::arg("output_names") = std::vector<std::string>())
+      .def(py::init<const py::bytes&>(), py::arg("data"))
+      .def("to_bytes", &PyProgram::to_bytes)
+      .def_property_readonly("input_names", [](const PyProgram& p) { return p.program().input_names; })
+      .def_property_readonly("input_shapes", [](const PyProgram& p) {
+        std::vector<std::vector<std::int64_t>> v;
+        for (std::size_t i = 0; i < p.program().n_inputs(); ++i) v.push_back(p.program().input_shape(i));
+        return v;
+      })
+      .def_property_readonly("input_dtypes", [](const PyProgram& p) {
+        std::vector<std::string> v;
+        for (std::size_t i = 0; i < p.program().n_inputs(); ++i) v.push_back(tidu::dtype_name(p.program().input_dtype(i)));
+        return v;
+      })
       .def("run", &PyProgram::run, py::arg("inputs"), py::arg("out") = py::none())
       .def("run_batch", &PyProgram::run_batch, py::arg("inputs"), py::arg("batch"), py::arg("threads"))
       .def_property_readonly("arena_bytes", [](const PyProgram& p) { return p.program().arena_bytes; })

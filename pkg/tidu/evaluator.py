@@ -43,8 +43,9 @@ def _encode_attrs(op, out: list, consts: bytearray) -> None:
             out.append(int(v))
 
 
-def encode(arrays: dict, slot_avals, ops) -> "_eval.Program":
-    """An _eval.Program from compile's SSA arrays, the slots' abstract values and the ops."""
+def encode(arrays: dict, slot_avals, ops, input_names=(), output_names=()) -> "_eval.Program":
+    """An _eval.Program from compile's SSA arrays, the slots' abstract values and the ops
+    (names are metadata carried into saved files)."""
     slot_dtype = np.array([DTYPE[a.dtype.name] for a in slot_avals], np.uint8)
     slot_ndim = np.array([a.ndim for a in slot_avals], np.uint32)
     shapes = np.array([d for a in slot_avals for d in a.shape], np.int64)
@@ -61,4 +62,51 @@ def encode(arrays: dict, slot_avals, ops) -> "_eval.Program":
     return _eval.Program(slot_dtype, slot_ndim, shapes, opcode, arrays["in_off"],
                          arrays["in_slots"], out_slots, np.array(attr_off, np.uint32),
                          np.array(attrs, np.int64), np.frombuffer(bytes(consts), np.uint8),
-                         arrays["input_slots"], arrays["output_slots"])
+                         arrays["input_slots"], arrays["output_slots"], list(input_names),
+                         list(output_names))
+
+
+class LoadedProgram:
+    """A program read from a .tidu file: ``eval(list)``, ``prog({name: value})``, ``eval_batch``.
+
+    Its inputs are named by the repr of the InputKeys it was saved with."""
+
+    def __init__(self, native: "_eval.Program"):
+        self.native = native
+        self.inputs = list(native.input_names)
+        self._shapes = [tuple(s) for s in native.input_shapes]
+        self._dtypes = [np.dtype(d) for d in native.input_dtypes]
+
+    def _arrays(self, inputs, batch=False):
+        if len(inputs) != len(self.inputs):
+            raise ValueError(f"program takes {len(self.inputs)} inputs {self.inputs}, "
+                             f"got {len(inputs)}")
+        out = []
+        for name, shape, dt, x in zip(self.inputs, self._shapes, self._dtypes, inputs):
+            a = np.require(np.asarray(x, dtype=dt), requirements="C")
+            if (a.shape[1:] if batch else a.shape) != shape:
+                raise ValueError(f"input {name}: expected shape {shape}, got {a.shape}")
+            out.append(a)
+        return out
+
+    def eval(self, inputs, out=None):
+        return self.native.run(self._arrays(inputs), out)
+
+    def __call__(self, mapping: dict):
+        missing = [k for k in self.inputs if k not in mapping]
+        if missing:
+            raise KeyError(f"missing input(s) {missing}; the program takes {self.inputs}")
+        return self.eval([mapping[k] for k in self.inputs])
+
+    def eval_batch(self, inputs, threads=None):
+        import os
+
+        arrs = self._arrays(inputs, batch=True)
+        return self.native.run_batch(arrs, arrs[0].shape[0] if arrs else 0,
+                                     threads or os.cpu_count() or 1)
+
+
+def load(path) -> LoadedProgram:
+    """Read a program saved by ``CompiledProgram.save``; raises ValueError on a bad file."""
+    with open(path, "rb") as f:
+        return LoadedProgram(_eval.Program(f.read()))

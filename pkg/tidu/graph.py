@@ -695,7 +695,7 @@ class CompiledProgram:
                 raise TypeError(f"input {self.inputs[i]!r}: expected dtype {av.dtype}, "
                                 f"got {arr.dtype}")
             arr = arr.astype(av.dtype)
-        return np.ascontiguousarray(arr)
+        return np.require(arr, requirements="C")
 
     def eval(self, inputs: Sequence[Any], out=None) -> list[np.ndarray]:
         """Evaluate with inputs in ``self.inputs`` order; returns a list of numpy arrays."""
@@ -727,6 +727,21 @@ class CompiledProgram:
         if native is None:
             raise NotImplementedError("eval_batch needs C++ kernels for every op")
         return native.run_batch(arrs, batch or 0, threads or os.cpu_count() or 1)
+
+    def save(self, path) -> None:
+        """Write the program as a versioned .tidu file for ``tidu.load`` or C++
+        (``tidu::Program::load``); inputs keep the repr of their InputKeys as names."""
+        from tidu import evaluator
+
+        ex = self.executable
+        ops = [prim_of(p) for p in ex.arrays["instr_prim"].tolist()]
+        if not evaluator.has_kernels(ops):
+            raise NotImplementedError("a program holding a primitive with no C++ kernel cannot "
+                                      "be saved")
+        native = evaluator.encode(ex.arrays, ex.slot_avals, ops, [repr(k) for k in self.inputs],
+                                  [repr(k) for k in self.outputs])
+        with open(path, "wb") as f:
+            f.write(native.to_bytes())
 
     def memory_report(self) -> dict:
         """Arena bytes of the memory plan vs one buffer per slot."""

@@ -313,6 +313,10 @@ inline void eval(const Program& p, Workspace& ws, const void* const* inputs, voi
     std::memcpy(outputs[i], ptr[p.outputs[i]], p.nbytes(p.outputs[i]));
 }
 
+inline void Program::eval(Workspace& ws, const void* const* in, void* const* out) const {
+  tidu::eval(*this, ws, in, out);
+}
+
 // Evaluates p independently at each of `batch` points: input i of point b starts at
 // inputs[i] + b * (bytes of input i); likewise outputs.  Split over `threads` threads.
 inline void eval_batch(const Program& p, std::int64_t batch, const void* const* inputs,

@@ -48,7 +48,23 @@ struct ScalarInstr {
   double imm;
 };
 
+class Workspace;
+
 struct Program {
+  // ---- embedding API (defined in file.hpp / interpreter.hpp; include <tidu/tidu.hpp>) ----
+  static Program load(const std::string& path);                      // throws ProgramError
+  static Program load_from_memory(const void* data, std::size_t n);  // throws ProgramError
+  void eval(Workspace& ws, const void* const* inputs, void* const* outputs) const;
+  std::size_t n_inputs() const { return inputs.size(); }
+  std::size_t n_outputs() const { return outputs.size(); }
+  DType input_dtype(std::size_t i) const { return slots[inputs.at(i)].dtype; }
+  DType output_dtype(std::size_t i) const { return slots[outputs.at(i)].dtype; }
+  std::vector<std::int64_t> input_shape(std::size_t i) const { return shape_of(inputs.at(i)); }
+  std::vector<std::int64_t> output_shape(std::size_t i) const { return shape_of(outputs.at(i)); }
+  std::uint64_t input_bytes(std::size_t i) const { return nbytes(inputs.at(i)); }
+  std::uint64_t output_bytes(std::size_t i) const { return nbytes(outputs.at(i)); }
+  std::vector<std::string> input_names, output_names;  // InputKeys / outputs as Python printed them
+
   std::vector<Slot> slots;
   std::vector<std::int64_t> shapes;
   std::vector<Instr> instrs;
@@ -63,6 +79,9 @@ struct Program {
   std::vector<ScalarInstr> scalar_code;  // non-empty when every slot is a float64 scalar
 
   const std::int64_t* shape(std::uint32_t s) const { return shapes.data() + slots[s].shape_begin; }
+  std::vector<std::int64_t> shape_of(std::uint32_t s) const {
+    return std::vector<std::int64_t>(shape(s), shape(s) + slots[s].ndim);
+  }
   std::uint64_t nbytes(std::uint32_t s) const {
     return static_cast<std::uint64_t>(slots[s].size) * dtype_size(slots[s].dtype);
   }

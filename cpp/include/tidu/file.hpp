@@ -1,0 +1,205 @@
+// tidu/file.hpp - the versioned program file (.tidu) and building a Program from plain arrays.
+//
+// Layout (little-endian):
+//   magic "TIDUPROG" | u32 version | u32 reserved (0) | u64 payload bytes | u64 FNV-1a-64 of payload
+//   payload: 12 arrays, each u64 element count + raw elements, in the order of ProgramArrays,
+//            then input names and output names, each u64 count + (u32 length + UTF-8 bytes)*.
+// The loader checks magic, version, sizes and checksum, reads nothing outside the buffer, and
+// hands the result to finalize(): structural and per-instruction validation, then the plan.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "tidu/program.hpp"
+#include "tidu/validate.hpp"
+
+namespace tidu {
+
+inline constexpr char kMagic[8] = {'T', 'I', 'D', 'U', 'P', 'R', 'O', 'G'};
+inline constexpr std::uint32_t kFormatVersion = 1;
+
+struct ProgramArrays {
+  std::vector<std::uint8_t> slot_dtype;
+  std::vector<std::uint32_t> slot_ndim;
+  std::vector<std::int64_t> shapes;
+  std::vector<std::uint8_t> opcode;
+  std::vector<std::uint32_t> in_off, in_slots, out_slot, attr_off;
+  std::vector<std::int64_t> attrs;
+  std::vector<std::uint8_t> consts;
+  std::vector<std::uint32_t> inputs, outputs;
+  std::vector<std::string> input_names, output_names;
+};
+
+// A validated, planned Program from arrays (throws ProgramError on any inconsistency).
+inline Program build_program(const ProgramArrays& r) {
+  if (r.slot_ndim.size() != r.slot_dtype.size() || r.in_off.size() != r.opcode.size() + 1 ||
+      r.attr_off.size() != r.opcode.size() + 1 || r.out_slot.size() != r.opcode.size())
+    throw ProgramError("tidu program: array lengths disagree");
+  Program p;
+  p.shapes = r.shapes;
+  std::uint64_t pos = 0;
+  for (std::size_t s = 0; s < r.slot_dtype.size(); ++s) {
+    if (r.slot_ndim[s] > 16 || pos + r.slot_ndim[s] > r.shapes.size())
+      throw ProgramError("tidu program: slot shapes out of range");
+    std::int64_t n = 1;
+    for (std::uint32_t k = 0; k < r.slot_ndim[s]; ++k) {
+      std::int64_t d = r.shapes[pos + k];
+      if (d < 0 || (d > 0 && n > (std::int64_t{1} << 48) / d)) throw ProgramError("tidu program: bad dimension");
+      n *= d;
+    }
+    p.slots.push_back(Slot{static_cast<DType>(r.slot_dtype[s]), r.slot_ndim[s], static_cast<std::uint32_t>(pos), n, 0});
+    pos += r.slot_ndim[s];
+  }
+  for (std::size_t i = 0; i < r.opcode.size(); ++i) {
+    if (r.in_off[i + 1] < r.in_off[i] || r.attr_off[i + 1] < r.attr_off[i])
+      throw ProgramError("tidu program: offsets decrease");
+    p.instrs.push_back(Instr{static_cast<Op>(r.opcode[i]), r.in_off[i], r.in_off[i + 1] - r.in_off[i], r.out_slot[i],
+                             r.attr_off[i], r.attr_off[i + 1] - r.attr_off[i]});
+  }
+  p.args = r.in_slots;
+  p.attrs = r.attrs;
+  p.consts = r.consts;
+  p.inputs = r.inputs;
+  p.outputs = r.outputs;
+  p.input_names = r.input_names;
+  p.output_names = r.output_names;
+  finalize(p);
+  return p;
+}
+
+namespace io {
+
+inline std::uint64_t fnv1a(const std::uint8_t* d, std::size_t n) {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  for (std::size_t i = 0; i < n; ++i) h = (h ^ d[i]) * 0x100000001b3ULL;
+  return h;
+}
+
+class Writer {
+ public:
+  template <class T>
+  void pod(T v) {
+    const auto* b = reinterpret_cast<const std::uint8_t*>(&v);
+    out.insert(out.end(), b, b + sizeof(T));
+  }
+  template <class T>
+  void vec(const std::vector<T>& v) {
+    pod<std::uint64_t>(v.size());
+    const auto* b = reinterpret_cast<const std::uint8_t*>(v.data());
+    out.insert(out.end(), b, b + v.size() * sizeof(T));
+  }
+  void strings(const std::vector<std::string>& v) {
+    pod<std::uint64_t>(v.size());
+    for (const auto& s : v) {
+      pod<std::uint32_t>(static_cast<std::uint32_t>(s.size()));
+      out.insert(out.end(), s.begin(), s.end());
+    }
+  }
+  std::vector<std::uint8_t> out;
+};
+
+class Reader {
+ public:
+  Reader(const std::uint8_t* d, std::size_t n) : d_(d), n_(n) {}
+  template <class T>
+  T pod() {
+    need(sizeof(T));
+    T v;
+    std::memcpy(&v, d_ + i_, sizeof(T));
+    i_ += sizeof(T);
+    return v;
+  }
+  template <class T>
+  std::vector<T> vec() {
+    std::uint64_t n = pod<std::uint64_t>();
+    if (n > (n_ - i_) / sizeof(T)) fail("array larger than the file");
+    std::vector<T> v(n);
+    if (n) std::memcpy(v.data(), d_ + i_, n * sizeof(T));
+    i_ += n * sizeof(T);
+    return v;
+  }
+  std::vector<std::string> strings() {
+    std::uint64_t n = pod<std::uint64_t>();
+    if (n > (n_ - i_) / 4) fail("name list larger than the file");
+    std::vector<std::string> v;
+    for (std::uint64_t k = 0; k < n; ++k) {
+      std::uint32_t len = pod<std::uint32_t>();
+      need(len);
+      v.emplace_back(reinterpret_cast<const char*>(d_ + i_), len);
+      i_ += len;
+    }
+    return v;
+  }
+  bool done() const { return i_ == n_; }
+  [[noreturn]] static void fail(const std::string& m) { throw ProgramError("tidu program file: " + m); }
+
+ private:
+  void need(std::size_t k) {
+    if (k > n_ - i_) fail("truncated");
+  }
+  const std::uint8_t* d_;
+  std::size_t n_;
+  std::size_t i_ = 0;
+};
+
+}  // namespace io
+
+inline std::vector<std::uint8_t> serialize(const ProgramArrays& r) {
+  io::Writer pay;
+  pay.vec(r.slot_dtype), pay.vec(r.slot_ndim), pay.vec(r.shapes), pay.vec(r.opcode);
+  pay.vec(r.in_off), pay.vec(r.in_slots), pay.vec(r.out_slot), pay.vec(r.attr_off);
+  pay.vec(r.attrs), pay.vec(r.consts), pay.vec(r.inputs), pay.vec(r.outputs);
+  pay.strings(r.input_names), pay.strings(r.output_names);
+  io::Writer f;
+  f.out.insert(f.out.end(), kMagic, kMagic + 8);
+  f.pod<std::uint32_t>(kFormatVersion);
+  f.pod<std::uint32_t>(0);
+  f.pod<std::uint64_t>(pay.out.size());
+  f.pod<std::uint64_t>(io::fnv1a(pay.out.data(), pay.out.size()));
+  f.out.insert(f.out.end(), pay.out.begin(), pay.out.end());
+  return f.out;
+}
+
+inline ProgramArrays deserialize(const void* data, std::size_t n) {
+  const auto* d = static_cast<const std::uint8_t*>(data);
+  if (n < 32) io::Reader::fail("too short to be a tidu program");
+  if (std::memcmp(d, kMagic, 8) != 0) io::Reader::fail("bad magic (not a tidu program)");
+  io::Reader head(d + 8, 24);
+  std::uint32_t version = head.pod<std::uint32_t>();
+  if (version != kFormatVersion)
+    io::Reader::fail("format version " + std::to_string(version) + ", this build reads version " +
+                     std::to_string(kFormatVersion));
+  head.pod<std::uint32_t>();
+  std::uint64_t size = head.pod<std::uint64_t>(), sum = head.pod<std::uint64_t>();
+  if (size != n - 32) io::Reader::fail("payload size does not match the file size");
+  if (io::fnv1a(d + 32, size) != sum) io::Reader::fail("checksum mismatch (corrupt file)");
+  io::Reader r(d + 32, size);
+  ProgramArrays a;
+  a.slot_dtype = r.vec<std::uint8_t>(), a.slot_ndim = r.vec<std::uint32_t>();
+  a.shapes = r.vec<std::int64_t>(), a.opcode = r.vec<std::uint8_t>();
+  a.in_off = r.vec<std::uint32_t>(), a.in_slots = r.vec<std::uint32_t>();
+  a.out_slot = r.vec<std::uint32_t>(), a.attr_off = r.vec<std::uint32_t>();
+  a.attrs = r.vec<std::int64_t>(), a.consts = r.vec<std::uint8_t>();
+  a.inputs = r.vec<std::uint32_t>(), a.outputs = r.vec<std::uint32_t>();
+  a.input_names = r.strings(), a.output_names = r.strings();
+  if (!r.done()) io::Reader::fail("trailing bytes after the payload");
+  return a;
+}
+
+inline Program Program::load_from_memory(const void* data, std::size_t n) {
+  return build_program(deserialize(data, n));
+}
+
+inline Program Program::load(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw ProgramError("tidu program file: cannot open " + path);
+  std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  return load_from_memory(bytes.data(), bytes.size());
+}
+
+}  // namespace tidu

@@ -1,0 +1,212 @@
+// tidu/validate.hpp - semantic checks of every instruction against the shapes and dtypes of its
+// slots, so that no kernel can index outside a buffer, whatever a program file says.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tidu/program.hpp"
+
+namespace tidu {
+
+inline void validate_instructions(const Program& p) {
+  for (std::size_t s = 0; s < p.slots.size(); ++s)
+    if (p.slots[s].ndim > 16) throw ProgramError("tidu program: slot " + std::to_string(s) + " has rank > 16");
+  for (std::size_t i = 0; i < p.instrs.size(); ++i) {
+    const Instr& in = p.instrs[i];
+    const std::uint32_t* a = p.args.data() + in.in_begin;
+    const std::int64_t* at = p.attrs.data() + in.attr_begin;
+    const std::int64_t na = in.n_attr;
+    const Slot& o = p.slots[in.out];
+    const std::int64_t* oshape = p.shape(in.out);
+    auto fail = [&](const char* what) {
+      throw ProgramError(std::string("tidu program: instruction ") + std::to_string(i) + " (" +
+                         op_name(in.op) + "): " + what);
+    };
+    auto need = [&](bool ok, const char* what) {
+      if (!ok) fail(what);
+    };
+    auto arity = [&](std::uint32_t n) { need(in.n_in == n, "wrong number of operands"); };
+    auto slot = [&](std::uint32_t k) -> const Slot& { return p.slots[a[k]]; };
+    auto same_shape = [&](std::uint32_t k) {
+      const Slot& x = slot(k);
+      need(x.ndim == o.ndim && std::equal(oshape, oshape + o.ndim, p.shape(a[k])), "operand shape mismatch");
+    };
+    auto count = [&](std::int64_t pos) -> std::int64_t {  // a length-prefixed list at attrs[pos]
+      need(pos < na && at[pos] >= 0 && pos + 1 + at[pos] <= na, "attribute list out of range");
+      return at[pos];
+    };
+    switch (in.op) {
+      case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Pow: case Op::Max: case Op::Min:
+        arity(2);
+        for (std::uint32_t k = 0; k < 2; ++k) {
+          same_shape(k);
+          need(slot(k).dtype == o.dtype, "operand dtype mismatch");
+        }
+        break;
+      case Op::Neg: case Op::Conj: case Op::Exp: case Op::Log: case Op::Sin: case Op::Cos: case Op::Tanh:
+      case Op::Sqrt: case Op::Rsqrt: case Op::Expm1: case Op::Log1p: case Op::Sign: case Op::StopGradient:
+      case Op::Reshape:
+        arity(1);
+        if (in.op == Op::Reshape) need(slot(0).size == o.size, "reshape changes the size");
+        else same_shape(0);
+        need(slot(0).dtype == o.dtype, "operand dtype mismatch");
+        break;
+      case Op::Real: case Op::Imag: case Op::Abs: case Op::Convert: {
+        arity(1);
+        same_shape(0);
+        DType x = slot(0).dtype;
+        bool cplx = x == DType::C64 || x == DType::C128;
+        DType part = x == DType::C64 ? DType::F32 : DType::F64;
+        if (in.op == Op::Real || in.op == Op::Imag) need(cplx && o.dtype == part, "needs complex -> real");
+        if (in.op == Op::Abs) need(cplx ? o.dtype == part : o.dtype == x, "abs dtype");
+        break;
+      }
+      case Op::Compare:
+        arity(2);
+        same_shape(0);
+        same_shape(1);
+        need(slot(0).dtype == slot(1).dtype && o.dtype == DType::Bool, "compare dtypes");
+        need(na >= 1 && at[0] >= 0 && at[0] < static_cast<std::int64_t>(Cmp::kCount), "bad direction");
+        break;
+      case Op::Select:
+        arity(3);
+        for (std::uint32_t k = 0; k < 3; ++k) same_shape(k);
+        need(slot(0).dtype == DType::Bool && slot(1).dtype == o.dtype && slot(2).dtype == o.dtype,
+             "select dtypes");
+        break;
+      case Op::ReduceSum: case Op::ReduceMax: {
+        arity(1);
+        need(slot(0).dtype == o.dtype, "operand dtype mismatch");
+        std::int64_t n = count(0);
+        std::vector<char> red(slot(0).ndim, 0);
+        for (std::int64_t k = 0; k < n; ++k) {
+          need(at[1 + k] >= 0 && at[1 + k] < slot(0).ndim && !red[at[1 + k]], "bad reduction axis");
+          red[at[1 + k]] = 1;
+        }
+        std::uint32_t j = 0;
+        for (std::uint32_t k = 0; k < slot(0).ndim; ++k)
+          if (!red[k]) need(j < o.ndim && p.shape(a[0])[k] == oshape[j++], "reduction output shape");
+        need(j == o.ndim, "reduction output rank");
+        break;
+      }
+      case Op::BroadcastInDim: {
+        arity(1);
+        need(slot(0).dtype == o.dtype, "operand dtype mismatch");
+        std::int64_t n = count(0);
+        need(n == o.ndim && std::equal(oshape, oshape + n, at + 1), "broadcast shape");
+        std::int64_t m = count(1 + n);
+        need(m == slot(0).ndim, "broadcast dims");
+        for (std::int64_t k = 0; k < m; ++k) {
+          std::int64_t d = at[2 + n + k];
+          need(d >= 0 && d < n, "broadcast dim out of range");
+          std::int64_t s = p.shape(a[0])[k];
+          need(s == 1 || s == oshape[d], "broadcast operand shape");
+        }
+        break;
+      }
+      case Op::Transpose: {
+        arity(1);
+        need(slot(0).dtype == o.dtype, "operand dtype mismatch");
+        std::int64_t n = count(0);
+        need(n == o.ndim && n == slot(0).ndim, "perm length");
+        std::vector<char> seen(n, 0);
+        for (std::int64_t k = 0; k < n; ++k) {
+          std::int64_t q = at[1 + k];
+          need(q >= 0 && q < n && !seen[q], "perm is not a permutation");
+          seen[q] = 1;
+          need(oshape[k] == p.shape(a[0])[q], "transpose output shape");
+        }
+        break;
+      }
+      case Op::Slice: case Op::Pad: {
+        arity(1);
+        need(slot(0).dtype == o.dtype, "operand dtype mismatch");
+        std::int64_t n = slot(0).ndim;
+        need(o.ndim == n && count(0) == n && count(1 + n) == n && count(2 + 2 * n) == n, "attribute lengths");
+        for (std::int64_t k = 0; k < n; ++k) {
+          std::int64_t x = at[1 + k], y = at[2 + n + k], z = at[3 + 2 * n + k], d = p.shape(a[0])[k];
+          if (in.op == Op::Slice) {
+            need(0 <= x && x <= y && y <= d && z >= 1, "slice bounds");
+            need(oshape[k] == (y - x + z - 1) / z, "slice output shape");
+          } else {
+            need(x >= 0 && y >= 0 && z >= 0, "negative padding");
+            need(oshape[k] == x + y + d + std::max<std::int64_t>(d - 1, 0) * z, "pad output shape");
+          }
+        }
+        break;
+      }
+      case Op::Concatenate: {
+        need(in.n_in >= 1 && na >= 1 && at[0] >= 0 && at[0] < o.ndim, "concatenate axis");
+        std::int64_t ax = at[0], total = 0;
+        for (std::uint32_t k = 0; k < in.n_in; ++k) {
+          need(slot(k).dtype == o.dtype && slot(k).ndim == o.ndim, "operand dtype/rank");
+          for (std::uint32_t d = 0; d < o.ndim; ++d)
+            if (d != ax) need(p.shape(a[k])[d] == oshape[d], "operand shape");
+          total += p.shape(a[k])[ax];
+        }
+        need(total == oshape[ax], "concatenate output shape");
+        break;
+      }
+      case Op::DotGeneral: {
+        arity(2);
+        need(slot(0).dtype == o.dtype && slot(1).dtype == o.dtype, "operand dtype mismatch");
+        std::int64_t nc = count(0);
+        std::int64_t p1 = 1 + nc;
+        need(count(p1) == nc, "contracting dims differ in length");
+        std::int64_t p2 = p1 + 1 + nc, nb = count(p2), p3 = p2 + 1 + nb;
+        need(count(p3) == nb, "batch dims differ in length");
+        const std::int64_t *lc = at + 1, *rc = at + p1 + 1, *lb = at + p2 + 1, *rb = at + p3 + 1;
+        std::vector<char> lu(slot(0).ndim, 0), ru(slot(1).ndim, 0);
+        auto mark = [&](const std::int64_t* ax, std::int64_t n, std::vector<char>& used, std::uint32_t nd) {
+          for (std::int64_t k = 0; k < n; ++k) {
+            need(ax[k] >= 0 && ax[k] < nd && !used[ax[k]], "dot axis out of range or repeated");
+            used[ax[k]] = 1;
+          }
+        };
+        mark(lc, nc, lu, slot(0).ndim);
+        mark(lb, nb, lu, slot(0).ndim);
+        mark(rc, nc, ru, slot(1).ndim);
+        mark(rb, nb, ru, slot(1).ndim);
+        std::vector<std::int64_t> want;
+        for (std::int64_t k = 0; k < nb; ++k) {
+          need(p.shape(a[0])[lb[k]] == p.shape(a[1])[rb[k]], "batch sizes differ");
+          want.push_back(p.shape(a[0])[lb[k]]);
+        }
+        for (std::int64_t k = 0; k < nc; ++k)
+          need(p.shape(a[0])[lc[k]] == p.shape(a[1])[rc[k]], "contracting sizes differ");
+        for (std::uint32_t k = 0; k < slot(0).ndim; ++k) if (!lu[k]) want.push_back(p.shape(a[0])[k]);
+        for (std::uint32_t k = 0; k < slot(1).ndim; ++k) if (!ru[k]) want.push_back(p.shape(a[1])[k]);
+        need(want.size() == o.ndim && std::equal(want.begin(), want.end(), oshape), "dot output shape");
+        break;
+      }
+      case Op::Constant:
+        arity(0);
+        need(na >= 2 && at[0] >= 0 && at[1] >= 0 && static_cast<std::uint64_t>(at[1]) == p.nbytes(in.out) &&
+                 static_cast<std::uint64_t>(at[0]) + static_cast<std::uint64_t>(at[1]) <= p.consts.size(),
+             "constant data out of range");
+        break;
+      case Op::Iota: {
+        arity(0);
+        std::int64_t n = count(0);
+        need(na == n + 3 && at[n + 2] >= 0 && at[n + 2] < o.ndim, "iota dimension");
+        need(o.dtype != DType::Bool, "iota dtype");
+        break;
+      }
+      default:
+        fail("unknown opcode");
+    }
+  }
+}
+
+// Structural checks, per-instruction checks, then the memory plan: what every Program built from
+// outside data goes through before it may run.
+inline void finalize(Program& p) {
+  p.validate();
+  validate_instructions(p);
+  p.plan();
+}
+
+}  // namespace tidu
