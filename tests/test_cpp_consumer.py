@@ -1,5 +1,7 @@
-"""The C++ consumer project under tests/cpp builds against the installed package with
-find_package(tidu) and passes under CTest."""
+"""C++ embedding: the consumer project under tests/cpp builds against the installed package with
+find_package(tidu), evaluates a gradient program saved from Python and matches Python's values;
+the loader survives thousands of mutated files from Python and from C++ (the latter built once
+with AddressSanitizer and UndefinedBehaviorSanitizer)."""
 
 from __future__ import annotations
 
@@ -8,35 +10,128 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-import tidu
+import tidu as td
 
 HERE = Path(__file__).parent / "cpp"
 
 
-def _cmake() -> str:
+def _cmake() -> list[str]:
     exe = shutil.which("cmake")
-    if exe is None:  # the cmake wheel ships a module entry point
-        return f"{sys.executable} -m cmake"
-    return exe
+    return [exe] if exe else [sys.executable, "-m", "cmake"]
+
+
+def _build(tmp: Path, sanitize: bool) -> Path:
+    if shutil.which("c++") is None and shutil.which("g++") is None:
+        pytest.fail("no C++ compiler on PATH: the C++ consumer tests need one")
+    build = tmp / ("build-asan" if sanitize else "build")
+    cfg = [*_cmake(), "-S", str(HERE), "-B", str(build), f"-Dtidu_DIR={td.get_cmake_dir()}",
+           "-DCMAKE_BUILD_TYPE=" + ("Debug" if sanitize else "Release"),
+           f"-DTIDU_SANITIZE={'ON' if sanitize else 'OFF'}"]
+    for cmd in (cfg, [*_cmake(), "--build", str(build), "-j2"]):
+        res = subprocess.run(cmd, capture_output=True, text=True)
+        assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    return build
+
+
+@pytest.fixture(scope="module")
+def builds(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("cpp")
+    return {"release": _build(tmp, False), "asan": _build(tmp, True)}
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    """A function and its gradient, saved, with inputs and Python's outputs as raw buffers."""
+    tmp = tmp_path_factory.mktemp("prog")
+    F0 = td.build(lambda x, w: td.sum(td.tanh(x @ w) * x[:, :1]), x=td.spec((4, 3)),
+                  w=td.spec((3, 3)))
+    T1 = td.transpose(td.differentiate(td.resolve([F0]), F0.outputs, ["w"]))
+    (ct,) = [k for _, k in T1.tangent_inputs]
+    prog = td.compile(td.materialize_merge(td.resolve([F0, T1]), F0.outputs + T1.tangent_outputs))
+    rng = np.random.default_rng(0)
+    feed = {"x": rng.standard_normal((4, 3)), "w": rng.standard_normal((3, 3)), ct: 1.0}
+    inputs = [np.asarray(feed[k], np.float64) for k in prog.inputs]
+    outs = prog.eval(inputs)
+    prog.save(tmp / "grad.tidu")
+    (tmp / "inputs.bin").write_bytes(b"".join(a.tobytes() for a in inputs))
+    (tmp / "expected.bin").write_bytes(b"".join(o.tobytes() for o in outs))
+    return tmp, prog, inputs, outs
 
 
 def test_get_include_and_cmake_dir_exist():
-    assert (Path(tidu.get_include()) / "tidu" / "interner.hpp").is_file()
-    assert (Path(tidu.get_cmake_dir()) / "tiduConfig.cmake").is_file()
+    assert (Path(td.get_include()) / "tidu" / "tidu.hpp").is_file()
+    assert (Path(td.get_cmake_dir()) / "tiduConfig.cmake").is_file()
 
 
-def test_find_package_consumer_builds_and_passes(tmp_path):
-    if shutil.which("c++") is None and shutil.which("g++") is None:
-        pytest.fail("no C++ compiler on PATH: the C++ consumer test needs one")
-    cmake = _cmake().split()
-    build = tmp_path / "build"
-    subprocess.run([*cmake, "-S", str(HERE), "-B", str(build), f"-Dtidu_DIR={tidu.get_cmake_dir()}",
-                    "-DCMAKE_BUILD_TYPE=Release"], check=True, capture_output=True, text=True)
-    subprocess.run([*cmake, "--build", str(build), "-j2"], check=True, capture_output=True, text=True)
-    ctest = shutil.which("ctest") or str(Path(cmake[0]).with_name("ctest"))
-    res = subprocess.run([ctest, "--test-dir", str(build), "--output-on-failure"],
+def test_ctest_core_identity(builds):
+    ctest = shutil.which("ctest") or str(Path(_cmake()[0]).with_name("ctest"))
+    res = subprocess.run([ctest, "--test-dir", str(builds["release"]), "--output-on-failure"],
                          capture_output=True, text=True)
+    assert res.returncode == 0 and "100% tests passed" in res.stdout, res.stdout + res.stderr
+
+
+@pytest.mark.parametrize("kind", ["release", "asan"])
+def test_cpp_evaluates_saved_gradient_like_python(builds, saved, kind):
+    tmp, *_ = saved
+    exe = builds[kind] / "eval_saved"
+    res = subprocess.run([str(exe), str(tmp / "grad.tidu"), str(tmp / "inputs.bin"),
+                          str(tmp / "expected.bin")], capture_output=True, text=True)
     assert res.returncode == 0, res.stdout + res.stderr
-    assert "100% tests passed" in res.stdout
+    assert "eval_saved: ok (3 inputs, 2 outputs)" in res.stdout
+
+
+def test_python_round_trip_is_exact(saved):
+    tmp, prog, inputs, outs = saved
+    loaded = td.load(tmp / "grad.tidu")
+    assert loaded.inputs == [repr(k) for k in prog.inputs]
+    for a, b in zip(loaded.eval(inputs), outs):
+        np.testing.assert_array_equal(a, b)
+    assert loaded.native.to_bytes() == (tmp / "grad.tidu").read_bytes()
+
+
+@pytest.mark.parametrize("fix_checksum", [0, 1])
+def test_cpp_loader_survives_mutated_files_under_sanitizers(builds, saved, fix_checksum):
+    tmp, *_ = saved
+    res = subprocess.run([str(builds["asan"] / "fuzz_load"), str(tmp / "grad.tidu"), "3000",
+                          str(fix_checksum)], capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-4000:]
+    assert "3000 mutated files" in res.stdout
+
+
+def test_python_loader_rejects_bad_files_clearly(saved, tmp_path):
+    from tidu import _eval
+
+    tmp, *_ = saved
+    good = (tmp / "grad.tidu").read_bytes()
+    rng = np.random.default_rng(1)
+    cases = {
+        "not a tidu": b"hello world, definitely not a program file" * 2,
+        "bad magic": b"X" + good[1:],
+        "version": good[:8] + (99).to_bytes(4, "little") + good[12:],
+        "truncated": good[:-5],
+        "checksum": good[:-1] + bytes([good[-1] ^ 1]),
+    }
+    msgs = {"not a tidu": "bad magic", "bad magic": "bad magic", "version": "format version 99",
+            "truncated": "payload size", "checksum": "checksum mismatch"}
+    for name, data in cases.items():
+        p = tmp_path / f"{name}.tidu"
+        p.write_bytes(data)
+        with pytest.raises(ValueError, match=msgs[name]):
+            td.load(p)
+    rejected = 0
+    for _ in range(2000):
+        b = bytearray(good)
+        kind = rng.integers(3)
+        if kind == 0:
+            b = b[:rng.integers(len(b))]
+        else:
+            for _ in range(rng.integers(1, 6)):
+                b[rng.integers(32, len(b))] = int(rng.integers(256))
+        try:
+            _eval.Program(bytes(b))
+        except ValueError:
+            rejected += 1
+    assert rejected >= 1990  # the checksum catches (nearly) every mutation
