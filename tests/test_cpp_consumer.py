@@ -5,6 +5,7 @@ with AddressSanitizer and UndefinedBehaviorSanitizer)."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -23,13 +24,13 @@ def _cmake() -> list[str]:
     return [exe] if exe else [sys.executable, "-m", "cmake"]
 
 
-def _build(tmp: Path, sanitize: bool) -> Path:
+def _build(tmp: Path, sanitize: bool, saved_dir: Path) -> Path:
     if shutil.which("c++") is None and shutil.which("g++") is None:
         pytest.fail("no C++ compiler on PATH: the C++ consumer tests need one")
     build = tmp / ("build-asan" if sanitize else "build")
     cfg = [*_cmake(), "-S", str(HERE), "-B", str(build), f"-Dtidu_DIR={td.get_cmake_dir()}",
            "-DCMAKE_BUILD_TYPE=" + ("Debug" if sanitize else "Release"),
-           f"-DTIDU_SANITIZE={'ON' if sanitize else 'OFF'}"]
+           f"-DTIDU_SANITIZE={'ON' if sanitize else 'OFF'}", f"-DTIDU_SAVED_DIR={saved_dir}"]
     for cmd in (cfg, [*_cmake(), "--build", str(build), "-j2"]):
         res = subprocess.run(cmd, capture_output=True, text=True)
         assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
@@ -37,9 +38,9 @@ def _build(tmp: Path, sanitize: bool) -> Path:
 
 
 @pytest.fixture(scope="module")
-def builds(tmp_path_factory):
+def builds(tmp_path_factory, saved):
     tmp = tmp_path_factory.mktemp("cpp")
-    return {"release": _build(tmp, False), "asan": _build(tmp, True)}
+    return {"release": _build(tmp, False, saved[0]), "asan": _build(tmp, True, saved[0])}
 
 
 @pytest.fixture(scope="module")
@@ -66,11 +67,15 @@ def test_get_include_and_cmake_dir_exist():
     assert (Path(td.get_cmake_dir()) / "tiduConfig.cmake").is_file()
 
 
-def test_ctest_core_identity(builds):
+@pytest.mark.parametrize("kind", ["release", "asan"])
+def test_ctest_consumer_project(builds, kind):
+    """CTest: core identity, the saved gradient evaluated from C++ vs Python's values, and the
+    loader over mutated files (with and without a valid checksum)."""
     ctest = shutil.which("ctest") or str(Path(_cmake()[0]).with_name("ctest"))
-    res = subprocess.run([ctest, "--test-dir", str(builds["release"]), "--output-on-failure"],
-                         capture_output=True, text=True)
-    assert res.returncode == 0 and "100% tests passed" in res.stdout, res.stdout + res.stderr
+    res = subprocess.run([ctest, "--test-dir", str(builds[kind]), "--output-on-failure"],
+                         capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert re.search(r"100% tests passed.* out of 4", res.stdout), res.stdout
 
 
 @pytest.mark.parametrize("kind", ["release", "asan"])
