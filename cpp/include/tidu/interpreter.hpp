@@ -298,6 +298,68 @@ inline void eval_scalar(const Program& p, double* v, const void* const* inputs, 
   for (std::size_t i = 0; i < p.outputs.size(); ++i) *static_cast<double*>(outputs[i]) = v[p.outputs[i]];
 }
 
+// Elements [lo, lo + n) of a blockable instruction (see Program::chain_end): elementwise maps,
+// compare/select/convert, and the broadcast of a one-element operand.
+inline void run_block(const Program& p, Workspace& ws, std::size_t idx, std::int64_t lo, std::int64_t n) {
+  const Instr& in = p.instrs[idx];
+  void** ptr = ws.ptrs();
+  const std::uint32_t* a = p.args.data() + in.in_begin;
+  const Slot& out = p.slots[in.out];
+  const DType xd = p.slots[a[0]].dtype;
+  auto at = [&](std::uint32_t k, auto t) {
+    using T = decltype(t);
+    return static_cast<const T*>(ptr[a[k]]) + lo;
+  };
+  switch (in.op) {
+    case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Pow: case Op::Max: case Op::Min:
+      visit(out.dtype, [&](auto t) {
+        using T = decltype(t);
+        if (!kern::binary<T>(in.op, at(0, t), at(1, t), static_cast<T*>(ptr[in.out]) + lo, n))
+          kern::unsupported(in.op, out.dtype);
+      });
+      return;
+    case Op::Compare:
+      visit(xd, [&](auto t) {
+        kern::compare(static_cast<Cmp>(p.attrs[in.attr_begin]), at(0, t), at(1, t),
+                      static_cast<bool*>(ptr[in.out]) + lo, n);
+      });
+      return;
+    case Op::Select:
+      visit(out.dtype, [&](auto t) {
+        using T = decltype(t);
+        const bool* c = static_cast<const bool*>(ptr[a[0]]) + lo;
+        const T *u = at(1, t), *v = at(2, t);
+        T* r = static_cast<T*>(ptr[in.out]) + lo;
+        for (std::int64_t i = 0; i < n; ++i) r[i] = c[i] ? u[i] : v[i];
+      });
+      return;
+    case Op::Convert:
+      visit(xd, [&](auto s) {
+        using S = decltype(s);
+        visit(out.dtype, [&](auto d) {
+          using D = decltype(d);
+          kern::convert<S, D>(at(0, s), static_cast<D*>(ptr[in.out]) + lo, n);
+        });
+      });
+      return;
+    case Op::BroadcastInDim:  // of a one-element operand: a fill
+      visit(out.dtype, [&](auto t) {
+        using T = decltype(t);
+        const T v = *static_cast<const T*>(ptr[a[0]]);
+        T* r = static_cast<T*>(ptr[in.out]) + lo;
+        for (std::int64_t i = 0; i < n; ++i) r[i] = v;
+      });
+      return;
+    default:  // unary maps
+      visit(out.dtype, [&](auto t) {
+        using T = decltype(t);
+        if (!kern::unary<T>(in.op, at(0, t), static_cast<T*>(ptr[in.out]) + lo, n))
+          kern::unsupported(in.op, out.dtype);
+      });
+      return;
+  }
+}
+
 }  // namespace detail
 
 // Evaluates p with caller-owned buffers, in p.inputs / p.outputs order.
@@ -308,7 +370,48 @@ inline void eval(const Program& p, Workspace& ws, const void* const* inputs, voi
   }
   void** ptr = ws.ptrs();
   for (std::size_t i = 0; i < p.inputs.size(); ++i) ptr[p.inputs[i]] = const_cast<void*>(inputs[i]);
-  for (std::size_t i = 0; i < p.instrs.size(); ++i) detail::run_instr(p, ws, i);
+  for (std::size_t i = 0; i < p.instrs.size(); ++i) {
+    std::uint32_t end = p.chain_end.empty() ? 0 : p.chain_end[i];
+    if (end == 0) {
+      detail::run_instr(p, ws, i);
+      continue;
+    }
+    // A chain of elementwise instructions over one size: all of them for block 1, then block 2,
+    // ... so intermediates stay in cache instead of streaming through memory per instruction.
+    std::int64_t size = p.slots[p.instrs[i].out].size;
+    for (std::size_t j = i; j < end; ++j)
+      if (p.instrs[j].op == Op::Constant) detail::run_instr(p, ws, j);
+    auto blocks = [&](std::int64_t first, std::int64_t last) {  // block indices [first, last)
+      for (std::int64_t b = first; b < last; ++b) {
+        std::int64_t lo = b * Program::kBlock, n = std::min<std::int64_t>(Program::kBlock, size - lo);
+        for (std::size_t j = i; j < end; ++j)
+          if (p.instrs[j].op != Op::Constant) detail::run_block(p, ws, j, lo, n);
+      }
+    };
+    std::int64_t nblocks = (size + Program::kBlock - 1) / Program::kBlock;
+    // Blocks are independent: large chains split them over the machine's cores.
+    int threads = static_cast<int>(std::min<std::int64_t>(std::thread::hardware_concurrency(),
+                                                          nblocks / 64));
+    if (threads <= 1) {
+      blocks(0, nblocks);
+    } else {
+      std::vector<std::thread> pool;
+      std::vector<std::exception_ptr> errors(threads);
+      std::int64_t per = (nblocks + threads - 1) / threads;
+      for (int t = 0; t < threads; ++t)
+        pool.emplace_back([&, t] {
+          try {
+            blocks(t * per, std::min(nblocks, (t + 1) * per));
+          } catch (...) {
+            errors[t] = std::current_exception();
+          }
+        });
+      for (auto& th : pool) th.join();
+      for (auto& e : errors)
+        if (e) std::rethrow_exception(e);
+    }
+    i = end - 1;
+  }
   for (std::size_t i = 0; i < p.outputs.size(); ++i)
     std::memcpy(outputs[i], ptr[p.outputs[i]], p.nbytes(p.outputs[i]));
 }

@@ -77,6 +77,11 @@ struct Program {
   std::uint64_t naive_bytes = 0;
   bool all_scalar = false;
   std::vector<ScalarInstr> scalar_code;  // non-empty when every slot is a float64 scalar
+  // chain_end[i] > 0 when instruction i starts a chain of blockable instructions [i, chain_end[i])
+  // over one element count, evaluated block by block (kBlock elements at a time).
+  std::vector<std::uint32_t> chain_end;
+  static constexpr std::int64_t kBlock = 2048;
+  static constexpr std::int64_t kMinChainSize = 4 * kBlock;
 
   const std::int64_t* shape(std::uint32_t s) const { return shapes.data() + slots[s].shape_begin; }
   std::vector<std::int64_t> shape_of(std::uint32_t s) const {
@@ -167,6 +172,45 @@ struct Program {
     }
     arena_bytes = top;
     build_scalar_code();
+    build_chains();
+  }
+
+  // Elementwise over `size` elements: every operand has `size` elements (or is the one-element
+  // operand of a broadcast), so block k of the output reads only block k of the operands.
+  bool blockable(const Instr& in, std::int64_t size) const {
+    if (slots[in.out].size != size) return false;
+    const std::uint32_t* a = args.data() + in.in_begin;
+    switch (in.op) {
+      case Op::BroadcastInDim:
+        return slots[a[0]].size == 1;
+      case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Pow: case Op::Max: case Op::Min:
+      case Op::Neg: case Op::Conj: case Op::Exp: case Op::Log: case Op::Sin: case Op::Cos: case Op::Tanh:
+      case Op::Sqrt: case Op::Rsqrt: case Op::Expm1: case Op::Log1p: case Op::Sign: case Op::StopGradient:
+      case Op::Compare: case Op::Select: case Op::Convert:
+        for (std::uint32_t k = 0; k < in.n_in; ++k)
+          if (slots[a[k]].size != size) return false;
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  void build_chains() {
+    chain_end.assign(instrs.size(), 0);
+    for (std::size_t i = 0; i < instrs.size();) {
+      std::int64_t size = slots[instrs[i].out].size;
+      std::size_t j = i;
+      // Constants depend on nothing: inside a chain they run once, before its blocks.
+      if (size >= kMinChainSize)
+        while (j < instrs.size() && (blockable(instrs[j], size) || instrs[j].op == Op::Constant)) ++j;
+      while (j > i && instrs[j - 1].op == Op::Constant) --j;
+      if (j - i >= 2) {
+        chain_end[i] = static_cast<std::uint32_t>(j);
+        i = j;
+      } else {
+        ++i;
+      }
+    }
   }
 
   void build_scalar_code() {
