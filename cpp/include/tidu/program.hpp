@@ -140,8 +140,11 @@ struct Program {
     for (std::size_t i = 0; i < instrs.size(); ++i)
       for (std::uint32_t k = 0; k < instrs[i].n_in; ++k) last[args[instrs[i].in_begin + k]] = i;
     for (std::uint32_t s : outputs) last[s] = static_cast<std::int64_t>(instrs.size());
-    std::vector<char> is_input(slots.size(), 0);
+    std::vector<char> is_input(slots.size(), 0), const_slot(slots.size(), 0);
     for (std::uint32_t s : inputs) is_input[s] = 1;
+    for (const Instr& in : instrs)
+      if (in.op == Op::Constant) const_slot[in.out] = 1;
+    auto is_const = [&](std::uint32_t s) { return const_slot[s] != 0; };
     std::multimap<std::uint64_t, std::uint64_t> free_by_size;  // bytes -> offset
     std::uint64_t top = 0;
     naive_bytes = 0;
@@ -151,7 +154,10 @@ struct Program {
       std::uint32_t o = instrs[i].out;
       std::uint64_t b = align(nbytes(o));
       naive_bytes += b;
-      auto it = free_by_size.find(b);
+      // Constants may be hoisted to the start of an elementwise chain (interpreter.hpp), so
+      // their buffers are never shared: fresh storage, never returned to the free list.
+      bool pinned = instrs[i].op == Op::Constant;
+      auto it = pinned ? free_by_size.end() : free_by_size.find(b);
       if (it != free_by_size.end()) {
         slots[o].offset = it->second;
         free_by_size.erase(it);
@@ -163,12 +169,12 @@ struct Program {
       // instruction never writes over its own operands).
       for (std::uint32_t k = 0; k < instrs[i].n_in; ++k) {
         std::uint32_t a = args[instrs[i].in_begin + k];
-        if (last[a] == static_cast<std::int64_t>(i) && !is_input[a]) {
+        if (last[a] == static_cast<std::int64_t>(i) && !is_input[a] && !is_const(a)) {
           last[a] = -2;  // freed once even when read twice by this instruction
           free_by_size.emplace(align(nbytes(a)), slots[a].offset);
         }
       }
-      if (last[o] == -1) free_by_size.emplace(b, slots[o].offset);  // dead on arrival
+      if (last[o] == -1 && !pinned) free_by_size.emplace(b, slots[o].offset);  // dead on arrival
     }
     arena_bytes = top;
     build_scalar_code();
