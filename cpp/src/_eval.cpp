@@ -1,4 +1,5 @@
 // tidu._eval: the evaluator binding (few large calls: run a program on numpy buffers, GIL released).
+#include <algorithm>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -14,6 +15,8 @@
 namespace py = pybind11;
 
 namespace {
+
+int dtype_num(tidu::DType d);
 
 template <class T>
 std::vector<T> to_vec(const py::array_t<T>& in) {
@@ -57,16 +60,24 @@ class PyProgram {
     if (inputs.size() != p_.inputs.size())
       throw py::value_error("expected " + std::to_string(p_.inputs.size()) + " inputs");
     std::vector<const void*> in(p_.inputs.size());
-    std::vector<py::array> keep;
-    keep.reserve(in.size());
+    std::vector<double> scalars(p_.inputs.size());
     for (std::size_t i = 0; i < in.size(); ++i) {
-      py::array a = py::reinterpret_borrow<py::array>(inputs[i]);
-      if (!(a.flags() & py::array::c_style) ||
-          static_cast<std::uint64_t>(a.nbytes()) != p_.nbytes(p_.inputs[i]))
-        throw py::value_error("input " + std::to_string(i) + ": not a contiguous buffer of " +
-                              std::to_string(p_.nbytes(p_.inputs[i])) + " bytes");
+      PyObject* o = inputs[i].ptr();
+      const tidu::Slot& s = p_.slots[p_.inputs[i]];
+      if (PyFloat_CheckExact(o) && s.ndim == 0 && s.dtype == tidu::DType::F64) {
+        scalars[i] = PyFloat_AS_DOUBLE(o);  // the common scalar-program call, no array needed
+        in[i] = &scalars[i];
+        continue;
+      }
+      if (!py::isinstance<py::array>(inputs[i]))
+        throw py::type_error("input " + std::to_string(i) + ": not a numpy array");
+      auto a = py::reinterpret_borrow<py::array>(inputs[i]);
+      if (!(a.flags() & py::array::c_style) || a.dtype().num() != dtype_num(s.dtype) ||
+          a.ndim() != static_cast<py::ssize_t>(s.ndim) ||
+          !std::equal(a.shape(), a.shape() + s.ndim, p_.shape(p_.inputs[i])))
+        throw py::type_error("input " + std::to_string(i) + ": not a contiguous array of the "
+                             "program's dtype and shape");
       in[i] = a.data();
-      keep.push_back(a);
     }
     py::list result;
     std::vector<void*> outs(p_.outputs.size());
@@ -150,6 +161,14 @@ class PyProgram {
   std::mutex mu_;
   std::vector<std::unique_ptr<tidu::Workspace>> pool_;
 };
+
+int dtype_num(tidu::DType d) {
+  static const int nums[] = {py::detail::npy_api::NPY_FLOAT_, py::detail::npy_api::NPY_DOUBLE_,
+                             py::detail::npy_api::NPY_CFLOAT_, py::detail::npy_api::NPY_CDOUBLE_,
+                             py::dtype::of<std::int32_t>().num(), py::dtype::of<std::int64_t>().num(),
+                             py::detail::npy_api::NPY_BOOL_};
+  return nums[static_cast<int>(d)];
+}
 
 void make_tables(py::module_& m) {
   py::list ops, dts;

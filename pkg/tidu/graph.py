@@ -699,6 +699,12 @@ class CompiledProgram:
 
     def eval(self, inputs: Sequence[Any], out=None) -> list[np.ndarray]:
         """Evaluate with inputs in ``self.inputs`` order; returns a list of numpy arrays."""
+        native = self.executable.native
+        if native is not None and out is None:
+            try:  # fast path: C++ checks count, dtype, shape and contiguity itself
+                return native.run(inputs)
+            except (TypeError, ValueError):
+                pass  # convert below, or raise an error naming the input
         if len(inputs) != len(self.inputs):
             raise ValueError(f"program takes {len(self.inputs)} inputs {self.inputs}, "
                              f"got {len(inputs)}")
