@@ -80,3 +80,11 @@ def linear_self(op, b: FragmentBuilder, primal_in, tangent_in) -> int:
             args.append(t)
             mask.append(A)
     return lin(b, op, args, mask)
+
+
+def bilinear(op, b: FragmentBuilder, primal_in, t) -> int | None:
+    """Tangent of an op linear in each operand separately (Mul, DotGeneral):
+    op(dx, y) + op(x, dy), each product with one side fixed, so no linear node is bilinear."""
+    x, y = primal_in
+    return add_all(b, [lin(b, op, [t[0], y], [A, F]) if t[0] is not None else None,
+                       lin(b, op, [x, t[1]], [F, A]) if t[1] is not None else None])

@@ -13,7 +13,7 @@ from tidu.graph import aval
 from tidu.ops._base import (Primitive, ALL, BOOL, COMPLEXES, INEXACT, NUMERIC, REAL, check_dtype, check_same,
                             real_dtype)
 from tidu.rules import register
-from tidu.ops._rules import A, F, add_all, conj_fixed, const, fix, lin, scale
+from tidu.ops._rules import A, F, add_all, bilinear, conj_fixed, const, fix, lin, scale
 
 
 class Unary(Primitive):
@@ -78,9 +78,7 @@ class Sub(Binary):
 @dataclass(frozen=True)
 class Mul(Binary):
     def linearize(self, b, primal_in, primal_out, t):
-        x, y = primal_in
-        return [add_all(b, [t[0] is not None and lin(b, self, [t[0], y], [A, F]) or None,
-                            t[1] is not None and lin(b, self, [x, t[1]], [F, A]) or None])]
+        return [bilinear(self, b, primal_in, t)]
 
     def transpose_rule(self, b, ct, inputs, mode):
         m = mode.active_mask

@@ -11,7 +11,7 @@ from tidu.graph import aval
 from tidu.ops._base import (Primitive, ALL, BOOL, COMPLEXES, NUMERIC, REAL, check_axes, check_dtype,
                             check_same, ints)
 from tidu.rules import register
-from tidu.ops._rules import A, F, add_all, aval_of, conj_fixed, const, fix, lin, linear_self, scale
+from tidu.ops._rules import A, F, add_all, bilinear, aval_of, conj_fixed, const, fix, lin, linear_self, scale
 
 
 def _frozen_ints(obj, *names):
@@ -216,9 +216,7 @@ class DotGeneral(Primitive):
         return aval(tuple(x.shape[a] for a in lb) + tuple(lfree) + tuple(rfree), x.dtype)
 
     def linearize(self, b, primal_in, primal_out, t):
-        x, y = primal_in
-        return [add_all(b, [t[0] is not None and lin(b, self, [t[0], y], [A, F]) or None,
-                            t[1] is not None and lin(b, self, [x, t[1]], [F, A]) or None])]
+        return [bilinear(self, b, primal_in, t)]
 
     def transpose_rule(self, b, ct, inputs, mode):
         m = mode.active_mask
