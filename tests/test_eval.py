@@ -375,3 +375,32 @@ def test_blocked_elementwise_chains_match_numpy(n):
     want = chain(NS, x, y)
     np.testing.assert_allclose(got[0], want[0], rtol=1e-6)
     np.testing.assert_allclose(got[1], want[1], rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", INEXACT)
+@pytest.mark.parametrize("lc,rc,lb,rb,ls,rs", [
+    ((1,), (0,), (), (), (40, 50), (50, 30)),          # A B
+    ((0,), (0,), (), (), (50, 40), (50, 30)),          # A^T B
+    ((1,), (1,), (), (), (40, 50), (30, 50)),          # A B^T
+    ((2,), (1,), (0,), (0,), (3, 40, 50), (3, 50, 30)),  # batched
+    ((1,), (0,), (), (), (5, 4), (4, 3)),              # below the BLAS threshold
+])
+def test_dot_general_with_and_without_blas(dtype, lc, rc, lb, rb, ls, rs):
+    """Large products go to the BLAS hook (when installed) for every layout it can express; the
+    built-in loops give the same numbers."""
+    from tidu import _eval, evaluator
+
+    x, w = value(ls, dtype), value(rs, dtype)
+    op = P.DotGeneral(lc, rc, lb, rb)
+    prog = program(op, [td.aval(x.shape, dtype), td.aval(w.shape, dtype)])
+    rtol = 1e-4 if dtype in ("float32", "complex64") else 1e-12
+    want = op.impl(x, w)
+    try:
+        _eval.clear_blas()
+        (loops,) = program(op, [td.aval(x.shape, dtype), td.aval(w.shape, dtype)]).eval([x, w])
+    finally:
+        evaluator._load_blas()
+    (blas,) = prog.eval([x, w])
+    np.testing.assert_allclose(loops, want, rtol=rtol, atol=rtol)
+    np.testing.assert_allclose(blas, want, rtol=rtol, atol=rtol)
+    assert evaluator.BLAS  # scipy-openblas32 is a runtime dependency

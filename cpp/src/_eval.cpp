@@ -1,4 +1,6 @@
 // tidu._eval: the evaluator binding (few large calls: run a program on numpy buffers, GIL released).
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <memory>
 #include <mutex>
@@ -181,7 +183,21 @@ void make_tables(py::module_& m) {
   m.attr("COMPARE") = py::make_tuple("EQ", "NE", "LT", "LE", "GT", "GE");
 }
 
+// Points the dot_general BLAS hooks at a CBLAS shared library (scipy-openblas32's, from Python).
+bool set_blas(const std::string& path, const std::string& prefix) {
+  void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!lib) return false;
+  auto sym = [&](const char* name) { return dlsym(lib, (prefix + name).c_str()); };
+  tidu::kern::BlasHooks h{sym("cblas_sgemm"), sym("cblas_dgemm"), sym("cblas_cgemm"), sym("cblas_zgemm")};
+  if (!h.sgemm || !h.dgemm || !h.cgemm || !h.zgemm) return false;
+  tidu::kern::blas() = h;
+  return true;
+}
+
 void make_program(py::module_& m) {
+  m.def("set_blas", &set_blas, py::arg("path"), py::arg("prefix") = "",
+        "Use the CBLAS gemm of a shared library for large matrix products; returns success.");
+  m.def("clear_blas", [] { tidu::kern::blas() = tidu::kern::BlasHooks{}; });
   py::register_exception<tidu::ProgramError>(m, "ProgramError", PyExc_ValueError);
   py::class_<PyProgram>(m, "Program")
       .def(py::init<py::array_t<std::uint8_t>, py::array_t<std::uint32_t>, py::array_t<std::int64_t>,

@@ -16,6 +16,21 @@ from tidu import _eval
 
 __all__ = ["encode", "has_kernels"]
 
+def _load_blas() -> bool:
+    """Large matrix products go to scipy-openblas32's GEMM (the OpenBLAS numpy and scipy build
+    against) when it is installed; the interpreter's own loops otherwise."""
+    try:
+        import scipy_openblas32 as sob
+    except ImportError:
+        return False
+    import os
+
+    path = os.path.join(sob.get_lib_dir(), sob.get_library(fullname=True))
+    return _eval.set_blas(path, "scipy_")
+
+
+BLAS = _load_blas()
+
 OPCODE = {name: i for i, name in enumerate(_eval.OPCODES)}
 DTYPE = {name: i for i, name in enumerate(_eval.DTYPES)}
 COMPARE = {name: i for i, name in enumerate(_eval.COMPARE)}

@@ -227,6 +227,7 @@ inline void run_instr(const Program& p, Workspace& ws, std::size_t idx) {
         kern::axis_offsets(p.shape(a[1]), rs, rb, nbt, tb.rb);
         kern::axis_offsets(p.shape(a[1]), rs, rfree, nrf, tb.rf);
         kern::axis_offsets(p.shape(a[1]), rs, rc, nc, tb.rc);
+        tb.find_gemm_layout();
         tb.ready = true;
       }
       visit(out.dtype, [&](auto t) {

@@ -2,6 +2,7 @@
 // (broadcast, transpose, slice, pad, concatenate), reductions, dot_general, converts.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <complex>
 #include <cstdint>
@@ -258,13 +259,79 @@ inline void axis_offsets(const std::int64_t* shape, const std::int64_t* strides,
   }
 }
 
+// Optional BLAS: cblas_?gemm function pointers (row-major CBLAS signatures, 32-bit ints).  Unset,
+// dot_general uses its own loops; the Python package fills them from scipy-openblas32, and a C++
+// embedder may point them at any CBLAS (e.g. blas().dgemm = (void*)&cblas_dgemm).
+struct BlasHooks {
+  void* sgemm = nullptr;
+  void* dgemm = nullptr;
+  void* cgemm = nullptr;
+  void* zgemm = nullptr;
+};
+inline BlasHooks& blas() {
+  static BlasHooks hooks;
+  return hooks;
+}
+enum : int { kRowMajor = 101, kNoTrans = 111, kTrans = 112 };
+template <class T>
+using real_gemm_t = void (*)(int, int, int, int, int, int, T, const T*, int, const T*, int, T, T*, int);
+using complex_gemm_t = void (*)(int, int, int, int, int, int, const void*, const void*, int, const void*,
+                                int, const void*, void*, int);
+
 struct DotTables {
   std::vector<std::int64_t> lb, lf, lc, rb, rf, rc;  // offsets per batch / free / contracting index
   bool ready = false;
+  int ta = 0, tb = 0, lda = 0, ldb = 0;  // a GEMM layout of both operands, when one exists (ta > 0)
+
+  // The operands are plain matrices per batch when their offsets are arithmetic progressions.
+  void find_gemm_layout() {
+    auto ramp = [](const std::vector<std::int64_t>& v, std::int64_t step) {
+      for (std::size_t i = 0; i < v.size(); ++i)
+        if (v[i] != static_cast<std::int64_t>(i) * step) return false;
+      return true;
+    };
+    const std::int64_t M = lf.size(), N = rf.size(), K = lc.size();
+    if (M >= (1LL << 31) || N >= (1LL << 31) || K >= (1LL << 31) || K == 0) return;
+    if (ramp(lc, 1) && ramp(lf, K)) ta = kNoTrans, lda = static_cast<int>(std::max<std::int64_t>(K, 1));
+    else if (ramp(lf, 1) && ramp(lc, M)) ta = kTrans, lda = static_cast<int>(std::max<std::int64_t>(M, 1));
+    if (ramp(rf, 1) && ramp(rc, N)) tb = kNoTrans, ldb = static_cast<int>(std::max<std::int64_t>(N, 1));
+    else if (ramp(rc, 1) && ramp(rf, K)) tb = kTrans, ldb = static_cast<int>(std::max<std::int64_t>(K, 1));
+    if (!ta || !tb) ta = tb = 0;
+  }
 };
+
+// Calls the BLAS hook for T over every batch; false when none applies.
+template <class T>
+inline bool dot_blas(const T* x, const T* w, T* y, const DotTables& t) {
+  const std::int64_t nb = t.lb.size(), M = t.lf.size(), N = t.rf.size(), K = t.lc.size();
+  if (!t.ta || M * N * K < 32768 || M == 0 || N == 0) return false;
+  void* fn = nullptr;
+  if constexpr (std::is_same_v<T, float>) fn = blas().sgemm;
+  else if constexpr (std::is_same_v<T, double>) fn = blas().dgemm;
+  else if constexpr (std::is_same_v<T, std::complex<float>>) fn = blas().cgemm;
+  else if constexpr (std::is_same_v<T, std::complex<double>>) fn = blas().zgemm;
+  if (!fn) return false;
+  for (std::int64_t b = 0; b < nb; ++b) {
+    const T* A = x + t.lb[b];
+    const T* B = w + t.rb[b];
+    T* C = y + b * M * N;
+    if constexpr (is_complex_v<T>) {
+      const T one(1), zero(0);
+      reinterpret_cast<complex_gemm_t>(fn)(kRowMajor, t.ta, t.tb, static_cast<int>(M), static_cast<int>(N),
+                                           static_cast<int>(K), &one, A, t.lda, B, t.ldb, &zero, C,
+                                           static_cast<int>(N));
+    } else {
+      reinterpret_cast<real_gemm_t<T>>(fn)(kRowMajor, t.ta, t.tb, static_cast<int>(M), static_cast<int>(N),
+                                           static_cast<int>(K), T(1), A, t.lda, B, t.ldb, T(0), C,
+                                           static_cast<int>(N));
+    }
+  }
+  return true;
+}
 
 template <class T>
 inline void dot_general(const T* x, const T* w, T* y, const DotTables& t) {
+  if (dot_blas(x, w, y, t)) return;
   const std::int64_t nb = t.lb.size(), ni = t.lf.size(), nj = t.rf.size(), nk = t.lc.size();
   bool rf_contig = true;
   for (std::int64_t j = 0; j < nj; ++j) rf_contig = rf_contig && t.rf[j] == t.rf[0] + j;
