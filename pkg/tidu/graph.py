@@ -676,6 +676,7 @@ class CompiledProgram:
         self.inputs = [k.input_key for k in self.input_vals]
         self.outputs = graph.outputs
         self._input_avals = [k.aval for k in self.input_vals]
+        self._run = None  # the C++ entry point, bound on first use
 
     @property
     def n_instructions(self) -> int:
@@ -699,10 +700,13 @@ class CompiledProgram:
 
     def eval(self, inputs: Sequence[Any], out=None) -> list[np.ndarray]:
         """Evaluate with inputs in ``self.inputs`` order; returns a list of numpy arrays."""
-        native = self.executable.native
-        if native is not None and out is None:
+        run = self._run
+        if run is None:
+            native = self.executable.native
+            run = self._run = native.run if native is not None else False
+        if run and out is None:
             try:  # fast path: C++ checks count, dtype, shape and contiguity itself
-                return native.run(inputs)
+                return run(inputs)
             except (TypeError, ValueError):
                 pass  # convert below, or raise an error naming the input
         if len(inputs) != len(self.inputs):
