@@ -14,8 +14,6 @@ import random
 import statistics
 import time
 
-import numpy as np
-
 import tidu as td
 
 

@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 import tidu as td
-from tidu import ops as P
 
 S = td.spec((), "float64")
 

@@ -13,10 +13,10 @@ from typing import Hashable, Sequence
 import numpy as np
 
 from tidu import _core
-from tidu.graph import (PRIMAL, External, Fragment, FragmentBuilder, GraphError, Linear, Local,
+from tidu.graph import (External, Fragment, FragmentBuilder, GraphError, Linear, Local,
                         ResolvedView,
                         ValKey, _aval_list, mode_of, prim_of, resolve)
-from tidu.rules import Cotangent, RuleMissing, next_pass_id, tangent_of
+from tidu.rules import Cotangent, next_pass_id, tangent_of
 
 __all__ = ["LinearFragment", "differentiate", "transpose", "saved_values", "SavedValue"]
 

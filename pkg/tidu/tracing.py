@@ -7,6 +7,7 @@ and JAX (``x * 2.0`` keeps float32 x float32).
 
 from __future__ import annotations
 
+import builtins
 import gc
 import threading
 from typing import Any, Callable, Hashable, Sequence
@@ -15,7 +16,7 @@ import numpy as np
 
 from tidu.graph import AbstractValue, Fragment, FragmentBuilder, ValKey, aval, prim_id
 from tidu import ops as P
-from tidu.ops._base import BOOL, COMPLEXES, INTS, real_dtype
+from tidu.ops._base import BOOL, COMPLEXES, INTS
 
 __all__ = [
     "Tracer", "build", "spec", "exp", "log", "sin", "cos", "tanh", "sqrt", "rsqrt", "expm1",
@@ -345,9 +346,8 @@ def _getitem(x: Tracer, idx) -> Tracer:
     return y
 
 
-builtins_sum = __builtins__["sum"] if isinstance(__builtins__, dict) else __builtins__.sum
-builtins_max = __builtins__["max"] if isinstance(__builtins__, dict) else __builtins__.max
-builtins_abs = __builtins__["abs"] if isinstance(__builtins__, dict) else __builtins__.abs
+# This module defines sum/max/abs with numpy's meaning; Python's own are reached through builtins.
+builtins_sum, builtins_max = builtins.sum, builtins.max
 
 
 # ---- numpy-like functions ----
