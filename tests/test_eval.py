@@ -404,3 +404,15 @@ def test_dot_general_with_and_without_blas(dtype, lc, rc, lb, rb, ls, rs):
     np.testing.assert_allclose(loops, want, rtol=rtol, atol=rtol)
     np.testing.assert_allclose(blas, want, rtol=rtol, atol=rtol)
     assert evaluator.BLAS  # scipy-openblas32 is a runtime dependency
+
+
+def test_eval_batch_applies_the_same_dtype_rules():
+    prog, ct = _grad_prog()
+    order = prog.inputs
+    good = {"x": np.ones((2, 3)), "a": np.ones(2), ct: np.ones(2)}
+    bad = dict(good, x=np.ones((2, 3), np.complex128))
+    with pytest.raises(TypeError, match="input 'x': expected dtype float64, got complex128"):
+        prog.eval_batch([bad[k] for k in order])
+    ints = dict(good, a=np.ones(2, np.int64))  # a safe cast is still taken
+    np.testing.assert_array_equal(prog.eval_batch([ints[k] for k in order])[0],
+                                  prog.eval_batch([good[k] for k in order])[0])

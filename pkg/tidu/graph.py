@@ -682,14 +682,18 @@ class CompiledProgram:
     def n_instructions(self) -> int:
         return len(self.executable.arrays["instr_prim"])
 
-    def _check(self, i: int, x) -> np.ndarray:
+    def _check(self, i: int, x, batched: bool = False) -> np.ndarray:
+        """Input i as a C-contiguous array of the program's dtype (a copy only when needed);
+        a shape or unsafe dtype mismatch raises, naming the input."""
         av = self._input_avals[i]
-        if type(x) is np.ndarray and x.dtype is av.dtype and x.shape == av.shape and \
-                x.flags.c_contiguous:
+        if not batched and type(x) is np.ndarray and x.dtype is av.dtype and \
+                x.shape == av.shape and x.flags.c_contiguous:
             return x  # zero copy
         arr = np.asarray(x)
-        if arr.shape != av.shape:
-            raise ValueError(f"input {self.inputs[i]!r}: expected shape {av.shape}, got {arr.shape}")
+        shape = arr.shape[1:] if batched and arr.ndim else arr.shape
+        if shape != av.shape or (batched and arr.ndim != av.ndim + 1):
+            want = f"(batch, *{av.shape})" if batched else str(av.shape)
+            raise ValueError(f"input {self.inputs[i]!r}: expected shape {want}, got {arr.shape}")
         if arr.dtype != av.dtype:
             if not np.can_cast(arr.dtype, av.dtype, casting="same_kind") or \
                     (arr.dtype.kind == "c" and av.dtype.kind != "c"):
@@ -724,11 +728,7 @@ class CompiledProgram:
                              f"got {len(inputs)}")
         arrs, batch = [], None
         for i, x in enumerate(inputs):
-            av = self._input_avals[i]
-            a = np.ascontiguousarray(x, dtype=av.dtype)
-            if a.shape[1:] != av.shape or a.ndim != av.ndim + 1:
-                raise ValueError(f"input {self.inputs[i]!r}: expected shape (batch, *{av.shape}), "
-                                 f"got {a.shape}")
+            a = self._check(i, x, batched=True)
             if batch is not None and a.shape[0] != batch:
                 raise ValueError(f"input {self.inputs[i]!r}: batch {a.shape[0]} != {batch}")
             batch = a.shape[0]
