@@ -255,3 +255,7 @@ def test_saved_values_of_a_vjp():
     names = {s.key.input_key if s.key.is_input else s.key.op_key()[0].name for s in saved}
     assert "x" in names and "Tanh" in names and "w" not in names
     assert all(s.nbytes == 72 for s in saved)
+    # the compiled VJP reports the same forward values kept for its backward part
+    prog = td.compile(td.materialize_merge(td.resolve([F0, T1]), T1.tangent_outputs))
+    derived = sum(s.nbytes for s in saved if not s.key.is_input)
+    assert prog.memory_report()["saved_bytes"] == derived > 0

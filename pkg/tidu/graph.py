@@ -754,11 +754,20 @@ class CompiledProgram:
             f.write(native.to_bytes())
 
     def memory_report(self) -> dict:
-        """Arena bytes of the memory plan vs one buffer per slot."""
+        """Arena bytes of the memory plan vs one buffer per slot, and ``saved_bytes``: the
+        values computed in Primal mode that Linear-mode instructions read (what a VJP keeps from
+        its forward part for its backward part; the plan holds them exactly that long)."""
         native = self.executable.native
         if native is None:
             return {}
-        return {"arena_bytes": native.arena_bytes, "naive_bytes": native.naive_bytes}
+        a = self.executable.arrays
+        linear = np.array([mode_of(int(m)).is_linear for m in a["instr_mode"]], dtype=bool)
+        primal_out = set(a["out_slots"][np.repeat(~linear, np.diff(a["out_off"]))].tolist())
+        read_linear = set(a["in_slots"][np.repeat(linear, np.diff(a["in_off"]))].tolist())
+        avals = self.executable.slot_avals
+        saved = sum(avals[s].size * avals[s].dtype.itemsize for s in primal_out & read_linear)
+        return {"arena_bytes": native.arena_bytes, "naive_bytes": native.naive_bytes,
+                "saved_bytes": saved}
 
     def __call__(self, mapping: dict) -> list[np.ndarray]:
         if not isinstance(mapping, dict):
