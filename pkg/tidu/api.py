@@ -53,7 +53,8 @@ def _flatten_args(args) -> tuple[list, Any]:
     return [args], None
 
 
-def trace_program(fn: Callable, args: tuple, static_key=None) -> tuple[CompiledProgram, Any]:
+def trace_program(fn: Callable, args: tuple, backend: str = "auto",
+                  device=None) -> tuple[CompiledProgram, Any]:
     """Trace fn at the shapes/dtypes of args; returns (program over flattened args, output tree)."""
     leaves, in_tree = _flatten_args(args)
     builder = FragmentBuilder(prefix="p")
@@ -63,7 +64,7 @@ def trace_program(fn: Callable, args: tuple, static_key=None) -> tuple[CompiledP
         out = fn(*unflatten(in_tree, tracers))
         flat, out_tree = flatten_outputs(t, out)
     frag = builder.build([x.key for x in flat])
-    prog = compile(materialize_merge(resolve([frag]), frag.outputs))
+    prog = compile(materialize_merge(resolve([frag]), frag.outputs), backend, device)
     return prog, out_tree
 
 
@@ -78,20 +79,27 @@ def _signature(leaves) -> tuple:
     return tuple(sig)
 
 
-def jit(fn: Callable | None = None, *, backend: str = "cpu") -> Callable:
+def jit(fn: Callable | None = None, *, backend: str = "auto", device=None) -> Callable:
     """Compile fn once per input shapes/dtypes and evaluate it with the compiled program.
 
     Args:
         fn: a function of arrays (or tuples/lists/dicts of arrays) returning the same.
-        backend: "cpu" (the C++ interpreter).
+        backend: "cpu" (the C++ interpreter), "xla" (StableHLO through XLA; needs the ``xla``
+            extra) or "auto" (XLA for large tensor work, the interpreter otherwise; see
+            ``tidu.xla.choose_backend``).
+        device: XLA only: None (jax's default device), a platform name or a jax Device.
 
     Returns:
         A function with fn's signature returning numpy arrays in fn's output structure.
+
+    Raises:
+        ValueError: unknown backend.
     """
     if fn is None:
-        return functools.partial(jit, backend=backend)
-    if backend != "cpu":
-        raise ValueError(f"unknown backend {backend!r}; available: 'cpu'")
+        return functools.partial(jit, backend=backend, device=device)
+    from tidu.graph import _check_backend
+
+    _check_backend(backend)
     cache: dict[tuple, tuple[CompiledProgram, Any, list[int]]] = {}
 
     @functools.wraps(fn)
@@ -100,7 +108,7 @@ def jit(fn: Callable | None = None, *, backend: str = "cpu") -> Callable:
         sig = (_signature(leaves), repr(in_tree))
         hit = cache.get(sig)
         if hit is None:
-            prog, out_tree = trace_program(fn, args)
+            prog, out_tree = trace_program(fn, args, backend, device)
             order = [key[1] for key in prog.inputs]  # the program's input order over the leaves
             hit = cache[sig] = (prog, out_tree, order)
         prog, out_tree, order = hit

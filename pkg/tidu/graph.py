@@ -616,6 +616,8 @@ class Executable:
         self.output_slots = arrays["output_slots"]
         self._instructions = None
         self._native = None
+        self._xla: dict = {}  # XlaRunners by (batch, device or mesh)
+        self._auto = None
 
     @property
     def instructions(self) -> list[tuple[GraphOp, list[int], list[int]]]:
@@ -650,6 +652,24 @@ class Executable:
             return native.run(list(inputs), out)
         return self.run_python(inputs)
 
+    def xla(self, batch: int | None = None, device=None, mesh=None):
+        """The program compiled through XLA (``tidu.xla``), once per batch size and placement."""
+        from tidu import xla
+
+        key = (batch, device if mesh is None else ("mesh", id(mesh), mesh))
+        runner = self._xla.get(key)
+        if runner is None:
+            runner = self._xla.setdefault(key, xla.XlaRunner(self, batch, device, mesh))
+        return runner
+
+    def auto_backend(self) -> str:
+        """The backend ``"auto"`` picks for this program (``tidu.xla.choose_backend``)."""
+        if self._auto is None:
+            from tidu import xla
+
+            self._auto = xla.choose_backend(self)
+        return self._auto
+
     def run_python(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         """Reference evaluation through each op's ``impl`` (numpy)."""
         slots: list[Any] = [None] * self.n_slots
@@ -666,12 +686,26 @@ class Executable:
             self.slot_avals[s].shape) for s in self.output_slots]
 
 
-class CompiledProgram:
-    """An SSA program: ``prog(mapping)`` or ``prog.eval(list_in_input_order)``."""
+BACKENDS = ("cpu", "xla", "auto")
 
-    def __init__(self, executable: Executable, graph: MaterializedGraph):
+
+def _check_backend(backend: str) -> None:
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend!r}; available: {', '.join(map(repr, BACKENDS))}")
+
+
+class CompiledProgram:
+    """An SSA program: ``prog(mapping)`` or ``prog.eval(list_in_input_order)``.
+
+    ``backend`` is where ``eval`` runs it: ``"cpu"`` (the C++ interpreter) or ``"xla"``
+    (StableHLO through XLA on ``device``)."""
+
+    def __init__(self, executable: Executable, graph: MaterializedGraph, backend: str = "cpu",
+                 device=None):
         self.executable = executable
         self.graph = graph
+        self.backend = backend
+        self.device = device
         self.input_vals = graph.inputs
         self.inputs = [k.input_key for k in self.input_vals]
         self.outputs = graph.outputs
@@ -706,8 +740,7 @@ class CompiledProgram:
         """Evaluate with inputs in ``self.inputs`` order; returns a list of numpy arrays."""
         run = self._run
         if run is None:
-            native = self.executable.native
-            run = self._run = native.run if native is not None else False
+            run = self._bind()
         if run and out is None:
             try:  # fast path: C++ checks count, dtype, shape and contiguity itself
                 return run(inputs)
@@ -716,13 +749,51 @@ class CompiledProgram:
         if len(inputs) != len(self.inputs):
             raise ValueError(f"program takes {len(self.inputs)} inputs {self.inputs}, "
                              f"got {len(inputs)}")
-        return self.executable.run([self._check(i, x) for i, x in enumerate(inputs)], out)
+        arrs = [self._check(i, x) for i, x in enumerate(inputs)]
+        if self.backend == "xla":
+            res = self.executable.xla(device=self.device).run(arrs)
+            return res if out is None else _copy_out(res, out)
+        return self.executable.run(arrs, out)
 
-    def eval_batch(self, inputs: Sequence[Any], threads: int | None = None) -> list[np.ndarray]:
+    def _bind(self):
+        """The entry point ``eval`` calls first: the C++ interpreter's (which checks its inputs
+        itself), or False to go through the checks in Python (XLA, Python kernels)."""
+        native = self.executable.native if self.backend == "cpu" else None
+        self._run = native.run if native is not None else False
+        return self._run
+
+    def as_stablehlo(self, batch: int | None = None) -> str:
+        """The program as StableHLO MLIR text: ``@main(inputs in self.inputs order) -> outputs``;
+        with ``batch=B`` every value has a leading axis of size B (as ``eval_batch`` runs it)."""
+        from tidu import xla
+
+        return xla.lower(self.executable, batch)
+
+    def eval_batch(self, inputs: Sequence[Any], threads: int | None = None,
+                   backend: str | None = None, devices=None) -> list[np.ndarray]:
         """Evaluate at many points at once: every input has a leading batch axis of one length;
-        points are independent, blocked and split over `threads` threads (GIL released)."""
+        the points are independent.
+
+        Args:
+            inputs: arrays in ``self.inputs`` order, each with a leading batch axis.
+            threads: interpreter threads (default: all cores); blocks are split over them with
+                the GIL released.
+            backend: ``"cpu"``, ``"xla"`` or None (this program's backend).
+            devices: XLA only: split the batch over devices — an int (jax's first n devices), a
+                sequence of jax devices, or a ``jax.sharding.Mesh`` (the batch axis is sharded
+                over all its axes).  A batch that does not divide evenly is padded.
+
+        Returns:
+            One numpy array per output, with the leading batch axis.
+        """
         import os
 
+        backend = backend or self.backend
+        _check_backend(backend)
+        if backend == "auto":
+            backend = self.executable.auto_backend()
+        if devices is not None and backend != "xla":
+            raise ValueError("devices= needs backend='xla'")
         if len(inputs) != len(self.inputs):
             raise ValueError(f"program takes {len(self.inputs)} inputs {self.inputs}, "
                              f"got {len(inputs)}")
@@ -733,10 +804,27 @@ class CompiledProgram:
                 raise ValueError(f"input {self.inputs[i]!r}: batch {a.shape[0]} != {batch}")
             batch = a.shape[0]
             arrs.append(a)
+        if backend == "xla":
+            return self._eval_batch_xla(arrs, batch or 0, devices)
         native = self.executable.native
         if native is None:
             raise NotImplementedError("eval_batch needs C++ kernels for every op")
         return native.run_batch(arrs, batch or 0, threads or os.cpu_count() or 1)
+
+    def _eval_batch_xla(self, arrs: list[np.ndarray], batch: int, devices) -> list[np.ndarray]:
+        from tidu import xla
+
+        if devices is None:
+            return self.executable.xla(batch=batch, device=self.device).run(arrs)
+        mesh = xla.resolve_devices(devices)
+        n = mesh.devices.size
+        padded = -(-batch // n) * n if batch else n
+        if padded != batch:  # repeat the last point (or zeros for an empty batch), then drop
+            arrs = [np.concatenate([a, np.repeat(a[-1:] if batch else
+                                                 np.zeros((1,) + a.shape[1:], a.dtype),
+                                                 padded - batch, axis=0)]) for a in arrs]
+        res = self.executable.xla(batch=padded, mesh=mesh).run(arrs)
+        return [r[:batch] for r in res]
 
     def save(self, path) -> None:
         """Write the program as a versioned .tidu file for ``tidu.load`` or C++
@@ -788,6 +876,16 @@ class CompiledProgram:
                 f"{self.n_instructions} instructions>")
 
 
+def _copy_out(res: list[np.ndarray], out) -> list[np.ndarray]:
+    if len(out) != len(res):
+        raise ValueError(f"out: expected {len(res)} arrays, got {len(out)}")
+    for i, (r, o) in enumerate(zip(res, out)):
+        if not isinstance(o, np.ndarray) or o.shape != r.shape or o.dtype != r.dtype:
+            raise ValueError(f"out[{i}]: expected an array of shape {r.shape} and dtype {r.dtype}")
+        o[...] = r
+    return list(out)
+
+
 class ProgramCache:
     """Executables keyed by normalised structure (input keys and pass ids never enter the key)."""
 
@@ -816,10 +914,39 @@ class ProgramCache:
 program_cache = ProgramCache()
 
 
-def compile(graph: MaterializedGraph) -> CompiledProgram:  # noqa: A001 - the seeds' name
-    """SSA slot assignment and dense instruction arrays (C++), through the program cache."""
+def compile(graph: MaterializedGraph, backend: str = "auto",  # noqa: A001 - the seeds' name
+            device=None) -> CompiledProgram:
+    """SSA slot assignment and dense instruction arrays (C++), through the program cache.
+
+    Args:
+        graph: from ``materialize_merge``.
+        backend: ``"cpu"`` (the C++ interpreter), ``"xla"`` (StableHLO through XLA, needs the
+            ``xla`` extra), or ``"auto"``: XLA for programs with much tensor work, the
+            interpreter otherwise (``tidu.xla.choose_backend``).
+        device: for XLA: None (jax's default device), a platform name ("cpu", "gpu") or a
+            jax Device.
+
+    Returns:
+        A CompiledProgram; with backend "xla" it is compiled by XLA on first evaluation.
+
+    Raises:
+        ValueError: unknown backend.
+        ImportError: backend "xla" without jax installed.
+    """
     if not isinstance(graph, MaterializedGraph):
         raise TypeError(f"compile expects a MaterializedGraph (from materialize_merge), "
                         f"got {type(graph).__name__}")
+    _check_backend(backend)
     arrays, canon = graph._mat.compile()
-    return CompiledProgram(program_cache.get_or_build(canon, arrays), graph)
+    exe = program_cache.get_or_build(canon, arrays)
+    if backend == "auto":
+        backend = exe.auto_backend() if device is None else "xla"
+    if backend == "xla":
+        from tidu import xla
+
+        xla.require_jax()
+        for op, _, _ in exe.instructions:
+            if not xla.has_lowering(op):
+                raise xla.LoweringMissing(f"primitive {op.name} has no StableHLO lowering; "
+                                          f"compile with backend='cpu'")
+    return CompiledProgram(exe, graph, backend, device)

@@ -64,7 +64,20 @@ def with_dtype(a: AbstractValue, dtype) -> AbstractValue:
 
 
 class Primitive(PrimitiveOp):
-    """Base of tidu's primitives: cotangents accumulate with Add."""
+    """Base of tidu's primitives: cotangents accumulate with Add; an elementwise primitive names
+    its StableHLO op in ``hlo``, any other overrides ``lower``."""
+
+    hlo: str | None = None
+
+    def lower(self, lo, out, *args):
+        """Write this op into a ``tidu.xla.Lowering``; returns the result Value."""
+        if self.hlo is None:
+            raise NotImplementedError(f"primitive {self.name} has no StableHLO lowering")
+        return lo.op(self.hlo, args, out)
+
+    @property
+    def lowerable(self) -> bool:
+        return self.hlo is not None or type(self).lower is not Primitive.lower
 
     @classmethod
     def add(cls):

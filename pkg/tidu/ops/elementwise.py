@@ -44,6 +44,7 @@ class Binary(Primitive):
 @register
 @dataclass(frozen=True)
 class Add(Binary):
+    hlo = "stablehlo.add"
     linear = True
 
     def linearize(self, b, primal_in, primal_out, t):
@@ -59,6 +60,7 @@ class Add(Binary):
 @register
 @dataclass(frozen=True)
 class Sub(Binary):
+    hlo = "stablehlo.subtract"
     linear = True
 
     def linearize(self, b, primal_in, primal_out, t):
@@ -77,6 +79,7 @@ class Sub(Binary):
 @register
 @dataclass(frozen=True)
 class Mul(Binary):
+    hlo = "stablehlo.multiply"
     def linearize(self, b, primal_in, primal_out, t):
         return [bilinear(self, b, primal_in, t)]
 
@@ -95,6 +98,7 @@ class Mul(Binary):
 @register
 @dataclass(frozen=True)
 class Neg(Unary):
+    hlo = "stablehlo.negate"
     linear = True
     dtypes = NUMERIC
     dtypes_doc = "numeric"
@@ -112,6 +116,7 @@ class Neg(Unary):
 @register
 @dataclass(frozen=True)
 class Div(Binary):
+    hlo = "stablehlo.divide"
     dtypes = INEXACT
     dtypes_doc = "floating or complex"
 
@@ -135,6 +140,7 @@ class Div(Binary):
 @register
 @dataclass(frozen=True)
 class Pow(Binary):
+    hlo = "stablehlo.power"
     dtypes = INEXACT
     dtypes_doc = "floating or complex"
 
@@ -155,6 +161,7 @@ class Pow(Binary):
 @register
 @dataclass(frozen=True)
 class Max(Binary):
+    hlo = "stablehlo.maximum"
     dtypes = REAL
     dtypes_doc = "real"
 
@@ -168,6 +175,7 @@ class Max(Binary):
 @register
 @dataclass(frozen=True)
 class Min(Binary):
+    hlo = "stablehlo.minimum"
     dtypes = REAL
     dtypes_doc = "real"
 
@@ -193,6 +201,13 @@ class Conj(Unary):
     def transpose_rule(self, b, ct, inputs, mode):
         return [lin(b, self, ct, [A])]
 
+    def lower(self, lo, out, x):
+        if out.dtype.kind != "c":
+            return x
+        part = aval(out.shape, real_dtype(out.dtype))
+        re, im = lo.op("stablehlo.real", [x], part), lo.op("stablehlo.imag", [x], part)
+        return lo.op("stablehlo.complex", [re, lo.op("stablehlo.negate", [im], part)], out)
+
     def impl(self, x):
         return np.conj(x)
 
@@ -200,6 +215,7 @@ class Conj(Unary):
 @register
 @dataclass(frozen=True)
 class Real(Primitive):
+    hlo = "stablehlo.real"
     linear = True
 
     def abstract_eval(self, x):
@@ -221,6 +237,7 @@ class Real(Primitive):
 @register
 @dataclass(frozen=True)
 class Imag(Primitive):
+    hlo = "stablehlo.imag"
     linear = True
 
     def abstract_eval(self, x):
@@ -245,6 +262,7 @@ class Imag(Primitive):
 @register
 @dataclass(frozen=True)
 class Exp(Unary):
+    hlo = "stablehlo.exponential"
     def linearize(self, b, primal_in, primal_out, t):
         return [scale(b, primal_out[0], t[0])]
 
@@ -255,6 +273,7 @@ class Exp(Unary):
 @register
 @dataclass(frozen=True)
 class Log(Unary):
+    hlo = "stablehlo.log"
     def linearize(self, b, primal_in, primal_out, t):
         return [lin(b, Div(), [t[0], primal_in[0]], [A, F])]
 
@@ -265,6 +284,7 @@ class Log(Unary):
 @register
 @dataclass(frozen=True)
 class Sin(Unary):
+    hlo = "stablehlo.sine"
     def linearize(self, b, primal_in, primal_out, t):
         return [scale(b, fix(b, Cos(), primal_in[0]), t[0])]
 
@@ -275,6 +295,7 @@ class Sin(Unary):
 @register
 @dataclass(frozen=True)
 class Cos(Unary):
+    hlo = "stablehlo.cosine"
     def linearize(self, b, primal_in, primal_out, t):
         return [scale(b, fix(b, Neg(), fix(b, Sin(), primal_in[0])), t[0])]
 
@@ -285,6 +306,7 @@ class Cos(Unary):
 @register
 @dataclass(frozen=True)
 class Tanh(Unary):
+    hlo = "stablehlo.tanh"
     def linearize(self, b, primal_in, primal_out, t):
         y = primal_out[0]
         return [scale(b, fix(b, Sub(), const(b, 1, y.aval), fix(b, Mul(), y, y)), t[0])]
@@ -296,6 +318,7 @@ class Tanh(Unary):
 @register
 @dataclass(frozen=True)
 class Sqrt(Unary):
+    hlo = "stablehlo.sqrt"
     def linearize(self, b, primal_in, primal_out, t):
         y = primal_out[0]
         return [lin(b, Div(), [t[0], fix(b, Add(), y, y)], [A, F])]
@@ -307,6 +330,7 @@ class Sqrt(Unary):
 @register
 @dataclass(frozen=True)
 class Rsqrt(Unary):
+    hlo = "stablehlo.rsqrt"
     def linearize(self, b, primal_in, primal_out, t):
         x, y = primal_in[0], primal_out[0]  # d x^-1/2 = -y / (2 x)
         coef = fix(b, Div(), fix(b, Mul(), y, const(b, -0.5, y.aval)), x)
@@ -319,6 +343,7 @@ class Rsqrt(Unary):
 @register
 @dataclass(frozen=True)
 class Expm1(Unary):
+    hlo = "stablehlo.exponential_minus_one"
     def linearize(self, b, primal_in, primal_out, t):
         y = primal_out[0]
         return [scale(b, fix(b, Add(), y, const(b, 1, y.aval)), t[0])]
@@ -330,6 +355,7 @@ class Expm1(Unary):
 @register
 @dataclass(frozen=True)
 class Log1p(Unary):
+    hlo = "stablehlo.log_plus_one"
     def linearize(self, b, primal_in, primal_out, t):
         x = primal_in[0]
         return [lin(b, Div(), [t[0], fix(b, Add(), x, const(b, 1, x.aval))], [A, F])]
@@ -342,6 +368,7 @@ class Log1p(Unary):
 @dataclass(frozen=True)
 class Abs(Primitive):
     """|x|; real dtype output for complex x."""
+    hlo = "stablehlo.abs"
 
     def abstract_eval(self, x):
         check_dtype(self.name, x, NUMERIC, "numeric")
@@ -365,6 +392,7 @@ class Abs(Primitive):
 @dataclass(frozen=True)
 class Sign(Unary):
     """sign(x); x/|x| for complex x (0 at 0). Piecewise constant: no tangent flows through it."""
+    hlo = "stablehlo.sign"
 
     dtypes = NUMERIC
     dtypes_doc = "numeric"
@@ -403,6 +431,10 @@ class Compare(Primitive):
         else:
             check_dtype(self.name, a, REAL | {BOOL}, "ordered (real or bool)")
         return aval(a.shape, BOOL)
+
+    def lower(self, lo, out, x, y):
+        return lo.op("stablehlo.compare", [x, y], out,
+                     f"comparison_direction = #stablehlo<comparison_direction {self.direction}>")
 
     def impl(self, x, y):
         return _DIRECTIONS[self.direction](x, y)

@@ -40,6 +40,13 @@ class Constant(Primitive):
     def abstract_eval(self):
         return aval(self.shape, self.dtype)
 
+    def lower(self, lo, out):
+        from tidu.xla import dense_hex, tensor_type
+
+        return lo.source("stablehlo.constant",
+                         f"value = {dense_hex(self.value)} : {tensor_type(self.shape, self.dtype)}",
+                         out)
+
     def impl(self):
         return self.value
 
@@ -66,6 +73,9 @@ class Iota(Primitive):
                              f"shape {self.shape}")
         return a
 
+    def lower(self, lo, out):
+        return lo.source("stablehlo.iota", f"iota_dimension = {self.dimension} : i64", out)
+
     def impl(self):
         idx = np.arange(self.shape[self.dimension], dtype=self.dtype)
         expanded = [1] * len(self.shape)
@@ -82,6 +92,9 @@ class StopGradient(Primitive):
 
     def abstract_eval(self, x):
         check_dtype(self.name, x, ALL, "supported")
+        return x
+
+    def lower(self, lo, out, x):
         return x
 
     def impl(self, x):

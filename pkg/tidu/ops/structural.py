@@ -45,6 +45,9 @@ class ReduceSum(Primitive):
         kept = tuple(i for i in range(len(shape)) if i not in self.axes)
         return [lin(b, BroadcastInDim(shape, kept), ct, [A])]
 
+    def lower(self, lo, out, x):
+        return lo.reduce(x, lo.scalar(0, out.dtype), "stablehlo.add", self.axes, out)
+
     def impl(self, x):
         return np.sum(x, axis=self.axes, dtype=x.dtype)
 
@@ -76,6 +79,11 @@ class ReduceMax(Primitive):
         hit = fix(b, Convert(x.dtype.name), fix(b, Compare("EQ"), x, ymax))
         count = fix(b, BroadcastInDim(x.shape, kept), fix(b, ReduceSum(self.axes), hit))
         return [lin(b, ReduceSum(self.axes), [scale(b, fix(b, Div(), hit, count), t[0])], [A])]
+
+    def lower(self, lo, out, x):
+        dt = out.dtype
+        low = -np.inf if dt.kind == "f" else np.iinfo(dt).min
+        return lo.reduce(x, lo.scalar(low, dt), "stablehlo.maximum", self.axes, out)
 
     def impl(self, x):
         return np.max(x, axis=self.axes)
@@ -121,6 +129,11 @@ class BroadcastInDim(Primitive):
             out = lin(b, Reshape(in_shape), [out], [A])
         return [out]
 
+    def lower(self, lo, out, x):
+        dims = tuple(range(lo.nb)) + lo.ax(self.dims)
+        return lo.op("stablehlo.broadcast_in_dim", [x], out,
+                     f"broadcast_dimensions = {i64_array(dims)}")
+
     def impl(self, x):
         expanded = [1] * len(self.shape)
         for i, d in enumerate(self.dims):
@@ -150,6 +163,9 @@ class Reshape(Primitive):
     def transpose_rule(self, b, ct, inputs, mode):
         return [lin(b, Reshape(inputs[0].shape), ct, [A])]
 
+    def lower(self, lo, out, x):
+        return lo.op("stablehlo.reshape", [x], out)
+
     def impl(self, x):
         return np.reshape(x, self.shape)
 
@@ -178,6 +194,10 @@ class Transpose(Primitive):
     def transpose_rule(self, b, ct, inputs, mode):
         inverse = tuple(sorted(range(len(self.perm)), key=self.perm.__getitem__))
         return [lin(b, Transpose(inverse), ct, [A])]
+
+    def lower(self, lo, out, x):
+        perm = tuple(range(lo.nb)) + lo.ax(self.perm)
+        return lo.op("stablehlo.transpose", [x], out, f"permutation = {i64_array(perm)}")
 
     def impl(self, x):
         return np.transpose(x, self.perm)
@@ -238,6 +258,17 @@ class DotGeneral(Primitive):
         y_axes = list(rb) + [rc[lc.index(a)] for a in sorted(lc)] + rfree
         return [None, _to_order(b, res, y_axes)]
 
+    def lower(self, lo, out, x, y):
+        batch = tuple(range(lo.nb))
+        dims = (f"lhs_batching_dimensions = [{_csv(batch + lo.ax(self.lhs_batch))}], "
+                f"rhs_batching_dimensions = [{_csv(batch + lo.ax(self.rhs_batch))}], "
+                f"lhs_contracting_dimensions = [{_csv(lo.ax(self.lhs_contracting))}], "
+                f"rhs_contracting_dimensions = [{_csv(lo.ax(self.rhs_contracting))}]")
+        # HIGHEST: full-precision products on every device (no TF32/bf16 passes on GPUs)
+        return lo.op("stablehlo.dot_general", [x, y], out,
+                     f"dot_dimension_numbers = #stablehlo.dot<{dims}>, precision_config = "
+                     f"[#stablehlo<precision HIGHEST>, #stablehlo<precision HIGHEST>]")
+
     def impl(self, x, y):
         lc, rc, lb, rb = self.lhs_contracting, self.rhs_contracting, self.lhs_batch, self.rhs_batch
         lfree = [i for i in range(x.ndim) if i not in lc + lb]
@@ -288,6 +319,9 @@ class Convert(Primitive):
             out = lin(b, Convert(src.name), [out], [A])
         return [out]
 
+    def lower(self, lo, out, x):
+        return lo.op("stablehlo.convert", [x], out)
+
     def impl(self, x):
         return np.asarray(x).astype(self.dtype)
 
@@ -323,6 +357,9 @@ class Select(Primitive):
             args = [pred, ct[0], zero] if i == 1 else [pred, zero, ct[0]]
             out.append(lin(b, self, args, [F, i == 1, i == 2]))
         return out
+
+    def lower(self, lo, out, pred, on_true, on_false):
+        return lo.op("stablehlo.select", [pred, on_true, on_false], out)
 
     def impl(self, pred, on_true, on_false):
         return np.where(pred, on_true, on_false)
@@ -369,6 +406,13 @@ class Slice(Primitive):
             low.append(s), high.append(d - last - 1), interior.append(st - 1)
         return [lin(b, Pad(tuple(low), tuple(high), tuple(interior)), ct, [A])]
 
+    def lower(self, lo, out, x):
+        b = lo.batch
+        return lo.op("stablehlo.slice", [x], out,
+                     f"start_indices = {i64_array(lo.lead(0) + self.start)}, "
+                     f"limit_indices = {i64_array(lo.lead(b) + self.limit)}, "
+                     f"strides = {i64_array(lo.lead(1) + self.stride)}")
+
     def impl(self, x):
         return x[tuple(slice(s, l, st) for s, l, st in zip(self.start, self.limit, self.stride))]
 
@@ -406,6 +450,13 @@ class Pad(Primitive):
                       for lo, it, d in zip(self.low, self.interior, inputs[0].shape))
         stride = tuple(it + 1 for it in self.interior)
         return [lin(b, Slice(start, limit, stride), ct, [A])]
+
+    def lower(self, lo, out, x):
+        z = lo.lead(0)
+        return lo.op("stablehlo.pad", [x, lo.scalar(0, out.dtype)], out,
+                     f"edge_padding_low = {i64_array(z + self.low)}, "
+                     f"edge_padding_high = {i64_array(z + self.high)}, "
+                     f"interior_padding = {i64_array(z + self.interior)}")
 
     def impl(self, x):
         out_shape = self.abstract_eval(aval(x.shape, x.dtype)).shape
@@ -458,8 +509,22 @@ class Concatenate(Primitive):
             offset += n
         return out
 
+    def lower(self, lo, out, *xs):
+        return lo.op("stablehlo.concatenate", xs, out,
+                     f"dimension = {self.axis + lo.nb} : i64")
+
     def impl(self, *xs):
         return np.concatenate(xs, axis=self.axis)
+
+
+def _csv(xs) -> str:
+    return ", ".join(map(str, xs))
+
+
+def i64_array(xs) -> str:
+    from tidu.xla import i64_array as arr
+
+    return arr(xs)
 
 
 def primal_shape(b, local):

@@ -1,0 +1,432 @@
+"""The StableHLO/XLA backend (the seeds' tenferro boundary): lower, compile through jaxlib, run.
+
+``lower(executable)`` turns a compiled SSA program into StableHLO MLIR text: one function whose
+arguments are the program's inputs and whose results are its outputs, one operation per
+instruction, written by each primitive's ``lower`` method (its block in ``tidu.ops``).  With
+``batch=B`` every value gets a leading axis of size B (the program evaluated independently per
+point, as ``eval_batch`` does), which XLA shards over devices through JAX's sharding.
+
+Compilation goes through public jax API: the text is serialised as a StableHLO portable artifact
+(``jax.extend.mlir``), wrapped as a ``jax.export.Exported`` and called under ``jax.jit``, which gives
+jit's C++ dispatch, device placement, shardings and the persistent compilation cache.  Every call
+runs under ``jax.enable_x64(True)`` (a thread-local context), so float64/complex128 programs compute
+in double precision whatever the user's global jax configuration, and the Exported's dtype check
+refuses any mismatch instead of computing in float32.
+
+jax is imported lazily: ``import tidu`` never imports it.
+
+Long elementwise programs: XLA's CPU pipeline takes super-linear time in the number of fused
+instructions (a 10,000-node elementwise chain did not finish compiling in 17 minutes).  A program
+with more than ``MAX_FUSED_INSTRUCTIONS`` instructions is therefore split into consecutive segments
+of at most that many instructions, each compiled as its own executable, with the values live across
+a segment boundary passed from one to the next; compile time is then linear in the program's length.
+The ``auto`` backend routes such programs to the interpreter anyway (see ``choose_backend``).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Sequence
+
+import numpy as np
+
+__all__ = ["lower", "Lowering", "XlaRunner", "choose_backend", "require_jax", "has_lowering",
+           "MAX_FUSED_INSTRUCTIONS", "AUTO_MIN_WORK", "AUTO_MAX_INSTRUCTIONS", "LoweringMissing"]
+
+# Segments of at most this many instructions are compiled separately (see the module docstring).
+MAX_FUSED_INSTRUCTIONS = 1000
+# The auto backend: XLA when a program does at least this much work (flops of its products plus
+# elements written by its other instructions) and has at most AUTO_MAX_INSTRUCTIONS instructions;
+# the interpreter otherwise.  From bench/xla.py (see docs/xla.md for the figures).
+AUTO_MIN_WORK = 5e7
+AUTO_MAX_INSTRUCTIONS = 2000
+
+
+class LoweringMissing(NotImplementedError):
+    """A primitive has no StableHLO lowering."""
+
+
+# ---- MLIR text ----
+
+_ELEMENT = {"float32": "f32", "float64": "f64", "complex64": "complex<f32>",
+            "complex128": "complex<f64>", "int32": "i32", "int64": "i64", "bool": "i1"}
+
+
+def tensor_type(shape: Sequence[int], dtype) -> str:
+    """``tensor<2x3xf64>`` for shape (2, 3) and float64."""
+    el = _ELEMENT[np.dtype(dtype).name]
+    return f"tensor<{''.join(f'{d}x' for d in shape)}{el}>"
+
+
+def i64_array(xs: Sequence[int]) -> str:
+    """A dense i64 array attribute: ``array<i64: 0, 1>``."""
+    xs = list(xs)
+    return f"array<i64: {', '.join(map(str, xs))}>" if xs else "array<i64>"
+
+
+def dense_hex(arr: np.ndarray) -> str:
+    """An exact dense literal (little-endian bytes); a single element is a splat."""
+    a = np.ascontiguousarray(arr)
+    if a.size > 1 and np.all(a.reshape(-1) == a.reshape(-1)[0]) and \
+            np.array_equal(a.view(np.uint8).reshape(a.size, -1),
+                           np.broadcast_to(a.reshape(-1)[:1].view(np.uint8), (a.size, a.itemsize))):
+        a = a.reshape(-1)[:1]  # bit-identical elements: a splat
+    if a.dtype == np.bool_:
+        return "dense<" + ("true" if a.reshape(-1)[0] else "false") + ">" if a.size == 1 else \
+            "dense<[" + ", ".join("true" if v else "false" for v in a.reshape(-1)) + "]>"
+    le = a.astype(a.dtype.newbyteorder("<"), copy=False)
+    return f'dense<"0x{le.tobytes().hex().upper()}">'
+
+
+class Value:
+    """An SSA value of the function being written: its name and tensor type."""
+
+    __slots__ = ("name", "type")
+
+    def __init__(self, name: str, type_: str):
+        self.name = name
+        self.type = type_
+
+    def __repr__(self) -> str:
+        return f"{self.name}: {self.type}"
+
+
+class Lowering:
+    """What a primitive's ``lower(lo, out, *args)`` writes into: generic-form StableHLO operations.
+
+    ``out`` is the result's AbstractValue (unbatched); ``args`` are operand Values.  With a batch
+    (``nb == 1``) every tensor has a leading batch axis: rules shift axis numbers with ``ax``
+    and batch shapes with ``shape``/``type``.
+    """
+
+    def __init__(self, batch: int | None = None):
+        self.batch = batch
+        self.nb = 0 if batch is None else 1
+        self.lines: list[str] = []
+        self._n = 0
+
+    # -- naming and types --
+    def fresh(self) -> str:
+        self._n += 1
+        return f"%v{self._n}"
+
+    def shape(self, shape: Sequence[int]) -> tuple[int, ...]:
+        return ((self.batch,) if self.nb else ()) + tuple(shape)
+
+    def type(self, av) -> str:
+        return tensor_type(self.shape(av.shape), av.dtype)
+
+    def ax(self, axes: Sequence[int]) -> tuple[int, ...]:
+        """Operand axis numbers shifted past the batch axis."""
+        return tuple(int(a) + self.nb for a in axes)
+
+    def lead(self, value) -> tuple:
+        """A per-axis attribute with the batch axis's entry (``value``) in front."""
+        return (value,) * self.nb
+
+    # -- operations --
+    def op(self, name: str, args: Sequence[Value], out, attrs: str = "",
+           region: str = "", batched: bool = True) -> Value:
+        """``%r = "name"(args) ({region}) {attrs} : (arg types) -> out type``; out is an
+        AbstractValue (batched unless ``batched=False``) or a tensor type string."""
+        ty = out if isinstance(out, str) else (
+            self.type(out) if batched else tensor_type(out.shape, out.dtype))
+        r = self.fresh()
+        reg = f" ({{\n{region}}})" if region else ""
+        att = f" {{{attrs}}}" if attrs else ""
+        self.lines.append(f'    {r} = "{name}"({", ".join(a.name for a in args)}){reg}{att} : '
+                          f'({", ".join(a.type for a in args)}) -> {ty}')
+        return Value(r, ty)
+
+    def scalar(self, value, dtype) -> Value:
+        """An unbatched rank-0 constant."""
+        arr = np.asarray(value, dtype=dtype)
+        ty = tensor_type((), arr.dtype)
+        r = self.fresh()
+        self.lines.append(f'    {r} = "stablehlo.constant"() {{value = {dense_hex(arr)} : {ty}}} '
+                          f': () -> {ty}')
+        return Value(r, ty)
+
+    def source(self, name: str, attrs: str, out) -> Value:
+        """An operation with no operands (constant, iota) at out's shape, broadcast over the
+        batch axis when there is one."""
+        ty = tensor_type(out.shape, out.dtype)
+        r = self.fresh()
+        self.lines.append(f'    {r} = "{name}"() {{{attrs}}} : () -> {ty}')
+        v = Value(r, ty)
+        if self.nb:
+            v = self.op("stablehlo.broadcast_in_dim", [v], out,
+                        f"broadcast_dimensions = {i64_array(self.ax(range(len(out.shape))))}")
+        return v
+
+    def reduce(self, x: Value, init: Value, body_op: str, axes: Sequence[int], out) -> Value:
+        """``stablehlo.reduce`` of x over `axes` (unshifted) with a binary body op."""
+        st = init.type
+        a, b, s = self.fresh(), self.fresh(), self.fresh()
+        region = (f"    ^bb0({a}: {st}, {b}: {st}):\n"
+                  f'      {s} = "{body_op}"({a}, {b}) : ({st}, {st}) -> {st}\n'
+                  f'      "stablehlo.return"({s}) : ({st}) -> ()\n    ')
+        return self.op("stablehlo.reduce", [x, init], out,
+                       f"dimensions = {i64_array(self.ax(axes))}", region=region)
+
+
+def has_lowering(op) -> bool:
+    """True when op can be written as StableHLO (tidu's primitives; user primitives that
+    define ``lower``)."""
+    return callable(getattr(op, "lower", None)) and bool(getattr(op, "lowerable", True))
+
+
+def lower_range(exe, lo: Lowering, env: dict[int, Value], start: int, stop: int) -> None:
+    """Write instructions [start, stop) of an Executable into lo; env maps slots to Values."""
+    avals = exe.slot_avals
+    for op, ins, outs in exe.instructions[start:stop]:
+        if not has_lowering(op):
+            raise LoweringMissing(f"primitive {op.name} has no StableHLO lowering; evaluate this "
+                                  f"program with backend='cpu'")
+        res = op.lower(lo, avals[outs[0]], *[env[s] for s in ins])
+        env[outs[0]] = res
+
+
+def _function(lo: Lowering, name: str, args: list[tuple[str, str]], results: list[Value]) -> str:
+    sig = ", ".join(f"{n}: {t}" for n, t in args)
+    rts = ", ".join(v.type for v in results)
+    ret = (f'    "func.return"({", ".join(v.name for v in results)}) : ({rts}) -> ()')
+    return (f"  func.func public @{name}({sig}) -> ({rts}) {{\n" + "\n".join(lo.lines) +
+            ("\n" if lo.lines else "") + ret + "\n  }")
+
+
+def _module(func: str) -> str:
+    return ("module @tidu attributes {mhlo.num_partitions = 1 : i32, "
+            "mhlo.num_replicas = 1 : i32} {\n" + func + "\n}\n")
+
+
+def lower(exe, batch: int | None = None) -> str:
+    """StableHLO MLIR text of a whole program (an Executable): @main(inputs) -> outputs."""
+    return lower_segments(exe, batch, max_instructions=None)[0].text
+
+
+class Segment:
+    """One compiled unit: instructions [start, stop), the slots it takes and gives back."""
+
+    def __init__(self, text: str, in_slots: list[int], out_slots: list[int]):
+        self.text = text
+        self.in_slots = in_slots
+        self.out_slots = out_slots
+
+
+def lower_segments(exe, batch: int | None = None,
+                   max_instructions: int | None = MAX_FUSED_INSTRUCTIONS) -> list[Segment]:
+    """The program as consecutive segments of at most max_instructions instructions (one when
+    None); each segment's inputs are the program inputs and earlier results it reads, its
+    outputs the values read later or returned."""
+    instrs = exe.instructions
+    n = len(instrs)
+    step = n if not max_instructions else max_instructions
+    bounds = [(s, min(s + step, n)) for s in range(0, max(n, 1), max(step, 1))]
+    # the last instruction that reads each slot, and which slots are program outputs
+    last_read: dict[int, int] = {}
+    for i, (_, ins, _) in enumerate(instrs):
+        for s in ins:
+            last_read[s] = i
+    outputs = [int(s) for s in exe.output_slots]
+    out_set = set(outputs)
+    avals = exe.slot_avals
+    live: list[int] = [int(s) for s in exe.input_slots]  # slots available at a boundary
+    segments = []
+    for k, (start, stop) in enumerate(bounds):
+        lo = Lowering(batch)
+        env: dict[int, Value] = {}
+        args = []
+        for j, s in enumerate(live):
+            if s in env:
+                continue
+            ty = lo.type(avals[s])
+            env[s] = Value(f"%arg{j}", ty)
+            args.append((f"%arg{j}", ty))
+        lower_range(exe, lo, env, start, stop)
+        final = k == len(bounds) - 1
+        if final:
+            results = [env[s] for s in outputs]
+            outs = outputs
+        else:
+            outs = [s for s in dict.fromkeys(list(env)) if s in out_set or
+                    last_read.get(s, -1) >= stop]
+            results = [env[s] for s in outs]
+        text = _module(_function(lo, "main", args, results))
+        segments.append(Segment(text, list(dict.fromkeys(live)), outs))
+        live = outs
+    return segments
+
+
+# ---- compile and run through jax ----
+
+_jax_lock = threading.Lock()
+
+
+def require_jax():
+    """Import jax for the XLA backend, or raise naming what to install."""
+    try:
+        import jax
+        from jax import export  # noqa: F401
+        from jax.extend import mlir  # noqa: F401
+    except ImportError as e:
+        raise ImportError("the XLA backend needs jax and jaxlib: pip install 'tidu[xla]' "
+                          f"(import failed: {e})") from None
+    return jax
+
+
+def _version() -> str:
+    import jaxlib.mlir.dialects.stablehlo as sh
+
+    return sh.get_version_from_compatibility_requirement(
+        sh.StablehloCompatibilityRequirement.WEEK_4)
+
+
+def _exported(text: str, in_avals, out_avals, platform: str):
+    """A jax.export.Exported over our StableHLO text (serialised as a portable artifact)."""
+    jax = require_jax()
+    from jax import export, tree_util
+    from jax.extend import mlir
+
+    try:
+        blob = mlir.serialize_portable_artifact(text, _version())
+    except Exception as e:  # a lowering bug: show the text that failed to parse
+        raise RuntimeError(f"tidu produced StableHLO that jaxlib rejects: {e}") from e
+    sa = [jax.core.ShapedArray(tuple(a.shape), a.dtype) for a in in_avals]
+    so = [jax.core.ShapedArray(tuple(a.shape), a.dtype) for a in out_avals]
+    n_in, n_out = len(sa), len(so)
+    return export.Exported(
+        fun_name="tidu", in_tree=tree_util.tree_structure((tuple(range(n_in)), {})),
+        in_avals=tuple(sa), out_tree=tree_util.tree_structure(tuple(range(n_out))),
+        out_avals=tuple(so), _has_named_shardings=False, _in_named_shardings=(None,) * n_in,
+        _out_named_shardings=(None,) * n_out, in_shardings_hlo=(None,) * n_in,
+        out_shardings_hlo=(None,) * n_out, nr_devices=1, platforms=(platform,),
+        ordered_effects=(), unordered_effects=(), disabled_safety_checks=(),
+        mlir_module_serialized=blob, calling_convention_version=10,
+        module_kept_var_idx=tuple(range(n_in)), uses_global_constants=False, _get_vjp=None)
+
+
+class _Shape:
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, shape, dtype):
+        self.shape = tuple(shape)
+        self.dtype = np.dtype(dtype)
+
+
+def resolve_device(device):
+    """None (jax's default device), a platform name ("cpu", "gpu", "cuda") or a jax Device."""
+    jax = require_jax()
+    if device is None:
+        return jax.devices()[0]
+    if isinstance(device, str):
+        try:
+            return jax.devices(device)[0]
+        except RuntimeError as e:
+            raise ValueError(f"no jax device for platform {device!r}: {e}") from None
+    return device
+
+
+def resolve_devices(devices):
+    """A list of jax devices from an int (the first n), a sequence of devices or a Mesh."""
+    jax = require_jax()
+    from jax.sharding import Mesh
+
+    if isinstance(devices, Mesh):
+        return devices
+    if isinstance(devices, int):
+        avail = jax.devices()
+        if not 1 <= devices <= len(avail):
+            raise ValueError(f"devices={devices}: jax sees {len(avail)} device(s)")
+        devices = avail[:devices]
+    devices = list(devices)
+    if not devices:
+        raise ValueError("devices: need at least one device")
+    return Mesh(np.array(devices), ("batch",))
+
+
+class XlaRunner:
+    """An Executable compiled for XLA on one device (or a batch split over a Mesh).
+
+    One jitted callable per segment; ``run`` feeds numpy inputs and returns numpy outputs."""
+
+    def __init__(self, exe, batch: int | None = None, device=None, mesh=None,
+                 max_instructions: int | None = MAX_FUSED_INSTRUCTIONS):
+        jax = require_jax()
+        from jax.sharding import NamedSharding, PartitionSpec, SingleDeviceSharding
+
+        self.exe = exe
+        self.batch = batch
+        if mesh is not None:
+            self.platform = mesh.devices.flat[0].platform
+            sharding = NamedSharding(mesh, PartitionSpec(tuple(mesh.axis_names)))
+        else:
+            dev = resolve_device(device)
+            self.platform = dev.platform
+            sharding = SingleDeviceSharding(dev)
+        self.sharding = sharding
+        avals = exe.slot_avals
+        lead = (batch,) if batch is not None else ()
+        self.segments = lower_segments(exe, batch, max_instructions)
+        self.calls = []
+        with jax.enable_x64(True):
+            for seg in self.segments:
+                ins = [_Shape(lead + avals[s].shape, avals[s].dtype) for s in seg.in_slots]
+                outs = [_Shape(lead + avals[s].shape, avals[s].dtype) for s in seg.out_slots]
+                ex = _exported(seg.text, ins, outs, self.platform)
+                self.calls.append(jax.jit(ex.call, in_shardings=(sharding,) * len(ins),
+                                          out_shardings=(sharding,) * len(outs)))
+        self._input_pos = {int(s): i for i, s in enumerate(exe.input_slots)}
+
+    @property
+    def text(self) -> str:
+        return "\n".join(s.text for s in self.segments)
+
+    def run(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        jax = require_jax()
+        with jax.enable_x64(True):
+            if len(self.calls) == 1:
+                seg = self.segments[0]
+                vals = self.calls[0](*[inputs[self._input_pos[s]] for s in seg.in_slots])
+                return [np.asarray(v) for v in vals]
+            env: dict[int, Any] = {int(s): x for s, x in zip(self.exe.input_slots, inputs)}
+            for seg, call in zip(self.segments, self.calls):
+                vals = call(*[env[s] for s in seg.in_slots])
+                env.update(zip(seg.out_slots, vals))
+            return [np.asarray(env[int(s)]) for s in self.exe.output_slots]
+
+
+# ---- choosing a backend ----
+
+def program_work(exe) -> float:
+    """Flops of the program's products plus elements written by its other instructions."""
+    a = exe.arrays
+    sizes = np.array([av.size for av in exe.slot_avals], dtype=np.float64)
+    out_slots = a["out_slots"]
+    work = float(sizes[out_slots].sum()) if len(out_slots) else 0.0
+    for op, ins, outs in _dots(exe):
+        lhs = exe.slot_avals[ins[0]]
+        k = float(np.prod([lhs.shape[d] for d in op.lhs_contracting], dtype=np.float64))
+        work += 2.0 * sizes[outs[0]] * k
+    return work
+
+
+def _dots(exe):
+    return [ins for ins in exe.instructions if type(ins[0]).__name__ == "DotGeneral"]
+
+
+def choose_backend(exe) -> str:
+    """The ``auto`` rule: "xla" for large tensor work (at least AUTO_MIN_WORK, at most
+    AUTO_MAX_INSTRUCTIONS instructions, every op lowered, jax installed), "cpu" otherwise."""
+    n = len(exe.arrays["instr_prim"])
+    if n > AUTO_MAX_INSTRUCTIONS or n == 0:
+        return "cpu"
+    if program_work(exe) < AUTO_MIN_WORK:
+        return "cpu"
+    if not all(has_lowering(op) for op, _, _ in exe.instructions):
+        return "cpu"
+    try:
+        require_jax()
+    except ImportError:
+        return "cpu"
+    return "xla"
