@@ -71,9 +71,10 @@ def dense_hex(arr: np.ndarray) -> str:
             np.array_equal(a.view(np.uint8).reshape(a.size, -1),
                            np.broadcast_to(a.reshape(-1)[:1].view(np.uint8), (a.size, a.itemsize))):
         a = a.reshape(-1)[:1]  # bit-identical elements: a splat
-    if a.dtype == np.bool_:
-        return "dense<" + ("true" if a.reshape(-1)[0] else "false") + ">" if a.size == 1 else \
-            "dense<[" + ", ".join("true" if v else "false" for v in a.reshape(-1)) + "]>"
+    if a.dtype == np.bool_:  # i1 literals are written out: true/false, nested like the shape
+        import json
+
+        return "dense<" + json.dumps(a.reshape(-1)[0].item() if a.size == 1 else a.tolist()) + ">"
     le = a.astype(a.dtype.newbyteorder("<"), copy=False)
     return f'dense<"0x{le.tobytes().hex().upper()}">'
 
