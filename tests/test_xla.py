@@ -338,7 +338,7 @@ def test_long_programs_compile_in_segments():
     """Programs longer than MAX_FUSED_INSTRUCTIONS are split; values cross segments."""
     def chain(x, y):
         v = x
-        for i in range(2500):
+        for i in range(300):
             v = td.sin(v) * 0.5 + y if i % 2 else td.cos(v) + x
         return v, td.sum(v)
 
