@@ -219,6 +219,14 @@ def test_constants_are_exact_and_special_values_survive():
         np.testing.assert_array_equal(got, want)
 
 
+def test_every_tier1_primitive_has_a_lowering():
+    from tidu.ops._base import Primitive
+
+    missing = [name for name in P.TIER1 if getattr(P, name).hlo is None and
+               getattr(P, name).lower is Primitive.lower]
+    assert not missing
+
+
 # ---- graphs, gradients, Hessians ----
 
 def mlp(w1, w2, x):
@@ -484,6 +492,9 @@ def test_sharded_batch_equals_single_device():
                 (sh,) = prog.eval_batch(ins, devices=devices)
                 np.testing.assert_allclose(sh, one, rtol=1e-13, atol=1e-14)
             np.testing.assert_allclose(one, cpu, rtol=1e-13, atol=1e-14)
+        n_compiled = len(prog.executable._xla)
+        prog.eval_batch(ins, devices=4)  # a new, equal Mesh: no recompilation
+        assert len(prog.executable._xla) == n_compiled
         # the work really is split: each output shard lives on its own device
         runner = prog.executable.xla(batch=8, mesh=td.xla.resolve_devices(4))
         with jax.enable_x64(True):

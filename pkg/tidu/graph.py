@@ -656,7 +656,7 @@ class Executable:
         """The program compiled through XLA (``tidu.xla``), once per batch size and placement."""
         from tidu import xla
 
-        key = (batch, device if mesh is None else ("mesh", id(mesh), mesh))
+        key = (batch, device if mesh is None else ("mesh", mesh))  # equal meshes share one
         runner = self._xla.get(key)
         if runner is None:
             runner = self._xla.setdefault(key, xla.XlaRunner(self, batch, device, mesh))
