@@ -23,12 +23,17 @@ struct FragmentData {
   std::vector<Id> inputs;   // local value ids of the fragment's inputs
   std::vector<Id> outputs;  // local value ids of the fragment's outputs
   IdMap local;              // global value id -> local value id
+  // While an AD rule runs on a template miss: the ops it adds, in order (tidu/rule_cache.hpp),
+  // and whether it declared an input (which no template can replay).
+  std::vector<Id>* log = nullptr;
+  bool log_input = false;
 
   Id local_of(Id v) const { return local.get(v, kNone); }
 
   // Declares Input(v) as an input of this fragment; returns its local id.
   Id add_input(const KeyInterner& in, Id v) {
     if (!in.is_input(v)) throw std::invalid_argument("tidu: add_input needs an Input value");
+    if (log) log_input = true;
     Id existing = local.get(v, kNone);
     if (existing != kNone) return existing;
     Id l = static_cast<Id>(vals.size());
@@ -42,6 +47,7 @@ struct FragmentData {
   Id add_op(KeyInterner& in, Id prim, Id mode, const Id* args, std::size_t n_in,
             const Id* out_avals, std::size_t n_out) {
     Id o = in.intern_op(prim, mode, args, n_in, out_avals, n_out);
+    if (log) log->push_back(o);
     const OpRec& r = in.op(o);
     Id existing = local.get(r.first_val, kNone);
     if (existing != kNone) return existing;
