@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <stdexcept>
 #include <vector>
 
 namespace tidu {
@@ -154,6 +155,35 @@ class IdMap {
   std::vector<Id> dense_;
   std::size_t n_dense_ = 0;
   FlatMap32 sparse_;
+};
+
+// A set of ids within one known range [lo, hi], one bit per id: the seen-sets of walks over a
+// view, whose values and ops span a range fixed up front.  Look-ups are one bit test with no
+// hashing, and a million ids take 128 KiB, so a walk stays in cache where a hash set would not.
+class IdBitset {
+ public:
+  IdBitset() = default;
+  IdBitset(Id lo, Id hi) : lo_(lo) {
+    if (hi != kNone && hi >= lo) bits_.assign((static_cast<std::size_t>(hi - lo) >> 6) + 1, 0);
+  }
+
+  bool contains(Id key) const {
+    std::size_t off = static_cast<std::size_t>(key) - lo_;
+    return key >= lo_ && (off >> 6) < bits_.size() && ((bits_[off >> 6] >> (off & 63)) & 1);
+  }
+
+  // Adds key, which must lie in the range given at construction.
+  void insert(Id key) {
+    std::size_t off = static_cast<std::size_t>(key) - lo_;
+    if (key < lo_ || (off >> 6) >= bits_.size()) throw std::out_of_range("tidu: id outside the set's range");
+    bits_[off >> 6] |= std::uint64_t{1} << (off & 63);
+  }
+
+  std::size_t memory_bytes() const { return bits_.capacity() * sizeof(std::uint64_t); }
+
+ private:
+  Id lo_ = 0;
+  std::vector<std::uint64_t> bits_;
 };
 
 }  // namespace tidu
