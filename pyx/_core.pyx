@@ -11,7 +11,7 @@ from libcpp.vector cimport vector
 cimport numpy as cnp
 import numpy as np
 
-from tidu_core cimport (Id, kNone, FlatMap32, KeyInterner, ValRec, OpRec, FragmentData, View,
+from tidu_core cimport (Id, kNone, FlatMap32, RangeMap, KeyInterner, ValRec, OpRec, FragmentData, View,
                         Reachable, topo_walk, forward_activity, SSAProgram, compile_ssa,
                         kLinearizeRule, kTransposeRule, kAccumulateRule, RuleTemplate, RuleCache,
                         make_rule_key, replay_rule, record_rule)
@@ -413,7 +413,19 @@ def linearize_ops(FragmentStore b, Materialized m, seeds, const uint8_t[::1] non
     from rule(prim, primal_in, primal_out, tangent_in) (ValKeys; tangents as local ids, ValKeys
     or None); tangents of non-differentiable avals are dropped.  Returns the tangent value id
     (NONE: zero) of each of `outputs`."""
-    cdef FlatMap32 env = FlatMap32(2 * m.r.ops.size() + 16)
+    cdef Id lo = kNone, hi = 0, v
+    for v in m.r.vals:
+        lo = min(lo, v)
+        hi = max(hi, v)
+    cdef RangeMap* env = new RangeMap(lo, hi, m.r.vals.size() + 16)
+    try:
+        return _linearize_walk(b, m, env[0], seeds, nondiff_aval, outputs, rule, prim_flags, valkey)
+    finally:
+        del env
+
+
+cdef list _linearize_walk(FragmentStore b, Materialized m, RangeMap& env, seeds,
+                          const uint8_t[::1] nondiff_aval, outputs, rule, prim_flags, valkey):
     cdef vector[Id] sym, results, key, scratch
     cdef Id o, prim, first, g
     cdef size_t k, n_in, n_out
@@ -476,7 +488,20 @@ def transpose_ops(FragmentStore b, FragmentStore linear, seeds, queries, rule, a
     an active input accumulate by global value id, through accumulate(prim, prev, ct) (the op's
     add() node) when one is already there.  Returns the cotangent value id (NONE: zero) of each
     of `queries`."""
-    cdef FlatMap32 ct_env = FlatMap32(2 * linear.data.vals.size() + 16)
+    cdef Id lo = kNone, hi = 0, v
+    for v in linear.data.vals:
+        lo = min(lo, v)
+        hi = max(hi, v)
+    cdef RangeMap* ct_env = new RangeMap(lo, hi, linear.data.vals.size() + 16)
+    try:
+        return _transpose_walk(b, linear, ct_env[0], seeds, queries, rule, accumulate, prim_flags,
+                               mode_mask, valkey)
+    finally:
+        del ct_env
+
+
+cdef list _transpose_walk(FragmentStore b, FragmentStore linear, RangeMap& ct_env, seeds, queries,
+                          rule, accumulate, prim_flags, mode_mask, valkey):
     cdef vector[Id] sym, results, key, scratch, acc_sym, acc_res, ins
     cdef vector[uint8_t] mask
     cdef Id o, prim, mode, first, prev, ct

@@ -16,6 +16,12 @@ cdef extern from "tidu/flat_map.hpp" namespace "tidu" nogil:
         Id insert(Id key, Id val)
         void set(Id key, Id val)
 
+    cdef cppclass RangeMap:
+        RangeMap(Id lo, Id hi, size_t expected)
+        Id get(Id key, Id fallback)
+        bool contains(Id key)
+        void set(Id key, Id val)
+
 cdef extern from "tidu/interner.hpp" namespace "tidu" nogil:
     cdef struct ValRec:
         Id op

@@ -186,4 +186,44 @@ class IdBitset {
   std::vector<std::uint64_t> bits_;
 };
 
+// uint32 -> uint32 map with a fixed dense window [lo, hi] (an array, no hashing) and a hash map
+// for keys outside it: for environments keyed by the values of one walk, whose id range is known
+// before the walk starts.  The window is used only when it is at most `slack` times the expected
+// number of keys (plus a constant), so a sparse range costs no more memory than hashing.
+class RangeMap {
+ public:
+  RangeMap(Id lo, Id hi, std::size_t expected, std::size_t slack = 16)
+      : sparse_(expected < 64 ? expected : 64) {
+    if (hi != kNone && hi >= lo &&
+        static_cast<std::size_t>(hi - lo) < slack * expected + 4096) {
+      lo_ = lo;
+      dense_.assign(static_cast<std::size_t>(hi - lo) + 1, kNone);
+    } else {
+      sparse_ = FlatMap32(expected);
+    }
+  }
+
+  Id get(Id key, Id fallback = kNone) const {
+    std::size_t off = static_cast<std::size_t>(key) - lo_;
+    if (key >= lo_ && off < dense_.size()) return dense_[off] == kNone ? fallback : dense_[off];
+    return sparse_.size() ? sparse_.get(key, fallback) : fallback;
+  }
+
+  bool contains(Id key) const { return get(key) != kNone; }
+
+  // Sets key -> val (val != kNone), overwriting any previous value.
+  void set(Id key, Id val) {
+    std::size_t off = static_cast<std::size_t>(key) - lo_;
+    if (key >= lo_ && off < dense_.size())
+      dense_[off] = val;
+    else
+      sparse_.set(key, val);
+  }
+
+ private:
+  Id lo_ = 0;
+  std::vector<Id> dense_;
+  FlatMap32 sparse_;
+};
+
 }  // namespace tidu
