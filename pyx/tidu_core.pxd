@@ -1,4 +1,4 @@
-# Extern declarations mirroring cpp/include/tidu/{flat_map,interner,graph}.hpp one to one.
+# Extern declarations mirroring cpp/include/tidu/{flat_map,interner,graph,rule_cache}.hpp one to one.
 from libc.stdint cimport uint8_t, uint16_t, uint32_t
 from libcpp cimport bool
 from libcpp.vector cimport vector
@@ -14,6 +14,12 @@ cdef extern from "tidu/flat_map.hpp" namespace "tidu" nogil:
         Id get(Id key, Id fallback)
         bool contains(Id key)
         Id insert(Id key, Id val)
+        void set(Id key, Id val)
+
+    cdef cppclass RangeMap:
+        RangeMap(Id lo, Id hi, size_t expected)
+        Id get(Id key, Id fallback)
+        bool contains(Id key)
         void set(Id key, Id val)
 
 cdef extern from "tidu/interner.hpp" namespace "tidu" nogil:
@@ -49,6 +55,8 @@ cdef extern from "tidu/graph.hpp" namespace "tidu" nogil:
         vector[Id] ops
         vector[Id] inputs
         vector[Id] outputs
+        vector[Id]* log
+        bool log_input
         Id local_of(Id v)
         Id add_input(const KeyInterner& interner, Id v) except +
         Id add_op(KeyInterner& interner, Id prim, Id mode, const Id* args, size_t n_in,
@@ -86,3 +94,31 @@ cdef extern from "tidu/graph.hpp" namespace "tidu" nogil:
     void compile_ssa(const KeyInterner& interner, const vector[Id]& vals, const vector[Id]& ops,
                      const vector[Id]& inputs, const Id* outputs, size_t n_out,
                      SSAProgram& p) except +
+
+cdef extern from "tidu/rule_cache.hpp" namespace "tidu" nogil:
+    const Id kLinearizeRule
+    const Id kTransposeRule
+    const Id kAccumulateRule
+
+    cdef cppclass RuleTemplate:
+        RuleTemplate()
+        size_t n_emit()
+
+    void make_rule_key(const KeyInterner& interner, Id kind, Id prim, Id mode, const Id* sym,
+                       size_t n_sym, vector[Id]& key)
+
+    cdef cppclass RuleCache:
+        RuleCache()
+        const RuleTemplate* find(const vector[Id]& key)
+        void insert(const vector[Id]& key, RuleTemplate t) except +
+        size_t size()
+        void clear()
+        size_t hits
+        size_t misses
+        size_t unrecordable
+
+    void replay_rule(KeyInterner& interner, FragmentData& f, const RuleTemplate& t, const Id* sym,
+                     Id* results, vector[Id]& scratch) except +
+    bool record_rule(const KeyInterner& interner, const vector[Id]& log, const Id* sym,
+                     size_t n_sym, const Id* results, size_t n_res, size_t n_vals_before,
+                     RuleTemplate& t) except +

@@ -18,7 +18,8 @@ from tidu.graph import (External, Fragment, FragmentBuilder, GraphError, Linear,
                         ValKey, _aval_list, mode_of, prim_of, resolve)
 from tidu.rules import Cotangent, next_pass_id, tangent_of
 
-__all__ = ["LinearFragment", "differentiate", "transpose", "saved_values", "SavedValue"]
+__all__ = ["LinearFragment", "differentiate", "transpose", "saved_values", "SavedValue",
+           "set_rule_cache", "rule_cache_info"]
 
 
 @dataclass
@@ -107,23 +108,19 @@ def differentiate(view: ResolvedView, outputs: Sequence[ValKey], wrt: Sequence[H
         t_key = tangent_of(key, pass_id)
         env[val.id] = builder.add_input(t_key, val.aval)
         tangent_inputs.append((key, t_key))
-    for o in mat.active_ops(list(env), _nondiff_table()):
-        prim, mode, ins, first, n_out = _core.op_info(int(o))
+
+    def rule(prim, primal_in, primal_out, t_in):
         op = prim_of(prim)
-        if not getattr(op, "differentiable", True):
-            continue
-        t_in = [env.get(v) for v in ins]
-        if all(t is None for t in t_in):
-            continue  # active only through a non-differentiable op (C++ activity is by dtype)
-        outs = [ValKey(first + k) for k in range(n_out)]
-        t_out = op.linearize(builder, [ValKey(v) for v in ins], outs, t_in)
-        if len(t_out) != n_out:
+        t_out = op.linearize(builder, primal_in, primal_out, t_in)
+        if len(t_out) != len(primal_out):
             raise GraphError(f"{op.name}.linearize returned {len(t_out)} tangents for "
-                             f"{n_out} outputs")
-        for k, t in zip(outs, t_out):
-            if t is not None and k.dtype.kind in "fc":
-                env[k.id] = t
-    tangent_outputs = [builder.key(_ref(env[k.id])) if k.id in env else None for k in outputs]
+                             f"{len(primal_out)} outputs")
+        return t_out
+
+    seeds = [(v, builder.key(_ref(t)).id) for v, t in env.items()]
+    found = _core.linearize_ops(builder.store, mat, seeds, _nondiff_table(),
+                                [k.id for k in outputs], rule, _prim_flags, ValKey)
+    tangent_outputs = [None if t == _core.NONE else ValKey(t) for t in found]
     frag = builder.build([k for k in tangent_outputs if k is not None])
     return LinearFragment(frag, tangent_inputs, tangent_outputs, pass_id)
 
@@ -134,6 +131,31 @@ _ACTIVE2 = Linear([True, True])
 def _ref(x):
     """A local id as Local, an existing value as External."""
     return External(x) if isinstance(x, ValKey) else Local(x)
+
+
+def _prim_flags(prim: int) -> int:
+    """What the C++ walks need to know of a primitive: 2 differentiable, 4 its rules may be
+    replayed from templates (``rule_cache = False`` opts a primitive out)."""
+    op = prim_of(prim)
+    return (2 if getattr(op, "differentiable", True) else 0) | \
+        (4 if getattr(op, "rule_cache", True) else 0)
+
+
+def _mode_mask(mode_i: int) -> bytes:
+    return bytes(mode_of(mode_i).active_mask)
+
+
+# ---- rule templates ----
+
+def set_rule_cache(enabled: bool) -> bool:
+    """Replay AD rules from recorded templates (the default) or call every rule; returns the
+    previous setting.  Both give id-identical fragments; off is the reference path for tests."""
+    return _core.set_rule_cache(bool(enabled))
+
+
+def rule_cache_info() -> dict:
+    """Templates held and hit/miss/unrecordable counts of the rule template cache."""
+    return _core.rule_cache_info()
 
 
 # ---- transpose ----
@@ -187,29 +209,25 @@ def transpose(linear: LinearFragment, cotangents: Sequence[ValKey | None] | None
         else:
             ct_env[out.id] = local
 
-    store = frag.store
-    for o in reversed(store.ops()):
-        prim, mode_i, ins, first, n_out = _core.op_info(int(o))
-        mode = mode_of(mode_i)
-        if not mode.is_linear:
-            continue  # a fixed coefficient: referenced by the transposed nodes, not reversed
-        ct_out = [ct_env.get(first + k) for k in range(n_out)]
-        if all(c is None for c in ct_out):
-            continue
-        op = prim_of(prim)
-        ct_in = op.transpose_rule(builder, ct_out, [ValKey(v) for v in ins], mode)
-        if len(ct_in) != len(ins):
-            raise GraphError(f"{op.name}.transpose_rule returned {len(ct_in)} cotangents for "
-                             f"{len(ins)} inputs")
-        for v, active, ct in zip(ins, mode.active_mask, ct_in):
-            if active and ct is not None:
-                accumulate(type(op), v, ct)
 
-    tangent_outputs = []
+    def rule(prim, mode_i, inputs, ct_out):
+        op = prim_of(prim)
+        ct_in = op.transpose_rule(builder, ct_out, inputs, mode_of(mode_i))
+        if len(ct_in) != len(inputs):
+            raise GraphError(f"{op.name}.transpose_rule returned {len(ct_in)} cotangents for "
+                             f"{len(inputs)} inputs")
+        return ct_in
+
+    def add(prim, prev, ct):
+        return [builder.emit(type(prim_of(prim)).add(), [prev, ct], _ACTIVE2)]
+
+    queries = []
     for _, t_key in linear.tangent_inputs:
-        t_val = frag.inputs[[k.input_key for k in frag.inputs].index(t_key)]
-        ct = ct_env.get(t_val.id)
-        tangent_outputs.append(builder.key(_ref(ct)) if ct is not None else None)
+        queries.append(frag.inputs[[k.input_key for k in frag.inputs].index(t_key)].id)
+    found = _core.transpose_ops(builder.store, frag.store,
+                                [(v, builder.key(_ref(c)).id) for v, c in ct_env.items()],
+                                queries, rule, add, _prim_flags, _mode_mask, ValKey)
+    tangent_outputs = [None if c == _core.NONE else ValKey(c) for c in found]
     out_frag = builder.build([k for k in tangent_outputs if k is not None])
     return LinearFragment(out_frag, tangent_inputs, tangent_outputs, pass_id, source=linear)
 

@@ -31,9 +31,14 @@ class PrimitiveOp(GraphOp):
     - ``transpose_rule(builder, cotangent_out, inputs, mode)``: for a linear op, emit the
       cotangents of its active inputs; returns one local id or None per input.
     - ``differentiable``: False declares the op non-differentiable (its outputs carry no tangent).
+    - ``rule_cache``: the transforms record what a rule emits for one call shape (this op
+      instance, operand avals, which tangents/cotangents are present, which operands are the same
+      value) and replay it for later calls of that shape, so a rule must depend on nothing else
+      (it gets everything through its arguments).  False always calls the rules instead.
     """
 
     differentiable: bool = True
+    rule_cache: bool = True
     linear: bool = False  # linear in all inputs: the op is its own linearization
 
     @classmethod

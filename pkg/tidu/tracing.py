@@ -160,6 +160,11 @@ def _binary(cls, name: str, x, y, float_only=False) -> "Tracer":
             _RULES[(cls, x.aval, y.aval)] = (pid, a)
             t = x._t
             return Tracer(t, t.store.emit2(pid, 0, x._v, y._v, a.id), a)
+    tx, ty = type(x), type(y)
+    if (ty is Tracer and (tx is float or tx is int)) or (tx is Tracer and (ty is float or ty is int)):
+        hit = _scalar_operand(cls, x, y, ty is Tracer)
+        if hit is not None:
+            return hit
     t = _trace_of(x, y)
     a, b = _promote(name, t, x, y, min_dtype=np.float32 if float_only else None)
     if float_only and a.aval.dtype in _NONFLOAT:
@@ -168,6 +173,36 @@ def _binary(cls, name: str, x, y, float_only=False) -> "Tracer":
 
 
 _NONFLOAT = INTS | {BOOL}
+
+# A Python float/int combined with a rank-0 floating or complex tracer: numpy 2's weak-scalar
+# promotion keeps the tracer's dtype, so the slow path emits Constant(scalar as that dtype) and
+# the op.  Memoise (op class, aval, scalar) -> (constant prim, op prim, avals) and emit the same two
+# nodes directly.  Zero is left to the slow path (0.0 and -0.0 are equal dict keys).
+_SCALAR_OPS: dict[tuple, tuple[int, int, int, AbstractValue]] = {}
+
+
+def _scalar_operand(cls, x, y, scalar_left: bool) -> "Tracer | None":
+    tr, s = (y, x) if scalar_left else (x, y)
+    av = tr.aval
+    if av.shape or not s or av.dtype.kind not in "fc":
+        return None
+    key = (cls, av, type(s), s, scalar_left)
+    hit = _SCALAR_OPS.get(key)
+    if hit is None:
+        arr = np.asarray(s, dtype=av.dtype)
+        c = P.Constant.of(arr, arr.dtype)
+        op, pid = _singleton(cls)
+        out = op.abstract_eval(av, av)
+        if len(_SCALAR_OPS) > 4096:
+            _SCALAR_OPS.clear()
+        hit = _SCALAR_OPS[key] = (prim_id(c), c.abstract_eval().id, pid, out)
+    t = tr._t
+    store = t.store
+    cv = store.emit0(hit[0], hit[1])
+    out = hit[3]
+    if scalar_left:
+        return Tracer(t, store.emit2(hit[2], 0, cv, tr._v, out.id), out)
+    return Tracer(t, store.emit2(hit[2], 0, tr._v, cv, out.id), out)
 
 
 def _unary_float(cls, x) -> "Tracer":

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <stdexcept>
 #include <vector>
 
 namespace tidu {
@@ -153,6 +154,75 @@ class IdMap {
   Id base_ = 0;
   std::vector<Id> dense_;
   std::size_t n_dense_ = 0;
+  FlatMap32 sparse_;
+};
+
+// A set of ids within one known range [lo, hi], one bit per id: the seen-sets of walks over a
+// view, whose values and ops span a range fixed up front.  Look-ups are one bit test with no
+// hashing, and a million ids take 128 KiB, so a walk stays in cache where a hash set would not.
+class IdBitset {
+ public:
+  IdBitset() = default;
+  IdBitset(Id lo, Id hi) : lo_(lo) {
+    if (hi != kNone && hi >= lo) bits_.assign((static_cast<std::size_t>(hi - lo) >> 6) + 1, 0);
+  }
+
+  bool contains(Id key) const {
+    std::size_t off = static_cast<std::size_t>(key) - lo_;
+    return key >= lo_ && (off >> 6) < bits_.size() && ((bits_[off >> 6] >> (off & 63)) & 1);
+  }
+
+  // Adds key, which must lie in the range given at construction.
+  void insert(Id key) {
+    std::size_t off = static_cast<std::size_t>(key) - lo_;
+    if (key < lo_ || (off >> 6) >= bits_.size()) throw std::out_of_range("tidu: id outside the set's range");
+    bits_[off >> 6] |= std::uint64_t{1} << (off & 63);
+  }
+
+  std::size_t memory_bytes() const { return bits_.capacity() * sizeof(std::uint64_t); }
+
+ private:
+  Id lo_ = 0;
+  std::vector<std::uint64_t> bits_;
+};
+
+// uint32 -> uint32 map with a fixed dense window [lo, hi] (an array, no hashing) and a hash map
+// for keys outside it: for environments keyed by the values of one walk, whose id range is known
+// before the walk starts.  The window is used only when it is at most `slack` times the expected
+// number of keys (plus a constant), so a sparse range costs no more memory than hashing.
+class RangeMap {
+ public:
+  RangeMap(Id lo, Id hi, std::size_t expected, std::size_t slack = 16)
+      : sparse_(expected < 64 ? expected : 64) {
+    if (hi != kNone && hi >= lo &&
+        static_cast<std::size_t>(hi - lo) < slack * expected + 4096) {
+      lo_ = lo;
+      dense_.assign(static_cast<std::size_t>(hi - lo) + 1, kNone);
+    } else {
+      sparse_ = FlatMap32(expected);
+    }
+  }
+
+  Id get(Id key, Id fallback = kNone) const {
+    std::size_t off = static_cast<std::size_t>(key) - lo_;
+    if (key >= lo_ && off < dense_.size()) return dense_[off] == kNone ? fallback : dense_[off];
+    return sparse_.size() ? sparse_.get(key, fallback) : fallback;
+  }
+
+  bool contains(Id key) const { return get(key) != kNone; }
+
+  // Sets key -> val (val != kNone), overwriting any previous value.
+  void set(Id key, Id val) {
+    std::size_t off = static_cast<std::size_t>(key) - lo_;
+    if (key >= lo_ && off < dense_.size())
+      dense_[off] = val;
+    else
+      sparse_.set(key, val);
+  }
+
+ private:
+  Id lo_ = 0;
+  std::vector<Id> dense_;
   FlatMap32 sparse_;
 };
 

@@ -23,12 +23,17 @@ struct FragmentData {
   std::vector<Id> inputs;   // local value ids of the fragment's inputs
   std::vector<Id> outputs;  // local value ids of the fragment's outputs
   IdMap local;              // global value id -> local value id
+  // While an AD rule runs on a template miss: the ops it adds, in order (tidu/rule_cache.hpp),
+  // and whether it declared an input (which no template can replay).
+  std::vector<Id>* log = nullptr;
+  bool log_input = false;
 
   Id local_of(Id v) const { return local.get(v, kNone); }
 
   // Declares Input(v) as an input of this fragment; returns its local id.
   Id add_input(const KeyInterner& in, Id v) {
     if (!in.is_input(v)) throw std::invalid_argument("tidu: add_input needs an Input value");
+    if (log) log_input = true;
     Id existing = local.get(v, kNone);
     if (existing != kNone) return existing;
     Id l = static_cast<Id>(vals.size());
@@ -42,6 +47,7 @@ struct FragmentData {
   Id add_op(KeyInterner& in, Id prim, Id mode, const Id* args, std::size_t n_in,
             const Id* out_avals, std::size_t n_out) {
     Id o = in.intern_op(prim, mode, args, n_in, out_avals, n_out);
+    if (log) log->push_back(o);
     const OpRec& r = in.op(o);
     Id existing = local.get(r.first_val, kNone);
     if (existing != kNone) return existing;
@@ -62,17 +68,27 @@ struct FragmentData {
 
 // ---- resolve ----
 
-// A logical view over fragments: which fragment defines each value.  No node is copied.
+// A logical view over fragments: which values and ops they define.  No node is copied.
 struct View {
   std::vector<const FragmentData*> frags;
-  IdMap def;  // global value id -> index into frags (first definer wins)
+  Id val_lo = kNone, val_hi = 0;  // id ranges of the defined values and ops (empty: lo > hi)
+  Id op_lo = kNone, op_hi = 0;
+  IdBitset def;  // defined values
 
   explicit View(std::vector<const FragmentData*> fs) : frags(std::move(fs)) {
-    std::size_t n = 0;
-    for (const FragmentData* f : frags) n += f->vals.size();
-    def = IdMap(n);
-    for (std::size_t i = 0; i < frags.size(); ++i)
-      for (Id v : frags[i]->vals) def.insert(v, static_cast<Id>(i));
+    for (const FragmentData* f : frags) {
+      for (Id v : f->vals) {
+        if (v < val_lo) val_lo = v;
+        if (v > val_hi) val_hi = v;
+      }
+      for (Id o : f->ops) {
+        if (o < op_lo) op_lo = o;
+        if (o > op_hi) op_hi = o;
+      }
+    }
+    def = val_lo <= val_hi ? IdBitset(val_lo, val_hi) : IdBitset();
+    for (const FragmentData* f : frags)
+      for (Id v : f->vals) def.insert(v);
   }
 
   bool defines(Id v) const { return def.contains(v); }
@@ -91,8 +107,10 @@ struct Reachable {
 // the first reachable value that no fragment of the view defines (a dangling External reference).
 inline Id topo_walk(const KeyInterner& in, const View& view, const Id* outputs, std::size_t n_out,
                     Reachable& out) {
-  IdMap seen(256);  // value id -> 1 once placed
-  IdMap op_seen(256);
+  // Every value placed is defined by the view and every op placed defines one: both lie in the
+  // view's id ranges, so the seen-sets are bitsets over those.
+  IdBitset seen = view.val_lo <= view.val_hi ? IdBitset(view.val_lo, view.val_hi) : IdBitset();
+  IdBitset op_seen = view.op_lo <= view.op_hi ? IdBitset(view.op_lo, view.op_hi) : IdBitset();
   std::vector<std::pair<Id, bool>> stack;
   for (std::size_t i = n_out; i-- > 0;) stack.emplace_back(outputs[i], false);
   while (!stack.empty()) {
@@ -104,7 +122,7 @@ inline Id topo_walk(const KeyInterner& in, const View& view, const Id* outputs, 
       if (seen.contains(v)) continue;
       if (!view.defines(v)) return v;
       if (rec.op == kNone) {
-        seen.insert(v, 1);
+        seen.insert(v);
         out.vals.push_back(v);
         out.inputs.push_back(v);
         continue;
@@ -117,11 +135,11 @@ inline Id topo_walk(const KeyInterner& in, const View& view, const Id* outputs, 
         if (!seen.contains(args[k])) stack.emplace_back(args[k], false);
     } else {
       if (op_seen.contains(rec.op)) continue;
-      op_seen.insert(rec.op, 1);
+      op_seen.insert(rec.op);
       out.ops.push_back(rec.op);
       const OpRec& op = in.op(rec.op);
       for (Id k = 0; k < op.n_out; ++k) {
-        seen.insert(op.first_val + k, 1);
+        seen.insert(op.first_val + k);
         out.vals.push_back(op.first_val + k);
       }
     }
@@ -169,14 +187,26 @@ struct SSAProgram {
 inline void compile_ssa(const KeyInterner& in, const std::vector<Id>& vals, const std::vector<Id>& ops,
                         const std::vector<Id>& inputs, const Id* outputs, std::size_t n_out,
                         SSAProgram& p) {
-  IdMap slot_of(vals.size());
+  // value id -> slot: a plain array over the values' id range when that is dense enough (the
+  // usual case), else a hash map.
+  Id lo = kNone, hi = 0;
+  for (Id v : vals) {
+    if (v < lo) lo = v;
+    if (v > hi) hi = v;
+  }
+  bool dense = !vals.empty() && static_cast<std::size_t>(hi - lo) < 8 * vals.size() + 4096;
+  std::vector<Id> slot_dense(dense ? static_cast<std::size_t>(hi - lo) + 1 : 0, kNone);
+  IdMap slot_of(dense ? 8 : vals.size());
   p.slot_aval.reserve(vals.size());
   for (std::size_t i = 0; i < vals.size(); ++i) {
-    slot_of.insert(vals[i], static_cast<Id>(i));
+    if (dense)
+      slot_dense[vals[i] - lo] = static_cast<Id>(i);
+    else
+      slot_of.insert(vals[i], static_cast<Id>(i));
     p.slot_aval.push_back(in.val(vals[i]).aval);
   }
   auto slot = [&](Id v) {
-    Id s = slot_of.get(v, kNone);
+    Id s = !dense ? slot_of.get(v, kNone) : (v >= lo && v <= hi ? slot_dense[v - lo] : kNone);
     if (s == kNone) throw std::logic_error("tidu: value missing from materialized graph");
     return s;
   };

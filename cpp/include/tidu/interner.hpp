@@ -72,7 +72,7 @@ class KeyInterner {
     std::uint64_t h = op_hash(prim, mode, in, n_in);
     std::uint64_t tag = h & 0xFFFFFFFF00000000ULL;  // compared before touching the op record
     std::size_t mask = table_.size() - 1;
-    for (std::size_t i = h & mask;; i = (i + 1) & mask) {
+    for (std::size_t i = h >> shift_;; i = (i + 1) & mask) {
       std::uint64_t e = table_[i];
       if (e == kEmpty) {
         Id id = static_cast<Id>(ops_.size());
@@ -149,14 +149,15 @@ class KeyInterner {
     table.swap(bigger);
   }
 
-  // Doubling re-hashes each op to place it (positions use the low hash bits; tags carry over).
+  // An op's slot comes from the top bits of its hash, which its entry keeps as the tag, so doubling
+  // the table places every entry from the entry alone: no op record is read (a cache miss each).
   void grow_ops() {
     std::vector<std::uint64_t> bigger(table_.size() * 2, kEmpty);
     std::size_t mask = bigger.size() - 1;
+    --shift_;
     for (std::uint64_t e : table_) {
       if (e == kEmpty) continue;
-      const OpRec& r = ops_[static_cast<Id>(e)];
-      std::size_t i = op_hash(r.prim, r.mode, op_inputs_.data() + r.in_begin, r.n_in) & mask;
+      std::size_t i = e >> shift_;
       while (bigger[i] != kEmpty) i = (i + 1) & mask;
       bigger[i] = e;
     }
@@ -167,6 +168,7 @@ class KeyInterner {
   std::vector<OpRec> ops_;
   std::vector<Id> op_inputs_;
   std::vector<std::uint64_t> table_;  // open addressing: (hash tag << 32) | op id
+  unsigned shift_ = 64 - 10;  // slot of hash h: h >> shift_ (table_ has 2^(64 - shift_) entries)
   std::vector<Id> input_table_;  // open addressing over input value ids
   std::size_t n_inputs_ = 0;
 };
