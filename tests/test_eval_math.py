@@ -146,6 +146,7 @@ for dtype in ("float64", "float32"):
     for name in m.FNS:
         prog = m.compile_(lambda x: m.FNS[name][0](x), x=m.td.spec(x.shape, dtype))
         out[f"{name}/{dtype}"] = m.check(name, dtype, prog.eval([x])[0], x, "variant")
+out["variant"] = m.td._eval.simd_variant()
 print(json.dumps(out))
 """
 
@@ -158,6 +159,11 @@ def test_every_simd_variant(variant):
                          env=env, capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-3000:]
     worst = json.loads(res.stdout.strip().splitlines()[-1])
+    got = worst.pop("variant")
+    order = ["generic", "avx2", "avx512"]
+    assert order.index(got) <= order.index(variant)  # the request, or less where the CPU lacks it
+    if variant == "generic":
+        assert got == "generic"
     assert set(worst) == {f"{n}/{d}" for n in FNS for d in ("float64", "float32")}
 
 

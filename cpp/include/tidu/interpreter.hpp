@@ -290,6 +290,10 @@ namespace detail {
   X(Sign, static_cast<double>((x > 0) - (x < 0)))        \
   X(Constant, imm)
 
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpedantic"  // labels as values, in a consumer built with -pedantic
+#endif
 inline void eval_scalar(const Program& p, double* v, const void* const* inputs, void* const* outputs) {
   for (std::size_t i = 0; i < p.inputs.size(); ++i) v[p.inputs[i]] = *static_cast<const double*>(inputs[i]);
   const ScalarInstr* c = p.scalar_code.data();
@@ -343,6 +347,9 @@ done:
   for (std::size_t i = 0; i < p.outputs.size(); ++i) *static_cast<double*>(outputs[i]) = v[p.outputs[i]];
 }
 #undef TIDU_SCALAR_OPS
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 // Elements [lo, lo + n) of a blockable instruction (see Program::chain_end): elementwise maps,
 // compare/select/convert, and the broadcast of a one-element operand.
