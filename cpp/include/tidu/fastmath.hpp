@@ -1,6 +1,7 @@
 // tidu/fastmath.hpp - branch-free transcendental kernels (exp, expm1, log, log1p, sin, cos, tanh)
-// for float and double, written so that the compiler vectorises loops over contiguous arrays and
-// inlines them into the scalar fast path.
+// for float and double, written so that the compiler vectorises loops over contiguous arrays.
+// They are tuned for throughput: the all-scalar fast path (interpreter.hpp) keeps the C library,
+// whose table-driven kernels have the lower latency that a chain of dependent scalars needs.
 //
 // Each function is a range reduction (Cody-Waite) and a polynomial (Taylor to below half an ulp,
 // or fdlibm's minimax kernels), in double: float inputs are evaluated in double and rounded once,
@@ -257,13 +258,6 @@ struct Func;
   };
 TIDU_FASTMATH(TIDU_FM_FUNC)
 #undef TIDU_FM_FUNC
-
-// One value (the scalar fast path): the polynomial in range, the C library outside it.
-template <Fn F, bool FMA = false>
-TIDU_FM_INLINE double eval1(double x) {
-  using K = Func<F>;
-  return K::in_range(x) ? K::template fast<FMA>(x) : K::libm(x);
-}
 
 // y[i] = f(x[i]), a chunk at a time: a vectorisable range check, then the vectorisable
 // polynomial loop, or an element-wise loop when the chunk holds an input out of range.
