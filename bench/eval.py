@@ -72,6 +72,9 @@ def main():
     except ImportError:
         numexpr = None
 
+    from tidu import _eval
+    print(f"transcendental kernels: {_eval.simd_variant()} variant (TIDU_SIMD=avx512|avx2|generic)")
+
     # (a) per-call overhead of a 1-op program
     F = td.build(lambda x: td.sin(x), x=td.spec(()))
     prog = td.compile(td.materialize_merge(td.resolve([F]), F.outputs))

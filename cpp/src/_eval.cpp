@@ -198,6 +198,8 @@ void make_program(py::module_& m) {
   m.def("set_blas", &set_blas, py::arg("path"), py::arg("prefix") = "",
         "Use the CBLAS gemm of a shared library for large matrix products; returns success.");
   m.def("clear_blas", [] { tidu::kern::blas() = tidu::kern::BlasHooks{}; });
+  m.def("simd_variant", [] { return std::string(tidu::fm::isa_name()); },
+        "Which SIMD variant the transcendental kernels use: avx512, avx2 or generic (TIDU_SIMD).");
   py::register_exception<tidu::ProgramError>(m, "ProgramError", PyExc_ValueError);
   py::class_<PyProgram>(m, "Program")
       .def(py::init<py::array_t<std::uint8_t>, py::array_t<std::uint32_t>, py::array_t<std::int64_t>,

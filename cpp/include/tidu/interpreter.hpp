@@ -266,38 +266,90 @@ inline void run_instr(const Program& p, Workspace& ws, std::size_t idx) {
 namespace detail {
 
 // The all-scalar float64 fast path: a flat loop over 24-byte instructions and an array of doubles.
+// What each opcode computes from x = v[a], y = v[b] and the inline constant imm; opcodes not
+// listed copy x (Conj, StopGradient, Reshape, BroadcastInDim of a scalar).
+#define TIDU_SCALAR_OPS(X)                               \
+  X(Add, x + y)                                          \
+  X(Sub, x - y)                                          \
+  X(Mul, x * y)                                          \
+  X(Div, x / y)                                          \
+  X(Pow, std::pow(x, y))                                 \
+  X(Max, (x != x || x > y) ? x : y)                      \
+  X(Min, (x != x || x < y) ? x : y)                      \
+  X(Neg, -x)                                             \
+  X(Exp, std::exp(x))                                    \
+  X(Log, std::log(x))                                    \
+  X(Sin, std::sin(x))                                    \
+  X(Cos, std::cos(x))                                    \
+  X(Tanh, std::tanh(x))                                  \
+  X(Sqrt, std::sqrt(x))                                  \
+  X(Rsqrt, 1.0 / std::sqrt(x))                           \
+  X(Expm1, std::expm1(x))                                \
+  X(Log1p, std::log1p(x))                                \
+  X(Abs, std::fabs(x))                                   \
+  X(Sign, static_cast<double>((x > 0) - (x < 0)))        \
+  X(Constant, imm)
+
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpedantic"  // labels as values, in a consumer built with -pedantic
+#endif
 inline void eval_scalar(const Program& p, double* v, const void* const* inputs, void* const* outputs) {
   for (std::size_t i = 0; i < p.inputs.size(); ++i) v[p.inputs[i]] = *static_cast<const double*>(inputs[i]);
-  for (const ScalarInstr& c : p.scalar_code) {
-    const double x = v[c.a], y = v[c.b];
-    double r;
-    switch (c.op) {
-      case Op::Add: r = x + y; break;
-      case Op::Sub: r = x - y; break;
-      case Op::Mul: r = x * y; break;
-      case Op::Div: r = x / y; break;
-      case Op::Pow: r = std::pow(x, y); break;
-      case Op::Max: r = (x != x || x > y) ? x : y; break;
-      case Op::Min: r = (x != x || x < y) ? x : y; break;
-      case Op::Neg: r = -x; break;
-      case Op::Exp: r = std::exp(x); break;
-      case Op::Log: r = std::log(x); break;
-      case Op::Sin: r = std::sin(x); break;
-      case Op::Cos: r = std::cos(x); break;
-      case Op::Tanh: r = std::tanh(x); break;
-      case Op::Sqrt: r = std::sqrt(x); break;
-      case Op::Rsqrt: r = 1.0 / std::sqrt(x); break;
-      case Op::Expm1: r = std::expm1(x); break;
-      case Op::Log1p: r = std::log1p(x); break;
-      case Op::Abs: r = std::fabs(x); break;
-      case Op::Sign: r = static_cast<double>((x > 0) - (x < 0)); break;
-      case Op::Constant: r = c.imm; break;
-      default: r = x; break;  // Conj, StopGradient, Reshape, BroadcastInDim of a scalar
-    }
-    v[c.out] = r;
+  const ScalarInstr* c = p.scalar_code.data();
+  const ScalarInstr* const end = c + p.scalar_code.size();
+#if defined(__GNUC__) || defined(__clang__)
+  // Threaded dispatch (labels as values): every handler ends in its own indirect jump, so the
+  // branch predictor learns which opcode tends to follow which, where a switch has one jump.
+  static const void* const handler[] = {
+#define TIDU_SCALAR_LABEL(name, kind) &&op_##name,
+      TIDU_OPCODES(TIDU_SCALAR_LABEL)
+#undef TIDU_SCALAR_LABEL
+  };
+#define TIDU_SCALAR_NEXT(expr)                          \
+  {                                                     \
+    const double x = v[c->a], y = v[c->b], imm = c->imm; \
+    (void)x, (void)y, (void)imm;                        \
+    v[c->out] = (expr);                                 \
+    if (++c == end) goto done;                          \
+    goto *handler[static_cast<unsigned>(c->op)];        \
   }
+  if (c == end) goto done;
+  goto *handler[static_cast<unsigned>(c->op)];
+#define TIDU_SCALAR_CASE(name, expr) \
+  op_##name:                         \
+  TIDU_SCALAR_NEXT(expr)
+  TIDU_SCALAR_OPS(TIDU_SCALAR_CASE)
+#undef TIDU_SCALAR_CASE
+  // Every other opcode (build_scalar_code admits only copies among them): r = x.
+op_Conj: op_StopGradient: op_Reshape: op_BroadcastInDim: op_Real: op_Imag: op_Compare: op_Select:
+op_Convert: op_ReduceSum: op_ReduceMax: op_Transpose: op_DotGeneral: op_Slice: op_Pad:
+op_Concatenate: op_Iota:
+  TIDU_SCALAR_NEXT(x)
+#undef TIDU_SCALAR_NEXT
+done:
+#else
+  for (; c != end; ++c) {
+    const double x = v[c->a], y = v[c->b], imm = c->imm;
+    double r;
+    switch (c->op) {
+#define TIDU_SCALAR_CASE(name, expr) \
+  case Op::name:                     \
+    r = (expr);                      \
+    break;
+      TIDU_SCALAR_OPS(TIDU_SCALAR_CASE)
+#undef TIDU_SCALAR_CASE
+      default: r = x; break;
+    }
+    v[c->out] = r;
+  }
+#endif
   for (std::size_t i = 0; i < p.outputs.size(); ++i) *static_cast<double*>(outputs[i]) = v[p.outputs[i]];
 }
+#undef TIDU_SCALAR_OPS
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 // Elements [lo, lo + n) of a blockable instruction (see Program::chain_end): elementwise maps,
 // compare/select/convert, and the broadcast of a one-element operand.

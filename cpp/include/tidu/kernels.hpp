@@ -12,6 +12,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "tidu/fastmath.hpp"
 #include "tidu/opcodes.hpp"
 
 namespace tidu {
@@ -32,6 +33,18 @@ template <class T> inline constexpr bool is_int_v = std::is_integral_v<T> && !st
 
 template <class T>
 inline bool unary(Op op, const T* x, T* y, std::int64_t n) {
+  if constexpr (is_float_v<T>) {  // polynomial kernels (fastmath.hpp), the C library out of range
+    switch (op) {
+      case Op::Exp: fm::map<fm::Fn::Exp>(x, y, n); return true;
+      case Op::Log: fm::map<fm::Fn::Log>(x, y, n); return true;
+      case Op::Sin: fm::map<fm::Fn::Sin>(x, y, n); return true;
+      case Op::Cos: fm::map<fm::Fn::Cos>(x, y, n); return true;
+      case Op::Tanh: fm::map<fm::Fn::Tanh>(x, y, n); return true;
+      case Op::Expm1: fm::map<fm::Fn::Expm1>(x, y, n); return true;
+      case Op::Log1p: fm::map<fm::Fn::Log1p>(x, y, n); return true;
+      default: break;
+    }
+  }
   if constexpr (is_inexact_v<T>) {
     using std::cos, std::exp, std::log, std::sin, std::sqrt, std::tanh;
     switch (op) {

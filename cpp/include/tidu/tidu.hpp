@@ -5,6 +5,7 @@
 //   prog.eval(ws, inputs, outputs);                // const void* const* / void* const*, in order
 #pragma once
 
+#include "tidu/fastmath.hpp"
 #include "tidu/file.hpp"
 #include "tidu/interpreter.hpp"
 #include "tidu/opcodes.hpp"
