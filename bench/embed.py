@@ -26,7 +26,8 @@ def main():
     F = td.build(f, x=td.spec(()), y=td.spec(()))
     T1 = td.transpose(td.differentiate(td.resolve([F]), F.outputs, ["x", "y"]))
     (ct,) = [k for _, k in T1.tangent_inputs]
-    prog = td.compile(td.materialize_merge(td.resolve([F, T1]), F.outputs + T1.tangent_outputs))
+    prog = td.compile(td.materialize_merge(td.resolve([F, T1]), F.outputs + T1.tangent_outputs),
+                      backend="cpu")
     inputs = [np.asarray({"x": 0.3, "y": 0.4, ct: 1.0}[k], np.float64) for k in prog.inputs]
     outs = prog.eval(inputs)
     n = 2000

@@ -77,7 +77,7 @@ def main():
 
     # (a) per-call overhead of a 1-op program
     F = td.build(lambda x: td.sin(x), x=td.spec(()))
-    prog = td.compile(td.materialize_merge(td.resolve([F]), F.outputs))
+    prog = td.compile(td.materialize_merge(td.resolve([F]), F.outputs), backend="cpu")
     x0 = np.array(0.5)
     t_eval = timeit(lambda: prog.eval([x0]), number=20000)
     native = prog.executable.native
@@ -93,12 +93,13 @@ def main():
     # (b) 5,000-op scalar program and its value-and-gradient
     f = scalar_dag(5000, td)
     F = td.build(f, x=td.spec(()), y=td.spec(()))
-    prog = td.compile(td.materialize_merge(td.resolve([F]), F.outputs))
+    prog = td.compile(td.materialize_merge(td.resolve([F]), F.outputs), backend="cpu")
     n = prog.n_instructions
     t = timeit(lambda: prog.eval([0.3, 0.4]), number=50)
     T1 = td.transpose(td.differentiate(td.resolve([F]), F.outputs, ["x", "y"]))
     (ct,) = [k for _, k in T1.tangent_inputs]
-    vg = td.compile(td.materialize_merge(td.resolve([F, T1]), F.outputs + T1.tangent_outputs))
+    vg = td.compile(td.materialize_merge(td.resolve([F, T1]), F.outputs + T1.tangent_outputs),
+                    backend="cpu")
     feed = [{"x": 0.3, "y": 0.4, ct: 1.0}[k] for k in vg.inputs]
     tg = timeit(lambda: vg.eval(feed), number=20)
     print(f"(b) scalar DAG: {n} instr {t / n * 1e9:.2f} ns/instr; value+grad {vg.n_instructions} "
@@ -122,7 +123,7 @@ def main():
     npts = 200_000 if a.quick else 1_000_000
     X = np.linspace(-1, 1, npts)
     F = td.build(elementwise_chain(200, td), x=td.spec((npts,)))
-    prog = td.compile(td.materialize_merge(td.resolve([F]), F.outputs))
+    prog = td.compile(td.materialize_merge(td.resolve([F]), F.outputs), backend="cpu")
     t = timeit(lambda: prog.eval([X]), repeat=3)
     line = f"(c) 200-op elementwise x {npts:,d}: tidu {t * 1e3:.1f} ms"
     if jax:
@@ -146,7 +147,7 @@ def main():
     Xm, W1, W2 = (rng.standard_normal((512, 512)) * 0.05 for _ in range(3))
     F = td.build(lambda x, w1, w2: td.sum(td.tanh(x @ w1) @ w2), x=td.spec((512, 512)),
                  w1=td.spec((512, 512)), w2=td.spec((512, 512)))
-    prog = td.compile(td.materialize_merge(td.resolve([F]), F.outputs))
+    prog = td.compile(td.materialize_merge(td.resolve([F]), F.outputs), backend="cpu")
     feed = [{"x": Xm, "w1": W1, "w2": W2}[k] for k in prog.inputs]
     t = timeit(lambda: prog.eval(feed), repeat=3)
     tn = timeit(lambda: np.sum(np.tanh(Xm @ W1) @ W2), repeat=3)

@@ -38,7 +38,7 @@ def program(op, avals):
     ins = [b.add_input(("in", i), a) for i, a in enumerate(avals)]
     (out,) = b.add_op(op, [td.Local(i) for i in ins])
     frag = b.build([td.Local(out)])
-    prog = td.compile(td.materialize_merge(td.resolve([frag]), frag.outputs))
+    prog = td.compile(td.materialize_merge(td.resolve([frag]), frag.outputs), backend="cpu")
     assert prog.executable.native is not None
     return prog
 
@@ -233,7 +233,7 @@ def test_memory_plan_never_overlaps_live_slots():
         return td.sum(h * h), h[0]
 
     prog = td.compile(td.materialize_merge(*(lambda f: (td.resolve([f]), f.outputs))(
-        td.build(fn, x=td.spec((8, 8)), w=td.spec((8, 8))))))
+        td.build(fn, x=td.spec((8, 8)), w=td.spec((8, 8))))), backend="cpu")
     nat = prog.executable.native
     rep = prog.memory_report()
     assert rep["arena_bytes"] < rep["naive_bytes"]  # buffers are reused
@@ -268,7 +268,8 @@ def _grad_prog():
     F0 = td.build(lambda x, a: td.sum(td.exp(a * x) * td.sin(x)), x=td.spec((3,)), a=td.spec(()))
     T1 = td.transpose(td.differentiate(td.resolve([F0]), F0.outputs, ["x"]))
     (ct,) = [k for _, k in T1.tangent_inputs]
-    return td.compile(td.materialize_merge(td.resolve([F0, T1]), F0.outputs + T1.tangent_outputs)), ct
+    g = td.materialize_merge(td.resolve([F0, T1]), F0.outputs + T1.tangent_outputs)
+    return td.compile(g, backend="cpu"), ct
 
 
 @pytest.mark.parametrize("threads", [1, 3])
@@ -310,7 +311,7 @@ def test_concurrent_evaluation_from_eight_threads():
 
 def test_zero_copy_out_and_input_errors():
     F0 = td.build(lambda x, n: x * td.astype(n, "float64"), x=td.spec((2,)), n=td.spec((), "int32"))
-    prog = td.compile(td.materialize_merge(td.resolve([F0]), F0.outputs))
+    prog = td.compile(td.materialize_merge(td.resolve([F0]), F0.outputs), backend="cpu")
     order = prog.inputs
     feed = {"x": np.array([1.0, 2.0]), "n": np.int32(3)}
     out = [np.empty(2)]
@@ -366,7 +367,7 @@ def test_blocked_elementwise_chains_match_numpy(n):
 
     x, y = np.linspace(-2, 2, n), np.cos(np.linspace(0, 9, n))
     F = td.build(lambda x, y: chain(td, x, y), x=td.spec((n,)), y=td.spec((n,)))
-    prog = td.compile(td.materialize_merge(td.resolve([F]), F.outputs))
+    prog = td.compile(td.materialize_merge(td.resolve([F]), F.outputs), backend="cpu")
     got = prog({"x": x, "y": y})
 
     class NS:
