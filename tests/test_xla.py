@@ -364,21 +364,26 @@ def test_long_programs_compile_in_segments():
 
 # ---- backends, the auto rule, errors ----
 
-def test_auto_backend_picks_by_work():
-    small = td.jit(lambda x: td.sin(x) * 2.0)
-    small(np.ones(3))
-    ((prog, _, _),) = small.cache.values()
-    assert prog.backend == "cpu"
-    big = td.jit(lambda a, b: td.tanh(a @ b))
+def test_auto_backend_picks_by_work_and_device(monkeypatch):
     a = value((400, 400), "float64")
-    out = big(a, a)
-    ((prog, _, _),) = big.cache.values()
-    assert xla.program_work(prog.executable) >= xla.AUTO_MIN_WORK
-    assert prog.backend == "xla"
-    np.testing.assert_allclose(out, np.tanh(a @ a), rtol=1e-12, atol=1e-12)
+    small, big = (lambda x: td.sin(x) * 2.0), (lambda a, b: td.tanh(a @ b))
+    for platform, want_big in (("cpu", "cpu"), ("gpu", "xla")):
+        monkeypatch.setattr(xla, "default_platform", lambda p=platform: p)
+        td.program_cache.clear()  # the choice is cached per Executable
+        f_small, f_big = td.jit(small), td.jit(big)
+        f_small(np.ones(3))
+        out = f_big(a, a)
+        ((p_small, _, _),), ((p_big, _, _),) = f_small.cache.values(), f_big.cache.values()
+        assert xla.program_work(p_big.executable) >= xla.AUTO_MIN_WORK
+        assert (p_small.backend, p_big.backend) == ("cpu", want_big)
+        np.testing.assert_allclose(out, np.tanh(a @ a), rtol=1e-12, atol=1e-12)
+    td.program_cache.clear()
 
 
-def test_auto_keeps_long_programs_and_user_primitives_on_the_interpreter():
+def test_auto_keeps_long_programs_and_user_primitives_on_the_interpreter(monkeypatch):
+    monkeypatch.setattr(xla, "default_platform", lambda: "gpu")
+    td.program_cache.clear()
+
     def chain(x):
         for _ in range(xla.AUTO_MAX_INSTRUCTIONS + 10):
             x = x * 1.0001
@@ -388,6 +393,7 @@ def test_auto_keeps_long_programs_and_user_primitives_on_the_interpreter():
     f(np.ones((1000, 1000)))
     ((prog, _, _),) = f.cache.values()
     assert prog.backend == "cpu"
+    td.program_cache.clear()
 
 
 def test_errors_name_the_problem():
@@ -407,7 +413,7 @@ def test_errors_name_the_problem():
         prog.eval_batch([np.ones((2, 3))], devices=10_000)
 
 
-def test_primitive_without_lowering_is_refused_by_name():
+def test_primitive_without_lowering_is_refused_by_name(monkeypatch):
     from dataclasses import dataclass
 
     from tidu.rules import PrimitiveOp
@@ -423,7 +429,9 @@ def test_primitive_without_lowering_is_refused_by_name():
     g = graph(Twice(), [td.aval((3,), "float64")])
     with pytest.raises(NotImplementedError, match="Twice has no StableHLO lowering"):
         td.compile(g, backend="xla")
-    assert td.compile(g).backend == "cpu"  # auto falls back
+    monkeypatch.setattr(xla, "default_platform", lambda: "gpu")
+    big = graph(Twice(), [td.aval((4000, 4000), "float64")])  # work over the threshold
+    assert td.compile(big).backend == "cpu"  # auto keeps it on the interpreter
 
 
 def test_out_buffers_and_mapping_call():

@@ -37,9 +37,11 @@ __all__ = ["lower", "Lowering", "XlaRunner", "choose_backend", "require_jax", "h
 # bench/xla.py (3): a 2,500-instruction chain compiled in 2.6 s as 10 segments of 250, 3.1 s as 5
 # of 500, 4.5 s as 3 of 1000, 8.0 s as 2 of 1250 (one core of this 2-core machine).
 MAX_FUSED_INSTRUCTIONS = 250
-# The auto backend: XLA when a program does at least this much work (flops of its products plus
-# elements written by its other instructions) and has at most AUTO_MAX_INSTRUCTIONS instructions;
-# the interpreter otherwise.  From bench/xla.py (see docs/xla.md for the figures).
+# The auto backend (choose_backend): XLA when jax's default device is an accelerator and the
+# program does at least AUTO_MIN_WORK work (flops of its products plus elements written by its other
+# instructions) in at most AUTO_MAX_INSTRUCTIONS instructions; the interpreter otherwise.  On a
+# CPU the interpreter was as fast as XLA or faster for every program bench/xla.py measured
+# (docs/xla.md), so a CPU-only jax never gets auto's programs.
 AUTO_MIN_WORK = 1e7
 AUTO_MAX_INSTRUCTIONS = 2000
 
@@ -419,9 +421,15 @@ def _dots(exe):
     return [ins for ins in exe.instructions if type(ins[0]).__name__ == "DotGeneral"]
 
 
+def default_platform() -> str:
+    """The platform of jax's default device ("cpu", "gpu", "tpu")."""
+    return require_jax().default_backend()
+
+
 def choose_backend(exe) -> str:
-    """The ``auto`` rule: "xla" for large tensor work (at least AUTO_MIN_WORK, at most
-    AUTO_MAX_INSTRUCTIONS instructions, every op lowered, jax installed), "cpu" otherwise."""
+    """The ``auto`` rule: "xla" for large tensor work on an accelerator (at least AUTO_MIN_WORK,
+    at most AUTO_MAX_INSTRUCTIONS instructions, every op lowered, jax installed and its default
+    device not a CPU), "cpu" (the interpreter) otherwise."""
     n = len(exe.arrays["instr_prim"])
     if n > AUTO_MAX_INSTRUCTIONS or n == 0:
         return "cpu"
@@ -430,7 +438,7 @@ def choose_backend(exe) -> str:
     if not all(has_lowering(op) for op, _, _ in exe.instructions):
         return "cpu"
     try:
-        require_jax()
+        platform = default_platform()
     except ImportError:
         return "cpu"
-    return "xla"
+    return "cpu" if platform == "cpu" else "xla"
