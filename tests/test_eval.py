@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import tidu as td
+import values
 from tidu import ops as P
 
 rng = np.random.default_rng(0)
@@ -19,17 +20,7 @@ NUMERIC = INEXACT + ("int32", "int64")
 
 
 def value(shape, dtype, positive=False):
-    dt = np.dtype(dtype)
-    if dt.kind == "b":
-        return rng.random(shape) < 0.5
-    if dt.kind == "i":
-        return rng.integers(-5, 6, shape).astype(dt)
-    x = rng.standard_normal(shape)
-    if dt.kind == "c":
-        x = x + 1j * rng.standard_normal(shape)
-    if positive:
-        x = np.abs(x) + 0.5 if dt.kind == "f" else x + 3.0
-    return x.astype(dt)
+    return values.value(rng, shape, dtype, positive)
 
 
 def program(op, avals):
