@@ -25,7 +25,6 @@ The ``auto`` backend routes such programs to the interpreter anyway (see ``choos
 
 from __future__ import annotations
 
-import threading
 from typing import Any, Sequence
 
 import numpy as np
@@ -71,9 +70,8 @@ def i64_array(xs: Sequence[int]) -> str:
 def dense_hex(arr: np.ndarray) -> str:
     """An exact dense literal (little-endian bytes); a single element is a splat."""
     a = np.ascontiguousarray(arr)
-    if a.size > 1 and np.all(a.reshape(-1) == a.reshape(-1)[0]) and \
-            np.array_equal(a.view(np.uint8).reshape(a.size, -1),
-                           np.broadcast_to(a.reshape(-1)[:1].view(np.uint8), (a.size, a.itemsize))):
+    raw = a.reshape(-1).view(np.uint8).reshape(a.size, a.itemsize)
+    if a.size > 1 and (raw == raw[:1]).all():
         a = a.reshape(-1)[:1]  # bit-identical elements: a splat
     if a.dtype == np.bool_:  # i1 literals are written out: true/false, nested like the shape
         import json
@@ -265,9 +263,6 @@ def lower_segments(exe, batch: int | None = None,
 
 
 # ---- compile and run through jax ----
-
-_jax_lock = threading.Lock()
-
 
 def require_jax():
     """Import jax for the XLA backend, or raise naming what to install."""
