@@ -11,8 +11,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from tidu.graph import (CompiledProgram, Fragment, FragmentBuilder, compile, materialize_merge,
-                        resolve)
+from tidu.graph import (CompiledProgram, Fragment, FragmentBuilder, _check_backend, compile,
+                        materialize_merge, resolve)
 from tidu.tracing import as_aval, flatten_outputs, tracing
 
 __all__ = ["jit", "unflatten"]
@@ -97,8 +97,6 @@ def jit(fn: Callable | None = None, *, backend: str = "auto", device=None) -> Ca
     """
     if fn is None:
         return functools.partial(jit, backend=backend, device=device)
-    from tidu.graph import _check_backend
-
     _check_backend(backend)
     cache: dict[tuple, tuple[CompiledProgram, Any, list[int]]] = {}
 

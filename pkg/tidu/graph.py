@@ -945,8 +945,5 @@ def compile(graph: MaterializedGraph, backend: str = "auto",  # noqa: A001 - the
         from tidu import xla
 
         xla.require_jax()
-        for op, _, _ in exe.instructions:
-            if not xla.has_lowering(op):
-                raise xla.LoweringMissing(f"primitive {op.name} has no StableHLO lowering; "
-                                          f"compile with backend='cpu'")
+        xla.check_lowerable(exe)
     return CompiledProgram(exe, graph, backend, device)

@@ -30,7 +30,8 @@ from typing import Any, Sequence
 import numpy as np
 
 __all__ = ["lower", "Lowering", "XlaRunner", "choose_backend", "require_jax", "has_lowering",
-           "MAX_FUSED_INSTRUCTIONS", "AUTO_MIN_WORK", "AUTO_MAX_INSTRUCTIONS", "LoweringMissing"]
+           "check_lowerable", "MAX_FUSED_INSTRUCTIONS", "AUTO_MIN_WORK", "AUTO_MAX_INSTRUCTIONS",
+           "LoweringMissing"]
 
 # Segments of at most this many instructions are compiled separately (see the module docstring).
 # bench/xla.py (3): a 2,500-instruction chain compiled in 2.6 s as 10 segments of 250, 3.1 s as 5
@@ -179,15 +180,24 @@ def has_lowering(op) -> bool:
     return callable(getattr(op, "lower", None)) and bool(getattr(op, "lowerable", True))
 
 
+def unlowered(exe) -> list[str]:
+    """Names of the program's primitives that have no StableHLO lowering."""
+    return sorted({op.name for op, _, _ in exe.instructions if not has_lowering(op)})
+
+
+def check_lowerable(exe) -> None:
+    """Raise LoweringMissing naming the program's primitives that cannot be lowered."""
+    missing = unlowered(exe)
+    if missing:
+        raise LoweringMissing(f"primitive {', '.join(missing)} has no StableHLO lowering; "
+                              f"evaluate this program with backend='cpu'")
+
+
 def lower_range(exe, lo: Lowering, env: dict[int, Value], start: int, stop: int) -> None:
     """Write instructions [start, stop) of an Executable into lo; env maps slots to Values."""
     avals = exe.slot_avals
     for op, ins, outs in exe.instructions[start:stop]:
-        if not has_lowering(op):
-            raise LoweringMissing(f"primitive {op.name} has no StableHLO lowering; evaluate this "
-                                  f"program with backend='cpu'")
-        res = op.lower(lo, avals[outs[0]], *[env[s] for s in ins])
-        env[outs[0]] = res
+        env[outs[0]] = op.lower(lo, avals[outs[0]], *[env[s] for s in ins])
 
 
 def _function(lo: Lowering, name: str, args: list[tuple[str, str]], results: list[Value]) -> str:
@@ -209,7 +219,7 @@ def lower(exe, batch: int | None = None) -> str:
 
 
 class Segment:
-    """One compiled unit: instructions [start, stop), the slots it takes and gives back."""
+    """One compiled unit: its StableHLO text, the slots it takes and the slots it gives back."""
 
     def __init__(self, text: str, in_slots: list[int], out_slots: list[int]):
         self.text = text
@@ -222,6 +232,7 @@ def lower_segments(exe, batch: int | None = None,
     """The program as consecutive segments of at most max_instructions instructions (one when
     None); each segment's inputs are the program inputs and earlier results it reads, its
     outputs the values read later or returned."""
+    check_lowerable(exe)
     instrs = exe.instructions
     n = len(instrs)
     k = 1 if not max_instructions else max(1, -(-n // max_instructions))
@@ -253,8 +264,7 @@ def lower_segments(exe, batch: int | None = None,
             results = [env[s] for s in outputs]
             outs = outputs
         else:
-            outs = [s for s in dict.fromkeys(list(env)) if s in out_set or
-                    last_read.get(s, -1) >= stop]
+            outs = [s for s in env if s in out_set or last_read.get(s, -1) >= stop]
             results = [env[s] for s in outs]
         text = _module(_function(lo, "main", args, results))
         segments.append(Segment(text, list(dict.fromkeys(live)), outs))
@@ -365,7 +375,6 @@ class XlaRunner:
             dev = resolve_device(device)
             self.platform = dev.platform
             sharding = SingleDeviceSharding(dev)
-        self.sharding = sharding
         avals = exe.slot_avals
         lead = (batch,) if batch is not None else ()
         self.segments = lower_segments(exe, batch, max_instructions)
@@ -377,19 +386,11 @@ class XlaRunner:
                 ex = _exported(seg.text, ins, outs, self.platform)
                 self.calls.append(jax.jit(ex.call, in_shardings=(sharding,) * len(ins),
                                           out_shardings=(sharding,) * len(outs)))
-        self._input_pos = {int(s): i for i, s in enumerate(exe.input_slots)}
-
-    @property
-    def text(self) -> str:
-        return "\n".join(s.text for s in self.segments)
 
     def run(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """Inputs in the program's input order; values cross segments on the device."""
         jax = require_jax()
         with jax.enable_x64(True):
-            if len(self.calls) == 1:
-                seg = self.segments[0]
-                vals = self.calls[0](*[inputs[self._input_pos[s]] for s in seg.in_slots])
-                return [np.asarray(v) for v in vals]
             env: dict[int, Any] = {int(s): x for s, x in zip(self.exe.input_slots, inputs)}
             for seg, call in zip(self.segments, self.calls):
                 vals = call(*[env[s] for s in seg.in_slots])
@@ -401,9 +402,8 @@ class XlaRunner:
 
 def program_work(exe) -> float:
     """Flops of the program's products plus elements written by its other instructions."""
-    a = exe.arrays
     sizes = np.array([av.size for av in exe.slot_avals], dtype=np.float64)
-    out_slots = a["out_slots"]
+    out_slots = exe.arrays["out_slots"]
     work = float(sizes[out_slots].sum()) if len(out_slots) else 0.0
     for op, ins, outs in _dots(exe):
         lhs = exe.slot_avals[ins[0]]
@@ -430,7 +430,7 @@ def choose_backend(exe) -> str:
         return "cpu"
     if program_work(exe) < AUTO_MIN_WORK:
         return "cpu"
-    if not all(has_lowering(op) for op, _, _ in exe.instructions):
+    if unlowered(exe):
         return "cpu"
     try:
         platform = default_platform()
