@@ -11,12 +11,10 @@ from hypothesis import given, settings, strategies as st
 
 import tidu as td
 import values
+from values import BINARY, FLOATS, INEXACT, NUMERIC, UNARY, cases
 from tidu import ops as P
 
 rng = np.random.default_rng(0)
-FLOATS = ("float32", "float64")
-INEXACT = FLOATS + ("complex64", "complex128")
-NUMERIC = INEXACT + ("int32", "int64")
 
 
 def value(shape, dtype, positive=False):
@@ -49,24 +47,13 @@ def check(op, args, rtol=None):
         np.testing.assert_array_equal(got, want)
 
 
-UNARY = [(P.Neg, NUMERIC, False), (P.Conj, INEXACT, False), (P.Exp, INEXACT, False),
-         (P.Log, INEXACT, True), (P.Sin, INEXACT, False), (P.Cos, INEXACT, False),
-         (P.Tanh, INEXACT, False), (P.Sqrt, INEXACT, True), (P.Rsqrt, INEXACT, True),
-         (P.Expm1, FLOATS, False), (P.Log1p, FLOATS, True), (P.Abs, NUMERIC, False),
-         (P.Sign, NUMERIC, False), (P.StopGradient, NUMERIC + ("bool",), False),
-         (P.Real, ("complex64", "complex128"), False), (P.Imag, ("complex64", "complex128"), False)]
-BINARY = [(P.Add, NUMERIC, False), (P.Sub, NUMERIC, False), (P.Mul, NUMERIC, False),
-          (P.Div, INEXACT, True), (P.Pow, FLOATS, True), (P.Max, FLOATS + ("int32", "int64"), False),
-          (P.Min, FLOATS + ("int32", "int64"), False)]
-
-
-@pytest.mark.parametrize("cls,dtype,pos", [(c, d, p) for c, ds, p in UNARY for d in ds],
+@pytest.mark.parametrize("cls,dtype,pos", cases(UNARY),
                          ids=lambda x: getattr(x, "__name__", str(x)))
 def test_unary_kernels(cls, dtype, pos):
     check(cls(), [value((2, 5), dtype, pos)])
 
 
-@pytest.mark.parametrize("cls,dtype,pos", [(c, d, p) for c, ds, p in BINARY for d in ds],
+@pytest.mark.parametrize("cls,dtype,pos", cases(BINARY),
                          ids=lambda x: getattr(x, "__name__", str(x)))
 def test_binary_kernels(cls, dtype, pos):
     check(cls(), [value((3, 4), dtype, pos), value((3, 4), dtype, pos)])

@@ -14,18 +14,13 @@ from hypothesis import given, settings, strategies as st
 
 import tidu as td
 import values
+from values import ALL, BINARY, FLOATS, INTS, NUMERIC, UNARY, cases
 from tidu import ops as P
 from tidu import xla
 
 jax = pytest.importorskip("jax")  # the test extra installs it; the backend needs it
 
 rng = np.random.default_rng(1)
-FLOATS = ("float32", "float64")
-COMPLEX = ("complex64", "complex128")
-INEXACT = FLOATS + COMPLEX
-INTS = ("int32", "int64")
-NUMERIC = INEXACT + INTS
-ALL = NUMERIC + ("bool",)
 
 
 def value(shape, dtype, positive=False):
@@ -76,24 +71,13 @@ def _perturb(a):
     return (a * 1.25).astype(a.dtype)
 
 
-UNARY = [(P.Neg, NUMERIC, False), (P.Conj, INEXACT, False), (P.Exp, INEXACT, False),
-         (P.Log, INEXACT, True), (P.Sin, INEXACT, False), (P.Cos, INEXACT, False),
-         (P.Tanh, INEXACT, False), (P.Sqrt, INEXACT, True), (P.Rsqrt, INEXACT, True),
-         (P.Expm1, FLOATS, False), (P.Log1p, FLOATS, True), (P.Abs, NUMERIC, False),
-         (P.Sign, NUMERIC, False), (P.StopGradient, ALL, False), (P.Real, COMPLEX, False),
-         (P.Imag, COMPLEX, False)]
-BINARY = [(P.Add, NUMERIC, False), (P.Sub, NUMERIC, False), (P.Mul, NUMERIC, False),
-          (P.Div, INEXACT, True), (P.Pow, FLOATS, True), (P.Max, FLOATS + INTS, False),
-          (P.Min, FLOATS + INTS, False)]
-
-
-@pytest.mark.parametrize("cls,dtype,pos", [(c, d, p) for c, ds, p in UNARY for d in ds],
+@pytest.mark.parametrize("cls,dtype,pos", cases(UNARY),
                          ids=lambda x: getattr(x, "__name__", str(x)))
 def test_unary(cls, dtype, pos):
     check(cls(), [value((2, 5), dtype, pos)])
 
 
-@pytest.mark.parametrize("cls,dtype,pos", [(c, d, p) for c, ds, p in BINARY for d in ds],
+@pytest.mark.parametrize("cls,dtype,pos", cases(BINARY),
                          ids=lambda x: getattr(x, "__name__", str(x)))
 def test_binary(cls, dtype, pos):
     check(cls(), [value((3, 4), dtype, pos), value((3, 4), dtype, pos)])

@@ -1,8 +1,34 @@
-"""Test inputs shared by the evaluator and XLA tests: random arrays of every dtype."""
+"""Shared by the evaluator and XLA tests: dtype groups, random inputs of every dtype, and the
+table of elementwise primitives with the dtypes each takes."""
 
 from __future__ import annotations
 
 import numpy as np
+
+from tidu import ops as P
+
+FLOATS = ("float32", "float64")
+COMPLEX = ("complex64", "complex128")
+INEXACT = FLOATS + COMPLEX
+INTS = ("int32", "int64")
+NUMERIC = INEXACT + INTS
+ALL = NUMERIC + ("bool",)
+
+# (primitive, dtypes, needs positive inputs)
+UNARY = [(P.Neg, NUMERIC, False), (P.Conj, INEXACT, False), (P.Exp, INEXACT, False),
+         (P.Log, INEXACT, True), (P.Sin, INEXACT, False), (P.Cos, INEXACT, False),
+         (P.Tanh, INEXACT, False), (P.Sqrt, INEXACT, True), (P.Rsqrt, INEXACT, True),
+         (P.Expm1, FLOATS, False), (P.Log1p, FLOATS, True), (P.Abs, NUMERIC, False),
+         (P.Sign, NUMERIC, False), (P.StopGradient, ALL, False), (P.Real, COMPLEX, False),
+         (P.Imag, COMPLEX, False)]
+BINARY = [(P.Add, NUMERIC, False), (P.Sub, NUMERIC, False), (P.Mul, NUMERIC, False),
+          (P.Div, INEXACT, True), (P.Pow, FLOATS, True), (P.Max, FLOATS + INTS, False),
+          (P.Min, FLOATS + INTS, False)]
+
+
+def cases(table):
+    """(primitive, dtype, positive) for every dtype of every row, for pytest.parametrize."""
+    return [(c, d, p) for c, ds, p in table for d in ds]
 
 
 def value(rng: np.random.Generator, shape, dtype, positive: bool = False) -> np.ndarray:
