@@ -404,6 +404,15 @@ cdef inline const RuleTemplate* _lookup(Id kind, Id prim, Id mode, uint8_t flags
     return t
 
 
+cdef RangeMap* _range_map(vector[Id]& vals):
+    """A new RangeMap over the id range of vals (the walk's values); the caller deletes it."""
+    cdef Id lo = kNone, hi = 0, v
+    for v in vals:
+        lo = min(lo, v)
+        hi = max(hi, v)
+    return new RangeMap(lo, hi, vals.size() + 16)
+
+
 def linearize_ops(FragmentStore b, Materialized m, seeds, const uint8_t[::1] nondiff_aval,
                   outputs, rule, prim_flags, valkey):
     """The forward walk of differentiate over m's ops (topological) into builder store b.
@@ -413,11 +422,7 @@ def linearize_ops(FragmentStore b, Materialized m, seeds, const uint8_t[::1] non
     from rule(prim, primal_in, primal_out, tangent_in) (ValKeys; tangents as local ids, ValKeys
     or None); tangents of non-differentiable avals are dropped.  Returns the tangent value id
     (NONE: zero) of each of `outputs`."""
-    cdef Id lo = kNone, hi = 0, v
-    for v in m.r.vals:
-        lo = min(lo, v)
-        hi = max(hi, v)
-    cdef RangeMap* env = new RangeMap(lo, hi, m.r.vals.size() + 16)
+    cdef RangeMap* env = _range_map(m.r.vals)
     try:
         return _linearize_walk(b, m, env[0], seeds, nondiff_aval, outputs, rule, prim_flags, valkey)
     finally:
@@ -488,11 +493,7 @@ def transpose_ops(FragmentStore b, FragmentStore linear, seeds, queries, rule, a
     an active input accumulate by global value id, through accumulate(prim, prev, ct) (the op's
     add() node) when one is already there.  Returns the cotangent value id (NONE: zero) of each
     of `queries`."""
-    cdef Id lo = kNone, hi = 0, v
-    for v in linear.data.vals:
-        lo = min(lo, v)
-        hi = max(hi, v)
-    cdef RangeMap* ct_env = new RangeMap(lo, hi, linear.data.vals.size() + 16)
+    cdef RangeMap* ct_env = _range_map(linear.data.vals)
     try:
         return _transpose_walk(b, linear, ct_env[0], seeds, queries, rule, accumulate, prim_flags,
                                mode_mask, valkey)
