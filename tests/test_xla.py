@@ -10,7 +10,7 @@ import textwrap
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 import tidu as td
 import values
@@ -277,7 +277,10 @@ def compose(steps):
             elif s == "sum_back":
                 v = v - td.sum(v, axis=0) / 3.0
             elif s == "max_back":
-                v = v - td.max(v, axis=1)[:, None]
+                # the max of the input: XLA's CPU fusions may recompute a computed value with and
+                # without FMA contraction (openxla/xla#41579), so the tie mask of a max over
+                # a*b - c can differ between two consumers (docs/xla.md, known differences)
+                v = v - td.max(x, axis=1)[:, None]
             elif s == "pad_pow":
                 v = td.power(td.abs(v) + 1.0, 1.5)
             elif s == "where":
@@ -289,6 +292,7 @@ def compose(steps):
 
 @settings(max_examples=20, deadline=None)
 @given(st.lists(st.sampled_from(OPS), min_size=1, max_size=7), st.integers(0, 2**31 - 1))
+@example(["square", "max_back", "max_back"], 0)  # ReduceMax gradients after exact cancellation
 def test_random_graphs_and_gradients_match_interpreter(steps, seed):
     r = np.random.default_rng(seed)
     x, y = r.standard_normal((3, 4)) * 0.7, r.standard_normal(4) * 0.7
