@@ -229,6 +229,17 @@ void make_program(py::module_& m) {
       .def("run_batch", &PyProgram::run_batch, py::arg("inputs"), py::arg("batch"), py::arg("threads"))
       .def_property_readonly("arena_bytes", [](const PyProgram& p) { return p.program().arena_bytes; })
       .def_property_readonly("naive_bytes", [](const PyProgram& p) { return p.program().naive_bytes; })
+      .def_property_readonly(
+          "scalar_runs",
+          [](const PyProgram& p) {
+            std::vector<std::pair<std::string, std::uint32_t>> r;
+            const auto& code = p.program().scalar_code;
+            for (std::size_t i = 0; i < code.size(); i += code[i].run)
+              r.emplace_back(tidu::op_name(code[i].op), code[i].run);
+            return r;
+          },
+          "The all-scalar fast path's schedule as (opcode, run length) pairs; empty when the "
+          "program does not take that path.")
       .def_property_readonly("offsets", [](const PyProgram& p) {
         std::vector<std::uint64_t> o;
         for (const auto& s : p.program().slots) o.push_back(s.offset);

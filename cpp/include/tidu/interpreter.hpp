@@ -265,7 +265,8 @@ inline void run_instr(const Program& p, Workspace& ws, std::size_t idx) {
 
 namespace detail {
 
-// The all-scalar float64 fast path: a flat loop over 24-byte instructions and an array of doubles.
+// The all-scalar float64 fast path: a flat loop over 24-byte instructions (scheduled into runs of
+// one opcode, Program::schedule_scalar) and an array of doubles.
 // What each opcode computes from x = v[a], y = v[b] and the inline constant imm; opcodes not
 // listed copy x (Conj, StopGradient, Reshape, BroadcastInDim of a scalar).
 #define TIDU_SCALAR_OPS(X)                               \
@@ -306,13 +307,17 @@ inline void eval_scalar(const Program& p, double* v, const void* const* inputs, 
       TIDU_OPCODES(TIDU_SCALAR_LABEL)
 #undef TIDU_SCALAR_LABEL
   };
-#define TIDU_SCALAR_NEXT(expr)                          \
-  {                                                     \
-    const double x = v[c->a], y = v[c->b], imm = c->imm; \
-    (void)x, (void)y, (void)imm;                        \
-    v[c->out] = (expr);                                 \
-    if (++c == end) goto done;                          \
-    goto *handler[static_cast<unsigned>(c->op)];        \
+  // A handler runs its whole run (ScalarInstr::run) before the next dispatch.
+#define TIDU_SCALAR_NEXT(expr)                              \
+  {                                                         \
+    const ScalarInstr* const stop = c + c->run;             \
+    do {                                                    \
+      const double x = v[c->a], y = v[c->b], imm = c->imm;  \
+      (void)x, (void)y, (void)imm;                          \
+      v[c->out] = (expr);                                   \
+    } while (++c != stop);                                  \
+    if (c == end) goto done;                                \
+    goto *handler[static_cast<unsigned>(c->op)];            \
   }
   if (c == end) goto done;
   goto *handler[static_cast<unsigned>(c->op)];

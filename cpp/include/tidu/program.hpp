@@ -41,12 +41,17 @@ struct Instr {
 };
 
 // A fixed-width instruction of the all-scalar float64 fast path: operands index a flat array of
-// doubles (one per slot); Constant carries its value inline.
-struct ScalarInstr {
+// doubles (one per slot); Constant carries its value inline.  The code is scheduled into runs of
+// one opcode: `run` (on a run's first instruction) is how many instructions from here share the
+// handler, so the interpreter dispatches once per run rather than once per instruction.  32 bytes:
+// measured faster than a packed 24 (an instruction never straddles a cache line).
+struct alignas(32) ScalarInstr {
   Op op;
+  std::uint32_t run;
   std::uint32_t out, a, b;
   double imm;
 };
+static_assert(sizeof(ScalarInstr) == 32, "ScalarInstr is meant to be 32 bytes");
 
 class Workspace;
 
@@ -224,8 +229,9 @@ struct Program {
     for (const Slot& s : slots)
       if (s.ndim != 0 || s.dtype != DType::F64) return;
     std::vector<ScalarInstr> code;
+    code.reserve(instrs.size());
     for (const Instr& in : instrs) {
-      ScalarInstr si{in.op, in.out, in.n_in ? args[in.in_begin] : 0,
+      ScalarInstr si{in.op, 1, in.out, in.n_in ? args[in.in_begin] : 0,
                      in.n_in > 1 ? args[in.in_begin + 1] : 0, 0.0};
       switch (in.op) {
         case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Pow: case Op::Max:
@@ -242,7 +248,106 @@ struct Program {
       }
       code.push_back(si);
     }
-    scalar_code.swap(code);
+    scalar_code = schedule_scalar(code);
+  }
+
+  // Reorders scalar code (any topological order is valid: every slot has its own double) into
+  // runs of one opcode.  A list scheduler: of the ready instructions it takes the one with the
+  // longest weighted path to the end of the program (the critical path goes first, so its latency
+  // overlaps the rest), then every other ready instruction with that opcode, including those the
+  // run itself makes ready.  Independent work of one kind (the cosines a gradient needs, the
+  // accumulating adds) thus runs back to back: one well-predicted handler loop instead of an
+  // indirect jump per instruction, which a random opcode sequence mispredicts.  Deterministic:
+  // ties go to the later instruction.
+  std::vector<ScalarInstr> schedule_scalar(const std::vector<ScalarInstr>& code) const {
+    const std::size_t n = code.size();
+    if (n < 2) return code;
+    auto n_deps = [](Op op) -> int {
+      switch (op) {
+        case Op::Constant: return 0;
+        case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Pow: case Op::Max:
+        case Op::Min: return 2;
+        default: return 1;
+      }
+    };
+    auto latency = [](Op op) -> std::int64_t {  // rough cycles, for the critical path only
+      switch (op) {
+        case Op::Exp: case Op::Log: case Op::Sin: case Op::Cos: case Op::Tanh: case Op::Pow:
+        case Op::Expm1: case Op::Log1p: return 40;
+        case Op::Div: case Op::Sqrt: case Op::Rsqrt: return 15;
+        default: return 4;
+      }
+    };
+    constexpr std::uint32_t kNone = 0xffffffffu;
+    std::vector<std::uint32_t> producer(slots.size(), kNone);
+    for (std::size_t i = 0; i < n; ++i) producer[code[i].out] = static_cast<std::uint32_t>(i);
+    // Successor lists in CSR form, and each instruction's count of unscheduled producers.
+    std::vector<std::uint32_t> n_pred(n, 0), succ_begin(n + 1, 0), succ;
+    auto for_each_pred = [&](std::size_t i, auto&& f) {
+      const ScalarInstr& c = code[i];
+      const int k = n_deps(c.op);
+      if (k >= 1 && producer[c.a] != kNone) f(producer[c.a]);
+      if (k == 2 && c.b != c.a && producer[c.b] != kNone) f(producer[c.b]);
+    };
+    for (std::size_t i = 0; i < n; ++i)
+      for_each_pred(i, [&](std::uint32_t q) { ++succ_begin[q + 1]; ++n_pred[i]; });
+    for (std::size_t i = 0; i < n; ++i) succ_begin[i + 1] += succ_begin[i];
+    succ.resize(succ_begin[n]);
+    {
+      std::vector<std::uint32_t> fill(succ_begin.begin(), succ_begin.end() - 1);
+      for (std::size_t i = 0; i < n; ++i)
+        for_each_pred(i, [&](std::uint32_t q) { succ[fill[q]++] = static_cast<std::uint32_t>(i); });
+    }
+    std::vector<std::int64_t> height(n, 0);
+    for (std::size_t i = n; i-- > 0;) {
+      std::int64_t h = 0;
+      for (std::uint32_t k = succ_begin[i]; k < succ_begin[i + 1]; ++k) h = std::max(h, height[succ[k]]);
+      height[i] = h + latency(code[i].op);
+    }
+    // Ready instructions: one heap by priority, and one stack per opcode for draining a run.
+    std::vector<std::pair<std::int64_t, std::uint32_t>> heap;  // (height, index)
+    std::vector<std::vector<std::uint32_t>> ready(static_cast<std::size_t>(Op::kCount));
+    std::vector<char> done(n, 0);
+    auto make_ready = [&](std::uint32_t i) {
+      ready[static_cast<std::size_t>(code[i].op)].push_back(i);
+      heap.emplace_back(height[i], i);
+      std::push_heap(heap.begin(), heap.end());
+    };
+    for (std::size_t i = 0; i < n; ++i)
+      if (n_pred[i] == 0) make_ready(static_cast<std::uint32_t>(i));
+    std::vector<ScalarInstr> out;
+    out.reserve(n);
+    std::size_t head = 0;  // first instruction of the run being written
+    auto emit = [&](std::uint32_t i) {
+      done[i] = 1;
+      out.push_back(code[i]);
+      out.back().run = 0;
+      if (out.size() > 1 && out[head].op == code[i].op) {
+        ++out[head].run;  // continues the current run
+      } else {
+        head = out.size() - 1;
+        out[head].run = 1;
+      }
+      for (std::uint32_t k = succ_begin[i]; k < succ_begin[i + 1]; ++k)
+        if (--n_pred[succ[k]] == 0) make_ready(succ[k]);
+    };
+    while (!heap.empty()) {
+      std::pop_heap(heap.begin(), heap.end());
+      const std::uint32_t first = heap.back().second;
+      heap.pop_back();
+      if (done[first]) continue;
+      // The chosen instruction, then the rest of its opcode's ready stack (which grows while
+      // the run makes more instructions of that opcode ready).
+      std::vector<std::uint32_t>& stack = ready[static_cast<std::size_t>(code[first].op)];
+      stack.erase(std::find(stack.begin(), stack.end(), first));
+      emit(first);
+      while (!stack.empty()) {
+        const std::uint32_t i = stack.back();
+        stack.pop_back();
+        emit(i);
+      }
+    }
+    return out;
   }
 
  private:
