@@ -30,14 +30,19 @@ def timeit(fn, repeat=7, number=1):
     return statistics.median(ts)
 
 
-def scalar_dag(n_ops, ns, seed=0):
+def scalar_dag(n_ops, ns, seed=0, wide=False):
+    """Blocks of sin / exp(sin) / log(1 + u*u) of a value u, combined by * or + with a random
+    earlier value.  u is the latest value (one dependent chain through every block: the latency
+    of the transcendental calls bounds any evaluator) or, when wide, a random earlier value too."""
     rng = random.Random(seed)
-    recipe = [(rng.choice("sel"), rng.random(), rng.choice("ma")) for _ in range(n_ops // 4)]
+    recipe = [(rng.choice("sel"), rng.random(), rng.choice("ma"), rng.random() if wide else 1.0)
+              for _ in range(n_ops // 4)]
 
     def f(x, y):
         vals = [x, y]
-        for fn, pick, comb in recipe:
-            u, v = vals[-1], vals[int(pick * len(vals))]
+        for fn, pick, comb, pick_u in recipe:
+            u = vals[int(pick_u * len(vals))] if wide else vals[-1]
+            v = vals[int(pick * len(vals))]
             w = ns.sin(u) if fn == "s" else ns.exp(ns.sin(u)) if fn == "e" else ns.log(1.0 + u * u)
             vals.append(w * v if comb == "m" else w + v)
         # every node live: fold them all into the output
@@ -104,6 +109,20 @@ def main():
     tg = timeit(lambda: vg.eval(feed), number=20)
     print(f"(b) scalar DAG: {n} instr {t / n * 1e9:.2f} ns/instr; value+grad {vg.n_instructions} "
           f"instr {tg / vg.n_instructions * 1e9:.2f} ns/instr  [target <= 3 ns]")
+    # The same blocks with random operands: a wide DAG whose independent work the scheduler
+    # groups into runs of one opcode.
+    F = td.build(scalar_dag(5000, td, wide=True), x=td.spec(()), y=td.spec(()))
+    wprog = td.compile(td.materialize_merge(td.resolve([F]), F.outputs), backend="cpu")
+    tw = timeit(lambda: wprog.eval([0.3, 0.4]), number=50)
+    T1 = td.transpose(td.differentiate(td.resolve([F]), F.outputs, ["x", "y"]))
+    wvg = td.compile(td.materialize_merge(td.resolve([F, T1]), F.outputs + T1.tangent_outputs),
+                     backend="cpu")
+    (wct,) = [k for _, k in T1.tangent_inputs]
+    wfeed = [{"x": 0.3, "y": 0.4, wct: 1.0}[k] for k in wvg.inputs]
+    twg = timeit(lambda: wvg.eval(wfeed), number=20)
+    print(f"    wide DAG (random operands): {wprog.n_instructions} instr "
+          f"{tw / wprog.n_instructions * 1e9:.2f} ns/instr; value+grad {wvg.n_instructions} instr "
+          f"{twg / wvg.n_instructions * 1e9:.2f} ns/instr")
     try:
         import casadi as ca
         xs, ys = ca.SX.sym("x"), ca.SX.sym("y")
