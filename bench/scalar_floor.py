@@ -1,10 +1,10 @@
-"""How close the all-scalar interpreter comes to compiled code, for bench/eval.py's (b) programs.
+"""How close the all-scalar fast path comes to compiled code, for bench/eval.py's (b) programs.
 
 Saves the 5,000-op scalar DAG and its value-and-gradient program, writes each again as straight-line
 C++ (one statement per instruction, the same C library calls, no dispatch), compiles that with the
-system C++ compiler at -O2 and times it beside the interpreter (tidu::eval through the C++ headers)
-in one process.  The straight-line code is what a JIT would emit; its time is the floor set by the
-chain of dependent transcendental calls, which no interpreter can go under.
+system C++ compiler at -O2 and times it beside tidu's interpreter (TIDU_JIT=0) and tidu's JIT
+(tidu::eval through the C++ headers) in one process.  The compiled code's time is close to the
+floor set by the chain of dependent transcendental calls, which no evaluator goes far under.
 
     python bench/scalar_floor.py [--cxx c++]
 
@@ -36,6 +36,7 @@ MAIN = r"""
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <vector>
 void straight_value(const double*, double*, double*);
 void straight_grad(const double*, double*, double*);
@@ -57,8 +58,11 @@ int main(int argc, char** argv) {
   const char* names[] = {"value", "value+grad"};
   void (*straight[])(const double*, double*, double*) = {straight_value, straight_grad};
   for (int k = 0; k < 2; ++k) {
+    setenv("TIDU_JIT", "0", 1);  // read when a program is built
+    tidu::Program pi = tidu::Program::load(argv[1 + k]);
+    unsetenv("TIDU_JIT");
     tidu::Program p = tidu::Program::load(argv[1 + k]);
-    tidu::Workspace ws(p);
+    tidu::Workspace ws(p), wsi(pi);
     std::vector<double> in(p.n_inputs(), 1.0), out(p.n_outputs()), out2(p.n_outputs());
     in[0] = 0.3;
     if (in.size() > 1) in[1] = 0.4;
@@ -69,7 +73,8 @@ int main(int argc, char** argv) {
     std::vector<double> v(p.slots.size());
     std::size_t n = p.instrs.size();
     std::printf("%s: %zu instructions\n", names[k], n);
-    time("interpreter (tidu::eval)", n, [&] { p.eval(ws, ip.data(), op.data()); });
+    time("interpreter (TIDU_JIT=0)", n, [&] { pi.eval(wsi, ip.data(), op.data()); });
+    if (p.scalar_jit) time("tidu JIT (tidu::eval)", n, [&] { p.eval(ws, ip.data(), op.data()); });
     time("straight-line C++", n, [&] { straight[k](in.data(), v.data(), out2.data()); });
     for (std::size_t i = 0; i < out.size(); ++i)
       if (out[i] != out2[i]) { std::printf("MISMATCH output %zu: %.17g vs %.17g\n", i, out[i], out2[i]); return 1; }

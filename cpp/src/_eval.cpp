@@ -240,6 +240,13 @@ void make_program(py::module_& m) {
           },
           "The all-scalar fast path's schedule as (opcode, run length) pairs; empty when the "
           "program does not take that path.")
+      .def_property_readonly(
+          "scalar_jit_bytes",
+          [](const PyProgram& p) -> std::size_t {
+            return p.program().scalar_jit ? p.program().scalar_jit->code_bytes() : 0;
+          },
+          "Bytes of machine code the scalar fast path was compiled to (0: interpreted; "
+          "TIDU_JIT=0 in the environment turns the JIT off).")
       .def_property_readonly("offsets", [](const PyProgram& p) {
         std::vector<std::uint64_t> o;
         for (const auto& s : p.program().slots) o.push_back(s.offset);

@@ -267,29 +267,7 @@ namespace detail {
 
 // The all-scalar float64 fast path: a flat loop over 24-byte instructions (scheduled into runs of
 // one opcode, Program::schedule_scalar) and an array of doubles.
-// What each opcode computes from x = v[a], y = v[b] and the inline constant imm; opcodes not
-// listed copy x (Conj, StopGradient, Reshape, BroadcastInDim of a scalar).
-#define TIDU_SCALAR_OPS(X)                               \
-  X(Add, x + y)                                          \
-  X(Sub, x - y)                                          \
-  X(Mul, x * y)                                          \
-  X(Div, x / y)                                          \
-  X(Pow, std::pow(x, y))                                 \
-  X(Max, (x != x || x > y) ? x : y)                      \
-  X(Min, (x != x || x < y) ? x : y)                      \
-  X(Neg, -x)                                             \
-  X(Exp, std::exp(x))                                    \
-  X(Log, std::log(x))                                    \
-  X(Sin, std::sin(x))                                    \
-  X(Cos, std::cos(x))                                    \
-  X(Tanh, std::tanh(x))                                  \
-  X(Sqrt, std::sqrt(x))                                  \
-  X(Rsqrt, 1.0 / std::sqrt(x))                           \
-  X(Expm1, std::expm1(x))                                \
-  X(Log1p, std::log1p(x))                                \
-  X(Abs, std::fabs(x))                                   \
-  X(Sign, static_cast<double>((x > 0) - (x < 0)))        \
-  X(Constant, imm)
+// What each opcode computes: TIDU_SCALAR_OPS (scalar.hpp), shared with the JIT's helpers.
 
 #if defined(__GNUC__) || defined(__clang__)
 #pragma GCC diagnostic push
@@ -351,7 +329,6 @@ done:
 #endif
   for (std::size_t i = 0; i < p.outputs.size(); ++i) *static_cast<double*>(outputs[i]) = v[p.outputs[i]];
 }
-#undef TIDU_SCALAR_OPS
 #if defined(__GNUC__) || defined(__clang__)
 #pragma GCC diagnostic pop
 #endif
@@ -422,6 +399,13 @@ inline void run_block(const Program& p, Workspace& ws, std::size_t idx, std::int
 
 // Evaluates p with caller-owned buffers, in p.inputs / p.outputs order.
 inline void eval(const Program& p, Workspace& ws, const void* const* inputs, void* const* outputs) {
+  if (p.scalar_jit) {
+    double* v = ws.scalars();
+    for (std::size_t i = 0; i < p.inputs.size(); ++i) v[p.inputs[i]] = *static_cast<const double*>(inputs[i]);
+    p.scalar_jit->run(v);
+    for (std::size_t i = 0; i < p.outputs.size(); ++i) *static_cast<double*>(outputs[i]) = v[p.outputs[i]];
+    return;
+  }
   if (!p.scalar_code.empty()) {
     detail::eval_scalar(p, ws.scalars(), inputs, outputs);
     return;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "tidu/opcodes.hpp"
+#include "tidu/scalar.hpp"
 
 namespace tidu {
 
@@ -40,18 +41,6 @@ struct Instr {
   std::uint32_t n_attr;
 };
 
-// A fixed-width instruction of the all-scalar float64 fast path: operands index a flat array of
-// doubles (one per slot); Constant carries its value inline.  The code is scheduled into runs of
-// one opcode: `run` (on a run's first instruction) is how many instructions from here share the
-// handler, so the interpreter dispatches once per run rather than once per instruction.  32 bytes:
-// measured faster than a packed 24 (an instruction never straddles a cache line).
-struct alignas(32) ScalarInstr {
-  Op op;
-  std::uint32_t run;
-  std::uint32_t out, a, b;
-  double imm;
-};
-static_assert(sizeof(ScalarInstr) == 32, "ScalarInstr is meant to be 32 bytes");
 
 class Workspace;
 
@@ -82,6 +71,7 @@ struct Program {
   std::uint64_t naive_bytes = 0;
   bool all_scalar = false;
   std::vector<ScalarInstr> scalar_code;  // non-empty when every slot is a float64 scalar
+  std::shared_ptr<const ScalarJit> scalar_jit;  // scalar_code as machine code, where available
   // chain_end[i] > 0 when instruction i starts a chain of blockable instructions [i, chain_end[i])
   // over one element count, evaluated block by block (kBlock elements at a time).
   std::vector<std::uint32_t> chain_end;
@@ -226,6 +216,7 @@ struct Program {
 
   void build_scalar_code() {
     scalar_code.clear();
+    scalar_jit.reset();
     for (const Slot& s : slots)
       if (s.ndim != 0 || s.dtype != DType::F64) return;
     std::vector<ScalarInstr> code;
@@ -248,6 +239,9 @@ struct Program {
       }
       code.push_back(si);
     }
+    // The JIT takes program order: with no dispatch to save, the order that interleaves
+    // independent work with the dependent chains measured faster than the scheduled runs.
+    scalar_jit = scalar_jit_enabled() ? ScalarJit::build(code, slots.size() + 1) : nullptr;
     scalar_code = schedule_scalar(code);
   }
 
