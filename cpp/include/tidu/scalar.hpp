@@ -79,6 +79,21 @@ namespace scalar_detail {
 TIDU_SCALAR_OPS(TIDU_SCALAR_HELPER)
 #undef TIDU_SCALAR_HELPER
 
+// The C library's own function for the unary opcodes whose expression is just that call (the
+// JIT calls it directly, skipping the helper's extra jump); nullptr for the rest.
+inline double (*libm_unary(Op op))(double) {
+  switch (op) {
+    case Op::Exp: return static_cast<double (*)(double)>(&std::exp);
+    case Op::Log: return static_cast<double (*)(double)>(&std::log);
+    case Op::Sin: return static_cast<double (*)(double)>(&std::sin);
+    case Op::Cos: return static_cast<double (*)(double)>(&std::cos);
+    case Op::Tanh: return static_cast<double (*)(double)>(&std::tanh);
+    case Op::Expm1: return static_cast<double (*)(double)>(&std::expm1);
+    case Op::Log1p: return static_cast<double (*)(double)>(&std::log1p);
+    default: return nullptr;
+  }
+}
+
 inline double (*helper(Op op))(double, double) {
   switch (op) {
 #define TIDU_SCALAR_HELPER_CASE(name, expr) \
@@ -217,7 +232,8 @@ class ScalarJit {
             x_to_0();
             y_to_1();
           }
-          mov_rax(reinterpret_cast<std::uint64_t>(f));
+          double (*direct)(double) = scalar_detail::libm_unary(c.op);
+          mov_rax(direct ? reinterpret_cast<std::uint64_t>(direct) : reinterpret_cast<std::uint64_t>(f));
           u8({0xFF, 0xD0});  // call rax
           forget_all();
           held[0] = c.out;
