@@ -1,7 +1,8 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 # distutils: language = c++
 """Cython bindings over the C++ graph core: the global key interner, fragment storage, views,
-traversal, materialize and SSA compile.  Many small calls come through here, so each is thin."""
+traversal, materialize and SSA compile, and the tracer's hot path (_tracer.pxi).  Many small calls
+come through here, so each is thin."""
 
 from libc.stdint cimport uint8_t, uint32_t
 from libc.string cimport memcpy
@@ -568,3 +569,8 @@ cdef list _transpose_walk(FragmentStore b, FragmentStore linear, RangeMap& ct_en
                           (prim, _ref_obj(b, prev, valkey), _ref_obj(b, ct, valkey)))
             ct_env.set(ins[k], acc_res[0])
     return [ct_env.get(<Id>q, kNone) for q in queries]
+
+
+# ---- tracing (tidu.tracing's Tracer and its hot path) ----
+
+include "_tracer.pxi"

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import builtins
 import gc
+import sys
 import threading
 from typing import Any, Callable, Hashable, Sequence
 
 import numpy as np
 
-from tidu.graph import AbstractValue, Fragment, FragmentBuilder, ValKey, aval, prim_id
+from tidu import _core
+from tidu.graph import AbstractValue, Fragment, FragmentBuilder, ValKey, _aval_list, aval, prim_id
 from tidu import ops as P
 from tidu.ops._base import BOOL, COMPLEXES, INTS
 
@@ -28,15 +30,11 @@ __all__ = [
 _PY_SCALARS = (bool, int, float, complex)
 
 
-class _Trace:
-    """One tracing session: the builder of the fragment being traced."""
-
-    __slots__ = ("builder", "store")
-
-    def __init__(self, builder: FragmentBuilder):
-        self.builder = builder
-        self.store = builder.store
-
+# One tracing session (the builder of the fragment being traced) and its values are extension types
+# in _core (pyx/_tracer.pxi): the common arithmetic on traced values runs there, in C, and comes
+# back here only for the general paths below (registered at the end of this module).
+_Trace = _core.Trace
+Tracer = _core.Tracer
 
 _state = threading.local()
 
@@ -142,29 +140,8 @@ def _promote(name: str, t: _Trace, *xs, min_dtype=None) -> list["Tracer"]:
     return [_broadcast(t, x, shape) for x in lifted]
 
 
-# Shape/dtype rules are pure functions of the operands' abstract values, so the hot paths memoise
-# (primitive class, operand avals) -> (prim id, output aval) and skip the rule on repeats.
-_RULES: dict[tuple, tuple[int, AbstractValue]] = {}
-
-
 def _binary(cls, name: str, x, y, float_only=False) -> "Tracer":
-    if type(x) is Tracer and type(y) is Tracer and x._t is y._t:
-        hit = _RULES.get((cls, x.aval, y.aval))
-        if hit is not None:
-            t = x._t
-            a = hit[1]
-            return Tracer(t, t.store.emit2(hit[0], 0, x._v, y._v, a.id), a)
-        if x.aval is y.aval and not (float_only and x.aval.dtype in _NONFLOAT):
-            op, pid = _singleton(cls)
-            a = op.abstract_eval(x.aval, y.aval)
-            _RULES[(cls, x.aval, y.aval)] = (pid, a)
-            t = x._t
-            return Tracer(t, t.store.emit2(pid, 0, x._v, y._v, a.id), a)
-    tx, ty = type(x), type(y)
-    if (ty is Tracer and (tx is float or tx is int)) or (tx is Tracer and (ty is float or ty is int)):
-        hit = _scalar_operand(cls, x, y, ty is Tracer)
-        if hit is not None:
-            return hit
+    """x op y by the general path: numpy promotion and broadcasting made explicit."""
     t = _trace_of(x, y)
     a, b = _promote(name, t, x, y, min_dtype=np.float32 if float_only else None)
     if float_only and a.aval.dtype in _NONFLOAT:
@@ -174,161 +151,64 @@ def _binary(cls, name: str, x, y, float_only=False) -> "Tracer":
 
 _NONFLOAT = INTS | {BOOL}
 
-# A Python float/int combined with a rank-0 floating or complex tracer: numpy 2's weak-scalar
-# promotion keeps the tracer's dtype, so the slow path emits Constant(scalar as that dtype) and
-# the op.  Memoise (op class, aval, scalar) -> (constant prim, op prim, avals) and emit the same two
-# nodes directly.  Zero is left to the slow path (0.0 and -0.0 are equal dict keys).
-_SCALAR_OPS: dict[tuple, tuple[int, int, int, AbstractValue]] = {}
-
-
-def _scalar_operand(cls, x, y, scalar_left: bool) -> "Tracer | None":
-    tr, s = (y, x) if scalar_left else (x, y)
-    av = tr.aval
-    if av.shape or not s or av.dtype.kind not in "fc":
-        return None
-    key = (cls, av, type(s), s, scalar_left)
-    hit = _SCALAR_OPS.get(key)
-    if hit is None:
-        arr = np.asarray(s, dtype=av.dtype)
-        c = P.Constant.of(arr, arr.dtype)
-        op, pid = _singleton(cls)
-        out = op.abstract_eval(av, av)
-        if len(_SCALAR_OPS) > 4096:
-            _SCALAR_OPS.clear()
-        hit = _SCALAR_OPS[key] = (prim_id(c), c.abstract_eval().id, pid, out)
-    t = tr._t
-    store = t.store
-    cv = store.emit0(hit[0], hit[1])
-    out = hit[3]
-    if scalar_left:
-        return Tracer(t, store.emit2(hit[2], 0, cv, tr._v, out.id), out)
-    return Tracer(t, store.emit2(hit[2], 0, tr._v, cv, out.id), out)
-
 
 def _unary_float(cls, x) -> "Tracer":
     """Transcendental functions: integer and bool inputs are computed in float64 (numpy's rule)."""
-    if type(x) is Tracer:
-        hit = _RULES.get((cls, x.aval))
-        if hit is not None:
-            t = x._t
-            a = hit[1]
-            return Tracer(t, t.store.emit1(hit[0], 0, x._v, a.id), a)
     t = _trace_of(x)
     x = _lift(t, x)
     if x.aval.dtype in _NONFLOAT:
         x = _lift(t, x, np.float64)
-    op, pid = _singleton(cls)
-    a = op.abstract_eval(x.aval)
-    _RULES[(cls, x.aval)] = (pid, a)
-    return Tracer(t, t.store.emit1(pid, 0, x._v, a.id), a)
+    return _emit(t, cls(), x)
+
+
+# The compiled fast path (pyx/_tracer.pxi) takes Tracer op Tracer (one trace, one abstract value),
+# Tracer op Python float/int (rank-0 float/complex Tracer) and unary ops of a Tracer.  It emits the
+# nodes the general paths above would emit for those operands, with shape/dtype rules it asks for
+# here once per (op, abstract value) or (op, abstract value, scalar) and memoises by id:
+#   rule(av) -> (prim id, output aval) or None (the general path for this aval),
+#   scalar_rule(av, s) -> (Constant prim id, Constant aval id, prim id, output aval): numpy 2's
+#   weak scalar promotion keeps the tracer's dtype, so the general path emits Constant(s as that
+#   dtype) and the op.
+
+def _binary_slot(cls, name: str, float_only=False):
+    def slow(x, y):
+        return _binary(cls, name, x, y, float_only)
+
+    def rule(av):
+        if float_only and av.dtype in _NONFLOAT:
+            return None
+        op, pid = _singleton(cls)
+        return pid, op.abstract_eval(av, av)
+
+    def scalar_rule(av, s):
+        arr = np.asarray(s, dtype=av.dtype)
+        c = P.Constant.of(arr, arr.dtype)
+        op, pid = _singleton(cls)
+        out = op.abstract_eval(av, av)
+        return prim_id(c), c.abstract_eval().id, pid, out
+
+    return slow, rule, scalar_rule
+
+
+def _unary_slot(cls, float_only=True):
+    def slow(x):
+        if float_only:
+            return _unary_float(cls, x)
+        return _emit(x._t, cls(), x)
+
+    def rule(av):
+        if float_only and av.dtype in _NONFLOAT:
+            return None
+        op, pid = _singleton(cls)
+        return pid, op.abstract_eval(av)
+
+    return slow, rule
 
 
 def _compare(direction: str, x, y) -> "Tracer":
     t = _trace_of(x, y)
     a, b = _promote(f"Compare({direction})", t, x, y)
     return _emit(t, P.Compare(direction), a, b)
-
-
-# ---- traced values ----
-
-class Tracer:
-    """A value in a function being traced: supports numpy-style arithmetic, indexing and methods."""
-
-    __slots__ = ("_t", "_v", "aval")
-    __array_priority__ = 1000  # numpy defers to our reflected operators
-
-    def __init__(self, trace: _Trace, v: int, av: AbstractValue):
-        self._t = trace
-        self._v = v
-        self.aval = av
-
-    @property
-    def key(self) -> ValKey:
-        """The global key of this value."""
-        return ValKey(self._v)
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return self.aval.shape
-
-    @property
-    def dtype(self) -> np.dtype:
-        return self.aval.dtype
-
-    @property
-    def ndim(self) -> int:
-        return self.aval.ndim
-
-    @property
-    def size(self) -> int:
-        return self.aval.size
-
-    @property
-    def T(self) -> "Tracer":  # noqa: N802 - numpy's name
-        return transpose(self)
-
-    def __repr__(self) -> str:
-        return f"Tracer({self.aval}, {self.key!r})"
-
-    def __bool__(self):
-        raise TypeError("a traced value has no truth value during tracing; use tidu.where "
-                        "instead of Python control flow on traced values")
-
-    def __len__(self) -> int:
-        if not self.aval.shape:
-            raise TypeError("len() of a rank-0 traced value")
-        return self.aval.shape[0]
-
-    def __iter__(self):
-        for i in range(len(self)):
-            yield self[i]
-
-    def __index__(self):
-        raise TypeError("a traced value cannot be used as a Python index")
-
-    # arithmetic
-    def __add__(self, o): return _binary(P.Add, "Add", self, o)
-    def __radd__(self, o): return _binary(P.Add, "Add", o, self)
-    def __sub__(self, o): return _binary(P.Sub, "Sub", self, o)
-    def __rsub__(self, o): return _binary(P.Sub, "Sub", o, self)
-    def __mul__(self, o): return _binary(P.Mul, "Mul", self, o)
-    def __rmul__(self, o): return _binary(P.Mul, "Mul", o, self)
-    def __truediv__(self, o): return _binary(P.Div, "Div", self, o, float_only=True)
-    def __rtruediv__(self, o): return _binary(P.Div, "Div", o, self, float_only=True)
-    def __pow__(self, o): return power(self, o)
-    def __rpow__(self, o): return power(o, self)
-    def __matmul__(self, o): return matmul(self, o)
-    def __rmatmul__(self, o): return matmul(o, self)
-    def __neg__(self): return _emit(self._t, P.Neg(), self)
-    def __pos__(self): return self
-    def __abs__(self): return abs(self)
-
-    # comparisons (a Tracer is unhashable, like a numpy array)
-    def __lt__(self, o): return _compare("LT", self, o)
-    def __le__(self, o): return _compare("LE", self, o)
-    def __gt__(self, o): return _compare("GT", self, o)
-    def __ge__(self, o): return _compare("GE", self, o)
-    def __eq__(self, o): return _compare("EQ", self, o)  # type: ignore[override]
-    def __ne__(self, o): return _compare("NE", self, o)  # type: ignore[override]
-    __hash__ = None  # type: ignore[assignment]
-
-    # methods
-    def sum(self, axis=None, keepdims=False): return sum(self, axis, keepdims)
-    def max(self, axis=None, keepdims=False): return max(self, axis, keepdims)
-    def mean(self, axis=None, keepdims=False): return mean(self, axis, keepdims)
-    def reshape(self, *shape): return reshape(self, shape[0] if len(shape) == 1 else shape)
-    def transpose(self, *axes): return transpose(self, axes[0] if len(axes) == 1 else (axes or None))
-    def astype(self, dtype): return astype(self, dtype)
-    def conj(self): return conj(self)
-
-    @property
-    def real(self): return real(self)
-
-    @property
-    def imag(self): return imag(self)
-
-    def __getitem__(self, idx) -> "Tracer":
-        return _getitem(self, idx)
 
 
 # ---- indexing ----
@@ -387,15 +267,9 @@ builtins_sum, builtins_max = builtins.sum, builtins.max
 
 # ---- numpy-like functions ----
 
-def exp(x): return _unary_float(P.Exp, x)
-def log(x): return _unary_float(P.Log, x)
-def sin(x): return _unary_float(P.Sin, x)
-def cos(x): return _unary_float(P.Cos, x)
-def tanh(x): return _unary_float(P.Tanh, x)
-def sqrt(x): return _unary_float(P.Sqrt, x)
-def rsqrt(x): return _unary_float(P.Rsqrt, x)
-def expm1(x): return _unary_float(P.Expm1, x)
-def log1p(x): return _unary_float(P.Log1p, x)
+# exp, log, sin, cos, tanh, sqrt, rsqrt, expm1, log1p: compiled (pyx/_tracer.pxi).
+exp, log, sin, cos, tanh = _core.exp, _core.log, _core.sin, _core.cos, _core.tanh
+sqrt, rsqrt, expm1, log1p = _core.sqrt, _core.rsqrt, _core.expm1, _core.log1p
 
 
 def abs(x):  # noqa: A001 - numpy's name
@@ -412,11 +286,11 @@ def power(x, y):
     """x ** y; a literal exponent 2 is traced as x * x (exact, and cheaper to differentiate)."""
     if isinstance(y, (int, float)) and not isinstance(y, bool) and y == 2 and isinstance(x, Tracer):
         return x * x
-    return _binary(P.Pow, "Pow", x, y, float_only=True)
+    return _core.binary(_core.B_POW, x, y)
 
 
-def maximum(x, y): return _binary(P.Max, "Max", x, y)
-def minimum(x, y): return _binary(P.Min, "Min", x, y)
+def maximum(x, y): return _core.binary(_core.B_MAX, x, y)
+def minimum(x, y): return _core.binary(_core.B_MIN, x, y)
 
 
 def _axes(x: Tracer, axis) -> tuple[int, ...]:
@@ -708,3 +582,17 @@ def apply(op, *args) -> Tracer:
     """Apply a primitive instance (e.g. a user-defined one) to traced values or constants."""
     t = _trace_of(*args)
     return _emit(t, op, *[_lift(t, a) for a in args])
+
+
+_core.tracer_setup(
+    sys.modules[__name__], _aval_list,
+    binary={_core.B_ADD: _binary_slot(P.Add, "Add"), _core.B_SUB: _binary_slot(P.Sub, "Sub"),
+            _core.B_MUL: _binary_slot(P.Mul, "Mul"),
+            _core.B_DIV: _binary_slot(P.Div, "Div", float_only=True),
+            _core.B_POW: _binary_slot(P.Pow, "Pow", float_only=True),
+            _core.B_MAX: _binary_slot(P.Max, "Max"), _core.B_MIN: _binary_slot(P.Min, "Min")},
+    unary={_core.U_EXP: _unary_slot(P.Exp), _core.U_LOG: _unary_slot(P.Log),
+           _core.U_SIN: _unary_slot(P.Sin), _core.U_COS: _unary_slot(P.Cos),
+           _core.U_TANH: _unary_slot(P.Tanh), _core.U_SQRT: _unary_slot(P.Sqrt),
+           _core.U_RSQRT: _unary_slot(P.Rsqrt), _core.U_EXPM1: _unary_slot(P.Expm1),
+           _core.U_LOG1P: _unary_slot(P.Log1p), _core.U_NEG: _unary_slot(P.Neg, float_only=False)})

@@ -1,0 +1,461 @@
+# Included by _core.pyx: the tracer's hot path (tidu.tracing's Tracer and trace, in Cython).
+#
+# Tracing a user function calls one arithmetic dunder or numpy-like function per primal op, so the
+# common cases run here without a Python frame:
+#   * Tracer op Tracer of the same trace and the same abstract value,
+#   * Tracer op Python float/int (exact types) with a rank-0 float/complex Tracer,
+#   * a transcendental function (or Neg) of a Tracer.
+# Each emits the op(s) straight into the trace's FragmentStore and builds the result Tracer in C.
+# Everything else (promotion, broadcasting, conversion, every error) is the Python slow path of
+# tidu.tracing, which also supplies the shape/dtype rules: a rule is asked once per (op, abstract
+# value) — or per (op, abstract value, scalar) — and its answer memoised here by id.
+#
+# This file knows no primitive: tidu.tracing registers, per slot below, the Python callables (rule,
+# scalar rule, slow path) when it is imported (tracer_setup), which importing tidu does.
+
+cimport cython
+from cpython.long cimport PyLong_AsLongLongAndOverflow
+from libc.stdint cimport uint64_t
+from libc.string cimport memset
+
+# Binary slots: the dunders, and tidu.tracing's maximum/minimum/power through binary().
+cdef enum:
+    _ADD, _SUB, _MUL, _DIV, _POW, _MAX, _MIN, _N_BINARY
+# Unary slots.
+cdef enum:
+    _EXP, _LOG, _SIN, _COS, _TANH, _SQRT, _RSQRT, _EXPM1, _LOG1P, _NEG, _N_UNARY
+cdef enum:
+    _SCALAR_CACHE = 1024  # direct-mapped: a collision evicts (the rule is asked again)
+
+B_ADD, B_SUB, B_MUL, B_DIV, B_POW, B_MAX, B_MIN = _ADD, _SUB, _MUL, _DIV, _POW, _MAX, _MIN
+U_EXP, U_LOG, U_SIN, U_COS, U_TANH, U_SQRT, U_RSQRT, U_EXPM1, U_LOG1P, U_NEG = (
+    _EXP, _LOG, _SIN, _COS, _TANH, _SQRT, _RSQRT, _EXPM1, _LOG1P, _NEG)
+
+
+cdef class Trace:
+    """One tracing session: the builder of the fragment being traced (and its store)."""
+
+    cdef readonly object builder
+    cdef readonly FragmentStore store
+
+    def __init__(self, builder):
+        self.builder = builder
+        self.store = builder.store
+
+
+cdef struct Rule:
+    Id pid      # primitive id of the op
+    Id out      # its output abstract value id
+    uint8_t state  # 0 not asked yet, 1 fast, 2 slow path for this abstract value
+
+cdef struct ScalarRule:
+    uint64_t bits   # the scalar: a float's bits or an int's value
+    Id aval         # the tracer's abstract value id
+    uint8_t tag     # 1 + slot * 4 + scalar_left * 2 + is_int (0: empty entry)
+    Id const_pid    # Constant(scalar as the tracer's dtype)
+    Id const_aval
+    Id pid          # the op
+    Id out
+
+cdef bint _fast = True
+cdef object _py = None   # tidu.tracing, for the methods that are plain Python
+cdef list _avals = None  # tidu.graph's interned abstract values, by id
+cdef list _bslow = [None] * _N_BINARY, _brule = [None] * _N_BINARY, _bscalar = [None] * _N_BINARY
+cdef list _uslow = [None] * _N_UNARY, _urule = [None] * _N_UNARY
+cdef vector[vector[Rule]] _r2 = vector[vector[Rule]](_N_BINARY)
+cdef vector[vector[Rule]] _r1 = vector[vector[Rule]](_N_UNARY)
+cdef vector[uint8_t] _aval_flags  # per aval id: 0 not seen, 3 rank-0 float/complex, 1 other
+cdef ScalarRule _scalar_cache[_SCALAR_CACHE]
+
+
+def tracer_setup(module, avals, binary, unary):
+    """Register tidu.tracing's Python side: `module` (the Tracer methods that stay Python look
+    their functions up there), `avals` (the interned AbstractValue list, by id), `binary`
+    {slot: (slow(x, y), rule(aval), scalar_rule(aval, scalar))}, `unary` {slot: (slow(x),
+    rule(aval))}.  rule returns (prim id, output AbstractValue), or None for the slow path;
+    scalar_rule returns (Constant prim id, Constant aval id, prim id, output AbstractValue) for
+    a rank-0 float/complex aval and a Python float/int."""
+    global _py, _avals
+    for k in binary:
+        if not 0 <= k < _N_BINARY:
+            raise ValueError(f"no binary slot {k}")
+    for k in unary:
+        if not 0 <= k < _N_UNARY:
+            raise ValueError(f"no unary slot {k}")
+    _py = module
+    _avals = avals
+    for k, (slow, rule, srule) in binary.items():
+        _bslow[k], _brule[k], _bscalar[k] = slow, rule, srule
+    for k, (slow, rule) in unary.items():
+        _uslow[k], _urule[k] = slow, rule
+    clear_tracer_rules()
+
+
+def clear_tracer_rules():
+    """Forget the memoised rules (they are asked again)."""
+    cdef size_t k
+    for k in range(_r2.size()):
+        _r2[k].clear()
+    for k in range(_r1.size()):
+        _r1[k].clear()
+    _aval_flags.clear()
+    memset(_scalar_cache, 0, sizeof(_scalar_cache))
+
+
+def set_trace_fast_path(bint enabled):
+    """Turn the compiled tracing fast path on or off (off: every op takes tidu.tracing's general
+    promotion path; the emitted nodes are the same); returns the previous setting."""
+    global _fast
+    prev = _fast
+    _fast = enabled
+    return True if prev else False
+
+
+cdef inline Tracer _new(Trace t, Id v, Id aid):
+    cdef Tracer r = Tracer.__new__(Tracer)
+    r._t = t
+    r._v = v
+    r._aid = aid
+    r.aval = _avals[aid]
+    return r
+
+
+cdef inline Id _check(Id a) except? 0xFFFFFFFF:
+    if a >= _I.n_vals():
+        raise IndexError(f"no value with id {a}")
+    return a
+
+
+cdef inline Id _emit0(Trace t, Id prim, Id aid) except? 0xFFFFFFFF:
+    cdef FragmentData* d = &t.store.data
+    return d.vals[d.add_op(_I[0], prim, 0, NULL, 0, &aid, 1)]
+
+
+cdef inline Id _emit1(Trace t, Id prim, Id a, Id aid) except? 0xFFFFFFFF:
+    cdef FragmentData* d = &t.store.data
+    _check(a)
+    return d.vals[d.add_op(_I[0], prim, 0, &a, 1, &aid, 1)]
+
+
+cdef inline Id _emit2(Trace t, Id prim, Id a, Id b, Id aid) except? 0xFFFFFFFF:
+    cdef Id args[2]
+    cdef FragmentData* d = &t.store.data
+    args[0] = _check(a)
+    args[1] = _check(b)
+    return d.vals[d.add_op(_I[0], prim, 0, args, 2, &aid, 1)]
+
+
+cdef int _ask(object rule, object av, Id aid, Rule* r) except -1:
+    """Fill r from rule(av) (a Python call)."""
+    res = rule(av)
+    r.state = 2
+    if res is None:
+        return 0
+    pid, out = res
+    cdef Id oid = out.id
+    if oid < <Py_ssize_t>len(_avals) and _avals[oid] is out:  # interned: _new can find it by id
+        r.pid = pid
+        r.out = oid
+        r.state = 1
+    return 0
+
+
+cdef inline int _rule(vector[vector[Rule]]& table, list rules, int k, Tracer x, Rule* r) except -1:
+    """The memoised rule of slot k at x's abstract value, into r (state 1: take the fast path)."""
+    cdef Id aid = x._aid
+    if aid < table[k].size():
+        r[0] = table[k][aid]
+        if r.state:
+            return 0
+    rule = rules[k]
+    if rule is None:
+        r.state = 2
+        return 0
+    _ask(rule, x.aval, aid, r)  # Python: table may have grown meanwhile; index it again
+    if aid >= table[k].size():
+        table[k].resize(aid + 1)
+    table[k][aid] = r[0]
+    return 0
+
+
+cdef inline bint _scalar_ok(Tracer x) except -1:
+    """x is rank 0 and floating or complex: numpy's weak scalar promotion keeps its dtype."""
+    cdef Id aid = x._aid
+    cdef uint8_t f
+    if aid < _aval_flags.size() and _aval_flags[aid]:
+        return _aval_flags[aid] == 3
+    av = x.aval
+    f = 3 if not av.shape and av.dtype.kind in "fc" else 1
+    if aid >= _aval_flags.size():
+        _aval_flags.resize(aid + 1, 0)
+    _aval_flags[aid] = f
+    return f == 3
+
+
+cdef object _scalar(int k, Tracer x, object s, bint left):
+    """x op s (or s op x when left) for a Python float or int s, or None for the slow path.
+
+    Memoised by the scalar's exact bits, so 0.0 and -0.0 (and NaNs) are distinct entries."""
+    cdef uint64_t bits = 0
+    cdef double d
+    cdef int overflow = 0
+    cdef uint8_t tag
+    cdef ScalarRule* e
+    if x._t is None or not _scalar_ok(x):  # None: a Tracer made by Tracer.__new__ alone
+        return None
+    if type(s) is float:
+        d = s
+        memcpy(&bits, &d, sizeof(double))
+        tag = 1 + k * 4 + left * 2
+    else:
+        bits = <uint64_t>PyLong_AsLongLongAndOverflow(s, &overflow)
+        if overflow:
+            return None
+        tag = 2 + k * 4 + left * 2
+    cdef uint64_t h = (bits ^ (<uint64_t>x._aid << 32) ^ tag) * <uint64_t>0x9E3779B97F4A7C15
+    cdef size_t slot = (h >> 40) % _SCALAR_CACHE
+    e = &_scalar_cache[slot]
+    if not (e.tag == tag and e.bits == bits and e.aval == x._aid):
+        srule = _bscalar[k]
+        if srule is None:
+            return None
+        res = srule(x.aval, s)
+        if res is None:
+            return None
+        cpid, caid, opid, out_av = res
+        oid = out_av.id
+        if not (oid < len(_avals) and _avals[oid] is out_av):
+            return None
+        e = &_scalar_cache[slot]
+        e.bits = bits
+        e.aval = x._aid
+        e.tag = tag
+        e.const_pid = cpid
+        e.const_aval = caid
+        e.pid = opid
+        e.out = oid
+    cdef Trace t = x._t
+    cdef Id pid = e.pid, out = e.out
+    cdef Id c = _emit0(t, e.const_pid, e.const_aval)
+    if left:
+        return _new(t, _emit2(t, pid, c, x._v, out), out)
+    return _new(t, _emit2(t, pid, x._v, c, out), out)
+
+
+cdef object _binary(int k, object x, object y):
+    cdef Tracer a, b
+    cdef Rule r
+    if _fast:
+        if type(x) is Tracer:
+            a = <Tracer>x
+            if type(y) is Tracer:
+                b = <Tracer>y
+                if a._t is b._t and a.aval is b.aval and a._t is not None:
+                    _rule(_r2, _brule, k, a, &r)
+                    if r.state == 1:
+                        return _new(a._t, _emit2(a._t, r.pid, a._v, b._v, r.out), r.out)
+            elif type(y) is float or type(y) is int:
+                res = _scalar(k, a, y, False)
+                if res is not None:
+                    return res
+        elif type(y) is Tracer and (type(x) is float or type(x) is int):
+            res = _scalar(k, <Tracer>y, x, True)
+            if res is not None:
+                return res
+    slow = _bslow[k]
+    if slow is None:
+        raise RuntimeError("tidu.tracing is not imported")
+    return slow(x, y)
+
+
+cdef object _unary(int k, object x):
+    cdef Tracer a
+    cdef Rule r
+    if _fast and type(x) is Tracer and (<Tracer>x)._t is not None:
+        a = <Tracer>x
+        _rule(_r1, _urule, k, a, &r)
+        if r.state == 1:
+            return _new(a._t, _emit1(a._t, r.pid, a._v, r.out), r.out)
+    slow = _uslow[k]
+    if slow is None:
+        raise RuntimeError("tidu.tracing is not imported")
+    return slow(x)
+
+
+def binary(int k, x, y):
+    """x op y for binary slot k (B_ADD, ...), through the fast path when it applies."""
+    if not 0 <= k < _N_BINARY:
+        raise ValueError(f"no binary slot {k}")
+    return _binary(k, x, y)
+
+
+def unary(int k, x):
+    """op(x) for unary slot k (U_EXP, ...), through the fast path when it applies."""
+    if not 0 <= k < _N_UNARY:
+        raise ValueError(f"no unary slot {k}")
+    return _unary(k, x)
+
+
+# numpy-like transcendental functions (integer and bool inputs are computed in float64).
+def exp(x):
+    """Elementwise e**x."""
+    return _unary(_EXP, x)
+
+
+def log(x):
+    """Elementwise natural logarithm."""
+    return _unary(_LOG, x)
+
+
+def sin(x):
+    """Elementwise sine."""
+    return _unary(_SIN, x)
+
+
+def cos(x):
+    """Elementwise cosine."""
+    return _unary(_COS, x)
+
+
+def tanh(x):
+    """Elementwise hyperbolic tangent."""
+    return _unary(_TANH, x)
+
+
+def sqrt(x):
+    """Elementwise square root."""
+    return _unary(_SQRT, x)
+
+
+def rsqrt(x):
+    """Elementwise 1 / sqrt(x)."""
+    return _unary(_RSQRT, x)
+
+
+def expm1(x):
+    """Elementwise e**x - 1, accurate near 0."""
+    return _unary(_EXPM1, x)
+
+
+def log1p(x):
+    """Elementwise log(1 + x), accurate near 0."""
+    return _unary(_LOG1P, x)
+
+
+@cython.freelist(64)
+cdef class Tracer:
+    """A value in a function being traced: supports numpy-style arithmetic, indexing and methods."""
+
+    cdef readonly Trace _t
+    cdef readonly Id _v
+    cdef readonly object aval
+    cdef Id _aid  # aval.id
+
+    __array_priority__ = 1000  # numpy defers to our reflected operators
+
+    def __init__(self, Trace trace not None, Id v, av):
+        self._t = trace
+        self._v = v
+        self._aid = av.id
+        self.aval = av
+
+    @property
+    def key(self):
+        """The global key of this value."""
+        return _py.ValKey(self._v)
+
+    @property
+    def shape(self):
+        return self.aval.shape
+
+    @property
+    def dtype(self):
+        return self.aval.dtype
+
+    @property
+    def ndim(self):
+        return self.aval.ndim
+
+    @property
+    def size(self):
+        return self.aval.size
+
+    @property
+    def T(self):  # noqa: N802 - numpy's name
+        return _py.transpose(self)
+
+    def __repr__(self):
+        return f"Tracer({self.aval}, {self.key!r})"
+
+    def __bool__(self):
+        raise TypeError("a traced value has no truth value during tracing; use tidu.where "
+                        "instead of Python control flow on traced values")
+
+    def __len__(self):
+        if not self.aval.shape:
+            raise TypeError("len() of a rank-0 traced value")
+        return self.aval.shape[0]
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+    def __index__(self):
+        raise TypeError("a traced value cannot be used as a Python index")
+
+    # arithmetic
+    def __add__(self, o): return _binary(_ADD, self, o)
+    def __radd__(self, o): return _binary(_ADD, o, self)
+    def __sub__(self, o): return _binary(_SUB, self, o)
+    def __rsub__(self, o): return _binary(_SUB, o, self)
+    def __mul__(self, o): return _binary(_MUL, self, o)
+    def __rmul__(self, o): return _binary(_MUL, o, self)
+    def __truediv__(self, o): return _binary(_DIV, self, o)
+    def __rtruediv__(self, o): return _binary(_DIV, o, self)
+
+    def __pow__(self, o, mod):
+        if mod is not None:
+            return NotImplemented
+        if (type(o) is int or type(o) is float) and o == 2:  # tidu.tracing.power's x * x
+            return _binary(_MUL, self, self)
+        return _py.power(self, o)
+
+    def __rpow__(self, o, mod):
+        if mod is not None:
+            return NotImplemented
+        return _py.power(o, self)
+
+    def __matmul__(self, o): return _py.matmul(self, o)
+    def __rmatmul__(self, o): return _py.matmul(o, self)
+    def __neg__(self): return _unary(_NEG, self)
+    def __pos__(self): return self
+    def __abs__(self): return _py.abs(self)
+
+    # comparisons (a Tracer is unhashable, like a numpy array)
+    def __lt__(self, o): return _py._compare("LT", self, o)
+    def __le__(self, o): return _py._compare("LE", self, o)
+    def __gt__(self, o): return _py._compare("GT", self, o)
+    def __ge__(self, o): return _py._compare("GE", self, o)
+    def __eq__(self, o): return _py._compare("EQ", self, o)
+    def __ne__(self, o): return _py._compare("NE", self, o)
+
+    # methods
+    def sum(self, axis=None, keepdims=False): return _py.sum(self, axis, keepdims)
+    def max(self, axis=None, keepdims=False): return _py.max(self, axis, keepdims)
+    def mean(self, axis=None, keepdims=False): return _py.mean(self, axis, keepdims)
+    def reshape(self, *shape): return _py.reshape(self, shape[0] if len(shape) == 1 else shape)
+
+    def transpose(self, *axes):
+        return _py.transpose(self, axes[0] if len(axes) == 1 else (axes or None))
+
+    def astype(self, dtype): return _py.astype(self, dtype)
+    def conj(self): return _py.conj(self)
+
+    @property
+    def real(self): return _py.real(self)
+
+    @property
+    def imag(self): return _py.imag(self)
+
+    def __getitem__(self, idx):
+        return _py._getitem(self, idx)

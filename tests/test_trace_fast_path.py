@@ -1,0 +1,160 @@
+"""The compiled tracing fast path (pyx/_tracer.pxi) against tidu.tracing's general paths: for
+every operand kind it takes (Tracer op Tracer, Tracer op Python float/int, unary functions, Neg,
+x ** 2) the same nodes come out with the same hash-consed ids, the same errors are raised, and the
+Tracer keeps the behaviour of a Python object (attributes, numpy deferral, no hash, no truth)."""
+
+from __future__ import annotations
+
+import math
+import pickle
+
+import numpy as np
+import pytest
+from hypothesis import example, given, settings, strategies as st
+
+import tidu as td
+from tidu import _core, tracing
+
+DTYPES = ["float32", "float64", "complex64", "complex128", "int32", "int64", "bool"]
+SCALARS = [0.0, -0.0, 0, 1, -1, 1.0, 2, 2.0, -3.5, 0.1, 1e-30, 7, 2**63 - 1, -2**63, 2**64,
+           math.inf, -math.inf, math.nan, 1e300]
+
+
+def _slow():
+    return _core.set_trace_fast_path(False)
+
+
+def _outcome(fn, **specs):
+    """(output ids, listing) of tracing fn, or (exception type, message) when tracing raises."""
+    try:
+        frag = td.build(fn, **specs)
+    except Exception as e:  # noqa: BLE001 - the comparison is the point
+        return type(e), str(e)
+    return [k.id for k in frag.outputs], str(frag)
+
+
+def _both(fn, **specs):
+    fast = _outcome(fn, **specs)
+    prev = _slow()
+    try:
+        slow = _outcome(fn, **specs)
+    finally:
+        _core.set_trace_fast_path(prev)
+    return fast, slow
+
+
+def _program(x, y, s):
+    """Every fast-path form, each also reached with the operands the fast path declines."""
+    u = x * y + x - y
+    v = td.sin(u) * td.exp(td.cos(x)) / (td.tanh(y) + td.sqrt(td.abs(x) + 1.0))
+    w = td.log(1.0 + u * u) + td.log1p(v * v) + td.expm1(-v) + td.rsqrt(2.0 + x * x)
+    out = [u, v, w, -w, w ** 2, w ** 2.0, w ** 3, 2 ** w, td.maximum(u, v), td.minimum(u, 0.5)]
+    out += [s + x, x + s, s - x, x - s, s * x, x * s, s / x, x / s, td.maximum(x, s)]
+    return out
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(), (3,)])
+def test_fast_path_emits_the_general_path_nodes(dtype, shape):
+    for s in [0.0, -0.0, 0, 3, 2.5]:
+        fast, slow = _both(lambda x, y: _program(x, y, s), x=td.spec(shape, dtype),
+                           y=td.spec(shape, dtype))
+        assert fast == slow, s
+
+
+@settings(max_examples=200, deadline=None)
+@given(dtype=st.sampled_from(DTYPES[:4]),
+       s=st.one_of(st.floats(), st.integers(-2**70, 2**70), st.sampled_from(SCALARS)),
+       op=st.sampled_from(["add", "sub", "mul", "div", "pow", "max", "min"]),
+       left=st.booleans())
+@example(dtype="float32", s=-0.0, op="mul", left=False)
+@example(dtype="float64", s=0, op="sub", left=True)
+@example(dtype="complex64", s=math.nan, op="add", left=False)
+def test_scalar_operands_emit_the_general_path_nodes(dtype, s, op, left):
+    fns = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+           "div": lambda a, b: a / b, "pow": td.power, "max": td.maximum, "min": td.minimum}
+    f = fns[op]
+    fast, slow = _both(lambda x: [f(s, x) if left else f(x, s)] * 2, x=td.spec((), dtype))
+    assert fast == slow
+
+
+def test_signed_zeros_and_nans_stay_distinct_constants():
+    def f(x):
+        return [x * 0.0, x * -0.0, x * 0, x + math.nan, x + -math.nan]
+
+    frag = td.build(f, x=td.spec((), "float64"))
+    ids = [k.id for k in frag.outputs]
+    assert len(set(ids[:3])) == 2  # 0.0 and the int 0 are one Constant; -0.0 another
+    assert ids[0] == ids[2] and ids[0] != ids[1]
+    assert ids[3] != ids[4]  # NaN payloads differ in their sign bit
+    again = td.build(f, x=td.spec((), "float64"))
+    assert [k.id for k in again.outputs] == ids
+
+
+def test_the_fast_path_is_taken(monkeypatch):
+    calls = []
+    for name in ["_binary", "_unary_float", "_emit"]:
+        orig = getattr(tracing, name)
+        monkeypatch.setattr(tracing, name,
+                            lambda *a, _o=orig, _n=name, **k: calls.append(_n) or _o(*a, **k))
+    x32 = td.spec((), "float32")
+
+    def f(x, y):
+        return [x + y, x * 2.0, 3 - x, td.sin(x), -x, x ** 2, 1.5 / y]
+
+    td.build(f, x=x32, y=x32)  # fills the memo (the rules are asked, not the slow paths)
+    assert calls == []
+    td.build(lambda x: td.exp(x), x=td.spec((), "int32"))
+    assert calls and set(calls) <= {"_unary_float", "_emit"}
+
+
+def test_errors_are_the_general_paths():
+    def two_traces(x):
+        return td.build(lambda y: x + y, y=td.spec(()))
+
+    cases = [(two_traces, "float64"), (lambda x: x + "a", "float64"),
+             (lambda x: x + np.ones(3), "float64"), (lambda x: td.maximum(x, x), "complex128"),
+             (lambda x: td.maximum(x, 2.0), "complex64"), (lambda x: -x, "bool")]
+    for fn, dtype in cases:
+        for _ in range(2):  # the second time the memo has seen the abstract value
+            fast, slow = _both(fn, x=td.spec((2,) if dtype == "float64" else (), dtype))
+            assert fast == slow and isinstance(fast[0], type) and issubclass(fast[0], Exception)
+
+
+def test_tracer_behaves_like_before():
+    seen = {}
+
+    def f(x, y):
+        assert type(x) is td.Tracer and isinstance(x, td.Tracer)
+        assert x.shape == (2,) and x.dtype == np.float64 and x.ndim == 1 and x.size == 2
+        assert x.aval is td.spec((2,)) and x._t is y._t and x.key.id == x._v
+        assert repr(x) == "Tracer(float64[2], Input('x'))"
+        with pytest.raises(TypeError, match="unhashable"):
+            hash(x)
+        with pytest.raises(TypeError, match="no truth value"):
+            bool(x)
+        with pytest.raises(TypeError, match="Python index"):
+            [0, 1][x]
+        with pytest.raises(TypeError, match="cannot be converted"):
+            pickle.dumps(x)
+        with pytest.raises(AttributeError):
+            x.aval = None
+        assert len(x) == 2 and [t.shape for t in x] == [(), ()]
+        assert x.__array_priority__ == 1000
+        seen["numpy scalar"] = type(np.float64(2.0) * x)
+        seen["numpy array"] = type(np.ones(2) + x)
+        assert (+x) is x
+        assert x.T is x and x.real is x and x.conj() is x and x.reshape(2) is x
+        return x.sum(), x.max(), x.mean(), x[0], x < y, x == y, x @ y, abs(x), x.astype("float32")
+
+    td.build(f, x=td.spec((2,)), y=td.spec((2,)))
+    assert seen == {"numpy scalar": td.Tracer, "numpy array": td.Tracer}
+
+
+def test_a_bare_tracer_is_an_error_not_a_crash():
+    bare = td.Tracer.__new__(td.Tracer)
+    for fn in [lambda: bare + bare, lambda: bare * 2.0, lambda: td.sin(bare), lambda: -bare]:
+        with pytest.raises((AttributeError, TypeError)):
+            fn()
+    with pytest.raises(TypeError):
+        td.Tracer(None, 0, td.spec(()))
