@@ -29,7 +29,17 @@ def _load_blas() -> bool:
     return _eval.set_blas(path, "scipy_")
 
 
-BLAS = _load_blas()
+# Loaded with the first program that has a matrix product, not at import: OpenBLAS starts its
+# worker threads when loaded, and scalar or elementwise programs never need them.
+BLAS: "bool | None" = None
+
+
+def ensure_blas() -> bool:
+    """Load the BLAS hook once; True when large products go to OpenBLAS."""
+    global BLAS
+    if BLAS is None:
+        BLAS = _load_blas()
+    return BLAS
 
 OPCODE = {name: i for i, name in enumerate(_eval.OPCODES)}
 DTYPE = {name: i for i, name in enumerate(_eval.DTYPES)}
@@ -65,6 +75,8 @@ def encode(arrays: dict, slot_avals, ops, input_names=(), output_names=()) -> "_
     slot_ndim = np.array([a.ndim for a in slot_avals], np.uint32)
     shapes = np.array([d for a in slot_avals for d in a.shape], np.int64)
     opcode = np.array([OPCODE[op.name] for op in ops], np.uint8)
+    if BLAS is None and any(op.name == "DotGeneral" for op in ops):
+        ensure_blas()
     out_off, out_slots = arrays["out_off"], arrays["out_slots"]
     if np.any(np.diff(out_off) != 1):
         raise NotImplementedError("the interpreter runs single-output ops only")
@@ -123,5 +135,6 @@ class LoadedProgram:
 
 def load(path) -> LoadedProgram:
     """Read a program saved by ``CompiledProgram.save``; raises ValueError on a bad file."""
+    ensure_blas()  # the file may hold a matrix product
     with open(path, "rb") as f:
         return LoadedProgram(_eval.Program(f.read()))
