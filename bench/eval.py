@@ -138,6 +138,29 @@ def main():
     except ImportError:
         pass
 
+    # (b2) a scalar program over many points (a sampler's loop): eval_batch against jax.vmap.
+    # 1,000 ops: XLA's compile time grows much faster than the program (minutes at 5,000).
+    npts = 4096
+    rng = np.random.default_rng(0)
+    P, Q = rng.uniform(-1, 1, npts), rng.uniform(-1, 1, npts)
+    for wide in (False, True):
+        F = td.build(scalar_dag(1000, td, wide=wide), x=td.spec(()), y=td.spec(()))
+        bprog = td.compile(td.materialize_merge(td.resolve([F]), F.outputs), backend="cpu")
+        feed = [{"x": P, "y": Q}[k] for k in bprog.inputs]
+        te = timeit(lambda: bprog.eval_batch(feed, threads=1), repeat=5)
+        tf = timeit(lambda: bprog.eval_batch(feed, threads=1, exact=False), repeat=5)
+        line = (f"(b2) {'wide' if wide else 'chain'} DAG, {bprog.n_instructions} instr x {npts} points, 1 thread: "
+                f"eval_batch {te / npts * 1e6:.2f} us/point, exact=False {tf / npts * 1e6:.2f}")
+        if jax:
+            jf = jax.jit(jax.vmap(scalar_dag(1000, jnp, wide=wide)))
+            t0 = time.perf_counter()
+            jf(P, Q).block_until_ready()
+            tc = time.perf_counter() - t0
+            tj = timeit(lambda: jf(P, Q).block_until_ready(), repeat=5)
+            line += (f"; jax.jit(vmap) {tj / npts * 1e6:.2f} (compile {tc:.1f} s) "
+                     f"(tidu/jax exact {te / tj:.2f}x, fast {tf / tj:.2f}x)")
+        print(line)
+
     # (c) 200-op elementwise program over 1e6 points
     npts = 200_000 if a.quick else 1_000_000
     X = np.linspace(-1, 1, npts)

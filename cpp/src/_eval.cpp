@@ -111,7 +111,7 @@ class PyProgram {
     return result;
   }
 
-  py::list run_batch(const py::list& inputs, std::int64_t batch, int threads) {
+  py::list run_batch(const py::list& inputs, std::int64_t batch, int threads, bool exact) {
     std::vector<const void*> in(p_.inputs.size());
     std::vector<py::array> keep;
     for (std::size_t i = 0; i < in.size(); ++i) {
@@ -131,7 +131,7 @@ class PyProgram {
     }
     {
       py::gil_scoped_release nogil;
-      tidu::eval_batch(p_, batch, in.data(), outs.data(), threads);
+      tidu::eval_batch(p_, batch, in.data(), outs.data(), threads, exact);
     }
     return result;
   }
@@ -226,7 +226,8 @@ void make_program(py::module_& m) {
         return v;
       })
       .def("run", &PyProgram::run, py::arg("inputs"), py::arg("out") = py::none())
-      .def("run_batch", &PyProgram::run_batch, py::arg("inputs"), py::arg("batch"), py::arg("threads"))
+      .def("run_batch", &PyProgram::run_batch, py::arg("inputs"), py::arg("batch"), py::arg("threads"),
+           py::arg("exact") = true)
       .def_property_readonly("arena_bytes", [](const PyProgram& p) { return p.program().arena_bytes; })
       .def_property_readonly("naive_bytes", [](const PyProgram& p) { return p.program().naive_bytes; })
       .def_property_readonly(

@@ -125,12 +125,13 @@ class LoadedProgram:
             raise KeyError(f"missing input(s) {missing}; the program takes {self.inputs}")
         return self.eval([mapping[k] for k in self.inputs])
 
-    def eval_batch(self, inputs, threads=None):
+    def eval_batch(self, inputs, threads=None, exact=True):
+        """As ``CompiledProgram.eval_batch`` (interpreter only)."""
         import os
 
         arrs = self._arrays(inputs, batch=True)
         return self.native.run_batch(arrs, arrs[0].shape[0] if arrs else 0,
-                                     threads or os.cpu_count() or 1)
+                                     threads or os.cpu_count() or 1, exact)
 
 
 def load(path) -> LoadedProgram:
