@@ -41,7 +41,6 @@ struct Instr {
   std::uint32_t n_attr;
 };
 
-
 class Workspace;
 
 struct Program {
