@@ -43,12 +43,14 @@ class PyProgram {
     a_.consts = to_vec(consts), a_.inputs = to_vec(inputs), a_.outputs = to_vec(outputs);
     a_.input_names = std::move(input_names), a_.output_names = std::move(output_names);
     p_ = tidu::build_program(a_);
+    small_ = is_small(p_);
   }
 
   explicit PyProgram(const py::bytes& data) {
     std::string_view v = data;
     a_ = tidu::deserialize(v.data(), v.size());
     p_ = tidu::build_program(a_);
+    small_ = is_small(p_);
   }
 
   py::bytes to_bytes() const {
@@ -97,17 +99,19 @@ class PyProgram {
       outs[i] = a.mutable_data();
       result.append(a);
     }
-    {
-      py::gil_scoped_release nogil;
-      auto ws = take();
-      try {
+    auto ws = take();
+    try {
+      if (small_) {  // a few microseconds at most: releasing the GIL would cost more than it frees
         tidu::eval(p_, *ws, in.data(), outs.data());
-      } catch (...) {
-        give(std::move(ws));
-        throw;
+      } else {
+        py::gil_scoped_release nogil;
+        tidu::eval(p_, *ws, in.data(), outs.data());
       }
+    } catch (...) {
       give(std::move(ws));
+      throw;
     }
+    give(std::move(ws));
     return result;
   }
 
@@ -138,12 +142,11 @@ class PyProgram {
 
  private:
   py::array new_array(std::uint32_t slot, std::int64_t batch) const {
-    static const char* fmt[] = {"float32", "float64", "complex64", "complex128", "int32", "int64", "bool"};
     const tidu::Slot& s = p_.slots[slot];
     std::vector<py::ssize_t> shape;
     if (batch > 0) shape.push_back(batch);
     for (std::uint32_t k = 0; k < s.ndim; ++k) shape.push_back(p_.shape(slot)[k]);
-    return py::array(py::dtype(fmt[static_cast<int>(s.dtype)]), shape);
+    return py::array(py::dtype(dtype_num(s.dtype)), shape);  // by type number: no name parsing
   }
 
   std::unique_ptr<tidu::Workspace> take() {
@@ -158,8 +161,14 @@ class PyProgram {
     pool_.push_back(std::move(ws));
   }
 
+  // All-scalar programs of up to 512 instructions run with the GIL held (under ~3 us).
+  static bool is_small(const tidu::Program& p) {
+    return !p.scalar_code.empty() && p.scalar_code.size() <= 512;
+  }
+
   tidu::ProgramArrays a_;
   tidu::Program p_;
+  bool small_ = false;
   std::mutex mu_;
   std::vector<std::unique_ptr<tidu::Workspace>> pool_;
 };

@@ -35,21 +35,26 @@ def unflatten(tree, flat: list) -> Any:
 
 
 def _flatten_args(args) -> tuple[list, Any]:
-    """Leaves (arrays/scalars) of positional args that may be tuples/lists/dicts, and their tree."""
+    """Leaves (arrays/scalars) of positional args that may be tuples/lists/dicts, and their tree
+    (nested tuples, hashable: it is part of the transforms' cache keys)."""
     if isinstance(args, (tuple, list)):
         leaves, trees = [], []
         for a in args:
-            lv, tr = _flatten_args(a)
-            leaves += lv
-            trees.append(tr)
-        return leaves, (type(args), trees)
+            if isinstance(a, (tuple, list, dict)):
+                lv, tr = _flatten_args(a)
+                leaves += lv
+                trees.append(tr)
+            else:
+                leaves.append(a)
+                trees.append(None)
+        return leaves, (type(args), tuple(trees))
     if isinstance(args, dict):
         leaves, trees = [], []
         for k in args:
             lv, tr = _flatten_args(args[k])
             leaves += lv
             trees.append((k, tr))
-        return leaves, (dict, trees)
+        return leaves, (dict, tuple(trees))
     return [args], None
 
 
@@ -68,15 +73,33 @@ def trace_program(fn: Callable, args: tuple, backend: str = "auto",
     return prog, out_tree
 
 
+_PY_SCALARS = (bool, int, float, complex)
+
+
 def _signature(leaves) -> tuple:
+    """What a compiled program depends on: each leaf's shape and dtype (a Python scalar's type)."""
     sig = []
     for x in leaves:
-        if isinstance(x, (bool, int, float, complex)):
-            sig.append((type(x).__name__,))
+        t = type(x)
+        if t is np.ndarray:
+            sig.append((x.shape, x.dtype))
+        elif t in _PY_SCALARS or isinstance(x, _PY_SCALARS):
+            sig.append(t)
         else:
-            a = np.asarray(x) if not hasattr(x, "dtype") else x
-            sig.append((tuple(a.shape), str(a.dtype)))
+            a = x if hasattr(x, "dtype") and hasattr(x, "shape") else np.asarray(x)
+            sig.append((tuple(a.shape), np.dtype(a.dtype)))
     return tuple(sig)
+
+
+def _output_builder(tree) -> Callable[[list], Any]:
+    """A function from a program's flat outputs to fn's output structure (the common shapes,
+    one array or a flat tuple of them, without walking the tree per call)."""
+    if tree is None:
+        return lambda res: res[0]
+    kind, children = tree
+    if kind is tuple and all(c is None for c in children):
+        return tuple
+    return functools.partial(unflatten, tree)
 
 
 def jit(fn: Callable | None = None, *, backend: str = "auto", device=None) -> Callable:
@@ -103,14 +126,20 @@ def jit(fn: Callable | None = None, *, backend: str = "auto", device=None) -> Ca
     @functools.wraps(fn)
     def wrapped(*args):
         leaves, in_tree = _flatten_args(args)
-        sig = (_signature(leaves), repr(in_tree))
+        sig = (_signature(leaves), in_tree)
         hit = cache.get(sig)
         if hit is None:
             prog, out_tree = trace_program(fn, args, backend, device)
             order = [key[1] for key in prog.inputs]  # the program's input order over the leaves
-            hit = cache[sig] = (prog, out_tree, order)
-        prog, out_tree, order = hit
-        return unflatten(out_tree, prog.eval([leaves[i] for i in order]))
+            hit = cache[sig] = (prog, _output_builder(out_tree), order, prog.runner())
+        prog, build, order, run = hit
+        inputs = [leaves[i] for i in order]
+        if run:
+            try:  # the C++ entry point checks count, dtype, shape and contiguity itself
+                return build(run(inputs))
+            except (TypeError, ValueError):
+                pass  # CompiledProgram.eval converts, or raises an error naming the input
+        return build(prog.eval(inputs))
 
     wrapped.cache = cache
     return wrapped
@@ -209,7 +238,7 @@ class _Cache:
 
 def _sig(args) -> tuple:
     leaves, tree = _flatten_args(args)
-    return (_signature(leaves), repr(tree))
+    return (_signature(leaves), tree)
 
 
 def _vjp_parts(tr: _Traced, argnums):

@@ -755,6 +755,14 @@ class CompiledProgram:
             return res if out is None else _copy_out(res, out)
         return self.executable.run(arrs, out)
 
+    def runner(self):
+        """The C++ interpreter's entry point for this program (a callable taking a list of
+        inputs, which checks them itself), or None where ``eval`` must go through Python."""
+        run = self._run
+        if run is None:
+            run = self._bind()
+        return run or None
+
     def _bind(self):
         """The entry point ``eval`` calls first: the C++ interpreter's (which checks its inputs
         itself), or False to go through the checks in Python (XLA, Python kernels)."""
