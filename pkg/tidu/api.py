@@ -344,14 +344,11 @@ def _inline_jvp(trace, fn, primals, tangents, has_aux):
     return result + (aux,) if has_aux else result
 
 
-def value_and_grad(fn: Callable, argnums=0, has_aux: bool = False) -> Callable:
-    """Like jax.value_and_grad: fn's value and its gradient wrt `argnums` (real scalar output).
+class _GradPlan:
+    """A value_and_grad program at one signature, with what each call needs worked out once:
+    where each program input comes from, and where each output goes."""
 
-    For a complex input z the gradient is 2 dL/dz̄ = conj(jax.grad(L)(z)) (DESIGN §5)."""
-    nums = _argnums(argnums)
-    cache = _Cache()
-
-    def make(args):
+    def __init__(self, fn, args, nums, has_aux):
         tr = _Traced(fn, args, has_aux)
         if tr.n_out != 1 or tr.outputs[0].shape != () or tr.outputs[0].dtype.kind != "f":
             raise TypeError(f"grad requires a real scalar output, got "
@@ -360,8 +357,50 @@ def value_and_grad(fn: Callable, argnums=0, has_aux: bool = False) -> Callable:
         (ct_key,) = [k for _, k in tr_.tangent_inputs] or [None]
         grads = tr_.tangent_outputs
         outs = tr.outputs + tr.aux + [g for g in grads if g is not None]
-        prog = _program([tr.fragment, tr_], outs)
-        return tr, prog, ct_key, grads, wrt
+        self.prog = prog = _program([tr.fragment, tr_], outs)
+        self.run = prog.runner()
+        # Program inputs: a leaf index, or the cotangent of the output (one, made once and
+        # never handed to the caller).
+        leaf_of = {k: i for i, k in enumerate(tr.keys)}
+        self.ct = np.ones((), tr.outputs[0].dtype)
+        self.sources = [leaf_of.get(k, -1) for k in prog.inputs]
+        assert all(i >= 0 or k == ct_key for i, k in zip(self.sources, prog.inputs))
+        self.has_aux, self.n_aux, self.aux_tree = has_aux, len(tr.aux), tr.aux_tree
+        # Gradient outputs: for each argnum, its leaves' result index (None: zero gradient).
+        first = 1 + len(tr.aux)
+        index, k = {}, first
+        for key, g in zip(wrt, grads):
+            if g is not None:
+                index[key] = k
+                k += 1
+        self.grad_leaves = [[(index.get(tr.keys[leaf]), tr.avals[leaf]) for leaf in
+                             tr.arg_leaves[i]] for i in nums]
+        self.arg_trees = [tr.in_tree[1][i] for i in nums]
+
+    def __call__(self, leaves):
+        inputs = [leaves[i] if i >= 0 else self.ct for i in self.sources]
+        res = None
+        if self.run:
+            try:  # the C++ entry point checks its inputs itself
+                res = self.run(inputs)
+            except (TypeError, ValueError):
+                pass
+        if res is None:
+            res = self.prog.eval(inputs)
+        out = []
+        for tree, plan in zip(self.arg_trees, self.grad_leaves):
+            gl = [res[k] if k is not None else np.zeros(av.shape, av.dtype) for k, av in plan]
+            out.append(gl[0] if tree is None else unflatten(tree, gl))
+        aux = unflatten(self.aux_tree, res[1:1 + self.n_aux]) if self.has_aux else None
+        return res[0], out, aux
+
+
+def value_and_grad(fn: Callable, argnums=0, has_aux: bool = False) -> Callable:
+    """Like jax.value_and_grad: fn's value and its gradient wrt `argnums` (real scalar output).
+
+    For a complex input z the gradient is 2 dL/dz̄ = conj(jax.grad(L)(z)) (DESIGN §5)."""
+    nums = _argnums(argnums)
+    cache = _Cache()
 
     @functools.wraps(fn)
     def wrapped(*args):
@@ -369,21 +408,9 @@ def value_and_grad(fn: Callable, argnums=0, has_aux: bool = False) -> Callable:
         if trace is not None:
             value, g, aux = _inline_grad(trace, fn, args, argnums, has_aux)
             return ((value, aux), g) if has_aux else (value, g)
-        tr, prog, ct_key, grads, wrt = cache.get(_sig(args), lambda: make(args))
-        leaves, _ = _flatten_args(args)
-        feed = {k: x for k, x in zip(tr.keys, leaves)}
-        if ct_key is not None:
-            feed[ct_key] = np.ones((), tr.outputs[0].dtype)
-        res = _run(prog, feed)
-        value = res[0]
-        aux = unflatten(tr.aux_tree, res[1:1 + len(tr.aux)]) if has_aux else None
-        it = iter(res[1 + len(tr.aux):])
-        flat_grads = [next(it) if g is not None else None for g in grads]
-        per_key = {k: _zeros_or(g, tr.avals[tr.keys.index(k)]) for k, g in zip(wrt, flat_grads)}
-        out = []
-        for i in nums:
-            leaves_i = [per_key[tr.keys[leaf]] for leaf in tr.arg_leaves[i]]
-            out.append(unflatten(_flatten_args(args[i])[1], leaves_i))
+        leaves, tree = _flatten_args(args)
+        plan = cache.get((_signature(leaves), tree), lambda: _GradPlan(fn, args, nums, has_aux))
+        value, out, aux = plan(leaves)
         g = out[0] if isinstance(argnums, int) else tuple(out)
         return ((value, aux), g) if has_aux else (value, g)
 
