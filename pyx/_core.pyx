@@ -574,3 +574,7 @@ cdef list _transpose_walk(FragmentStore b, FragmentStore linear, RangeMap& ct_en
 # ---- tracing (tidu.tracing's Tracer and its hot path) ----
 
 include "_tracer.pxi"
+
+# ---- the transforms' per-call work (tidu.api) ----
+
+include "_frontend.pxi"

@@ -176,3 +176,32 @@ def test_jit_caches_per_shape_and_dtype():
     f = td.jit(lambda x: td.sum(x * x))
     f(np.ones(3)), f(np.ones(3) * 2), f(np.ones(4)), f(np.ones(3, np.float32))
     assert len(f.cache) == 3
+
+
+def test_jit_signature_distinguishes_every_kind_of_argument():
+    """The per-call key (compiled in pyx/_frontend.pxi): Python bool/int/float, numpy scalars,
+    0-d arrays of two dtypes, shapes and argument structure each get their own program, and each
+    program's answer has the dtype numpy would give."""
+    f = td.jit(lambda x, y: x * 2 + y)
+    cases = [(True, 1.0), (3, 1.0), (1.5, 1.0), (np.float64(1.5), 1.0), (np.array(1.5), 1.0),
+             (np.array(1.5, np.float32), np.float32(1.0)), (np.ones(2), 1.0), (np.ones(3), 1.0)]
+    for x, y in cases:
+        got = f(x, y)
+        want = np.asarray(x) * 2 + np.asarray(y)
+        np.testing.assert_allclose(got, want)
+        assert np.asarray(got).shape == want.shape
+    assert len(f.cache) == len(cases)
+    g = td.jit(lambda t: t["a"] * t["b"][0] + t["b"][1])
+    assert float(g({"a": 2.0, "b": [3.0, 4.0]})) == 10.0
+    assert float(g({"a": 2.0, "b": (3.0, 4.0)})) == 10.0  # a tuple is another structure
+    assert len(g.cache) == 2
+
+
+def test_jit_takes_arrays_the_cpp_entry_point_refuses():
+    """A non-contiguous view or a list of the right shape goes through CompiledProgram.eval's
+    conversion instead of failing in the C++ entry point."""
+    f = td.jit(lambda x: td.sum(x * x), backend="cpu")
+    base = np.arange(8.0)
+    assert float(f(base[::2])) == float(np.sum(base[::2] ** 2))
+    assert float(f(base[:4])) == float(np.sum(base[:4] ** 2))
+    assert float(td.jit(td.grad(lambda x: td.sum(x * x)))(base[::2])[1]) == 2 * base[2]

@@ -11,6 +11,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from tidu import _core
 from tidu.graph import (CompiledProgram, Fragment, FragmentBuilder, _check_backend, compile,
                         materialize_merge, resolve)
 from tidu.tracing import as_aval, flatten_outputs, tracing
@@ -34,28 +35,10 @@ def unflatten(tree, flat: list) -> Any:
     return rec(tree)
 
 
-def _flatten_args(args) -> tuple[list, Any]:
-    """Leaves (arrays/scalars) of positional args that may be tuples/lists/dicts, and their tree
-    (nested tuples, hashable: it is part of the transforms' cache keys)."""
-    if isinstance(args, (tuple, list)):
-        leaves, trees = [], []
-        for a in args:
-            if isinstance(a, (tuple, list, dict)):
-                lv, tr = _flatten_args(a)
-                leaves += lv
-                trees.append(tr)
-            else:
-                leaves.append(a)
-                trees.append(None)
-        return leaves, (type(args), tuple(trees))
-    if isinstance(args, dict):
-        leaves, trees = [], []
-        for k in args:
-            lv, tr = _flatten_args(args[k])
-            leaves += lv
-            trees.append((k, tr))
-        return leaves, (dict, tuple(trees))
-    return [args], None
+# Flattening positional arguments and the signature a compiled program is cached under run on
+# every call of a transformed function: compiled (pyx/_frontend.pxi).
+_flatten_args = _core.flatten_args
+_signature = _core.signature
 
 
 def trace_program(fn: Callable, args: tuple, backend: str = "auto",
@@ -71,24 +54,6 @@ def trace_program(fn: Callable, args: tuple, backend: str = "auto",
     frag = builder.build([x.key for x in flat])
     prog = compile(materialize_merge(resolve([frag]), frag.outputs), backend, device)
     return prog, out_tree
-
-
-_PY_SCALARS = (bool, int, float, complex)
-
-
-def _signature(leaves) -> tuple:
-    """What a compiled program depends on: each leaf's shape and dtype (a Python scalar's type)."""
-    sig = []
-    for x in leaves:
-        t = type(x)
-        if t is np.ndarray:
-            sig.append((x.shape, x.dtype))
-        elif t in _PY_SCALARS or isinstance(x, _PY_SCALARS):
-            sig.append(t)
-        else:
-            a = x if hasattr(x, "dtype") and hasattr(x, "shape") else np.asarray(x)
-            sig.append((tuple(a.shape), np.dtype(a.dtype)))
-    return tuple(sig)
 
 
 def _output_builder(tree) -> Callable[[list], Any]:
