@@ -352,7 +352,7 @@ def test_auto_backend_picks_by_work_and_device(monkeypatch):
         f_small, f_big = td.jit(small), td.jit(big)
         f_small(np.ones(3))
         out = f_big(a, a)
-        ((p_small, _, _),), ((p_big, _, _),) = f_small.cache.values(), f_big.cache.values()
+        ((p_small, *_),), ((p_big, *_),) = f_small.cache.values(), f_big.cache.values()
         assert xla.program_work(p_big.executable) >= xla.AUTO_MIN_WORK
         assert (p_small.backend, p_big.backend) == ("cpu", want_big)
         np.testing.assert_allclose(out, np.tanh(a @ a), rtol=1e-12, atol=1e-12)
@@ -370,7 +370,7 @@ def test_auto_keeps_long_programs_and_user_primitives_on_the_interpreter(monkeyp
 
     f = td.jit(chain)
     f(np.ones((1000, 1000)))
-    ((prog, _, _),) = f.cache.values()
+    ((prog, *_),) = f.cache.values()
     assert prog.backend == "cpu"
     td.program_cache.clear()
 
