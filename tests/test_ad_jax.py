@@ -169,3 +169,90 @@ def test_int_arguments_are_never_differentiable():
         td.grad(f, argnums=1)(2.0, np.int32(3))
     with pytest.raises(TypeError, match="real scalar output"):
         td.grad(lambda x: x * 2)(np.ones(2))
+
+
+def _leaves_close(a, b, rtol=1e-11, atol=1e-12):
+    la, lb = jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)
+    assert len(la) == len(lb)
+    for u, v in zip(la, lb):
+        assert np.shape(u) == np.shape(v)
+        np.testing.assert_allclose(u, v, rtol=rtol, atol=atol)
+
+
+@pytest.mark.parametrize("argnums", [0, 1, (0, 1), (1, 0)])
+@pytest.mark.parametrize("mode", ["fwd", "rev"])
+def test_jacobians_of_pytrees_follow_jax(argnums, mode):
+    """Dict/tuple outputs, scalar and matrix outputs, a tuple of argnums (in any order): the
+    structure and every block as jax's."""
+    def f(ns):
+        return lambda x, y: {"a": ns.sin(x) * y[0], "b": (ns.sum(x * x), ns.tanh(ns.outer(x, y)))}
+    x, y = rng.standard_normal(3), rng.standard_normal(2)
+    tj, jj = (td.jacfwd, jax.jacfwd) if mode == "fwd" else (td.jacrev, jax.jacrev)
+    _leaves_close(tj(f(_TdNs), argnums=argnums)(x, y), jj(f(jnp), argnums=argnums)(x, y))
+
+
+class _TdNs:
+    sin, tanh, sum = td.sin, td.tanh, td.sum
+
+    @staticmethod
+    def outer(x, y):
+        return td.reshape(x, (-1, 1)) * td.reshape(y, (1, -1))
+
+
+def test_hessian_under_jit_with_argnums_and_aux_follows_jax():
+    f_td = lambda x, y: td.sum(td.sin(x) * y) * td.sum(x * x * y)  # noqa: E731
+    f_jx = lambda x, y: jnp.sum(jnp.sin(x) * y) * jnp.sum(x * x * y)  # noqa: E731
+    x, y = rng.standard_normal(3), rng.standard_normal(3)
+    for argnums in (0, 1):
+        want = jax.hessian(f_jx, argnums=argnums)(x, y)
+        _leaves_close(td.hessian(f_td, argnums=argnums)(x, y), want)
+        _leaves_close(td.jit(td.hessian(f_td, argnums=argnums))(x, y), want)
+    h, aux = td.hessian(lambda x: (td.sum(td.exp(x)), x * 2), has_aux=True)(x)
+    _leaves_close((h, aux), (np.diag(np.exp(x)), x * 2))
+    # jacobians and jvp/vjp inside a jit trace compose too
+    g = td.jit(lambda x: td.jacrev(lambda z: td.sin(z) * z)(x) + td.jacfwd(td.cos)(x))
+    _leaves_close(g(x), jax.jacrev(lambda z: jnp.sin(z) * z)(x) + jax.jacfwd(jnp.cos)(x))
+
+
+def test_transforms_trace_once_per_signature():
+    """jvp, vjp, hvp and the jacobians compile once per function and shapes/dtypes: the function
+    body runs (traces) only the first time."""
+    calls = []
+
+    def f(x):
+        calls.append(1)
+        return td.sum(td.sin(x) * x)
+
+    x = rng.standard_normal(4)
+    for call in (lambda: td.jvp(f, (x,), (x,)), lambda: td.vjp(f, x)[1](1.0),
+                 lambda: td.hvp(f, (x,), (x,))):
+        calls.clear()
+        first = call()
+        for _ in range(3):
+            _leaves_close(call(), first, rtol=0, atol=0)
+        assert len(calls) <= 2, len(calls)  # vjp traces its forward and its backward once each
+    for tf in (td.jacfwd(f), td.jacrev(f), td.hessian(f)):
+        calls.clear()
+        tf(x)
+        traced = len(calls)  # jacfwd inlines one JVP (one trace of f) per element
+        assert traced >= 1
+        for _ in range(3):
+            tf(x)
+        assert len(calls) == traced
+    calls.clear()
+    td.jvp(f, (x[:2],), (x[:2],))  # a new shape traces again
+    assert len(calls) == 1
+
+
+def test_jacobian_errors_and_empty_arguments():
+    with pytest.raises(TypeError, match="not differentiable"):
+        td.jacfwd(lambda n, x: x * n, argnums=0)(np.int64(3), np.ones(2))
+    with pytest.raises(TypeError, match="not differentiable"):
+        td.jacrev(lambda n: n * 2.0)(np.arange(3))
+    with pytest.raises(ValueError, match="cotangent"):
+        td.vjp(lambda x: x * 2.0, np.ones(3))[1](np.ones(4))
+    with pytest.raises(ValueError, match="tangent"):
+        td.jvp(lambda x: x * 2.0, (np.ones(3),), (np.ones(4),))
+    e = np.ones((0,))
+    assert td.jacfwd(lambda x: td.sum(x) + 1.0)(e).shape == (0,)
+    assert td.jacrev(lambda x: x * 2.0)(e).shape == (0, 0)

@@ -176,16 +176,8 @@ def _program(fragments, outputs) -> CompiledProgram:
     return compile(materialize_merge(resolve(fragments), outputs))
 
 
-def _run(prog: CompiledProgram, feed: dict) -> list[np.ndarray]:
-    return prog.eval([feed[k] for k in prog.inputs])
-
-
 def _argnums(argnums) -> tuple[int, ...]:
     return (argnums,) if isinstance(argnums, int) else tuple(argnums)
-
-
-def _zeros_or(x, av):
-    return x if x is not None else np.zeros(av.shape, av.dtype)
 
 
 class _Cache:
@@ -395,36 +387,48 @@ def grad(fn: Callable, argnums=0, has_aux: bool = False) -> Callable:
     return wrapped
 
 
-def jvp(fn: Callable, primals, tangents, has_aux: bool = False):
-    """Like jax.jvp: (fn(*primals), J·tangents), tangents structured like primals."""
-    from tidu.ad import differentiate
+# Top-level jvp/vjp/hvp calls go through a jit of the inline (traced) path, kept per function
+# here, so each (function, shapes/dtypes) is traced and compiled once.  Bounded: functions made
+# afresh per call (lambdas) recycle the oldest entries instead of growing it.
+_TRANSFORMS: "dict[tuple, Callable]" = {}
+_TRANSFORMS_MAX = 512
 
+
+def _jitted(key: tuple, make: Callable[[], Callable]) -> Callable:
+    f = _TRANSFORMS.pop(key, None)
+    if f is None:
+        if len(_TRANSFORMS) >= _TRANSFORMS_MAX:
+            del _TRANSFORMS[next(iter(_TRANSFORMS))]
+        f = jit(make(), backend="cpu")
+    _TRANSFORMS[key] = f  # most recently used last
+    return f
+
+
+def _like_primals(primals, tangents):
+    """Tangent leaves as arrays of their primal's dtype (a Python float for a float32 primal)."""
+    p_leaves, _ = _flatten_args(primals)
+    t_leaves, t_tree = _flatten_args(tangents)
+    if len(p_leaves) != len(t_leaves):
+        raise ValueError(f"jvp: tangents have {len(t_leaves)} leaves, primals {len(p_leaves)}")
+    out = []
+    for p, t in zip(p_leaves, t_leaves):
+        dt = np.asarray(p).dtype if not hasattr(p, "dtype") else p.dtype
+        out.append(np.asarray(t, dt) if np.dtype(dt).kind in "fc" else t)
+    return unflatten(t_tree, out)
+
+
+def jvp(fn: Callable, primals, tangents, has_aux: bool = False):
+    """Like jax.jvp: (fn(*primals), J·tangents), tangents structured like primals.  Compiled once
+    per function and shapes/dtypes."""
     primals, tangents = tuple(primals), tuple(tangents)
     if len(primals) != len(tangents):
         raise ValueError(f"jvp: {len(primals)} primals but {len(tangents)} tangents")
     trace = _outer_trace(primals, tangents)
     if trace is not None:
         return _inline_jvp(trace, fn, primals, tangents, has_aux)
-    tr = _Traced(fn, primals, has_aux)
-    nums = tuple(i for i in range(len(primals))
-                 if all(tr.avals[l].dtype.kind in "fc" for l in tr.arg_leaves[i]))
-    wrt = tr.wrt_keys(nums)
-    lin = differentiate(resolve([tr.fragment]), tr.outputs, wrt)
-    touts = lin.tangent_outputs
-    prog = _program([tr.fragment, lin], tr.outputs + tr.aux + [t for t in touts if t is not None])
-    p_leaves, _ = _flatten_args(primals)
-    t_leaves, _ = _flatten_args(tangents)
-    feed = {k: x for k, x in zip(tr.keys, p_leaves)}
-    for (key, t_key) in lin.tangent_inputs:
-        feed[t_key] = np.asarray(t_leaves[tr.keys.index(key)], tr.avals[tr.keys.index(key)].dtype)
-    res = _run(prog, feed)
-    outs, rest = res[:tr.n_out], res[tr.n_out:]
-    aux, rest = rest[:len(tr.aux)], rest[len(tr.aux):]
-    it = iter(rest)
-    t_flat = [next(it) if t is not None else np.zeros(o.shape, o.dtype)
-              for t, o in zip(touts, tr.outputs)]
-    result = (unflatten(tr.out_tree, outs), unflatten(tr.out_tree, t_flat))
-    return result + (unflatten(tr.aux_tree, aux),) if has_aux else result
+    f = _jitted(("jvp", fn, has_aux),
+                lambda: lambda p, t: jvp(fn, p, t, has_aux=has_aux))
+    return f(primals, _like_primals(primals, tangents))
 
 
 def linearize(fn: Callable, *primals):
@@ -433,36 +437,56 @@ def linearize(fn: Callable, *primals):
     return out, lambda *tangents: jvp(fn, primals, tangents)[1]
 
 
+def _inline_vjp(trace, fn, primals, has_aux=False):
+    """fn traced into the current trace and linearized: (out, back, aux) with back(ct) the
+    cotangents of the primals (structured like them), transposed inside the same trace."""
+    from tidu.ad import differentiate, transpose as ad_transpose
+
+    tracers, flat, out_tree, aux, snap = _inline_call(trace, fn, primals, has_aux)
+    for i, p in enumerate(tracers):
+        if p.dtype.kind not in "fc":
+            raise TypeError(f"vjp: cannot differentiate with respect to an input of dtype "
+                            f"{p.dtype} (only float and complex inputs are)")
+    lin = differentiate(resolve([snap]), [o.key for o in flat], [p.key for p in tracers])
+    trace.builder.parents.append(lin.fragment)
+
+    def back(ct):
+        ctx = _Ctx(trace)
+        ct_leaves = _flatten_args(ct)[0] if out_tree is not None else [ct]
+        if len(ct_leaves) != len(flat):
+            raise ValueError(f"vjp: {len(ct_leaves)} cotangents for {len(flat)} outputs")
+        cts = []
+        for c, o in zip(ct_leaves, flat):
+            c = ctx.lift(c if hasattr(c, "_t") else np.asarray(c, o.dtype))
+            if c.aval is not o.aval:
+                raise ValueError(f"vjp: cotangent {c.aval} does not match output {o.aval}")
+            cts.append(c)
+        bt = ad_transpose(lin, cotangents=[c.key for c in cts])
+        trace.builder.parents.append(bt.fragment)
+        grads = iter([_tracer_of(trace, g, p) for g, p in zip(bt.tangent_outputs, tracers)])
+        return tuple(unflatten(_flatten_args(a)[1], [next(grads) for _ in _flatten_args(a)[0]])
+                     for a in primals)
+
+    return unflatten(out_tree, flat), back, aux
+
+
 def vjp(fn: Callable, *primals, has_aux: bool = False):
-    """Like jax.vjp: (fn(*primals), vjp_fn) with vjp_fn(cotangent) -> cotangents of primals."""
-    tr = _Traced(fn, primals, has_aux)
-    nums = tuple(range(len(primals)))
-    lin, tr_, wrt = _vjp_parts(tr, nums)
-    outs_prog = _program([tr.fragment], tr.outputs + tr.aux)
-    p_leaves, _ = _flatten_args(primals)
-    feed = {k: x for k, x in zip(tr.keys, p_leaves)}
-    res = _run(outs_prog, feed)
-    out = unflatten(tr.out_tree, res[:tr.n_out])
-    back = [g for g in tr_.tangent_outputs if g is not None]
-    back_prog = _program([tr.fragment, tr_], back) if back else None
+    """Like jax.vjp: (fn(*primals), vjp_fn) with vjp_fn(cotangent) -> cotangents of primals.
+    Compiled once per function and shapes/dtypes (the forward value, and the backward pass)."""
+    trace = _outer_trace(primals)
+    if trace is not None:
+        out, back, aux = _inline_vjp(trace, fn, primals, has_aux)
+        return (out, back, aux) if has_aux else (out, back)
+    fwd = _jitted(("fwd", fn), lambda: fn)
+    res = fwd(*primals)
+    out, aux = res if has_aux else (res, None)
+    bwd = _jitted(("vjp", fn, has_aux),
+                  lambda: lambda p, ct: _inline_vjp(_outer_trace(p), fn, p, has_aux)[1](ct))
 
     def vjp_fn(ct):
-        ct_leaves, _ = _flatten_args(ct if tr.out_tree is not None else ct)
-        if tr.out_tree is None:
-            ct_leaves = [ct]
-        f = dict(feed)
-        for (out_key, ct_key) in tr_.tangent_inputs:
-            i = lin.tangent_outputs.index(out_key)
-            f[ct_key] = np.asarray(ct_leaves[i], tr.outputs[i].dtype)
-        vals = iter(_run(back_prog, f)) if back_prog is not None else iter(())
-        flat = [next(vals) if g is not None else None for g in tr_.tangent_outputs]
-        per_key = {k: _zeros_or(g, tr.avals[tr.keys.index(k)]) for k, g in zip(wrt, flat)}
-        return tuple(unflatten(_flatten_args(primals[i])[1],
-                               [per_key[tr.keys[l]] for l in tr.arg_leaves[i]]) for i in nums)
+        return bwd(primals, ct)
 
-    if has_aux:
-        return out, vjp_fn, unflatten(tr.aux_tree, res[tr.n_out:])
-    return out, vjp_fn
+    return (out, vjp_fn, aux) if has_aux else (out, vjp_fn)
 
 
 def _basis(av):
@@ -470,86 +494,151 @@ def _basis(av):
     return [row.reshape(av.shape) for row in eye]
 
 
-def jacfwd(fn: Callable, argnums=0) -> Callable:
-    """Like jax.jacfwd (single array argument and output): one JVP per input element."""
+def _one_leaf(x, i, what):
+    from tidu.tracing import Tracer
 
-    def wrapped(*args):
-        i = argnums
-        x = np.asarray(args[i])
-        cols = []
-        for e in _basis(as_aval(x)):
-            tangents = [np.zeros_like(np.asarray(a)) for a in args]
-            tangents[i] = e
-            cols.append(np.asarray(jvp(fn, args, tangents)[1]))
-        return np.stack(cols, axis=-1).reshape(cols[0].shape + x.shape)
-
-    return wrapped
+    if not isinstance(x, Tracer):
+        raise TypeError(f"{what}: argument {i} must be a single array")
+    if x.dtype.kind not in "fc":
+        raise TypeError(f"{what}: cannot differentiate with respect to argument {i}: dtype "
+                        f"{x.dtype} is not differentiable (only float and complex inputs are)")
+    return x
 
 
-def jacrev(fn: Callable, argnums=0) -> Callable:
-    """Like jax.jacrev (single array argument and output): one VJP per output element."""
+def _stack(parts, lead, trail, axis_last):
+    """Parts (one per element of a differentiated array) into one array of shape lead + trail:
+    columns along the trailing axes (axis_last: jacfwd) or rows along the leading ones (jacrev)."""
+    from tidu import tracing as T
 
-    def wrapped(*args):
-        out, back = vjp(fn, *args)
-        out = np.asarray(out)
-        rows = [np.asarray(back(e)[argnums]) for e in _basis(as_aval(out))]
-        return np.stack(rows).reshape(out.shape + np.shape(args[argnums]))
-
-    return wrapped
-
-
-def _second_order(fn, args, argnums: int):
-    """(traced fn, gradient fragment, its JVP, ct key, tangent keys) — forward over reverse on
-    the pipeline: F0 -> differentiate -> transpose -> resolve -> differentiate, no merge."""
-    from tidu.ad import differentiate
-
-    tr = _Traced(fn, args)
-    if tr.n_out != 1 or tr.outputs[0].shape != () or tr.outputs[0].dtype.kind != "f":
-        raise TypeError(f"hessian/hvp require a real scalar output, got "
-                        f"{[str(o.aval) for o in tr.outputs]}")
-    _, T, wrt = _vjp_parts(tr, (argnums,))
-    grads = [g for g in T.tangent_outputs if g is not None]
-    L2 = differentiate(resolve([tr.fragment, T]), grads, wrt)
-    outs = [g if g is not None else None for g in L2.tangent_outputs]
-    prog = _program([tr.fragment, T, L2], [o for o in outs if o is not None]) if any(
-        o is not None for o in outs) else None
-    (ct_key,) = [k for _, k in T.tangent_inputs]
-    return tr, prog, ct_key, dict(L2.tangent_inputs), wrt
+    n = len(parts)
+    shape = tuple(lead) + tuple(trail)
+    if axis_last:
+        pieces = [T.reshape(p, tuple(lead) + (1,)) for p in parts]
+        flat = T.concatenate(pieces, axis=len(lead)) if n > 1 else pieces[0]
+    else:
+        pieces = [T.reshape(p, (1,) + tuple(trail)) for p in parts]
+        flat = T.concatenate(pieces, axis=0) if n > 1 else pieces[0]
+    return T.reshape(flat, shape)
 
 
-def _hvp_eval(state, args, argnums, v):
-    tr, prog, ct_key, t_keys, wrt = state
-    x_aval = tr.avals[tr.arg_leaves[argnums][0]]
-    if prog is None:
-        return np.zeros(x_aval.shape, x_aval.dtype)
-    leaves, _ = _flatten_args(args)
-    feed = {k: x for k, x in zip(tr.keys, leaves)}
-    feed[ct_key] = np.ones((), tr.outputs[0].dtype)
-    feed[t_keys[wrt[0]]] = np.asarray(v, x_aval.dtype)
-    return _run(prog, feed)[0]
+def _zeros_in(trace, shape, dtype):
+    return _Ctx(trace).lift(np.zeros(shape, dtype))
 
 
-def hessian(fn: Callable, argnums: int = 0) -> Callable:
-    """Like jax.hessian for one array argument: forward over reverse, one H·e_i per element
-    (one compiled program, evaluated n times)."""
-    if not isinstance(argnums, int):
-        raise NotImplementedError("hessian supports a single integer argnums")
-    cache = _Cache()
+def _jac_fn(fn, argnums, has_aux, forward: bool):
+    """The traced Jacobian: one JVP per element of each differentiated argument (forward) or one
+    VJP per element of each output (reverse), inlined into one program."""
+    nums = _argnums(argnums)
+    what = "jacfwd" if forward else "jacrev"
+
+    def jac(*args):
+        trace = _outer_trace(args)
+        ctx = _Ctx(trace)
+        args = [ctx.lift(a) if i in nums or i - len(args) in nums else a
+                for i, a in enumerate(args)]
+        xs = [_one_leaf(args[i], i, what) for i in nums]
+        aux = None
+        per_num = []  # per argnum: per output leaf, the Jacobian block
+        if forward:
+            for i, x in zip(nums, xs):
+                def f_i(xi, i=i):
+                    a = list(args)
+                    a[i] = xi
+                    return fn(*a)
+                cols = []
+                for e in _basis(x.aval):
+                    res = jvp(f_i, (x,), (e,), has_aux=has_aux)
+                    out, aux = (res[0], res[2]) if has_aux else (res[0], None)
+                    cols.append(_flatten_args(res[1])[0])
+                if not cols:  # an empty argument: the output structure from one evaluation
+                    res = f_i(x)
+                    out, aux = res if has_aux else (res, None)
+                out_leaves, out_tree = _flatten_args(out)
+                per_num.append([_stack([c[m] for c in cols], o.shape, x.shape, True) if cols
+                                else _zeros_in(trace, o.shape + x.shape, o.dtype)
+                                for m, o in enumerate(out_leaves)])
+        else:
+            def f_x(*xv):
+                a = list(args)
+                for i, xi in zip(nums, xv):
+                    a[i] = xi
+                return fn(*a)
+            out, back, aux = _inline_vjp(trace, f_x, tuple(xs), has_aux)
+            out_leaves, out_tree = _flatten_args(out)
+            rows = []  # per output leaf: per element, cotangents of xs
+            for m, o in enumerate(out_leaves):
+                rows_m = []
+                for e in _basis(o.aval):
+                    ct = [np.zeros(q.shape, q.dtype) for q in out_leaves]
+                    ct[m] = e
+                    rows_m.append(back(unflatten(out_tree, ct)))
+                rows.append(rows_m)
+            for k, x in enumerate(xs):
+                per_num.append([_stack([r[k] for r in rows[m]], o.shape, x.shape, False)
+                                if rows[m] else _zeros_in(trace, o.shape + x.shape, o.dtype)
+                                for m, o in enumerate(out_leaves)])
+        if isinstance(argnums, int):
+            leaves = per_num[0]
+        else:
+            leaves = [tuple(blocks[m] for blocks in per_num) for m in range(len(per_num[0]))]
+        result = unflatten(out_tree, leaves)
+        return (result, aux) if has_aux else result
+
+    return jac
+
+
+def _jac_transform(fn, argnums, has_aux, forward):
+    jac = _jac_fn(fn, argnums, has_aux, forward)
+    compiled = jit(jac, backend="cpu")
 
     @functools.wraps(fn)
     def wrapped(*args):
-        state = cache.get(_sig(args), lambda: _second_order(fn, args, argnums))
-        x = np.asarray(args[argnums])
-        cols = [_hvp_eval(state, args, argnums, e) for e in _basis(as_aval(x))]
-        return np.stack(cols, axis=-1).reshape(x.shape + x.shape)
+        if _outer_trace(args) is not None:
+            return jac(*args)
+        return compiled(*args)
 
-    wrapped.cache = cache.table
+    wrapped.cache = compiled.cache
     return wrapped
 
 
+def jacfwd(fn: Callable, argnums=0, has_aux: bool = False) -> Callable:
+    """Like jax.jacfwd: the Jacobian by forward mode, one JVP per element of the differentiated
+    arguments (each a single array; outputs any tuple/list/dict of arrays), all in one program
+    compiled once per shapes/dtypes.  Shape: output.shape + argument.shape; with a tuple of
+    argnums, a tuple of those per output."""
+    return _jac_transform(fn, argnums, has_aux, True)
+
+
+def jacrev(fn: Callable, argnums=0, has_aux: bool = False) -> Callable:
+    """Like jax.jacrev: the Jacobian by reverse mode, one VJP per output element, all in one
+    program compiled once per shapes/dtypes.  Same arguments and result as ``jacfwd``."""
+    return _jac_transform(fn, argnums, has_aux, False)
+
+
+def hessian(fn: Callable, argnums=0, has_aux: bool = False) -> Callable:
+    """Like jax.hessian: forward over reverse (jacfwd of the gradient), one program compiled
+    once per shapes/dtypes; fn must return a real scalar."""
+    g = grad(fn, argnums, has_aux)
+    if has_aux:
+        return jacfwd(g, argnums, has_aux=True)
+    return jacfwd(g, argnums)
+
+
 def hvp(fn: Callable, primals, tangents, argnums: int = 0):
-    """Hessian-vector product H(primals)·tangents of a real scalar fn (forward over reverse)."""
+    """Hessian-vector product H(primals)·v of a real scalar fn with respect to argument
+    `argnums` (forward over reverse), v = tangents[argnums] (or `tangents` itself when it is a
+    single array).  Compiled once per function and shapes/dtypes."""
     primals = tuple(primals)
-    state = _second_order(fn, primals, argnums)
-    return _hvp_eval(state, primals, argnums, tangents[argnums] if isinstance(
-        tangents, (tuple, list)) else tangents)
+    v = tangents[argnums] if isinstance(tangents, (tuple, list)) else tangents
+
+    def hv(p, t):
+        def g_i(xi):
+            a = list(p)
+            a[argnums] = xi
+            return grad(fn, argnums)(*a)
+        return jvp(g_i, (p[argnums],), (t,))[1]
+
+    if _outer_trace(primals, v) is not None:
+        return hv(primals, v)
+    f = _jitted(("hvp", fn, argnums), lambda: hv)
+    return f(primals, _like_primals((primals[argnums],), (v,))[0])
