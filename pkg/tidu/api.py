@@ -399,7 +399,7 @@ def _jitted(key: tuple, make: Callable[[], Callable]) -> Callable:
     if f is None:
         if len(_TRANSFORMS) >= _TRANSFORMS_MAX:
             del _TRANSFORMS[next(iter(_TRANSFORMS))]
-        f = jit(make(), backend="cpu")
+        f = jit(make())
     _TRANSFORMS[key] = f  # most recently used last
     return f
 
@@ -589,7 +589,7 @@ def _jac_fn(fn, argnums, has_aux, forward: bool):
 
 def _jac_transform(fn, argnums, has_aux, forward):
     jac = _jac_fn(fn, argnums, has_aux, forward)
-    compiled = jit(jac, backend="cpu")
+    compiled = jit(jac)
 
     @functools.wraps(fn)
     def wrapped(*args):
