@@ -252,3 +252,28 @@ def test_blocked_batch_simd_kernels_match_the_array_program(threads):
         assert bits(g) == bits(w)
         np.testing.assert_allclose(g, e, rtol=1e-12, atol=1e-12)
     assert any(bits(g) != bits(e) for g, e in zip(got, exact)), "expected the SIMD kernels"
+
+
+def test_jit_edge_programs():
+    """No instructions, constants only, an input passed straight through, and a program of
+    100,000 instructions (about 2 MB of code): the JIT agrees with the interpreter."""
+    progs = [
+        compile_scalar(lambda x, y: (x, y)),
+        compile_scalar(lambda x, y: 2.5),
+        compile_scalar(lambda x, y: (x, td.sin(y), x)),
+    ]
+    rng = random.Random(8)
+    recipe = [(rng.choice(sorted(UNARY)), 0.999, rng.choice(sorted(BINARY)), rng.random())
+              for _ in range(45_000)]  # u is the latest value: every step stays live
+    f, _ = build(recipe)
+    progs.append(compile_scalar(f))
+    assert progs[-1].n_instructions > 100_000
+    assert progs[-1].executable.native.scalar_jit_bytes > 0 or not JIT_PLATFORM
+    for prog in progs:
+        native = prog.executable.native
+        args = [np.array(v) for v in (0.7, -1.3)[:len(prog.inputs)]]
+        got = native.run(args)
+        if native.scalar_runs:
+            assert bits(got) == bits(interpreted(native).run(args))
+        else:  # nothing to run: the inputs (or constants) come straight back
+            assert bits(got) == bits(prog.eval(args))
