@@ -33,6 +33,7 @@
 #if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__)) && \
     !defined(TIDU_NO_SIMD_DISPATCH)
 #define TIDU_FM_DISPATCH 1
+#include <immintrin.h>
 #define TIDU_FM_TARGET_AVX2 __attribute__((target("avx2,fma")))
 #define TIDU_FM_TARGET_AVX512 __attribute__((target("avx512f,avx512dq,avx512vl,avx2,fma")))
 #else
@@ -337,6 +338,71 @@ inline void map(const T* x, T* y, std::int64_t n) {
   }
 #endif
   map_generic<F>(x, y, n);
+}
+
+// ---- sqrt and 1/sqrt: IEEE (correctly rounded), so every variant gives the C library's values ----
+// The portable loops vectorise only where the compiler may drop errno (-fno-math-errno, as tidu's
+// own module is built); the AVX2/AVX-512 variants use the instructions directly.
+template <bool Recip, class T>
+inline void sqrt_generic(const T* x, T* y, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) y[i] = Recip ? T(1) / std::sqrt(x[i]) : std::sqrt(x[i]);
+}
+
+#if TIDU_FM_DISPATCH
+template <bool Recip>
+TIDU_FM_TARGET_AVX512 inline void sqrt_avx512(const double* x, double* y, std::int64_t n) {
+  std::int64_t i = 0;
+  const __m512d one = _mm512_set1_pd(1.0);
+  for (; i + 8 <= n; i += 8) {
+    __m512d r = _mm512_sqrt_pd(_mm512_loadu_pd(x + i));
+    _mm512_storeu_pd(y + i, Recip ? _mm512_div_pd(one, r) : r);
+  }
+  sqrt_generic<Recip>(x + i, y + i, n - i);
+}
+template <bool Recip>
+TIDU_FM_TARGET_AVX512 inline void sqrt_avx512(const float* x, float* y, std::int64_t n) {
+  std::int64_t i = 0;
+  const __m512 one = _mm512_set1_ps(1.0f);
+  for (; i + 16 <= n; i += 16) {
+    __m512 r = _mm512_sqrt_ps(_mm512_loadu_ps(x + i));
+    _mm512_storeu_ps(y + i, Recip ? _mm512_div_ps(one, r) : r);
+  }
+  sqrt_generic<Recip>(x + i, y + i, n - i);
+}
+template <bool Recip>
+TIDU_FM_TARGET_AVX2 inline void sqrt_avx2(const double* x, double* y, std::int64_t n) {
+  std::int64_t i = 0;
+  const __m256d one = _mm256_set1_pd(1.0);
+  for (; i + 4 <= n; i += 4) {
+    __m256d r = _mm256_sqrt_pd(_mm256_loadu_pd(x + i));
+    _mm256_storeu_pd(y + i, Recip ? _mm256_div_pd(one, r) : r);
+  }
+  sqrt_generic<Recip>(x + i, y + i, n - i);
+}
+template <bool Recip>
+TIDU_FM_TARGET_AVX2 inline void sqrt_avx2(const float* x, float* y, std::int64_t n) {
+  std::int64_t i = 0;
+  const __m256 one = _mm256_set1_ps(1.0f);
+  for (; i + 8 <= n; i += 8) {
+    __m256 r = _mm256_sqrt_ps(_mm256_loadu_ps(x + i));
+    _mm256_storeu_ps(y + i, Recip ? _mm256_div_ps(one, r) : r);
+  }
+  sqrt_generic<Recip>(x + i, y + i, n - i);
+}
+#endif
+
+// y[i] = sqrt(x[i]) (Recip: 1 / sqrt(x[i])) for float or double arrays.
+template <bool Recip, class T>
+inline void sqrt_map(const T* x, T* y, std::int64_t n) {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>, "fastmath: float or double");
+#if TIDU_FM_DISPATCH
+  switch (isa()) {
+    case Isa::Avx512: sqrt_avx512<Recip>(x, y, n); return;
+    case Isa::Avx2: sqrt_avx2<Recip>(x, y, n); return;
+    default: break;
+  }
+#endif
+  sqrt_generic<Recip>(x, y, n);
 }
 
 }  // namespace fm

@@ -41,6 +41,10 @@ class Workspace {
     for (std::size_t s = 0; s < p.slots.size(); ++s) ptr_[s] = base + p.slots[s].offset;
   }
   void** ptrs() { return ptr_.data(); }
+  // Points slot s back at its arena buffer (after an evaluation wrote it to a caller's buffer).
+  void reset(const Program& p, std::uint32_t s) {
+    ptr_[s] = reinterpret_cast<std::uint8_t*>(arena_.data()) + p.slots[s].offset;
+  }
   kern::DotTables& dot(std::size_t i) { return dots_[i]; }
   std::uint64_t bytes() const { return arena_.size() * 8; }
   double* scalars() { return scalars_.data(); }
@@ -397,6 +401,24 @@ inline void run_block(const Program& p, Workspace& ws, std::size_t idx, std::int
 
 }  // namespace detail
 
+namespace detail {
+// No output buffer overlaps an input buffer or another output buffer.
+inline bool outputs_apart(const Program& p, const void* const* inputs, void* const* outputs) {
+  auto overlap = [](const void* a, std::uint64_t na, const void* b, std::uint64_t nb) {
+    auto x = reinterpret_cast<std::uintptr_t>(a), y = reinterpret_cast<std::uintptr_t>(b);
+    return na && nb && x < y + nb && y < x + na;
+  };
+  for (std::size_t i = 0; i < p.outputs.size(); ++i) {
+    const std::uint64_t n = p.nbytes(p.outputs[i]);
+    for (std::size_t j = 0; j < p.inputs.size(); ++j)
+      if (overlap(outputs[i], n, inputs[j], p.nbytes(p.inputs[j]))) return false;
+    for (std::size_t j = 0; j < i; ++j)
+      if (overlap(outputs[i], n, outputs[j], p.nbytes(p.outputs[j]))) return false;
+  }
+  return true;
+}
+}  // namespace detail
+
 // Evaluates p with caller-owned buffers, in p.inputs / p.outputs order.
 inline void eval(const Program& p, Workspace& ws, const void* const* inputs, void* const* outputs) {
   if (p.scalar_jit) {
@@ -412,6 +434,12 @@ inline void eval(const Program& p, Workspace& ws, const void* const* inputs, voi
   }
   void** ptr = ws.ptrs();
   for (std::size_t i = 0; i < p.inputs.size(); ++i) ptr[p.inputs[i]] = const_cast<void*>(inputs[i]);
+  // Outputs are computed straight into the caller's buffers, saving a copy, unless a buffer
+  // overlaps an input or another output (an in-place call): those go through the arena.
+  const bool direct = detail::outputs_apart(p, inputs, outputs);
+  if (direct)
+    for (std::size_t i = 0; i < p.outputs.size(); ++i)
+      if (p.output_direct[i]) ptr[p.outputs[i]] = outputs[i];
   for (std::size_t i = 0; i < p.instrs.size(); ++i) {
     std::uint32_t end = p.chain_end.empty() ? 0 : p.chain_end[i];
     if (end == 0) {
@@ -455,7 +483,10 @@ inline void eval(const Program& p, Workspace& ws, const void* const* inputs, voi
     i = end - 1;
   }
   for (std::size_t i = 0; i < p.outputs.size(); ++i)
-    std::memcpy(outputs[i], ptr[p.outputs[i]], p.nbytes(p.outputs[i]));
+    if (ptr[p.outputs[i]] != outputs[i]) std::memcpy(outputs[i], ptr[p.outputs[i]], p.nbytes(p.outputs[i]));
+  if (direct)
+    for (std::size_t i = 0; i < p.outputs.size(); ++i)
+      if (p.output_direct[i]) ws.reset(p, p.outputs[i]);
 }
 
 inline void Program::eval(Workspace& ws, const void* const* in, void* const* out) const {

@@ -42,6 +42,8 @@ inline bool unary(Op op, const T* x, T* y, std::int64_t n) {
       case Op::Tanh: fm::map<fm::Fn::Tanh>(x, y, n); return true;
       case Op::Expm1: fm::map<fm::Fn::Expm1>(x, y, n); return true;
       case Op::Log1p: fm::map<fm::Fn::Log1p>(x, y, n); return true;
+      case Op::Sqrt: fm::sqrt_map<false>(x, y, n); return true;
+      case Op::Rsqrt: fm::sqrt_map<true>(x, y, n); return true;
       default: break;
     }
   }

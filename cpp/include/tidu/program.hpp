@@ -69,6 +69,8 @@ struct Program {
   std::uint64_t arena_bytes = 0;
   std::uint64_t naive_bytes = 0;
   bool all_scalar = false;
+  // Per output: computed into the caller's buffer (a slot an instruction writes, first listed).
+  std::vector<char> output_direct;
   std::vector<ScalarInstr> scalar_code;  // non-empty when every slot is a float64 scalar
   std::shared_ptr<const ScalarJit> scalar_jit;  // scalar_code as machine code, where available
   // chain_end[i] > 0 when instruction i starts a chain of blockable instructions [i, chain_end[i])
@@ -171,6 +173,15 @@ struct Program {
       if (last[o] == -1 && !pinned) free_by_size.emplace(b, slots[o].offset);  // dead on arrival
     }
     arena_bytes = top;
+    output_direct.assign(outputs.size(), 0);
+    {
+      std::vector<char> seen(slots.size(), 0);
+      for (std::size_t i = 0; i < outputs.size(); ++i) {
+        const std::uint32_t o = outputs[i];
+        output_direct[i] = !is_input[o] && !seen[o];
+        seen[o] = 1;
+      }
+    }
     build_scalar_code();
     build_chains();
   }
