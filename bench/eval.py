@@ -2,7 +2,7 @@
 program (and its value-and-gradient), a 200-op elementwise program over 1e6 points, and a small
 MLP forward.  Prints medians and ratios.
 
-    python bench/eval.py [--quick]
+    python bench/eval.py [--quick] [--float32]
 
 Targets (issue 3): (a) <= 1 us per call; (b) <= 3 ns per instruction; (c) faster than jax.jit and
 numexpr; (d) within 2x of numpy.
@@ -65,6 +65,7 @@ def elementwise_chain(n_ops, ns):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--float32", action="store_true", help="(c) in float32")
     a = ap.parse_args()
     try:
         import jax
@@ -178,11 +179,11 @@ def main():
 
     # (c) 200-op elementwise program over 1e6 points
     npts = 200_000 if a.quick else 1_000_000
-    X = np.linspace(-1, 1, npts)
-    F = td.build(elementwise_chain(200, td), x=td.spec((npts,)))
+    X = np.linspace(-1, 1, npts).astype(np.float32 if a.float32 else np.float64)
+    F = td.build(elementwise_chain(200, td), x=td.spec((npts,), X.dtype))
     prog = td.compile(td.materialize_merge(td.resolve([F]), F.outputs), backend="cpu")
     t = timeit(lambda: prog.eval([X]), repeat=3)
-    line = f"(c) 200-op elementwise x {npts:,d}: tidu {t * 1e3:.1f} ms"
+    line = f"(c) 200-op elementwise x {npts:,d} {X.dtype}: tidu {t * 1e3:.1f} ms"
     if jax:
         jf = jax.jit(elementwise_chain(200, jnp))
         jf(X).block_until_ready()
