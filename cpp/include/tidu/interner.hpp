@@ -98,6 +98,16 @@ class KeyInterner {
 
   // ---- look-up ----
 
+  // Starts loading the table slot intern_op(prim, mode, in, n_in, ...) will probe first: a caller
+  // that knows several ops ahead overlaps their cache misses (the table outgrows the caches).
+  void prefetch_op(Id prim, Id mode, const Id* in, std::size_t n_in) const {
+#if defined(__GNUC__) || defined(__clang__)
+    __builtin_prefetch(table_.data() + (op_hash(prim, mode, in, n_in) >> shift_));
+#else
+    (void)prim, (void)mode, (void)in, (void)n_in;
+#endif
+  }
+
   std::size_t n_vals() const { return vals_.size(); }
   std::size_t n_ops() const { return ops_.size(); }
   const ValRec& val(Id v) const { return vals_[v]; }

@@ -120,6 +120,19 @@ inline void replay_rule(KeyInterner& in, FragmentData& f, const RuleTemplate& t,
       default: return t.literals[i];
     }
   };
+  // Emissions whose inputs are all known now (symbols, literals) have their table slots
+  // prefetched, so their misses overlap the interning of the ones before them.
+  for (std::size_t e = 1; e < t.n_emit(); ++e) {
+    std::size_t n_in = t.arg_off[e + 1] - t.arg_off[e];
+    if (n_in > 16) continue;
+    bool known = true;
+    for (std::size_t k = 0; k < n_in && known; ++k) {
+      Id ref = t.args[t.arg_off[e] + k];
+      known = ref == kNone || (ref & kRefTag) != kRefEmit;
+      if (known) argbuf[k] = resolve(ref);
+    }
+    if (known) in.prefetch_op(t.prim[e], t.mode[e], argbuf, n_in);
+  }
   for (std::size_t e = 0; e < t.n_emit(); ++e) {
     std::size_t n_in = t.arg_off[e + 1] - t.arg_off[e];
     Id* args = argbuf;
