@@ -256,3 +256,16 @@ def test_jacobian_errors_and_empty_arguments():
     e = np.ones((0,))
     assert td.jacfwd(lambda x: td.sum(x) + 1.0)(e).shape == (0,)
     assert td.jacrev(lambda x: x * 2.0)(e).shape == (0, 0)
+
+
+def test_cotangents_and_tangents_take_the_primal_dtypes():
+    x = np.ones(3, np.float32)
+    out, back = td.vjp(lambda x: td.sum(x * x), x)
+    (g,) = back(1.0)  # a Python float for a float32 output
+    assert out.dtype == np.float32 and g.dtype == np.float32
+    np.testing.assert_array_equal(g, 2 * x)
+    (g,) = td.vjp(lambda x: (x * 2.0, td.sum(x)), x)[1]((np.ones(3), 1.0))
+    np.testing.assert_array_equal(g, np.full(3, 3.0, np.float32))
+    _, t = td.jvp(lambda x: x * x, (x,), (np.ones(3),))  # float64 tangent for a float32 primal
+    assert t.dtype == np.float32
+    np.testing.assert_array_equal(t, 2 * x)

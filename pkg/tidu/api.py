@@ -483,7 +483,14 @@ def vjp(fn: Callable, *primals, has_aux: bool = False):
     bwd = _jitted(("vjp", fn, has_aux),
                   lambda: lambda p, ct: _inline_vjp(_outer_trace(p), fn, p, has_aux)[1](ct))
 
+    out_leaves = _flatten_args(out)[0] if isinstance(out, (tuple, list, dict)) else [out]
+
     def vjp_fn(ct):
+        # cotangents as arrays of their output's dtype (a Python float for a float32 output)
+        leaves, tree = _flatten_args(ct) if isinstance(out, (tuple, list, dict)) else ([ct], None)
+        if len(leaves) == len(out_leaves):
+            leaves = [np.asarray(c, np.asarray(o).dtype) for c, o in zip(leaves, out_leaves)]
+            ct = unflatten(tree, leaves)
         return bwd(primals, ct)
 
     return (out, vjp_fn, aux) if has_aux else (out, vjp_fn)
