@@ -269,3 +269,19 @@ def test_cotangents_and_tangents_take_the_primal_dtypes():
     _, t = td.jvp(lambda x: x * x, (x,), (np.ones(3),))  # float64 tangent for a float32 primal
     assert t.dtype == np.float32
     np.testing.assert_array_equal(t, 2 * x)
+
+
+def test_linearize_and_hvp_under_jit_follow_jax():
+    f_td = lambda x, y: td.sin(x) * y + x * x  # noqa: E731
+    f_jx = lambda x, y: jnp.sin(x) * y + x * x  # noqa: E731
+    x, y = rng.standard_normal(3), rng.standard_normal(3)
+    tx, ty = rng.standard_normal(3), rng.standard_normal(3)
+    out, f_jvp = td.linearize(f_td, x, y)
+    jout, jf_jvp = jax.linearize(f_jx, x, y)
+    _leaves_close(out, jout)
+    _leaves_close(f_jvp(tx, ty), jf_jvp(tx, ty))
+    g = lambda z: td.sum(td.sin(z) * z * z)  # noqa: E731
+    gj = lambda z: jnp.sum(jnp.sin(z) * z * z)  # noqa: E731
+    want = jax.jvp(jax.grad(gj), (x,), (tx,))[1]
+    _leaves_close(td.hvp(g, (x,), (tx,)), want)
+    _leaves_close(td.jit(lambda a, v: td.hvp(g, (a,), (v,)))(x, tx), want)
