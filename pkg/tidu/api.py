@@ -127,85 +127,8 @@ def transpose(x, axes=None):
 
 # ---- AD transforms ------------------------------------------------------------------------------
 
-class _Traced:
-    """fn traced at one signature: its fragment, input keys per leaf and output structure."""
-
-    def __init__(self, fn: Callable, args: tuple, has_aux: bool = False):
-        leaves, self.in_tree = _flatten_args(args)
-        self.arg_leaves = []  # leaf indices of each positional argument
-        start = 0
-        for a in args:
-            n = len(_flatten_args(a)[0])
-            self.arg_leaves.append(list(range(start, start + n)))
-            start += n
-        builder = FragmentBuilder(prefix="p")
-        with tracing(builder) as t:
-            self.keys = [("arg", i) for i in range(len(leaves))]
-            self.avals = [as_aval(np.asarray(x) if not hasattr(x, "dtype") else x) for x in leaves]
-            tracers = [t.input(k, a) for k, a in zip(self.keys, self.avals)]
-            out = fn(*unflatten(self.in_tree, tracers))
-            if has_aux:
-                if not (isinstance(out, (tuple, list)) and len(out) == 2):
-                    raise TypeError("a function with has_aux=True must return (output, aux)")
-                out, aux = out
-                aux_flat, self.aux_tree = flatten_outputs(t, aux)
-            else:
-                aux_flat, self.aux_tree = [], None
-            flat, self.out_tree = flatten_outputs(t, out)
-        self.n_out = len(flat)
-        self.fragment = builder.build([x.key for x in flat] + [x.key for x in aux_flat])
-        self.outputs = self.fragment.outputs[:self.n_out]
-        self.aux = self.fragment.outputs[self.n_out:]
-
-    def wrt_keys(self, argnums) -> list:
-        keys = []
-        for i in argnums:
-            if not -len(self.arg_leaves) <= i < len(self.arg_leaves):
-                raise ValueError(f"argnums {i} out of range for {len(self.arg_leaves)} arguments")
-            for leaf in self.arg_leaves[i]:
-                if self.avals[leaf].dtype.kind not in "fc":
-                    raise TypeError(f"cannot differentiate with respect to argument {i}: dtype "
-                                    f"{self.avals[leaf].dtype} is not differentiable (only float "
-                                    f"and complex inputs are); mark it non-differentiable by "
-                                    f"leaving it out of argnums")
-                keys.append(self.keys[leaf])
-        return keys
-
-
-def _program(fragments, outputs) -> CompiledProgram:
-    return compile(materialize_merge(resolve(fragments), outputs))
-
-
 def _argnums(argnums) -> tuple[int, ...]:
     return (argnums,) if isinstance(argnums, int) else tuple(argnums)
-
-
-class _Cache:
-    """Per-signature cache of traced functions and compiled programs for one transform."""
-
-    def __init__(self):
-        self.table: dict = {}
-
-    def get(self, key, make):
-        hit = self.table.get(key)
-        if hit is None:
-            hit = self.table[key] = make()
-        return hit
-
-
-def _sig(args) -> tuple:
-    leaves, tree = _flatten_args(args)
-    return (_signature(leaves), tree)
-
-
-def _vjp_parts(tr: _Traced, argnums):
-    """(linear fragment, transposed fragment, cotangent keys per output) for fn's VJP."""
-    from tidu.ad import differentiate, transpose as ad_transpose
-
-    wrt = tr.wrt_keys(argnums)
-    lin = differentiate(resolve([tr.fragment]), tr.outputs, wrt)
-    tr_ = ad_transpose(lin)
-    return lin, tr_, wrt
 
 
 # ---- transforms nested inside a trace ----
@@ -267,10 +190,14 @@ def _inline_grad(trace, fn, args, argnums, has_aux):
         start += n
     wrt = []
     for i in nums:
+        if not -len(arg_leaves) <= i < len(arg_leaves):
+            raise ValueError(f"argnums {i} out of range for {len(arg_leaves)} arguments")
         for l in arg_leaves[i]:
             if tracers[l].dtype.kind not in "fc":
                 raise TypeError(f"cannot differentiate with respect to argument {i}: dtype "
-                                f"{tracers[l].dtype} is not differentiable")
+                                f"{tracers[l].dtype} is not differentiable (only float and "
+                                f"complex inputs are); mark it non-differentiable by leaving it "
+                                f"out of argnums")
             wrt.append(tracers[l])
     lin = differentiate(resolve([snap]), [flat[0].key], [w.key for w in wrt])
     one = _Ctx(trace).lift(np.ones((), flat[0].dtype))
@@ -301,90 +228,39 @@ def _inline_jvp(trace, fn, primals, tangents, has_aux):
     return result + (aux,) if has_aux else result
 
 
-class _GradPlan:
-    """A value_and_grad program at one signature, with what each call needs worked out once:
-    where each program input comes from, and where each output goes."""
+def _traced_or_compiled(fn: Callable, traced: Callable) -> Callable:
+    """A transform of fn: `traced` inlined when called inside a trace, otherwise a jit of it
+    (compiled once per shapes/dtypes; its cache is the wrapper's ``cache``)."""
+    compiled = jit(traced)
 
-    def __init__(self, fn, args, nums, has_aux):
-        tr = _Traced(fn, args, has_aux)
-        if tr.n_out != 1 or tr.outputs[0].shape != () or tr.outputs[0].dtype.kind != "f":
-            raise TypeError(f"grad requires a real scalar output, got "
-                            f"{[str(o.aval) for o in tr.outputs]}")
-        lin, tr_, wrt = _vjp_parts(tr, nums)
-        (ct_key,) = [k for _, k in tr_.tangent_inputs] or [None]
-        grads = tr_.tangent_outputs
-        outs = tr.outputs + tr.aux + [g for g in grads if g is not None]
-        self.prog = prog = _program([tr.fragment, tr_], outs)
-        self.run = prog.runner()
-        # Program inputs: a leaf index, or the cotangent of the output (one, made once and
-        # never handed to the caller).
-        leaf_of = {k: i for i, k in enumerate(tr.keys)}
-        self.ct = np.ones((), tr.outputs[0].dtype)
-        self.sources = [leaf_of.get(k, -1) for k in prog.inputs]
-        assert all(i >= 0 or k == ct_key for i, k in zip(self.sources, prog.inputs))
-        self.has_aux, self.n_aux, self.aux_tree = has_aux, len(tr.aux), tr.aux_tree
-        # Gradient outputs: for each argnum, its leaves' result index (None: zero gradient).
-        first = 1 + len(tr.aux)
-        index, k = {}, first
-        for key, g in zip(wrt, grads):
-            if g is not None:
-                index[key] = k
-                k += 1
-        self.grad_leaves = [[(index.get(tr.keys[leaf]), tr.avals[leaf]) for leaf in
-                             tr.arg_leaves[i]] for i in nums]
-        self.arg_trees = [tr.in_tree[1][i] for i in nums]
+    @functools.wraps(fn)
+    def wrapped(*args):
+        if _outer_trace(args) is not None:
+            return traced(*args)
+        return compiled(*args)
 
-    def __call__(self, leaves):
-        inputs = [leaves[i] if i >= 0 else self.ct for i in self.sources]
-        res = None
-        if self.run:
-            try:  # the C++ entry point checks its inputs itself
-                res = self.run(inputs)
-            except (TypeError, ValueError):
-                pass
-        if res is None:
-            res = self.prog.eval(inputs)
-        out = []
-        for tree, plan in zip(self.arg_trees, self.grad_leaves):
-            gl = [res[k] if k is not None else np.zeros(av.shape, av.dtype) for k, av in plan]
-            out.append(gl[0] if tree is None else unflatten(tree, gl))
-        aux = unflatten(self.aux_tree, res[1:1 + self.n_aux]) if self.has_aux else None
-        return res[0], out, aux
+    wrapped.cache = compiled.cache
+    return wrapped
 
 
 def value_and_grad(fn: Callable, argnums=0, has_aux: bool = False) -> Callable:
     """Like jax.value_and_grad: fn's value and its gradient wrt `argnums` (real scalar output).
 
     For a complex input z the gradient is 2 dL/dz̄ = conj(jax.grad(L)(z)) (DESIGN §5)."""
-    nums = _argnums(argnums)
-    cache = _Cache()
-
-    @functools.wraps(fn)
-    def wrapped(*args):
-        trace = _outer_trace(args)
-        if trace is not None:
-            value, g, aux = _inline_grad(trace, fn, args, argnums, has_aux)
-            return ((value, aux), g) if has_aux else (value, g)
-        leaves, tree = _flatten_args(args)
-        plan = cache.get((_signature(leaves), tree), lambda: _GradPlan(fn, args, nums, has_aux))
-        value, out, aux = plan(leaves)
-        g = out[0] if isinstance(argnums, int) else tuple(out)
+    def traced(*args):
+        value, g, aux = _inline_grad(_outer_trace(args), fn, args, argnums, has_aux)
         return ((value, aux), g) if has_aux else (value, g)
 
-    wrapped.cache = cache.table
-    return wrapped
+    return _traced_or_compiled(fn, traced)
 
 
 def grad(fn: Callable, argnums=0, has_aux: bool = False) -> Callable:
     """Like jax.grad: the gradient of a real scalar function wrt `argnums`."""
-    vg = value_and_grad(fn, argnums, has_aux)
+    def traced(*args):
+        _, g, aux = _inline_grad(_outer_trace(args), fn, args, argnums, has_aux)
+        return (g, aux) if has_aux else g
 
-    @functools.wraps(fn)
-    def wrapped(*args):
-        (value, g) = vg(*args)
-        return (g, value[1]) if has_aux else g
-
-    return wrapped
+    return _traced_or_compiled(fn, traced)
 
 
 # Top-level jvp/vjp/hvp calls go through a jit of the inline (traced) path, kept per function
@@ -594,32 +470,18 @@ def _jac_fn(fn, argnums, has_aux, forward: bool):
     return jac
 
 
-def _jac_transform(fn, argnums, has_aux, forward):
-    jac = _jac_fn(fn, argnums, has_aux, forward)
-    compiled = jit(jac)
-
-    @functools.wraps(fn)
-    def wrapped(*args):
-        if _outer_trace(args) is not None:
-            return jac(*args)
-        return compiled(*args)
-
-    wrapped.cache = compiled.cache
-    return wrapped
-
-
 def jacfwd(fn: Callable, argnums=0, has_aux: bool = False) -> Callable:
     """Like jax.jacfwd: the Jacobian by forward mode, one JVP per element of the differentiated
     arguments (each a single array; outputs any tuple/list/dict of arrays), all in one program
     compiled once per shapes/dtypes.  Shape: output.shape + argument.shape; with a tuple of
     argnums, a tuple of those per output."""
-    return _jac_transform(fn, argnums, has_aux, True)
+    return _traced_or_compiled(fn, _jac_fn(fn, argnums, has_aux, True))
 
 
 def jacrev(fn: Callable, argnums=0, has_aux: bool = False) -> Callable:
     """Like jax.jacrev: the Jacobian by reverse mode, one VJP per output element, all in one
     program compiled once per shapes/dtypes.  Same arguments and result as ``jacfwd``."""
-    return _jac_transform(fn, argnums, has_aux, False)
+    return _traced_or_compiled(fn, _jac_fn(fn, argnums, has_aux, False))
 
 
 def hessian(fn: Callable, argnums=0, has_aux: bool = False) -> Callable:
