@@ -20,7 +20,11 @@ import numpy as np
 import tidu as td
 
 
-def timeit(fn, repeat=7, number=1):
+def timeit(fn, repeat=7, number=1, warmup=False):
+    """Median over `repeat` runs of the time per call of `number` calls (after one call to warm
+    caches and compile when `warmup`)."""
+    if warmup:
+        fn()
     ts = []
     for _ in range(repeat):
         t0 = time.perf_counter()

@@ -16,24 +16,21 @@ Prints medians and ratios.
 from __future__ import annotations
 
 import argparse
-import statistics
+import functools
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
 import tidu as td
 from tidu import xla
 
+sys.path.insert(0, str(Path(__file__).parent))
+import eval as eval_bench  # noqa: E402
 
-def timeit(fn, repeat=5, number=1):
-    fn()
-    ts = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        for _ in range(number):
-            fn()
-        ts.append((time.perf_counter() - t0) / number)
-    return statistics.median(ts)
+
+timeit = functools.partial(eval_bench.timeit, warmup=True)  # every call passes repeat
 
 
 def loss(ns):
@@ -65,7 +62,7 @@ def grad_bench(sizes, repeat):
             t_xla = timeit(lambda: g_xla(w1, w2, x), repeat)
             t_cpu = timeit(lambda: g_cpu(w1, w2, x), max(1, repeat // 2))
             g_auto(w1, w2, x)
-            ((prog, _, _),) = g_auto.cache.values()
+            ((prog, *_),) = g_auto.cache.values()
             print(f"{n:>6} {dt:>8} {t_jax * 1e3:>8.2f}ms {t_xla * 1e3:>8.2f}ms "
                   f"{t_cpu * 1e3:>8.2f}ms {t_xla / t_jax:>8.2f} {t_cpu / t_jax:>8.2f}  "
                   f"{prog.backend}")

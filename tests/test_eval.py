@@ -23,11 +23,7 @@ def value(shape, dtype, positive=False):
 
 def program(op, avals):
     """A one-instruction program applying op to fresh inputs."""
-    b = td.FragmentBuilder()
-    ins = [b.add_input(("in", i), a) for i, a in enumerate(avals)]
-    (out,) = b.add_op(op, [td.Local(i) for i in ins])
-    frag = b.build([td.Local(out)])
-    prog = td.compile(td.materialize_merge(td.resolve([frag]), frag.outputs), backend="cpu")
+    prog = td.compile(values.one_op_graph(op, avals), backend="cpu")
     assert prog.executable.native is not None
     return prog
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+import tidu as td
 from tidu import ops as P
 
 FLOATS = ("float32", "float64")
@@ -45,3 +46,12 @@ def value(rng: np.random.Generator, shape, dtype, positive: bool = False) -> np.
     if positive:
         x = np.abs(x) + 0.5 if dt.kind == "f" else x + 3.0
     return x.astype(dt)
+
+
+def one_op_graph(op, avals):
+    """The materialized graph of op applied to fresh inputs ("in", i) of the given avals."""
+    b = td.FragmentBuilder()
+    ins = [b.add_input(("in", i), a) for i, a in enumerate(avals)]
+    (out,) = b.add_op(op, [td.Local(i) for i in ins])
+    frag = b.build([td.Local(out)])
+    return td.materialize_merge(td.resolve([frag]), frag.outputs)
