@@ -37,11 +37,14 @@ def flatten_args(args):
 
 
 def signature(leaves):
-    """What a compiled program depends on: each leaf's shape and dtype (a Python scalar's type)."""
+    """What a compiled program depends on: each leaf's shape and dtype (a Python scalar's type);
+    None when a leaf is a Tracer (the call is inside a trace, where the caller inlines)."""
     cdef list sig = []
     cdef cnp.ndarray a
     for x in leaves:
         t = type(x)
+        if t is Tracer:
+            return None
         if t is cnp.ndarray:
             a = <cnp.ndarray>x
             sig.append((x.shape, <object>cnp.PyArray_DESCR(a)))

@@ -205,3 +205,13 @@ def test_jit_takes_arrays_the_cpp_entry_point_refuses():
     assert float(f(base[::2])) == float(np.sum(base[::2] ** 2))
     assert float(f(base[:4])) == float(np.sum(base[:4] ** 2))
     assert float(td.jit(td.grad(lambda x: td.sum(x * x)))(base[::2])[1]) == 2 * base[2]
+
+
+def test_jit_inside_a_trace_inlines():
+    """A jitted function called while tracing (a jit in a jit, inside grad) is inlined into the
+    outer trace instead of being evaluated on tracers."""
+    inner = td.jit(lambda x: td.sin(x) * 2.0)
+    x = np.linspace(0, 1, 3)
+    np.testing.assert_allclose(td.jit(lambda x: inner(x) + 1.0)(x), np.sin(x) * 2 + 1, rtol=1e-15)
+    np.testing.assert_allclose(td.grad(lambda x: td.sum(inner(x)))(x), 2 * np.cos(x), rtol=1e-15)
+    assert len(inner.cache) == 0  # never compiled on its own

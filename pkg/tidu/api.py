@@ -91,7 +91,10 @@ def jit(fn: Callable | None = None, *, backend: str = "auto", device=None) -> Ca
     @functools.wraps(fn)
     def wrapped(*args):
         leaves, in_tree = _flatten_args(args)
-        sig = (_signature(leaves), in_tree)
+        sig = _signature(leaves)
+        if sig is None:  # called inside a trace (a jit in a jit, a transform): inline fn
+            return fn(*args)
+        sig = (sig, in_tree)
         hit = cache.get(sig)
         if hit is None:
             prog, out_tree = trace_program(fn, args, backend, device)
@@ -229,18 +232,8 @@ def _inline_jvp(trace, fn, primals, tangents, has_aux):
 
 
 def _traced_or_compiled(fn: Callable, traced: Callable) -> Callable:
-    """A transform of fn: `traced` inlined when called inside a trace, otherwise a jit of it
-    (compiled once per shapes/dtypes; its cache is the wrapper's ``cache``)."""
-    compiled = jit(traced)
-
-    @functools.wraps(fn)
-    def wrapped(*args):
-        if _outer_trace(args) is not None:
-            return traced(*args)
-        return compiled(*args)
-
-    wrapped.cache = compiled.cache
-    return wrapped
+    """A transform of fn: a jit of `traced`, which jit inlines when called inside a trace."""
+    return functools.wraps(fn)(jit(traced))
 
 
 def value_and_grad(fn: Callable, argnums=0, has_aux: bool = False) -> Callable:
