@@ -20,6 +20,48 @@ namespace {
 
 int dtype_num(tidu::DType d);
 
+// True when a numpy dtype holds tidu dtype d exactly: same kind and width, native byte order
+// (so int64 made as np.longlong is accepted, and a big-endian array is not read as native).
+bool same_dtype(const py::dtype& dt, tidu::DType d) {
+  static const char kinds[] = {'f', 'f', 'c', 'c', 'i', 'i', 'b'};
+  static const char host = [] {
+    const std::uint16_t one = 1;
+    return *reinterpret_cast<const char*>(&one) ? '<' : '>';
+  }();
+  const char order = dt.byteorder();
+  const bool native = order == '=' || order == '|' || order == host;
+  return native && dt.kind() == kinds[static_cast<int>(d)] &&
+         static_cast<std::size_t>(dt.itemsize()) == tidu::dtype_size(d);
+}
+
+// `h` as an array for slot `slot` of p (with a leading axis of `batch` when batch >= 0): a
+// numpy array of exactly the slot's dtype and shape, C-contiguous (and writable for outputs).
+// Raises TypeError for a non-array or wrong dtype, ValueError for a wrong shape or layout.
+py::array checked_array(const tidu::Program& p, py::handle h, std::uint32_t slot, std::int64_t batch,
+                        const std::string& what, bool writable) {
+  if (!py::isinstance<py::array>(h))
+    throw py::type_error(what + ": expected a numpy array, got " + std::string(py::str(py::type::of(h).attr("__name__"))));
+  auto a = py::reinterpret_borrow<py::array>(h);
+  const tidu::Slot& s = p.slots[slot];
+  if (!same_dtype(a.dtype(), s.dtype))
+    throw py::type_error(what + ": expected dtype " + tidu::dtype_name(s.dtype) + " in native byte order, got " +
+                         std::string(py::str(a.dtype())));
+  const py::ssize_t lead = batch >= 0 ? 1 : 0;
+  const std::int64_t* shape = p.shape(slot);
+  bool ok = a.ndim() == static_cast<py::ssize_t>(s.ndim) + lead && (batch < 0 || a.shape(0) == batch);
+  for (std::uint32_t k = 0; ok && k < s.ndim; ++k) ok = a.shape(lead + k) == shape[k];
+  if (!ok) {
+    std::string want = batch >= 0 ? "(" + std::to_string(batch) + ", *" : "";
+    want += "(";
+    for (std::uint32_t k = 0; k < s.ndim; ++k) want += std::to_string(shape[k]) + (s.ndim == 1 || k + 1 < s.ndim ? "," : "");
+    want += batch >= 0 ? "))" : ")";
+    throw py::value_error(what + ": expected shape " + want + ", got " + std::string(py::str(a.attr("shape"))));
+  }
+  if (!(a.flags() & py::array::c_style)) throw py::value_error(what + ": not C-contiguous");
+  if (writable && !a.writeable()) throw py::value_error(what + ": not writable");
+  return a;
+}
+
 template <class T>
 std::vector<T> to_vec(const py::array_t<T>& in) {
   auto a = py::array_t<T, py::array::c_style | py::array::forcecast>::ensure(in);
@@ -73,29 +115,22 @@ class PyProgram {
         in[i] = &scalars[i];
         continue;
       }
-      if (!py::isinstance<py::array>(inputs[i]))
-        throw py::type_error("input " + std::to_string(i) + ": not a numpy array");
-      auto a = py::reinterpret_borrow<py::array>(inputs[i]);
-      if (!(a.flags() & py::array::c_style) || a.dtype().num() != dtype_num(s.dtype) ||
-          a.ndim() != static_cast<py::ssize_t>(s.ndim) ||
-          !std::equal(a.shape(), a.shape() + s.ndim, p_.shape(p_.inputs[i])))
-        throw py::type_error("input " + std::to_string(i) + ": not a contiguous array of the "
-                             "program's dtype and shape");
-      in[i] = a.data();
+      in[i] = checked_array(p_, o, p_.inputs[i], -1, "input " + std::to_string(i), false).data();
     }
     py::list result;
     std::vector<void*> outs(p_.outputs.size());
+    py::list given;
+    if (!out.is_none()) {
+      if (!PyList_Check(out.ptr()) && !PyTuple_Check(out.ptr()))
+        throw py::type_error("out: expected a list of numpy arrays, one per output");
+      given = py::list(out);
+      if (given.size() != outs.size())
+        throw py::value_error("out: expected " + std::to_string(outs.size()) + " arrays, got " +
+                              std::to_string(given.size()));
+    }
     for (std::size_t i = 0; i < outs.size(); ++i) {
-      py::array a;
-      if (!out.is_none()) {
-        a = py::reinterpret_borrow<py::array>(py::list(out)[i]);
-        if (!(a.flags() & py::array::c_style) || !a.writeable() ||
-            static_cast<std::uint64_t>(a.nbytes()) != p_.nbytes(p_.outputs[i]))
-          throw py::value_error("out[" + std::to_string(i) + "]: not a writable contiguous buffer of " +
-                                std::to_string(p_.nbytes(p_.outputs[i])) + " bytes");
-      } else {
-        a = new_array(p_.outputs[i], 0);
-      }
+      py::array a = out.is_none() ? new_array(p_.outputs[i], 0)
+                                  : checked_array(p_, given[i], p_.outputs[i], -1, "out[" + std::to_string(i) + "]", true);
       outs[i] = a.mutable_data();
       result.append(a);
     }
@@ -116,16 +151,20 @@ class PyProgram {
   }
 
   py::list run_batch(const py::list& inputs, std::int64_t batch, int threads, bool exact) {
-    std::vector<const void*> in(p_.inputs.size());
-    std::vector<py::array> keep;
-    for (std::size_t i = 0; i < in.size(); ++i) {
-      py::array a = py::reinterpret_borrow<py::array>(inputs[i]);
-      if (!(a.flags() & py::array::c_style) ||
-          static_cast<std::uint64_t>(a.nbytes()) != batch * p_.nbytes(p_.inputs[i]))
-        throw py::value_error("batched input " + std::to_string(i) + " has the wrong size");
-      in[i] = a.data();
-      keep.push_back(a);
+    if (inputs.size() != p_.inputs.size())
+      throw py::value_error("expected " + std::to_string(p_.inputs.size()) + " inputs, got " +
+                            std::to_string(inputs.size()));
+    if (batch < 0) throw py::value_error("batch must be >= 0, got " + std::to_string(batch));
+    if (threads < 1) throw py::value_error("threads must be >= 1, got " + std::to_string(threads));
+    for (std::uint32_t o : p_.outputs) {
+      std::uint64_t total = 0;
+      if (!tidu::checked::mul<std::uint64_t>(p_.nbytes(o), static_cast<std::uint64_t>(batch), total) ||
+          total > tidu::checked::kMaxBytes)
+        throw py::value_error("a batch of " + std::to_string(batch) + " points is too large for this program");
     }
+    std::vector<const void*> in(p_.inputs.size());
+    for (std::size_t i = 0; i < in.size(); ++i)
+      in[i] = checked_array(p_, inputs[i], p_.inputs[i], batch, "batched input " + std::to_string(i), false).data();
     py::list result;
     std::vector<void*> outs(p_.outputs.size());
     for (std::size_t i = 0; i < outs.size(); ++i) {

@@ -10,6 +10,7 @@ This layer is generic: it names no primitive and knows nothing of differentiatio
 
 from __future__ import annotations
 
+import math
 import threading
 from dataclasses import dataclass
 from typing import Any, Hashable, Iterable, Sequence
@@ -33,6 +34,11 @@ class GraphError(ValueError):
 
 _DTYPES = {np.dtype(n) for n in
            ("float32", "float64", "complex64", "complex128", "int32", "int64", "bool")}
+
+
+# The most elements an array may have (product of its non-zero dimensions): 2^48, so that byte
+# sizes, strides and offsets fit in 64 bits with room to spare (cpp/include/tidu/checked.hpp).
+MAX_ELEMENTS = 1 << 48
 
 
 class AbstractValue:
@@ -71,12 +77,17 @@ def aval(shape: Sequence[int] | int, dtype: Any) -> AbstractValue:
     if hit is not None:
         return hit
     dt = np.dtype(dtype)
+    if not dt.isnative:  # a big-endian array's values, converted where the program reads them
+        dt = dt.newbyteorder("=")
     if dt not in _DTYPES:
         raise TypeError(f"unsupported dtype {dt}; tidu supports "
                         f"{', '.join(sorted(d.name for d in _DTYPES))}")
     shp = tuple(int(d) for d in shape)
     if any(d < 0 for d in shp):
         raise ValueError(f"negative dimension in shape {shp}")
+    if math.prod(d for d in shp if d) > MAX_ELEMENTS:  # as the C++ validator (checked.hpp)
+        raise ValueError(f"shape {shp} has more than 2**48 elements (the product of its non-zero "
+                         "dimensions), the most an array may hold")
     with _lock:
         canon = _avals.get((shp, dt.name))
         if canon is None:

@@ -362,11 +362,9 @@ def broadcast_to(x, shape):
     t = _trace_of(x)
     x = _lift(t, x)
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
-    try:
-        if np.broadcast_shapes(x.shape, shape) != shape:
-            raise ValueError
-    except ValueError:
-        raise ValueError(f"broadcast_to: cannot broadcast {x.shape} to {shape}") from None
+    lead = len(shape) - x.ndim  # numpy's rule, without numpy's own size limit on the result
+    if lead < 0 or any(d not in (1, s) for d, s in zip(x.shape, shape[lead:])):
+        raise ValueError(f"broadcast_to: cannot broadcast {x.shape} to {shape}")
     return _broadcast(t, x, shape)
 
 

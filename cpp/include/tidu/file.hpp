@@ -44,14 +44,12 @@ inline Program build_program(const ProgramArrays& r) {
   p.shapes = r.shapes;
   std::uint64_t pos = 0;
   for (std::size_t s = 0; s < r.slot_dtype.size(); ++s) {
-    if (r.slot_ndim[s] > 16 || pos + r.slot_ndim[s] > r.shapes.size())
+    if (r.slot_ndim[s] > 16 || pos + r.slot_ndim[s] > r.shapes.size() || pos + r.slot_ndim[s] > UINT32_MAX)
       throw ProgramError("tidu program: slot shapes out of range");
-    std::int64_t n = 1;
-    for (std::uint32_t k = 0; k < r.slot_ndim[s]; ++k) {
-      std::int64_t d = r.shapes[pos + k];
-      if (d < 0 || (d > 0 && n > (std::int64_t{1} << 48) / d)) throw ProgramError("tidu program: bad dimension");
-      n *= d;
-    }
+    const std::int64_t n = checked::elements(r.shapes.data() + pos, r.slot_ndim[s]);
+    if (n < 0)
+      throw ProgramError("tidu program: slot " + std::to_string(s) +
+                         " has a negative dimension or more than 2^48 elements");
     p.slots.push_back(Slot{static_cast<DType>(r.slot_dtype[s]), r.slot_ndim[s], static_cast<std::uint32_t>(pos), n, 0});
     pos += r.slot_ndim[s];
   }

@@ -96,7 +96,11 @@ inline void run_instr(const Program& p, Workspace& ws, std::size_t idx) {
         } else if constexpr (!std::is_same_v<T, bool>) {
           if (in.op != Op::Abs) kern::unsupported(in.op, x0.dtype);
           T* r = static_cast<T*>(y);
-          for (std::int64_t i = 0; i < out.size; ++i) r[i] = x[i] < T(0) ? T(-x[i]) : x[i];
+          if constexpr (kern::is_float_v<T>) {  // clears the sign bit: abs(-0.0) is +0.0, as numpy's
+            for (std::int64_t i = 0; i < out.size; ++i) r[i] = std::fabs(x[i]);
+          } else {  // abs(INT_MIN) wraps to INT_MIN, as numpy's
+            for (std::int64_t i = 0; i < out.size; ++i) r[i] = x[i] < T(0) ? kern::wrap_neg(x[i]) : x[i];
+          }
         } else {
           kern::unsupported(in.op, x0.dtype);
         }
@@ -170,7 +174,8 @@ inline void run_instr(const Program& p, Workspace& ws, std::size_t idx) {
       kern::row_major_strides(p.shape(a[0]), x0.ndim, in_str);
       for (std::int64_t k = 0; k < n; ++k) {
         base += start[k] * in_str[k];
-        src_str[k] = in_str[k] * stride[k];
+        // One element or none along k: the stride is never applied (and may be huge).
+        src_str[k] = p.shape(in.out)[k] > 1 ? in_str[k] * stride[k] : 0;
       }
       visit(out.dtype, [&](auto t) {
         using T = decltype(t);
@@ -186,7 +191,8 @@ inline void run_instr(const Program& p, Workspace& ws, std::size_t idx) {
       kern::row_major_strides(p.shape(in.out), out.ndim, out_str);
       for (std::int64_t k = 0; k < n; ++k) {
         base += low[k] * out_str[k];
-        dst_str[k] = out_str[k] * (interior[k] + 1);
+        // Interior padding applies only between two operand elements (and may be huge otherwise).
+        dst_str[k] = p.shape(a[0])[k] > 1 ? out_str[k] * (interior[k] + 1) : out_str[k];
       }
       std::memset(y, 0, p.nbytes(in.out));
       visit(out.dtype, [&](auto t) {
@@ -402,6 +408,69 @@ inline void run_block(const Program& p, Workspace& ws, std::size_t idx, std::int
 }  // namespace detail
 
 namespace detail {
+
+// At most this many threads per parallel loop (a request for more is capped, never refused).
+inline int max_threads() {
+  const unsigned hw = std::thread::hardware_concurrency();
+  return static_cast<int>(std::min<unsigned>(hw ? 4 * hw : 16, 256));
+}
+
+// Runs body(t) for every t in [0, n): t = 1.. on threads of their own, t = 0 on the caller's.  A
+// thread that cannot be started (std::system_error: the process is out of threads or memory)
+// leaves its share to the caller, so the work is done all the same; the first exception a body
+// throws is rethrown after every thread has joined.
+template <class F>
+inline void parallel_for(int n, F&& body) {
+  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(std::max(n, 1)));
+  auto guarded = [&](int t) {
+    try {
+      body(t);
+    } catch (...) {
+      errors[t] = std::current_exception();
+    }
+  };
+  std::vector<std::thread> pool;
+  pool.reserve(static_cast<std::size_t>(std::max(n - 1, 0)));
+  int started = 0;  // bodies 1..started run on pool threads
+  for (int t = 1; t < n; ++t) {
+    try {
+      pool.emplace_back(guarded, t);
+    } catch (...) {
+      break;
+    }
+    started = t;
+  }
+  guarded(0);
+  for (int t = started + 1; t < n; ++t) guarded(t);
+  for (auto& th : pool) th.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
+// While an evaluation runs, the program's direct outputs point at the caller's buffers; this
+// points them back at the arena when it ends, normally or by an exception, so that a pooled
+// Workspace never keeps a pointer into a buffer its caller may free.
+class DirectOutputs {
+ public:
+  DirectOutputs(const Program& p, Workspace& ws, void* const* outputs, bool on) : p_(p), ws_(ws), on_(on) {
+    if (on_)
+      for (std::size_t i = 0; i < p_.outputs.size(); ++i)
+        if (p_.output_direct[i]) ws_.ptrs()[p_.outputs[i]] = outputs[i];
+  }
+  ~DirectOutputs() {
+    if (on_)
+      for (std::size_t i = 0; i < p_.outputs.size(); ++i)
+        if (p_.output_direct[i]) ws_.reset(p_, p_.outputs[i]);
+  }
+  DirectOutputs(const DirectOutputs&) = delete;
+  DirectOutputs& operator=(const DirectOutputs&) = delete;
+
+ private:
+  const Program& p_;
+  Workspace& ws_;
+  bool on_;
+};
+
 // No output buffer overlaps an input buffer or another output buffer.
 inline bool outputs_apart(const Program& p, const void* const* inputs, void* const* outputs) {
   auto overlap = [](const void* a, std::uint64_t na, const void* b, std::uint64_t nb) {
@@ -436,10 +505,7 @@ inline void eval(const Program& p, Workspace& ws, const void* const* inputs, voi
   for (std::size_t i = 0; i < p.inputs.size(); ++i) ptr[p.inputs[i]] = const_cast<void*>(inputs[i]);
   // Outputs are computed straight into the caller's buffers, saving a copy, unless a buffer
   // overlaps an input or another output (an in-place call): those go through the arena.
-  const bool direct = detail::outputs_apart(p, inputs, outputs);
-  if (direct)
-    for (std::size_t i = 0; i < p.outputs.size(); ++i)
-      if (p.output_direct[i]) ptr[p.outputs[i]] = outputs[i];
+  const detail::DirectOutputs direct(p, ws, outputs, detail::outputs_apart(p, inputs, outputs));
   for (std::size_t i = 0; i < p.instrs.size(); ++i) {
     std::uint32_t end = p.chain_end.empty() ? 0 : p.chain_end[i];
     if (end == 0) {
@@ -465,28 +531,13 @@ inline void eval(const Program& p, Workspace& ws, const void* const* inputs, voi
     if (threads <= 1) {
       blocks(0, nblocks);
     } else {
-      std::vector<std::thread> pool;
-      std::vector<std::exception_ptr> errors(threads);
       std::int64_t per = (nblocks + threads - 1) / threads;
-      for (int t = 0; t < threads; ++t)
-        pool.emplace_back([&, t] {
-          try {
-            blocks(t * per, std::min(nblocks, (t + 1) * per));
-          } catch (...) {
-            errors[t] = std::current_exception();
-          }
-        });
-      for (auto& th : pool) th.join();
-      for (auto& e : errors)
-        if (e) std::rethrow_exception(e);
+      detail::parallel_for(threads, [&](int t) { blocks(t * per, std::min(nblocks, (t + 1) * per)); });
     }
     i = end - 1;
   }
   for (std::size_t i = 0; i < p.outputs.size(); ++i)
     if (ptr[p.outputs[i]] != outputs[i]) std::memcpy(outputs[i], ptr[p.outputs[i]], p.nbytes(p.outputs[i]));
-  if (direct)
-    for (std::size_t i = 0; i < p.outputs.size(); ++i)
-      if (p.output_direct[i]) ws.reset(p, p.outputs[i]);
 }
 
 inline void Program::eval(Workspace& ws, const void* const* in, void* const* out) const {
@@ -560,7 +611,8 @@ inline void eval_scalar_block(const Program& p, double* V, std::int64_t n_points
 // eval_scalar_block); other programs are evaluated point by point either way.
 inline void eval_batch(const Program& p, std::int64_t batch, const void* const* inputs,
                        void* const* outputs, int threads, bool exact = true) {
-  threads = std::max(1, std::min<int>(threads, static_cast<int>(std::max<std::int64_t>(batch, 1))));
+  threads = static_cast<int>(std::max<std::int64_t>(
+      1, std::min<std::int64_t>({threads, detail::max_threads(), std::max<std::int64_t>(batch, 1)})));
   constexpr std::int64_t K = detail::kScalarBlock;
   auto run_range = [&](std::int64_t lo, std::int64_t hi) {
     if (!p.scalar_code.empty() && hi - lo >= K / 2) {  // blocks of points
@@ -584,23 +636,11 @@ inline void eval_batch(const Program& p, std::int64_t batch, const void* const* 
     run_range(0, batch);
     return;
   }
-  std::vector<std::exception_ptr> errors(threads);
-  std::vector<std::thread> pool;
-  std::int64_t chunk = (batch + threads - 1) / threads;
-  for (int t = 0; t < threads; ++t) {
-    std::int64_t lo = t * chunk, hi = std::min(batch, lo + chunk);
-    if (lo < hi)
-      pool.emplace_back([&, t, lo, hi] {
-        try {
-          run_range(lo, hi);
-        } catch (...) {
-          errors[t] = std::current_exception();
-        }
-      });
-  }
-  for (auto& th : pool) th.join();
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);
+  const std::int64_t chunk = (batch + threads - 1) / threads;
+  detail::parallel_for(threads, [&](int t) {
+    const std::int64_t lo = t * chunk, hi = std::min(batch, lo + chunk);
+    if (lo < hi) run_range(lo, hi);
+  });
 }
 
 }  // namespace tidu

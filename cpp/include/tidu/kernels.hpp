@@ -25,6 +25,25 @@ template <class T> inline constexpr bool is_float_v = std::is_floating_point_v<T
 template <class T> inline constexpr bool is_inexact_v = is_float_v<T> || is_complex_v<T>;
 template <class T> inline constexpr bool is_int_v = std::is_integral_v<T> && !std::is_same_v<T, bool>;
 
+// Integer negation, sum, difference and product wrap modulo 2^bits, as numpy's do (signed
+// overflow is undefined in C++, so they go through the unsigned type).
+template <class T> inline T wrap_neg(T a) {
+  using U = std::make_unsigned_t<T>;
+  return static_cast<T>(U(0) - static_cast<U>(a));
+}
+template <class T> inline T wrap_add(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
+}
+template <class T> inline T wrap_sub(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  return static_cast<T>(static_cast<U>(a) - static_cast<U>(b));
+}
+template <class T> inline T wrap_mul(T a, T b) {
+  using U = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
+  return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
+}
+
 [[noreturn]] inline void unsupported(Op op, DType d) {
   throw std::runtime_error(std::string("tidu: ") + op_name(op) + " has no kernel for " + dtype_name(d));
 }
@@ -74,12 +93,15 @@ inline bool unary(Op op, const T* x, T* y, std::int64_t n) {
   }
   if constexpr (!std::is_same_v<T, bool>) {
     switch (op) {
-      case Op::Neg: for (std::int64_t i = 0; i < n; ++i) y[i] = -x[i]; return true;
-      case Op::Sign:
+      case Op::Neg:
+        if constexpr (is_int_v<T>) { for (std::int64_t i = 0; i < n; ++i) y[i] = wrap_neg(x[i]); }
+        else { for (std::int64_t i = 0; i < n; ++i) y[i] = -x[i]; }
+        return true;
+      case Op::Sign:  // NaN stays NaN, as numpy's and jax's
         if constexpr (is_complex_v<T>) {
           for (std::int64_t i = 0; i < n; ++i) { auto m = std::abs(x[i]); y[i] = m == 0 ? T(0) : x[i] / m; }
         } else {
-          for (std::int64_t i = 0; i < n; ++i) y[i] = T((x[i] > T(0)) - (x[i] < T(0)));
+          for (std::int64_t i = 0; i < n; ++i) y[i] = x[i] != x[i] ? x[i] : T((x[i] > T(0)) - (x[i] < T(0)));
         }
         return true;
       default: break;
@@ -91,6 +113,14 @@ inline bool unary(Op op, const T* x, T* y, std::int64_t n) {
 
 template <class T>
 inline bool binary(Op op, const T* a, const T* b, T* y, std::int64_t n) {
+  if constexpr (is_int_v<T>) {
+    switch (op) {
+      case Op::Add: for (std::int64_t i = 0; i < n; ++i) y[i] = wrap_add(a[i], b[i]); return true;
+      case Op::Sub: for (std::int64_t i = 0; i < n; ++i) y[i] = wrap_sub(a[i], b[i]); return true;
+      case Op::Mul: for (std::int64_t i = 0; i < n; ++i) y[i] = wrap_mul(a[i], b[i]); return true;
+      default: break;
+    }
+  }
   if constexpr (!std::is_same_v<T, bool>) {
     switch (op) {
       case Op::Add: for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] + b[i]; return true;
@@ -150,6 +180,13 @@ inline void convert(const S* x, D* y, std::int64_t n) {
       y[i] = D(static_cast<typename D::value_type>(x[i]), 0);
     } else if constexpr (std::is_same_v<D, bool>) {
       y[i] = x[i] != S(0);
+    } else if constexpr (is_float_v<S> && is_int_v<D>) {
+      // Out of range is undefined in C++: saturate, and NaN -> 0 (as XLA's conversion does).
+      const S v = x[i];
+      y[i] = v != v ? D(0)
+             : v <= static_cast<S>(std::numeric_limits<D>::min()) ? std::numeric_limits<D>::min()
+             : v >= -static_cast<S>(std::numeric_limits<D>::min()) ? std::numeric_limits<D>::max()
+                                                                    : static_cast<D>(v);
     } else {
       y[i] = static_cast<D>(x[i]);
     }
@@ -244,6 +281,8 @@ inline void reduce(const T* x, const std::int64_t* shape, std::uint32_t ndim, co
     if constexpr (!is_complex_v<T> && !std::is_same_v<T, bool>) {
       if (is_max) {
         if (x[i] > y[o] || x[i] != x[i]) y[o] = x[i];
+      } else if constexpr (is_int_v<T>) {
+        y[o] = wrap_add(y[o], x[i]);
       } else {
         y[o] += x[i];
       }

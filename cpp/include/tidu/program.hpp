@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "tidu/checked.hpp"
 #include "tidu/opcodes.hpp"
 #include "tidu/scalar.hpp"
 
@@ -97,13 +98,9 @@ struct Program {
         fail("slot " + std::to_string(s) + " has an unknown dtype");
       if (sl.shape_begin + static_cast<std::uint64_t>(sl.ndim) > shapes.size())
         fail("slot " + std::to_string(s) + " shape out of range");
-      std::int64_t n = 1;
-      for (std::uint32_t k = 0; k < sl.ndim; ++k) {
-        std::int64_t d = shapes[sl.shape_begin + k];
-        if (d < 0 || (d > 0 && n > (std::int64_t{1} << 48) / d))
-          fail("slot " + std::to_string(s) + " has a bad dimension");
-        n *= d;
-      }
+      const std::int64_t n = checked::elements(shapes.data() + sl.shape_begin, sl.ndim);
+      if (n < 0)
+        fail("slot " + std::to_string(s) + " has a negative dimension or more than 2^48 elements");
       if (n != sl.size) fail("slot " + std::to_string(s) + " size does not match its shape");
     }
     for (std::uint32_t s : inputs) {
@@ -127,6 +124,11 @@ struct Program {
     for (std::uint32_t s : outputs)
       if (s >= slots.size() || !written[s]) fail("output slot never written");
     if (consts.size() > (std::uint64_t{1} << 40)) fail("constants too large");
+    if (!input_names.empty() && input_names.size() != inputs.size())
+      fail(std::to_string(input_names.size()) + " input names for " + std::to_string(inputs.size()) + " inputs");
+    if (!output_names.empty() && output_names.size() != outputs.size())
+      fail(std::to_string(output_names.size()) + " output names for " + std::to_string(outputs.size()) +
+           " outputs");
   }
 
   // Liveness-based plan: a slot's buffer returns to a free list after its last reader, and a
@@ -149,7 +151,8 @@ struct Program {
     for (std::size_t i = 0; i < instrs.size(); ++i) {
       std::uint32_t o = instrs[i].out;
       std::uint64_t b = align(nbytes(o));
-      naive_bytes += b;
+      if (!checked::add(naive_bytes, b, naive_bytes) || naive_bytes > checked::kMaxBytes)
+        naive_bytes = checked::kMaxBytes;  // a report only: saturates
       // Constants may be hoisted to the start of an elementwise chain (interpreter.hpp), so
       // their buffers are never shared: fresh storage, never returned to the free list.
       bool pinned = instrs[i].op == Op::Constant;
@@ -159,7 +162,9 @@ struct Program {
         free_by_size.erase(it);
       } else {
         slots[o].offset = top;
-        top += b;
+        if (!checked::add(top, b, top) || top > checked::kMaxBytes)
+          throw ProgramError("tidu program: the memory plan needs more than 2^56 bytes (instruction " +
+                             std::to_string(i) + ")");
       }
       // Free inputs whose last reader is this instruction (after the output was placed, so an
       // instruction never writes over its own operands).

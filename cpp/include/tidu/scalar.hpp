@@ -64,7 +64,7 @@ static_assert(sizeof(ScalarInstr) == 32, "ScalarInstr is meant to be 32 bytes");
   X(Expm1, std::expm1(x))                                \
   X(Log1p, std::log1p(x))                                \
   X(Abs, std::fabs(x))                                   \
-  X(Sign, static_cast<double>((x > 0) - (x < 0)))        \
+  X(Sign, x != x ? x : static_cast<double>((x > 0) - (x < 0)))  /* NaN stays NaN */ \
   X(Constant, imm)
 
 namespace scalar_detail {

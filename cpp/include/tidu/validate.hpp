@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "tidu/checked.hpp"
 #include "tidu/program.hpp"
 
 namespace tidu {
@@ -35,7 +36,7 @@ inline void validate_instructions(const Program& p) {
       need(x.ndim == o.ndim && std::equal(oshape, oshape + o.ndim, p.shape(a[k])), "operand shape mismatch");
     };
     auto count = [&](std::int64_t pos) -> std::int64_t {  // a length-prefixed list at attrs[pos]
-      need(pos < na && at[pos] >= 0 && pos + 1 + at[pos] <= na, "attribute list out of range");
+      need(pos >= 0 && pos < na && at[pos] >= 0 && at[pos] <= na - pos - 1, "attribute list out of range");
       return at[pos];
     };
     switch (in.op) {
@@ -99,9 +100,11 @@ inline void validate_instructions(const Program& p) {
         need(n == o.ndim && std::equal(oshape, oshape + n, at + 1), "broadcast shape");
         std::int64_t m = count(1 + n);
         need(m == slot(0).ndim, "broadcast dims");
+        std::vector<char> used(n, 0);
         for (std::int64_t k = 0; k < m; ++k) {
           std::int64_t d = at[2 + n + k];
-          need(d >= 0 && d < n, "broadcast dim out of range");
+          need(d >= 0 && d < n && !used[d], "broadcast dim out of range or repeated");
+          used[d] = 1;
           std::int64_t s = p.shape(a[0])[k];
           need(s == 1 || s == oshape[d], "broadcast operand shape");
         }
@@ -128,12 +131,15 @@ inline void validate_instructions(const Program& p) {
         need(o.ndim == n && count(0) == n && count(1 + n) == n && count(2 + 2 * n) == n, "attribute lengths");
         for (std::int64_t k = 0; k < n; ++k) {
           std::int64_t x = at[1 + k], y = at[2 + n + k], z = at[3 + 2 * n + k], d = p.shape(a[0])[k];
-          if (in.op == Op::Slice) {
+          if (in.op == Op::Slice) {  // ceil((y - x) / z), written so that no term can overflow
             need(0 <= x && x <= y && y <= d && z >= 1, "slice bounds");
-            need(oshape[k] == (y - x + z - 1) / z, "slice output shape");
-          } else {
+            need(oshape[k] == (y == x ? 0 : (y - x - 1) / z + 1), "slice output shape");
+          } else {  // x + y + d + (d - 1) * z, checked
             need(x >= 0 && y >= 0 && z >= 0, "negative padding");
-            need(oshape[k] == x + y + d + std::max<std::int64_t>(d - 1, 0) * z, "pad output shape");
+            std::int64_t size = 0;
+            need(checked::mul(std::max<std::int64_t>(d - 1, 0), z, size) && checked::add(size, d, size) &&
+                     checked::add(size, x, size) && checked::add(size, y, size) && oshape[k] == size,
+                 "pad output shape");
           }
         }
         break;
@@ -145,7 +151,7 @@ inline void validate_instructions(const Program& p) {
           need(slot(k).dtype == o.dtype && slot(k).ndim == o.ndim, "operand dtype/rank");
           for (std::uint32_t d = 0; d < o.ndim; ++d)
             if (d != ax) need(p.shape(a[k])[d] == oshape[d], "operand shape");
-          total += p.shape(a[k])[ax];
+          need(checked::add(total, p.shape(a[k])[ax], total), "concatenate output shape");
         }
         need(total == oshape[ax], "concatenate output shape");
         break;

@@ -145,13 +145,19 @@ class Pow(Binary):
     dtypes_doc = "floating or complex"
 
     def linearize(self, b, primal_in, primal_out, t):
+        from tidu.ops.structural import Select
+
         x, y = primal_in
         dx = dy = None
-        if t[0] is not None:  # y * x ** (y - 1)
+        if t[0] is not None:  # y * x ** (y - 1); 0 where y == 0 (as jax: d/dx x**0 is 0 at x = 0)
+            y0 = fix(b, Compare("EQ"), y, const(b, 0, y.aval))
             ym1 = fix(b, Sub(), y, const(b, 1, y.aval))
-            dx = scale(b, fix(b, Mul(), y, fix(b, self, x, ym1)), t[0])
-        if t[1] is not None:  # log(x) * x ** y
-            dy = scale(b, fix(b, Mul(), fix(b, Log(), x), primal_out[0]), t[1])
+            d = fix(b, Mul(), y, fix(b, self, x, ym1))
+            dx = scale(b, fix(b, Select(), y0, const(b, 0, y.aval), d), t[0])
+        if t[1] is not None:  # log(x) * x ** y, with log(1) at x == 0 (as jax: d/dy 0**y = 0, y > 0)
+            x0 = fix(b, Compare("EQ"), x, const(b, 0, x.aval))
+            safe = fix(b, Select(), x0, const(b, 1, x.aval), x)
+            dy = scale(b, fix(b, Mul(), fix(b, Log(), safe), primal_out[0]), t[1])
         return [add_all(b, [dx, dy])]
 
     def impl(self, x, y):
@@ -378,10 +384,13 @@ class Abs(Primitive):
         x = primal_in[0]
         if x.dtype.kind != "c":
             return [scale(b, fix(b, Sign(), x), t[0])]
-        # d|z| = Re(conj(z)/|z| * dz), in differentiable ops (Sign is piecewise constant on reals)
-        from tidu.ops.structural import Convert
+        # d|z| = Re(conj(z)/|z| * dz), in differentiable ops (Sign is piecewise constant on reals),
+        # dividing by 1 where |z| == 0 so that the derivative there is 0 (as jax's), not NaN.
+        from tidu.ops.structural import Convert, Select
 
-        coef = fix(b, Div(), fix(b, Conj(), x), fix(b, Convert(x.dtype.name), primal_out[0]))
+        r = primal_out[0]
+        safe = fix(b, Select(), fix(b, Compare("EQ"), r, const(b, 0, r.aval)), const(b, 1, r.aval), r)
+        coef = fix(b, Div(), fix(b, Conj(), x), fix(b, Convert(x.dtype.name), safe))
         return [lin(b, Real(), [scale(b, coef, t[0])], [A])]
 
     def impl(self, x):
