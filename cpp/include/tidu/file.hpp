@@ -6,6 +6,14 @@
 //            then input names and output names, each u64 count + (u32 length + UTF-8 bytes)*.
 // The loader checks magic, version, sizes and checksum, reads nothing outside the buffer, and
 // hands the result to finalize(): structural and per-instruction validation, then the plan.
+//
+// Untrusted files: the checksum only detects accidents, so everything past it is validated as if
+// hostile, with overflow-checked arithmetic (checked.hpp): at most 2^48 elements per array and
+// 2^56 bytes per memory plan, every index, shape, attribute list and constant range in bounds.
+// A Program that loads cannot make eval() touch memory outside its Workspace and the caller's
+// buffers (of input_bytes(i) / output_bytes(i) bytes).  Not guarded: the resources a valid
+// program asks for (check arena_bytes before creating a Workspace), and a kernel missing for a
+// dtype throws std::runtime_error from eval(), leaving the Workspace usable.
 #pragma once
 
 #include <cstdint>

@@ -358,7 +358,8 @@ struct DotTables {
 template <class T>
 inline bool dot_blas(const T* x, const T* w, T* y, const DotTables& t) {
   const std::int64_t nb = t.lb.size(), M = t.lf.size(), N = t.rf.size(), K = t.lc.size();
-  if (!t.ta || M * N * K < 32768 || M == 0 || N == 0) return false;
+  if (!t.ta || M == 0 || N == 0 || static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K) < 32768)
+    return false;
   void* fn = nullptr;
   if constexpr (std::is_same_v<T, float>) fn = blas().sgemm;
   else if constexpr (std::is_same_v<T, double>) fn = blas().dgemm;
@@ -398,7 +399,9 @@ inline void dot_general(const T* x, const T* w, T* y, const DotTables& t) {
       for (std::int64_t k = 0; k < nk; ++k) {
         const T a = xi[t.lc[k]];
         const T* wk = w + t.rb[b] + t.rc[k];
-        if (rf_contig) {
+        if constexpr (is_int_v<T>) {  // wrapping, as numpy's
+          for (std::int64_t j = 0; j < nj; ++j) row[j] = wrap_add(row[j], wrap_mul(a, wk[t.rf[j]]));
+        } else if (rf_contig) {
           const T* wr = wk + t.rf[0];
           for (std::int64_t j = 0; j < nj; ++j) row[j] += a * wr[j];
         } else {
