@@ -354,6 +354,24 @@ def test_auto_backend_picks_by_work_and_device(monkeypatch):
     td.program_cache.clear()
 
 
+def test_auto_decides_cpu_without_importing_jax_where_no_accelerator_can_be(monkeypatch):
+    """Large work under ``auto`` asks jax for its platform only when jax is imported already or
+    an accelerator could be present: on a machine without one, jax is never imported."""
+    code = ("import sys, numpy as np, tidu as td, tidu.xla as x\n"
+            "x._accelerator_possible = lambda: False\n"
+            "a = np.ones((400, 400))\n"
+            "f = td.jit(lambda a, b: td.tanh(a @ b))\n"
+            "np.testing.assert_allclose(f(a, a), np.tanh(a @ a))\n"
+            "((p, *_),) = f.cache.values()\n"
+            "assert x.program_work(p.executable) >= x.AUTO_MIN_WORK and p.backend == 'cpu'\n"
+            "print('jax' in sys.modules)\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert res.returncode == 0 and res.stdout.strip() == "False", res.stderr[-2000:]
+    monkeypatch.setattr(xla, "_accelerator_possible", lambda: False)
+    monkeypatch.setattr(xla, "default_platform", lambda: "gpu")
+    assert xla.auto_platform() == "gpu"  # jax is imported here: its answer counts
+
+
 def test_auto_keeps_long_programs_and_user_primitives_on_the_interpreter(monkeypatch):
     monkeypatch.setattr(xla, "default_platform", lambda: "gpu")
     td.program_cache.clear()

@@ -25,6 +25,8 @@ The ``auto`` backend routes such programs to the interpreter anyway (see ``choos
 
 from __future__ import annotations
 
+import os
+import sys
 from typing import Any, Sequence
 
 import numpy as np
@@ -421,6 +423,37 @@ def default_platform() -> str:
     return require_jax().default_backend()
 
 
+def _accelerator_possible() -> bool:
+    """Whether jax could find a GPU or TPU here, decided without importing jax (about 1 s and
+    150 MB): a device node of a driver, and an installed jax plugin or TPU runtime for it."""
+    import glob
+    import importlib.util
+
+    def installed(*names):
+        for n in names:
+            try:
+                if importlib.util.find_spec(n) is not None:
+                    return True
+            except (ImportError, ValueError):
+                pass
+        return False
+
+    gpu = glob.glob("/dev/nvidia[0-9]*") or os.path.exists("/dev/kfd")
+    tpu = glob.glob("/dev/accel[0-9]*") or glob.glob("/dev/vfio/[0-9]*")
+    if gpu and installed("jax_plugins", "jax_cuda12_plugin", "jax_cuda13_plugin", "jax_rocm60_plugin"):
+        return True
+    return bool(tpu) and installed("libtpu")
+
+
+def auto_platform() -> str:
+    """The platform ``auto`` plans for: jax's default device's when jax is imported already;
+    "cpu" without importing jax when no accelerator could be there (``_accelerator_possible``);
+    otherwise jax's answer (importing it)."""
+    if "jax" not in sys.modules and not _accelerator_possible():
+        return "cpu"
+    return default_platform()
+
+
 def choose_backend(exe) -> str:
     """The ``auto`` rule: "xla" for large tensor work on an accelerator (at least AUTO_MIN_WORK,
     at most AUTO_MAX_INSTRUCTIONS instructions, every op lowered, jax installed and its default
@@ -433,7 +466,7 @@ def choose_backend(exe) -> str:
     if unlowered(exe):
         return "cpu"
     try:
-        platform = default_platform()
+        platform = auto_platform()
     except ImportError:
         return "cpu"
     return "cpu" if platform == "cpu" else "xla"
