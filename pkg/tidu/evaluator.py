@@ -3,7 +3,8 @@
 Op attributes are encoded generically from each primitive's dataclass fields, in field order:
 a tuple of ints as ``[len, *values]``, an int as ``[value]``, a dtype name or a Compare direction
 as its code, Constant bytes as ``[offset, nbytes]`` into the constants blob.  The C++ kernels read
-them in that order, so no primitive needs evaluator code of its own.
+them in that order, so no primitive needs evaluator code of its own.  Each interned op and
+abstract value is encoded once; a program's arrays are gathered from those encodings.
 """
 
 from __future__ import annotations
@@ -46,19 +47,32 @@ DTYPE = {name: i for i, name in enumerate(_eval.DTYPES)}
 COMPARE = {name: i for i, name in enumerate(_eval.COMPARE)}
 
 
-def has_kernels(ops) -> bool:
-    """True when every op has a C++ opcode (user primitives with Python kernels do not)."""
-    return all(op.name in OPCODE for op in ops)
+def has_kernels(prims) -> bool:
+    """True when every op (interned prim id) has a C++ opcode (user primitives with Python
+    kernels do not)."""
+    return all(_prim_code(int(p))[0] >= 0 for p in np.unique(prims))
 
 
-def _encode_attrs(op, out: list, consts: bytearray) -> None:
+# ---- encoding, once per interned op and abstract value ----
+#
+# A program's arrays repeat a few ops and abstract values many times: each op's opcode and
+# attributes, and each abstract value's dtype code and shape, are encoded once (cached by interned
+# id) and the program's arrays are gathered from those tables with numpy, so encoding costs a few
+# numpy calls, not Python work per instruction.
+
+_prim_codes: dict[int, tuple[int, np.ndarray, tuple]] = {}  # prim id -> (opcode, attrs, consts)
+
+
+def _encode_attrs(op) -> tuple[list[int], list[tuple[int, bytes]]]:
+    """op's attributes as ints; Constant bytes as a placeholder pair [offset, nbytes] (the offset
+    is the program's) listed with their position."""
+    out: list[int] = []
+    blobs: list[tuple[int, bytes]] = []
     for f in dataclasses.fields(op):
         v = getattr(op, f.name)
         if isinstance(v, bytes):
-            pad = (-len(consts)) % 16
-            consts.extend(b"\0" * pad)
-            out += [len(consts), len(v)]
-            consts.extend(v)
+            blobs.append((len(out), v))
+            out += [0, len(v)]
         elif isinstance(v, tuple):
             out.append(len(v))
             out += [int(x) for x in v]
@@ -66,31 +80,78 @@ def _encode_attrs(op, out: list, consts: bytearray) -> None:
             out.append(DTYPE[v] if f.name == "dtype" else COMPARE[v])
         else:
             out.append(int(v))
+    return out, blobs
 
 
-def encode(arrays: dict, slot_avals, ops, input_names=(), output_names=()) -> "_eval.Program":
-    """An _eval.Program from compile's SSA arrays, the slots' abstract values and the ops
-    (names are metadata carried into saved files)."""
-    slot_dtype = np.array([DTYPE[a.dtype.name] for a in slot_avals], np.uint8)
-    slot_ndim = np.array([a.ndim for a in slot_avals], np.uint32)
-    shapes = np.array([d for a in slot_avals for d in a.shape], np.int64)
-    opcode = np.array([OPCODE[op.name] for op in ops], np.uint8)
-    if BLAS is None and any(op.name == "DotGeneral" for op in ops):
-        ensure_blas()
+def _prim_code(pid: int) -> tuple[int, np.ndarray, tuple]:
+    hit = _prim_codes.get(pid)
+    if hit is None:
+        from tidu.graph import prim_of
+
+        op = prim_of(pid)
+        code = OPCODE.get(op.name, -1)
+        attrs, blobs = _encode_attrs(op) if code >= 0 else ([], [])
+        hit = _prim_codes[pid] = (code, np.array(attrs, np.int64), tuple(blobs))
+    return hit
+
+
+_aval_codes: dict[int, tuple[int, tuple[int, ...]]] = {}  # aval id -> (dtype code, shape)
+
+
+def _aval_code(aid: int) -> tuple[int, tuple[int, ...]]:
+    hit = _aval_codes.get(aid)
+    if hit is None:
+        from tidu.graph import aval_of
+
+        av = aval_of(aid)
+        hit = _aval_codes[aid] = (DTYPE[av.dtype.name], av.shape)
+    return hit
+
+
+def _ragged(parts: list[np.ndarray], which: np.ndarray, dtype) -> tuple[np.ndarray, np.ndarray]:
+    """parts[which[0]], parts[which[1]], ... concatenated, and each one's length."""
+    lengths = np.array([len(p) for p in parts], np.int64)
+    flat = np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    n = lengths[which]
+    total = int(n.sum())
+    # index of element j of item i: starts[which[i]] + j
+    first = np.repeat(starts[which] - np.concatenate([[0], np.cumsum(n)[:-1]]), n)
+    return flat[first + np.arange(total)], n
+
+
+def encode(arrays: dict, input_names=(), output_names=()) -> "_eval.Program":
+    """An _eval.Program from compile's SSA arrays (names are metadata carried into saved
+    files)."""
     out_off, out_slots = arrays["out_off"], arrays["out_slots"]
     if np.any(np.diff(out_off) != 1):
         raise NotImplementedError("the interpreter runs single-output ops only")
-    attrs: list[int] = []
-    attr_off = [0]
+    # slots: dtype codes and shapes, from each distinct abstract value
+    avals, a_inv = np.unique(arrays["slot_aval"], return_inverse=True)
+    a_codes = [_aval_code(int(a)) for a in avals]
+    slot_dtype = np.array([c for c, _ in a_codes], np.uint8)[a_inv]
+    shapes, ndim = _ragged([np.array(s, np.int64) for _, s in a_codes], a_inv, np.int64)
+    # instructions: opcodes and attributes, from each distinct op
+    prims, p_inv = np.unique(arrays["instr_prim"], return_inverse=True)
+    p_codes = [_prim_code(int(p)) for p in prims]
+    opcode = np.array([c for c, _, _ in p_codes], np.int64)[p_inv]
+    if np.any(opcode < 0):
+        raise NotImplementedError("an op has no C++ kernel")
+    if BLAS is None and OPCODE["DotGeneral"] in opcode:
+        ensure_blas()
+    attrs, n_attr = _ragged([a for _, a, _ in p_codes], p_inv, np.int64)
+    attr_off = np.concatenate([[0], np.cumsum(n_attr)]).astype(np.uint32)
     consts = bytearray()
-    for op in ops:
-        _encode_attrs(op, attrs, consts)
-        attr_off.append(len(attrs))
-    return _eval.Program(slot_dtype, slot_ndim, shapes, opcode, arrays["in_off"],
-                         arrays["in_slots"], out_slots, np.array(attr_off, np.uint32),
-                         np.array(attrs, np.int64), np.frombuffer(bytes(consts), np.uint8),
-                         arrays["input_slots"], arrays["output_slots"], list(input_names),
-                         list(output_names))
+    has_blob = np.array([bool(b) for _, _, b in p_codes], bool)
+    for i in np.flatnonzero(has_blob[p_inv]).tolist():  # instructions carrying constant data
+        for pos, data in p_codes[p_inv[i]][2]:
+            consts.extend(b"\0" * ((-len(consts)) % 16))
+            attrs[attr_off[i] + pos] = len(consts)
+            consts.extend(data)
+    return _eval.Program(slot_dtype, ndim.astype(np.uint32), shapes, opcode.astype(np.uint8),
+                         arrays["in_off"], arrays["in_slots"], out_slots, attr_off, attrs,
+                         np.frombuffer(bytes(consts), np.uint8), arrays["input_slots"],
+                         arrays["output_slots"], list(input_names), list(output_names))
 
 
 class LoadedProgram:

@@ -650,9 +650,8 @@ class Executable:
         if self._native is None:
             from tidu import evaluator  # the evaluator bridge; graph itself names no primitive
 
-            ops = [prim_of(p) for p in self.arrays["instr_prim"].tolist()]
-            self._native = evaluator.encode(self.arrays, self.slot_avals, ops) \
-                if evaluator.has_kernels(ops) else False
+            prims = self.arrays["instr_prim"]
+            self._native = evaluator.encode(self.arrays) if evaluator.has_kernels(prims) else False
         return self._native or None
 
     def run(self, inputs: Sequence[np.ndarray], out=None) -> list[np.ndarray]:
@@ -857,11 +856,10 @@ class CompiledProgram:
         from tidu import evaluator
 
         ex = self.executable
-        ops = [prim_of(p) for p in ex.arrays["instr_prim"].tolist()]
-        if not evaluator.has_kernels(ops):
+        if not evaluator.has_kernels(ex.arrays["instr_prim"]):
             raise NotImplementedError("a program holding a primitive with no C++ kernel cannot "
                                       "be saved")
-        native = evaluator.encode(ex.arrays, ex.slot_avals, ops, [repr(k) for k in self.inputs],
+        native = evaluator.encode(ex.arrays, [repr(k) for k in self.inputs],
                                   [repr(k) for k in self.outputs])
         with open(path, "wb") as f:
             f.write(native.to_bytes())
