@@ -50,7 +50,7 @@ class AbstractValue:
         self.shape = shape
         self.dtype = dtype
         self.id = id_
-        self.size = int(np.prod(shape, dtype=np.int64)) if shape else 1
+        self.size = math.prod(shape)
 
     @property
     def ndim(self) -> int:

@@ -3,6 +3,7 @@ select, slice, pad, concatenate."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -152,7 +153,7 @@ class Reshape(Primitive):
 
     def abstract_eval(self, x):
         check_dtype(self.name, x, ALL, "supported")
-        if int(np.prod(self.shape, dtype=np.int64)) != x.size:
+        if math.prod(self.shape) != x.size:
             raise ValueError(f"{self.name}: cannot reshape {x.shape} ({x.size} elements) "
                              f"to {self.shape}")
         return aval(self.shape, x.dtype)
