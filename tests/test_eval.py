@@ -91,6 +91,30 @@ def test_select(dtype):
     check(P.Select(), [value((3, 3), "bool"), value((3, 3), dtype), value((3, 3), dtype)])
 
 
+@pytest.mark.parametrize("shape, axes", [((1000, 16), (0,)), ((16, 1000), (1,)), ((7, 1, 9, 5), (1, 2)),
+                                         ((3, 0, 4), (0,)), ((3, 0, 4), (1,)), ((4, 5, 6), (0, 2)),
+                                         ((1, 8, 1), (0, 1, 2)), ((2, 3), ())])
+def test_reductions_of_every_layout_match_numpy_with_nan_and_int_wrap(shape, axes):
+    """Leading, trailing, middle and split reduced axes (the contiguous fast paths and the
+    general loop), NaN propagating through max, integer sums wrapping as numpy's."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(shape)
+    if x.size:
+        x.flat[rng.integers(0, x.size, 3)] = np.nan
+    F = td.build(lambda v: (td.sum(v, axis=axes), td.max(v, axis=axes)) if x.size else
+                 td.sum(v, axis=axes), v=td.spec(shape))
+    out = td.compile(td.materialize_merge(td.resolve([F]), F.outputs)).eval([x])
+    np.testing.assert_allclose(out[0], np.sum(x, axis=axes), rtol=1e-12)
+    if x.size:
+        np.testing.assert_array_equal(out[1], np.max(x, axis=axes))
+    big = np.full(shape, np.iinfo(np.int64).max, np.int64)
+    F = td.build(lambda v: td.sum(v, axis=axes), v=td.spec(shape, "int64"))
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(
+            td.compile(td.materialize_merge(td.resolve([F]), F.outputs)).eval([big])[0],
+            np.sum(big, axis=axes))
+
+
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.integers(1, 4), min_size=1, max_size=4), st.data())
 def test_reductions_any_axes(shape, data):

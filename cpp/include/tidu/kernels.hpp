@@ -251,6 +251,51 @@ inline void scatter(const T* src, const std::int64_t* shape, T* dst, std::int64_
 
 // ---- reductions ----
 
+// y (+)= x or y = max(y, x), NaN-propagating as numpy's.
+template <class T>
+inline void accumulate(T& y, T x, bool is_max) {
+  if constexpr (!is_complex_v<T>) {
+    if (is_max) {
+      if (x > y || x != x) y = x;
+      return;
+    }
+  }
+  if constexpr (is_int_v<T>) y = wrap_add(y, x);
+  else y += x;
+}
+
+// The reduction as [outer kept] x [reduced] x [inner kept] over contiguous memory, when merging
+// adjacent axes of one kind leaves at most that (the common cases: all axes, leading axes,
+// trailing axes, one middle run): loops whose inner index is contiguous, no odometer per element.
+// y holds the initial values.  False when the shape is not of that form.
+template <class T>
+inline bool reduce_blocked(const T* x, const std::int64_t* shape, std::uint32_t ndim, const bool* reduced,
+                           T* y, bool is_max) {
+  std::int64_t size[3] = {1, 1, 1};  // outer kept, reduced, inner kept
+  int part = 0;
+  for (std::uint32_t k = 0; k < ndim; ++k) {
+    if (shape[k] == 1) continue;  // a unit axis belongs to either side
+    const int want = reduced[k] ? 1 : (part == 0 ? 0 : 2);
+    if (want < part) return false;  // kept, reduced, kept, reduced...: the general loop
+    part = want;
+    size[part] *= shape[k];
+  }
+  const std::int64_t outer = size[0], r = size[1], inner = size[2];
+  for (std::int64_t o = 0; o < outer; ++o) {
+    T* yo = y + o * inner;
+    const T* xo = x + o * r * inner;
+    if (inner == 1) {
+      T acc = yo[0];
+      for (std::int64_t i = 0; i < r; ++i) accumulate(acc, xo[i], is_max);
+      yo[0] = acc;
+    } else {
+      for (std::int64_t i = 0; i < r; ++i)
+        for (std::int64_t j = 0; j < inner; ++j) accumulate(yo[j], xo[i * inner + j], is_max);
+    }
+  }
+  return true;
+}
+
 // y[kept index] (+)= x over `axes`; is_max selects max instead of sum.
 template <class T>
 inline void reduce(const T* x, const std::int64_t* shape, std::uint32_t ndim, const std::int64_t* axes,
@@ -275,6 +320,9 @@ inline void reduce(const T* x, const std::int64_t* shape, std::uint32_t ndim, co
   if (!is_max)
     for (std::int64_t i = 0; i < n_out; ++i) y[i] = T(0);
   if (n == 0) return;
+  if constexpr (!std::is_same_v<T, bool>) {
+    if (reduce_blocked(x, shape, ndim, reduced, y, is_max)) return;
+  }
   std::int64_t idx[16] = {0};
   std::int64_t o = 0;
   for (std::int64_t i = 0; i < n; ++i) {
@@ -358,7 +406,7 @@ struct DotTables {
 template <class T>
 inline bool dot_blas(const T* x, const T* w, T* y, const DotTables& t) {
   const std::int64_t nb = t.lb.size(), M = t.lf.size(), N = t.rf.size(), K = t.lc.size();
-  if (!t.ta || M == 0 || N == 0 || static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K) < 32768)
+  if (!t.ta || M == 0 || N == 0 || static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K) < 1024)
     return false;
   void* fn = nullptr;
   if constexpr (std::is_same_v<T, float>) fn = blas().sgemm;
