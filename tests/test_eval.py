@@ -383,6 +383,9 @@ def test_blocked_elementwise_chains_match_numpy(n):
     ((1,), (1,), (), (), (40, 50), (30, 50)),          # A B^T
     ((2,), (1,), (0,), (0,), (3, 40, 50), (3, 50, 30)),  # batched
     ((1,), (0,), (), (), (5, 4), (4, 3)),              # below the BLAS threshold
+    ((1,), (0,), (), (), (600, 300), (300, 200)),      # split over threads by rows
+    ((0,), (0,), (), (), (300, 600), (300, 200)),      # A^T B split by rows (columns of A)
+    ((2,), (1,), (0,), (0,), (4, 200, 300), (4, 300, 150)),  # split by batch
 ])
 def test_dot_general_with_and_without_blas(dtype, lc, rc, lb, rb, ls, rs):
     """Large products go to the BLAS hook (when installed) for every layout it can express; the

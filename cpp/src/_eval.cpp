@@ -239,6 +239,10 @@ bool set_blas(const std::string& path, const std::string& prefix) {
   tidu::kern::BlasHooks h{sym("cblas_sgemm"), sym("cblas_dgemm"), sym("cblas_cgemm"), sym("cblas_zgemm")};
   if (!h.sgemm || !h.dgemm || !h.cgemm || !h.zgemm) return false;
   tidu::kern::blas() = h;
+  // tidu splits large products over its own threads (kernels.hpp): the BLAS runs single-threaded,
+  // so its threads never compete with tidu's or spin on a busy core.  This library copy is
+  // tidu's own (numpy and scipy bundle theirs), so no other user's setting changes.
+  if (auto set_threads = reinterpret_cast<void (*)(int)>(sym("openblas_set_num_threads"))) set_threads(1);
   return true;
 }
 

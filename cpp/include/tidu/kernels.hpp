@@ -9,11 +9,13 @@
 #include <cstring>
 #include <limits>
 #include <stdexcept>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
 #include "tidu/fastmath.hpp"
 #include "tidu/opcodes.hpp"
+#include "tidu/parallel.hpp"
 
 namespace tidu {
 namespace kern {
@@ -414,20 +416,42 @@ inline bool dot_blas(const T* x, const T* w, T* y, const DotTables& t) {
   else if constexpr (std::is_same_v<T, std::complex<float>>) fn = blas().cgemm;
   else if constexpr (std::is_same_v<T, std::complex<double>>) fn = blas().zgemm;
   if (!fn) return false;
-  for (std::int64_t b = 0; b < nb; ++b) {
-    const T* A = x + t.lb[b];
+  // Rows [r0, r1) of batch b: A's rows start r0 * lda in (r0 columns in, transposed), C's r0 * N.
+  auto gemm = [&](std::int64_t b, std::int64_t r0, std::int64_t r1) {
+    const T* A = x + t.lb[b] + r0 * (t.ta == kNoTrans ? t.lda : 1);
     const T* B = w + t.rb[b];
-    T* C = y + b * M * N;
+    T* C = y + b * M * N + r0 * N;
+    const int m = static_cast<int>(r1 - r0);
     if constexpr (is_complex_v<T>) {
       const T one(1), zero(0);
-      reinterpret_cast<complex_gemm_t>(fn)(kRowMajor, t.ta, t.tb, static_cast<int>(M), static_cast<int>(N),
-                                           static_cast<int>(K), &one, A, t.lda, B, t.ldb, &zero, C,
-                                           static_cast<int>(N));
+      reinterpret_cast<complex_gemm_t>(fn)(kRowMajor, t.ta, t.tb, m, static_cast<int>(N), static_cast<int>(K),
+                                           &one, A, t.lda, B, t.ldb, &zero, C, static_cast<int>(N));
     } else {
-      reinterpret_cast<real_gemm_t<T>>(fn)(kRowMajor, t.ta, t.tb, static_cast<int>(M), static_cast<int>(N),
-                                           static_cast<int>(K), T(1), A, t.lda, B, t.ldb, T(0), C,
-                                           static_cast<int>(N));
+      reinterpret_cast<real_gemm_t<T>>(fn)(kRowMajor, t.ta, t.tb, m, static_cast<int>(N), static_cast<int>(K),
+                                           T(1), A, t.lda, B, t.ldb, T(0), C, static_cast<int>(N));
     }
+  };
+  // Thread policy: the BLAS itself runs single-threaded (the Python package sets OpenBLAS to one
+  // thread), and products of at least kParallelGemm multiply-adds are split over tidu's own
+  // threads, by batch or else by blocks of rows, one BLAS call each: small products never pay
+  // for waking threads, large ones use the cores, and nothing oversubscribes them.
+  constexpr double kParallelGemm = 1 << 23;
+  const double work = static_cast<double>(nb) * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
+  const std::int64_t hw = std::max<unsigned>(std::thread::hardware_concurrency(), 1);
+  const std::int64_t threads = std::min<std::int64_t>(
+      {hw, static_cast<std::int64_t>(std::min(work / kParallelGemm, 1e6)), std::max<std::int64_t>(nb, M / 64)});
+  if (threads <= 1) {
+    for (std::int64_t b = 0; b < nb; ++b) gemm(b, 0, M);
+  } else if (nb >= threads) {
+    detail::parallel_for(static_cast<int>(threads), [&](int th) {
+      for (std::int64_t b = th; b < nb; b += threads) gemm(b, 0, M);
+    });
+  } else {
+    const std::int64_t rows = (M + threads - 1) / threads;
+    detail::parallel_for(static_cast<int>(threads), [&](int th) {
+      for (std::int64_t b = 0; b < nb; ++b)
+        if (th * rows < M) gemm(b, th * rows, std::min(M, (th + 1) * rows));
+    });
   }
   return true;
 }
