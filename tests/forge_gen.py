@@ -122,6 +122,9 @@ def edit_attrs(p: Prog, rng) -> tuple[Prog, str]:
                                                              q.a["attrs"][b:e].tolist())]
     if not cands:
         return edit_fields(p, rng)
+    last = [c for c in cands if c[0] == cands[-1][0]]
+    if rng.random() < 0.3:  # the last instruction's lists: a walk past them leaves the array
+        cands = last
     i, j, role = cands[int(rng.integers(len(cands)))]
     b, e = q.instr_attrs(i)
     old = int(q.a["attrs"][j])
@@ -247,6 +250,17 @@ def craft_arena(rng) -> tuple[Prog, str]:
                       f"arena = {target} mod 2^64")
 
 
+def craft_attr_walk(rng) -> tuple[Prog, str]:
+    """A reduction whose axis-list length is INT64_MAX: pos + 1 + length wraps in the
+    validator's count() and the axis loop reads past the end of the attribute array."""
+    op = str(pick(rng, ["ReduceSum", "ReduceMax"]))
+    m = Asm()
+    x = m.input("float64", [2, 3])
+    y = m.instr(op, [x], m.slot("float64", [3]), [I64_MAX, 0])
+    m.outputs.append(y)
+    return m.prog(), f"craft attr_walk {op} attrs=[{I64_MAX}, 0] (the last attributes)"
+
+
 def craft_zero_extent(rng) -> tuple[Prog, str]:
     """An op over empty tensors with huge other dimensions (stride products overflow)."""
     big = int(pick(rng, [2**62, I64_MAX, 2**40, 2**32 + 1]))
@@ -323,10 +337,10 @@ def edit_raw(data: bytes, rng) -> tuple[bytes, str]:
 
 
 CRAFTED = {"pad": craft_pad, "slice": craft_slice, "concat": craft_concat,
-           "arena": craft_arena, "zero": craft_zero_extent}
+           "arena": craft_arena, "zero": craft_zero_extent, "walk": craft_attr_walk}
 # (kind, weight): seed edits, crafted programs (one in 500 an arena wrap: those files are big)
 PLAN = [("field", 40), ("attr", 20), ("pad_seed", 3), ("pad", 3), ("slice", 4), ("concat", 3),
-        ("zero", 6), ("arena", 0.2), ("names", 4), ("same", 3), ("raw", 8)]
+        ("zero", 6), ("walk", 1), ("arena", 0.2), ("names", 4), ("same", 3), ("raw", 8)]
 
 
 def forge(index: int, seed: int = 0) -> tuple[str, bytes, str]:

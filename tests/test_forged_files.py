@@ -81,7 +81,8 @@ def _sanitizer_report(text: str) -> str:
     before '|' names one bug site, for grouping."""
     ub = re.search(r"(\S+):(\d+):\d+: runtime error: ([^:\n]+)(.*)$", text, re.M)
     if ub:
-        return f"UBSan {ub[3]} at {Path(ub[1]).name}:{ub[2]} | {ub[3]}{ub[4]}"[:300]
+        kind = re.sub(r"0x[0-9a-f]+", "0x..", ub[3])  # addresses differ run to run
+        return f"UBSan {kind} at {Path(ub[1]).name}:{ub[2]} | {ub[3]}{ub[4]}"[:300]
     asan = re.search(r"^SUMMARY: AddressSanitizer: (\S+) (\S+)(.*)$", text, re.M)
     if asan:
         err = re.search(r"ERROR: AddressSanitizer: (.*)$", text, re.M)
