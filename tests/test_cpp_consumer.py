@@ -6,60 +6,19 @@ with AddressSanitizer and UndefinedBehaviorSanitizer)."""
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import tidu as td
-
-HERE = Path(__file__).parent / "cpp"
-
-
-def _cmake() -> list[str]:
-    exe = shutil.which("cmake")
-    return [exe] if exe else [sys.executable, "-m", "cmake"]
-
-
-def _build(tmp: Path, sanitize: bool, saved_dir: Path) -> Path:
-    if shutil.which("c++") is None and shutil.which("g++") is None:
-        pytest.fail("no C++ compiler on PATH: the C++ consumer tests need one")
-    build = tmp / ("build-asan" if sanitize else "build")
-    cfg = [*_cmake(), "-S", str(HERE), "-B", str(build), f"-Dtidu_DIR={td.get_cmake_dir()}",
-           "-DCMAKE_BUILD_TYPE=" + ("Debug" if sanitize else "Release"),
-           f"-DTIDU_SANITIZE={'ON' if sanitize else 'OFF'}", f"-DTIDU_SAVED_DIR={saved_dir}"]
-    for cmd in (cfg, [*_cmake(), "--build", str(build), "-j2"]):
-        res = subprocess.run(cmd, capture_output=True, text=True)
-        assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
-    return build
+from cpp_build import ctest
 
 
 @pytest.fixture(scope="module")
-def builds(tmp_path_factory, saved):
-    tmp = tmp_path_factory.mktemp("cpp")
-    return {"release": _build(tmp, False, saved[0]), "asan": _build(tmp, True, saved[0])}
-
-
-@pytest.fixture(scope="module")
-def saved(tmp_path_factory):
-    """A function and its gradient, saved, with inputs and Python's outputs as raw buffers."""
-    tmp = tmp_path_factory.mktemp("prog")
-    F0 = td.build(lambda x, w: td.sum(td.tanh(x @ w) * x[:, :1]), x=td.spec((4, 3)),
-                  w=td.spec((3, 3)))
-    T1 = td.transpose(td.differentiate(td.resolve([F0]), F0.outputs, ["w"]))
-    (ct,) = [k for _, k in T1.tangent_inputs]
-    prog = td.compile(td.materialize_merge(td.resolve([F0, T1]), F0.outputs + T1.tangent_outputs))
-    rng = np.random.default_rng(0)
-    feed = {"x": rng.standard_normal((4, 3)), "w": rng.standard_normal((3, 3)), ct: 1.0}
-    inputs = [np.asarray(feed[k], np.float64) for k in prog.inputs]
-    outs = prog.eval(inputs)
-    prog.save(tmp / "grad.tidu")
-    (tmp / "inputs.bin").write_bytes(b"".join(a.tobytes() for a in inputs))
-    (tmp / "expected.bin").write_bytes(b"".join(o.tobytes() for o in outs))
-    return tmp, prog, inputs, outs
+def builds(cpp_build):
+    return {"release": cpp_build("release"), "asan": cpp_build("asan")}
 
 
 def test_get_include_and_cmake_dir_exist():
@@ -71,8 +30,7 @@ def test_get_include_and_cmake_dir_exist():
 def test_ctest_consumer_project(builds, kind):
     """CTest: core identity, the saved gradient evaluated from C++ vs Python's values, and the
     loader over mutated files (with and without a valid checksum)."""
-    ctest = shutil.which("ctest") or str(Path(_cmake()[0]).with_name("ctest"))
-    res = subprocess.run([ctest, "--test-dir", str(builds[kind]), "--output-on-failure"],
+    res = subprocess.run([ctest(), "--test-dir", str(builds[kind]), "--output-on-failure"],
                          capture_output=True, text=True, timeout=900)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     assert re.search(r"100% tests passed.* out of 4", res.stdout), res.stdout

@@ -1,0 +1,48 @@
+"""Shared fixtures: the C++ consumer builds (one per session, built on first use) and the
+``--long`` option of the forged-file tests."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tidu as td
+
+
+def pytest_addoption(parser):
+    parser.addoption("--long", action="store_true", default=False,
+                     help="forged-file tests: 100,000 files instead of 5,000")
+
+
+@pytest.fixture(scope="session")
+def saved(tmp_path_factory):
+    """A function and its gradient, saved, with inputs and Python's outputs as raw buffers."""
+    tmp = tmp_path_factory.mktemp("prog")
+    F0 = td.build(lambda x, w: td.sum(td.tanh(x @ w) * x[:, :1]), x=td.spec((4, 3)),
+                  w=td.spec((3, 3)))
+    T1 = td.transpose(td.differentiate(td.resolve([F0]), F0.outputs, ["w"]))
+    (ct,) = [k for _, k in T1.tangent_inputs]
+    prog = td.compile(td.materialize_merge(td.resolve([F0, T1]), F0.outputs + T1.tangent_outputs))
+    rng = np.random.default_rng(0)
+    feed = {"x": rng.standard_normal((4, 3)), "w": rng.standard_normal((3, 3)), ct: 1.0}
+    inputs = [np.asarray(feed[k], np.float64) for k in prog.inputs]
+    outs = prog.eval(inputs)
+    prog.save(tmp / "grad.tidu")
+    (tmp / "inputs.bin").write_bytes(b"".join(a.tobytes() for a in inputs))
+    (tmp / "expected.bin").write_bytes(b"".join(o.tobytes() for o in outs))
+    return tmp, prog, inputs, outs
+
+
+@pytest.fixture(scope="session")
+def cpp_build(tmp_path_factory, saved):
+    """cpp_build("release" | "asan"): the tests/cpp build directory, built once per session."""
+    from cpp_build import build
+
+    tmp, cache = tmp_path_factory.mktemp("cpp"), {}
+
+    def get(kind: str):
+        if kind not in cache:
+            cache[kind] = build(tmp, kind == "asan", saved[0])
+        return cache[kind]
+
+    return get
