@@ -3,6 +3,7 @@ compile — for random scalar DAGs of sin/exp/log/mul/add blocks — and an HVP,
 ``jax.make_jaxpr(jax.grad(f))`` and CasADi's ``gradient`` (when installed).
 
     python bench/transforms.py [--sizes 10000 100000] [--repeat 3]
+    python bench/transforms.py --cold [--repeat 3]   # first td.jit(td.grad) calls, end to end
 
 Target (issue 4): <= 3 us per primal op end to end.  Prints medians and ratios.
 """
@@ -97,12 +98,109 @@ def casadi_gradient(recipe):
     return t1 - t0, time.perf_counter() - t1
 
 
+# ---- cold, end to end: the first td.jit(td.grad(f)) call of programs never seen before ----
+
+def rk4(ns, steps, h):
+    """An unrolled Lorenz RK4 integration on a 3-vector (indexing, arithmetic, concatenate)."""
+    def lorenz(s, p):
+        x, y, z = s[0], s[1], s[2]
+        return ns.concatenate([ns.reshape(p[0] * (y - x), (1,)),
+                               ns.reshape(x * (p[1] - z) - y, (1,)),
+                               ns.reshape(x * y - p[2] * z, (1,))])
+
+    def f(s, p):
+        for _ in range(steps):
+            k1 = lorenz(s, p)
+            k2 = lorenz(s + h / 2 * k1, p)
+            k3 = lorenz(s + h / 2 * k2, p)
+            k4 = lorenz(s + h * k3, p)
+            s = s + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+        return ns.sum(s * s)
+    return f
+
+
+def mlp(ns, layers, scale):
+    """A deep tanh MLP of width 16 on 64 examples (DotGeneral, tanh, broadcasting adds)."""
+    def f(ws, x):
+        h = x
+        for w in ws:
+            h = ns.tanh(h @ (w * scale) + 0.1)
+        return ns.sum(h * h)
+    return f
+
+
+def workloads(rng):
+    """(name, maker(ns, salt) -> function, args, argnums): salt makes a new structure per call."""
+    import numpy as np
+
+    s0, p0 = np.array([1.0, 1.0, 1.0]), np.array([10.0, 28.0, 8 / 3])
+    ws = [rng.standard_normal((16, 16)) * 0.3 for _ in range(50)]
+    x = rng.standard_normal((64, 16))
+    dag = blocks(10_000)
+    return [
+        ("rk4 100 steps", lambda ns, k: rk4(ns, 100, 0.01 + k * 1e-9), (s0, p0), (0, 1)),
+        ("rk4 1000 steps", lambda ns, k: rk4(ns, 1000, 0.001 + k * 1e-9), (s0, p0), (0, 1)),
+        ("mlp 50x16", lambda ns, k: mlp(ns, 50, 1.0 + k * 1e-9), (ws, x), (0,)),
+        ("scalar dag 10k", lambda ns, k: make(dag + [("s", 0.0, "a")] * k, ns), (0.3, 0.7), (0, 1)),
+    ]
+
+
+def cold_end_to_end(repeat, jax_max):
+    """Per primal op: tidu's first td.jit(td.grad(f)) call (trace, transforms, compile, encode,
+    first evaluation) and jax's first jax.jit(jax.grad(f)) call (trace, lower, XLA compile, first
+    run, for programs of at most jax_max primal ops), each on a structure never seen before in
+    the process; medians of `repeat`."""
+    import numpy as np
+
+    try:
+        import jax
+        import jax.numpy as jnp
+        jax.config.update("jax_enable_x64", True)
+    except ImportError:
+        jax = None
+    med = statistics.median
+    print("cold, end to end (a new program per repeat, trace through the first evaluation):")
+    for name, maker, args, argnums in workloads(np.random.default_rng(0)):
+        n_ops = _primal_ops(maker(td, 0), args)
+        t_tidu, t_jax = [], []
+        for k in range(1, repeat + 1):
+            g = td.jit(td.grad(maker(td, k), argnums=argnums))
+            t0 = time.perf_counter()
+            g(*args)
+            t_tidu.append(time.perf_counter() - t0)
+            if jax is not None and n_ops <= jax_max:
+                gj = jax.jit(jax.grad(maker(jnp, k), argnums=argnums))
+                t0 = time.perf_counter()
+                jax.block_until_ready(gj(*args))
+                t_jax.append(time.perf_counter() - t0)
+        us = med(t_tidu) / n_ops * 1e6
+        line = f"  {name:15s} {n_ops:>7,d} primal ops  tidu {us:7.2f} us/op ({med(t_tidu) * 1e3:8.1f} ms)"
+        if t_jax:
+            line += (f"   jax.jit(jax.grad) {med(t_jax) / n_ops * 1e6:8.2f} us/op"
+                     f"   jax / tidu {med(t_jax) / med(t_tidu):6.1f}x")
+        print(line)
+
+
+def _primal_ops(f, args):
+    """Primal ops of f traced at args (its program's non-constant instructions): the unit of the
+    per-op figures."""
+    from tidu.api import trace_program
+
+    prog, _ = trace_program(f, args, backend="cpu")
+    return sum(1 for op, _, _ in prog.executable.instructions if op.name != "Constant") or 1
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--jax-max", type=int, default=10_000, help="largest size timed with jax")
+    p.add_argument("--cold", action="store_true",
+                   help="only the cold end-to-end first calls of the array and scalar workloads")
     a = p.parse_args()
+    if a.cold:
+        cold_end_to_end(a.repeat, a.jax_max)
+        return
     med = statistics.median
     for n in a.sizes:
         recipe = blocks(n)

@@ -194,6 +194,11 @@ inline ProgramArrays deserialize(const void* data, std::size_t n) {
   a.inputs = r.vec<std::uint32_t>(), a.outputs = r.vec<std::uint32_t>();
   a.input_names = r.strings(), a.output_names = r.strings();
   if (!r.done()) io::Reader::fail("trailing bytes after the payload");
+  // A saved program names every input and output (callers address inputs by these names).
+  if (a.input_names.size() != a.inputs.size() || a.output_names.size() != a.outputs.size())
+    io::Reader::fail(std::to_string(a.input_names.size()) + " input names for " + std::to_string(a.inputs.size()) +
+                     " inputs, " + std::to_string(a.output_names.size()) + " output names for " +
+                     std::to_string(a.outputs.size()) + " outputs");
   return a;
 }
 

@@ -140,8 +140,8 @@ inline void run_instr(const Program& p, Workspace& ws, std::size_t idx) {
                         static_cast<T*>(y), out.size, in.op == Op::ReduceMax);
       });
       return;
-    case Op::Reshape:
-      std::memmove(y, ptr[a[0]], p.nbytes(in.out));
+    case Op::Reshape:  // (a caller may pass null for an empty buffer: no mem* call on 0 bytes)
+      if (out.size) std::memmove(y, ptr[a[0]], p.nbytes(in.out));
       return;
     case Op::BroadcastInDim: {  // attrs: n, shape..., m, dims...
       std::int64_t n = at[0];
@@ -195,7 +195,7 @@ inline void run_instr(const Program& p, Workspace& ws, std::size_t idx) {
         // Interior padding applies only between two operand elements (and may be huge otherwise).
         dst_str[k] = p.shape(a[0])[k] > 1 ? out_str[k] * (interior[k] + 1) : out_str[k];
       }
-      std::memset(y, 0, p.nbytes(in.out));
+      if (out.size) std::memset(y, 0, p.nbytes(in.out));
       visit(out.dtype, [&](auto t) {
         using T = decltype(t);
         kern::scatter<T>(static_cast<const T*>(ptr[a[0]]), p.shape(a[0]), static_cast<T*>(y), base, dst_str, out.ndim);
@@ -253,7 +253,7 @@ inline void run_instr(const Program& p, Workspace& ws, std::size_t idx) {
       return;
     }
     case Op::Constant:  // attrs: offset, nbytes
-      std::memcpy(y, p.consts.data() + at[0], static_cast<std::size_t>(at[1]));
+      if (at[1]) std::memcpy(y, p.consts.data() + at[0], static_cast<std::size_t>(at[1]));
       return;
     case Op::Iota: {  // attrs: n, shape..., dtype, dimension
       std::int64_t dim = at[at[0] + 2];
@@ -500,7 +500,8 @@ inline void eval(const Program& p, Workspace& ws, const void* const* inputs, voi
     i = end - 1;
   }
   for (std::size_t i = 0; i < p.outputs.size(); ++i)
-    if (ptr[p.outputs[i]] != outputs[i]) std::memcpy(outputs[i], ptr[p.outputs[i]], p.nbytes(p.outputs[i]));
+    if (ptr[p.outputs[i]] != outputs[i] && p.nbytes(p.outputs[i]))
+      std::memcpy(outputs[i], ptr[p.outputs[i]], p.nbytes(p.outputs[i]));
 }
 
 inline void Program::eval(Workspace& ws, const void* const* in, void* const* out) const {

@@ -88,7 +88,7 @@ inline bool unary(Op op, const T* x, T* y, std::int64_t n) {
         return true;
       case Op::Conj:
         if constexpr (is_complex_v<T>) { for (std::int64_t i = 0; i < n; ++i) y[i] = std::conj(x[i]); }
-        else { std::memcpy(y, x, n * sizeof(T)); }
+        else if (n) { std::memcpy(y, x, n * sizeof(T)); }
         return true;
       default: break;
     }
@@ -109,7 +109,7 @@ inline bool unary(Op op, const T* x, T* y, std::int64_t n) {
       default: break;
     }
   }
-  if (op == Op::StopGradient) { std::memcpy(y, x, n * sizeof(T)); return true; }
+  if (op == Op::StopGradient) { if (n) std::memcpy(y, x, n * sizeof(T)); return true; }
   return false;
 }
 
