@@ -136,12 +136,14 @@ def workloads(rng):
     s0, p0 = np.array([1.0, 1.0, 1.0]), np.array([10.0, 28.0, 8 / 3])
     ws = [rng.standard_normal((16, 16)) * 0.3 for _ in range(50)]
     x = rng.standard_normal((64, 16))
-    dag = blocks(10_000)
+    dag1, dag10 = blocks(1_000), blocks(10_000)
     return [
+        ("mlp 50x16", lambda ns, k: mlp(ns, 50, 1.0 + k * 1e-9), (ws, x), (0,)),
+        ("rk4 10 steps", lambda ns, k: rk4(ns, 10, 0.01 + k * 1e-9), (s0, p0), (0, 1)),
+        ("scalar dag 1k", lambda ns, k: make(dag1 + [("s", 0.0, "a")] * k, ns), (0.3, 0.7), (0, 1)),
         ("rk4 100 steps", lambda ns, k: rk4(ns, 100, 0.01 + k * 1e-9), (s0, p0), (0, 1)),
         ("rk4 1000 steps", lambda ns, k: rk4(ns, 1000, 0.001 + k * 1e-9), (s0, p0), (0, 1)),
-        ("mlp 50x16", lambda ns, k: mlp(ns, 50, 1.0 + k * 1e-9), (ws, x), (0,)),
-        ("scalar dag 10k", lambda ns, k: make(dag + [("s", 0.0, "a")] * k, ns), (0.3, 0.7), (0, 1)),
+        ("scalar dag 10k", lambda ns, k: make(dag10 + [("s", 0.0, "a")] * k, ns), (0.3, 0.7), (0, 1)),
     ]
 
 
@@ -178,7 +180,7 @@ def cold_end_to_end(repeat, jax_max):
         if t_jax:
             line += (f"   jax.jit(jax.grad) {med(t_jax) / n_ops * 1e6:8.2f} us/op"
                      f"   jax / tidu {med(t_jax) / med(t_tidu):6.1f}x")
-        print(line)
+        print(line, flush=True)
 
 
 def _primal_ops(f, args):
@@ -194,12 +196,13 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     p.add_argument("--repeat", type=int, default=3)
-    p.add_argument("--jax-max", type=int, default=10_000, help="largest size timed with jax")
+    p.add_argument("--jax-max", type=int, default=10_000,
+                   help="largest size timed with jax (--cold: at most 1,000 primal ops)")
     p.add_argument("--cold", action="store_true",
                    help="only the cold end-to-end first calls of the array and scalar workloads")
     a = p.parse_args()
-    if a.cold:
-        cold_end_to_end(a.repeat, a.jax_max)
+    if a.cold:  # XLA's compile of unrolled code grows fast: 17 s at 850 ops, 165 s at 2,500
+        cold_end_to_end(a.repeat, min(a.jax_max, 1_000))
         return
     med = statistics.median
     for n in a.sizes:
