@@ -33,6 +33,12 @@ inline void visit(DType d, F&& f) {
   }
 }
 
+class Workspace;
+using Handler = void (*)(const Program&, Workspace&, std::size_t);
+namespace detail {
+Handler handler_for(const Program& p, std::size_t i);
+}
+
 class Workspace {
  public:
   explicit Workspace(const Program& p)
@@ -40,7 +46,14 @@ class Workspace {
         scalars_(p.scalar_code.empty() ? 0 : p.slots.size() + 1) {
     auto* base = reinterpret_cast<std::uint8_t*>(arena_.data());
     for (std::size_t s = 0; s < p.slots.size(); ++s) ptr_[s] = base + p.slots[s].offset;
+    if (p.scalar_code.empty()) {
+      handlers_.resize(p.instrs.size());
+      for (std::size_t i = 0; i < p.instrs.size(); ++i) handlers_[i] = detail::handler_for(p, i);
+    }
   }
+  // The function that runs instruction i (resolved once per workspace: no dispatch on opcode
+  // and dtype per evaluation).
+  Handler handler(std::size_t i) const { return handlers_[i]; }
   void** ptrs() { return ptr_.data(); }
   // Points slot s back at its arena buffer (after an evaluation wrote it to a caller's buffer).
   void reset(const Program& p, std::uint32_t s) {
@@ -55,6 +68,7 @@ class Workspace {
   std::vector<void*> ptr_;
   std::vector<kern::DotTables> dots_;
   std::vector<double> scalars_;  // slot values on the all-scalar fast path
+  std::vector<Handler> handlers_;
 };
 
 namespace detail {
@@ -272,6 +286,74 @@ inline void run_instr(const Program& p, Workspace& ws, std::size_t idx) {
   }
 }
 
+// ---- handlers: instructions with their opcode and dtype resolved ahead of time ----
+// Programs over small arrays (a 3-vector integrator, a gradient's scalar bookkeeping) run tens of
+// thousands of instructions of a few elements each, where the two dispatches of run_instr
+// (opcode, then dtype) cost as much as the arithmetic.  The common ones get a function each.
+
+template <Op OP, class T>
+inline T binary_op(T x, T y) {
+  if constexpr (OP == Op::Add) return x + y;
+  else if constexpr (OP == Op::Sub) return x - y;
+  else if constexpr (OP == Op::Mul) return x * y;
+  else if constexpr (OP == Op::Div) return x / y;
+  else if constexpr (OP == Op::Max) return (x != x || x > y) ? x : y;  // NaN propagates, as numpy's
+  else return (x != x || x < y) ? x : y;
+}
+
+template <Op OP, class T>
+inline void run_binary(const Program& p, Workspace& ws, std::size_t i) {
+  const Instr& in = p.instrs[i];
+  void** ptr = ws.ptrs();
+  const std::uint32_t* a = p.args.data() + in.in_begin;
+  const T* x = static_cast<const T*>(ptr[a[0]]);
+  const T* y = static_cast<const T*>(ptr[a[1]]);
+  T* r = static_cast<T*>(ptr[in.out]);
+  const std::int64_t n = p.slots[in.out].size;
+  for (std::int64_t k = 0; k < n; ++k) r[k] = binary_op<OP, T>(x[k], y[k]);
+}
+
+template <class T>
+inline void run_neg(const Program& p, Workspace& ws, std::size_t i) {
+  const Instr& in = p.instrs[i];
+  void** ptr = ws.ptrs();
+  const T* x = static_cast<const T*>(ptr[p.args[in.in_begin]]);
+  T* r = static_cast<T*>(ptr[in.out]);
+  const std::int64_t n = p.slots[in.out].size;
+  for (std::int64_t k = 0; k < n; ++k) r[k] = -x[k];
+}
+
+inline void run_copy(const Program& p, Workspace& ws, std::size_t i) {  // Reshape
+  const Instr& in = p.instrs[i];
+  void** ptr = ws.ptrs();
+  const std::uint64_t n = p.nbytes(in.out);
+  if (n) std::memmove(ptr[in.out], ptr[p.args[in.in_begin]], n);
+}
+
+template <class T>
+inline Handler float_handler(Op op) {
+  switch (op) {
+    case Op::Add: return &run_binary<Op::Add, T>;
+    case Op::Sub: return &run_binary<Op::Sub, T>;
+    case Op::Mul: return &run_binary<Op::Mul, T>;
+    case Op::Div: return &run_binary<Op::Div, T>;
+    case Op::Max: return &run_binary<Op::Max, T>;
+    case Op::Min: return &run_binary<Op::Min, T>;
+    case Op::Neg: return &run_neg<T>;
+    default: return &run_instr;
+  }
+}
+
+inline Handler handler_for(const Program& p, std::size_t i) {
+  const Instr& in = p.instrs[i];
+  if (in.op == Op::Reshape) return &run_copy;
+  switch (p.slots[in.out].dtype) {
+    case DType::F64: return float_handler<double>(in.op);
+    case DType::F32: return float_handler<float>(in.op);
+    default: return &run_instr;
+  }
+}
+
 }  // namespace detail
 
 namespace detail {
@@ -472,7 +554,7 @@ inline void eval(const Program& p, Workspace& ws, const void* const* inputs, voi
   for (std::size_t i = 0; i < p.instrs.size(); ++i) {
     std::uint32_t end = p.chain_end.empty() ? 0 : p.chain_end[i];
     if (end == 0) {
-      detail::run_instr(p, ws, i);
+      ws.handler(i)(p, ws, i);
       continue;
     }
     // A chain of elementwise instructions over one size: all of them for block 1, then block 2,
