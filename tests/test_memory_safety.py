@@ -12,6 +12,7 @@ import textwrap
 import numpy as np
 import pytest
 
+import forge
 import tidu as td
 from tidu import _eval
 
@@ -170,27 +171,32 @@ def test_a_memory_plan_past_2_to_the_56_bytes_is_refused():
 
 def test_input_and_output_name_counts_must_match():
     prog = _program(lambda x0: x0 * 2.0, td.spec((3,)))
-    native = prog.executable.native
-    arrays = [np.array(a) for a in _arrays_of(native)]
+    saved = forge.parse(prog.executable.native.to_bytes())
+    arrays = list(saved.a.values())
     with pytest.raises(ValueError, match="2 input names for 1 inputs"):
         _eval.Program(*arrays, ["a", "b"], [])
     with pytest.raises(ValueError, match="2 output names for 1 outputs"):
         _eval.Program(*arrays, ["a"], ["y", "z"])
     assert _eval.Program(*arrays, ["a"], ["y"]).input_names == ["a"]
+    unnamed = forge.parse(_eval.Program(*arrays, ["a"], ["y"]).to_bytes())
+    unnamed.input_names = []  # a file must name every input
+    with pytest.raises(ValueError, match="0 input names for 1 inputs"):
+        _eval.Program(unnamed.to_bytes())
 
 
-def _arrays_of(native):
-    """The 12 arrays of a native program, read back from its file bytes."""
-    b = native.to_bytes()[32:]
-    kinds = [np.uint8, np.uint32, np.int64, np.uint8, np.uint32, np.uint32, np.uint32, np.uint32,
-             np.int64, np.uint8, np.uint32, np.uint32]
-    out, pos = [], 0
-    for k in kinds:
-        n = int(np.frombuffer(b, np.uint64, 1, pos)[0])
-        pos += 8
-        out.append(np.frombuffer(b, k, n, pos).copy())
-        pos += n * np.dtype(k).itemsize
-    return out
+@pytest.mark.parametrize("bad", [b"\xe9", b"a\xc0\xafb", b"\xed\xa0\x80", b"\xf4\x90\x80\x80",
+                                 b"ok\xf0\x9f"])
+def test_names_in_a_file_must_be_utf8(bad):
+    """Names become Python str (and get printed): malformed UTF-8 (a stray continuation byte, an
+    overlong form, a surrogate, past U+10FFFF, truncated) is refused at load."""
+    prog = _program(lambda x0: x0 * 2.0, td.spec((3,)))
+    saved = forge.parse(_eval.Program(*forge.parse(prog.executable.native.to_bytes()).a.values(),
+                                      ["x"], ["y"]).to_bytes())
+    saved.input_names = [bad]
+    with pytest.raises(ValueError, match="not valid UTF-8"):
+        _eval.Program(saved.to_bytes())
+    saved.input_names = ["é \U0001f600".encode()]
+    assert _eval.Program(saved.to_bytes()).input_names == ["é \U0001f600"]
 
 
 # ---- numeric edges: both evaluators agree with numpy and jax ----

@@ -80,6 +80,25 @@ inline Program build_program(const ProgramArrays& r) {
 
 namespace io {
 
+// Whether d[0..n) is well-formed UTF-8 (no overlong forms, surrogates or code points past
+// U+10FFFF): names are handed to Python as str, and a user may print them.
+inline bool utf8(const std::uint8_t* d, std::size_t n) {
+  for (std::size_t i = 0; i < n;) {
+    const std::uint8_t c = d[i];
+    std::size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    if (len == 0 || len > n - i) return false;
+    std::uint32_t cp = len == 1 ? c : len == 2 ? c & 0x1F : len == 3 ? c & 0x0F : c & 0x07;
+    for (std::size_t k = 1; k < len; ++k) {
+      if ((d[i + k] & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (d[i + k] & 0x3F);
+    }
+    static const std::uint32_t least[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < least[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+    i += len;
+  }
+  return true;
+}
+
 inline std::uint64_t fnv1a(const std::uint8_t* d, std::size_t n) {
   std::uint64_t h = 0xcbf29ce484222325ULL;
   for (std::size_t i = 0; i < n; ++i) h = (h ^ d[i]) * 0x100000001b3ULL;
@@ -136,6 +155,7 @@ class Reader {
     for (std::uint64_t k = 0; k < n; ++k) {
       std::uint32_t len = pod<std::uint32_t>();
       need(len);
+      if (!utf8(d_ + i_, len)) fail("a name is not valid UTF-8");
       v.emplace_back(reinterpret_cast<const char*>(d_ + i_), len);
       i_ += len;
     }
@@ -160,7 +180,13 @@ inline std::vector<std::uint8_t> serialize(const ProgramArrays& r) {
   pay.vec(r.slot_dtype), pay.vec(r.slot_ndim), pay.vec(r.shapes), pay.vec(r.opcode);
   pay.vec(r.in_off), pay.vec(r.in_slots), pay.vec(r.out_slot), pay.vec(r.attr_off);
   pay.vec(r.attrs), pay.vec(r.consts), pay.vec(r.inputs), pay.vec(r.outputs);
-  pay.strings(r.input_names), pay.strings(r.output_names);
+  // A file names every input and output: a program built without names gets their positions.
+  auto names = [](const std::vector<std::string>& given, std::size_t n) {
+    std::vector<std::string> v = given;
+    for (std::size_t i = v.size(); i < n; ++i) v.push_back(std::to_string(i));
+    return v;
+  };
+  pay.strings(names(r.input_names, r.inputs.size())), pay.strings(names(r.output_names, r.outputs.size()));
   io::Writer f;
   f.out.insert(f.out.end(), kMagic, kMagic + 8);
   f.pod<std::uint32_t>(kFormatVersion);
