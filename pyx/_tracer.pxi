@@ -54,6 +54,9 @@ cdef struct ScalarRule:
     uint8_t tag     # 1 + slot * 4 + scalar_left * 2 + is_int (0: empty entry)
     Id const_pid    # Constant(scalar as the tracer's dtype)
     Id const_aval
+    bint bcast      # the tracer is an array: the Constant is broadcast to its shape first
+    Id bcast_pid
+    Id bcast_aval
     Id pid          # the op
     Id out
 
@@ -64,7 +67,7 @@ cdef list _bslow = [None] * _N_BINARY, _brule = [None] * _N_BINARY, _bscalar = [
 cdef list _uslow = [None] * _N_UNARY, _urule = [None] * _N_UNARY
 cdef vector[vector[Rule]] _r2 = vector[vector[Rule]](_N_BINARY)
 cdef vector[vector[Rule]] _r1 = vector[vector[Rule]](_N_UNARY)
-cdef vector[uint8_t] _aval_flags  # per aval id: 0 not seen, 3 rank-0 float/complex, 1 other
+cdef vector[uint8_t] _aval_flags  # per aval id: 0 not seen, 3 float/complex, 1 other
 cdef ScalarRule _scalar_cache[_SCALAR_CACHE]
 
 
@@ -73,8 +76,9 @@ def tracer_setup(module, avals, binary, unary):
     their functions up there), `avals` (the interned AbstractValue list, by id), `binary`
     {slot: (slow(x, y), rule(aval), scalar_rule(aval, scalar))}, `unary` {slot: (slow(x),
     rule(aval))}.  rule returns (prim id, output AbstractValue), or None for the slow path;
-    scalar_rule returns (Constant prim id, Constant aval id, prim id, output AbstractValue) for
-    a rank-0 float/complex aval and a Python float/int."""
+    scalar_rule returns (Constant prim id, Constant aval id, BroadcastInDim prim id and aval id or
+    None and None for a rank-0 aval, prim id, output AbstractValue) for a float/complex aval and a
+    Python float/int."""
     global _py, _avals
     for k in binary:
         if not 0 <= k < _N_BINARY:
@@ -179,13 +183,13 @@ cdef inline int _rule(vector[vector[Rule]]& table, list rules, int k, Tracer x, 
 
 
 cdef inline bint _scalar_ok(Tracer x) except -1:
-    """x is rank 0 and floating or complex: numpy's weak scalar promotion keeps its dtype."""
+    """x is floating or complex: numpy's weak scalar promotion keeps its dtype."""
     cdef Id aid = x._aid
     cdef uint8_t f
     if aid < _aval_flags.size() and _aval_flags[aid]:
         return _aval_flags[aid] == 3
     av = x.aval
-    f = 3 if not av.shape and av.dtype.kind in "fc" else 1
+    f = 3 if av.dtype.kind in "fc" else 1
     if aid >= _aval_flags.size():
         _aval_flags.resize(aid + 1, 0)
     _aval_flags[aid] = f
@@ -222,7 +226,7 @@ cdef object _scalar(int k, Tracer x, object s, bint left):
         res = srule(x.aval, s)
         if res is None:
             return None
-        cpid, caid, opid, out_av = res
+        cpid, caid, bpid, baid, opid, out_av = res
         oid = out_av.id
         if not (oid < len(_avals) and _avals[oid] is out_av):
             return None
@@ -232,11 +236,17 @@ cdef object _scalar(int k, Tracer x, object s, bint left):
         e.tag = tag
         e.const_pid = cpid
         e.const_aval = caid
+        e.bcast = bpid is not None
+        if e.bcast:
+            e.bcast_pid = bpid
+            e.bcast_aval = baid
         e.pid = opid
         e.out = oid
     cdef Trace t = x._t
     cdef Id pid = e.pid, out = e.out
     cdef Id c = _emit0(t, e.const_pid, e.const_aval)
+    if e.bcast:
+        c = _emit1(t, e.bcast_pid, c, e.bcast_aval)
     if left:
         return _new(t, _emit2(t, pid, c, x._v, out), out)
     return _new(t, _emit2(t, pid, x._v, c, out), out)

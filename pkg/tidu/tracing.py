@@ -162,13 +162,14 @@ def _unary_float(cls, x) -> "Tracer":
 
 
 # The compiled fast path (pyx/_tracer.pxi) takes Tracer op Tracer (one trace, one abstract value),
-# Tracer op Python float/int (rank-0 float/complex Tracer) and unary ops of a Tracer.  It emits the
+# Tracer op Python float/int (a float/complex Tracer of any shape) and unary ops of a Tracer.  It emits the
 # nodes the general paths above would emit for those operands, with shape/dtype rules it asks for
 # here once per (op, abstract value) or (op, abstract value, scalar) and memoises by id:
 #   rule(av) -> (prim id, output aval) or None (the general path for this aval),
-#   scalar_rule(av, s) -> (Constant prim id, Constant aval id, prim id, output aval): numpy 2's
-#   weak scalar promotion keeps the tracer's dtype, so the general path emits Constant(s as that
-#   dtype) and the op.
+#   scalar_rule(av, s) -> (Constant prim id, Constant aval id, BroadcastInDim prim id, its aval id
+#   (None, None at rank 0), prim id, output aval): numpy 2's weak scalar promotion keeps the
+#   tracer's dtype, so the general path emits Constant(s as that dtype), broadcasts it to the
+#   tracer's shape, and the op.
 
 def _binary_slot(cls, name: str, float_only=False):
     def slow(x, y):
@@ -185,7 +186,11 @@ def _binary_slot(cls, name: str, float_only=False):
         c = P.Constant.of(arr, arr.dtype)
         op, pid = _singleton(cls)
         out = op.abstract_eval(av, av)
-        return prim_id(c), c.abstract_eval().id, pid, out
+        bpid = baid = None
+        if av.shape:  # as _broadcast: the rank-0 Constant broadcast to the array's shape
+            b = P.BroadcastInDim(av.shape, ())
+            bpid, baid = prim_id(b), b.abstract_eval(c.abstract_eval()).id
+        return prim_id(c), c.abstract_eval().id, bpid, baid, pid, out
 
     return slow, rule, scalar_rule
 
