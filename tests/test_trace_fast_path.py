@@ -158,3 +158,30 @@ def test_a_bare_tracer_is_an_error_not_a_crash():
             fn()
     with pytest.raises(TypeError):
         td.Tracer(None, 0, td.spec(()))
+
+
+def test_static_index_plans_are_reused_with_the_same_nodes_and_errors():
+    """x[idx] is planned once per (abstract value, index) and replayed: the same node ids as
+    the first time, a bool never taken for an int, and errors raised every time."""
+    idx = [0, -1, (slice(None), 1), (1, slice(0, 3, 2)), (None, Ellipsis, 2), (slice(1, None),),
+           (Ellipsis,), np.int64(1), (0, None)]
+
+    def f(x):
+        return [x[i] for i in idx]
+
+    first = td.build(f, x=td.spec((3, 4)))
+    again = td.build(f, x=td.spec((3, 4)))
+    assert [k.id for k in again.outputs] == [k.id for k in first.outputs]
+    assert str(again) == str(first)
+    cold = tracing._index_plans.copy()
+    tracing._index_plans.clear()
+    try:
+        fresh = td.build(f, x=td.spec((3, 4)))
+    finally:
+        tracing._index_plans.update(cold)
+    assert [k.id for k in fresh.outputs] == [k.id for k in first.outputs]
+    for bad, err in [(True, TypeError), (5, IndexError), ((0, 0, 0), IndexError)]:
+        for _ in range(2):
+            with pytest.raises(err):
+                td.build(lambda x: x[bad], x=td.spec((3, 4)))
+    assert td.build(lambda x: x[1], x=td.spec((3, 4))).outputs[0].aval.shape == (4,)

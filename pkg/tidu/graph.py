@@ -411,6 +411,22 @@ def _listing(frag: Fragment) -> str:
 _rule_memo: dict[tuple, tuple[int, list[int]]] = {}
 
 
+def shape_rule(op: GraphOp, in_avals: tuple[int, ...]) -> tuple[int, list[int]]:
+    """(op's prim id, its output aval ids) at operand aval ids in_avals; raises as the op's shape
+    rule does.  Shape rules are pure in (op, operand avals): memoised (tracing and the AD rules
+    emit the same few over and over)."""
+    key = (op, in_avals)
+    hit = _rule_memo.get(key)
+    if hit is None:
+        out = op.abstract_eval(*[_aval_list[a] for a in in_avals])
+        out_avals = out if isinstance(out, tuple) else (out,)
+        if len(out_avals) != op.n_outputs:
+            raise GraphError(f"{op.name}: shape rule gave {len(out_avals)} outputs, "
+                             f"expected {op.n_outputs}")
+        hit = _rule_memo[key] = (prim_id(op), [a.id for a in out_avals])
+    return hit
+
+
 class FragmentBuilder:
     """Builds one fragment: inputs, ops (shape-checked, hash-consed), outputs."""
 
@@ -453,17 +469,7 @@ class FragmentBuilder:
         if mask is not None and len(mask) != len(ids):
             raise GraphError(f"{op.name}: active mask {mode} has {len(mask)} entries "
                              f"for {len(ids)} inputs")
-        # Shape rules are pure in (op, operand avals): memoise them (AD rules hit the same few).
-        in_avals = tuple(_core.val_aval(v) for v in ids)
-        rule_key = (op, in_avals)
-        hit = _rule_memo.get(rule_key)
-        if hit is None:
-            out = op.abstract_eval(*[_aval_list[a] for a in in_avals])
-            out_avals = out if isinstance(out, tuple) else (out,)
-            if len(out_avals) != op.n_outputs:
-                raise GraphError(f"{op.name}: shape rule gave {len(out_avals)} outputs, "
-                                 f"expected {op.n_outputs}")
-            hit = _rule_memo[rule_key] = (prim_id(op), [a.id for a in out_avals])
+        hit = shape_rule(op, tuple([_core.val_aval(v) for v in ids]))
         first = store.add_op(hit[0], mode_id(mode), ids, hit[1])
         return list(range(first, first + len(hit[1])))
 
@@ -476,11 +482,7 @@ class FragmentBuilder:
         if mask is not None and len(mask) != len(ids):
             raise GraphError(f"{op.name}: active mask {mode} has {len(mask)} entries "
                              f"for {len(ids)} inputs")
-        rule_key = (op, tuple([_core.val_aval(v) for v in ids]))
-        hit = _rule_memo.get(rule_key)
-        if hit is None:
-            self.add_op(op, [ValKey(v) for v in ids], mode)
-            hit = _rule_memo[rule_key]
+        hit = shape_rule(op, tuple([_core.val_aval(v) for v in ids]))
         return store.add_op(hit[0], mode_id(mode), ids, hit[1])
 
     def local_of(self, key: ValKey) -> int | None:

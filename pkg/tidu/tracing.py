@@ -16,7 +16,8 @@ from typing import Any, Callable, Hashable, Sequence
 import numpy as np
 
 from tidu import _core
-from tidu.graph import AbstractValue, Fragment, FragmentBuilder, ValKey, _aval_list, aval, prim_id
+from tidu.graph import (AbstractValue, Fragment, FragmentBuilder, ValKey, _aval_list, aval, prim_id,
+                        shape_rule)
 from tidu import ops as P
 from tidu.ops._base import BOOL, COMPLEXES, INTS
 
@@ -57,9 +58,21 @@ def _current() -> _Trace:
 # ---- emitting ----
 
 def _emit(t: _Trace, op, *args: "Tracer") -> "Tracer":
-    out = op.abstract_eval(*[a.aval for a in args])
-    v = t.store.emit(prim_id(op), 0, [a._v for a in args], out.id)
-    return Tracer(t, v, out)
+    pid, (out,) = shape_rule(op, tuple([a.aval.id for a in args]))
+    return Tracer(t, t.store.emit(pid, 0, [a._v for a in args], out), _aval_list[out])
+
+
+# Ops by their attributes: a frozen dataclass's __post_init__ normalises its fields on every
+# construction, which the front end would otherwise pay per traced reshape or concatenate.
+_OPS: dict[tuple, Any] = {}
+
+
+def _op(cls, *attrs):
+    key = (cls, *attrs)
+    op = _OPS.get(key)
+    if op is None:
+        op = _OPS[key] = cls(*attrs)
+    return op
 
 
 # Field-less primitives are singletons: cache (instance, id) for the hot binary/unary paths.
@@ -218,7 +231,49 @@ def _compare(direction: str, x, y) -> "Tracer":
 
 # ---- indexing ----
 
+# Static indexing plans by (abstract value id, index): the nodes x[idx] emits, as (prim id,
+# output aval id) pairs, so repeated indexing (s[0] in every step of an integrator) skips
+# normalising the index and building Slice/Reshape ops.
+_index_plans: dict[tuple, tuple[tuple[int, int], ...]] = {}
+
+
+def _index_key(idx):
+    """A hashable, exact key for a static index (slices are unhashable before Python 3.12; bool
+    and int must differ), or None for anything else (the general path decides)."""
+    key = []
+    for i in idx if isinstance(idx, tuple) else (idx,):
+        t = type(i)
+        if t is int or t is bool:
+            key.append((t, i))
+        elif t is slice:
+            key.append((slice, i.start, i.stop, i.step))
+        elif i is None or i is Ellipsis:
+            key.append(i)
+        else:
+            return None
+    try:
+        hash(tuple(key))
+    except TypeError:  # a slice bound that is not hashable
+        return None
+    return tuple(key)
+
+
 def _getitem(x: Tracer, idx) -> Tracer:
+    key = _index_key(idx)
+    plan = _index_plans.get((x.aval.id, key)) if key is not None else None
+    if plan is None:
+        plan = _index_plan(x, idx)
+        if key is not None:
+            _index_plans[(x.aval.id, key)] = plan
+    t, v = x._t, x._v
+    for pid, out in plan:
+        v = t.store.emit(pid, 0, [v], out)
+    return Tracer(t, v, _aval_list[plan[-1][1]]) if plan else x
+
+
+def _index_plan(x: Tracer, idx) -> tuple[tuple[int, int], ...]:
+    """The nodes x[idx] emits (a Slice, a Reshape, both or neither) as (prim id, output aval id)
+    pairs; raises IndexError/TypeError for an index tidu does not take, as numpy would."""
     if not isinstance(idx, tuple):
         idx = (idx,)
     if any(isinstance(i, (Tracer, np.ndarray, list)) for i in idx):
@@ -257,13 +312,15 @@ def _getitem(x: Tracer, idx) -> Tracer:
         else:
             raise TypeError(f"unsupported index {i!r} of type {type(i).__name__}")
         axis += 1
-    t = x._t
-    y = x
+    plan, av = [], x.aval
     if tuple(start) != (0,) * x.ndim or tuple(limit) != x.shape or any(s != 1 for s in stride):
-        y = _emit(t, P.Slice(tuple(start), tuple(limit), tuple(stride)), x)
-    if tuple(out_shape) != y.shape:
-        y = _emit(t, P.Reshape(tuple(out_shape)), y)
-    return y
+        pid, (out,) = shape_rule(P.Slice(tuple(start), tuple(limit), tuple(stride)), (av.id,))
+        plan.append((pid, out))
+        av = _aval_list[out]
+    if tuple(out_shape) != av.shape:
+        pid, (out,) = shape_rule(P.Reshape(tuple(out_shape)), (av.id,))
+        plan.append((pid, out))
+    return tuple(plan)
 
 
 # This module defines sum/max/abs with numpy's meaning; Python's own are reached through builtins.
@@ -350,7 +407,7 @@ def reshape(x, shape):
         shape = tuple(x.size // rest if s == -1 else s for s in shape)
     if shape == x.shape:
         return x
-    return _emit(t, P.Reshape(shape), x)
+    return _emit(t, _op(P.Reshape, shape), x)
 
 
 def transpose(x, axes=None):
@@ -414,12 +471,14 @@ def concatenate(xs: Sequence, axis: int = 0):
     if not xs:
         raise ValueError("concatenate: need at least one array")
     t = _trace_of(*xs)
-    dt = np.result_type(*[_dtype_of(x) for x in xs])
+    dts = {x.aval.dtype if type(x) is Tracer else None for x in xs}
+    dt = next(iter(dts)) if len(dts) == 1 and None not in dts else \
+        np.result_type(*[_dtype_of(x) for x in xs])
     lifted = [_lift(t, x, dt) for x in xs]
     nd = lifted[0].ndim
     if nd == 0:
         raise ValueError("concatenate: zero-dimensional arrays cannot be concatenated")
-    return _emit(t, P.Concatenate(int(axis) % nd), *lifted)
+    return _emit(t, _op(P.Concatenate, int(axis) % nd), *lifted)
 
 
 def _dot_general(t, a: Tracer, b: Tracer, lc, rc, lb=(), rb=()):
