@@ -181,6 +181,49 @@ def cold_end_to_end(repeat, jax_max):
             line += (f"   jax.jit(jax.grad) {med(t_jax) / n_ops * 1e6:8.2f} us/op"
                      f"   jax / tidu {med(t_jax) / med(t_tidu):6.1f}x")
         print(line, flush=True)
+        per = [statistics.median(c) / n_ops * 1e6 for c in
+               zip(*[stages(maker(td, repeat + 1 + k), args, argnums) for k in range(repeat)])]
+        print("      by step (us/op):  " + "  ".join(f"{k} {v:.2f}" for k, v in zip(STAGES, per)),
+              flush=True)
+
+
+def stages(f, args, argnums):
+    """Seconds per step of the gradient pipeline, step by step, for f at args (lists of arrays
+    allowed): trace, differentiate, transpose, materialize, compile, first evaluation (the
+    encoding for the interpreter and the run)."""
+    import numpy as np
+
+    leaves, owner = [], []
+    for i, a in enumerate(args):
+        for x in (a if isinstance(a, list) else [a]):
+            leaves.append(np.asarray(x))
+            owner.append(i)
+
+    def flat(*xs):
+        it = iter(xs)
+        return f(*[[next(it) for _ in a] if isinstance(a, list) else next(it) for a in args])
+
+    wrt = [k for k, i in enumerate(owner) if i in argnums]
+    t = [time.perf_counter()]
+    F0 = td.build(flat, inputs={k: td.spec(x.shape, x.dtype) for k, x in enumerate(leaves)})
+    t.append(time.perf_counter())
+    L1 = td.differentiate(td.resolve([F0]), F0.outputs, wrt)
+    t.append(time.perf_counter())
+    T1 = td.transpose(L1)
+    t.append(time.perf_counter())
+    g = td.materialize_merge(td.resolve([F0, T1]),
+                             F0.outputs + [k for k in T1.tangent_outputs if k])
+    t.append(time.perf_counter())
+    prog = td.compile(g, backend="cpu")
+    t.append(time.perf_counter())
+    feed = {k: x for k, x in enumerate(leaves)}
+    feed.update({key: np.ones(()) for _, key in T1.tangent_inputs})
+    prog(feed)
+    t.append(time.perf_counter())
+    return [b - a for a, b in zip(t, t[1:])]
+
+
+STAGES = ["trace", "differentiate", "transpose", "materialize", "compile", "first eval"]
 
 
 def _primal_ops(f, args):
