@@ -351,7 +351,8 @@ cdef object _concrete(Tracer x, str kind):
     if x._t is not None and x._t.concrete is not None:
         return x._t.concrete.read(x, kind)
     what = "truth value" if kind == "bool" else f"{kind}() value"
-    raise TypeError(f"a traced value has no {what} inside jit (its value is abstract there): "
+    raise TypeError(f"a traced value has no {what} inside jit or build (its value is abstract "
+                    f"there): "
                     f"use tidu.where for a data-dependent choice, or call the transform (grad, "
                     f"jvp, ...) outside jit, where Python control flow on values works")
 
