@@ -296,7 +296,7 @@ def substitute(FragmentStore b, Materialized m, mapping):
     cdef FlatMap32 sub = FlatMap32(64)
     cdef vector[Id] args
     cdef vector[Id] outs
-    cdef Id o, v, w, l, first
+    cdef Id o, v, w, l, first, prim, mode
     cdef const OpRec* r
     cdef const Id* ins
     cdef size_t k
@@ -319,10 +319,13 @@ def substitute(FragmentStore b, Materialized m, mapping):
             continue
         outs.clear()
         first = r.first_val
+        prim = r.prim
+        mode = r.mode
         for k in range(r.n_out):
             outs.push_back(_I.val(first + k).aval)
-        l = b.data.add_op(_I[0], r.prim, r.mode, args.data(), args.size(), outs.data(), outs.size())
-        for k in range(r.n_out):
+        # add_op may grow the interner: r and ins are not to be read after it
+        l = b.data.add_op(_I[0], prim, mode, args.data(), args.size(), outs.data(), outs.size())
+        for k in range(outs.size()):
             sub.insert(first + k, b.data.vals[l + k])
     res = []
     for v in m.outputs:

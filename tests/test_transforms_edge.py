@@ -153,3 +153,18 @@ def test_linearized_function_rejects_a_tangent_of_another_shape(primal, tangent)
     np.testing.assert_allclose(f_jvp(np.ones_like(primal)), np.cos(primal))
     with pytest.raises(ValueError, match="tangent .* does not match primal"):
         f_jvp(tangent)
+
+
+def test_nested_transforms_over_a_large_function():
+    """hessian (jacfwd of grad, each nested in the other's trace) of a function of thousands of
+    ops: binding the nested calls' fresh inputs re-emits that many ops while the global interner
+    grows under them."""
+    def f(x, n=8000):
+        v = x
+        for k in range(n):
+            v = td.sin(v) * 0.5 + x * (0.1 + 1e-4 * k) if k % 2 else td.tanh(v) + 0.3 * x
+        return v
+
+    h = float(td.hessian(f)(0.3))
+    g = lambda x: float(td.grad(f)(x))  # noqa: E731
+    assert h == pytest.approx((g(0.3 + 1e-5) - g(0.3 - 1e-5)) / 2e-5, rel=1e-5)
