@@ -58,6 +58,10 @@ def trace_program(fn: Callable, args: tuple, backend: str = "auto", device=None,
     with tracing(builder, conc) as t:
         tracers = [t.input(("arg", i), as_aval(np.asarray(x) if not hasattr(x, "dtype") else x))
                    for i, x in enumerate(leaves)]
+        # A transform's own trace: no user code has run in it, so the first nested call may
+        # differentiate these inputs in place (see _Nested).
+        builder.top_inputs = {x._v for x in tracers} if getattr(fn, "_own_trace", False) \
+            else None
         if conc is not None:
             for tr, x in zip(tracers, leaves):
                 conc.bind(tr._v, x)
@@ -271,6 +275,15 @@ class _Nested:
         self.trace = trace
         self.args = [ctx.lift(x) for x in leaves]
         b = trace.builder
+        self.direct = False
+        top = getattr(b, "top_inputs", None)
+        if top is not None:  # the transform whose trace this is: its arguments are fresh inputs
+            b.top_inputs = None
+            ids = [a._v for a in self.args]
+            if len(set(ids)) == len(ids) and top.issuperset(ids):
+                self.direct = True
+                self.fresh, self.mapping = self.args, {}
+                return
         n = getattr(b, "n_nested", 0)  # fresh keys count per trace, so they recur across traces
         b.n_nested = n + len(leaves)
         self.fresh = []
@@ -304,8 +317,8 @@ class _Nested:
         """Tracers xs with the fresh inputs replaced by the argument values."""
         from tidu.tracing import Tracer
 
-        if not xs:
-            return []
+        if not xs or not self.mapping:
+            return list(xs)
         keys = [x.key for x in xs]
         mat = resolve([self.trace.builder.build(keys)]).walk(keys)
         ids = _core.substitute(self.trace.store, mat, self.mapping)
@@ -435,6 +448,7 @@ def _inline_jvp(trace, fn, primals, tangents, has_aux):
 def _traced_or_compiled(fn: Callable, traced: Callable) -> Callable:
     """A transform of fn: a jit of `traced` with concrete values (Python control flow on them
     works, under guards), which jit inlines when called inside a trace."""
+    traced._own_trace = True
     return functools.wraps(fn)(jit(traced, _concrete=True))
 
 
@@ -470,12 +484,17 @@ _TRANSFORMS: "dict[tuple, Callable]" = {}
 _TRANSFORMS_MAX = 512
 
 
-def _jitted(key: tuple, make: Callable[[], Callable]) -> Callable:
+def _jitted(key: tuple, make: Callable[[], Callable], own: bool = True) -> Callable:
+    """The jit of make() (a transform's traced function; own=False: the user's function)."""
     f = _TRANSFORMS.pop(key, None)
     if f is None:
         if len(_TRANSFORMS) >= _TRANSFORMS_MAX:
             del _TRANSFORMS[next(iter(_TRANSFORMS))]
-        f = jit(make(), _concrete=True)
+        traced = make()
+        if own:
+            traced = functools.partial(traced)  # (a lambda's attributes are its own; user fns not)
+            traced._own_trace = True
+        f = jit(traced, _concrete=True)
     _TRANSFORMS[key] = f  # most recently used last
     return f
 
@@ -513,10 +532,10 @@ def linearize(fn: Callable, *primals):
     return out, lambda *tangents: jvp(fn, primals, tangents)[1]
 
 
-def _inline_vjp(trace, fn, primals, has_aux=False, holomorphic=False):
-    """fn traced into the current trace and linearized: (out, back, aux) with back(ct) the
-    cotangents of the primals (structured like them), transposed inside the same trace
-    (holomorphic: conjugated, giving ct·f'(z) as jax's)."""
+def _vjp_parts(trace, fn, primals, has_aux=False, holomorphic=False):
+    """fn traced into the current trace and linearized: (nest, out, out tree, aux, back) with
+    back(ct) the cotangents of the primals' leaves, not yet bound (nest.bind), transposed inside
+    the same trace (holomorphic: conjugated, giving ct·f'(z) as jax's)."""
     from tidu.ad import differentiate, transpose as ad_transpose
     from tidu import tracing as T
 
@@ -543,9 +562,17 @@ def _inline_vjp(trace, fn, primals, has_aux=False, holomorphic=False):
         bt = ad_transpose(lin, cotangents=[c.key for c in cts])
         trace.builder.parents.append(bt.fragment)
         grads = [_tracer_of(trace, g, p) for g, p in zip(bt.tangent_outputs, nest.fresh)]
-        if holomorphic:
-            grads = [T.conj(g) for g in grads]
-        grads = iter(nest.bind(grads))
+        return [T.conj(g) for g in grads] if holomorphic else grads
+
+    return nest, flat, out_tree, aux, back
+
+
+def _inline_vjp(trace, fn, primals, has_aux=False, holomorphic=False):
+    """(out, back, aux): _vjp_parts with back's cotangents bound and structured like primals."""
+    nest, flat, out_tree, aux, raw = _vjp_parts(trace, fn, primals, has_aux, holomorphic)
+
+    def back(ct):
+        grads = iter(nest.bind(raw(ct)))
         return tuple(unflatten(_flatten_args(a)[1], [next(grads) for _ in _flatten_args(a)[0]])
                      for a in primals)
 
@@ -559,7 +586,7 @@ def vjp(fn: Callable, *primals, has_aux: bool = False):
     if trace is not None:
         out, back, aux = _inline_vjp(trace, fn, primals, has_aux)
         return (out, back, aux) if has_aux else (out, back)
-    fwd = _jitted(("fwd", fn), lambda: fn)
+    fwd = _jitted(("fwd", fn), lambda: fn, own=False)
     res = fwd(*primals)
     out, aux = res if has_aux else (res, None)
     bwd = _jitted(("vjp", fn, has_aux),
@@ -628,36 +655,38 @@ def _jac_fn(fn, argnums, has_aux, forward: bool, holomorphic: bool = False):
         xs = [_one_leaf(args[i], i, what) for i in nums]
         _check_inputs(what, holomorphic, [(i, [x.aval]) for i, x in zip(nums, xs)],
                       allow_complex=not forward or holomorphic)
-        aux = None
+
+        def f_x(*xv):
+            a = list(args)
+            for i, xi in zip(nums, xv):
+                a[i] = xi
+            return fn(*a)
+
+        # fn traced once; per element of each argument (forward) or of each output (reverse)
+        # one differentiate / transpose of that trace; the results bound once at the end.
         per_num = []  # per argnum: per output leaf, the Jacobian block
         if forward:
-            for i, x in zip(nums, xs):
-                def f_i(xi, i=i):
-                    a = list(args)
-                    a[i] = xi
-                    return fn(*a)
+            from tidu.ad import differentiate
+
+            nest = _Nested(trace, tuple(xs))
+            out_leaves, out_tree, aux, snap = nest.call(f_x, has_aux)
+            if holomorphic:
+                _check_outputs(what, True, [o.aval for o in out_leaves])
+            view = resolve([snap])
+            for x in nest.fresh:
                 cols = []
                 for e in _basis(x.aval):
-                    res = jvp(f_i, (x,), (e,), has_aux=has_aux)
-                    out, aux = (res[0], res[2]) if has_aux else (res[0], None)
-                    cols.append(_flatten_args(res[1])[0])
-                if not cols:  # an empty argument: the output structure from one evaluation
-                    res = f_i(x)
-                    out, aux = res if has_aux else (res, None)
-                out_leaves, out_tree = _flatten_args(out)
-                if holomorphic:
-                    _check_outputs(what, True, [o.aval for o in out_leaves])
+                    lin = differentiate(view, [o.key for o in out_leaves], [x.key],
+                                        tangents=[ctx.lift(e).key])
+                    trace.builder.parents.append(lin.fragment)
+                    cols.append([_tracer_of(trace, t, o)
+                                 for t, o in zip(lin.tangent_outputs, out_leaves)])
                 per_num.append([_stack([c[m] for c in cols], o.shape, x.shape, True) if cols
                                 else _zeros_in(trace, o.shape + x.shape, o.dtype)
                                 for m, o in enumerate(out_leaves)])
         else:
-            def f_x(*xv):
-                a = list(args)
-                for i, xi in zip(nums, xv):
-                    a[i] = xi
-                return fn(*a)
-            out, back, aux = _inline_vjp(trace, f_x, tuple(xs), has_aux, holomorphic)
-            out_leaves, out_tree = _flatten_args(out)
+            nest, out_leaves, out_tree, aux, back = _vjp_parts(trace, f_x, tuple(xs), has_aux,
+                                                               holomorphic)
             _check_outputs(what, holomorphic, [o.aval for o in out_leaves])
             rows = []  # per output leaf: per element, cotangents of xs
             for m, o in enumerate(out_leaves):
@@ -671,6 +700,9 @@ def _jac_fn(fn, argnums, has_aux, forward: bool, holomorphic: bool = False):
                 per_num.append([_stack([r[k] for r in rows[m]], o.shape, x.shape, False)
                                 if rows[m] else _zeros_in(trace, o.shape + x.shape, o.dtype)
                                 for m, o in enumerate(out_leaves)])
+        flat_blocks = nest.bind([b for blocks in per_num for b in blocks])
+        it = iter(flat_blocks)
+        per_num = [[next(it) for _ in blocks] for blocks in per_num]
         if isinstance(argnums, int):
             leaves = per_num[0]
         else:
