@@ -288,6 +288,52 @@ cdef class Materialized:
         return _array(out)
 
 
+def substitute(FragmentStore b, Materialized m, mapping):
+    """Re-emit into b the ops of m (a walk) that depend on the keys of `mapping` {value id:
+    value id}, with those values replaced; returns m's outputs' value ids after the
+    replacement.  Ops that depend on none of them keep their ids (hash-consing), so this is how
+    a nested transform binds its fresh inputs to the values it was called with."""
+    cdef FlatMap32 sub = FlatMap32(64)
+    cdef vector[Id] args
+    cdef vector[Id] outs
+    cdef Id o, v, w, l, first, prim, mode
+    cdef const OpRec* r
+    cdef const Id* ins
+    cdef size_t k
+    cdef bint changed
+    for a, c in mapping.items():
+        sub.insert(<Id>a, <Id>c)
+    for o in m.r.ops:
+        r = &_I.op(o)
+        ins = _I.op_inputs(o)
+        args.clear()
+        changed = False
+        for k in range(r.n_in):
+            v = ins[k]
+            w = sub.get(v, kNone)
+            if w != kNone:
+                v = w
+                changed = True
+            args.push_back(v)
+        if not changed:
+            continue
+        outs.clear()
+        first = r.first_val
+        prim = r.prim
+        mode = r.mode
+        for k in range(r.n_out):
+            outs.push_back(_I.val(first + k).aval)
+        # add_op may grow the interner: r and ins are not to be read after it
+        l = b.data.add_op(_I[0], prim, mode, args.data(), args.size(), outs.data(), outs.size())
+        for k in range(outs.size()):
+            sub.insert(first + k, b.data.vals[l + k])
+    res = []
+    for v in m.outputs:
+        w = sub.get(v, kNone)
+        res.append(v if w == kNone else w)
+    return res
+
+
 # ---- AD rule templates (tidu/rule_cache.hpp) ----
 #
 # The walks of differentiate and transpose run here; each rule call is looked up by its shape

@@ -38,9 +38,12 @@ def flatten_args(args):
 
 def signature(leaves):
     """What a compiled program depends on: each leaf's shape and dtype (a Python scalar's type);
-    None when a leaf is a Tracer (the call is inside a trace, where the caller inlines)."""
+    None when a leaf is a Tracer or a trace is open on this thread (the call is inside a trace,
+    where the caller inlines, so that fn may use the enclosing trace's values)."""
     cdef list sig = []
     cdef cnp.ndarray a
+    if _n_tracing and _py._stack():
+        return None
     for x in leaves:
         t = type(x)
         if t is Tracer:

@@ -37,10 +37,14 @@ cdef class Trace:
 
     cdef readonly object builder
     cdef readonly FragmentStore store
+    # Outside jit, a transform traces with the values at hand: this object (tidu.guards) reads a
+    # traced value's concrete value for Python control flow; None where values are abstract.
+    cdef public object concrete
 
-    def __init__(self, builder):
+    def __init__(self, builder, concrete=None):
         self.builder = builder
         self.store = builder.store
+        self.concrete = concrete
 
 
 cdef struct Rule:
@@ -352,6 +356,32 @@ def log1p(x):
     return _unary(_LOG1P, x)
 
 
+cdef object _concrete(Tracer x, str kind):
+    """bool/float/int/complex of x's concrete value, or the error of abstract tracing."""
+    if x._t is not None and x._t.concrete is not None:
+        return x._t.concrete.read(x, kind)
+    what = "truth value" if kind == "bool" else f"{kind}() value"
+    raise TypeError(f"a traced value has no {what} inside jit or build (its value is abstract "
+                    f"there): "
+                    f"use tidu.where for a data-dependent choice, or call the transform (grad, "
+                    f"jvp, ...) outside jit, where Python control flow on values works")
+
+
+# How many tracing sessions are open over all threads: while none is, the transforms' per-call
+# signature skips looking at this thread's trace stack.
+cdef Py_ssize_t _n_tracing = 0
+
+
+def tracing_enter():
+    global _n_tracing
+    _n_tracing += 1
+
+
+def tracing_exit():
+    global _n_tracing
+    _n_tracing -= 1
+
+
 @cython.freelist(64)
 cdef class Tracer:
     """A value in a function being traced: supports numpy-style arithmetic, indexing and methods."""
@@ -397,9 +427,20 @@ cdef class Tracer:
     def __repr__(self):
         return f"Tracer({self.aval}, {self.key!r})"
 
+    # Python control flow on a traced value: its concrete value where the trace has one (a
+    # transform outside jit, tidu.guards records the outcome as a guard of the program), else
+    # an error.
     def __bool__(self):
-        raise TypeError("a traced value has no truth value during tracing; use tidu.where "
-                        "instead of Python control flow on traced values")
+        return _concrete(self, "bool")
+
+    def __float__(self):
+        return _concrete(self, "float")
+
+    def __int__(self):
+        return _concrete(self, "int")
+
+    def __complex__(self):
+        return _concrete(self, "complex")
 
     def __len__(self):
         if not self.aval.shape:
@@ -411,7 +452,10 @@ cdef class Tracer:
             yield self[i]
 
     def __index__(self):
-        raise TypeError("a traced value cannot be used as a Python index")
+        if self.aval.dtype.kind not in "iub":
+            raise TypeError(f"a traced value of dtype {self.aval.dtype} cannot be used as a "
+                            f"Python index")
+        return _concrete(self, "int")
 
     # arithmetic
     def __add__(self, o): return _binary(_ADD, self, o)

@@ -16,7 +16,7 @@ from tidu import _core
 from tidu.graph import (External, Fragment, FragmentBuilder, GraphError, Linear, Local,
                         ResolvedView,
                         ValKey, _aval_list, mode_of, prim_of, resolve)
-from tidu.rules import Cotangent, next_pass_id, tangent_of
+from tidu.rules import Cotangent, RuleMissing, next_pass_id, registry, tangent_of
 
 __all__ = ["LinearFragment", "differentiate", "transpose", "saved_values", "SavedValue",
            "set_rule_cache", "rule_cache_info"]
@@ -160,6 +160,22 @@ def rule_cache_info() -> dict:
 
 # ---- transpose ----
 
+def _adder(frag: Fragment) -> type:
+    """A primitive class whose add() accumulates cotangents: the fragment's first op's, or for a
+    fragment with no ops (outputs that pass inputs through) the first registered primitive's
+    that defines one."""
+    ops = frag.store.ops()
+    if len(ops):
+        return type(prim_of(_core.op_info(int(ops[0]))[0]))
+    for cls in registry.values():
+        try:
+            cls.add()
+        except RuleMissing:
+            continue
+        return cls
+    raise RuleMissing("no registered primitive defines add(): cannot accumulate cotangents")
+
+
 def transpose(linear: LinearFragment, cotangents: Sequence[ValKey | None] | None = None
               ) -> LinearFragment:
     """Reverse the linear flow of `linear`: cotangents of its outputs in, of its inputs out.
@@ -199,13 +215,9 @@ def transpose(linear: LinearFragment, cotangents: Sequence[ValKey | None] | None
         ct_key = Cotangent(i, pass_id)
         seeds.append((out, builder.add_input(ct_key, out.aval)))
         tangent_inputs.append((out, ct_key))
-    first_ops = frag.store.ops()[:1]
-    add_cls = type(prim_of(_core.op_info(int(first_ops[0]))[0])) if len(first_ops) else None
-    for out, local in seeds:
-        if add_cls is None and out.id in ct_env:
-            raise GraphError("an output listed twice in a fragment with no ops")
+    for out, local in seeds:  # an output listed twice: its cotangents add up
         if out.id in ct_env:
-            accumulate(add_cls, out.id, local)
+            accumulate(_adder(frag), out.id, local)
         else:
             ct_env[out.id] = local
 

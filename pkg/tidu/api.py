@@ -7,6 +7,7 @@ compiled program is cached per input shapes and dtypes (and by structure in the 
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
@@ -14,7 +15,8 @@ import numpy as np
 from tidu import _core
 from tidu.graph import (CompiledProgram, Fragment, FragmentBuilder, _check_backend, compile,
                         materialize_merge, resolve)
-from tidu.tracing import as_aval, flatten_outputs, tracing
+from tidu.guards import MAX_VARIANTS, Concrete, Guarded, GuardMiss
+from tidu.tracing import _stack as _trace_stack, as_aval, flatten_outputs, tracing
 
 __all__ = ["jit", "unflatten"]
 
@@ -35,24 +37,41 @@ def unflatten(tree, flat: list) -> Any:
     return rec(tree)
 
 
+# ---- jit ----
+
 # Flattening positional arguments and the signature a compiled program is cached under run on
 # every call of a transformed function: compiled (pyx/_frontend.pxi).
 _flatten_args = _core.flatten_args
 _signature = _core.signature
 
 
-def trace_program(fn: Callable, args: tuple, backend: str = "auto",
-                  device=None) -> tuple[CompiledProgram, Any]:
-    """Trace fn at the shapes/dtypes of args; returns (program over flattened args, output tree)."""
+def trace_program(fn: Callable, args: tuple, backend: str = "auto", device=None,
+                  concrete: bool = False) -> tuple[CompiledProgram, Any]:
+    """Trace fn at the shapes/dtypes of args; returns (program over flattened args, output tree).
+
+    concrete: trace with the values of args at hand (Python control flow on traced values
+    works, tidu.guards); the program then has one more output, its guard vector, and
+    ``prog.n_guards`` says how many guards it holds."""
     leaves, in_tree = _flatten_args(args)
     builder = FragmentBuilder(prefix="p")
-    with tracing(builder) as t:
+    conc = Concrete() if concrete else None
+    with tracing(builder, conc) as t:
         tracers = [t.input(("arg", i), as_aval(np.asarray(x) if not hasattr(x, "dtype") else x))
                    for i, x in enumerate(leaves)]
+        # A transform's own trace: no user code has run in it, so the first nested call may
+        # differentiate these inputs in place (see _Nested).
+        builder.top_inputs = {x._v for x in tracers} if getattr(fn, "_own_trace", False) \
+            else None
+        if conc is not None:
+            for tr, x in zip(tracers, leaves):
+                conc.bind(tr._v, x)
         out = fn(*unflatten(in_tree, tracers))
         flat, out_tree = flatten_outputs(t, out)
-    frag = builder.build([x.key for x in flat])
+        guard = conc.output(t.trace) if conc is not None else None
+    keys = [x.key for x in flat] + ([guard.key] if guard is not None else [])
+    frag = builder.build(keys)
     prog = compile(materialize_merge(resolve([frag]), frag.outputs), backend, device)
+    prog.n_guards = len(conc.guards) if guard is not None else 0
     return prog, out_tree
 
 
@@ -67,7 +86,57 @@ def _output_builder(tree) -> Callable[[list], Any]:
     return functools.partial(unflatten, tree)
 
 
-def jit(fn: Callable | None = None, *, backend: str = "auto", device=None) -> Callable:
+def _entry(fn, args, backend, device, concrete, variants=None) -> tuple:
+    """A jit cache entry (program, output builder, input order, C++ entry point); a program
+    with guards gets a guard-checking builder (a tidu.guards.Guarded variant, one of
+    `variants`: those of this signature)."""
+    prog, out_tree = trace_program(fn, args, backend, device, concrete)
+    order = [key[1] for key in prog.inputs]  # the program's input order over the leaves
+    build = _output_builder(out_tree)
+    if prog.n_guards:
+        if variants is None or len(variants) >= MAX_VARIANTS:
+            variants = []
+        build = Guarded(len(prog.outputs) - 1, build, variants)
+    entry = (prog, build, order, prog.runner())
+    if prog.n_guards:
+        build.entry = entry
+    return entry
+
+
+def _run(entry, leaves) -> Any:
+    prog, build, order, run = entry
+    inputs = [leaves[i] for i in order]
+    if run:
+        try:  # the C++ entry point checks count, dtype, shape and contiguity itself
+            return build(run(inputs))
+        except (TypeError, ValueError):
+            pass  # CompiledProgram.eval converts, or raises an error naming the input
+    return build(prog.eval(inputs))
+
+
+def _other_path(cache, sig, fn, args, leaves, miss, backend, device):
+    """A guard differed: switch to the variant of this call's path (tracing and compiling it
+    the first time that path is taken)."""
+    for _ in range(MAX_VARIANTS):  # each hop agrees with the call on more guards
+        variant = miss.variant
+        nxt = variant.next_variant(miss.res)
+        if nxt is None:
+            break
+        try:
+            out = _run(nxt.entry, leaves)
+        except GuardMiss as again:
+            miss = again
+            continue
+        cache[sig] = nxt.entry  # the next call starts from this path
+        return out
+    entry = _entry(fn, args, backend, device, True, miss.variant.variants)
+    out = _run(entry, leaves)
+    cache[sig] = entry
+    return out
+
+
+def jit(fn: Callable | None = None, *, backend: str = "auto", device=None,
+        _concrete: bool = False) -> Callable:
     """Compile fn once per input shapes/dtypes and evaluate it with the compiled program.
 
     Args:
@@ -82,35 +151,51 @@ def jit(fn: Callable | None = None, *, backend: str = "auto", device=None) -> Ca
 
     Raises:
         ValueError: unknown backend.
+        TypeError: fn uses a traced value in Python control flow (``if x > 0``); inside jit
+            values are abstract: use ``tidu.where``.
     """
     if fn is None:
         return functools.partial(jit, backend=backend, device=device)
     _check_backend(backend)
-    cache: dict[tuple, tuple[CompiledProgram, Any, list[int]]] = {}
+    # Transforms (grad, jvp, ...) are jits with _concrete: traced with the values at hand, under
+    # guards (tidu.guards).  A user's jit traces abstractly, also where it is inlined into a
+    # transform's trace.
+    cache: dict[tuple, tuple[CompiledProgram, Any, list[int], Any]] = {}
 
     @functools.wraps(fn)
     def wrapped(*args):
         leaves, in_tree = _flatten_args(args)
         sig = _signature(leaves)
         if sig is None:  # called inside a trace (a jit in a jit, a transform): inline fn
-            return fn(*args)
+            return fn(*args) if _concrete else _abstractly(fn, args)
         sig = (sig, in_tree)
         hit = cache.get(sig)
         if hit is None:
-            prog, out_tree = trace_program(fn, args, backend, device)
-            order = [key[1] for key in prog.inputs]  # the program's input order over the leaves
-            hit = cache[sig] = (prog, _output_builder(out_tree), order, prog.runner())
-        prog, build, order, run = hit
+            hit = cache[sig] = _entry(fn, args, backend, device, _concrete)
+        prog, build, order, run = hit  # _run, inlined: this is the per-call path
         inputs = [leaves[i] for i in order]
-        if run:
-            try:  # the C++ entry point checks count, dtype, shape and contiguity itself
-                return build(run(inputs))
-            except (TypeError, ValueError):
-                pass  # CompiledProgram.eval converts, or raises an error naming the input
-        return build(prog.eval(inputs))
+        try:
+            if run:
+                try:  # the C++ entry point checks count, dtype, shape and contiguity itself
+                    return build(run(inputs))
+                except (TypeError, ValueError):
+                    pass  # CompiledProgram.eval converts, or raises an error naming the input
+            return build(prog.eval(inputs))
+        except GuardMiss as miss:
+            return _other_path(cache, sig, fn, args, leaves, miss, backend, device)
 
     wrapped.cache = cache
     return wrapped
+
+
+def _abstractly(fn, args):
+    """fn inlined into the current trace with its values abstract (a jit inside a transform)."""
+    t = _trace_stack()[-1]
+    saved, t.concrete = t.concrete, None
+    try:
+        return fn(*args)
+    finally:
+        t.concrete = saved
 
 
 def transpose(x, axes=None):
@@ -135,9 +220,17 @@ def _argnums(argnums) -> tuple[int, ...]:
 
 
 # ---- transforms nested inside a trace ----
-# Called on traced values (inside jit/build/another transform), a transform traces fn into the
-# current fragment, differentiates a snapshot of it with respect to the argument *values*, and
-# hands back traced values of the new linear fragment (added to the trace's parents).
+# Called inside a trace (jit, build, another transform; on traced values or not), a transform
+# traces fn into the current trace on *fresh* inputs, differentiates with respect to those alone
+# (whatever else fn closes over, values of enclosing traces included, is a constant to it), and
+# binds the fresh inputs to the values it was called with by re-emitting what depends on them.
+
+@dataclass(frozen=True)
+class NestedArg:
+    """InputKey of a fresh input standing for a nested transform's argument leaf."""
+
+    index: int
+
 
 class _Ctx:
     def __init__(self, trace):
@@ -150,27 +243,103 @@ class _Ctx:
 
 
 def _outer_trace(*trees):
+    """The trace a transform called with these arguments runs in: their Tracers', or the open
+    trace of this thread (fn may close over its values); None at top level."""
     from tidu.tracing import Tracer
 
     for tree in trees:
         for x in _flatten_args(tree)[0]:
             if isinstance(x, Tracer):
                 return x._t
-    return None
+    s = _trace_stack()
+    return s[-1] if s else None
 
 
-def _inline_call(trace, fn, args, has_aux=False):
-    """fn traced into the current trace: (arg tracers, flat outputs, out tree, aux, snapshot)."""
-    ctx = _Ctx(trace)
-    leaves, in_tree = _flatten_args(args)
-    tracers = [ctx.lift(x) for x in leaves]
-    out = fn(*unflatten(in_tree, tracers))
-    aux = None
-    if has_aux:
-        out, aux = out
-    flat, out_tree = flatten_outputs(ctx, out)
-    snapshot = trace.builder.build([o.key for o in flat])
-    return tracers, flat, out_tree, aux, snapshot
+def _split_aux(out):
+    if not (isinstance(out, (tuple, list)) and len(out) == 2):
+        what = f"a {type(out).__name__} of length {len(out)}" \
+            if isinstance(out, (tuple, list)) else f"a {type(out).__name__}"
+        raise TypeError(f"has_aux=True requires fn to return a pair (output, aux), got {what}")
+    return out[0], out[1]
+
+
+class _Nested:
+    """One transform call inside a trace: fresh inputs for its argument leaves, fn traced on
+    them, and ``bind`` to replace them by the argument values in anything derived."""
+
+    def __init__(self, trace, args):
+        from tidu.tracing import Tracer
+
+        ctx = _Ctx(trace)
+        leaves, self.in_tree = _flatten_args(args)
+        self.trace = trace
+        self.args = [ctx.lift(x) for x in leaves]
+        b = trace.builder
+        self.direct = False
+        top = getattr(b, "top_inputs", None)
+        if top is not None:  # the transform whose trace this is: its arguments are fresh inputs
+            b.top_inputs = None
+            ids = [a._v for a in self.args]
+            if len(set(ids)) == len(ids) and top.issuperset(ids):
+                self.direct = True
+                self.fresh, self.mapping = self.args, {}
+                return
+        n = getattr(b, "n_nested", 0)  # fresh keys count per trace, so they recur across traces
+        b.n_nested = n + len(leaves)
+        self.fresh = []
+        for k, a in enumerate(self.args):
+            local = b.add_input(NestedArg(n + k), a.aval)
+            self.fresh.append(Tracer(trace, trace.store.global_of(local), a.aval))
+        self.mapping = {f._v: a._v for f, a in zip(self.fresh, self.args)}
+        conc = trace.concrete
+        if conc is not None:
+            conc.aliases.update(zip(self.mapping, self.args))
+
+    def call(self, fn, has_aux=False):
+        """fn on the fresh inputs: (flat outputs, out tree, aux, snapshot fragment)."""
+        conc = self.trace.concrete
+        n_guards = len(conc.guards) if conc is not None else 0
+        out = fn(*unflatten(self.in_tree, self.fresh))
+        aux = None
+        if has_aux:
+            out, aux = _split_aux(out)
+        flat, out_tree = flatten_outputs(_Ctx(self.trace), out)
+        if conc is not None and len(conc.guards) > n_guards:  # guards read the fresh inputs
+            conc.guards[n_guards:] = [x._v for x in self.bind(
+                [_val(self.trace, g) for g in conc.guards[n_guards:]])]
+        if aux is not None:
+            aux_leaves, aux_tree = _flatten_args(aux)
+            aux = unflatten(aux_tree, self._bind_any(aux_leaves))
+        snapshot = self.trace.builder.build([o.key for o in flat])
+        return flat, out_tree, aux, snapshot
+
+    def bind(self, xs: list) -> list:
+        """Tracers xs with the fresh inputs replaced by the argument values."""
+        from tidu.tracing import Tracer
+
+        if not xs or not self.mapping:
+            return list(xs)
+        keys = [x.key for x in xs]
+        mat = resolve([self.trace.builder.build(keys)]).walk(keys)
+        ids = _core.substitute(self.trace.store, mat, self.mapping)
+        return [Tracer(self.trace, v, x.aval) for v, x in zip(ids, xs)]
+
+    def _bind_any(self, leaves: list) -> list:
+        from tidu.tracing import Tracer
+
+        idx = [i for i, x in enumerate(leaves) if isinstance(x, Tracer)]
+        bound = self.bind([leaves[i] for i in idx])
+        out = list(leaves)
+        for i, x in zip(idx, bound):
+            out[i] = x
+        return out
+
+
+def _val(trace, v: int):
+    from tidu.tracing import Tracer
+    from tidu.graph import aval_of
+
+    return Tracer(trace, v, aval_of(_core.val_aval(v)))
 
 
 def _tracer_of(trace, key, like):
@@ -179,78 +348,130 @@ def _tracer_of(trace, key, like):
     return Tracer(trace, key.id, key.aval) if key is not None else zeros_like(like)
 
 
-def _inline_grad(trace, fn, args, argnums, has_aux):
-    from tidu.ad import differentiate, transpose as ad_transpose
+def _check_inputs(name, holomorphic, avals_by_arg, allow_complex=True):
+    """jax's input checks of grad/jacrev (allow_complex) and jacfwd, naming the argument."""
+    for i, avs in avals_by_arg:
+        for av in avs:
+            k = av.dtype.kind
+            if k not in "fc":
+                raise TypeError(f"{name} requires real- or complex-valued inputs (input dtype "
+                                f"that is a sub-dtype of np.inexact), but got {av.dtype}: "
+                                f"argument {i}: dtype {av.dtype} is not differentiable (only "
+                                f"float and complex inputs are); leave it out of argnums")
+            if holomorphic and k != "c":
+                raise TypeError(f"{name} with holomorphic=True requires inputs with complex "
+                                f"dtype, but got {av.dtype} for argument {i}")
+            if not allow_complex and k != "f":
+                raise TypeError(f"{name} requires real-valued inputs (input dtype that is a "
+                                f"sub-dtype of np.floating), but got {av.dtype} for argument "
+                                f"{i}. For holomorphic differentiation, pass holomorphic=True.")
 
-    tracers, flat, _, aux, snap = _inline_call(trace, fn, args, has_aux)
-    if len(flat) != 1 or flat[0].shape != () or flat[0].dtype.kind != "f":
-        raise TypeError(f"grad requires a real scalar output, got {[str(o.aval) for o in flat]}")
-    nums = _argnums(argnums)
-    arg_leaves, start = [], 0
+
+def _check_outputs(name, holomorphic, avals):
+    """jax's output checks of grad/jacrev (real outputs, or complex ones when holomorphic)."""
+    for av in avals:
+        if holomorphic and av.dtype.kind != "c":
+            raise TypeError(f"{name} with holomorphic=True requires outputs with complex dtype, "
+                            f"but got {av.dtype}")
+        if not holomorphic and av.dtype.kind != "f":
+            extra = (" For holomorphic differentiation, pass holomorphic=True."
+                     if av.dtype.kind == "c" else "")
+            raise TypeError(f"{name} requires real-valued outputs (output dtype that is a "
+                            f"sub-dtype of np.floating), but got {av.dtype}.{extra}")
+
+
+def _arg_leaves(args) -> list[list[int]]:
+    """Per positional argument, the indices of its leaves among all the arguments' leaves."""
+    out, start = [], 0
     for a in args:
         n = len(_flatten_args(a)[0])
-        arg_leaves.append(list(range(start, start + n)))
+        out.append(list(range(start, start + n)))
         start += n
-    wrt = []
+    return out
+
+
+def _inline_grad(trace, fn, args, argnums, has_aux, holomorphic=False):
+    from tidu.ad import differentiate, transpose as ad_transpose
+    from tidu import tracing as T
+
+    nums = _argnums(argnums)
+    arg_leaves = _arg_leaves(args)
     for i in nums:
         if not -len(arg_leaves) <= i < len(arg_leaves):
             raise ValueError(f"argnums {i} out of range for {len(arg_leaves)} arguments")
-        for l in arg_leaves[i]:
-            if tracers[l].dtype.kind not in "fc":
-                raise TypeError(f"cannot differentiate with respect to argument {i}: dtype "
-                                f"{tracers[l].dtype} is not differentiable (only float and "
-                                f"complex inputs are); mark it non-differentiable by leaving it "
-                                f"out of argnums")
-            wrt.append(tracers[l])
+    nest = _Nested(trace, args)
+    _check_inputs("grad", holomorphic,
+                  [(i, [nest.fresh[l].aval for l in arg_leaves[i]]) for i in nums])
+    flat, _, aux, snap = nest.call(fn, has_aux)
+    if len(flat) != 1 or flat[0].shape != ():
+        kind = "complex" if holomorphic else "real"
+        raise TypeError(f"grad requires a {kind} scalar output, got "
+                        f"{[str(o.aval) for o in flat]}")
+    _check_outputs("grad", holomorphic, [flat[0].aval])
+    wrt = [nest.fresh[l] for i in nums for l in arg_leaves[i]]
     lin = differentiate(resolve([snap]), [flat[0].key], [w.key for w in wrt])
     one = _Ctx(trace).lift(np.ones((), flat[0].dtype))
     back = ad_transpose(lin, cotangents=[one.key])
     trace.builder.parents.extend([lin.fragment, back.fragment])
     grads = [_tracer_of(trace, g, w) for g, w in zip(back.tangent_outputs, wrt)]
+    if holomorphic:  # the transpose is the adjoint: conj of f'(z)
+        grads = [T.conj(g) for g in grads]
+    value, *grads = nest.bind([flat[0]] + grads)
     it = iter(grads)
     out = [unflatten(_flatten_args(args[i])[1], [next(it) for _ in arg_leaves[i]]) for i in nums]
     g = out[0] if isinstance(argnums, int) else tuple(out)
-    return flat[0], g, aux
+    return value, g, aux
 
 
 def _inline_jvp(trace, fn, primals, tangents, has_aux):
     from tidu.ad import differentiate
 
-    tracers, flat, out_tree, aux, snap = _inline_call(trace, fn, primals, has_aux)
+    nest = _Nested(trace, primals)
     ctx = _Ctx(trace)
     t_leaves = [ctx.lift(t) for t in _flatten_args(tangents)[0]]
-    pairs = [(p, t) for p, t in zip(tracers, t_leaves) if p.dtype.kind in "fc"]
+    if len(t_leaves) != len(nest.fresh):
+        raise ValueError(f"jvp: tangents have {len(t_leaves)} leaves, primals {len(nest.fresh)}")
+    pairs = [(p, t) for p, t in zip(nest.fresh, t_leaves) if p.dtype.kind in "fc"]
     for p, t in pairs:
         if p.aval is not t.aval:
             raise ValueError(f"jvp: tangent {t.aval} does not match primal {p.aval}")
+    flat, out_tree, aux, snap = nest.call(fn, has_aux)
     lin = differentiate(resolve([snap]), [o.key for o in flat], [p.key for p, _ in pairs],
                         tangents=[t.key for _, t in pairs])
     trace.builder.parents.append(lin.fragment)
     touts = [_tracer_of(trace, k, o) for k, o in zip(lin.tangent_outputs, flat)]
-    result = (unflatten(out_tree, flat), unflatten(out_tree, touts))
+    both = nest.bind(flat + touts)
+    result = (unflatten(out_tree, both[:len(flat)]), unflatten(out_tree, both[len(flat):]))
     return result + (aux,) if has_aux else result
 
 
 def _traced_or_compiled(fn: Callable, traced: Callable) -> Callable:
-    """A transform of fn: a jit of `traced`, which jit inlines when called inside a trace."""
-    return functools.wraps(fn)(jit(traced))
+    """A transform of fn: a jit of `traced` with concrete values (Python control flow on them
+    works, under guards), which jit inlines when called inside a trace."""
+    traced._own_trace = True
+    return functools.wraps(fn)(jit(traced, _concrete=True))
 
 
-def value_and_grad(fn: Callable, argnums=0, has_aux: bool = False) -> Callable:
-    """Like jax.value_and_grad: fn's value and its gradient wrt `argnums` (real scalar output).
+def value_and_grad(fn: Callable, argnums=0, has_aux: bool = False,
+                   holomorphic: bool = False) -> Callable:
+    """Like jax.value_and_grad: fn's value and its gradient wrt `argnums` (real scalar output;
+    complex with ``holomorphic=True``, which gives f'(z) as jax does).
 
-    For a complex input z the gradient is 2 dL/dz̄ = conj(jax.grad(L)(z)) (DESIGN §5)."""
+    For a complex input z of a real L the gradient is 2 dL/dz̄ = conj(jax.grad(L)(z)) (DESIGN
+    §5).  Outside jit, fn may use Python control flow on values (``if x > 0``); the program is
+    compiled once per path taken (tidu.guards)."""
     def traced(*args):
-        value, g, aux = _inline_grad(_outer_trace(args), fn, args, argnums, has_aux)
+        value, g, aux = _inline_grad(_outer_trace(args), fn, args, argnums, has_aux, holomorphic)
         return ((value, aux), g) if has_aux else (value, g)
 
     return _traced_or_compiled(fn, traced)
 
 
-def grad(fn: Callable, argnums=0, has_aux: bool = False) -> Callable:
-    """Like jax.grad: the gradient of a real scalar function wrt `argnums`."""
+def grad(fn: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False) -> Callable:
+    """Like jax.grad: the gradient of a real scalar function wrt `argnums` (of a complex one with
+    ``holomorphic=True``).  Outside jit, fn may use Python control flow on values."""
     def traced(*args):
-        _, g, aux = _inline_grad(_outer_trace(args), fn, args, argnums, has_aux)
+        _, g, aux = _inline_grad(_outer_trace(args), fn, args, argnums, has_aux, holomorphic)
         return (g, aux) if has_aux else g
 
     return _traced_or_compiled(fn, traced)
@@ -263,12 +484,17 @@ _TRANSFORMS: "dict[tuple, Callable]" = {}
 _TRANSFORMS_MAX = 512
 
 
-def _jitted(key: tuple, make: Callable[[], Callable]) -> Callable:
+def _jitted(key: tuple, make: Callable[[], Callable], own: bool = True) -> Callable:
+    """The jit of make() (a transform's traced function; own=False: the user's function)."""
     f = _TRANSFORMS.pop(key, None)
     if f is None:
         if len(_TRANSFORMS) >= _TRANSFORMS_MAX:
             del _TRANSFORMS[next(iter(_TRANSFORMS))]
-        f = jit(make())
+        traced = make()
+        if own:
+            traced = functools.partial(traced)  # (a lambda's attributes are its own; user fns not)
+            traced._own_trace = True
+        f = jit(traced, _concrete=True)
     _TRANSFORMS[key] = f  # most recently used last
     return f
 
@@ -306,17 +532,20 @@ def linearize(fn: Callable, *primals):
     return out, lambda *tangents: jvp(fn, primals, tangents)[1]
 
 
-def _inline_vjp(trace, fn, primals, has_aux=False):
-    """fn traced into the current trace and linearized: (out, back, aux) with back(ct) the
-    cotangents of the primals (structured like them), transposed inside the same trace."""
+def _vjp_parts(trace, fn, primals, has_aux=False, holomorphic=False):
+    """fn traced into the current trace and linearized: (nest, out, out tree, aux, back) with
+    back(ct) the cotangents of the primals' leaves, not yet bound (nest.bind), transposed inside
+    the same trace (holomorphic: conjugated, giving ct·f'(z) as jax's)."""
     from tidu.ad import differentiate, transpose as ad_transpose
+    from tidu import tracing as T
 
-    tracers, flat, out_tree, aux, snap = _inline_call(trace, fn, primals, has_aux)
-    for i, p in enumerate(tracers):
+    nest = _Nested(trace, primals)
+    for p in nest.fresh:
         if p.dtype.kind not in "fc":
             raise TypeError(f"vjp: cannot differentiate with respect to an input of dtype "
                             f"{p.dtype} (only float and complex inputs are)")
-    lin = differentiate(resolve([snap]), [o.key for o in flat], [p.key for p in tracers])
+    flat, out_tree, aux, snap = nest.call(fn, has_aux)
+    lin = differentiate(resolve([snap]), [o.key for o in flat], [p.key for p in nest.fresh])
     trace.builder.parents.append(lin.fragment)
 
     def back(ct):
@@ -329,14 +558,25 @@ def _inline_vjp(trace, fn, primals, has_aux=False):
             c = ctx.lift(c if hasattr(c, "_t") else np.asarray(c, o.dtype))
             if c.aval is not o.aval:
                 raise ValueError(f"vjp: cotangent {c.aval} does not match output {o.aval}")
-            cts.append(c)
+            cts.append(T.conj(c) if holomorphic else c)
         bt = ad_transpose(lin, cotangents=[c.key for c in cts])
         trace.builder.parents.append(bt.fragment)
-        grads = iter([_tracer_of(trace, g, p) for g, p in zip(bt.tangent_outputs, tracers)])
+        grads = [_tracer_of(trace, g, p) for g, p in zip(bt.tangent_outputs, nest.fresh)]
+        return [T.conj(g) for g in grads] if holomorphic else grads
+
+    return nest, flat, out_tree, aux, back
+
+
+def _inline_vjp(trace, fn, primals, has_aux=False, holomorphic=False):
+    """(out, back, aux): _vjp_parts with back's cotangents bound and structured like primals."""
+    nest, flat, out_tree, aux, raw = _vjp_parts(trace, fn, primals, has_aux, holomorphic)
+
+    def back(ct):
+        grads = iter(nest.bind(raw(ct)))
         return tuple(unflatten(_flatten_args(a)[1], [next(grads) for _ in _flatten_args(a)[0]])
                      for a in primals)
 
-    return unflatten(out_tree, flat), back, aux
+    return unflatten(out_tree, nest.bind(flat)), back, aux
 
 
 def vjp(fn: Callable, *primals, has_aux: bool = False):
@@ -346,7 +586,7 @@ def vjp(fn: Callable, *primals, has_aux: bool = False):
     if trace is not None:
         out, back, aux = _inline_vjp(trace, fn, primals, has_aux)
         return (out, back, aux) if has_aux else (out, back)
-    fwd = _jitted(("fwd", fn), lambda: fn)
+    fwd = _jitted(("fwd", fn), lambda: fn, own=False)
     res = fwd(*primals)
     out, aux = res if has_aux else (res, None)
     bwd = _jitted(("vjp", fn, has_aux),
@@ -357,8 +597,9 @@ def vjp(fn: Callable, *primals, has_aux: bool = False):
     def vjp_fn(ct):
         # cotangents as arrays of their output's dtype (a Python float for a float32 output)
         leaves, tree = _flatten_args(ct) if isinstance(out, (tuple, list, dict)) else ([ct], None)
-        if len(leaves) == len(out_leaves):
-            leaves = [np.asarray(c, np.asarray(o).dtype) for c, o in zip(leaves, out_leaves)]
+        if len(leaves) == len(out_leaves):  # (a Tracer, inside a trace, stays as it is)
+            leaves = [c if hasattr(c, "_t") else np.asarray(c, np.asarray(o).dtype)
+                      for c, o in zip(leaves, out_leaves)]
             ct = unflatten(tree, leaves)
         return bwd(primals, ct)
 
@@ -375,9 +616,6 @@ def _one_leaf(x, i, what):
 
     if not isinstance(x, Tracer):
         raise TypeError(f"{what}: argument {i} must be a single array")
-    if x.dtype.kind not in "fc":
-        raise TypeError(f"{what}: cannot differentiate with respect to argument {i}: dtype "
-                        f"{x.dtype} is not differentiable (only float and complex inputs are)")
     return x
 
 
@@ -401,9 +639,11 @@ def _zeros_in(trace, shape, dtype):
     return _Ctx(trace).lift(np.zeros(shape, dtype))
 
 
-def _jac_fn(fn, argnums, has_aux, forward: bool):
+def _jac_fn(fn, argnums, has_aux, forward: bool, holomorphic: bool = False):
     """The traced Jacobian: one JVP per element of each differentiated argument (forward) or one
-    VJP per element of each output (reverse), inlined into one program."""
+    VJP per element of each output (reverse), inlined into one program.  Complex arguments
+    (jacfwd) and outputs (jacrev) need holomorphic=True, as in jax: without it the two modes
+    would silently disagree (J vs its conjugate)."""
     nums = _argnums(argnums)
     what = "jacfwd" if forward else "jacrev"
 
@@ -413,34 +653,41 @@ def _jac_fn(fn, argnums, has_aux, forward: bool):
         args = [ctx.lift(a) if i in nums or i - len(args) in nums else a
                 for i, a in enumerate(args)]
         xs = [_one_leaf(args[i], i, what) for i in nums]
-        aux = None
+        _check_inputs(what, holomorphic, [(i, [x.aval]) for i, x in zip(nums, xs)],
+                      allow_complex=not forward or holomorphic)
+
+        def f_x(*xv):
+            a = list(args)
+            for i, xi in zip(nums, xv):
+                a[i] = xi
+            return fn(*a)
+
+        # fn traced once; per element of each argument (forward) or of each output (reverse)
+        # one differentiate / transpose of that trace; the results bound once at the end.
         per_num = []  # per argnum: per output leaf, the Jacobian block
         if forward:
-            for i, x in zip(nums, xs):
-                def f_i(xi, i=i):
-                    a = list(args)
-                    a[i] = xi
-                    return fn(*a)
+            from tidu.ad import differentiate
+
+            nest = _Nested(trace, tuple(xs))
+            out_leaves, out_tree, aux, snap = nest.call(f_x, has_aux)
+            if holomorphic:
+                _check_outputs(what, True, [o.aval for o in out_leaves])
+            view = resolve([snap])
+            for x in nest.fresh:
                 cols = []
                 for e in _basis(x.aval):
-                    res = jvp(f_i, (x,), (e,), has_aux=has_aux)
-                    out, aux = (res[0], res[2]) if has_aux else (res[0], None)
-                    cols.append(_flatten_args(res[1])[0])
-                if not cols:  # an empty argument: the output structure from one evaluation
-                    res = f_i(x)
-                    out, aux = res if has_aux else (res, None)
-                out_leaves, out_tree = _flatten_args(out)
+                    lin = differentiate(view, [o.key for o in out_leaves], [x.key],
+                                        tangents=[ctx.lift(e).key])
+                    trace.builder.parents.append(lin.fragment)
+                    cols.append([_tracer_of(trace, t, o)
+                                 for t, o in zip(lin.tangent_outputs, out_leaves)])
                 per_num.append([_stack([c[m] for c in cols], o.shape, x.shape, True) if cols
                                 else _zeros_in(trace, o.shape + x.shape, o.dtype)
                                 for m, o in enumerate(out_leaves)])
         else:
-            def f_x(*xv):
-                a = list(args)
-                for i, xi in zip(nums, xv):
-                    a[i] = xi
-                return fn(*a)
-            out, back, aux = _inline_vjp(trace, f_x, tuple(xs), has_aux)
-            out_leaves, out_tree = _flatten_args(out)
+            nest, out_leaves, out_tree, aux, back = _vjp_parts(trace, f_x, tuple(xs), has_aux,
+                                                               holomorphic)
+            _check_outputs(what, holomorphic, [o.aval for o in out_leaves])
             rows = []  # per output leaf: per element, cotangents of xs
             for m, o in enumerate(out_leaves):
                 rows_m = []
@@ -453,6 +700,9 @@ def _jac_fn(fn, argnums, has_aux, forward: bool):
                 per_num.append([_stack([r[k] for r in rows[m]], o.shape, x.shape, False)
                                 if rows[m] else _zeros_in(trace, o.shape + x.shape, o.dtype)
                                 for m, o in enumerate(out_leaves)])
+        flat_blocks = nest.bind([b for blocks in per_num for b in blocks])
+        it = iter(flat_blocks)
+        per_num = [[next(it) for _ in blocks] for blocks in per_num]
         if isinstance(argnums, int):
             leaves = per_num[0]
         else:
@@ -463,27 +713,30 @@ def _jac_fn(fn, argnums, has_aux, forward: bool):
     return jac
 
 
-def jacfwd(fn: Callable, argnums=0, has_aux: bool = False) -> Callable:
+def jacfwd(fn: Callable, argnums=0, has_aux: bool = False,
+           holomorphic: bool = False) -> Callable:
     """Like jax.jacfwd: the Jacobian by forward mode, one JVP per element of the differentiated
     arguments (each a single array; outputs any tuple/list/dict of arrays), all in one program
     compiled once per shapes/dtypes.  Shape: output.shape + argument.shape; with a tuple of
-    argnums, a tuple of those per output."""
-    return _traced_or_compiled(fn, _jac_fn(fn, argnums, has_aux, True))
+    argnums, a tuple of those per output.  Arguments must be real, or complex with
+    ``holomorphic=True`` (then outputs must be complex too)."""
+    return _traced_or_compiled(fn, _jac_fn(fn, argnums, has_aux, True, holomorphic))
 
 
-def jacrev(fn: Callable, argnums=0, has_aux: bool = False) -> Callable:
+def jacrev(fn: Callable, argnums=0, has_aux: bool = False,
+           holomorphic: bool = False) -> Callable:
     """Like jax.jacrev: the Jacobian by reverse mode, one VJP per output element, all in one
-    program compiled once per shapes/dtypes.  Same arguments and result as ``jacfwd``."""
-    return _traced_or_compiled(fn, _jac_fn(fn, argnums, has_aux, False))
+    program compiled once per shapes/dtypes.  Same arguments and result as ``jacfwd``; outputs
+    must be real, or complex with ``holomorphic=True`` (then arguments must be complex too)."""
+    return _traced_or_compiled(fn, _jac_fn(fn, argnums, has_aux, False, holomorphic))
 
 
-def hessian(fn: Callable, argnums=0, has_aux: bool = False) -> Callable:
+def hessian(fn: Callable, argnums=0, has_aux: bool = False,
+            holomorphic: bool = False) -> Callable:
     """Like jax.hessian: forward over reverse (jacfwd of the gradient), one program compiled
-    once per shapes/dtypes; fn must return a real scalar."""
-    g = grad(fn, argnums, has_aux)
-    if has_aux:
-        return jacfwd(g, argnums, has_aux=True)
-    return jacfwd(g, argnums)
+    once per shapes/dtypes; fn must return a real scalar (complex with holomorphic=True)."""
+    g = grad(fn, argnums, has_aux, holomorphic)
+    return jacfwd(g, argnums, has_aux=has_aux, holomorphic=holomorphic)
 
 
 def hvp(fn: Callable, primals, tangents, argnums: int = 0):

@@ -557,8 +557,8 @@ def as_aval(s) -> AbstractValue:
 class tracing:
     """Context manager: a trace over `builder` is current inside the block."""
 
-    def __init__(self, builder: FragmentBuilder):
-        self.trace = _Trace(builder)
+    def __init__(self, builder: FragmentBuilder, concrete=None):
+        self.trace = _Trace(builder, concrete)
         self._gc_was_enabled = False
 
     def input(self, key: Hashable, av: AbstractValue) -> Tracer:
@@ -574,9 +574,11 @@ class tracing:
         self._gc_was_enabled = gc.isenabled()
         gc.disable()
         _stack().append(self.trace)
+        _core.tracing_enter()
         return self
 
     def __exit__(self, *exc):
+        _core.tracing_exit()
         _stack().pop()
         if self._gc_was_enabled:
             gc.enable()
