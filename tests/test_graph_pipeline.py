@@ -180,8 +180,8 @@ def test_program_inputs_by_mapping_and_errors():
     assert y == pytest.approx(np.exp(1.0))
     with pytest.raises(KeyError, match="missing input"):
         prog({"x": 0.5})
-    with pytest.raises(KeyError, match="unknown input"):
-        prog({"x": 0.5, "a": 2.0, "b": 1.0})
+    with pytest.raises(KeyError, match="unknown input"):  # a key no fragment of the session declared
+        prog({"x": 0.5, "a": 2.0, "b_declared_nowhere": 1.0})
     with pytest.raises(ValueError, match="shape"):
         prog({"x": np.ones(2), "a": 2.0})
     with pytest.raises(TypeError):
