@@ -215,3 +215,29 @@ def test_jit_inside_a_trace_inlines():
     np.testing.assert_allclose(td.jit(lambda x: inner(x) + 1.0)(x), np.sin(x) * 2 + 1, rtol=1e-15)
     np.testing.assert_allclose(td.grad(lambda x: td.sum(inner(x)))(x), 2 * np.cos(x), rtol=1e-15)
     assert len(inner.cache) == 0  # never compiled on its own
+
+
+# ---- the jitted call's direct path ----
+
+def test_jitted_calls_of_changing_kinds_take_the_right_program_each_time():
+    """A jitted function remembers the kinds of its last flat arguments for a direct call; calls
+    of other kinds (another dtype, shape, Python type, byte order, a pytree) take the general
+    path and give the right values, and a trace open around the call still inlines it."""
+    f = td.jit(lambda x, y: x * y + 1.0)
+    calls = [(2.0, 3.0), (np.array(2.0), 3.0), (np.arange(3.0), 2.0),
+             (np.arange(4.0), 2.0), (np.arange(3, dtype=np.float32), np.float32(2.0)),
+             (np.arange(3.0).astype(">f8"), 2.0), (2, 3), (True, 2.5), (2.0, 3.0)]
+    for _ in range(2):
+        for x, y in calls:
+            want = np.asarray(x, dtype=np.result_type(np.asarray(x).dtype, y).newbyteorder("=")) * y + 1.0
+            got = f(x, y)
+            np.testing.assert_allclose(got, want)
+            assert np.asarray(got).dtype == np.asarray(want).dtype, (x, y)
+    g = td.jit(lambda y: y * 3.0)
+    assert g(2.0) == 6.0 and g(2.0) == 6.0  # remembered: the direct path
+    assert td.grad(lambda x: x * g(2.0))(1.0) == 6.0  # inside a trace it inlines
+    assert td.grad(lambda x: g(x))(1.0) == 3.0
+    h = td.jit(lambda t: t[0] * t[1])
+    assert h((2.0, 4.0)) == 8.0 and h((2.0, 5.0)) == 10.0  # a pytree: the general path
+    with pytest.raises(TypeError):
+        f(2.0, y=3.0)

@@ -21,20 +21,7 @@ from tidu.tracing import _stack as _trace_stack, as_aval, flatten_outputs, traci
 __all__ = ["jit", "unflatten"]
 
 
-def unflatten(tree, flat: list) -> Any:
-    """Rebuild a function's output structure (from flatten_outputs) over flat values."""
-    it = iter(flat)
-
-    def rec(tr):
-        if tr is None:
-            return next(it)
-        kind, children = tr
-        if kind is dict:
-            return {k: rec(c) for k, c in children}
-        vals = [rec(c) for c in children]
-        return kind(vals) if kind in (list, tuple) else kind(*vals)
-
-    return rec(tree)
+unflatten = _core.unflatten  # a function's output structure over flat values (compiled)
 
 
 # ---- jit ----
@@ -162,8 +149,7 @@ def jit(fn: Callable | None = None, *, backend: str = "auto", device=None,
     # transform's trace.
     cache: dict[tuple, tuple[CompiledProgram, Any, list[int], Any]] = {}
 
-    @functools.wraps(fn)
-    def wrapped(*args):
+    def wrapped(*args):  # the general path; `jitted` below takes calls like the last one
         leaves, in_tree = _flatten_args(args)
         sig = _signature(leaves)
         if sig is None:  # called inside a trace (a jit in a jit, a transform): inline fn
@@ -172,20 +158,26 @@ def jit(fn: Callable | None = None, *, backend: str = "auto", device=None,
         hit = cache.get(sig)
         if hit is None:
             hit = cache[sig] = _entry(fn, args, backend, device, _concrete)
-        prog, build, order, run = hit  # _run, inlined: this is the per-call path
+        prog, build, order, run = hit
         inputs = [leaves[i] for i in order]
         try:
             if run:
                 try:  # the C++ entry point checks count, dtype, shape and contiguity itself
-                    return build(run(inputs))
+                    out = build(run(inputs))
                 except (TypeError, ValueError):
                     pass  # CompiledProgram.eval converts, or raises an error naming the input
+                else:
+                    if len(leaves) == len(args):  # flat arguments: the next call may go direct
+                        jitted.remember(args, order, run, build)
+                    return out
             return build(prog.eval(inputs))
         except GuardMiss as miss:
             return _other_path(cache, sig, fn, args, leaves, miss, backend, device)
 
-    wrapped.cache = cache
-    return wrapped
+    jitted = _core.Jitted(wrapped)
+    functools.update_wrapper(jitted, fn)
+    jitted.cache = cache
+    return jitted
 
 
 def _abstractly(fn, args):
