@@ -571,7 +571,7 @@ inline void eval(const Program& p, Workspace& ws, const void* const* inputs, voi
     };
     std::int64_t nblocks = (size + Program::kBlock - 1) / Program::kBlock;
     // Blocks are independent: large chains split them over the machine's cores.
-    int threads = static_cast<int>(std::min<std::int64_t>(std::thread::hardware_concurrency(),
+    int threads = static_cast<int>(std::min<std::int64_t>(detail::cores(),
                                                           nblocks / 64));
     if (threads <= 1) {
       blocks(0, nblocks);

@@ -437,7 +437,7 @@ inline bool dot_blas(const T* x, const T* w, T* y, const DotTables& t) {
   // for waking threads, large ones use the cores, and nothing oversubscribes them.
   constexpr double kParallelGemm = 1 << 23;
   const double work = static_cast<double>(nb) * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
-  const std::int64_t hw = std::max<unsigned>(std::thread::hardware_concurrency(), 1);
+  const std::int64_t hw = detail::cores();
   const std::int64_t threads = std::min<std::int64_t>(
       {hw, static_cast<std::int64_t>(std::min(work / kParallelGemm, 1e6)), std::max<std::int64_t>(nb, M / 64)});
   if (threads <= 1) {

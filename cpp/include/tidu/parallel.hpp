@@ -10,11 +10,15 @@
 namespace tidu {
 namespace detail {
 
-// At most this many threads per parallel loop (a request for more is capped, never refused).
-inline int max_threads() {
-  const unsigned hw = std::thread::hardware_concurrency();
-  return static_cast<int>(std::min<unsigned>(hw ? 4 * hw : 16, 256));
+// The machine's hardware threads (at least 1), read once: std::thread::hardware_concurrency
+// parses a sysfs file on every call (glibc), microseconds that a small matrix product cannot pay.
+inline int cores() {
+  static const int n = static_cast<int>(std::max(std::thread::hardware_concurrency(), 1u));
+  return n;
 }
+
+// At most this many threads per parallel loop (a request for more is capped, never refused).
+inline int max_threads() { return std::min(4 * cores(), 256); }
 
 // Runs body(t) for every t in [0, n): t = 1.. on threads of their own, t = 0 on the caller's.  A
 // thread that cannot be started (std::system_error: the process is out of threads or memory)
