@@ -41,15 +41,22 @@ Handler handler_for(const Program& p, std::size_t i);
 
 class Workspace {
  public:
-  explicit Workspace(const Program& p)
-      : arena_((p.arena_bytes + 64) / 8 + 1), ptr_(p.slots.size(), nullptr), dots_(p.instrs.size()),
-        scalars_(p.scalar_code.empty() ? 0 : p.slots.size() + 1) {
+  // An all-scalar program needs only its array of doubles; others the arena, slot pointers,
+  // instruction handlers and, per matrix product, its offset tables.
+  explicit Workspace(const Program& p) : scalars_(p.scalar_code.empty() ? 0 : p.slots.size() + 1) {
+    if (!p.scalar_code.empty()) return;
+    arena_.resize((p.arena_bytes + 64) / 8 + 1);
+    ptr_.resize(p.slots.size());
     auto* base = reinterpret_cast<std::uint8_t*>(arena_.data());
     for (std::size_t s = 0; s < p.slots.size(); ++s) ptr_[s] = base + p.slots[s].offset;
-    if (p.scalar_code.empty()) {
-      handlers_.resize(p.instrs.size());
-      for (std::size_t i = 0; i < p.instrs.size(); ++i) handlers_[i] = detail::handler_for(p, i);
+    handlers_.resize(p.instrs.size());
+    dot_of_.assign(p.instrs.size(), 0);
+    std::uint32_t n_dots = 0;
+    for (std::size_t i = 0; i < p.instrs.size(); ++i) {
+      handlers_[i] = detail::handler_for(p, i);
+      if (p.instrs[i].op == Op::DotGeneral) dot_of_[i] = n_dots++;
     }
+    dots_.resize(n_dots);
   }
   // The function that runs instruction i (resolved once per workspace: no dispatch on opcode
   // and dtype per evaluation).
@@ -59,7 +66,7 @@ class Workspace {
   void reset(const Program& p, std::uint32_t s) {
     ptr_[s] = reinterpret_cast<std::uint8_t*>(arena_.data()) + p.slots[s].offset;
   }
-  kern::DotTables& dot(std::size_t i) { return dots_[i]; }
+  kern::DotTables& dot(std::size_t i) { return dots_[dot_of_[i]]; }  // of DotGeneral instruction i
   std::uint64_t bytes() const { return arena_.size() * 8; }
   double* scalars() { return scalars_.data(); }
 
@@ -67,6 +74,7 @@ class Workspace {
   std::vector<std::uint64_t> arena_;  // 8-byte aligned storage for every non-input slot
   std::vector<void*> ptr_;
   std::vector<kern::DotTables> dots_;
+  std::vector<std::uint32_t> dot_of_;  // instruction -> its entry in dots_
   std::vector<double> scalars_;  // slot values on the all-scalar fast path
   std::vector<Handler> handlers_;
 };

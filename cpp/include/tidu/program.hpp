@@ -9,7 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <map>
+#include <unordered_map>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -109,16 +109,16 @@ struct Program {
     }
     for (std::size_t i = 0; i < instrs.size(); ++i) {
       const Instr& in = instrs[i];
-      std::string at = "instruction " + std::to_string(i);
-      if (static_cast<unsigned>(in.op) >= static_cast<unsigned>(Op::kCount)) fail(at + ": bad opcode");
-      if (in.in_begin + static_cast<std::uint64_t>(in.n_in) > args.size()) fail(at + ": args out of range");
+      const auto at = [i] { return "instruction " + std::to_string(i); };  // built on failure only
+      if (static_cast<unsigned>(in.op) >= static_cast<unsigned>(Op::kCount)) fail(at() + ": bad opcode");
+      if (in.in_begin + static_cast<std::uint64_t>(in.n_in) > args.size()) fail(at() + ": args out of range");
       if (in.attr_begin + static_cast<std::uint64_t>(in.n_attr) > attrs.size())
-        fail(at + ": attributes out of range");
+        fail(at() + ": attributes out of range");
       for (std::uint32_t k = 0; k < in.n_in; ++k) {
         std::uint32_t a = args[in.in_begin + k];
-        if (a >= slots.size() || !written[a]) fail(at + ": reads a slot not yet written");
+        if (a >= slots.size() || !written[a]) fail(at() + ": reads a slot not yet written");
       }
-      if (in.out >= slots.size() || written[in.out]) fail(at + ": output slot invalid or rewritten");
+      if (in.out >= slots.size() || written[in.out]) fail(at() + ": output slot invalid or rewritten");
       written[in.out] = 1;
     }
     for (std::uint32_t s : outputs)
@@ -143,7 +143,7 @@ struct Program {
     for (const Instr& in : instrs)
       if (in.op == Op::Constant) const_slot[in.out] = 1;
     auto is_const = [&](std::uint32_t s) { return const_slot[s] != 0; };
-    std::multimap<std::uint64_t, std::uint64_t> free_by_size;  // bytes -> offset
+    FreeList free_by_size;  // bytes -> offsets of free buffers
     std::uint64_t top = 0;
     naive_bytes = 0;
     all_scalar = true;
@@ -156,11 +156,7 @@ struct Program {
       // Constants may be hoisted to the start of an elementwise chain (interpreter.hpp), so
       // their buffers are never shared: fresh storage, never returned to the free list.
       bool pinned = instrs[i].op == Op::Constant;
-      auto it = pinned ? free_by_size.end() : free_by_size.find(b);
-      if (it != free_by_size.end()) {
-        slots[o].offset = it->second;
-        free_by_size.erase(it);
-      } else {
+      if (pinned || !free_by_size.take(b, slots[o].offset)) {
         slots[o].offset = top;
         if (!checked::add(top, b, top) || top > checked::kMaxBytes)
           throw ProgramError("tidu program: the memory plan needs more than 2^56 bytes (instruction " +
@@ -172,10 +168,10 @@ struct Program {
         std::uint32_t a = args[instrs[i].in_begin + k];
         if (last[a] == static_cast<std::int64_t>(i) && !is_input[a] && !is_const(a)) {
           last[a] = -2;  // freed once even when read twice by this instruction
-          free_by_size.emplace(align(nbytes(a)), slots[a].offset);
+          free_by_size.give(align(nbytes(a)), slots[a].offset);
         }
       }
-      if (last[o] == -1 && !pinned) free_by_size.emplace(b, slots[o].offset);  // dead on arrival
+      if (last[o] == -1 && !pinned) free_by_size.give(b, slots[o].offset);  // dead on arrival
     }
     arena_bytes = top;
     output_direct.assign(outputs.size(), 0);
@@ -389,6 +385,23 @@ struct Program {
 
  private:
   static std::uint64_t align(std::uint64_t b) { return (b + 63) & ~std::uint64_t{63}; }
+
+  // Free buffers by byte size, most recently freed first (a stack per size: O(1), and a program
+  // has few distinct sizes).
+  class FreeList {
+   public:
+    bool take(std::uint64_t bytes, std::uint64_t& offset) {
+      auto it = by_size_.find(bytes);
+      if (it == by_size_.end() || it->second.empty()) return false;
+      offset = it->second.back();
+      it->second.pop_back();
+      return true;
+    }
+    void give(std::uint64_t bytes, std::uint64_t offset) { by_size_[bytes].push_back(offset); }
+
+   private:
+    std::unordered_map<std::uint64_t, std::vector<std::uint64_t>> by_size_;
+  };
 };
 
 }  // namespace tidu
