@@ -192,7 +192,9 @@ class Cholesky(Primitive):
 
     def linearize(self, b, primal_in, primal_out, t):
         # Murray (2016): dL = L Phi(L^-1 dS L^-H), Phi = lower triangle with halved diagonal,
-        # dS the Hermitian matrix of da's lower triangle (the part that is read).
+        # dS the Hermitian matrix that da's lower triangle stands for: W*da + (W*da)^H, with W
+        # the weight of Phi (1 below the diagonal, 1/2 on it, 0 above; the real part of da's
+        # diagonal is what is read).
         from tidu.ops.elementwise import Add, Mul
         from tidu.ops.structural import Convert
 
@@ -200,17 +202,14 @@ class Cholesky(Primitive):
             return [None]
         L = primal_out[0]
         av = L.aval
-        nd, shape = av.ndim, av.shape
-        low = _keep(b, _mask(b, shape, "GE"), t[0], av)
-        strict = _keep(b, _mask(b, shape, "GT"), t[0], av)
-        ds = lin(b, Add(), [low, _conj(b, _mT(b, strict, nd), av)], [A, A])
-        tmp = lin(b, TriangularSolve(False, True, True, av.dtype in COMPLEXES, False),
-                  [L, ds], [F, A])                                   # dS L^-H
-        inner = lin(b, TriangularSolve(True, True, False, False, False), [L, tmp], [F, A])
-        # Phi as a fixed weight: 1 below the diagonal, 1/2 on it, 0 above
+        nd, shape, cplx = av.ndim, av.shape, av.dtype in COMPLEXES
         below = fix(b, Convert(av.dtype.name), _mask(b, shape, "GT"))
         diag = fix(b, Convert(av.dtype.name), _mask(b, shape, "EQ"))
         weight = fix(b, Add(), below, fix(b, Mul(), diag, const(b, 0.5, av)))
+        half = scale(b, weight, t[0])
+        ds = lin(b, Add(), [half, _conj(b, _mT(b, half, nd), av)], [A, A])
+        tmp = lin(b, TriangularSolve(False, True, True, cplx, False), [L, ds], [F, A])  # dS L^-H
+        inner = lin(b, TriangularSolve(True, True, False, False, False), [L, tmp], [F, A])
         return [lin(b, _matmul(nd), [L, scale(b, weight, inner)], [F, A])]
 
     def lower(self, lo, out, x):
