@@ -78,6 +78,12 @@ TABLE = {
     "Pad": (lambda x: td.sum(P_pad(x) * P_pad(x)), lambda d: [arr((3,), d)], REAL),
     "Concatenate": (lambda x, y: td.concatenate([x * x, y], axis=0),
                     lambda d: [arr((2,), d), arr((3,), d)], ALL),
+    "TriangularSolve": (lambda a, b: td.apply(P.TriangularSolve(True, True, True, True, False),
+                                              a, b * b),
+                        lambda d: [(arr((3, 3), d) + 4 * np.eye(3)).astype(d), arr((3, 2), d)],
+                        ALL),
+    "Cholesky": (lambda a: td.apply(P.Cholesky(), a),
+                 lambda d: [(arr((3, 3), d) + 6 * np.eye(3)).astype(d)], ALL),
 }
 
 

@@ -239,6 +239,10 @@ bool set_blas(const std::string& path, const std::string& prefix) {
   tidu::kern::BlasHooks h{sym("cblas_sgemm"), sym("cblas_dgemm"), sym("cblas_cgemm"), sym("cblas_zgemm")};
   if (!h.sgemm || !h.dgemm || !h.cgemm || !h.zgemm) return false;
   tidu::kern::blas() = h;
+  // Triangular solves and Cholesky (linalg.hpp): CBLAS ?trsm and LAPACK ?potrf_ where present.
+  tidu::kern::lapack() = tidu::kern::LapackHooks{sym("cblas_strsm"), sym("cblas_dtrsm"), sym("cblas_ctrsm"),
+                                                 sym("cblas_ztrsm"), sym("spotrf_"), sym("dpotrf_"),
+                                                 sym("cpotrf_"), sym("zpotrf_")};
   // tidu splits large products over its own threads (kernels.hpp): the BLAS runs single-threaded,
   // so its threads never compete with tidu's or spin on a busy core.  This library copy is
   // tidu's own (numpy and scipy bundle theirs), so no other user's setting changes.
@@ -249,7 +253,10 @@ bool set_blas(const std::string& path, const std::string& prefix) {
 void make_program(py::module_& m) {
   m.def("set_blas", &set_blas, py::arg("path"), py::arg("prefix") = "",
         "Use the CBLAS gemm of a shared library for large matrix products; returns success.");
-  m.def("clear_blas", [] { tidu::kern::blas() = tidu::kern::BlasHooks{}; });
+  m.def("clear_blas", [] {
+    tidu::kern::blas() = tidu::kern::BlasHooks{};
+    tidu::kern::lapack() = tidu::kern::LapackHooks{};
+  });
   m.def("simd_variant", [] { return std::string(tidu::fm::isa_name()); },
         "Which SIMD variant the transcendental kernels use: avx512, avx2 or generic (TIDU_SIMD).");
   py::register_exception<tidu::ProgramError>(m, "ProgramError", PyExc_ValueError);

@@ -16,6 +16,7 @@ from tidu.tracing import (Tracer, abs, apply, astype, broadcast_to, build, conca
                           ones_like, power, real, reshape, rsqrt, sign, sin, spec, sqrt,
                           stop_gradient, sum, tanh, where, zeros_like)
 from tidu import ops
+from tidu import linalg
 from tidu.evaluator import LoadedProgram, load
 from tidu.api import jit
 from tidu.ad import LinearFragment, SavedValue, differentiate, saved_values
@@ -27,7 +28,7 @@ __version__ = "0.1.0"
 __all__ = [
     "AbstractValue", "CompiledProgram", "External", "Fragment", "FragmentBuilder", "GraphError",
     "Linear", "Local", "MaterializedGraph", "OpMode", "PRIMAL", "ResolvedView", "Tracer", "ValKey",
-    "LoadedProgram", "load", "abs", "apply", "astype", "aval", "jit", "LinearFragment", "SavedValue", "differentiate",
+    "LoadedProgram", "linalg", "load", "abs", "apply", "astype", "aval", "jit", "LinearFragment", "SavedValue", "differentiate",
     "saved_values", "transpose", "grad", "value_and_grad", "jvp", "vjp", "linearize",
     "hessian", "jacfwd", "jacrev", "hvp", "broadcast_to", "build", "compile", "concatenate", "conj", "cos", "dot",
     "exp", "expm1", "get_cmake_dir", "get_include", "imag", "iota", "log", "log1p",

@@ -43,6 +43,7 @@ def ensure_blas() -> bool:
     return BLAS
 
 OPCODE = {name: i for i, name in enumerate(_eval.OPCODES)}
+_BLAS_OPS = [OPCODE[n] for n in ("DotGeneral", "TriangularSolve", "Cholesky")]  # use the hooks
 DTYPE = {name: i for i, name in enumerate(_eval.DTYPES)}
 COMPARE = {name: i for i, name in enumerate(_eval.COMPARE)}
 
@@ -137,7 +138,7 @@ def encode(arrays: dict, input_names=(), output_names=()) -> "_eval.Program":
     opcode = np.array([c for c, _, _ in p_codes], np.int64)[p_inv]
     if np.any(opcode < 0):
         raise NotImplementedError("an op has no C++ kernel")
-    if BLAS is None and OPCODE["DotGeneral"] in opcode:
+    if BLAS is None and np.isin(opcode, _BLAS_OPS).any():
         ensure_blas()
     attrs, n_attr = _ragged([a for _, a, _ in p_codes], p_inv, np.int64)
     attr_off = np.concatenate([[0], np.cumsum(n_attr)]).astype(np.uint32)

@@ -47,7 +47,9 @@ namespace tidu {
   X(Pad, S)             \
   X(Concatenate, S)     \
   X(Constant, S)        \
-  X(Iota, S)
+  X(Iota, S)            \
+  X(TriangularSolve, S) \
+  X(Cholesky, S)
 
 enum class Op : std::uint8_t {
 #define TIDU_ENUM(name, kind) name,

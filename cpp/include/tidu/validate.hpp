@@ -201,6 +201,27 @@ inline void validate_instructions(const Program& p) {
         need(o.dtype != DType::Bool, "iota dtype");
         break;
       }
+      case Op::TriangularSolve: case Op::Cholesky: {  // linalg.hpp
+        const bool trsm = in.op == Op::TriangularSolve;
+        arity(trsm ? 2 : 1);
+        DType d = o.dtype;
+        need(d == DType::F32 || d == DType::F64 || d == DType::C64 || d == DType::C128, "dtype is not inexact");
+        for (std::uint32_t k = 0; k < in.n_in; ++k) need(slot(k).dtype == d, "operand dtype mismatch");
+        const std::uint32_t nd = slot(0).ndim;
+        const std::int64_t* as = p.shape(a[0]);
+        need(nd >= 2 && as[nd - 1] == as[nd - 2], "operand a is not a (batch of) square matrices");
+        if (!trsm) {
+          same_shape(0);
+          break;
+        }
+        need(na == 5, "needs 5 attributes");
+        for (std::int64_t k = 0; k < 5; ++k) need(at[k] == 0 || at[k] == 1, "flag attribute is not 0 or 1");
+        const std::int64_t* bs = p.shape(a[1]);
+        need(slot(1).ndim == nd && std::equal(as, as + nd - 2, bs), "batch axes of a and b differ");
+        need(bs[at[0] ? nd - 2 : nd - 1] == as[nd - 1], "b does not match the size of a");
+        same_shape(1);
+        break;
+      }
       default:
         fail("unknown opcode");
     }
