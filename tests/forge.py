@@ -29,7 +29,7 @@ OPCODES = ["Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Neg", "Conj", "Exp"
            "Cos", "Tanh", "Sqrt", "Rsqrt", "Expm1", "Log1p", "Sign", "StopGradient", "Real",
            "Imag", "Abs", "Compare", "Select", "Convert", "ReduceSum", "ReduceMax",
            "BroadcastInDim", "Reshape", "Transpose", "DotGeneral", "Slice", "Pad", "Concatenate",
-           "Constant", "Iota"]
+           "Constant", "Iota", "TriangularSolve", "Cholesky"]
 DTYPES = ["float32", "float64", "complex64", "complex128", "int32", "int64", "bool"]
 OP = {n: i for i, n in enumerate(OPCODES)}
 DT = {n: i for i, n in enumerate(DTYPES)}

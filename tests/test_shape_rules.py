@@ -56,6 +56,10 @@ GOOD = [
     (P.Constant.of([1.0, 2.0]), [], A((2,))),
     (P.Iota((2, 3), "int32", 1), [], A((2, 3), "int32")),
     (P.StopGradient(), [A((2,))], A((2,))),
+    (P.TriangularSolve(True, True, False, False, False), [A((4, 3, 3)), A((4, 3, 2))], A((4, 3, 2))),
+    (P.TriangularSolve(False, False, True, True, True), [A((3, 3), "complex64"), A((5, 3), "complex64")],
+     A((5, 3), "complex64")),
+    (P.Cholesky(), [A((2, 3, 3), "float32")], A((2, 3, 3), "float32")),
 ]
 
 # (op, operand avals, exception type, message fragment)
@@ -115,6 +119,18 @@ BAD = [
     (P.Concatenate(0), [A((2,)), A((2,), "int32")], TypeError, "Concatenate: dtype mismatch"),
     (P.Iota((2,), "int32", 1), [], ValueError, "Iota: dimension 1 out of range"),
     (P.Iota((2,), "bool", 0), [], TypeError, "Iota: operand dtype bool"),
+    (P.TriangularSolve(True, True, False, False, False), [A((3, 2)), A((3, 2))], ValueError,
+     r"TriangularSolve: operand of shape \(3, 2\) is not a square matrix"),
+    (P.TriangularSolve(True, True, False, False, False), [A((3, 3)), A((2, 2))], ValueError,
+     r"TriangularSolve: b of shape \(2, 2\) has 2 rows, a of shape \(3, 3\) needs 3"),
+    (P.TriangularSolve(True, True, False, False, False), [A((2, 3, 3)), A((3, 3, 1))], ValueError,
+     "TriangularSolve: b of shape .* does not have the batch axes of a"),
+    (P.TriangularSolve(True, True, False, False, False), [A((3, 3), "int32"), A((3, 1), "int32")],
+     TypeError, "TriangularSolve: operand dtype int32"),
+    (P.TriangularSolve(True, True, False, False, False), [A((3, 3)), A((3, 1), "float32")],
+     TypeError, "TriangularSolve: dtype mismatch"),
+    (P.Cholesky(), [A((3,))], ValueError, r"Cholesky: operand of shape \(3,\) is not a square matrix"),
+    (P.Cholesky(), [A((3, 3), "int64")], TypeError, "Cholesky: operand dtype int64"),
 ]
 
 
