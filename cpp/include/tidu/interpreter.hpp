@@ -37,7 +37,7 @@ inline void visit(DType d, F&& f) {
 class Workspace;
 using Handler = void (*)(const Program&, Workspace&, std::size_t);
 namespace detail {
-Handler handler_for(const Program& p, std::size_t i);
+inline Handler handler_for(const Program& p, std::size_t i);  // below, with the handlers
 }
 
 class Workspace {
