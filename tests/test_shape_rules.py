@@ -56,6 +56,9 @@ GOOD = [
     (P.Constant.of([1.0, 2.0]), [], A((2,))),
     (P.Iota((2, 3), "int32", 1), [], A((2, 3), "int32")),
     (P.StopGradient(), [A((2,))], A((2,))),
+    (P.TriangularSolve(False, True, True, False, False), [A((4, 3, 3)), A((4, 2, 3))],
+     A((4, 2, 3))),
+    (P.Cholesky(), [A((2, 3, 3), "complex64")], A((2, 3, 3), "complex64")),
 ]
 
 # (op, operand avals, exception type, message fragment)
@@ -115,6 +118,9 @@ BAD = [
     (P.Concatenate(0), [A((2,)), A((2,), "int32")], TypeError, "Concatenate: dtype mismatch"),
     (P.Iota((2,), "int32", 1), [], ValueError, "Iota: dimension 1 out of range"),
     (P.Iota((2,), "bool", 0), [], TypeError, "Iota: operand dtype bool"),
+    (P.TriangularSolve(True, True, False, False, False), [A((3, 3)), A((2, 3))], ValueError,
+     "TriangularSolve: b of shape \\(2, 3\\) has 2 rows"),
+    (P.Cholesky(), [A((3, 2))], ValueError, "Cholesky: operand of shape \\(3, 2\\) is not a square"),
 ]
 
 
