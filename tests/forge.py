@@ -164,7 +164,8 @@ def attr_roles(op: int, at: list[int]) -> list[tuple[int, str]]:
              "BroadcastInDim": ["shape", "bdim"], "Slice": ["start", "limit", "stride"],
              "Pad": ["lo", "hi", "interior"], "DotGeneral": ["lc", "rc", "lb", "rb"],
              "Iota": ["shape"]}
-    fixed = {"Compare": ["dir"], "Concatenate": ["axis"], "Constant": ["offset", "nbytes"]}
+    fixed = {"Compare": ["dir"], "Concatenate": ["axis"], "Constant": ["offset", "nbytes"],
+             "TriangularSolve": ["flag"] * 5}
     roles, pos = [], 0
     for role in lists.get(name, []):
         if pos >= len(at):

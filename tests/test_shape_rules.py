@@ -60,6 +60,9 @@ GOOD = [
     (P.TriangularSolve(False, False, True, True, True), [A((3, 3), "complex64"), A((5, 3), "complex64")],
      A((5, 3), "complex64")),
     (P.Cholesky(), [A((2, 3, 3), "float32")], A((2, 3, 3), "float32")),
+    (P.TriangularSolve(False, True, True, False, False), [A((4, 3, 3)), A((4, 2, 3))],
+     A((4, 2, 3))),
+    (P.Cholesky(), [A((2, 3, 3), "complex64")], A((2, 3, 3), "complex64")),
 ]
 
 # (op, operand avals, exception type, message fragment)
@@ -131,6 +134,9 @@ BAD = [
      TypeError, "TriangularSolve: dtype mismatch"),
     (P.Cholesky(), [A((3,))], ValueError, r"Cholesky: operand of shape \(3,\) is not a square matrix"),
     (P.Cholesky(), [A((3, 3), "int64")], TypeError, "Cholesky: operand dtype int64"),
+    (P.TriangularSolve(True, True, False, False, False), [A((3, 3)), A((2, 3))], ValueError,
+     "TriangularSolve: b of shape \\(2, 3\\) has 2 rows"),
+    (P.Cholesky(), [A((3, 2))], ValueError, "Cholesky: operand of shape \\(3, 2\\) is not a square"),
 ]
 
 
