@@ -301,17 +301,8 @@ inline void run_instr(const Program& p, Workspace& ws, std::size_t idx) {
 // ---- handlers: instructions with their opcode and dtype resolved ahead of time ----
 // Programs over small arrays (a 3-vector integrator, a gradient's scalar bookkeeping) run tens of
 // thousands of instructions of a few elements each, where the two dispatches of run_instr
-// (opcode, then dtype) cost as much as the arithmetic.  The common ones get a function each.
-
-template <Op OP, class T>
-inline T binary_op(T x, T y) {
-  if constexpr (OP == Op::Add) return x + y;
-  else if constexpr (OP == Op::Sub) return x - y;
-  else if constexpr (OP == Op::Mul) return x * y;
-  else if constexpr (OP == Op::Div) return x / y;
-  else if constexpr (OP == Op::Max) return (x != x || x > y) ? x : y;  // NaN propagates, as numpy's
-  else return (x != x || x < y) ? x : y;
-}
+// (opcode, then dtype) cost as much as the arithmetic.  The common ones get a function each
+// (a Reshape, a copy with no dtype dispatch, stays with run_instr).
 
 template <Op OP, class T>
 inline void run_binary(const Program& p, Workspace& ws, std::size_t i) {
@@ -322,7 +313,7 @@ inline void run_binary(const Program& p, Workspace& ws, std::size_t i) {
   const T* y = static_cast<const T*>(ptr[a[1]]);
   T* r = static_cast<T*>(ptr[in.out]);
   const std::int64_t n = p.slots[in.out].size;
-  for (std::int64_t k = 0; k < n; ++k) r[k] = binary_op<OP, T>(x[k], y[k]);
+  for (std::int64_t k = 0; k < n; ++k) r[k] = kern::binary_op<OP, T>(x[k], y[k]);
 }
 
 template <class T>
@@ -333,13 +324,6 @@ inline void run_neg(const Program& p, Workspace& ws, std::size_t i) {
   T* r = static_cast<T*>(ptr[in.out]);
   const std::int64_t n = p.slots[in.out].size;
   for (std::int64_t k = 0; k < n; ++k) r[k] = -x[k];
-}
-
-inline void run_copy(const Program& p, Workspace& ws, std::size_t i) {  // Reshape
-  const Instr& in = p.instrs[i];
-  void** ptr = ws.ptrs();
-  const std::uint64_t n = p.nbytes(in.out);
-  if (n) std::memmove(ptr[in.out], ptr[p.args[in.in_begin]], n);
 }
 
 template <class T>
@@ -358,7 +342,6 @@ inline Handler float_handler(Op op) {
 
 inline Handler handler_for(const Program& p, std::size_t i) {
   const Instr& in = p.instrs[i];
-  if (in.op == Op::Reshape) return &run_copy;
   switch (p.slots[in.out].dtype) {
     case DType::F64: return float_handler<double>(in.op);
     case DType::F32: return float_handler<float>(in.op);

@@ -113,6 +113,18 @@ inline bool unary(Op op, const T* x, T* y, std::int64_t n) {
   return false;
 }
 
+// One element of a binary op whose opcode is known at compile time (the interpreter's
+// per-instruction handlers, and Max/Min below); Max/Min propagate NaN, as numpy's.
+template <Op OP, class T>
+inline T binary_op(T x, T y) {
+  if constexpr (OP == Op::Add) return x + y;
+  else if constexpr (OP == Op::Sub) return x - y;
+  else if constexpr (OP == Op::Mul) return x * y;
+  else if constexpr (OP == Op::Div) return x / y;
+  else if constexpr (OP == Op::Max) return (x != x || x > y) ? x : y;
+  else return (x != x || x < y) ? x : y;
+}
+
 template <class T>
 inline bool binary(Op op, const T* a, const T* b, T* y, std::int64_t n) {
   if constexpr (is_int_v<T>) {
@@ -140,12 +152,8 @@ inline bool binary(Op op, const T* a, const T* b, T* y, std::int64_t n) {
   }
   if constexpr (!is_complex_v<T> && !std::is_same_v<T, bool>) {
     switch (op) {  // numpy's maximum/minimum propagate NaN
-      case Op::Max:
-        for (std::int64_t i = 0; i < n; ++i) y[i] = (a[i] != a[i] || a[i] > b[i]) ? a[i] : b[i];
-        return true;
-      case Op::Min:
-        for (std::int64_t i = 0; i < n; ++i) y[i] = (a[i] != a[i] || a[i] < b[i]) ? a[i] : b[i];
-        return true;
+      case Op::Max: for (std::int64_t i = 0; i < n; ++i) y[i] = binary_op<Op::Max>(a[i], b[i]); return true;
+      case Op::Min: for (std::int64_t i = 0; i < n; ++i) y[i] = binary_op<Op::Min>(a[i], b[i]); return true;
       default: break;
     }
   }
