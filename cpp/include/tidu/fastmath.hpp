@@ -4,8 +4,9 @@
 // whose table-driven kernels have the lower latency that a chain of dependent scalars needs.
 //
 // Each function is a range reduction (Cody-Waite) and a polynomial (Taylor to below half an ulp,
-// or fdlibm's minimax kernels), in double: float inputs are evaluated in double and rounded once,
-// so float results are within an ulp and float's whole exponent range is "in range".  An input
+// or fdlibm's minimax kernels).  Float arrays of exp, expm1, log, log1p and tanh run float
+// kernels in float arithmetic (within 2 ulp); float sin and cos are evaluated in double and
+// rounded once.  An input
 // outside a function's fast range (NaN, infinities, overflow, results that would be denormal,
 // |x| >= 2^19 for sin/cos, ...) goes to the C library instead, so the fast path never answers
 // wrongly: arrays are checked a chunk at a time and a chunk holding such an input is evaluated
@@ -230,41 +231,189 @@ template <bool FMA>
 TIDU_FM_INLINE double cos_fast(double x) { return sincos_fast<FMA, 1>(x); }
 TIDU_FM_INLINE bool sincos_ok(double x) { return std::fabs(x) < 524288.0; }
 
+// ---- float kernels, evaluated in float ----
+// exp, expm1, tanh, log and log1p for float arrays run in float arithmetic (twice the vector
+// lanes of double, and shorter polynomials): the same reductions as the double kernels with
+// float constants, each within 2 ulp of the correctly rounded result (tests/test_eval_math.py).
+// sin and cos of floats stay in double (their reduction by pi/2 needs the extra bits).
+
+TIDU_FM_INLINE std::uint32_t fbits(float x) {
+  std::uint32_t u;
+  std::memcpy(&u, &x, sizeof u);
+  return u;
+}
+TIDU_FM_INLINE float ffrom_bits(std::uint32_t u) {
+  float x;
+  std::memcpy(&x, &u, sizeof x);
+  return x;
+}
+TIDU_FM_INLINE float fsel(bool c, float a, float b) {
+  const std::uint32_t m = std::uint32_t{0} - static_cast<std::uint32_t>(c);
+  return ffrom_bits((fbits(a) & m) | (fbits(b) & ~m));
+}
+template <bool FMA>
+TIDU_FM_INLINE float fmadd(float a, float b, float c) {
+#if defined(__GNUC__) || defined(__clang__)
+  if constexpr (FMA) return __builtin_fmaf(a, b, c);
+#endif
+  return a * b + c;
+}
+
+constexpr float kShiftF = 12582912.0f;                 // 0x1.8p23: rounds |x| < 2^22 to an integer
+constexpr float kInvLn2F = 1.44269502163e+00f;
+constexpr float kLn2HiF = 6.93145751953e-01f;          // 0x3f317200: n * kLn2HiF exact for |n| < 2^9
+constexpr float kLn2LoF = 1.42860676533e-06f;
+
+// expm1(r) for |r| <= 0.35 by Taylor to r^7 (truncation below 2^-27 relative), Estrin's scheme.
+template <bool FMA>
+TIDU_FM_INLINE float expm1_polyf(float r) {
+  const float r2 = r * r, r4 = r2 * r2;
+  const float a = fmadd<FMA>(r, 1.0f / 6, 0.5f);
+  const float b = fmadd<FMA>(r2, fmadd<FMA>(r, 1.0f / 5040, 1.0f / 720), fmadd<FMA>(r, 1.0f / 120, 1.0f / 24));
+  return fmadd<FMA>(r2, fmadd<FMA>(r2, b, a), r);
+}
+// x = n ln2 + r: 2^n as a float (its bits from the rounding trick) and r.
+template <bool FMA>
+TIDU_FM_INLINE float reduce_ln2f(float x, float& r) {
+  const float kd = fmadd<FMA>(x, kInvLn2F, kShiftF);
+  const std::uint32_t ki = fbits(kd);
+  const float n = kd - kShiftF;
+  r = fmadd<FMA>(-n, kLn2LoF, fmadd<FMA>(-n, kLn2HiF, x));
+  return ffrom_bits((ki + 127u) << 23);  // |n| <= 127
+}
+// exp(x) for |x| <= 87 (the result is a normal float).
+template <bool FMA>
+TIDU_FM_INLINE float exp_fastf(float x) {
+  float r;
+  const float scale = reduce_ln2f<FMA>(x, r);
+  return fmadd<FMA>(scale, expm1_polyf<FMA>(r), scale);
+}
+TIDU_FM_INLINE bool exp_okf(float x) { return std::fabs(x) <= 87.0f; }
+// expm1(x) for x <= 88; below -18 it is -1 (the rounded value).
+template <bool FMA>
+TIDU_FM_INLINE float expm1_fastf(float x) {
+  const float xc = fsel(x > -18.0f, x, -18.0f);
+  float r;
+  const float scale = reduce_ln2f<FMA>(xc, r);
+  const float y = fmadd<FMA>(scale, expm1_polyf<FMA>(r), scale - 1.0f);
+  return fsel(x == 0.0f, x, y);  // keeps -0
+}
+TIDU_FM_INLINE bool expm1_okf(float x) { return x <= 88.0f; }
+// tanh(x) = t / (t + 2), t = expm1(2|x|), |x| clamped to 9.1 (tanh rounds to 1 from 9.01).
+template <bool FMA>
+TIDU_FM_INLINE float tanh_fastf(float x) {
+  float ax = std::fabs(x);
+  ax = fsel(ax < 9.1f, ax, 9.1f);
+  const float t = expm1_fastf<FMA>(2.0f * ax);
+  return std::copysign(t / (t + 2.0f), x);
+}
+TIDU_FM_INLINE bool tanh_okf(float x) { return x == x; }
+
+// log: x = 2^k z, z in [sqrt(2)/2, sqrt(2)), log(z) = f - f^2/2 + s (f^2/2 + R(s^2)), s = f/(2+f),
+// with R the minimax polynomial of fdlibm's e_logf.c.
+constexpr float kLg1F = 0.66666662693f, kLg2F = 0.40000972152f, kLg3F = 0.28498786688f,
+                kLg4F = 0.24279078841f;
+constexpr float kLn2HiLogF = 6.9313812256e-01f, kLn2LoLogF = 9.0580006145e-06f;
+template <bool FMA>
+TIDU_FM_INLINE float log_coref(float x, float c) {
+  const std::uint32_t ix = fbits(x);
+  const std::uint32_t u = ix - 0x3f3504f3u + 0x3f800000u;
+  const std::uint32_t kb = u >> 23;  // k + 127
+  const float z = ffrom_bits(ix - ((kb << 23) - 0x3f800000u));
+  const float k = static_cast<float>(static_cast<std::int32_t>(kb) - 127);
+  const float f = z - 1.0f;
+  const float hfsq = 0.5f * f * f;
+  const float s = f / (2.0f + f);
+  const float z2 = s * s, w = z2 * z2;
+  const float R = fmadd<FMA>(z2, fmadd<FMA>(w, kLg3F, kLg1F), w * fmadd<FMA>(w, kLg4F, kLg2F));
+  return fmadd<FMA>(k, kLn2HiLogF, -((hfsq - fmadd<FMA>(s, hfsq + R, fmadd<FMA>(k, kLn2LoLogF, c))) - f));
+}
+template <bool FMA>
+TIDU_FM_INLINE float log_fastf(float x) { return log_coref<FMA>(x, 0.0f); }
+TIDU_FM_INLINE bool log_okf(float x) {
+  return (x >= std::numeric_limits<float>::min()) & (x <= std::numeric_limits<float>::max());
+}
+template <bool FMA>
+TIDU_FM_INLINE float log1p_fastf(float x) {
+  const float u = 1.0f + x;
+  const float bp = u - x;
+  const float err = (1.0f - bp) + (x - (u - bp));
+  const float y = log_coref<FMA>(u, err / u);
+  return fsel(x == 0.0f, x, y);  // keeps -0
+}
+TIDU_FM_INLINE bool log1p_okf(float x) { return (x > -1.0f) & (x <= std::numeric_limits<float>::max()); }
+
 // ---- the function table: fast kernel, its range, and the C library for the rest ----
-#define TIDU_FASTMATH(X) \
-  X(Exp, exp, exp)       \
-  X(Expm1, expm1, expm1) \
-  X(Log, log, log)       \
-  X(Log1p, log1p, log1p) \
-  X(Sin, sin, sincos)    \
-  X(Cos, cos, sincos)    \
-  X(Tanh, tanh, tanh)
+// X(name, function, range check, float kernel in float: 1, or in double: 0)
+#define TIDU_FASTMATH(X)    \
+  X(Exp, exp, exp, 1)       \
+  X(Expm1, expm1, expm1, 1) \
+  X(Log, log, log, 1)       \
+  X(Log1p, log1p, log1p, 1) \
+  X(Sin, sin, sincos, 0)    \
+  X(Cos, cos, sincos, 0)    \
+  X(Tanh, tanh, tanh, 1)
 
 enum class Fn : std::uint8_t {
-#define TIDU_FM_ENUM(name, fn, ok) name,
+#define TIDU_FM_ENUM(name, fn, ok, f32) name,
   TIDU_FASTMATH(TIDU_FM_ENUM)
 #undef TIDU_FM_ENUM
 };
 
 template <Fn F>
 struct Func;
-#define TIDU_FM_FUNC(name, fn, ok)                                                        \
+#define TIDU_FM_FUNC(name, fn, ok, f32)                                                   \
   template <>                                                                             \
   struct Func<Fn::name> {                                                                 \
+    static constexpr bool kFloat = f32;                                                   \
     template <bool FMA>                                                                   \
     static TIDU_FM_INLINE double fast(double x) { return fn##_fast<FMA>(x); }             \
     static TIDU_FM_INLINE bool in_range(double x) { return ok##_ok(x); }                  \
+    TIDU_FM_FLOAT_##f32(fn, ok)                                                           \
     static inline double libm(double x) { return std::fn(x); }                            \
     static inline float libm(float x) { return std::fn(x); }                              \
   };
+#define TIDU_FM_FLOAT_1(fn, ok)                                                  \
+  template <bool FMA>                                                            \
+  static TIDU_FM_INLINE float fastf(float x) { return fn##_fastf<FMA>(x); }      \
+  static TIDU_FM_INLINE bool in_rangef(float x) { return ok##_okf(x); }
+#define TIDU_FM_FLOAT_0(fn, ok)
 TIDU_FASTMATH(TIDU_FM_FUNC)
 #undef TIDU_FM_FUNC
+#undef TIDU_FM_FLOAT_1
+#undef TIDU_FM_FLOAT_0
 
 // y[i] = f(x[i]), a chunk at a time: a vectorisable range check, then the vectorisable
 // polynomial loop, or an element-wise loop when the chunk holds an input out of range.
+// The same over float arrays in float arithmetic, for the functions that have a float kernel.
+template <Fn F, bool FMA>
+TIDU_FM_INLINE void map_loopf(const float* x, float* y, std::int64_t n) {
+  using K = Func<F>;
+  constexpr std::int64_t kChunk = 256;
+  for (std::int64_t i0 = 0; i0 < n; i0 += kChunk) {
+    const std::int64_t m = n - i0 < kChunk ? n - i0 : kChunk;
+    const float* xs = x + i0;
+    float* ys = y + i0;
+    int bad = 0;
+    for (std::int64_t j = 0; j < m; ++j) bad |= !K::in_rangef(xs[j]);
+    if (!bad) {
+      for (std::int64_t j = 0; j < m; ++j) ys[j] = K::template fastf<FMA>(xs[j]);
+    } else {
+      for (std::int64_t j = 0; j < m; ++j) {
+        const float v = xs[j];
+        ys[j] = K::in_rangef(v) ? K::template fastf<FMA>(v) : K::libm(v);
+      }
+    }
+  }
+}
+
 template <Fn F, bool FMA, class T>
 TIDU_FM_INLINE void map_loop(const T* x, T* y, std::int64_t n) {
   using K = Func<F>;
+  if constexpr (std::is_same_v<T, float> && K::kFloat) {
+    map_loopf<F, FMA>(x, y, n);
+    return;
+  }
   constexpr std::int64_t kChunk = 256;
   for (std::int64_t i0 = 0; i0 < n; i0 += kChunk) {
     const std::int64_t m = n - i0 < kChunk ? n - i0 : kChunk;
