@@ -19,6 +19,7 @@ from tidu import ops
 from tidu import linalg
 from tidu.evaluator import LoadedProgram, load
 from tidu.api import jit
+from tidu.batching import vmap
 from tidu.ad import LinearFragment, SavedValue, differentiate, saved_values
 from tidu.api import (grad, hessian, hvp, jacfwd, jacrev, jvp, linearize, transpose, value_and_grad,
                       vjp)
@@ -30,7 +31,7 @@ __all__ = [
     "Linear", "Local", "MaterializedGraph", "OpMode", "PRIMAL", "ResolvedView", "Tracer", "ValKey",
     "LoadedProgram", "linalg", "load", "abs", "apply", "astype", "aval", "jit", "LinearFragment", "SavedValue", "differentiate",
     "saved_values", "transpose", "grad", "value_and_grad", "jvp", "vjp", "linearize",
-    "hessian", "jacfwd", "jacrev", "hvp", "broadcast_to", "build", "compile", "concatenate", "conj", "cos", "dot",
+    "hessian", "vmap", "jacfwd", "jacrev", "hvp", "broadcast_to", "build", "compile", "concatenate", "conj", "cos", "dot",
     "exp", "expm1", "get_cmake_dir", "get_include", "imag", "iota", "log", "log1p",
     "materialize_merge", "matmul", "max", "maximum", "mean", "minimum", "ones_like", "ops", "power",
     "program_cache", "real", "reshape", "resolve", "rsqrt", "sign", "sin", "spec", "sqrt",

@@ -598,9 +598,14 @@ def vjp(fn: Callable, *primals, has_aux: bool = False):
     return (out, vjp_fn, aux) if has_aux else (out, vjp_fn)
 
 
-def _basis(av):
-    eye = np.eye(av.size, dtype=av.dtype)
-    return [row.reshape(av.shape) for row in eye]
+def _basis_stack(ctx, av):
+    """The standard basis of av's space, stacked: shape (av.size,) + av.shape, built from two
+    Iotas (no n x n constant in the program)."""
+    from tidu import tracing as T
+
+    n = av.size
+    eye = T.astype(T.iota((n, n), "int32", 0) == T.iota((n, n), "int32", 1), av.dtype)
+    return T.reshape(eye, (n,) + av.shape)
 
 
 def _one_leaf(x, i, what):
@@ -611,29 +616,10 @@ def _one_leaf(x, i, what):
     return x
 
 
-def _stack(parts, lead, trail, axis_last):
-    """Parts (one per element of a differentiated array) into one array of shape lead + trail:
-    columns along the trailing axes (axis_last: jacfwd) or rows along the leading ones (jacrev)."""
-    from tidu import tracing as T
-
-    n = len(parts)
-    shape = tuple(lead) + tuple(trail)
-    if axis_last:
-        pieces = [T.reshape(p, tuple(lead) + (1,)) for p in parts]
-        flat = T.concatenate(pieces, axis=len(lead)) if n > 1 else pieces[0]
-    else:
-        pieces = [T.reshape(p, (1,) + tuple(trail)) for p in parts]
-        flat = T.concatenate(pieces, axis=0) if n > 1 else pieces[0]
-    return T.reshape(flat, shape)
-
-
-def _zeros_in(trace, shape, dtype):
-    return _Ctx(trace).lift(np.zeros(shape, dtype))
-
-
 def _jac_fn(fn, argnums, has_aux, forward: bool, holomorphic: bool = False):
-    """The traced Jacobian: one JVP per element of each differentiated argument (forward) or one
-    VJP per element of each output (reverse), inlined into one program.  Complex arguments
+    """The traced Jacobian: the JVP (forward) or VJP (reverse) of fn, vmapped over the basis of
+    each differentiated argument (forward) or of each output (reverse), in one program whose
+    size does not grow with the number of elements.  Complex arguments
     (jacfwd) and outputs (jacrev) need holomorphic=True, as in jax: without it the two modes
     would silently disagree (J vs its conjugate)."""
     nums = _argnums(argnums)
@@ -654,8 +640,12 @@ def _jac_fn(fn, argnums, has_aux, forward: bool, holomorphic: bool = False):
                 a[i] = xi
             return fn(*a)
 
-        # fn traced once; per element of each argument (forward) or of each output (reverse)
-        # one differentiate / transpose of that trace; the results bound once at the end.
+        # fn traced once; the JVP (forward) or VJP (reverse) derived once and mapped by vmap
+        # over the basis of the argument (forward) or of each output (reverse): the program
+        # holds one batched derivative, whatever the number of elements.
+        from tidu import tracing as T
+        from tidu.batching import _inline_vmap
+
         per_num = []  # per argnum: per output leaf, the Jacobian block
         if forward:
             from tidu.ad import differentiate
@@ -666,31 +656,29 @@ def _jac_fn(fn, argnums, has_aux, forward: bool, holomorphic: bool = False):
                 _check_outputs(what, True, [o.aval for o in out_leaves])
             view = resolve([snap])
             for x in nest.fresh:
-                cols = []
-                for e in _basis(x.aval):
+                def push(t, x=x):
                     lin = differentiate(view, [o.key for o in out_leaves], [x.key],
-                                        tangents=[ctx.lift(e).key])
+                                        tangents=[t.key])
                     trace.builder.parents.append(lin.fragment)
-                    cols.append([_tracer_of(trace, t, o)
-                                 for t, o in zip(lin.tangent_outputs, out_leaves)])
-                per_num.append([_stack([c[m] for c in cols], o.shape, x.shape, True) if cols
-                                else _zeros_in(trace, o.shape + x.shape, o.dtype)
-                                for m, o in enumerate(out_leaves)])
+                    return [_tracer_of(trace, k, o)
+                            for k, o in zip(lin.tangent_outputs, out_leaves)]
+                cols = _inline_vmap(trace, push, (_basis_stack(ctx, x.aval),), {}, 0, -1, None)
+                per_num.append([T.reshape(c, o.shape + x.shape)
+                                for c, o in zip(cols, out_leaves)])
         else:
             nest, out_leaves, out_tree, aux, back = _vjp_parts(trace, f_x, tuple(xs), has_aux,
                                                                holomorphic)
             _check_outputs(what, holomorphic, [o.aval for o in out_leaves])
-            rows = []  # per output leaf: per element, cotangents of xs
+            rows = []  # per output leaf: the cotangent of each x, stacked over the basis
             for m, o in enumerate(out_leaves):
-                rows_m = []
-                for e in _basis(o.aval):
-                    ct = [np.zeros(q.shape, q.dtype) for q in out_leaves]
-                    ct[m] = e
-                    rows_m.append(back(unflatten(out_tree, ct)))
-                rows.append(rows_m)
+                def pull(e, m=m):
+                    ct = [e if q == m else np.zeros(p.shape, p.dtype)
+                          for q, p in enumerate(out_leaves)]
+                    return list(back(unflatten(out_tree, ct)))
+                rows.append(_inline_vmap(trace, pull, (_basis_stack(ctx, o.aval),), {}, 0, 0,
+                                         None))
             for k, x in enumerate(xs):
-                per_num.append([_stack([r[k] for r in rows[m]], o.shape, x.shape, False)
-                                if rows[m] else _zeros_in(trace, o.shape + x.shape, o.dtype)
+                per_num.append([T.reshape(rows[m][k], o.shape + x.shape)
                                 for m, o in enumerate(out_leaves)])
         flat_blocks = nest.bind([b for blocks in per_num for b in blocks])
         it = iter(flat_blocks)
@@ -707,9 +695,9 @@ def _jac_fn(fn, argnums, has_aux, forward: bool, holomorphic: bool = False):
 
 def jacfwd(fn: Callable, argnums=0, has_aux: bool = False,
            holomorphic: bool = False) -> Callable:
-    """Like jax.jacfwd: the Jacobian by forward mode, one JVP per element of the differentiated
-    arguments (each a single array; outputs any tuple/list/dict of arrays), all in one program
-    compiled once per shapes/dtypes.  Shape: output.shape + argument.shape; with a tuple of
+    """Like jax.jacfwd: the Jacobian by forward mode, the JVP vmapped over the basis of the
+    differentiated arguments (each a single array; outputs any tuple/list/dict of arrays), in
+    one program compiled once per shapes/dtypes.  Shape: output.shape + argument.shape; with a tuple of
     argnums, a tuple of those per output.  Arguments must be real, or complex with
     ``holomorphic=True`` (then outputs must be complex too)."""
     return _traced_or_compiled(fn, _jac_fn(fn, argnums, has_aux, True, holomorphic))
@@ -717,8 +705,8 @@ def jacfwd(fn: Callable, argnums=0, has_aux: bool = False,
 
 def jacrev(fn: Callable, argnums=0, has_aux: bool = False,
            holomorphic: bool = False) -> Callable:
-    """Like jax.jacrev: the Jacobian by reverse mode, one VJP per output element, all in one
-    program compiled once per shapes/dtypes.  Same arguments and result as ``jacfwd``; outputs
+    """Like jax.jacrev: the Jacobian by reverse mode, the VJP vmapped over the basis of each
+    output, in one program compiled once per shapes/dtypes.  Same arguments and result as ``jacfwd``; outputs
     must be real, or complex with ``holomorphic=True`` (then arguments must be complex too)."""
     return _traced_or_compiled(fn, _jac_fn(fn, argnums, has_aux, False, holomorphic))
 

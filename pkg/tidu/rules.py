@@ -35,6 +35,9 @@ class PrimitiveOp(GraphOp):
       instance, operand avals, which tangents/cotangents are present, which operands are the same
       value) and replay it for later calls of that shape, so a rule must depend on nothing else
       (it gets everything through its arguments).  False always calls the rules instead.
+    - ``batch(builder, primal_in, primal_out, batched_in)``: for ``vmap``, emit the op over
+      operands with a leading batch axis (``batched_in``: batched values, None where an operand
+      is not batched); returns the batched outputs, batch axis leading (tidu/ops/_batching.py).
     """
 
     differentiable: bool = True
@@ -52,6 +55,11 @@ class PrimitiveOp(GraphOp):
     def transpose_rule(self, builder: FragmentBuilder, cotangent_out: Sequence[int | None],
                        inputs: Sequence[ValRef], mode: OpMode):
         raise RuleMissing(f"primitive {self.name} has no transpose rule")
+
+    def batch(self, builder: FragmentBuilder, primal_in: Sequence[ValKey],
+              primal_out: Sequence[ValKey], batched_in: Sequence[int | ValKey | None]):
+        raise RuleMissing(f"primitive {self.name} has no batching rule (vmap): define "
+                          f"{type(self).__name__}.batch (see tidu/ops/_batching.py)")
 
 
 # ---- keys ----

@@ -14,6 +14,7 @@ from tidu.ops._base import (Primitive, ALL, BOOL, COMPLEXES, INEXACT, NUMERIC, R
                             real_dtype)
 from tidu.rules import register
 from tidu.ops._rules import A, F, add_all, bilinear, conj_fixed, const, fix, lin, scale
+from tidu.ops._batching import same_op_batched
 
 
 class Unary(Primitive):
@@ -21,6 +22,7 @@ class Unary(Primitive):
 
     dtypes = INEXACT
     dtypes_doc = "floating or complex"
+    batch = same_op_batched
 
     def abstract_eval(self, x):
         check_dtype(self.name, x, self.dtypes, self.dtypes_doc)
@@ -32,6 +34,7 @@ class Binary(Primitive):
 
     dtypes = NUMERIC
     dtypes_doc = "numeric"
+    batch = same_op_batched
 
     def abstract_eval(self, x, y):
         a = check_same(self.name, (x, y))
@@ -223,6 +226,7 @@ class Conj(Unary):
 class Real(Primitive):
     hlo = "stablehlo.real"
     linear = True
+    batch = same_op_batched
 
     def abstract_eval(self, x):
         check_dtype(self.name, x, COMPLEXES, "complex")
@@ -245,6 +249,7 @@ class Real(Primitive):
 class Imag(Primitive):
     hlo = "stablehlo.imag"
     linear = True
+    batch = same_op_batched
 
     def abstract_eval(self, x):
         check_dtype(self.name, x, COMPLEXES, "complex")
@@ -375,6 +380,7 @@ class Log1p(Unary):
 class Abs(Primitive):
     """|x|; real dtype output for complex x."""
     hlo = "stablehlo.abs"
+    batch = same_op_batched
 
     def abstract_eval(self, x):
         check_dtype(self.name, x, NUMERIC, "numeric")
@@ -424,6 +430,7 @@ _DIRECTIONS = {"EQ": np.equal, "NE": np.not_equal, "LT": np.less, "LE": np.less_
 @dataclass(frozen=True)
 class Compare(Primitive):
     """x <direction> y elementwise, a bool result; direction in EQ NE LT LE GT GE."""
+    batch = same_op_batched
 
     direction: str
     differentiable = False

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from tidu.graph import aval
+from tidu.ops._batching import same_op_batched
 from tidu.ops._base import COMPLEXES, INEXACT, Primitive, check_dtype, real_dtype
 from tidu.ops._rules import A, F, aval_of, const, fix, lin, scale
 from tidu.rules import register
@@ -78,6 +79,8 @@ class TriangularSolve(Primitive):
     """X with op(a) X = b (left_side) or X op(a) = b, a lower (lower_a) or upper triangular;
     op(a) is a, a^T, conj(a) or a^H by transpose_a / conjugate_a.  a: (..., m, m); b: (..., m, n)
     or (..., n, m)."""
+
+    batch = same_op_batched  # leading axes are batch axes
 
     left_side: bool
     lower_a: bool  # (`lower` in jax; here that name is the XLA lowering method)
@@ -184,6 +187,8 @@ class TriangularSolve(Primitive):
 class Cholesky(Primitive):
     """The lower factor L (zeros above the diagonal) with a = L L^H, reading only the lower
     triangle of a (..., m, m); a factor of all NaN where a is not positive definite."""
+
+    batch = same_op_batched  # leading axes are batch axes
 
     def abstract_eval(self, x):
         check_dtype(self.name, x, INEXACT, "floating or complex")

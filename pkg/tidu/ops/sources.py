@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tidu.graph import aval
+from tidu.ops._batching import same_op_batched
 from tidu.ops._base import Primitive, ALL, NUMERIC, check_dtype, ints
 from tidu.rules import register
 
@@ -87,6 +88,8 @@ class Iota(Primitive):
 @dataclass(frozen=True)
 class StopGradient(Primitive):
     """The identity on values; no tangent flows through it."""
+
+    batch = same_op_batched
 
     differentiable = False
 

@@ -13,6 +13,7 @@ from tidu.ops._base import (Primitive, ALL, BOOL, COMPLEXES, NUMERIC, REAL, chec
                             check_same, ints)
 from tidu.rules import register
 from tidu.ops._rules import A, F, bilinear, aval_of, conj_fixed, const, fix, lin, linear_self, scale
+from tidu.ops._batching import all_batched, batch_size, move_to_front, same_op_batched
 
 
 def _frozen_ints(obj, *names):
@@ -37,6 +38,9 @@ class ReduceSum(Primitive):
         check_dtype(self.name, x, NUMERIC, "numeric")
         check_axes(self.name, self.axes, x.ndim, x.shape)
         return aval(tuple(d for i, d in enumerate(x.shape) if i not in self.axes), x.dtype)
+
+    def batch(self, b, primal_in, primal_out, bt):
+        return [fix(b, type(self)(tuple(a + 1 for a in self.axes)), bt[0])]
 
     def linearize(self, b, primal_in, primal_out, t):
         return [lin(b, self, t, [A])]
@@ -69,6 +73,9 @@ class ReduceMax(Primitive):
         if any(x.shape[a] == 0 for a in self.axes):
             raise ValueError(f"{self.name}: cannot reduce an empty axis of shape {x.shape}")
         return aval(tuple(d for i, d in enumerate(x.shape) if i not in self.axes), x.dtype)
+
+    def batch(self, b, primal_in, primal_out, bt):
+        return [fix(b, type(self)(tuple(a + 1 for a in self.axes)), bt[0])]
 
     def linearize(self, b, primal_in, primal_out, t):
         # Ties share the tangent equally (as in JAX): w = (x == max) / count.
@@ -118,6 +125,11 @@ class BroadcastInDim(Primitive):
                                  f"{self.shape} with dims {self.dims}")
         return aval(self.shape, x.dtype)
 
+    def batch(self, b, primal_in, primal_out, bt):
+        n = batch_size(b, bt)
+        return [fix(b, BroadcastInDim((n,) + self.shape, (0,) + tuple(d + 1 for d in self.dims)),
+                    bt[0])]
+
     def linearize(self, b, primal_in, primal_out, t):
         return [lin(b, self, t, [A])]
 
@@ -158,6 +170,9 @@ class Reshape(Primitive):
                              f"to {self.shape}")
         return aval(self.shape, x.dtype)
 
+    def batch(self, b, primal_in, primal_out, bt):
+        return [fix(b, Reshape((batch_size(b, bt),) + self.shape), bt[0])]
+
     def linearize(self, b, primal_in, primal_out, t):
         return [lin(b, self, t, [A])]
 
@@ -188,6 +203,9 @@ class Transpose(Primitive):
             raise ValueError(f"{self.name}: perm {self.perm} is not a permutation of the axes "
                              f"of shape {x.shape}")
         return aval(tuple(x.shape[p] for p in self.perm), x.dtype)
+
+    def batch(self, b, primal_in, primal_out, bt):
+        return [fix(b, Transpose((0,) + tuple(p + 1 for p in self.perm)), bt[0])]
 
     def linearize(self, b, primal_in, primal_out, t):
         return [lin(b, self, t, [A])]
@@ -235,6 +253,20 @@ class DotGeneral(Primitive):
         lfree = [d for i, d in enumerate(x.shape) if i not in lc + lb]
         rfree = [d for i, d in enumerate(y.shape) if i not in rc + rb]
         return aval(tuple(x.shape[a] for a in lb) + tuple(lfree) + tuple(rfree), x.dtype)
+
+    def batch(self, b, primal_in, primal_out, bt):
+        # Both batched: a new leading batch dimension (output batch dims come first).  One
+        # batched: its batch axis is a free axis, moved to the front of the result.
+        lc, rc, lb, rb = self.lhs_contracting, self.rhs_contracting, self.lhs_batch, self.rhs_batch
+        up = lambda axes: tuple(a + 1 for a in axes)
+        (x, y), (bx, by) = primal_in, bt
+        if bx is not None and by is not None:
+            return [fix(b, DotGeneral(up(lc), up(rc), (0,) + up(lb), (0,) + up(rb)), bx, by)]
+        if bx is not None:
+            out = fix(b, DotGeneral(up(lc), rc, up(lb), rb), bx, y)
+            return [move_to_front(b, out, len(lb))]
+        out = fix(b, DotGeneral(lc, up(rc), lb, up(rb)), x, by)
+        return [move_to_front(b, out, x.aval.ndim - len(lc))]
 
     def linearize(self, b, primal_in, primal_out, t):
         return [bilinear(self, b, primal_in, t)]
@@ -306,6 +338,8 @@ class Convert(Primitive):
                             f"(take real() first)")
         return aval(x.shape, self.dtype)
 
+    batch = same_op_batched
+
     def linearize(self, b, primal_in, primal_out, t):
         return [lin(b, self, t, [A])]
 
@@ -339,6 +373,8 @@ class Select(Primitive):
         if pred.shape != a.shape:
             raise ValueError(f"{self.name}: predicate shape {pred.shape} vs operand shape {a.shape}")
         return a
+
+    batch = same_op_batched
 
     def linearize(self, b, primal_in, primal_out, t):
         if t[1] is None and t[2] is None:
@@ -394,6 +430,11 @@ class Slice(Primitive):
         return aval(tuple(-(-(l - s) // st) for s, l, st in
                           zip(self.start, self.limit, self.stride)), x.dtype)
 
+    def batch(self, b, primal_in, primal_out, bt):
+        n = batch_size(b, bt)
+        op = Slice((0,) + self.start, (n,) + self.limit, (1,) + self.stride)
+        return [fix(b, op, bt[0])]
+
     def linearize(self, b, primal_in, primal_out, t):
         return [lin(b, self, t, [A])]
 
@@ -441,6 +482,10 @@ class Pad(Primitive):
                              f"interior={self.interior}")
         return aval(tuple(lo + hi + d + max(d - 1, 0) * it for lo, hi, it, d in
                           zip(self.low, self.high, self.interior, x.shape)), x.dtype)
+
+    def batch(self, b, primal_in, primal_out, bt):
+        args = all_batched(b, primal_in, bt)
+        return [fix(b, Pad((0,) + self.low, (0,) + self.high, (0,) + self.interior), *args)]
 
     def linearize(self, b, primal_in, primal_out, t):
         return [lin(b, self, t, [A])]
@@ -493,6 +538,9 @@ class Concatenate(Primitive):
         shape = list(first.shape)
         shape[self.axis] = sum(x.shape[self.axis] for x in xs)
         return aval(tuple(shape), first.dtype)
+
+    def batch(self, b, primal_in, primal_out, bt):
+        return [fix(b, Concatenate(self.axis + 1), *all_batched(b, primal_in, bt))]
 
     def linearize(self, b, primal_in, primal_out, t):
         return [linear_self(self, b, primal_in, t)]
