@@ -11,6 +11,8 @@ program over batched arrays, differentiated and lowered like any other.
 
 from __future__ import annotations
 
+import dataclasses
+
 from tidu.ops._rules import aval_of, fix
 
 
@@ -55,6 +57,22 @@ def same_op_batched(op, b, primal_in, primal_out, batched) -> list:
         return [fix(b, op, *args)]
     first = b.add_op(op, [_ref(a) for a in args])
     return list(first)
+
+
+def shifted(*fields: str):
+    """The rule of an op whose attributes `fields` (an axis, or a tuple of axes) name operand
+    axes: the same op with those axes one further, over all operands batched."""
+    def rule(op, b, primal_in, primal_out, batched):
+        changes = {}
+        for f in fields:
+            v = getattr(op, f)
+            changes[f] = tuple(a + 1 for a in v) if isinstance(v, tuple) else v + 1
+        new = dataclasses.replace(op, **changes)
+        args = all_batched(b, primal_in, batched)
+        if len(primal_out) == 1:
+            return [fix(b, new, *args)]
+        return list(b.add_op(new, [_ref(a) for a in args]))
+    return rule
 
 
 def _ref(x):

@@ -13,7 +13,7 @@ from tidu.ops._base import (Primitive, ALL, BOOL, COMPLEXES, NUMERIC, REAL, chec
                             check_same, ints)
 from tidu.rules import register
 from tidu.ops._rules import A, F, bilinear, aval_of, conj_fixed, const, fix, lin, linear_self, scale
-from tidu.ops._batching import all_batched, batch_size, move_to_front, same_op_batched
+from tidu.ops._batching import all_batched, batch_size, move_to_front, same_op_batched, shifted
 
 
 def _frozen_ints(obj, *names):
@@ -39,8 +39,7 @@ class ReduceSum(Primitive):
         check_axes(self.name, self.axes, x.ndim, x.shape)
         return aval(tuple(d for i, d in enumerate(x.shape) if i not in self.axes), x.dtype)
 
-    def batch(self, b, primal_in, primal_out, bt):
-        return [fix(b, type(self)(tuple(a + 1 for a in self.axes)), bt[0])]
+    batch = shifted("axes")
 
     def linearize(self, b, primal_in, primal_out, t):
         return [lin(b, self, t, [A])]
@@ -74,8 +73,7 @@ class ReduceMax(Primitive):
             raise ValueError(f"{self.name}: cannot reduce an empty axis of shape {x.shape}")
         return aval(tuple(d for i, d in enumerate(x.shape) if i not in self.axes), x.dtype)
 
-    def batch(self, b, primal_in, primal_out, bt):
-        return [fix(b, type(self)(tuple(a + 1 for a in self.axes)), bt[0])]
+    batch = shifted("axes")
 
     def linearize(self, b, primal_in, primal_out, t):
         # Ties share the tangent equally (as in JAX): w = (x == max) / count.
@@ -539,8 +537,7 @@ class Concatenate(Primitive):
         shape[self.axis] = sum(x.shape[self.axis] for x in xs)
         return aval(tuple(shape), first.dtype)
 
-    def batch(self, b, primal_in, primal_out, bt):
-        return [fix(b, Concatenate(self.axis + 1), *all_batched(b, primal_in, bt))]
+    batch = shifted("axis")
 
     def linearize(self, b, primal_in, primal_out, t):
         return [linear_self(self, b, primal_in, t)]
