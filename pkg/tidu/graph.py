@@ -706,6 +706,16 @@ def _check_backend(backend: str) -> None:
         raise ValueError(f"unknown backend {backend!r}; available: {', '.join(map(repr, BACKENDS))}")
 
 
+def _input_name(key) -> str:
+    """An input's name in a saved file (CompiledProgram.input_names): a str as it is, a key's
+    own ``input_name(name_of)`` where it has one (tidu.rules' tangent and cotangent keys), else
+    its repr."""
+    if isinstance(key, str):
+        return key
+    hook = getattr(key, "input_name", None)
+    return hook(_input_name) if callable(hook) else repr(key)
+
+
 class CompiledProgram:
     """An SSA program: ``prog(mapping)`` or ``prog.eval(list_in_input_order)``.
 
@@ -852,16 +862,30 @@ class CompiledProgram:
         res = self.executable.xla(batch=padded, mesh=mesh).run(arrs)
         return [r[:batch] for r in res]
 
-    def save(self, path) -> None:
+    def input_names(self) -> list[str]:
+        """A name per input, in ``self.inputs`` order, as ``save`` writes them: a str key as it
+        is (``x``), a cotangent seed ``ct[i]`` (i: the linear output it seeds), a tangent
+        ``d<name>``, any other key its repr (a name that would repeat is the key's repr)."""
+        names = [_input_name(k) for k in self.inputs]
+        seen: dict[str, int] = {}
+        for n in names:
+            seen[n] = seen.get(n, 0) + 1
+        return [n if seen[n] == 1 else repr(k) for n, k in zip(names, self.inputs)]
+
+    def save(self, path, input_names: Sequence[str] | None = None) -> None:
         """Write the program as a versioned .tidu file for ``tidu.load`` or C++
-        (``tidu::Program::load``); inputs keep the repr of their InputKeys as names."""
+        (``tidu::Program::load``); inputs are named by ``input_names`` (default:
+        ``self.input_names()``)."""
         from tidu import evaluator
 
         ex = self.executable
         if not evaluator.has_kernels(ex.arrays["instr_prim"]):
             raise NotImplementedError("a program holding a primitive with no C++ kernel cannot "
                                       "be saved")
-        native = evaluator.encode(ex.arrays, [repr(k) for k in self.inputs],
+        names = self.input_names() if input_names is None else [str(n) for n in input_names]
+        if len(names) != len(self.inputs):
+            raise ValueError(f"save: {len(names)} input names for {len(self.inputs)} inputs")
+        native = evaluator.encode(ex.arrays, names,
                                   [repr(k) for k in self.outputs])
         with open(path, "wb") as f:
             f.write(native.to_bytes())
