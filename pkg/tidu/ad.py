@@ -39,6 +39,10 @@ class LinearFragment:
     pass_id: int = 0
     source: "LinearFragment | None" = field(default=None, repr=False)
 
+    def to_dot(self, parents: bool = True) -> str:
+        """Graphviz DOT text of its fragment (Fragment.to_dot)."""
+        return self.fragment.to_dot(parents)
+
 
 def _nondiff_table() -> np.ndarray:
     """uint8 per abstract value id: 1 where the dtype carries no tangent (ints, bool)."""

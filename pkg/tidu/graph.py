@@ -361,6 +361,13 @@ class Fragment:
     def __str__(self) -> str:
         return _listing(self)
 
+    def to_dot(self, parents: bool = True) -> str:
+        """Graphviz DOT text: inputs, ops (Primal and Linear styled apart) and, with
+        ``parents``, External references as edges from the parent fragments (tidu.dot)."""
+        from tidu import dot  # pictures are a leaf module of the front end, naming no primitive
+
+        return dot.fragment_to_dot(self, parents)
+
     def __repr__(self) -> str:
         return f"<Fragment {self.prefix}: {self.n_vals} values, {self.n_ops} ops>"
 
@@ -598,6 +605,12 @@ class MaterializedGraph:
             out.append((prim_of(prim), [ValKey(i) for i in ins],
                         [ValKey(first + k) for k in range(n_out)], mode_of(mode)))
         return out
+
+    def to_dot(self) -> str:
+        """Graphviz DOT text of the graph (tidu.dot)."""
+        from tidu import dot
+
+        return dot.graph_to_dot(self)
 
     def __str__(self) -> str:
         names = {v.id: f"v{i}" for i, v in enumerate(self.vals)}
@@ -861,6 +874,12 @@ class CompiledProgram:
                                                  padded - batch, axis=0)]) for a in arrs]
         res = self.executable.xla(batch=padded, mesh=mesh).run(arrs)
         return [r[:batch] for r in res]
+
+    def to_dot(self) -> str:
+        """Graphviz DOT text: one node per instruction, edges along slots (tidu.dot)."""
+        from tidu import dot
+
+        return dot.program_to_dot(self)
 
     def input_names(self) -> list[str]:
         """A name per input, in ``self.inputs`` order, as ``save`` writes them: a str key as it
