@@ -417,10 +417,12 @@ def _inline_grad(trace, fn, args, argnums, has_aux, holomorphic=False):
     from tidu import tracing as T
 
     nums = _argnums(argnums)
-    arg_leaves = _arg_leaves(args)
     for i in nums:
-        if not -len(arg_leaves) <= i < len(arg_leaves):
-            raise ValueError(f"argnums {i} out of range for {len(arg_leaves)} arguments")
+        if not -len(args) <= i < len(args):
+            raise ValueError(f"argnums {i} out of range for {len(args)} arguments")
+    fn, args, argnums = _bind_python_args(fn, args, argnums)
+    nums = _argnums(argnums)
+    arg_leaves = _arg_leaves(args)
     nest = _Nested(trace, args)
     _check_inputs("grad", holomorphic,
                   [(i, [nest.fresh[l].aval for l in arg_leaves[i]]) for i in nums])
@@ -443,6 +445,31 @@ def _inline_grad(trace, fn, args, argnums, has_aux, holomorphic=False):
     out = [unflatten(_flatten_args(args[i])[1], [next(it) for _ in arg_leaves[i]]) for i in nums]
     g = out[0] if isinstance(argnums, int) else tuple(out)
     return value, g, aux
+
+
+def _bind_python_args(fn, args, argnums):
+    """(fn, args, argnums) with the arguments not differentiated that are plain Python values
+    (an int, a bool: a static argument of an enclosing jit, say) bound into fn as they are, as
+    jax passes them, so that fn may use them in ``range`` or ``if``."""
+    from tidu.tracing import Tracer
+
+    n = len(args)
+    nums = [i % n for i in _argnums(argnums)]
+    bound = {i: a for i, a in enumerate(args) if i not in nums and
+             isinstance(a, (bool, int, float, complex, str, type(None)))
+             and not isinstance(a, Tracer)}
+    if not bound:
+        return fn, args, argnums
+    keep = [i for i in range(n) if i not in bound]
+
+    def g(*a):
+        full = list(args)
+        for i, x in zip(keep, a):
+            full[i] = x
+        return fn(*full)
+
+    new = [keep.index(i) for i in nums]
+    return g, tuple(args[i] for i in keep), new[0] if isinstance(argnums, int) else tuple(new)
 
 
 def _inline_jvp(trace, fn, primals, tangents, has_aux):
