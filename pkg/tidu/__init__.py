@@ -18,7 +18,7 @@ from tidu.tracing import (Tracer, abs, apply, astype, broadcast_to, build, conca
 from tidu import ops
 from tidu import linalg
 from tidu.evaluator import LoadedProgram, load
-from tidu.dot import show
+from tidu.pictures import show
 from tidu.api import jit
 from tidu.ad import LinearFragment, SavedValue, differentiate, saved_values
 from tidu.api import (grad, hessian, hvp, jacfwd, jacrev, jvp, linearize, transpose, value_and_grad,

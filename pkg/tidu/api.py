@@ -569,7 +569,7 @@ def _like_primals(primals, tangents):
 
 
 def jvp(fn: Callable, primals, tangents, has_aux: bool = False):
-    """Like jax.jvp: (fn(*primals), J·tangents), tangents structured like primals.  Compiled once
+    """Like jax.jvp: ``(fn(*primals), J·tangents)``, tangents structured like primals.  Compiled once
     per function and shapes/dtypes."""
     primals, tangents = tuple(primals), tuple(tangents)
     if len(primals) != len(tangents):
@@ -583,7 +583,7 @@ def jvp(fn: Callable, primals, tangents, has_aux: bool = False):
 
 
 def linearize(fn: Callable, *primals):
-    """Like jax.linearize: (fn(*primals), f_jvp) where f_jvp(*tangents) = J·tangents."""
+    """Like jax.linearize: ``(fn(*primals), f_jvp)`` where ``f_jvp(*tangents) = J·tangents``."""
     out = jvp(fn, primals, [np.zeros_like(np.asarray(p)) for p in primals])[0]
     return out, lambda *tangents: jvp(fn, primals, tangents)[1]
 
@@ -636,7 +636,7 @@ def _inline_vjp(trace, fn, primals, has_aux=False, holomorphic=False):
 
 
 def vjp(fn: Callable, *primals, has_aux: bool = False):
-    """Like jax.vjp: (fn(*primals), vjp_fn) with vjp_fn(cotangent) -> cotangents of primals.
+    """Like jax.vjp: ``(fn(*primals), vjp_fn)`` with ``vjp_fn(cotangent)`` -> cotangents of primals.
     Compiled once per function and shapes/dtypes (the forward value, and the backward pass)."""
     trace = _outer_trace(primals)
     if trace is not None:

@@ -363,10 +363,10 @@ class Fragment:
 
     def to_dot(self, parents: bool = True) -> str:
         """Graphviz DOT text: inputs, ops (Primal and Linear styled apart) and, with
-        ``parents``, External references as edges from the parent fragments (tidu.dot)."""
-        from tidu import dot  # pictures are a leaf module of the front end, naming no primitive
+        ``parents``, External references as edges from the parent fragments (tidu.pictures)."""
+        from tidu import pictures  # a leaf module of the front end, naming no primitive
 
-        return dot.fragment_to_dot(self, parents)
+        return pictures.fragment_to_dot(self, parents)
 
     def __repr__(self) -> str:
         return f"<Fragment {self.prefix}: {self.n_vals} values, {self.n_ops} ops>"
@@ -607,10 +607,10 @@ class MaterializedGraph:
         return out
 
     def to_dot(self) -> str:
-        """Graphviz DOT text of the graph (tidu.dot)."""
-        from tidu import dot
+        """Graphviz DOT text of the graph (tidu.pictures)."""
+        from tidu import pictures
 
-        return dot.graph_to_dot(self)
+        return pictures.graph_to_dot(self)
 
     def __str__(self) -> str:
         names = {v.id: f"v{i}" for i, v in enumerate(self.vals)}
@@ -876,10 +876,10 @@ class CompiledProgram:
         return [r[:batch] for r in res]
 
     def to_dot(self) -> str:
-        """Graphviz DOT text: one node per instruction, edges along slots (tidu.dot)."""
-        from tidu import dot
+        """Graphviz DOT text: one node per instruction, edges along slots (tidu.pictures)."""
+        from tidu import pictures
 
-        return dot.program_to_dot(self)
+        return pictures.program_to_dot(self)
 
     def input_names(self) -> list[str]:
         """A name per input, in ``self.inputs`` order, as ``save`` writes them: a str key as it
