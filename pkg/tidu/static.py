@@ -86,69 +86,90 @@ def _name(fn) -> str:
     return getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
 
 
-def _hashed(fn, what: str, v) -> tuple:
-    """(type, value): the part of the cache key for a static argument (its type too, so that
-    True and 1 select different programs)."""
-    try:
-        hash(v)
-    except TypeError:
-        raise TypeError(f"jit of {_name(fn)}: static argument {what} must be hashable (it "
-                        f"selects the compiled program), got a {type(v).__name__}; pass arrays "
-                        f"as non-static arguments, and tuples instead of lists") from None
-    return (type(v), v)
+def _unhashable(fn, what: str, v) -> TypeError:
+    return TypeError(f"jit of {_name(fn)}: static argument {what} must be hashable (it selects "
+                     f"the compiled program), got a {type(v).__name__}; pass arrays as "
+                     f"non-static arguments, and tuples instead of lists")
 
 
 # ---- the static jit ----
 
 def static_jit(fn: Callable, static_argnums, static_argnames, backend: str = "auto",
                device=None, concrete: bool = False) -> Callable:
-    """jit(fn) with static arguments and keyword arguments (tidu.jit's general form)."""
+    """jit(fn) with static arguments and keyword arguments (tidu.jit's general form).
+
+    Per call: a plan per (number of positional arguments, keyword names) says which are static;
+    the static values with their types (so True and 1 differ) select a plain jit of fn with them
+    bound, called with the other arguments as flat positional ones."""
     from tidu.api import jit
 
     statics = _Statics(fn, static_argnums, static_argnames)
+    plans: dict[tuple, tuple] = {}
     selections: dict[tuple, tuple] = {}
 
-    def select(args, kwargs):
-        """(the jit for these static values and keyword names, its flat arguments, their names)."""
-        n = len(args)
+    def plan_of(n: int, kw_names: tuple) -> tuple:
         pos = statics.positions(n)
-        skey = tuple((i, _hashed(fn, f"{i} ({statics.arg_name(i)})", args[i]))
-                     for i in sorted(pos) if i < n)
-        kw_static = tuple(sorted((k, _hashed(fn, repr(k), v)) for k, v in kwargs.items()
-                                 if k in statics.names))
-        dyn_names = tuple(k for k in kwargs if k not in statics.names)
-        key = (n, skey, kw_static, dyn_names)
-        hit = selections.get(key)
+        spos = tuple(i for i in range(n) if i in pos)
+        dyn_idx = tuple(i for i in range(n) if i not in pos)
+        skw = tuple(sorted(k for k in kw_names if k in statics.names))
+        dyn_kw = tuple(k for k in kw_names if k not in statics.names)
+        plan = plans[(n, kw_names)] = (spos, dyn_idx, skw, dyn_kw, (n, skw, dyn_kw))
+        return plan
+
+    def select(args, kwargs):
+        """(plan, the jit entry for these static values)."""
+        kw_names = tuple(kwargs)
+        plan = plans.get((len(args), kw_names)) or plan_of(len(args), kw_names)
+        spos, dyn_idx, skw, dyn_kw, pkey = plan
+        key = (pkey,) + tuple([(type(args[i]), args[i]) for i in spos]) + \
+            tuple([(type(kwargs[k]), kwargs[k]) for k in skw])
+        try:
+            hit = selections.get(key)
+        except TypeError:  # a static value that does not hash: name it
+            for i in spos:
+                try:
+                    hash(args[i])
+                except TypeError:
+                    raise _unhashable(fn, f"{i} ({statics.arg_name(i)})", args[i]) from None
+            for k in skw:
+                try:
+                    hash(kwargs[k])
+                except TypeError:
+                    raise _unhashable(fn, repr(k), kwargs[k]) from None
+            raise
         if hit is None:
-            dyn_idx = [i for i in range(n) if i not in pos]
-            bound = {i: args[i] for i in range(n) if i in pos}
-            bound_kw = {k: v for k, v in kwargs.items() if k in statics.names}
-            n_dyn = len(dyn_idx)
+            hit = selections[key] = _selection(plan, args, kwargs)
+        return plan, hit
 
-            def g(*flat):
-                a = [None] * n
-                for j, i in enumerate(dyn_idx):
-                    a[i] = flat[j]
-                for i, v in bound.items():
-                    a[i] = v
-                kw = dict(zip(dyn_names, flat[n_dyn:]))
-                kw.update(bound_kw)
-                return fn(*a, **kw)
+    def _selection(plan, args, kwargs) -> tuple:
+        spos, dyn_idx, skw, dyn_kw, _ = plan
+        n, n_dyn = len(args), len(dyn_idx)
+        bound = {i: args[i] for i in spos}
+        bound_kw = {k: kwargs[k] for k in skw}
 
-            names = [statics.arg_name(i) for i in dyn_idx] + list(dyn_names)
-            hit = selections[key] = (jit(g, backend=backend, device=device, _concrete=concrete),
-                                     g, dyn_idx, dyn_names, names)
-        inner, g, dyn_idx, dyn_names, names = hit
-        flat = [args[i] for i in dyn_idx] + [kwargs[k] for k in dyn_names]
-        return inner, g, flat, names
+        def g(*flat):
+            a = [None] * n
+            for j, i in enumerate(dyn_idx):
+                a[i] = flat[j]
+            for i, v in bound.items():
+                a[i] = v
+            kw = dict(zip(dyn_kw, flat[n_dyn:]))
+            kw.update(bound_kw)
+            return fn(*a, **kw)
+
+        names = [statics.arg_name(i) for i in dyn_idx] + list(dyn_kw)
+        return jit(g, backend=backend, device=device, _concrete=concrete), g, names
 
     def call(*args, **kwargs):
-        inner, _, flat, _ = select(args, kwargs)
-        return inner(*flat)
+        (_, dyn_idx, _, dyn_kw, _), (inner, _, _) = select(args, kwargs)
+        if dyn_kw:
+            return inner(*[args[i] for i in dyn_idx], *[kwargs[k] for k in dyn_kw])
+        return inner(*[args[i] for i in dyn_idx])
 
     def lower(*args, **kwargs):
         """The compiled program for these arguments (a tidu.api.Lowered)."""
-        _, g, flat, names = select(args, kwargs)
+        (_, dyn_idx, _, dyn_kw, _), (_, g, names) = select(args, kwargs)
+        flat = [args[i] for i in dyn_idx] + [kwargs[k] for k in dyn_kw]
         return lower_program(g, tuple(flat), backend, device, names)
 
     functools.update_wrapper(call, fn)
