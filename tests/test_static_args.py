@@ -161,3 +161,11 @@ def test_low_level_program_names_the_cotangent_seed():
     (ct_x,) = T1.tangent_outputs
     prog = td.compile(td.materialize_merge(td.resolve([F0, T1]), outputs=[y, ct_x]))
     assert sorted(prog.input_names()) == ["a", "ct[0]", "x"]
+
+
+def test_lower_of_a_transform_of_a_jitted_function_is_the_transform():
+    jf = td.jit(loss)
+    low = td.grad(jf).lower(X, 2.0)
+    np.testing.assert_allclose(low(X, 2.0), 2.0 * np.exp(2.0 * X), rtol=1e-14)
+    np.testing.assert_allclose(td.jit(td.grad(jf)).lower(X, 2.0)(X, 2.0), 2.0 * np.exp(2.0 * X),
+                               rtol=1e-14)

@@ -503,7 +503,11 @@ def _traced_or_compiled(fn: Callable, traced: Callable) -> Callable:
     """A transform of fn: a jit of `traced` with concrete values (Python control flow on them
     works, under guards), which jit inlines when called inside a trace."""
     traced._own_trace = True
-    return functools.wraps(fn)(jit(traced, _concrete=True))
+    jitted = jit(traced, _concrete=True)
+    own = jitted.cache, jitted.lower
+    functools.update_wrapper(jitted, fn)  # (fn's __dict__ too: a jitted fn's cache and lower)
+    jitted.cache, jitted.lower = own
+    return jitted
 
 
 def value_and_grad(fn: Callable, argnums=0, has_aux: bool = False,
