@@ -361,10 +361,23 @@ cdef object _concrete(Tracer x, str kind):
     if x._t is not None and x._t.concrete is not None:
         return x._t.concrete.read(x, kind)
     what = "truth value" if kind == "bool" else f"{kind}() value"
-    raise TypeError(f"a traced value has no {what} inside jit or build (its value is abstract "
-                    f"there): "
-                    f"use tidu.where for a data-dependent choice, or call the transform (grad, "
-                    f"jvp, ...) outside jit, where Python control flow on values works")
+    raise TypeError(f"a traced value has no concrete value, so no {what}, inside jit or build "
+                    f"(only its shape and dtype are known there): use tidu functions on it "
+                    f"(tidu.sin, not math.sin), tidu.where for a data-dependent choice, "
+                    f"jit(f, static_argnums=...) for an argument that selects the program, or "
+                    f"call the transform (grad, jvp, ...) outside jit, where Python control "
+                    f"flow on values works")
+
+
+cdef object _np_dispatch = None  # tidu.numpy_dispatch, imported on first use
+
+
+cdef object _numpy_dispatch():
+    global _np_dispatch
+    if _np_dispatch is None:
+        from tidu import numpy_dispatch
+        _np_dispatch = numpy_dispatch
+    return _np_dispatch
 
 
 # How many tracing sessions are open over all threads: while none is, the transforms' per-call
@@ -444,8 +457,30 @@ cdef class Tracer:
 
     def __len__(self):
         if not self.aval.shape:
-            raise TypeError("len() of a rank-0 traced value")
+            raise TypeError(f"len() of a traced scalar ({self.aval}): a rank-0 value has no "
+                            f"length")
         return self.aval.shape[0]
+
+    def item(self):
+        """The Python number of a one-element value (where the trace has concrete values)."""
+        if self.aval.size != 1:
+            raise ValueError(f"item() of a traced value of shape {self.aval.shape}: only "
+                             f"one-element values have one")
+        k = self.aval.dtype.kind
+        return _concrete(self, "bool" if k == "b" else "int" if k in "iu" else
+                         "complex" if k == "c" else "float")
+
+    # numpy functions on traced values call tidu's (tidu.numpy_dispatch)
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        return _numpy_dispatch().array_ufunc(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        return _numpy_dispatch().array_function(func, types, args, kwargs)
+
+    def __array__(self, dtype=None, copy=None):
+        raise TypeError(f"a traced value ({self.aval}) has no concrete value to convert to a "
+                        f"numpy array (np.asarray, np.array): use tidu functions on it, which "
+                        f"numpy functions called on it dispatch to")
 
     def __iter__(self):
         for i in range(len(self)):

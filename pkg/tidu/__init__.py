@@ -18,6 +18,7 @@ from tidu.tracing import (Tracer, abs, apply, astype, broadcast_to, build, conca
 from tidu import ops
 from tidu import linalg
 from tidu.evaluator import LoadedProgram, load
+from tidu.pictures import show
 from tidu.api import jit
 from tidu.batching import vmap
 from tidu.ad import LinearFragment, SavedValue, differentiate, saved_values
@@ -36,6 +37,7 @@ __all__ = [
     "materialize_merge", "matmul", "max", "maximum", "mean", "minimum", "ones_like", "ops", "power",
     "program_cache", "real", "reshape", "resolve", "rsqrt", "sign", "sin", "spec", "sqrt",
     "stop_gradient", "sum", "tanh", "transpose", "where", "zeros_like",
+    "show",
 ]
 
 

@@ -26,11 +26,12 @@ __all__ = ["LinearFragment", "differentiate", "transpose", "saved_values", "Save
 class LinearFragment:
     """A fragment of linear ops plus how it connects to the graph it was derived from.
 
-    fragment: the new fragment.
-    tangent_inputs: (what it is the tangent/cotangent of, its own InputKey) pairs: a primal
-        InputKey for `differentiate`, a linear output ValKey for `transpose`.
-    tangent_outputs: ValKeys aligned with the requested outputs (`differentiate`) or with the
-        linear fragment's tangent_inputs (`transpose`); None where the result is zero.
+    Attributes:
+        fragment: the new fragment.
+        tangent_inputs: (what it is the tangent/cotangent of, its own InputKey) pairs: a primal
+            InputKey for `differentiate`, a linear output ValKey for `transpose`.
+        tangent_outputs: ValKeys aligned with the requested outputs (`differentiate`) or with
+            the linear fragment's tangent_inputs (`transpose`); None where the result is zero.
     """
 
     fragment: Fragment
@@ -38,6 +39,10 @@ class LinearFragment:
     tangent_outputs: list[ValKey | None]
     pass_id: int = 0
     source: "LinearFragment | None" = field(default=None, repr=False)
+
+    def to_dot(self, parents: bool = True) -> str:
+        """Graphviz DOT text of its fragment (Fragment.to_dot)."""
+        return self.fragment.to_dot(parents)
 
 
 def _nondiff_table() -> np.ndarray:

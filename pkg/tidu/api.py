@@ -122,8 +122,8 @@ def _other_path(cache, sig, fn, args, leaves, miss, backend, device):
     return out
 
 
-def jit(fn: Callable | None = None, *, backend: str = "auto", device=None,
-        _concrete: bool = False) -> Callable:
+def jit(fn: Callable | None = None, *, static_argnums=None, static_argnames=None,
+        backend: str = "auto", device=None, _concrete: bool = False) -> Callable:
     """Compile fn once per input shapes/dtypes and evaluate it with the compiled program.
 
     Args:
@@ -132,24 +132,39 @@ def jit(fn: Callable | None = None, *, backend: str = "auto", device=None,
             extra) or "auto" (XLA for large tensor work, the interpreter otherwise; see
             ``tidu.xla.choose_backend``).
         device: XLA only: None (jax's default device), a platform name or a jax Device.
+        static_argnums: an int or ints (negative counts from the end of fn's positional
+            parameters): positional arguments that are hashable Python values, not arrays; fn
+            is traced and compiled once per distinct value (``range(n)``, ``if flag:`` work).
+        static_argnames: a str or strs: the same for arguments passed by keyword.  Each of the
+            two also marks the parameter it names in fn's signature, as in jax.
 
     Returns:
-        A function with fn's signature returning numpy arrays in fn's output structure.
+        A function with fn's signature returning numpy arrays in fn's output structure, with
+        ``.lower(*args, **kwargs)`` giving the compiled program (tidu.api.Lowered).  Keyword
+        arguments that are not static are traced like positional ones.
 
     Raises:
-        ValueError: unknown backend.
+        ValueError: unknown backend, or a static_argnums out of range of fn's parameters.
         TypeError: fn uses a traced value in Python control flow (``if x > 0``); inside jit
-            values are abstract: use ``tidu.where``.
+            values are abstract: use ``tidu.where``, or make the argument static.  A static
+            argument that is not hashable (a list, an array).
     """
     if fn is None:
-        return functools.partial(jit, backend=backend, device=device)
+        return functools.partial(jit, static_argnums=static_argnums,
+                                 static_argnames=static_argnames, backend=backend, device=device)
     _check_backend(backend)
+    if static_argnums is not None or static_argnames is not None:
+        from tidu.static import static_jit
+
+        return static_jit(fn, static_argnums, static_argnames, backend, device, _concrete)
     # Transforms (grad, jvp, ...) are jits with _concrete: traced with the values at hand, under
     # guards (tidu.guards).  A user's jit traces abstractly, also where it is inlined into a
     # transform's trace.
     cache: dict[tuple, tuple[CompiledProgram, Any, list[int], Any]] = {}
 
-    def wrapped(*args):  # the general path; `jitted` below takes calls like the last one
+    def wrapped(*args, **kwargs):  # the general path; `jitted` takes calls like the last one
+        if kwargs:  # traced like positional arguments, one jit per set of keyword names
+            return by_keyword()(*args, **kwargs)
         leaves, in_tree = _flatten_args(args)
         sig = _signature(leaves)
         if sig is None:  # called inside a trace (a jit in a jit, a transform): inline fn
@@ -174,9 +189,24 @@ def jit(fn: Callable | None = None, *, backend: str = "auto", device=None,
         except GuardMiss as miss:
             return _other_path(cache, sig, fn, args, leaves, miss, backend, device)
 
+    keyword: list = []  # the jit taking keyword arguments, made on first use (jit itself is
+                        # created per transform call, so it stays cheap)
+
+    def by_keyword():
+        if not keyword:
+            from tidu.static import static_jit
+
+            keyword.append(static_jit(fn, None, None, backend, device, _concrete))
+        return keyword[0]
+
+    def lower(*args, **kwargs):
+        """The compiled program for these arguments (tidu.api.Lowered)."""
+        return by_keyword().lower(*args, **kwargs)
+
     jitted = _core.Jitted(wrapped)
     functools.update_wrapper(jitted, fn)
     jitted.cache = cache
+    jitted.lower = lower
     return jitted
 
 
@@ -387,10 +417,12 @@ def _inline_grad(trace, fn, args, argnums, has_aux, holomorphic=False):
     from tidu import tracing as T
 
     nums = _argnums(argnums)
-    arg_leaves = _arg_leaves(args)
     for i in nums:
-        if not -len(arg_leaves) <= i < len(arg_leaves):
-            raise ValueError(f"argnums {i} out of range for {len(arg_leaves)} arguments")
+        if not -len(args) <= i < len(args):
+            raise ValueError(f"argnums {i} out of range for {len(args)} arguments")
+    fn, args, argnums = _bind_python_args(fn, args, argnums)
+    nums = _argnums(argnums)
+    arg_leaves = _arg_leaves(args)
     nest = _Nested(trace, args)
     _check_inputs("grad", holomorphic,
                   [(i, [nest.fresh[l].aval for l in arg_leaves[i]]) for i in nums])
@@ -415,6 +447,31 @@ def _inline_grad(trace, fn, args, argnums, has_aux, holomorphic=False):
     return value, g, aux
 
 
+def _bind_python_args(fn, args, argnums):
+    """(fn, args, argnums) with the arguments not differentiated that are plain Python values
+    (an int, a bool: a static argument of an enclosing jit, say) bound into fn as they are, as
+    jax passes them, so that fn may use them in ``range`` or ``if``."""
+    from tidu.tracing import Tracer
+
+    n = len(args)
+    nums = [i % n for i in _argnums(argnums)]
+    bound = {i: a for i, a in enumerate(args) if i not in nums and
+             isinstance(a, (bool, int, float, complex, str, type(None)))
+             and not isinstance(a, Tracer)}
+    if not bound:
+        return fn, args, argnums
+    keep = [i for i in range(n) if i not in bound]
+
+    def g(*a):
+        full = list(args)
+        for i, x in zip(keep, a):
+            full[i] = x
+        return fn(*full)
+
+    new = [keep.index(i) for i in nums]
+    return g, tuple(args[i] for i in keep), new[0] if isinstance(argnums, int) else tuple(new)
+
+
 def _inline_jvp(trace, fn, primals, tangents, has_aux):
     from tidu.ad import differentiate
 
@@ -437,11 +494,20 @@ def _inline_jvp(trace, fn, primals, tangents, has_aux):
     return result + (aux,) if has_aux else result
 
 
+def _bind_kw(fn: Callable, kwargs: dict) -> Callable:
+    """fn with keyword arguments bound (constants to the derivative, as in jax)."""
+    return functools.partial(fn, **kwargs) if kwargs else fn
+
+
 def _traced_or_compiled(fn: Callable, traced: Callable) -> Callable:
     """A transform of fn: a jit of `traced` with concrete values (Python control flow on them
     works, under guards), which jit inlines when called inside a trace."""
     traced._own_trace = True
-    return functools.wraps(fn)(jit(traced, _concrete=True))
+    jitted = jit(traced, _concrete=True)
+    own = jitted.cache, jitted.lower
+    functools.update_wrapper(jitted, fn)  # (fn's __dict__ too: a jitted fn's cache and lower)
+    jitted.cache, jitted.lower = own
+    return jitted
 
 
 def value_and_grad(fn: Callable, argnums=0, has_aux: bool = False,
@@ -452,8 +518,9 @@ def value_and_grad(fn: Callable, argnums=0, has_aux: bool = False,
     For a complex input z of a real L the gradient is 2 dL/dz̄ = conj(jax.grad(L)(z)) (DESIGN
     §5).  Outside jit, fn may use Python control flow on values (``if x > 0``); the program is
     compiled once per path taken (tidu.guards)."""
-    def traced(*args):
-        value, g, aux = _inline_grad(_outer_trace(args), fn, args, argnums, has_aux, holomorphic)
+    def traced(*args, **kwargs):  # keyword arguments are not differentiated (as in jax)
+        value, g, aux = _inline_grad(_outer_trace(args, kwargs), _bind_kw(fn, kwargs), args,
+                                     argnums, has_aux, holomorphic)
         return ((value, aux), g) if has_aux else (value, g)
 
     return _traced_or_compiled(fn, traced)
@@ -462,8 +529,9 @@ def value_and_grad(fn: Callable, argnums=0, has_aux: bool = False,
 def grad(fn: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False) -> Callable:
     """Like jax.grad: the gradient of a real scalar function wrt `argnums` (of a complex one with
     ``holomorphic=True``).  Outside jit, fn may use Python control flow on values."""
-    def traced(*args):
-        _, g, aux = _inline_grad(_outer_trace(args), fn, args, argnums, has_aux, holomorphic)
+    def traced(*args, **kwargs):  # keyword arguments are not differentiated (as in jax)
+        _, g, aux = _inline_grad(_outer_trace(args, kwargs), _bind_kw(fn, kwargs), args,
+                                 argnums, has_aux, holomorphic)
         return (g, aux) if has_aux else g
 
     return _traced_or_compiled(fn, traced)
@@ -505,7 +573,7 @@ def _like_primals(primals, tangents):
 
 
 def jvp(fn: Callable, primals, tangents, has_aux: bool = False):
-    """Like jax.jvp: (fn(*primals), J·tangents), tangents structured like primals.  Compiled once
+    """Like jax.jvp: ``(fn(*primals), J·tangents)``, tangents structured like primals.  Compiled once
     per function and shapes/dtypes."""
     primals, tangents = tuple(primals), tuple(tangents)
     if len(primals) != len(tangents):
@@ -519,7 +587,7 @@ def jvp(fn: Callable, primals, tangents, has_aux: bool = False):
 
 
 def linearize(fn: Callable, *primals):
-    """Like jax.linearize: (fn(*primals), f_jvp) where f_jvp(*tangents) = J·tangents."""
+    """Like jax.linearize: ``(fn(*primals), f_jvp)`` where ``f_jvp(*tangents) = J·tangents``."""
     out = jvp(fn, primals, [np.zeros_like(np.asarray(p)) for p in primals])[0]
     return out, lambda *tangents: jvp(fn, primals, tangents)[1]
 
@@ -572,7 +640,7 @@ def _inline_vjp(trace, fn, primals, has_aux=False, holomorphic=False):
 
 
 def vjp(fn: Callable, *primals, has_aux: bool = False):
-    """Like jax.vjp: (fn(*primals), vjp_fn) with vjp_fn(cotangent) -> cotangents of primals.
+    """Like jax.vjp: ``(fn(*primals), vjp_fn)`` with ``vjp_fn(cotangent)`` -> cotangents of primals.
     Compiled once per function and shapes/dtypes (the forward value, and the backward pass)."""
     trace = _outer_trace(primals)
     if trace is not None:
@@ -625,8 +693,9 @@ def _jac_fn(fn, argnums, has_aux, forward: bool, holomorphic: bool = False):
     nums = _argnums(argnums)
     what = "jacfwd" if forward else "jacrev"
 
-    def jac(*args):
-        trace = _outer_trace(args)
+    def jac(*args, **kwargs):  # keyword arguments are not differentiated (as in jax)
+        fn_kw = _bind_kw(fn, kwargs)
+        trace = _outer_trace(args, kwargs)
         ctx = _Ctx(trace)
         args = [ctx.lift(a) if i in nums or i - len(args) in nums else a
                 for i, a in enumerate(args)]
@@ -638,7 +707,7 @@ def _jac_fn(fn, argnums, has_aux, forward: bool, holomorphic: bool = False):
             a = list(args)
             for i, xi in zip(nums, xv):
                 a[i] = xi
-            return fn(*a)
+            return fn_kw(*a)
 
         # fn traced once; the JVP (forward) or VJP (reverse) derived once and mapped by vmap
         # over the basis of the argument (forward) or of each output (reverse): the program

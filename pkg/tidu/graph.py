@@ -361,6 +361,13 @@ class Fragment:
     def __str__(self) -> str:
         return _listing(self)
 
+    def to_dot(self, parents: bool = True) -> str:
+        """Graphviz DOT text: inputs, ops (Primal and Linear styled apart) and, with
+        ``parents``, External references as edges from the parent fragments (tidu.pictures)."""
+        from tidu import pictures  # a leaf module of the front end, naming no primitive
+
+        return pictures.fragment_to_dot(self, parents)
+
     def __repr__(self) -> str:
         return f"<Fragment {self.prefix}: {self.n_vals} values, {self.n_ops} ops>"
 
@@ -599,6 +606,12 @@ class MaterializedGraph:
                         [ValKey(first + k) for k in range(n_out)], mode_of(mode)))
         return out
 
+    def to_dot(self) -> str:
+        """Graphviz DOT text of the graph (tidu.pictures)."""
+        from tidu import pictures
+
+        return pictures.graph_to_dot(self)
+
     def __str__(self) -> str:
         names = {v.id: f"v{i}" for i, v in enumerate(self.vals)}
         lines = [f"{names[k.id]} = Input({k.input_key!r}: {k.aval})" for k in self.inputs]
@@ -704,6 +717,16 @@ BACKENDS = ("cpu", "xla", "auto")
 def _check_backend(backend: str) -> None:
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; available: {', '.join(map(repr, BACKENDS))}")
+
+
+def _input_name(key) -> str:
+    """An input's name in a saved file (CompiledProgram.input_names): a str as it is, a key's
+    own ``input_name(name_of)`` where it has one (tidu.rules' tangent and cotangent keys), else
+    its repr."""
+    if isinstance(key, str):
+        return key
+    hook = getattr(key, "input_name", None)
+    return hook(_input_name) if callable(hook) else repr(key)
 
 
 class CompiledProgram:
@@ -852,16 +875,36 @@ class CompiledProgram:
         res = self.executable.xla(batch=padded, mesh=mesh).run(arrs)
         return [r[:batch] for r in res]
 
-    def save(self, path) -> None:
+    def to_dot(self) -> str:
+        """Graphviz DOT text: one node per instruction, edges along slots (tidu.pictures)."""
+        from tidu import pictures
+
+        return pictures.program_to_dot(self)
+
+    def input_names(self) -> list[str]:
+        """A name per input, in ``self.inputs`` order, as ``save`` writes them: a str key as it
+        is (``x``), a cotangent seed ``ct[i]`` (i: the linear output it seeds), a tangent
+        ``d<name>``, any other key its repr (a name that would repeat is the key's repr)."""
+        names = [_input_name(k) for k in self.inputs]
+        seen: dict[str, int] = {}
+        for n in names:
+            seen[n] = seen.get(n, 0) + 1
+        return [n if seen[n] == 1 else repr(k) for n, k in zip(names, self.inputs)]
+
+    def save(self, path, input_names: Sequence[str] | None = None) -> None:
         """Write the program as a versioned .tidu file for ``tidu.load`` or C++
-        (``tidu::Program::load``); inputs keep the repr of their InputKeys as names."""
+        (``tidu::Program::load``); inputs are named by ``input_names`` (default:
+        ``self.input_names()``)."""
         from tidu import evaluator
 
         ex = self.executable
         if not evaluator.has_kernels(ex.arrays["instr_prim"]):
             raise NotImplementedError("a program holding a primitive with no C++ kernel cannot "
                                       "be saved")
-        native = evaluator.encode(ex.arrays, [repr(k) for k in self.inputs],
+        names = self.input_names() if input_names is None else [str(n) for n in input_names]
+        if len(names) != len(self.inputs):
+            raise ValueError(f"save: {len(names)} input names for {len(self.inputs)} inputs")
+        native = evaluator.encode(ex.arrays, names,
                                   [repr(k) for k in self.outputs])
         with open(path, "wb") as f:
             f.write(native.to_bytes())

@@ -74,6 +74,10 @@ class Tangent:
     def __repr__(self) -> str:
         return f"d{self.key!r}@{self.pass_id}"
 
+    def input_name(self, name_of) -> str:
+        """Its name in a saved program: d<primal's name>."""
+        return "d" + name_of(self.key)
+
 
 @dataclass(frozen=True)
 class Cotangent:
@@ -84,6 +88,10 @@ class Cotangent:
 
     def __repr__(self) -> str:
         return f"ct{self.index}@{self.pass_id}"
+
+    def input_name(self, name_of) -> str:
+        """Its name in a saved program: ct[i], the seed of linear output i."""
+        return f"ct[{self.index}]"
 
 
 def tangent_of(key: Hashable, pass_id: int) -> Hashable:
