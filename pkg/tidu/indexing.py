@@ -446,6 +446,8 @@ def _starts_of(t, x, start_indices, name):
             s = int(s)
             s = s + x.shape[k] if s < 0 else s
             out.append(_lift(t, np.asarray(s, np.int64)))
+    if len({s.dtype for s in out}) > 1:  # one index type for all starts (StableHLO's rule)
+        out = [astype(s, "int64") for s in out]
     return out
 
 

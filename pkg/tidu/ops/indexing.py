@@ -146,10 +146,10 @@ class Gather(Primitive):
 
 def _unbatched(v, lo):
     """The AbstractValue of a lowering Value (its tensor type) without the batch axis."""
-    parts = re.match(r"tensor<(.*)>", v.type).group(1).split("x")
-    dt = {"i32": "int32", "i64": "int64", "f32": "float32", "f64": "float64", "i1": "bool"}.get(
-        parts[-1], "complex64" if parts[-1] == "complex<f32>" else "complex128")
-    return aval(tuple(int(p) for p in parts[:-1])[lo.nb:], dt)
+    dims, el = re.fullmatch(r"tensor<((?:\d+x)*)(.*)>", v.type).groups()
+    dt = {"i32": "int32", "i64": "int64", "f32": "float32", "f64": "float64", "i1": "bool",
+          "complex<f32>": "complex64", "complex<f64>": "complex128"}[el]
+    return aval(tuple(int(p) for p in dims.split("x") if p)[lo.nb:], dt)
 
 
 # ---- scatter ----
