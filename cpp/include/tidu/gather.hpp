@@ -30,6 +30,15 @@ struct AxisView {
   }
 };
 
+// Random positions miss the cache: the element kPrefetch iterations ahead is requested early,
+// so several misses overlap instead of one load waiting after another.
+inline constexpr std::int64_t kPrefetch = 16;
+#if defined(__GNUC__) || defined(__clang__)
+#define TIDU_PREFETCH(addr, rw) __builtin_prefetch((addr), (rw), 0)
+#else
+#define TIDU_PREFETCH(addr, rw) ((void)0)
+#endif
+
 template <class I>
 inline std::int64_t clamp_index(I v, std::int64_t n) {
   const std::int64_t i = static_cast<std::int64_t>(v);
@@ -44,7 +53,12 @@ inline void gather_axis(const T* x, const I* idx, std::int64_t m, const AxisView
     for (std::int64_t o = 0; o < v.outer; ++o) {
       const T* xo = x + o * v.n;
       T* yo = y + o * m;
-      for (std::int64_t j = 0; j < m; ++j) yo[j] = xo[clamp_index(idx[j], v.n)];
+      const std::int64_t ahead = std::max<std::int64_t>(m - kPrefetch, 0);
+      for (std::int64_t j = 0; j < ahead; ++j) {
+        TIDU_PREFETCH(xo + clamp_index(idx[j + kPrefetch], v.n), 0);
+        yo[j] = xo[clamp_index(idx[j], v.n)];
+      }
+      for (std::int64_t j = ahead; j < m; ++j) yo[j] = xo[clamp_index(idx[j], v.n)];
     }
     return;
   }
@@ -78,6 +92,21 @@ inline void combine(T& y, T u) {
 // y (a copy of the operand) combined with u[o, j, i] at [o, idx[j], i]; idx outside [0, n) drops.
 template <ScatterMode M, class T, class I>
 inline void scatter_axis(const I* idx, std::int64_t m, const AxisView& v, const T* u, T* y) {
+  if (v.inner == 1) {
+    for (std::int64_t o = 0; o < v.outer; ++o) {
+      T* yo = y + o * v.n;
+      const T* uo = u + o * m;
+      for (std::int64_t j = 0; j < m; ++j) {
+        if (j + kPrefetch < m) {
+          const std::int64_t q = static_cast<std::int64_t>(idx[j + kPrefetch]);
+          if (q >= 0 && q < v.n) TIDU_PREFETCH(yo + q, 1);
+        }
+        const std::int64_t p = static_cast<std::int64_t>(idx[j]);
+        if (p >= 0 && p < v.n) combine<M, T>(yo[p], uo[j]);
+      }
+    }
+    return;
+  }
   for (std::int64_t o = 0; o < v.outer; ++o)
     for (std::int64_t j = 0; j < m; ++j) {
       const std::int64_t p = static_cast<std::int64_t>(idx[j]);
