@@ -351,3 +351,36 @@ def test_forged_attributes_are_rejected_at_load():
         p.a["attrs"][first + pos] = value
         with pytest.raises(ValueError, match=msg):
             _eval.Program(p.to_bytes())
+
+
+# ---- XLA against the interpreter, single and batched (eval_batch) ----
+
+def _xla_check(op, args, batch=3):
+    args = [np.asarray(a) for a in args]
+    g = one_op_graph(op, [td.aval(a.shape, a.dtype) for a in args])
+    cpu, acc = td.compile(g, backend="cpu"), td.compile(g, backend="xla")
+    (want,) = cpu.eval(args)
+    np.testing.assert_array_equal(acc.eval(args)[0], want)
+    if batch:
+        pts = [[(a + k).astype(a.dtype) if a.dtype.kind == "i" else a for a in args]
+               for k in range(batch)]  # indices differ per point
+        stacked = [np.stack([p[j] for p in pts]) for j in range(len(args))]
+        np.testing.assert_array_equal(acc.eval_batch(stacked)[0], cpu.eval_batch(stacked)[0])
+
+
+@pytest.mark.parametrize("dtype", ALL)
+def test_xla_gather_scatter_match_the_interpreter_batched(dtype):
+    x = (rng.standard_normal((4, 3, 2)) * 4).astype(dtype)
+    i = np.array([[3, -1], [0, 9], [2, 2]])
+    _xla_check(P.Gather(1), [x, i])
+    modes = ["set"] if dtype == "bool" else ["set", "add", "mul"] + \
+        (["min", "max"] if np.dtype(dtype).kind != "c" else [])
+    u = (rng.standard_normal((4, 3, 2, 2)) * 4).astype(dtype)
+    for m in modes:
+        _xla_check(P.Scatter(1, m), [x, i, u])
+
+
+def test_xla_dynamic_slices_match_the_interpreter():
+    x = rng.standard_normal((4, 5))
+    _xla_check(P.DynamicSlice((2, 3)), [x, np.int64(3), np.int64(-1)], batch=0)
+    _xla_check(P.DynamicUpdateSlice(), [x, np.ones((2, 2)), np.int32(9), np.int32(1)], batch=0)
