@@ -382,5 +382,7 @@ def test_xla_gather_scatter_match_the_interpreter_batched(dtype):
 
 def test_xla_dynamic_slices_match_the_interpreter():
     x = rng.standard_normal((4, 5))
-    _xla_check(P.DynamicSlice((2, 3)), [x, np.int64(3), np.int64(-1)], batch=0)
-    _xla_check(P.DynamicUpdateSlice(), [x, np.ones((2, 2)), np.int32(9), np.int32(1)], batch=0)
+    _xla_check(P.DynamicSlice((2, 3)), [x, np.int64(3), np.int32(-1)])
+    _xla_check(P.DynamicSlice((2,)), [x[0], np.int32(2)])
+    _xla_check(P.DynamicUpdateSlice(), [x, np.ones((2, 2)), np.int32(9), np.int64(1)])
+    _xla_check(P.DynamicUpdateSlice(), [x[0], np.ones(3), np.int64(-4)])

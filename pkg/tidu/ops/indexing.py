@@ -363,6 +363,30 @@ def _el(dtype) -> str:
 
 # ---- dynamic slices ----
 
+def _csv(xs) -> str:
+    return ", ".join(map(str, xs))
+
+
+def _same_type(lo, starts):
+    """Unbatched scalar starts with one element type (StableHLO's rule): int64 when mixed."""
+    if len({s.type for s in starts}) <= 1:
+        return list(starts)
+    return [s if _unbatched(s, lo).dtype == np.dtype("int64") else
+            lo.op("stablehlo.convert", [s], aval((), "int64")) for s in starts]
+
+
+def _start_vector(lo, starts):
+    """Batched scalar starts (each of shape (B,)) as one (B, r) int64 index tensor."""
+    cols = []
+    for s in starts:
+        if _unbatched(s, lo).dtype != np.dtype("int64"):
+            s = lo.op("stablehlo.convert", [s], aval((), "int64"))
+        cols.append(lo.op("stablehlo.reshape", [s], aval((1,), "int64")))
+    if len(cols) == 1:
+        return cols[0]
+    return lo.op("stablehlo.concatenate", cols, aval((len(cols),), "int64"), "dimension = 1 : i64")
+
+
 def _starts(name, x, starts):
     if len(starts) != x.ndim:
         raise ValueError(f"{name}: {len(starts)} start indices for operand shape {x.shape} "
@@ -408,10 +432,16 @@ class DynamicSlice(Primitive):
     def lower(self, lo, out, x, *starts):
         from tidu.xla import i64_array
 
-        if lo.nb:
-            raise NotImplementedError("DynamicSlice: no batched (eval_batch) XLA lowering")
-        return lo.op("stablehlo.dynamic_slice", [x, *starts], out,
-                     f"slice_sizes = {i64_array(self.sizes)}")
+        if lo.nb and starts:  # per-point starts: a gather (which clamps the same way)
+            r = len(starts)
+            dims = (f"offset_dims = [{_csv(range(1, r + 1))}], operand_batching_dims = [0], "
+                    f"start_indices_batching_dims = [0], start_index_map = "
+                    f"[{_csv(range(1, r + 1))}], index_vector_dim = 1")
+            return lo.op("stablehlo.gather", [x, _start_vector(lo, starts)], out,
+                         f"dimension_numbers = #stablehlo.gather<{dims}>, indices_are_sorted = "
+                         f"false, slice_sizes = {i64_array((1,) + self.sizes)}")
+        return lo.op("stablehlo.dynamic_slice", [x, *_same_type(lo, starts)], out,
+                     f"slice_sizes = {i64_array(lo.lead(lo.batch) + self.sizes)}")
 
     def impl(self, x, *starts):
         s = [int(np.clip(v, 0, d - n)) for v, d, n in zip(starts, x.shape, self.sizes)]
@@ -459,9 +489,23 @@ class DynamicUpdateSlice(Primitive):
         return [ct_x, ct_u] + [None] * len(starts)
 
     def lower(self, lo, out, x, upd, *starts):
-        if lo.nb:
-            raise NotImplementedError("DynamicUpdateSlice: no batched (eval_batch) XLA lowering")
-        return lo.op("stablehlo.dynamic_update_slice", [x, upd, *starts], out)
+        if lo.nb and starts:  # per-point starts: starts clamped, then a scatter that sets
+            u_av, r = _unbatched(upd, lo), len(starts)
+            clamped = []
+            for s, d, n in zip(starts, out.shape, u_av.shape):
+                el = _unbatched(s, lo).dtype
+                clamped.append(lo.op("stablehlo.clamp", [lo.scalar(0, el), s,
+                                                         lo.scalar(d - n, el)], aval((), el)))
+            dims = (f"update_window_dims = [{_csv(range(1, r + 1))}], input_batching_dims = [0], "
+                    f"scatter_indices_batching_dims = [0], scatter_dims_to_operand_dims = "
+                    f"[{_csv(range(1, r + 1))}], index_vector_dim = 1")
+            st = f"tensor<{_el(out.dtype)}>"
+            a, c = lo.fresh(), lo.fresh()
+            region = f'    ^bb0({a}: {st}, {c}: {st}):\n      "stablehlo.return"({c}) : ({st}) -> ()\n    '
+            return lo.op("stablehlo.scatter", [x, _start_vector(lo, clamped), upd], out,
+                         f"scatter_dimension_numbers = #stablehlo.scatter<{dims}>, "
+                         f"indices_are_sorted = false, unique_indices = false", region=region)
+        return lo.op("stablehlo.dynamic_update_slice", [x, upd, *_same_type(lo, starts)], out)
 
     def impl(self, x, upd, *starts):
         out = np.array(x, copy=True)
