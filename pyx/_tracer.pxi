@@ -548,3 +548,7 @@ cdef class Tracer:
 
     def __getitem__(self, idx):
         return _py._getitem(self, idx)
+
+    @property
+    def at(self):  # jax's indexed updates: x.at[idx].set/add/mul/min/max/get
+        return _py._at(self)

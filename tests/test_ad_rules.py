@@ -84,6 +84,19 @@ TABLE = {
                         ALL),
     "Cholesky": (lambda a: td.apply(P.Cholesky(), a),
                  lambda d: [(arr((3, 3), d) + 6 * np.eye(3)).astype(d)], ALL),
+    # indexing (tests/test_indexing.py has the front end's cases)
+    "Gather": (lambda x: x[np.array([[2, 0], [2, 9]]), 1:] * x[np.array([1, 1])][:, 1:],
+               lambda d: [arr((3, 3), d)], ALL),
+    "Scatter": (lambda x, u: x.at[np.array([0, 2, 0, 5])].add(u * u).at[1].set(x[0]),
+                lambda d: [arr((3, 2), d), arr((4, 2), d)], ALL),
+    "Scatter mul": (lambda x, u: x.at[np.array([0, 2, 0])].mul(u * x[1]),
+                    lambda d: [arr((3, 2), d), arr((3, 2), d)], ALL),
+    "Scatter max": (lambda x, u: x.at[np.array([0, 2, 0])].max(u),
+                    lambda d: apart((3,), d), REAL),
+    "DynamicSlice": (lambda x: td.dynamic_slice(x * x, (1, -1), (2, 2)),
+                     lambda d: [arr((3, 3), d)], ALL),
+    "DynamicUpdateSlice": (lambda x, u: td.dynamic_update_slice(x, u * u, (2, 0)),
+                           lambda d: [arr((3, 3), d), arr((2, 2), d)], ALL),
 }
 
 

@@ -63,6 +63,10 @@ GOOD = [
     (P.TriangularSolve(False, True, True, False, False), [A((4, 3, 3)), A((4, 2, 3))],
      A((4, 2, 3))),
     (P.Cholesky(), [A((2, 3, 3), "complex64")], A((2, 3, 3), "complex64")),
+    (P.Gather(1), [A((2, 5, 3)), A((4, 6), "int32")], A((2, 4, 6, 3))),
+    (P.Scatter(0, "max"), [A((5, 3)), A((2,), "int64"), A((2, 3))], A((5, 3))),
+    (P.DynamicSlice((2, 1)), [A((4, 3)), A((), "int64"), A((), "int32")], A((2, 1))),
+    (P.DynamicUpdateSlice(), [A((4, 3)), A((2, 3)), A((), "int64"), A((), "int64")], A((4, 3))),
 ]
 
 # (op, operand avals, exception type, message fragment)
@@ -128,6 +132,16 @@ BAD = [
      r"TriangularSolve: b of shape \(2, 2\) has 2 rows, a of shape \(3, 3\) needs 3"),
     (P.TriangularSolve(True, True, False, False, False), [A((2, 3, 3)), A((3, 3, 1))], ValueError,
      "TriangularSolve: b of shape .* does not have the batch axes of a"),
+    (P.Gather(0), [A((3,)), A((2,), "float64")], TypeError, "Gather: index dtype float64"),
+    (P.Gather(2), [A((3, 2)), A((2,), "int64")], ValueError, "Gather: axis 2 out of range"),
+    (P.Scatter(0, "add"), [A((3, 2)), A((4,), "int64"), A((4, 3))], ValueError,
+     r"Scatter: update shape \(4, 3\) does not match \(4, 2\)"),
+    (P.Scatter(0, "min"), [A((3,), "complex128"), A((1,), "int64"), A((1,), "complex128")],
+     TypeError, r"Scatter\(min\): operand dtype complex128 is not real"),
+    (P.DynamicSlice((4,)), [A((3,)), A((), "int64")], ValueError,
+     r"DynamicSlice: slice sizes \(4,\) do not fit"),
+    (P.DynamicUpdateSlice(), [A((3,)), A((2,)), A((2,), "int64")], TypeError,
+     "DynamicUpdateSlice: start index 0 must be a scalar"),
     (P.TriangularSolve(True, True, False, False, False), [A((3, 3), "int32"), A((3, 1), "int32")],
      TypeError, "TriangularSolve: operand dtype int32"),
     (P.TriangularSolve(True, True, False, False, False), [A((3, 3)), A((3, 1), "float32")],

@@ -17,6 +17,7 @@ from tidu.tracing import (Tracer, abs, apply, astype, broadcast_to, build, conca
                           stop_gradient, sum, tanh, where, zeros_like)
 from tidu import ops
 from tidu import linalg
+from tidu.indexing import dynamic_slice, dynamic_update_slice, take, take_along_axis
 from tidu.evaluator import LoadedProgram, load
 from tidu.pictures import show
 from tidu.api import jit
@@ -38,6 +39,7 @@ __all__ = [
     "program_cache", "real", "reshape", "resolve", "rsqrt", "sign", "sin", "spec", "sqrt",
     "stop_gradient", "sum", "tanh", "transpose", "where", "zeros_like",
     "show",
+    "dynamic_slice", "dynamic_update_slice", "take", "take_along_axis",
 ]
 
 

@@ -260,6 +260,8 @@ def _index_key(idx):
 
 def _getitem(x: Tracer, idx) -> Tracer:
     key = _index_key(idx)
+    if key is None and _indexing.is_advanced(idx):  # integer arrays, traced ints: a Gather
+        return _indexing.advanced_getitem(x, idx)
     plan = _index_plans.get((x.aval.id, key)) if key is not None else None
     if plan is None:
         plan = _index_plan(x, idx)
@@ -269,6 +271,11 @@ def _getitem(x: Tracer, idx) -> Tracer:
     for pid, out in plan:
         v = t.store.emit(pid, 0, [v], out)
     return Tracer(t, v, _aval_list[plan[-1][1]]) if plan else x
+
+
+def _at(x: Tracer):
+    """x.at: jax's indexed updates (tidu.indexing)."""
+    return _indexing.IndexUpdateRef(x)
 
 
 def _index_plan(x: Tracer, idx) -> tuple[tuple[int, int], ...]:
@@ -647,6 +654,8 @@ def apply(op, *args) -> Tracer:
     t = _trace_of(*args)
     return _emit(t, op, *[_lift(t, a) for a in args])
 
+
+from tidu import indexing as _indexing  # noqa: E402 - it builds on the functions above
 
 _core.tracer_setup(
     sys.modules[__name__], _aval_list,

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "tidu/gather.hpp"
 #include "tidu/kernels.hpp"
 #include "tidu/linalg.hpp"
 #include "tidu/opcodes.hpp"
@@ -293,6 +294,9 @@ inline void run_instr(const Program& p, Workspace& ws, std::size_t idx) {
     case Op::TriangularSolve: case Op::Cholesky:  // linalg.hpp
       kern::run_linalg(in.op, p, a, at, out.dtype, y, ptr);
       return;
+    case Op::Gather: case Op::Scatter: case Op::DynamicSlice: case Op::DynamicUpdateSlice:  // gather.hpp
+      kern::run_indexing(in.op, p, a, at, out, in.out, y, ptr);
+      return;
     default:
       throw std::runtime_error(std::string("tidu: no kernel for opcode ") + op_name(in.op));
   }
@@ -396,6 +400,7 @@ inline void eval_scalar(const Program& p, double* v, const void* const* inputs, 
 op_Conj: op_StopGradient: op_Reshape: op_BroadcastInDim: op_Real: op_Imag: op_Compare: op_Select:
 op_Convert: op_ReduceSum: op_ReduceMax: op_Transpose: op_DotGeneral: op_Slice: op_Pad:
 op_Concatenate: op_Iota: op_TriangularSolve: op_Cholesky:
+op_Gather: op_Scatter: op_DynamicSlice: op_DynamicUpdateSlice:
   TIDU_SCALAR_NEXT(x)
 #undef TIDU_SCALAR_NEXT
 done:

@@ -49,7 +49,11 @@ namespace tidu {
   X(Constant, S)        \
   X(Iota, S)            \
   X(TriangularSolve, S) \
-  X(Cholesky, S)
+  X(Cholesky, S)          \
+  X(Gather, S)            \
+  X(Scatter, S)           \
+  X(DynamicSlice, S)      \
+  X(DynamicUpdateSlice, S)
 
 enum class Op : std::uint8_t {
 #define TIDU_ENUM(name, kind) name,

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "tidu/checked.hpp"
+#include "tidu/gather.hpp"
 #include "tidu/program.hpp"
 
 namespace tidu {
@@ -220,6 +221,60 @@ inline void validate_instructions(const Program& p) {
         need(slot(1).ndim == nd && std::equal(as, as + nd - 2, bs), "batch axes of a and b differ");
         need(bs[at[0] ? nd - 2 : nd - 1] == as[nd - 1], "b does not match the size of a");
         same_shape(1);
+        break;
+      }
+      case Op::Gather: case Op::Scatter: {  // gather.hpp: attrs axis (, mode)
+        const bool sc = in.op == Op::Scatter;
+        arity(sc ? 3 : 2);
+        need(na == (sc ? 2 : 1), sc ? "needs 2 attributes (axis, mode)" : "needs 1 attribute (axis)");
+        const Slot& x = slot(0);
+        const Slot& ix = slot(1);
+        need(ix.dtype == DType::I32 || ix.dtype == DType::I64, "index dtype is not int32/int64");
+        need(at[0] >= 0 && at[0] < static_cast<std::int64_t>(x.ndim), "axis out of range");
+        const std::int64_t ax = at[0];
+        const std::int64_t* xs = p.shape(a[0]);
+        const std::int64_t* is = p.shape(a[1]);
+        std::vector<std::int64_t> want(xs, xs + ax);
+        want.insert(want.end(), is, is + ix.ndim);
+        want.insert(want.end(), xs + ax + 1, xs + x.ndim);
+        const Slot& g = sc ? slot(2) : o;  // the gathered shape: Gather's output, Scatter's update
+        const std::int64_t* gs = sc ? p.shape(a[2]) : oshape;
+        need(x.dtype == o.dtype && g.dtype == o.dtype, "operand dtype mismatch");
+        need(want.size() == g.ndim && std::equal(want.begin(), want.end(), gs), "gathered shape mismatch");
+        if (sc) {
+          same_shape(0);
+          need(at[1] >= 0 && at[1] < static_cast<std::int64_t>(kern::ScatterMode::kCount), "scatter mode out of range");
+          const auto m = static_cast<kern::ScatterMode>(at[1]);
+          const bool cplx = o.dtype == DType::C64 || o.dtype == DType::C128;
+          need(o.dtype != DType::Bool || m == kern::ScatterMode::Set, "bool scatter other than set");
+          need(!cplx || m == kern::ScatterMode::Set || m == kern::ScatterMode::Add || m == kern::ScatterMode::Mul,
+               "complex scatter min/max");
+        } else {
+          need(xs[ax] > 0 || ix.size == 0, "gather from an empty axis");
+        }
+        break;
+      }
+      case Op::DynamicSlice: case Op::DynamicUpdateSlice: {  // gather.hpp
+        const bool dus = in.op == Op::DynamicUpdateSlice;
+        const Slot& x = slot(0);
+        const std::uint32_t first = dus ? 2 : 1;
+        arity(first + x.ndim);
+        for (std::uint32_t k = first; k < in.n_in; ++k)
+          need(slot(k).ndim == 0 && (slot(k).dtype == DType::I32 || slot(k).dtype == DType::I64),
+               "start index is not a scalar int32/int64");
+        need(o.dtype == x.dtype, "operand dtype mismatch");
+        const std::int64_t* xs = p.shape(a[0]);
+        if (dus) {
+          same_shape(0);
+          need(slot(1).dtype == x.dtype && slot(1).ndim == x.ndim, "update dtype/rank");
+          for (std::uint32_t k = 0; k < x.ndim; ++k) need(p.shape(a[1])[k] <= xs[k], "update larger than operand");
+        } else {
+          need(count(0) == static_cast<std::int64_t>(x.ndim) && na == 1 + static_cast<std::int64_t>(x.ndim),
+               "slice sizes length");
+          need(o.ndim == x.ndim, "output rank");
+          for (std::uint32_t k = 0; k < x.ndim; ++k)
+            need(at[1 + k] >= 0 && at[1 + k] <= xs[k] && oshape[k] == at[1 + k], "slice sizes");
+        }
         break;
       }
       default:

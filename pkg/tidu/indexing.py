@@ -1,0 +1,473 @@
+"""Integer-array and traced indexing: ``x[idx]`` with arrays or traced ints, ``x.at[idx]``,
+``take``, ``take_along_axis``, ``dynamic_slice``, ``dynamic_update_slice``.
+
+Every advanced index becomes one ``Gather`` or ``Scatter`` along one axis (tidu.ops.indexing):
+the indexed axes are moved next to each other, merged into one, and the index arrays (broadcast
+together, negative values wrapped once) combined into one linear index.  Static slices are applied
+first (a Slice); a scatter through slices is pasted back with Pad and Select.  Index arithmetic on
+numpy indices happens at trace time in numpy (the program only sees the final index constant).
+
+Out-of-range indices (after wrapping negatives once), as jax's defaults:
+- reads (``x[idx]``, ``.at[].get()``) clamp each index to its axis;
+- writes (``.at[].set/add/mul/min/max``) drop an update with any out-of-range index;
+  ``mode="clip"`` clamps instead;
+- ``take`` and ``take_along_axis`` fill (NaN for inexact dtypes) unless ``mode="clip"``;
+- ``dynamic_slice`` / ``dynamic_update_slice`` clamp the start so the window fits.
+"""
+
+from __future__ import annotations
+
+import math
+import numpy as np
+
+from tidu import ops as P
+from tidu.ops._base import INTS
+from tidu.tracing import (Tracer, _emit, _lift, _trace_of, astype, broadcast_to, maximum, minimum,
+                          reshape, transpose, where)
+
+__all__ = ["take", "take_along_axis", "dynamic_slice", "dynamic_update_slice", "IndexUpdateRef",
+           "advanced_getitem"]
+
+
+# ---- classifying an index ----
+
+def _is_static_int(i) -> bool:
+    return isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_))
+
+
+def _is_array_index(i) -> bool:
+    return isinstance(i, (Tracer, np.ndarray, list, tuple)) or _is_static_int(i)
+
+
+def is_advanced(idx) -> bool:
+    """True when the index holds an integer array or a traced integer (the gather path)."""
+    items = idx if isinstance(idx, tuple) else (idx,)
+    return any(isinstance(i, (Tracer, np.ndarray, list)) for i in items)
+
+
+def _index_value(i, axis_size: int):
+    """An advanced index item as a numpy int array or an int Tracer; errors name the problem."""
+    if isinstance(i, Tracer):
+        if i.dtype.kind == "b":
+            raise IndexError("boolean mask indexing needs a data-dependent shape, which a traced "
+                             "program cannot have; use td.where(mask, x, other) instead")
+        if i.dtype not in INTS:
+            raise IndexError(f"indices must be integers, got a traced value of dtype {i.dtype}")
+        return i
+    a = np.asarray(i)
+    if a.dtype == np.bool_:
+        raise IndexError("boolean mask indexing is not supported (the output shape would depend on "
+                         "the mask's values); use td.where(mask, x, other) instead")
+    if a.dtype.kind not in "iu":
+        if a.size == 0:
+            return a.astype(np.int64)
+        raise IndexError(f"indices must be integers, got an array of dtype {a.dtype}")
+    return a.astype(np.int64) if a.dtype.kind == "u" or a.dtype.itemsize < 4 else a
+
+
+def _xp(*vals):
+    return np if all(isinstance(v, np.ndarray) for v in vals) else None
+
+
+def _where(c, a, b):
+    return np.where(c, a, b) if _xp(c, a, b) is np else where(c, a, b)
+
+
+def _max(a, b):
+    return np.maximum(a, b) if _xp(a, b) is np else maximum(a, b)
+
+
+def _min(a, b):
+    return np.minimum(a, b) if _xp(a, b) is np else minimum(a, b)
+
+
+def _cast(a, dt):
+    return a.astype(dt) if isinstance(a, np.ndarray) else astype(a, dt)
+
+
+def _bcast(a, shape):
+    return np.broadcast_to(a, shape) if isinstance(a, np.ndarray) else broadcast_to(a, shape)
+
+
+def _wrap(c, d: int):
+    return _where(c < 0, c + d, c)
+
+
+def _and(a, b):
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+        return a & b
+    return where(a, b, False)
+
+
+def _linear_index(comps, dims, mode: str):
+    """One index into the merged axes from per-axis indices (wrapped, broadcast, one dtype).
+    mode "clip" clamps each; "gather" clamps each when there are several (a lone index is clamped
+    by Gather itself); "drop" and "fill" mark an index with a component out of range as -1 when
+    there are several (a lone one is dropped by Scatter, masked by the caller for fill)."""
+    if len(comps) == 1:
+        c = comps[0]
+        return _min(_max(c, 0), max(dims[0] - 1, 0)) if mode == "clip" else c
+    lin, valid = None, None
+    for c, d in zip(comps, dims):
+        if mode in ("clip", "gather"):
+            c = _min(_max(c, 0), max(d - 1, 0))
+        else:
+            ok = _and(c >= 0, c < d)
+            valid = ok if valid is None else _and(valid, ok)
+        lin = c if lin is None else lin * d + c
+    if valid is not None:
+        lin = _where(valid, lin, -1)
+    return lin
+
+
+class _Plan:
+    """How x[idx] maps onto one Gather/Scatter: x expanded (None axes), sliced (static slices),
+    permuted and merged so the advanced axes are one axis, and the linear index."""
+
+    def __init__(self, x: Tracer, idx, mode: str):
+        t = _trace_of(x)
+        items = list(idx) if isinstance(idx, tuple) else [idx]
+        if sum(1 for i in items if i is Ellipsis) > 1:
+            raise IndexError("an index can only have a single ellipsis ('...')")
+        n_real = sum(1 for i in items if i is not None and i is not Ellipsis)
+        if n_real > x.ndim:
+            raise IndexError(f"too many indices ({n_real}) for shape {x.shape}")
+        ell = [k for k, i in enumerate(items) if i is Ellipsis]
+        if ell:
+            pos = ell[0]
+            items = items[:pos] + [slice(None)] * (x.ndim - n_real) + items[pos + 1:]
+        else:
+            items = items + [slice(None)] * (x.ndim - n_real)
+        # None: a new axis of size 1, indexed by ':' (numpy's meaning, contiguity included)
+        self.orig_shape = x.shape
+        exp_shape, it = [], iter(x.shape)
+        for i in items:
+            exp_shape.append(1 if i is None else next(it))
+        items = [slice(None) if i is None else i for i in items]
+        self.exp_shape = tuple(exp_shape)
+        xe = x if self.exp_shape == x.shape else reshape(x, self.exp_shape)
+        self.x_exp = xe
+        # static slices first
+        start, limit, stride, adv = [], [], [], []
+        for ax, (i, d) in enumerate(zip(items, self.exp_shape)):
+            if isinstance(i, slice):
+                s, e, st = i.indices(d)
+                if st < 0:
+                    raise IndexError("negative slice steps are not supported")
+                e = max(e, s)
+                start.append(s), limit.append(e), stride.append(st)
+            elif _is_array_index(i):
+                start.append(0), limit.append(d), stride.append(1)
+                adv.append(ax)
+            else:
+                raise IndexError(f"unsupported index {i!r} of type {type(i).__name__} (ints, "
+                                 f"slices, None, ..., integer arrays and traced integers are)")
+        self.slicing = (tuple(start), tuple(limit), tuple(stride))
+        self.sliced = self.slicing != ((0,) * len(start), self.exp_shape, (1,) * len(start))
+        xs = _emit(t, P.Slice(*self.slicing), xe) if self.sliced else xe
+        self.x_sl = xs
+        self.adv = adv
+        if not adv:
+            self.x2, self.axis, self.index, self.gshape = xs, None, None, xs.shape
+            return
+        sl_shape = xs.shape
+        dims = [sl_shape[a] for a in adv]
+        comps = [_index_value(items[a], d) for a, d in zip(adv, dims)]
+        bshape = np.broadcast_shapes(*[c.shape for c in comps])
+        if any(d == 0 for d in dims) and math.prod(bshape) and mode != "drop":
+            raise IndexError(f"index out of bounds: cannot index an axis of size 0 of shape "
+                             f"{x.shape}")
+        big = math.prod(dims) >= 2 ** 31
+        dts = {np.dtype(c.dtype) for c in comps}
+        dt = np.dtype("int32") if dts == {np.dtype("int32")} and not big else np.dtype("int64")
+        comps = [_wrap(_cast(_bcast(c, bshape), dt), d) for c, d in zip(comps, dims)]
+        lin = _linear_index(comps, dims, mode)
+        self.valid = None
+        if mode == "fill":
+            merged = math.prod(dims)
+            self.valid = _and(lin >= 0, lin < merged)
+        k = len(adv)
+        contiguous = adv == list(range(adv[0], adv[0] + k))
+        rest = [a for a in range(len(sl_shape)) if a not in adv]
+        if contiguous:
+            self.perm = None
+            self.axis = adv[0]
+            pshape = sl_shape
+        else:
+            self.perm = tuple(adv + rest)
+            self.axis = 0
+            xs = transpose(xs, self.perm)
+            pshape = xs.shape
+        self.pshape = pshape
+        merged_shape = pshape[:self.axis] + (math.prod(dims),) + pshape[self.axis + k:]
+        self.x2 = xs if merged_shape == xs.shape else reshape(xs, merged_shape)
+        self.index = lin if isinstance(lin, Tracer) else _lift(t, np.ascontiguousarray(lin))
+        self.gshape = merged_shape[:self.axis] + tuple(bshape) + merged_shape[self.axis + 1:]
+
+    def restore(self, y2: Tracer) -> Tracer:
+        """A value of x2's shape back to x's: un-merge, un-permute, paste into the slices."""
+        t = _trace_of(y2)
+        y = y2
+        if self.axis is not None:
+            if y.shape != self.pshape:
+                y = reshape(y, self.pshape)
+            if self.perm is not None:
+                inv = tuple(sorted(range(len(self.perm)), key=self.perm.__getitem__))
+                y = transpose(y, inv)
+        if self.sliced:
+            start, _, stride = self.slicing
+            low, high, interior = [], [], []
+            for s, st, d, n in zip(start, stride, self.exp_shape, y.shape):
+                if n == 0:
+                    low.append(d), high.append(0), interior.append(0)
+                    continue
+                last = s + (n - 1) * st
+                low.append(s), high.append(d - last - 1), interior.append(st - 1)
+            pad = P.Pad(tuple(low), tuple(high), tuple(interior))
+            hit = _emit(t, pad, _lift(t, np.ones(y.shape, bool)))
+            y = where(hit, _emit(t, pad, y), self.x_exp)
+        if y.shape != self.orig_shape:
+            y = reshape(y, self.orig_shape)
+        return y
+
+
+def _fill_value(dtype, fill_value):
+    if fill_value is not None:
+        return fill_value
+    dt = np.dtype(dtype)
+    if dt.kind in "fc":
+        return np.nan
+    if dt.kind == "b":
+        return True
+    return np.iinfo(dt).min
+
+
+def _gather(x, idx, mode: str = "clip", fill_value=None):
+    """x[idx] through one Gather; mode 'clip' (clamp) or 'fill' (out-of-range -> fill_value)."""
+    x = _lift(_trace_of(x), x)
+    plan = _Plan(x, idx, "fill" if mode == "fill" else "gather")
+    if plan.axis is None:
+        return plan.x_sl if plan.x_sl.shape == plan.gshape else reshape(plan.x_sl, plan.gshape)
+    t = _trace_of(x)
+    out = _emit(t, P.Gather(plan.axis), plan.x2, plan.index)
+    if plan.valid is not None:
+        valid = plan.valid if isinstance(plan.valid, Tracer) else _lift(t, plan.valid)
+        valid = _emit(t, P.BroadcastInDim(out.shape, tuple(range(plan.axis, plan.axis +
+                                                                 valid.ndim))), valid) \
+            if valid.shape != out.shape else valid
+        out = where(valid, out, _lift(t, np.asarray(_fill_value(x.dtype, fill_value),
+                                                    dtype=x.dtype)))
+    return out
+
+
+def advanced_getitem(x: Tracer, idx) -> Tracer:
+    """x[idx] for an index holding integer arrays or traced integers (clamped, as jax)."""
+    return _gather(x, idx, "clip")
+
+
+# ---- .at[] ----
+
+_MODES = ("set", "add", "mul", "min", "max")
+
+
+def _scatter(x, idx, v, how: str, mode=None):
+    if mode not in (None, "drop", "clip", "promise_in_bounds", "fill"):
+        raise ValueError(f"unknown index mode {mode!r}; expected 'drop', 'clip', "
+                         f"'promise_in_bounds' or 'fill'")
+    t = _trace_of(x, v)
+    x = _lift(t, x)
+    plan = _Plan(x, idx, "clip" if mode == "clip" else "drop")
+    v = _lift(t, v)
+    if v.dtype != x.dtype:
+        v = astype(v, x.dtype)
+    try:
+        np.broadcast_shapes(v.shape, plan.gshape)
+    except ValueError:
+        raise ValueError(f"cannot scatter updates of shape {v.shape} into x{_show(idx)} of shape "
+                         f"{plan.gshape}") from None
+    if len(v.shape) > len(plan.gshape) or np.broadcast_shapes(v.shape, plan.gshape) != plan.gshape:
+        raise ValueError(f"cannot scatter updates of shape {v.shape} into x{_show(idx)} of shape "
+                         f"{plan.gshape}")
+    v = broadcast_to(v, plan.gshape) if v.shape != plan.gshape else v
+    if plan.axis is None:  # only slices: elementwise on the sliced part
+        xs = plan.x_sl
+        v = reshape(v, xs.shape) if v.shape != xs.shape else v
+        y = {"set": lambda: v, "add": lambda: xs + v, "mul": lambda: xs * v,
+             "min": lambda: minimum(xs, v), "max": lambda: maximum(xs, v)}[how]()
+        return plan.restore(y)
+    y2 = _emit(t, P.Scatter(plan.axis, how), plan.x2, plan.index, v)
+    return plan.restore(y2)
+
+
+def _show(idx) -> str:
+    items = idx if isinstance(idx, tuple) else (idx,)
+    return "[" + ", ".join("<array>" if isinstance(i, (np.ndarray, Tracer, list)) else
+                           ("..." if i is Ellipsis else repr(i)) for i in items) + "]"
+
+
+class _IndexUpdateRef:
+    """``x.at[idx]``: ``get``, ``set``, ``add``, ``mul``, ``multiply``, ``min``, ``max`` as
+    jax's (``indices_are_sorted`` and ``unique_indices`` are accepted and ignored)."""
+
+    __slots__ = ("x", "idx")
+
+    def __init__(self, x, idx):
+        self.x, self.idx = x, idx
+
+    def get(self, *, indices_are_sorted=False, unique_indices=False, mode=None, fill_value=None):
+        if mode not in (None, "clip", "promise_in_bounds", "fill"):
+            raise ValueError(f"unknown index mode {mode!r} for get")
+        return _gather(self.x, self.idx, "fill" if mode == "fill" else "clip", fill_value)
+
+    def set(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+        return _scatter(self.x, self.idx, values, "set", mode)
+
+    def add(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+        return _scatter(self.x, self.idx, values, "add", mode)
+
+    def mul(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+        return _scatter(self.x, self.idx, values, "mul", mode)
+
+    multiply = mul
+
+    def min(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+        return _scatter(self.x, self.idx, values, "min", mode)
+
+    def max(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+        return _scatter(self.x, self.idx, values, "max", mode)
+
+
+class IndexUpdateRef:
+    """What ``x.at`` returns: ``x.at[idx]`` is an object with jax's update methods."""
+
+    __slots__ = ("x",)
+
+    def __init__(self, x):
+        self.x = x
+
+    def __getitem__(self, idx):
+        return _IndexUpdateRef(self.x, idx)
+
+
+# ---- numpy / lax functions ----
+
+def _norm_axis(axis: int, ndim: int, name: str) -> int:
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"{name}: axis {axis} is out of bounds for an array of rank {ndim}")
+    return axis % ndim
+
+
+def take(a, indices, axis=None, mode=None, fill_value=None):
+    """numpy/jax ``take``: elements of `a` at `indices` along `axis` (flattened when None).
+    Out-of-range indices: mode None or 'fill' gives fill_value (NaN for inexact dtypes, as jax),
+    'clip' clamps (negative indices then clamp to 0, as jax's 'clip'), 'wrap' wraps modulo."""
+    t = _trace_of(a, indices)
+    a = _lift(t, a)
+    if axis is None:
+        a, axis = reshape(a, (a.size,)), 0
+    axis = _norm_axis(axis, a.ndim, "take")
+    idx = _index_value(indices, a.shape[axis])
+    n = a.shape[axis]
+    if mode == "wrap":
+        idx = idx % n if isinstance(idx, np.ndarray) else _wrap_mod(idx, n)
+        mode = "clip"
+    elif mode == "clip":  # jax: no wrapping of negatives, clamp to [0, n-1]
+        idx = _min(_max(idx, 0), max(n - 1, 0))
+    elif mode not in (None, "fill", "promise_in_bounds"):
+        raise ValueError(f"take: unknown mode {mode!r}; expected None, 'fill', 'clip' or 'wrap'")
+    full = (slice(None),) * axis + (idx,)
+    return _gather(a, full, "clip" if mode in ("clip", "promise_in_bounds") else "fill",
+                   fill_value)
+
+
+def _wrap_mod(idx, n):
+    """idx modulo n (a traced integer): idx - n * floor(idx / n), exact for |idx| < 2^52."""
+    q = astype(idx, "float64") / float(n)
+    tr = astype(astype(q, "int64"), "float64")  # truncation, then a step down below zero
+    fl = where(tr > q, tr - 1.0, tr)
+    return idx - astype(fl, idx.dtype) * n
+
+
+def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
+    """numpy/jax ``take_along_axis``: out[..., j, ...] = arr[..., indices[..., j, ...], ...]
+    along `axis`; the other axes of `indices` broadcast against arr's.  Out-of-range: as take."""
+    t = _trace_of(arr, indices)
+    arr = _lift(t, arr)
+    if axis is None:
+        arr, axis = reshape(arr, (arr.size,)), 0
+    axis = _norm_axis(axis, arr.ndim, "take_along_axis")
+    idx = _index_value(indices, arr.shape[axis])
+    if idx.ndim != arr.ndim:
+        raise ValueError(f"take_along_axis: indices of rank {idx.ndim} do not match the rank "
+                         f"{arr.ndim} of arr")
+    shape = []
+    for k, (di, da) in enumerate(zip(idx.shape, arr.shape)):
+        if k == axis:
+            shape.append(di)
+        elif di == da or di == 1 or da == 1:
+            shape.append(max(di, da))
+        else:
+            raise ValueError(f"take_along_axis: indices shape {idx.shape} does not broadcast "
+                             f"against arr shape {arr.shape} off axis {axis}")
+    arr_shape = tuple(s if k != axis else arr.shape[axis] for k, s in enumerate(shape))
+    arr = broadcast_to(arr, arr_shape) if arr.shape != arr_shape else arr
+    idx = _bcast(idx, tuple(shape))
+    if mode == "clip":
+        idx = _min(_max(idx, 0), max(arr.shape[axis] - 1, 0))
+    # every other axis indexed by an iota: one gather over the merged axes
+    full = []
+    for k in range(arr.ndim):
+        if k == axis:
+            full.append(idx)
+        else:
+            io = np.arange(shape[k]).reshape([-1 if j == k else 1 for j in range(arr.ndim)])
+            full.append(np.broadcast_to(io, shape))
+    return _gather(arr, tuple(full), "clip" if mode in ("clip", "promise_in_bounds") else "fill",
+                   fill_value)
+
+
+def _starts_of(t, x, start_indices, name):
+    if len(start_indices) != x.ndim:
+        raise ValueError(f"{name}: {len(start_indices)} start indices for operand shape "
+                         f"{x.shape} (one per axis)")
+    out = []
+    for k, s in enumerate(start_indices):
+        if isinstance(s, Tracer):
+            if s.ndim or s.dtype not in INTS:
+                raise TypeError(f"{name}: start index {k} must be a scalar integer, got {s.aval}")
+            d = x.shape[k]
+            out.append(where(s < 0, s + d, s))  # jax wraps a negative start once
+        else:
+            if not _is_static_int(s):
+                a = np.asarray(s)
+                if a.ndim or a.dtype.kind not in "iu":
+                    raise TypeError(f"{name}: start index {k} must be a scalar integer, got {s!r}")
+                s = int(a)
+            s = int(s)
+            s = s + x.shape[k] if s < 0 else s
+            out.append(_lift(t, np.asarray(s, np.int64)))
+    if len({s.dtype for s in out}) > 1:  # one index type for all starts (StableHLO's rule)
+        out = [astype(s, "int64") for s in out]
+    return out
+
+
+def dynamic_slice(operand, start_indices, slice_sizes):
+    """jax.lax.dynamic_slice: operand[s0:s0+n0, ...] with (traced) scalar starts; a negative
+    start wraps once, then each start is clamped to [0, dim - size]."""
+    t = _trace_of(operand, *start_indices)
+    x = _lift(t, operand)
+    sizes = tuple(int(s) for s in slice_sizes)
+    return _emit(t, P.DynamicSlice(sizes), x, *_starts_of(t, x, start_indices, "dynamic_slice"))
+
+
+def dynamic_update_slice(operand, update, start_indices):
+    """jax.lax.dynamic_update_slice: operand with update written at the (traced) starts; a
+    negative start wraps once, then each start is clamped so the update fits."""
+    t = _trace_of(operand, update, *start_indices)
+    x = _lift(t, operand)
+    u = _lift(t, update)
+    if u.dtype != x.dtype:
+        u = astype(u, x.dtype)
+    return _emit(t, P.DynamicUpdateSlice(), x, u,
+                 *_starts_of(t, x, start_indices, "dynamic_update_slice"))
+
