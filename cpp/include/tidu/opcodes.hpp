@@ -49,7 +49,19 @@ namespace tidu {
   X(Constant, S)        \
   X(Iota, S)            \
   X(TriangularSolve, S) \
-  X(Cholesky, S)
+  X(Cholesky, S)        \
+  X(ReduceMin, S)       \
+  X(ReduceProd, S)      \
+  X(ReduceAnd, S)       \
+  X(ReduceOr, S)        \
+  X(ArgMax, S)          \
+  X(ArgMin, S)          \
+  X(Cumsum, S)          \
+  X(Cumprod, S)         \
+  X(Cummax, S)          \
+  X(Cummin, S)          \
+  X(LinearScan, S)      \
+  X(Sort, S)
 
 enum class Op : std::uint8_t {
 #define TIDU_ENUM(name, kind) name,

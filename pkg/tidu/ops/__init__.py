@@ -16,3 +16,8 @@ __all__ = [
 TIER1 = tuple(__all__)
 LINALG = ("Cholesky", "TriangularSolve")  # linear algebra (docs/linalg.md)
 __all__ += list(LINALG)
+from tidu.ops.sorting import (ArgMax, ArgMin, Cummax, Cummin, Cumprod, Cumsum, LinearScan,  # noqa: E402
+                              ReduceAnd, ReduceMin, ReduceOr, ReduceProd, Sort)
+SORTING = ("ArgMax", "ArgMin", "Cummax", "Cummin", "Cumprod", "Cumsum", "LinearScan", "ReduceAnd",
+           "ReduceMin", "ReduceOr", "ReduceProd", "Sort")  # ordering and accumulation (docs/numpy.md)
+__all__ += list(SORTING)
