@@ -16,6 +16,8 @@ from tidu.tracing import (Tracer, abs, apply, astype, broadcast_to, build, conca
                           ones_like, power, real, reshape, rsqrt, sign, sin, spec, sqrt,
                           stop_gradient, sum, tanh, where, zeros_like)
 from tidu import ops
+from tidu.sorting import (all, any, argmax, argmin, argsort, cummax, cummin, cumprod, cumsum, min,
+                          prod, sort)
 from tidu import linalg
 from tidu.evaluator import LoadedProgram, load
 from tidu.api import jit
@@ -36,6 +38,8 @@ __all__ = [
     "program_cache", "real", "reshape", "resolve", "rsqrt", "sign", "sin", "spec", "sqrt",
     "stop_gradient", "sum", "tanh", "transpose", "where", "zeros_like",
 ]
+__all__ += ["all", "any", "argmax", "argmin", "argsort", "cummax", "cummin", "cumprod", "cumsum",
+            "min", "prod", "sort"]  # tidu.sorting
 
 
 def _installed(name: str) -> Path | None:
