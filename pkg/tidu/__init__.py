@@ -16,6 +16,7 @@ from tidu.tracing import (Tracer, abs, apply, astype, broadcast_to, build, conca
                           ones_like, power, real, reshape, rsqrt, sign, sin, spec, sqrt,
                           stop_gradient, sum, tanh, where, zeros_like)
 from tidu import ops
+from tidu.einsum import cross, einsum, einsum_path, inner, kron, outer, tensordot, trace, vdot
 from tidu.sorting import (all, any, argmax, argmin, argsort, cummax, cummin, cumprod, cumsum, min,
                           prod, sort)
 from tidu import linalg
@@ -40,6 +41,8 @@ __all__ = [
 ]
 __all__ += ["all", "any", "argmax", "argmin", "argsort", "cummax", "cummin", "cumprod", "cumsum",
             "min", "prod", "sort"]  # tidu.sorting
+__all__ += ["cross", "einsum", "einsum_path", "inner", "kron", "outer", "tensordot", "trace",
+            "vdot"]  # tidu.einsum
 
 
 def _installed(name: str) -> Path | None:
