@@ -12,7 +12,7 @@ import tidu as td
 from tidu import _eval
 from tidu import ops as P
 from tidu.testing import check_grads
-from values import one_op_graph, value
+from values import SORT_SCAN, one_op_graph, value
 
 jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
@@ -32,6 +32,30 @@ def close(got, want, dtype="float64"):
 
 def rng_(seed=0):
     return np.random.default_rng(seed)
+
+
+# ---- the primitive table (values.SORT_SCAN): every op x dtype, both backends, vs numpy ----
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("op,dtype,pos", [(o, d, p) for o, ds, p in SORT_SCAN for d in ds],
+                         ids=lambda v: str(v))
+def test_primitive_table(backend, op, dtype, pos):
+    rng = rng_(11)
+    args = [value(rng, (3, 4, 5), dtype, pos) for _ in range(2 if isinstance(op, P.LinearScan)
+                                                            else 1)]
+    if isinstance(op, P.Sort):  # also sorting a second operand by these keys
+        args2 = args + [value(rng, (3, 4, 5), "complex128")]
+        prog2 = td.compile(one_op_graph(op, [td.aval(a.shape, a.dtype) for a in args2]),
+                           backend=backend)
+        close(prog2({("in", i): a for i, a in enumerate(args2)})[0], op.impl(*args2),
+              "complex128")
+    prog = td.compile(one_op_graph(op, [td.aval(a.shape, a.dtype) for a in args]),
+                      backend=backend)
+    got = prog({("in", i): a for i, a in enumerate(args)})[0]
+    want = op.impl(*args)
+    tol = {"float32": 2e-5, "complex64": 2e-5}.get(dtype, 1e-12)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
 
 
 # ---- values against jax, both backends ----
