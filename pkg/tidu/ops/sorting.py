@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tidu.graph import aval
-from tidu.ops._base import (BOOL, COMPLEXES, INEXACT, INTS, NUMERIC, REAL, ALL, Primitive,
+from tidu.ops._base import (BOOL, INEXACT, INTS, NUMERIC, REAL, ALL, Primitive,
                             check_axes, check_dtype, ints)
 from tidu.ops._rules import A, F, aval_of, const, conj_fixed, fix, lin, scale
 from tidu.rules import register
@@ -123,6 +123,16 @@ def _region(lo, args, build) -> str:
             f'      "stablehlo.return"({", ".join(n for n, _ in rets)}) : ({tys}) -> ()\n    ')
 
 
+def _shifted(*fields: str):
+    """The vmap batching rule (``tidu.ops._batching.shifted``, where vmap exists): the same op with
+    its axis attributes one further, over all operands batched."""
+    def rule(op, b, primal_in, primal_out, batched):
+        from tidu.ops._batching import shifted
+
+        return shifted(*fields)(op, b, primal_in, primal_out, batched)
+    return rule
+
+
 def _reduce_axes_rule(name, x, axes):
     check_axes(name, axes, x.ndim, x.shape)
     return aval(_kept_shape(x, axes), x.dtype)
@@ -136,6 +146,7 @@ class ReduceMin(Primitive):
     """Minimum over `axes` (removed); NaN propagates; a reduced axis must be non-empty."""
 
     axes: tuple[int, ...]
+    batch = _shifted("axes")
 
     def __post_init__(self):
         object.__setattr__(self, "axes", tuple(sorted(ints(self.axes))))
@@ -173,6 +184,7 @@ class ReduceProd(Primitive):
     """Product over `axes` (removed); 1 over an empty axis; integers wrap."""
 
     axes: tuple[int, ...]
+    batch = _shifted("axes")
 
     def __post_init__(self):
         object.__setattr__(self, "axes", tuple(sorted(ints(self.axes))))
@@ -216,6 +228,7 @@ class ReduceProd(Primitive):
 @dataclass(frozen=True)
 class _BoolReduce(Primitive):
     axes: tuple[int, ...]
+    batch = _shifted("axes")
     differentiable = False
     _hlo_body = ""
     _init = False
@@ -262,6 +275,7 @@ class _ArgExtreme(Primitive):
     axis: int
     dtype: str = "int64"
     differentiable = False
+    batch = _shifted("axis")
     _gt = True
 
     def __post_init__(self):
@@ -356,6 +370,7 @@ class ArgMin(_ArgExtreme):
 class _Scan(Primitive):
     axis: int
     reverse: bool = False
+    batch = _shifted("axis")
     _dtypes = NUMERIC
     _what = "numeric"
     _body = ""
@@ -507,6 +522,7 @@ class LinearScan(Primitive):
 
     axis: int
     reverse: bool = False
+    batch = _shifted("axis")
 
     def __post_init__(self):
         object.__setattr__(self, "axis", int(self.axis))
@@ -604,6 +620,7 @@ class Sort(Primitive):
 
     axis: int
     descending: bool = False
+    batch = _shifted("axis")
 
     def __post_init__(self):
         object.__setattr__(self, "axis", int(self.axis))
