@@ -97,6 +97,18 @@ TABLE = {
                      lambda d: [arr((3, 3), d)], ALL),
     "DynamicUpdateSlice": (lambda x, u: td.dynamic_update_slice(x, u * u, (2, 0)),
                            lambda d: [arr((3, 3), d), arr((2, 2), d)], ALL),
+    # ordering and accumulation (tidu.ops.sorting)
+    "ReduceMin": (lambda x: td.min(x * x, axis=0), lambda d: [spread((4, 3), d)], REAL),
+    "ReduceProd": (lambda x: td.prod(x, axis=1), lambda d: [arr((2, 3), d)], ALL),
+    "Cumsum": (lambda x: td.cumsum(x * x, axis=1), lambda d: [arr((2, 3), d)], ALL),
+    "Cumprod": (lambda x: td.cumprod(x, axis=0), lambda d: [arr((3, 2), d)], ALL),
+    "Cummax": (lambda x: td.cummax(x * x, axis=0), lambda d: [spread((4, 3), d)], REAL),
+    "Cummin": (lambda x: td.cummin(x, axis=1, reverse=True), lambda d: [spread((3, 4), d)], REAL),
+    "LinearScan": (lambda a, b: td.apply(P.LinearScan(0), a, b * b),
+                   lambda d: [arr((4, 2), d), arr((4, 2), d)], ALL),
+    "Sort": (lambda x: td.sort(x * x, axis=0), lambda d: [spread((4, 3), d)], REAL),
+    "Sort by keys": (lambda k, v: td.apply(P.Sort(1, True), k, v * v),
+                     lambda d: [spread((2, 4), d), arr((2, 4), d)], REAL),
 }
 
 
@@ -137,9 +149,10 @@ def test_every_primitive_has_the_rules_it_needs():
             missing.append(f"{name}.transpose_rule")
     assert missing == []
     nondiff = {n for n, c in builtin.items() if not getattr(c, "differentiable", True)}
-    assert nondiff == {"Compare", "Sign", "Constant", "Iota", "StopGradient"}
-    assert set(TABLE) | {"Compare", "Sign", "Constant", "Iota", "StopGradient"} >= \
-        set(builtin)
+    nondiff_expected = {"Compare", "Sign", "Constant", "Iota", "StopGradient", "ArgMax", "ArgMin",
+                        "ReduceAnd", "ReduceOr"}
+    assert nondiff == nondiff_expected
+    assert set(TABLE) | nondiff_expected >= set(builtin)
 
 
 def test_linear_fragments_never_hold_bilinear_products():

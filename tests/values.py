@@ -26,6 +26,17 @@ BINARY = [(P.Add, NUMERIC, False), (P.Sub, NUMERIC, False), (P.Mul, NUMERIC, Fal
           (P.Div, INEXACT, True), (P.Pow, FLOATS, True), (P.Max, FLOATS + INTS, False),
           (P.Min, FLOATS + INTS, False)]
 
+# Ordering and accumulation primitives (tidu.ops.sorting): (op, dtypes, positive); run by
+# tests/test_sorting.py on both backends against each op's numpy reference.
+SORT_SCAN = [(P.ReduceMin((0, 2)), FLOATS + INTS, False), (P.ReduceProd((1,)), NUMERIC, False),
+             (P.ReduceAnd((0,)), ("bool",), False), (P.ReduceOr((1, 2)), ("bool",), False),
+             (P.ArgMax(1), FLOATS + INTS, False), (P.ArgMin(2, "int32"), FLOATS + INTS, False),
+             (P.Cumsum(1), NUMERIC, False), (P.Cumsum(0, True), NUMERIC, False),
+             (P.Cumprod(2), NUMERIC, False), (P.Cummax(1), FLOATS + INTS, False),
+             (P.Cummin(2, True), FLOATS + INTS, False), (P.LinearScan(1), INEXACT, False),
+             (P.LinearScan(0, True), INEXACT, False), (P.Sort(1), ALL, False),
+             (P.Sort(2, True), ALL, False)]
+
 
 def cases(table):
     """(primitive, dtype, positive) for every dtype of every row, for pytest.parametrize."""

@@ -16,6 +16,9 @@ from tidu.tracing import (Tracer, abs, apply, astype, broadcast_to, build, conca
                           ones_like, power, real, reshape, rsqrt, sign, sin, spec, sqrt,
                           stop_gradient, sum, tanh, where, zeros_like)
 from tidu import ops
+from tidu.einsum import cross, einsum, einsum_path, inner, kron, outer, tensordot, trace, vdot
+from tidu.sorting import (all, any, argmax, argmin, argsort, cummax, cummin, cumprod, cumsum, min,
+                          prod, sort)
 from tidu import linalg
 from tidu.indexing import dynamic_slice, dynamic_update_slice, take, take_along_axis
 from tidu.evaluator import LoadedProgram, load
@@ -41,6 +44,10 @@ __all__ = [
     "show",
     "dynamic_slice", "dynamic_update_slice", "take", "take_along_axis",
 ]
+__all__ += ["all", "any", "argmax", "argmin", "argsort", "cummax", "cummin", "cumprod", "cumsum",
+            "min", "prod", "sort"]  # tidu.sorting
+__all__ += ["cross", "einsum", "einsum_path", "inner", "kron", "outer", "tensordot", "trace",
+            "vdot"]  # tidu.einsum
 
 
 def _installed(name: str) -> Path | None:

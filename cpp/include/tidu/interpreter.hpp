@@ -17,6 +17,7 @@
 #include "tidu/opcodes.hpp"
 #include "tidu/parallel.hpp"
 #include "tidu/program.hpp"
+#include "tidu/sort_scan.hpp"
 
 namespace tidu {
 
@@ -297,6 +298,11 @@ inline void run_instr(const Program& p, Workspace& ws, std::size_t idx) {
     case Op::Gather: case Op::Scatter: case Op::DynamicSlice: case Op::DynamicUpdateSlice:  // gather.hpp
       kern::run_indexing(in.op, p, a, at, out, in.out, y, ptr);
       return;
+    case Op::ReduceMin: case Op::ReduceProd: case Op::ReduceAnd: case Op::ReduceOr: case Op::ArgMax:
+    case Op::ArgMin: case Op::Cumsum: case Op::Cumprod: case Op::Cummax: case Op::Cummin:
+    case Op::LinearScan: case Op::Sort:  // sort_scan.hpp
+      kern::run_sort_scan(in.op, p, a, in.n_in, at, in.out, y, ptr);
+      return;
     default:
       throw std::runtime_error(std::string("tidu: no kernel for opcode ") + op_name(in.op));
   }
@@ -401,6 +407,8 @@ op_Conj: op_StopGradient: op_Reshape: op_BroadcastInDim: op_Real: op_Imag: op_Co
 op_Convert: op_ReduceSum: op_ReduceMax: op_Transpose: op_DotGeneral: op_Slice: op_Pad:
 op_Concatenate: op_Iota: op_TriangularSolve: op_Cholesky:
 op_Gather: op_Scatter: op_DynamicSlice: op_DynamicUpdateSlice:
+op_ReduceMin: op_ReduceProd: op_ReduceAnd: op_ReduceOr: op_ArgMax: op_ArgMin: op_Cumsum: op_Cumprod:
+op_Cummax: op_Cummin: op_LinearScan: op_Sort:
   TIDU_SCALAR_NEXT(x)
 #undef TIDU_SCALAR_NEXT
 done:

@@ -10,6 +10,7 @@
 #include "tidu/checked.hpp"
 #include "tidu/gather.hpp"
 #include "tidu/program.hpp"
+#include "tidu/sort_scan.hpp"
 
 namespace tidu {
 
@@ -277,6 +278,11 @@ inline void validate_instructions(const Program& p) {
         }
         break;
       }
+      case Op::ReduceMin: case Op::ReduceProd: case Op::ReduceAnd: case Op::ReduceOr: case Op::ArgMax:
+      case Op::ArgMin: case Op::Cumsum: case Op::Cumprod: case Op::Cummax: case Op::Cummin:
+      case Op::LinearScan: case Op::Sort:  // sort_scan.hpp
+        if (const char* problem = check_sort_scan(p, in)) fail(problem);
+        break;
       default:
         fail("unknown opcode");
     }

@@ -19,3 +19,8 @@ LINALG = ("Cholesky", "TriangularSolve")  # linear algebra (docs/linalg.md)
 __all__ += list(LINALG)
 INDEXING = ("DynamicSlice", "DynamicUpdateSlice", "Gather", "Scatter")  # docs/numpy.md
 __all__ += list(INDEXING)
+from tidu.ops.sorting import (ArgMax, ArgMin, Cummax, Cummin, Cumprod, Cumsum, LinearScan,  # noqa: E402
+                              ReduceAnd, ReduceMin, ReduceOr, ReduceProd, Sort)
+SORTING = ("ArgMax", "ArgMin", "Cummax", "Cummin", "Cumprod", "Cumsum", "LinearScan", "ReduceAnd",
+           "ReduceMin", "ReduceOr", "ReduceProd", "Sort")  # ordering and accumulation (docs/numpy.md)
+__all__ += list(SORTING)

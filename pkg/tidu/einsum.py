@@ -1,0 +1,600 @@
+"""``td.einsum`` and ``td.einsum_path`` (as ``jax.numpy``'s) and the contractions written with them or
+with DotGeneral: ``tensordot, inner, vdot, outer, kron, trace, cross``.
+
+An einsum is lowered to tidu's tier-1 primitives -- DotGeneral for every pairwise contraction,
+Transpose, Reshape, ReduceSum, and Slice for diagonals (repeated indices) -- in the order of a
+contraction path.  The path comes from ``opt_einsum`` when it is installed (the library jax uses;
+``optimize="auto"`` by default, as jax), from an internal greedy search otherwise.  For networks of
+many operands the order is the whole cost: ``einsum_path`` reports it and its flop count.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any
+
+import numpy as np
+
+from tidu import ops as P
+
+__all__ = ["einsum", "einsum_path", "tensordot", "inner", "vdot", "outer", "kron", "trace",
+           "cross", "PathInfo"]
+
+
+# ---- parsing ----
+
+def _parse(subscripts, operands) -> tuple[list[list[Any]], list[Any], list]:
+    """(index lists per operand, output index list, operands) with '...' expanded; indices are
+    one-character strings or, in the sublist form, ints (both hashable labels)."""
+    if isinstance(subscripts, str):
+        return (*_parse_str(subscripts, [np.ndim(o) if not hasattr(o, "ndim") else o.ndim
+                                          for o in operands]), list(operands))
+    # interleaved form: op0, sublist0, op1, sublist1, ..., [output sublist]
+    args = [subscripts, *operands]
+    ops, subs = args[0::2], args[1::2]
+    out = None
+    if len(ops) > len(subs):  # an odd count: the last is the output sublist
+        out = ops.pop()
+        if not isinstance(out, (list, tuple)):
+            raise ValueError("einsum: the interleaved form is einsum(x, [i, j], y, [j, k], "
+                             "[i, k])")
+    ins = [_expand_list(list(s), _ndim(o), k) for k, (o, s) in enumerate(zip(ops, subs))]
+    n_ell = max([len(e) for e in _ellipses(ins)] or [0])
+    if out is None:
+        out = _implicit_output(ins, n_ell)
+    else:
+        out = _expand_output(list(out), n_ell)
+    return ins, out, ops
+
+
+def _ndim(o):
+    return o.ndim if hasattr(o, "ndim") else np.ndim(o)
+
+
+_ELL = "…"  # prefix of the labels an ellipsis stands for
+
+
+def _ellipses(ins):
+    return [[i for i in idx if isinstance(i, tuple)] for idx in ins]
+
+
+def _expand_list(sub, ndim, k):
+    """An index list with Ellipsis replaced by labels (_ELL, j) for the trailing-aligned axes."""
+    if sub.count(Ellipsis) > 1:
+        raise ValueError("einsum: more than one ellipsis in an operand")
+    if Ellipsis not in sub:
+        if k is not None and len(sub) != ndim:
+            raise ValueError(f"einsum: operand {k} has {ndim} axes but its subscripts name "
+                             f"{len(sub)}")
+        return sub
+    at = sub.index(Ellipsis)
+    n = ndim - (len(sub) - 1)
+    if n < 0:
+        raise ValueError(f"einsum: operand {k} has {ndim} axes, fewer than its subscripts name")
+    return sub[:at] + [(_ELL, n - 1 - j) for j in range(n)] + sub[at + 1:]
+
+
+def _expand_output(sub, n_ell):
+    return _expand_list(sub, n_ell + len(sub) - 1, None) if Ellipsis in sub else sub
+
+
+def _implicit_output(ins, n_ell):
+    counts: dict = {}
+    for idx in ins:
+        for i in idx:
+            if not isinstance(i, tuple):
+                counts[i] = counts.get(i, 0) + 1
+    named = sorted((i for i, c in counts.items() if c == 1), key=lambda i: (str(type(i)), i))
+    return [(_ELL, n_ell - 1 - j) for j in range(n_ell)] + named
+
+
+def _parse_str(subscripts: str, ndims: list[int]):
+    s = subscripts.replace(" ", "")
+    if "->" in s:
+        lhs, rhs = s.split("->")
+        if "->" in rhs:
+            raise ValueError(f"einsum: more than one '->' in {subscripts!r}")
+    else:
+        lhs, rhs = s, None
+    terms = lhs.split(",")
+    if len(terms) != len(ndims):
+        raise ValueError(f"einsum: {len(terms)} operand subscripts in {subscripts!r} but "
+                         f"{len(ndims)} operands")
+    ins = [_expand_list(_chars(t), nd, k) for k, (t, nd) in enumerate(zip(terms, ndims))]
+    n_ell = max([len(e) for e in _ellipses(ins)] or [0])
+    if rhs is None:
+        out = _implicit_output(ins, n_ell)
+    else:
+        out = _expand_output(_chars(rhs), n_ell)  # no '...': those axes are summed
+    seen = {i for idx in ins for i in idx}
+    for i in out:
+        if i not in seen:
+            raise ValueError(f"einsum: output subscript {i!r} does not appear in an operand")
+    if len(set(out)) != len(out):
+        raise ValueError(f"einsum: output subscripts {rhs!r} repeat an index")
+    return ins, out
+
+
+def _chars(term: str) -> list:
+    out, k = [], 0
+    while k < len(term):
+        if term.startswith("...", k):
+            out.append(Ellipsis)
+            k += 3
+            continue
+        c = term[k]
+        if c in ".->,":
+            raise ValueError(f"einsum: invalid subscript character {c!r} in {term!r}")
+        out.append(c)
+        k += 1
+    return out
+
+
+# ---- sizes ----
+
+def _sizes(ins, shapes):
+    """index -> size; ellipsis axes broadcast (size 1 against n), named ones must agree."""
+    size: dict = {}
+    for k, (idx, shape) in enumerate(zip(ins, shapes)):
+        for i, d in zip(idx, shape):
+            d = int(d)
+            have = size.get(i)
+            if have is None or have == 1 and isinstance(i, tuple):
+                size[i] = d
+            elif d != have and not (d == 1 and isinstance(i, tuple)):
+                raise ValueError(f"einsum: index {_label(i)!r} has size {have} and {d} "
+                                 f"(operand {k}, shape {tuple(shape)})")
+    return size
+
+
+def _label(i):
+    return "..." if isinstance(i, tuple) else i
+
+
+# ---- paths ----
+
+class PathInfo:
+    """What ``einsum_path`` reports when opt_einsum is absent: the path, its flop count
+    (``opt_cost``, counted as opt_einsum does), the naive cost and the largest intermediate."""
+
+    def __init__(self, path, opt_cost, naive_cost, largest, eq):
+        self.path, self.opt_cost, self.naive_cost = path, opt_cost, naive_cost
+        self.largest_intermediate, self.eq = largest, eq
+        self.speedup = naive_cost / max(opt_cost, 1)
+
+    def __repr__(self):
+        return (f"  Complete contraction:  {self.eq}\n"
+                f"  Naive FLOP count:  {self.naive_cost:.4g}\n"
+                f"  Optimized FLOP count:  {self.opt_cost:.4g}\n"
+                f"  Theoretical speedup:  {self.speedup:.4g}\n"
+                f"  Largest intermediate:  {self.largest_intermediate:.4g} elements\n"
+                f"  Path: {self.path}")
+
+
+def _flops(indices, inner: bool, n_terms: int, size) -> int:
+    """opt_einsum's flop count of one contraction over `indices`."""
+    return math.prod(size[i] for i in indices) * (max(1, n_terms - 1) + (1 if inner else 0))
+
+
+def _greedy(ins, out, size):
+    """Greedy pairwise order: repeatedly the pair whose result is smallest relative to its
+    operands (opt_einsum's greedy heuristic), pairs sharing an index first."""
+    sets = [frozenset(i) for i in ins]
+    out_set = frozenset(out)
+    path = []
+    while len(sets) > 1:
+        best = None
+        for a, b in itertools.combinations(range(len(sets)), 2):
+            shared = sets[a] & sets[b]
+            keep = out_set.union(*[s for k, s in enumerate(sets) if k not in (a, b)])
+            res = (sets[a] | sets[b]) & keep
+            cost = (math.prod(size[i] for i in res) - math.prod(size[i] for i in sets[a]) -
+                    math.prod(size[i] for i in sets[b]))
+            key = (not shared, cost, a, b)
+            if best is None or key < best[0]:
+                best = (key, a, b, res)
+        _, a, b, res = best
+        path.append((a, b))
+        sets = [s for k, s in enumerate(sets) if k not in (a, b)] + [res]
+    return path or ([(0,)] if sets else [])
+
+
+def _path_cost(ins, out, size, path):
+    """(flops, largest intermediate) of a path, counted as opt_einsum counts."""
+    sets = [frozenset(i) for i in ins]
+    total, largest = 0, 0
+    for step in path:
+        step = tuple(sorted(step, reverse=True))
+        taken = [sets.pop(k) for k in step]
+        keep = frozenset(out).union(*sets)
+        every = frozenset().union(*taken)
+        res = every & keep
+        inner = bool(every - res)
+        total += _flops(every, inner, len(taken), size)
+        largest = max(largest, math.prod(size[i] for i in res))
+        sets.append(res)
+    return total, largest
+
+
+def _symbols(ins, out):
+    """The einsum string of the expanded index lists, one symbol per label (opt_einsum's)."""
+    labels: dict = {}
+    try:
+        from opt_einsum import get_symbol
+    except ImportError:  # pragma: no cover - the fallback only needs a readable string
+        def get_symbol(k):
+            return chr(0x4E00 + k) if k >= 52 else "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"[k]
+
+    def sym(i):
+        if i not in labels:
+            labels[i] = get_symbol(len(labels))
+        return labels[i]
+
+    return ",".join("".join(sym(i) for i in idx) for idx in ins) + "->" + "".join(sym(i) for i in out)
+
+
+def _normalize_optimize(optimize):
+    if optimize is True:
+        return "greedy"
+    if optimize is False or optimize is None:
+        return False
+    if isinstance(optimize, (list, tuple)):
+        path = [tuple(int(k) for k in step) for step in optimize if step != "einsum_path"]
+        return path
+    return str(optimize)
+
+
+def _find_path(ins, out, shapes, size, optimize):
+    """(path, info): the contraction order for `optimize` and what it costs."""
+    n = len(ins)
+    opt = _normalize_optimize(optimize)
+    eq = _symbols(ins, out)
+    if isinstance(opt, list):
+        path = opt
+    elif n <= 1:
+        path = [(0,)] if n else []
+    elif opt is False:
+        path = [(0, 1)] * (n - 1)
+    else:
+        try:
+            import opt_einsum
+        except ImportError:
+            opt_einsum = None
+        if opt_einsum is not None:
+            bshapes = [tuple(size[i] for i in idx) for idx in ins]  # broadcast ellipsis sizes
+            path, info = opt_einsum.contract_path(eq, *bshapes, shapes=True, optimize=opt)
+            return [tuple(s) for s in path], info
+        path = _greedy(ins, out, size)
+    cost, largest = _path_cost(ins, out, size, path)
+    naive = _flops(frozenset().union(*[frozenset(i) for i in ins]),
+                   bool(frozenset().union(*[frozenset(i) for i in ins]) - frozenset(out)),
+                   max(n, 1), size) if n else 0
+    return path, PathInfo(path, cost, naive, largest, eq)
+
+
+def einsum_path(subscripts, *operands, optimize="greedy"):
+    """The contraction order einsum would take and its cost, as ``jnp.einsum_path``.
+
+    Operands may be arrays, traced values or anything with a ``shape``.
+
+    Returns:
+        (path, info): path a list of tuples of operand positions (opt_einsum's convention: the
+        operands at those positions are contracted and the result appended); info opt_einsum's
+        ``PathInfo`` when installed (``info.opt_cost`` the flop count), else tidu's
+        ``PathInfo`` with the same fields.
+    """
+    def shaped(o):
+        if isinstance(o, (list, tuple)):  # a sublist of the interleaved form
+            return o
+        return _Shaped(o.shape if hasattr(o, "shape") else np.shape(o))
+
+    if isinstance(subscripts, str):
+        ins, out, ops = _parse(subscripts, [shaped(o) for o in operands])
+    else:
+        ins, out, ops = _parse(shaped(subscripts), [shaped(o) for o in operands])
+    shapes = [o.shape for o in ops]
+    size = _sizes(ins, shapes)
+    return _find_path(ins, out, shapes, size, optimize)
+
+
+class _Shaped:
+    __slots__ = ("shape", "ndim")
+
+    def __init__(self, shape):
+        self.shape = tuple(shape)
+        self.ndim = len(self.shape)
+
+
+# ---- lowering one einsum into primitives ----
+
+class _Term:
+    """A traced value with one label per axis."""
+
+    __slots__ = ("x", "idx")
+
+    def __init__(self, x, idx):
+        self.x, self.idx = x, list(idx)
+
+
+def _emit(op, *xs):
+    from tidu.tracing import _emit as emit, _trace_of
+
+    return emit(_trace_of(*xs), op, *xs)
+
+
+def _diagonals(term: _Term) -> _Term:
+    """Repeated labels of one operand reduced to one axis each (the diagonal)."""
+    while True:
+        dup = next((i for i in term.idx if term.idx.count(i) > 1), None)
+        if dup is None:
+            return term
+        p, q = [k for k, i in enumerate(term.idx) if i == dup][:2]
+        rest = [k for k in range(len(term.idx)) if k not in (p, q)]
+        x = term.x
+        perm = tuple(rest + [p, q])
+        if perm != tuple(range(len(perm))):
+            x = _emit(P.Transpose(perm), x)
+        n = x.shape[-1]
+        lead = tuple(x.shape[:-2])
+        x = _emit(P.Reshape(lead + (n * n,)), x)
+        nd = len(lead) + 1
+        x = _emit(P.Slice((0,) * nd, lead + (n * n,), (1,) * (nd - 1) + (n + 1,)), x)
+        term = _Term(x, [term.idx[k] for k in rest] + [dup])
+
+
+def _sum_out(term: _Term, keep) -> _Term:
+    """Sum over labels not in keep."""
+    axes = tuple(k for k, i in enumerate(term.idx) if i not in keep)
+    if not axes:
+        return term
+    return _Term(_emit(P.ReduceSum(axes), term.x), [i for i in term.idx if i in keep])
+
+
+def _broadcast_ellipsis(term: _Term, size) -> _Term:
+    """Size-1 ellipsis axes broadcast to their index's size."""
+    shape = tuple(size[i] for i in term.idx)
+    if tuple(term.x.shape) == shape:
+        return term
+    nd = len(shape)
+    return _Term(_emit(P.BroadcastInDim(shape, tuple(range(nd))), term.x), term.idx)
+
+
+def _contract(a: _Term, b: _Term, keep) -> _Term:
+    """One pairwise contraction as a DotGeneral: shared labels kept later are batch axes, the
+    other shared ones are contracted."""
+    a, b = _sum_out(a, keep | set(b.idx)), _sum_out(b, keep | set(a.idx))
+    shared = [i for i in a.idx if i in b.idx]
+    batch = [i for i in shared if i in keep]
+    contr = [i for i in shared if i not in keep]
+    lc = tuple(a.idx.index(i) for i in contr)
+    rc = tuple(b.idx.index(i) for i in contr)
+    lb = tuple(a.idx.index(i) for i in batch)
+    rb = tuple(b.idx.index(i) for i in batch)
+    x = _emit(P.DotGeneral(lc, rc, lb, rb), a.x, b.x)
+    idx = batch + [i for i in a.idx if i not in shared] + [i for i in b.idx if i not in shared]
+    return _Term(x, idx)
+
+
+def einsum(subscripts, *operands, optimize="auto", precision=None,
+           preferred_element_type=None, _dot_general=None):
+    """Einstein summation, as ``jnp.einsum``: ``td.einsum("ij,jk->ik", a, b)``, the implicit
+    form (``"ij,jk"``), ellipses (``"...ij,...jk"``), repeated indices (diagonals, traces:
+    ``"ii->"``), and the interleaved form ``td.einsum(a, [0, 1], b, [1, 2], [0, 2])``.
+
+    Args:
+        optimize: the contraction order: ``"auto"`` (default, as jax), ``"greedy"``,
+            ``"optimal"``, ``"dp"``, ... (opt_einsum's names; without opt_einsum every name
+            takes tidu's greedy search), True (greedy), False (left to right), or an explicit
+            path as ``einsum_path`` returns.
+        precision, preferred_element_type: accepted for jax compatibility; products are always
+            at full precision, in the operands' promoted dtype (or this dtype when given).
+
+    Raises:
+        ValueError: subscripts that do not match the operands' ranks, an index with two sizes,
+            an output index not among the inputs.
+    """
+    from tidu.tracing import _dtype_of, _lift, _trace_of
+
+    ins, out, ops = _parse(subscripts, operands)
+    t = _trace_of(*ops)
+    dt = np.result_type(*[_dtype_of(o) for o in ops]) if ops else np.dtype("float64")
+    if preferred_element_type is not None:
+        dt = np.dtype(preferred_element_type)
+    if dt == np.dtype(bool):
+        dt = np.dtype("bool")
+    xs = [_lift(t, o, dt) for o in ops]
+    size = _sizes(ins, [x.shape for x in xs])
+    path, _ = _find_path(ins, out, [x.shape for x in xs], size, optimize)
+    terms = [_broadcast_ellipsis(_diagonals(_Term(x, idx)), size) for x, idx in zip(xs, ins)]
+    if dt == np.dtype(bool):  # DotGeneral is numeric: contract as int, back to bool
+        terms = [_Term(_lift(t, tm.x, np.int64), tm.idx) for tm in terms]
+    out_set = set(out)
+    for step in path:
+        step = tuple(sorted(step, reverse=True))
+        taken = [terms.pop(k) for k in step]
+        keep = out_set.union(*[set(tm.idx) for tm in terms])
+        if len(taken) == 1:
+            terms.append(_sum_out(taken[0], keep))
+            continue
+        acc = taken[0]
+        for k, other in enumerate(taken[1:]):
+            later = set().union(*[set(tm.idx) for tm in taken[k + 2:]])
+            acc = _contract(acc, other, keep | later)
+        terms.append(acc)
+    if len(terms) != 1:
+        raise ValueError(f"einsum: the path {path} leaves {len(terms)} operands, not one")
+    res = _sum_out(terms[0], out_set)
+    perm = tuple(res.idx.index(i) for i in out)
+    x = res.x if perm == tuple(range(len(perm))) else _emit(P.Transpose(perm), res.x)
+    if dt == np.dtype(bool):
+        from tidu.tracing import _compare
+
+        x = _compare("NE", x, 0)
+    return x
+
+
+# ---- contractions ----
+
+def tensordot(a, b, axes=2):
+    """``jnp.tensordot``: sum over the last ``axes`` axes of a and the first of b, or over the
+    axis lists ``axes = (a_axes, b_axes)``."""
+    from tidu.tracing import _trace_of
+
+    t = _trace_of(a, b)
+    x, y = _lift_both(t, a, b)
+    if isinstance(axes, (int, np.integer)):
+        n = int(axes)
+        if n < 0 or n > min(x.ndim, y.ndim):
+            raise ValueError(f"tensordot: axes={n} out of range for shapes {x.shape} and "
+                             f"{y.shape}")
+        la, lb = tuple(range(x.ndim - n, x.ndim)), tuple(range(n))
+    else:
+        la, lb = axes
+        la = (la,) if isinstance(la, (int, np.integer)) else tuple(la)
+        lb = (lb,) if isinstance(lb, (int, np.integer)) else tuple(lb)
+        if len(la) != len(lb):
+            raise ValueError(f"tensordot: axes {la} and {lb} differ in length")
+        la = tuple(int(k) % max(x.ndim, 1) for k in la)
+        lb = tuple(int(k) % max(y.ndim, 1) for k in lb)
+    for p, q in zip(la, lb):
+        if x.shape[p] != y.shape[q]:
+            raise ValueError(f"tensordot: shape {x.shape} axis {p} does not match shape "
+                             f"{y.shape} axis {q}")
+    return _emit(P.DotGeneral(la, lb), x, y)
+
+
+def _lift_both(t, a, b):
+    from tidu.tracing import _dtype_of, _lift
+
+    dt = np.result_type(_dtype_of(a), _dtype_of(b))
+    return _lift(t, a, dt), _lift(t, b, dt)
+
+
+def inner(a, b):
+    """``jnp.inner``: sum over the last axes of a and b (a product when one is a scalar)."""
+    from tidu.tracing import _trace_of
+
+    t = _trace_of(a, b)
+    x, y = _lift_both(t, a, b)
+    if x.ndim == 0 or y.ndim == 0:
+        return x * y
+    if x.shape[-1] != y.shape[-1]:
+        raise ValueError(f"inner: last axes of shapes {x.shape} and {y.shape} differ")
+    return _emit(P.DotGeneral((x.ndim - 1,), (y.ndim - 1,)), x, y)
+
+
+def vdot(a, b):
+    """``jnp.vdot``: sum(conj(a) * b) over the flattened arrays."""
+    from tidu.tracing import _trace_of, conj, reshape
+
+    t = _trace_of(a, b)
+    x, y = _lift_both(t, a, b)
+    if x.size != y.size:
+        raise ValueError(f"vdot: sizes {x.size} and {y.size} differ")
+    return _emit(P.DotGeneral((0,), (0,)), conj(reshape(x, (-1,))), reshape(y, (-1,)))
+
+
+def outer(a, b):
+    """``jnp.outer``: the outer product of the flattened arrays."""
+    from tidu.tracing import _trace_of, reshape
+
+    t = _trace_of(a, b)
+    x, y = _lift_both(t, a, b)
+    return _emit(P.DotGeneral((), ()), reshape(x, (-1,)), reshape(y, (-1,)))
+
+
+def kron(a, b):
+    """``jnp.kron``: the Kronecker product (operands of different ranks padded with leading unit
+    axes)."""
+    from tidu.tracing import _trace_of, reshape
+
+    t = _trace_of(a, b)
+    x, y = _lift_both(t, a, b)
+    nd = max(x.ndim, y.ndim)
+    x = reshape(x, (1,) * (nd - x.ndim) + tuple(x.shape))
+    y = reshape(y, (1,) * (nd - y.ndim) + tuple(y.shape))
+    prod = _emit(P.DotGeneral((), ()), x, y)  # axes: x's, then y's
+    perm = tuple(k for j in range(nd) for k in (j, nd + j))
+    prod = _emit(P.Transpose(perm), prod) if nd > 1 else prod
+    return reshape(prod, tuple(p * q for p, q in zip(x.shape, y.shape)))
+
+
+def trace(a, offset=0, axis1=0, axis2=1, dtype=None):
+    """``jnp.trace``: the sum of the diagonal (``offset`` above or below it) over axis1, axis2."""
+    from tidu.tracing import _lift, _trace_of
+
+    t = _trace_of(a)
+    x = _lift(t, a, None if dtype is None else np.dtype(dtype))
+    if x.ndim < 2:
+        raise ValueError(f"trace: needs at least 2 axes, got shape {x.shape}")
+    axis1, axis2 = int(axis1) % x.ndim, int(axis2) % x.ndim
+    if axis1 == axis2:
+        raise ValueError("trace: axis1 and axis2 are the same axis")
+    rest = [k for k in range(x.ndim) if k not in (axis1, axis2)]
+    x = _emit(P.Transpose(tuple(rest + [axis1, axis2])), x)
+    n, m = x.shape[-2], x.shape[-1]
+    offset = int(offset)
+    r0, c0 = (0, offset) if offset >= 0 else (-offset, 0)
+    k = max(0, min(n - r0, m - c0))
+    lead = tuple(x.shape[:-2])
+    if k == 0:
+        from tidu.tracing import sum as tsum
+
+        return tsum(x, axis=(x.ndim - 2, x.ndim - 1)) * 0
+    nd = x.ndim
+    x = _emit(P.Slice((0,) * (nd - 2) + (r0, c0), lead + (r0 + k, c0 + k), (1,) * nd), x)
+    d = _diagonals(_Term(x, list(range(nd - 2)) + ["_d", "_d"]))
+    if x.dtype == np.dtype(bool):
+        d = _Term(_lift(t, d.x, np.int64), d.idx)
+    return _emit(P.ReduceSum((nd - 2,)), d.x)
+
+
+def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    """``jnp.cross`` of 3-vectors (or 2-vectors, as numpy: the z component) along ``axisa`` /
+    ``axisb``, broadcast over the other axes; the result's vector axis at ``axisc``."""
+    from tidu.tracing import _trace_of, concatenate, reshape
+
+    if axis is not None:
+        axisa = axisb = axisc = axis
+    t = _trace_of(a, b)
+    x, y = _lift_both(t, a, b)
+    x, y = _moveaxis(x, axisa, -1), _moveaxis(y, axisb, -1)
+    if x.shape[-1] not in (2, 3) or y.shape[-1] not in (2, 3):
+        raise ValueError(f"cross: incompatible vector sizes {x.shape[-1]} and {y.shape[-1]} "
+                         f"(2 or 3 needed)")
+
+    def comp(v, k):
+        return v[..., k] if k < v.shape[-1] else None
+
+    a0, a1, a2 = comp(x, 0), comp(x, 1), comp(x, 2)
+    b0, b1, b2 = comp(y, 0), comp(y, 1), comp(y, 2)
+    if a2 is None and b2 is None:
+        return a0 * b1 - a1 * b0
+    def mul(p, q):  # noqa: E306
+        return None if p is None or q is None else p * q
+
+    def sub(p, q):
+        if p is None:
+            return -q if q is not None else None
+        return p if q is None else p - q
+
+    c = [sub(mul(a1, b2), mul(a2, b1)), sub(mul(a2, b0), mul(a0, b2)), sub(mul(a0, b1), mul(a1, b0))]
+    shape = np.broadcast_shapes(*[tuple(v.shape) for v in c if v is not None])
+    from tidu.tracing import broadcast_to
+
+    c = [reshape(broadcast_to(v, shape), tuple(shape) + (1,)) for v in c]
+    out = concatenate(c, axis=len(shape))
+    return _moveaxis(out, -1, axisc)
+
+
+def _moveaxis(x, src, dst):
+    from tidu.tracing import transpose
+
+    nd = x.ndim
+    src, dst = int(src) % nd, int(dst) % nd
+    if src == dst:
+        return x
+    order = [k for k in range(nd) if k != src]
+    order.insert(dst, src)
+    return transpose(x, tuple(order))

@@ -1,0 +1,707 @@
+"""Ordering and accumulation primitives: ReduceMin, ReduceProd, ReduceAnd, ReduceOr, ArgMax, ArgMin,
+Cumsum, Cumprod, Cummax, Cummin, LinearScan and Sort (C++ kernels: ``sort_scan.hpp``).
+
+Order is numpy's: NaN above every number (sorted last, propagated by min and the cumulative
+min/max, the first NaN is both argmax and argmin), complex numbers by real then imaginary part.
+Derivatives are jax's and use only tidu primitives:
+
+- min: the tangent of the minimum, ties sharing it equally (as ReduceMax);
+- prod: sum_i (product of the others) dx_i, the products of the others from exclusive prefix and
+  suffix products (Cumprod) -- no division, so exact at zeros;
+- cumsum is linear, its transpose a cumsum the other way;
+- cumprod, cummax, cummin and LinearScan differentiate to a LinearScan (the first-order linear
+  recurrence s_k = a_k s_{k-1} + b_k, linear in b), whose transpose is the recurrence run backwards:
+  every derivative stays O(n), never divides, and differentiates again;
+- sort's tangent is the tangent permuted as the values were (Sort of (keys, tangent)); its
+  transpose permutes back by sorting by the permutation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tidu.graph import aval
+from tidu.ops._base import (BOOL, INEXACT, INTS, NUMERIC, REAL, ALL, Primitive,
+                            check_axes, check_dtype, ints)
+from tidu.ops._rules import A, F, aval_of, const, conj_fixed, fix, lin, scale
+from tidu.rules import register
+
+__all__ = ["ReduceMin", "ReduceProd", "ReduceAnd", "ReduceOr", "ArgMax", "ArgMin", "Cumsum",
+           "Cumprod", "Cummax", "Cummin", "LinearScan", "Sort"]
+
+
+# ---- helpers ----
+
+def _kept_shape(x, axes):
+    return tuple(d for i, d in enumerate(x.shape) if i not in axes)
+
+
+def _check_axis(name: str, axis: int, x) -> None:
+    if not 0 <= axis < x.ndim:
+        raise ValueError(f"{name}: axis {axis} out of range for shape {x.shape}")
+
+
+def _shift(b, x, axis: int, toward_end: bool, fill):
+    """x moved one place along axis (toward higher indices when toward_end), the vacated end
+    filled with `fill`: a fixed value from a fixed one."""
+    from tidu.ops.structural import Concatenate, Slice
+
+    av = aval_of(b, x)
+    n = av.shape[axis]
+    if n == 0:
+        return x
+    edge = const(b, fill, aval(tuple(1 if i == axis else d for i, d in enumerate(av.shape)),
+                               av.dtype))
+    start = [0] * av.ndim
+    limit = list(av.shape)
+    if toward_end:
+        limit[axis] = n - 1
+    else:
+        start[axis] = 1
+    body = fix(b, Slice(tuple(start), tuple(limit), (1,) * av.ndim), x)
+    parts = [edge, body] if toward_end else [body, edge]
+    return fix(b, Concatenate(axis), *parts)
+
+
+def _hlo_cmp(lo_, a, b, direction, ty):
+    r = lo_.fresh()
+    lo_.lines.append(f'      {r} = "stablehlo.compare"({a}, {b}) {{comparison_direction = '
+                     f'#stablehlo<comparison_direction {direction}>}} : ({ty}, {ty}) -> tensor<i1>')
+    return r
+
+
+def _hlo_bin(lo_, op, a, b, ty):
+    r = lo_.fresh()
+    lo_.lines.append(f'      {r} = "stablehlo.{op}"({a}, {b}) : ({ty}, {ty}) -> {ty}')
+    return r
+
+
+def _hlo_un(lo_, op, a, ty, out_ty):
+    r = lo_.fresh()
+    lo_.lines.append(f'      {r} = "stablehlo.{op}"({a}) : ({ty}) -> {out_ty}')
+    return r
+
+
+def _less(rg, a, b, dtype) -> str:
+    """i1: a < b in numpy's sort order (NaN last, complex lexicographic) on rank-0 tensors."""
+    from tidu.xla import tensor_type
+
+    dt = np.dtype(dtype)
+    ty = tensor_type((), dt)
+    if dt.kind == "c":
+        rt = tensor_type((), np.empty(0, dt).real.dtype)
+        ar, br = _hlo_un(rg, "real", a, ty, rt), _hlo_un(rg, "real", b, ty, rt)
+        ai, bi = _hlo_un(rg, "imag", a, ty, rt), _hlo_un(rg, "imag", b, ty, rt)
+        lt_r, gt_r = _less(rg, ar, br, np.float64 if "f64" in rt else np.float32), \
+            _less(rg, br, ar, np.float64 if "f64" in rt else np.float32)
+        lt_i = _less(rg, ai, bi, np.float64 if "f64" in rt else np.float32)
+        b1 = "tensor<i1>"
+        eq_r = _hlo_un(rg, "not", _hlo_bin(rg, "or", lt_r, gt_r, b1), b1, b1)
+        return _hlo_bin(rg, "or", lt_r, _hlo_bin(rg, "and", eq_r, lt_i, b1), b1)
+    lt = _hlo_cmp(rg, a, b, "LT", ty)
+    if dt.kind != "f":
+        return lt
+    b1 = "tensor<i1>"
+    b_nan = _hlo_cmp(rg, b, b, "NE", ty)
+    a_num = _hlo_cmp(rg, a, a, "EQ", ty)
+    return _hlo_bin(rg, "or", lt, _hlo_bin(rg, "and", b_nan, a_num, b1), b1)
+
+
+def _region(lo, args, build) -> str:
+    """A region ^bb0(args...) whose body `build(lo)` writes (into lo.lines, taken back here) and
+    whose return values it gives."""
+    saved = lo.lines
+    lo.lines = []
+    rets = build()
+    body = lo.lines
+    lo.lines = saved
+    head = ", ".join(f"{n}: {t}" for n, t in args)
+    tys = ", ".join(t for _, t in rets)
+    return (f"    ^bb0({head}):\n" + "\n".join(body) + ("\n" if body else "") +
+            f'      "stablehlo.return"({", ".join(n for n, _ in rets)}) : ({tys}) -> ()\n    ')
+
+
+def _shifted(*fields: str):
+    """The vmap batching rule (``tidu.ops._batching.shifted``, where vmap exists): the same op with
+    its axis attributes one further, over all operands batched."""
+    def rule(op, b, primal_in, primal_out, batched):
+        from tidu.ops._batching import shifted
+
+        return shifted(*fields)(op, b, primal_in, primal_out, batched)
+    return rule
+
+
+def _reduce_axes_rule(name, x, axes):
+    check_axes(name, axes, x.ndim, x.shape)
+    return aval(_kept_shape(x, axes), x.dtype)
+
+
+# ---- reductions ----
+
+@register
+@dataclass(frozen=True)
+class ReduceMin(Primitive):
+    """Minimum over `axes` (removed); NaN propagates; a reduced axis must be non-empty."""
+
+    axes: tuple[int, ...]
+    batch = _shifted("axes")
+
+    def __post_init__(self):
+        object.__setattr__(self, "axes", tuple(sorted(ints(self.axes))))
+
+    def abstract_eval(self, x):
+        check_dtype(self.name, x, REAL, "real (float or int)")
+        if any(0 <= a < x.ndim and x.shape[a] == 0 for a in self.axes):
+            raise ValueError(f"{self.name}: cannot reduce an empty axis of shape {x.shape}")
+        return _reduce_axes_rule(self.name, x, self.axes)
+
+    def linearize(self, b, primal_in, primal_out, t):
+        # Ties share the tangent equally (as in JAX): w = (x == min) / count.
+        from tidu.ops.elementwise import Compare, Div
+        from tidu.ops.structural import BroadcastInDim, Convert, ReduceSum
+
+        x = primal_in[0]
+        kept = tuple(i for i in range(x.ndim) if i not in self.axes)
+        ymin = fix(b, BroadcastInDim(x.shape, kept), primal_out[0])
+        hit = fix(b, Convert(x.dtype.name), fix(b, Compare("EQ"), x, ymin))
+        count = fix(b, BroadcastInDim(x.shape, kept), fix(b, ReduceSum(self.axes), hit))
+        return [lin(b, ReduceSum(self.axes), [scale(b, fix(b, Div(), hit, count), t[0])], [A])]
+
+    def lower(self, lo, out, x):
+        dt = out.dtype
+        high = np.inf if dt.kind == "f" else np.iinfo(dt).max
+        return lo.reduce(x, lo.scalar(high, dt), "stablehlo.minimum", self.axes, out)
+
+    def impl(self, x):
+        return np.min(x, axis=self.axes)
+
+
+@register
+@dataclass(frozen=True)
+class ReduceProd(Primitive):
+    """Product over `axes` (removed); 1 over an empty axis; integers wrap."""
+
+    axes: tuple[int, ...]
+    batch = _shifted("axes")
+
+    def __post_init__(self):
+        object.__setattr__(self, "axes", tuple(sorted(ints(self.axes))))
+
+    def abstract_eval(self, x):
+        check_dtype(self.name, x, NUMERIC, "numeric")
+        return _reduce_axes_rule(self.name, x, self.axes)
+
+    def linearize(self, b, primal_in, primal_out, t):
+        # d prod = sum_i w_i dx_i, w_i = (product before i) * (product after i) over the reduced
+        # elements in row-major order: exclusive Cumprods, no division.
+        from tidu.ops.elementwise import Mul
+        from tidu.ops.structural import ReduceSum, Reshape, Transpose
+
+        x = primal_in[0]
+        shape, axes = x.shape, self.axes
+        kept = tuple(i for i in range(x.ndim) if i not in axes)
+        n = int(np.prod([shape[a] for a in axes], dtype=np.int64))
+        if n <= 1 or t[0] is None:
+            return [lin(b, ReduceSum(axes), t, [A]) if t[0] is not None else None]
+        perm = kept + axes
+        xt = x if perm == tuple(range(x.ndim)) else fix(b, Transpose(perm), x)
+        tshape = tuple(shape[p] for p in perm)
+        flat = tuple(shape[k] for k in kept) + (n,)
+        xr = fix(b, Reshape(flat), xt)
+        last = len(flat) - 1
+        before = _shift(b, fix(b, Cumprod(last, False), xr), last, True, 1)
+        after = _shift(b, fix(b, Cumprod(last, True), xr), last, False, 1)
+        w = fix(b, Reshape(tshape), fix(b, Mul(), before, after))
+        if perm != tuple(range(x.ndim)):
+            w = fix(b, Transpose(tuple(int(i) for i in np.argsort(perm))), w)
+        return [lin(b, ReduceSum(axes), [scale(b, w, t[0])], [A])]
+
+    def lower(self, lo, out, x):
+        return lo.reduce(x, lo.scalar(1, out.dtype), "stablehlo.multiply", self.axes, out)
+
+    def impl(self, x):
+        return np.prod(x, axis=self.axes, dtype=x.dtype)
+
+
+@dataclass(frozen=True)
+class _BoolReduce(Primitive):
+    axes: tuple[int, ...]
+    batch = _shifted("axes")
+    differentiable = False
+    _hlo_body = ""
+    _init = False
+
+    def __post_init__(self):
+        object.__setattr__(self, "axes", tuple(sorted(ints(self.axes))))
+
+    def abstract_eval(self, x):
+        check_dtype(self.name, x, frozenset({BOOL}), "bool")
+        return _reduce_axes_rule(self.name, x, self.axes)
+
+    def lower(self, lo, out, x):
+        return lo.reduce(x, lo.scalar(self._init, "bool"), self._hlo_body, self.axes, out)
+
+
+@register
+@dataclass(frozen=True)
+class ReduceAnd(_BoolReduce):
+    """Logical and over `axes` (True over an empty axis)."""
+
+    _hlo_body = "stablehlo.and"
+    _init = True
+
+    def impl(self, x):
+        return np.all(x, axis=self.axes)
+
+
+@register
+@dataclass(frozen=True)
+class ReduceOr(_BoolReduce):
+    """Logical or over `axes` (False over an empty axis)."""
+
+    _hlo_body = "stablehlo.or"
+    _init = False
+
+    def impl(self, x):
+        return np.any(x, axis=self.axes)
+
+
+# ---- argmax / argmin ----
+
+@dataclass(frozen=True)
+class _ArgExtreme(Primitive):
+    axis: int
+    dtype: str = "int64"
+    differentiable = False
+    batch = _shifted("axis")
+    _gt = True
+
+    def __post_init__(self):
+        object.__setattr__(self, "axis", int(self.axis))
+        dt = np.dtype(self.dtype)
+        if dt not in INTS:
+            raise TypeError(f"{self.name}: index dtype {dt} is not int32 or int64")
+        object.__setattr__(self, "dtype", dt.name)
+
+    def abstract_eval(self, x):
+        check_dtype(self.name, x, REAL, "real (float or int)")
+        _check_axis(self.name, self.axis, x)
+        if x.shape[self.axis] == 0:
+            raise ValueError(f"{self.name}: cannot take the {self.name[3:].lower()} of an empty "
+                             f"axis of shape {x.shape}")
+        return aval(_kept_shape(x, (self.axis,)), self.dtype)
+
+    def lower(self, lo, out, x):
+        from tidu.ops.sources import Iota
+        from tidu.xla import i64_array, tensor_type
+
+        dt_x = np.dtype(_type_dtype(x.type))
+        shape = _type_shape(x.type)[lo.nb:]
+        idx = Iota(shape, self.dtype, self.axis).lower(lo, aval(shape, self.dtype))
+        tx, ti = tensor_type((), dt_x), tensor_type((), self.dtype)
+        # init (lowest, 0) / (highest, 0): index 0 is the right answer whenever it ties
+        init_x = lo.scalar(-np.inf if self._gt else np.inf, dt_x) if dt_x.kind == "f" else \
+            lo.scalar(np.iinfo(dt_x).min if self._gt else np.iinfo(dt_x).max, dt_x)
+        init_i = lo.scalar(0, self.dtype)
+        a, c, bb, d = lo.fresh(), lo.fresh(), lo.fresh(), lo.fresh()  # (a, ia), (b, ib)
+        b1 = "tensor<i1>"
+
+        def body():
+            better = _hlo_cmp(lo, a, c, "GT" if self._gt else "LT", tx)
+            if dt_x.kind == "f":  # NaN wins; two NaNs / equal values: the lower index
+                a_nan, c_nan = _hlo_cmp(lo, a, a, "NE", tx), _hlo_cmp(lo, c, c, "NE", tx)
+                not_c_nan = _hlo_un(lo, "not", c_nan, b1, b1)
+                better = _hlo_bin(lo, "or", _hlo_bin(lo, "and", better, _hlo_un(
+                    lo, "not", a_nan, b1, b1), b1), _hlo_bin(lo, "and", a_nan, not_c_nan, b1),
+                    b1)
+                same = _hlo_bin(lo, "or", _hlo_cmp(lo, a, c, "EQ", tx),
+                                _hlo_bin(lo, "and", a_nan, c_nan, b1), b1)
+            else:
+                same = _hlo_cmp(lo, a, c, "EQ", tx)
+            first = _hlo_cmp(lo, bb, d, "LT", ti)
+            take = _hlo_bin(lo, "or", better, _hlo_bin(lo, "and", same, first, b1), b1)
+            vx, vi = lo.fresh(), lo.fresh()
+            lo.lines.append(f'      {vx} = "stablehlo.select"({take}, {a}, {c}) : '
+                            f'({b1}, {tx}, {tx}) -> {tx}')
+            lo.lines.append(f'      {vi} = "stablehlo.select"({take}, {bb}, {d}) : '
+                            f'({b1}, {ti}, {ti}) -> {ti}')
+            return [(vx, tx), (vi, ti)]
+
+        region = _region(lo, [(a, tx), (bb, ti), (c, tx), (d, ti)], body)  # accumulators first
+        r = lo.fresh()
+        out_x = lo.type(aval(out.shape, dt_x))
+        out_i = lo.type(out)
+        lo.lines.append(
+            f'    {r}:2 = "stablehlo.reduce"({x.name}, {idx.name}, {init_x.name}, {init_i.name}) '
+            f'({{\n{region}}}) {{dimensions = {i64_array(lo.ax((self.axis,)))}}} : '
+            f'({x.type}, {idx.type}, {init_x.type}, {init_i.type}) -> ({out_x}, {out_i})')
+        from tidu.xla import Value
+
+        return Value(f"{r}#1", out_i)
+
+
+@register
+@dataclass(frozen=True)
+class ArgMax(_ArgExtreme):
+    """Index of the maximum along `axis` (the first one; the first NaN); never differentiable."""
+
+    _gt = True
+
+    def impl(self, x):
+        return np.argmax(x, axis=self.axis).astype(self.dtype)
+
+
+@register
+@dataclass(frozen=True)
+class ArgMin(_ArgExtreme):
+    """Index of the minimum along `axis` (the first one; the first NaN); never differentiable."""
+
+    _gt = False
+
+    def impl(self, x):
+        return np.argmin(x, axis=self.axis).astype(self.dtype)
+
+
+# ---- scans ----
+
+@dataclass(frozen=True)
+class _Scan(Primitive):
+    axis: int
+    reverse: bool = False
+    batch = _shifted("axis")
+    _dtypes = NUMERIC
+    _what = "numeric"
+    _body = ""
+    _ufunc = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "axis", int(self.axis))
+        object.__setattr__(self, "reverse", bool(self.reverse))
+
+    def abstract_eval(self, x):
+        check_dtype(self.name, x, self._dtypes, self._what)
+        _check_axis(self.name, self.axis, x)
+        return x
+
+    def lower(self, lo, out, x):
+        # as jax on CPU/GPU: a reduce_window whose window covers the whole axis, padded before
+        from tidu.xla import i64_array, tensor_type
+
+        nd, n = len(out.shape), out.shape[self.axis]
+        win = lo.lead(1) + tuple(n if i == self.axis else 1 for i in range(nd))
+        pad = [[0, 0]] * lo.nb + [[0, 0] if i != self.axis else
+                                  ([0, n - 1] if self.reverse else [n - 1, 0]) for i in range(nd)]
+        pad_ty = f"tensor<{nd + lo.nb}x2xi64>"
+        pad_txt = "[" + ", ".join(f"[{p}, {q}]" for p, q in pad) + "]"
+        init = lo.scalar(self._init(out.dtype), out.dtype)
+        st = tensor_type((), out.dtype)
+        u, v, s = lo.fresh(), lo.fresh(), lo.fresh()
+        region = (f"    ^bb0({u}: {st}, {v}: {st}):\n"
+                  f'      {s} = "{self._body}"({u}, {v}) : ({st}, {st}) -> {st}\n'
+                  f'      "stablehlo.return"({s}) : ({st}) -> ()\n    ')
+        return lo.op("stablehlo.reduce_window", [x, init], out,
+                     f"window_dimensions = {i64_array(win)}, "
+                     f"window_strides = {i64_array((1,) * (nd + lo.nb))}, "
+                     f"padding = dense<{pad_txt}> : {pad_ty}", region=region)
+
+    def impl(self, x):
+        x = np.asarray(x)
+        xs = np.flip(x, self.axis) if self.reverse else x
+        with np.errstate(all="ignore"):
+            y = self._ufunc.accumulate(xs, axis=self.axis, dtype=x.dtype)
+        return np.flip(y, self.axis) if self.reverse else y
+
+
+@register
+@dataclass(frozen=True)
+class Cumsum(_Scan):
+    """Running sum along `axis` (from the end when `reverse`); integers wrap."""
+
+    linear = True
+    _body = "stablehlo.add"
+    _ufunc = np.add
+
+    @staticmethod
+    def _init(dt):
+        return 0
+
+    def linearize(self, b, primal_in, primal_out, t):
+        return [lin(b, self, t, [A])]
+
+    def transpose_rule(self, b, ct, inputs, mode):
+        return [lin(b, Cumsum(self.axis, not self.reverse), ct, [A])]
+
+
+@register
+@dataclass(frozen=True)
+class Cumprod(_Scan):
+    """Running product along `axis` (from the end when `reverse`); integers wrap."""
+
+    _body = "stablehlo.multiply"
+    _ufunc = np.multiply
+
+    @staticmethod
+    def _init(dt):
+        return 1
+
+    def linearize(self, b, primal_in, primal_out, t):
+        # dy_k = x_k dy_{k-1} + y_{k-1} dx_k (y before the first element is 1): a LinearScan
+        if t[0] is None:
+            return [None]
+        x, y = primal_in[0], primal_out[0]
+        prev = _shift(b, y, self.axis, not self.reverse, 1)
+        return [lin(b, LinearScan(self.axis, self.reverse), [x, scale(b, prev, t[0])], [F, A])]
+
+
+@dataclass(frozen=True)
+class _CumExtreme(_Scan):
+    _dtypes = REAL
+    _what = "real (float or int)"
+
+    def linearize(self, b, primal_in, primal_out, t):
+        # the tangent of the element where the running extreme was last attained:
+        # s_k = (1 - m_k) s_{k-1} + m_k dx_k, m_k = (x_k == y_k)
+        from tidu.ops.elementwise import Compare
+        from tidu.ops.structural import Convert
+
+        if t[0] is None:
+            return [None]
+        x, y = primal_in[0], primal_out[0]
+        dt = x.aval.dtype.name
+        hit = fix(b, Convert(dt), fix(b, Compare("EQ"), x, y))
+        miss = fix(b, Convert(dt), fix(b, Compare("NE"), x, y))
+        return [lin(b, LinearScan(self.axis, self.reverse), [miss, scale(b, hit, t[0])], [F, A])]
+
+
+@register
+@dataclass(frozen=True)
+class Cummax(_CumExtreme):
+    """Running maximum along `axis` (from the end when `reverse`); NaN propagates."""
+
+    _body = "stablehlo.maximum"
+    _ufunc = np.fmax  # (replaced in impl: NaN propagates)
+
+    @staticmethod
+    def _init(dt):
+        return -np.inf if np.dtype(dt).kind == "f" else np.iinfo(dt).min
+
+    def impl(self, x):
+        return _cum_extreme(np.maximum, x, self.axis, self.reverse)
+
+
+@register
+@dataclass(frozen=True)
+class Cummin(_CumExtreme):
+    """Running minimum along `axis` (from the end when `reverse`); NaN propagates."""
+
+    _body = "stablehlo.minimum"
+
+    @staticmethod
+    def _init(dt):
+        return np.inf if np.dtype(dt).kind == "f" else np.iinfo(dt).max
+
+    def impl(self, x):
+        return _cum_extreme(np.minimum, x, self.axis, self.reverse)
+
+
+def _cum_extreme(uf, x, axis, reverse):
+    x = np.asarray(x)
+    xs = np.flip(x, axis) if reverse else x
+    y = uf.accumulate(xs, axis=axis)
+    return np.flip(y, axis) if reverse else y
+
+
+@register
+@dataclass(frozen=True)
+class LinearScan(Primitive):
+    """s_k = a_k s_{k-1} + b_k along `axis` (s before the first element 0; from the end when
+    `reverse`): the first-order linear recurrence, linear in b.  Derivatives of the cumulative
+    ops are written with it."""
+
+    axis: int
+    reverse: bool = False
+    batch = _shifted("axis")
+
+    def __post_init__(self):
+        object.__setattr__(self, "axis", int(self.axis))
+        object.__setattr__(self, "reverse", bool(self.reverse))
+
+    def abstract_eval(self, a, b):
+        check_dtype(self.name, a, INEXACT, "floating or complex")
+        if a.dtype != b.dtype or a.shape != b.shape:
+            raise ValueError(f"{self.name}: operands {a} and {b} differ in shape or dtype")
+        _check_axis(self.name, self.axis, a)
+        return a
+
+    def linearize(self, b, primal_in, primal_out, t):
+        # ds_k = a_k ds_{k-1} + (da_k s_{k-1} + db_k)
+        from tidu.ops._rules import add_all
+
+        a, s = primal_in[0], primal_out[0]
+        terms = [t[1]]
+        if t[0] is not None:
+            terms.append(scale(b, _shift(b, s, self.axis, not self.reverse, 0), t[0]))
+        rhs = add_all(b, terms)
+        return [None if rhs is None else lin(b, self, [a, rhs], [F, A])]
+
+    def transpose_rule(self, b, ct, inputs, mode):
+        # adjoint: g_k = ct_k + conj(a_{k+1}) g_{k+1}, the recurrence run the other way
+        if mode.active_mask[0]:
+            raise ValueError("LinearScan is linear in b only; a must be fixed")
+        a = conj_fixed(b, inputs[0])
+        a_next = _shift(b, a, self.axis, self.reverse, 0)
+        return [None, lin(b, LinearScan(self.axis, not self.reverse), [a_next, ct[0]], [F, A])]
+
+    def lower(self, lo, out, a, x):
+        # log-depth (Hillis-Steele) scan of the pairs (a, b) with (a1, b1) then (a2, b2) =
+        # (a1 a2, a2 b1 + b2): ceil(log2 n) rounds of shifted multiply-adds
+        from tidu.xla import i64_array
+
+        nd, n = len(out.shape), out.shape[self.axis]
+        ax = self.axis + lo.nb
+        full = lo.shape(out.shape)
+        zero = lo.scalar(0, out.dtype)
+        one = lo.scalar(1, out.dtype)
+
+        def shifted(v, d, fill):
+            # v moved d places in scan direction, `fill` in the d vacated places
+            start = [0] * len(full)
+            limit = list(full)
+            low = [0] * len(full)
+            high = [0] * len(full)
+            if self.reverse:
+                start[ax] = d
+                high[ax] = d
+            else:
+                limit[ax] = full[ax] - d
+                low[ax] = d
+            part_shape = tuple(limit[i] - start[i] for i in range(len(full)))
+            from tidu.xla import tensor_type
+
+            pty = tensor_type(part_shape, out.dtype)
+            part = lo.op("stablehlo.slice", [v], pty,
+                         f"start_indices = {i64_array(start)}, limit_indices = "
+                         f"{i64_array(limit)}, strides = {i64_array([1] * len(full))}")
+            return lo.op("stablehlo.pad", [part, fill], out,
+                         f"edge_padding_low = {i64_array(low)}, edge_padding_high = "
+                         f"{i64_array(high)}, interior_padding = {i64_array([0] * len(full))}")
+
+        s, coef, d = x, a, 1
+        del nd
+        while d < n:
+            s = lo.op("stablehlo.add", [s, lo.op("stablehlo.multiply",
+                                                 [coef, shifted(s, d, zero)], out)], out)
+            if 2 * d < n:
+                coef = lo.op("stablehlo.multiply", [coef, shifted(coef, d, one)], out)
+            d *= 2
+        return s
+
+    def impl(self, a, b):
+        a, b = np.moveaxis(np.asarray(a), self.axis, 0), np.moveaxis(np.asarray(b), self.axis, 0)
+        out = np.empty_like(b)
+        order = range(len(b) - 1, -1, -1) if self.reverse else range(len(b))
+        s = np.zeros_like(b[0]) if len(b) else None
+        for k in order:
+            s = a[k] * s + b[k]
+            out[k] = s
+        return np.moveaxis(out, 0, self.axis)
+
+
+# ---- sort ----
+
+@register
+@dataclass(frozen=True)
+class Sort(Primitive):
+    """Stable sort along `axis`: of the operand, or with two operands (keys, values) the values
+    permuted as the keys sort.  Ascending with NaN last, or `descending` with NaN first (the
+    reverse of the ascending order, ties kept in their original order)."""
+
+    axis: int
+    descending: bool = False
+    batch = _shifted("axis")
+
+    def __post_init__(self):
+        object.__setattr__(self, "axis", int(self.axis))
+        object.__setattr__(self, "descending", bool(self.descending))
+
+    def abstract_eval(self, *xs):
+        if len(xs) not in (1, 2):
+            raise ValueError(f"{self.name}: takes keys or (keys, values), got {len(xs)} operands")
+        keys = xs[0]
+        check_dtype(self.name, keys, ALL, "supported")
+        _check_axis(self.name, self.axis, keys)
+        if len(xs) == 2 and xs[1].shape != keys.shape:
+            raise ValueError(f"{self.name}: values of shape {xs[1].shape} do not match keys of "
+                             f"shape {keys.shape}")
+        return xs[-1]
+
+    def linearize(self, b, primal_in, primal_out, t):
+        # the tangent permuted as the values (keys carry no tangent: the order is locally constant)
+        if t[-1] is None:
+            return [None]
+        return [lin(b, Sort(self.axis, self.descending), [primal_in[0], t[-1]], [F, A])]
+
+    def transpose_rule(self, b, ct, inputs, mode):
+        from tidu.ops.sources import Iota
+
+        if len(inputs) != 2 or mode.active_mask[0]:
+            raise ValueError("Sort is linear in its values only; the keys must be fixed")
+        keys = inputs[0]
+        iota = fix(b, Iota(keys.shape, "int64", self.axis))
+        perm = fix(b, Sort(self.axis, self.descending), keys, iota)
+        return [None, lin(b, Sort(self.axis, False), [perm, ct[0]], [F, A])]
+
+    def lower(self, lo, out, *xs):
+        from tidu.xla import Value, tensor_type
+
+        keys = xs[0]
+        kdt = np.dtype(_type_dtype(keys.type))
+        names = [lo.fresh() for _ in range(2 * len(xs))]
+        args = []
+        for v, (p, q) in zip(xs, zip(names[::2], names[1::2])):
+            st = tensor_type((), _type_dtype(v.type))
+            args += [(p, st), (q, st)]
+        p, q = names[0], names[1]
+
+        def body():
+            lt = _less(lo, q, p, kdt) if self.descending else _less(lo, p, q, kdt)
+            return [(lt, "tensor<i1>")]
+
+        region = _region(lo, args, body)
+        r = lo.fresh()
+        tys = ", ".join(v.type for v in xs)
+        lo.lines.append(f'    {r}:{len(xs)} = "stablehlo.sort"({", ".join(v.name for v in xs)}) '
+                        f'({{\n{region}}}) {{dimension = {self.axis + lo.nb} : i64, '
+                        f'is_stable = true}} : ({tys}) -> ({tys})')
+        return Value(f"{r}#{len(xs) - 1}", xs[-1].type)
+
+    def impl(self, *xs):
+        keys = np.asarray(xs[0])
+        if self.descending:
+            n = keys.shape[self.axis]
+            rk = np.flip(keys, self.axis)
+            perm = n - 1 - np.flip(np.argsort(rk, axis=self.axis, kind="stable"), self.axis)
+        else:
+            perm = np.argsort(keys, axis=self.axis, kind="stable")
+        return np.take_along_axis(np.asarray(xs[-1]), perm, axis=self.axis)
+
+
+_EL = {"f32": "float32", "f64": "float64", "i32": "int32", "i64": "int64", "i1": "bool",
+       "complex<f32>": "complex64", "complex<f64>": "complex128"}
+
+
+def _type_dtype(ty: str) -> str:
+    """The dtype name of a ranked tensor type string ``tensor<2x3xf64>``."""
+    body = ty[len("tensor<"):-1]
+    if "complex" in body:
+        return _EL[body[body.index("complex"):]]
+    return _EL[body.rsplit("x", 1)[-1]]
+
+
+def _type_shape(ty: str) -> tuple[int, ...]:
+    body = ty[len("tensor<"):-1]
+    if "complex" in body:
+        body = body[:body.index("complex")] + "c"
+    return tuple(int(d) for d in body.split("x")[:-1])

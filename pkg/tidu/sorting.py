@@ -1,0 +1,234 @@
+"""Sorting, reductions and cumulative ops, after ``jax.numpy``: ``min, prod, any, all, argmax,
+argmin, sort, argsort, cumsum, cumprod`` and ``cummax, cummin`` (as ``jax.lax``'s).
+
+Built on the primitives of ``tidu.ops.sorting`` (C++ kernels, StableHLO lowerings, derivatives to
+any order).  See docs/numpy.md, section "Sorting, reductions, cumulative ops, einsum".
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tidu import ops as P
+from tidu.ops._base import BOOL, INTS
+
+__all__ = ["min", "prod", "any", "all", "argmax", "argmin", "sort", "argsort", "cumsum", "cumprod",
+           "cummax", "cummin"]
+
+_INT = np.dtype("int64")  # index dtype of argmax/argmin/argsort (numpy's; jax's under x64)
+
+
+def _traced(x):
+    from tidu.tracing import _lift, _trace_of
+
+    t = _trace_of(x)
+    return t, _lift(t, x)
+
+
+def _emit(t, op, *xs):
+    from tidu.tracing import _emit as emit
+
+    return emit(t, op, *xs)
+
+
+def _keep(t, y, x, axes, keepdims):
+    if not keepdims:
+        return y
+    return _emit(t, P.Reshape(tuple(1 if i in axes else d for i, d in enumerate(x.shape))), y)
+
+
+def _reduce(cls, x, axis, keepdims):
+    from tidu.tracing import _axes
+
+    t, x = _traced(x)
+    axes = _axes(x, axis)
+    return _keep(t, _emit(t, cls(axes), x), x, axes, keepdims)
+
+
+def _flat_axis(x, axis):
+    """(x, axis) with axis=None meaning the flattened array, a negative axis normalised."""
+    from tidu.tracing import reshape
+
+    if axis is None:
+        return reshape(x, (-1,)), 0
+    axis = int(axis)
+    if not -x.ndim <= axis < builtins_max(x.ndim, 1):
+        raise ValueError(f"axis {axis} out of range for shape {x.shape}")
+    return x, axis % builtins_max(x.ndim, 1)
+
+
+def builtins_max(a, b):
+    return a if a > b else b
+
+
+def _as_bool(t, x):
+    from tidu.tracing import _compare
+
+    return x if x.aval.dtype == BOOL else _compare("NE", x, 0)
+
+
+# ---- reductions ----
+
+def min(a, axis=None, keepdims=False):  # noqa: A001
+    """Minimum over ``axis`` (all axes when None), as ``jnp.min``; NaN propagates.
+
+    Raises:
+        ValueError: a reduced axis is empty, or an axis is out of range.
+        TypeError: complex input (no order).
+    """
+    t, x = _traced(a)
+    if x.aval.dtype == BOOL:
+        return _reduce(P.ReduceAnd, x, axis, keepdims)
+    if x.aval.dtype.kind == "c":
+        raise TypeError("min: complex numbers have no order")
+    return _reduce(P.ReduceMin, x, axis, keepdims)
+
+
+def prod(a, axis=None, dtype=None, keepdims=False):
+    """Product over ``axis``, as ``jnp.prod`` (bool and int32 accumulate in int64, as jax under
+    x64); its derivative never divides, so it is exact where elements are zero."""
+    from tidu.tracing import _lift
+
+    t, x = _traced(a)
+    if dtype is not None:
+        x = _lift(t, x, np.dtype(dtype))
+    elif x.aval.dtype == BOOL or x.aval.dtype in INTS:
+        x = _lift(t, x, _INT)
+    return _reduce(P.ReduceProd, x, axis, keepdims)
+
+
+def all(a, axis=None, keepdims=False):  # noqa: A001
+    """True where every element over ``axis`` is nonzero, as ``jnp.all``."""
+    t, x = _traced(a)
+    return _reduce(P.ReduceAnd, _as_bool(t, x), axis, keepdims)
+
+
+def any(a, axis=None, keepdims=False):  # noqa: A001
+    """True where some element over ``axis`` is nonzero, as ``jnp.any``."""
+    t, x = _traced(a)
+    return _reduce(P.ReduceOr, _as_bool(t, x), axis, keepdims)
+
+
+def _arg(cls, a, axis, keepdims):
+    from tidu.tracing import _lift
+
+    t, x = _traced(a)
+    if x.aval.dtype.kind == "c":
+        raise TypeError(f"{cls.__name__.lower()}: complex numbers have no order")
+    if x.aval.dtype == BOOL:
+        x = _lift(t, x, np.int32)
+    nd = x.ndim
+    flat, ax = _flat_axis(x, axis)
+    if flat.shape[ax] == 0:
+        raise ValueError(f"{cls.__name__.lower()}: attempt to get the {cls.__name__[3:].lower()} "
+                         f"of an empty sequence (shape {x.shape})")
+    y = _emit(t, cls(ax, _INT.name), flat)
+    if keepdims:
+        shape = (1,) * nd if axis is None else tuple(1 if i == ax else d
+                                                     for i, d in enumerate(x.shape))
+        y = _emit(t, P.Reshape(shape), y)
+    return y
+
+
+def argmax(a, axis=None, keepdims=False):
+    """Index of the maximum along ``axis`` (of the flattened array when None), int64, as
+    ``jnp.argmax`` under x64: the first maximum, the first NaN if there is one.  Not
+    differentiable (an integer output)."""
+    return _arg(P.ArgMax, a, axis, keepdims)
+
+
+def argmin(a, axis=None, keepdims=False):
+    """Index of the minimum along ``axis``, int64, as ``jnp.argmin`` (the first NaN wins)."""
+    return _arg(P.ArgMin, a, axis, keepdims)
+
+
+# ---- sorting ----
+
+def sort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False):
+    """Sorted copy along ``axis`` (flattened when None), as ``jnp.sort``: stable, NaN last
+    (first when ``descending``), complex by real then imaginary part.  Its derivative moves each
+    tangent with its element (ties keep their original order)."""
+    if order is not None:
+        raise TypeError("sort: 'order' (structured arrays) is not supported")
+    t, x = _traced(a)
+    x, ax = _flat_axis(x, axis)
+    if x.ndim == 0:
+        return x
+    return _emit(t, P.Sort(ax, bool(descending)), x)
+
+
+def argsort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False):
+    """Indices that sort ``a`` along ``axis`` (int64), as ``jnp.argsort``: stable, NaN last;
+    with ``descending`` the reverse order with ties kept in their original order."""
+    from tidu.tracing import iota
+
+    if order is not None:
+        raise TypeError("argsort: 'order' (structured arrays) is not supported")
+    t, x = _traced(a)
+    x, ax = _flat_axis(x, axis)
+    if x.ndim == 0:
+        return _zero_index(t)
+    return _emit(t, P.Sort(ax, bool(descending)), x, iota(x.shape, _INT.name, ax))
+
+
+def _zero_index(t):
+    from tidu.tracing import _const
+
+    return _const(t, np.zeros((), _INT), _INT)
+
+
+# ---- cumulative ----
+
+def _cumulative(cls, a, axis, dtype, reverse=False, promote=False):
+    from tidu.tracing import _lift
+
+    t, x = _traced(a)
+    if dtype is not None:
+        x = _lift(t, x, np.dtype(dtype))
+    elif x.aval.dtype == BOOL or (promote and x.aval.dtype in INTS):
+        x = _lift(t, x, _INT)
+    x, ax = _flat_axis(x, axis)
+    if x.ndim == 0:
+        x, ax = _emit(t, P.Reshape((1,)), x), 0
+    return _emit(t, cls(ax, bool(reverse)), x)
+
+
+def cumsum(a, axis=None, dtype=None):
+    """Running sum along ``axis`` (of the flattened array when None), as ``jnp.cumsum`` (bool
+    accumulates in int64, integers in their own dtype, wrapping).  Linear; its transpose is a cumsum from the other end."""
+    return _cumulative(P.Cumsum, a, axis, dtype)
+
+
+def cumprod(a, axis=None, dtype=None):
+    """Running product along ``axis``, as ``jnp.cumprod``; its derivative never divides."""
+    return _cumulative(P.Cumprod, a, axis, dtype)
+
+
+def cummax(a, axis=0, reverse=False):
+    """Running maximum along ``axis`` (from the end when ``reverse``), as ``jax.lax.cummax``;
+    NaN propagates.  The tangent is that of the element where the running maximum was last
+    attained."""
+    return _cum_extreme(P.Cummax, a, axis, reverse)
+
+
+def cummin(a, axis=0, reverse=False):
+    """Running minimum along ``axis``, as ``jax.lax.cummin``."""
+    return _cum_extreme(P.Cummin, a, axis, reverse)
+
+
+def _cum_extreme(cls, a, axis, reverse):
+    t, x = _traced(a)
+    if x.aval.dtype.kind == "c":
+        raise TypeError(f"{cls.__name__.lower()}: complex numbers have no order")
+    if x.aval.dtype == BOOL:  # through int32, back to bool
+        from tidu.tracing import _lift
+
+        y = _cumulative(cls, _lift(t, x, np.int32), axis, None, reverse, False)
+        return _emit(t, P.Compare("NE"), y, _zeros_i32(t, y.shape))
+    return _cumulative(cls, x, axis, None, reverse)
+
+
+def _zeros_i32(t, shape):
+    from tidu.tracing import _broadcast, _const
+
+    return _broadcast(t, _const(t, np.zeros((), np.int32), np.int32), tuple(shape))
