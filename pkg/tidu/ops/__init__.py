@@ -16,3 +16,9 @@ __all__ = [
 TIER1 = tuple(__all__)
 LINALG = ("Cholesky", "TriangularSolve")  # linear algebra (docs/linalg.md)
 __all__ += list(LINALG)
+from tidu.ops.math import (Acos, Acosh, Asin, Asinh, Atan, Atan2, Atanh, Cbrt, Ceil, Cosh, Erf, Erfc,
+                           ErfInv, Floor, IsFinite, Logistic, Rem, Round, Sinh, Tan)
+
+MATH = ("Floor", "Ceil", "Round", "Tan", "Atan", "Asin", "Acos", "Sinh", "Cosh", "Asinh", "Acosh",
+        "Atanh", "Erf", "Erfc", "ErfInv", "Cbrt", "Logistic", "IsFinite", "Rem", "Atan2")  # ops/math.py
+__all__ += list(MATH)
