@@ -17,6 +17,12 @@ from tidu.tracing import (Tracer, abs, apply, astype, broadcast_to, build, conca
                           stop_gradient, sum, tanh, where, zeros_like)
 from tidu import ops
 from tidu import linalg
+from tidu.numpy_math import (angle, arccos, arccosh, arcsin, arcsinh, arctan, arctan2, arctanh, around,
+                             cbrt, ceil, clip, cosh, deg2rad, degrees, divmod, erf, erfc, erfinv, exp2,
+                             fix, floor, floor_divide, fmax, fmin, fmod, hypot, isfinite, isinf, isnan,
+                             log2, log10, logaddexp, logaddexp2, mod, nan_to_num, rad2deg, radians,
+                             reciprocal, remainder, rint, round, sinh, square, tan, trunc)
+from tidu import nn, scipy
 from tidu.evaluator import LoadedProgram, load
 from tidu.api import jit
 from tidu.ad import LinearFragment, SavedValue, differentiate, saved_values
@@ -36,6 +42,13 @@ __all__ = [
     "program_cache", "real", "reshape", "resolve", "rsqrt", "sign", "sin", "spec", "sqrt",
     "stop_gradient", "sum", "tanh", "transpose", "where", "zeros_like",
 ]
+# elementwise math (tidu.numpy_math), jax.nn and jax.scipy names (docs/numpy.md)
+__all__ += ["angle", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctan2", "arctanh",
+            "around", "cbrt", "ceil", "clip", "cosh", "deg2rad", "degrees", "divmod", "erf", "erfc",
+            "erfinv", "exp2", "fix", "floor", "floor_divide", "fmax", "fmin", "fmod", "hypot",
+            "isfinite", "isinf", "isnan", "log2", "log10", "logaddexp", "logaddexp2", "mod",
+            "nan_to_num", "rad2deg", "radians", "reciprocal", "remainder", "rint", "round", "sinh",
+            "square", "tan", "trunc", "nn", "scipy"]
 
 
 def _installed(name: str) -> Path | None:
