@@ -29,7 +29,11 @@ OPCODES = ["Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Neg", "Conj", "Exp"
            "Cos", "Tanh", "Sqrt", "Rsqrt", "Expm1", "Log1p", "Sign", "StopGradient", "Real",
            "Imag", "Abs", "Compare", "Select", "Convert", "ReduceSum", "ReduceMax",
            "BroadcastInDim", "Reshape", "Transpose", "DotGeneral", "Slice", "Pad", "Concatenate",
-           "Constant", "Iota", "TriangularSolve", "Cholesky"]
+           "Constant", "Iota", "TriangularSolve", "Cholesky",
+           # elementwise math (ops/math.py)
+           "Floor", "Ceil", "Round", "Tan", "Atan", "Asin", "Acos", "Sinh", "Cosh", "Asinh",
+           "Acosh", "Atanh", "Erf", "Erfc", "ErfInv", "Cbrt", "Logistic", "IsFinite", "Rem",
+           "Atan2"]
 DTYPES = ["float32", "float64", "complex64", "complex128", "int32", "int64", "bool"]
 OP = {n: i for i, n in enumerate(OPCODES)}
 DT = {n: i for i, n in enumerate(DTYPES)}
