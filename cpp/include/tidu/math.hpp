@@ -30,8 +30,8 @@ template <class T> inline constexpr bool is_integer = std::is_integral_v<T> && !
 // ---- scalar functions (also the all-scalar fast path's, scalar.hpp) ----
 
 // The inverse error function: M. Giles' single-precision approximation ("Approximating the erfinv
-// function", GPU Gems 2010; the one XLA uses for float); for double, refined by two Newton steps
-// on erf (erfc where |y| > 0.5, whose 1 - |y| is exact) to full precision.
+// function", GPU Gems 2010; the one XLA uses for float); for double, refined by Newton's
+// steps on erf (on log erfc where |y| > 0.5, whose 1 - |y| is exact) to full precision.
 template <class T>
 inline T erfinv(T y) {
   if (!(y > T(-1) && y < T(1))) {  // NaN, |y| >= 1
@@ -39,47 +39,58 @@ inline T erfinv(T y) {
     if (y == T(-1)) return -std::numeric_limits<T>::infinity();
     return std::numeric_limits<T>::quiet_NaN();
   }
-  const float yf = static_cast<float>(y);
-  float w = -std::log((1.0f - yf) * (1.0f + yf)), p;
-  if (w < 5.0f) {
-    w -= 2.5f;
-    p = 2.81022636e-08f;
-    p = 3.43273939e-07f + p * w;
-    p = -3.5233877e-06f + p * w;
-    p = -4.39150654e-06f + p * w;
-    p = 0.00021858087f + p * w;
-    p = -0.00125372503f + p * w;
-    p = -0.00417768164f + p * w;
-    p = 0.246640727f + p * w;
-    p = 1.50140941f + p * w;
+  // The polynomials in T: for double, w reaches ~37 (1 - |y| near 1e-16), past float's range,
+  // and the tail polynomial's extrapolation is a good enough start for Newton's steps.
+  T w = -std::log((T(1) - y) * (T(1) + y)), p;
+  if (w < T(5)) {
+    w -= T(2.5);
+    p = T(2.81022636e-08f);
+    p = T(3.43273939e-07f) + p * w;
+    p = T(-3.5233877e-06f) + p * w;
+    p = T(-4.39150654e-06f) + p * w;
+    p = T(0.00021858087f) + p * w;
+    p = T(-0.00125372503f) + p * w;
+    p = T(-0.00417768164f) + p * w;
+    p = T(0.246640727f) + p * w;
+    p = T(1.50140941f) + p * w;
   } else {
-    w = std::sqrt(w) - 3.0f;
-    p = -0.000200214257f;
-    p = 0.000100950558f + p * w;
-    p = 0.00134934322f + p * w;
-    p = -0.00367342844f + p * w;
-    p = 0.00573950773f + p * w;
-    p = -0.0076224613f + p * w;
-    p = 0.00943887047f + p * w;
-    p = 1.00167406f + p * w;
-    p = 2.83297682f + p * w;
+    w = std::sqrt(w) - T(3);
+    p = T(-0.000200214257f);
+    p = T(0.000100950558f) + p * w;
+    p = T(0.00134934322f) + p * w;
+    p = T(-0.00367342844f) + p * w;
+    p = T(0.00573950773f) + p * w;
+    p = T(-0.0076224613f) + p * w;
+    p = T(0.00943887047f) + p * w;
+    p = T(1.00167406f) + p * w;
+    p = T(2.83297682f) + p * w;
   }
   if constexpr (std::is_same_v<T, float>) {
-    return p * yf;
+    return p * y;
   } else {
-    double x = static_cast<double>(p) * static_cast<double>(yf);
+    double x = p * y;
     if (!std::isfinite(x)) return x;
     const double k = 1.1283791670955126;  // 2 / sqrt(pi)
     const double a = std::fabs(y);
-    for (int it = 0; it < 3; ++it) {
-      const double d = k * std::exp(-x * x);
-      if (d == 0.0) break;
-      // erf(x) - y, computed through erfc in the tails (its 1 - |y| has no cancellation)
-      const double r = a > 0.5 ? (y > 0 ? (1.0 - y) - std::erfc(x) : std::erfc(-x) - (1.0 + y))
-                               : std::erf(x) - y;
-      x -= r / d;
+    if (a <= 0.5) {  // Newton on erf(x) = y
+      for (int it = 0; it < 4; ++it) {
+        const double step = (std::erf(x) - y) / (k * std::exp(-x * x));
+        x -= step;
+        if (std::fabs(step) <= 1e-17 * std::fabs(x)) break;
+      }
+      return x;
     }
-    return x;
+    // Newton on log erfc(x) = log(1 - |y|) (1 - |y| exact): nearly linear in the tail, where
+    // erf's own Newton step overshoots.
+    const double lq = std::log(1.0 - a);
+    x = std::fabs(x);
+    for (int it = 0; it < 6; ++it) {
+      const double e = std::erfc(x);
+      const double step = (std::log(e) - lq) * e / (-k * std::exp(-x * x));
+      x -= step;
+      if (std::fabs(step) <= 1e-16 * x) break;
+    }
+    return y < 0 ? -x : x;
   }
 }
 
