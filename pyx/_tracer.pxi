@@ -501,6 +501,13 @@ cdef class Tracer:
     def __rmul__(self, o): return _binary(_MUL, o, self)
     def __truediv__(self, o): return _binary(_DIV, self, o)
     def __rtruediv__(self, o): return _binary(_DIV, o, self)
+    # numpy's sign rules, integers exact (tidu.numpy_math)
+    def __floordiv__(self, o): return _py.floor_divide(self, o)
+    def __rfloordiv__(self, o): return _py.floor_divide(o, self)
+    def __mod__(self, o): return _py.remainder(self, o)
+    def __rmod__(self, o): return _py.remainder(o, self)
+    def __divmod__(self, o): return _py._divmod(self, o)
+    def __rdivmod__(self, o): return _py._divmod(o, self)
 
     def __pow__(self, o, mod):
         if mod is not None:

@@ -30,7 +30,10 @@ OPCODES = ["Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Neg", "Conj", "Exp"
            "Imag", "Abs", "Compare", "Select", "Convert", "ReduceSum", "ReduceMax",
            "BroadcastInDim", "Reshape", "Transpose", "DotGeneral", "Slice", "Pad", "Concatenate",
            "Constant", "Iota", "TriangularSolve", "Cholesky", "Gather", "Scatter", "DynamicSlice",
-           "DynamicUpdateSlice"]
+           "DynamicUpdateSlice", "ReduceMin", "ReduceProd", "ReduceAnd", "ReduceOr", "ArgMax",
+           "ArgMin", "Cumsum", "Cumprod", "Cummax", "Cummin", "LinearScan", "Sort", "Floor",
+           "Ceil", "Round", "Tan", "Atan", "Asin", "Acos", "Sinh", "Cosh", "Asinh", "Acosh",
+           "Atanh", "Erf", "Erfc", "ErfInv", "Cbrt", "Logistic", "IsFinite", "Rem", "Atan2"]
 DTYPES = ["float32", "float64", "complex64", "complex128", "int32", "int64", "bool"]
 OP = {n: i for i, n in enumerate(OPCODES)}
 DT = {n: i for i, n in enumerate(DTYPES)}

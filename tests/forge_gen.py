@@ -58,6 +58,10 @@ def seeds() -> dict[str, bytes]:
         "constants": _compile(lambda x: x * np.arange(3.0) + np.array([1.0, 2.0, 3.0]),
                               x=S((3,))),
         "chain": _compile(lambda x: td.exp(x) * 2.0 + td.sin(x), x=S((16384,))),
+        "math": _compile(lambda x, y: (td.floor(x) + td.arctan2(x, y) + td.fmod(x, y)
+                                       + td.erfinv(td.tanh(x) * 0.5) + td.nn.sigmoid(y),
+                                       td.isfinite(x)), x=S((3,)), y=S((3,))),
+        "int_divmod": _compile(lambda a, b: divmod(a, b), a=S((4,), "int32"), b=S((4,), "int32")),
     }
     out = {}
     with tempfile.TemporaryDirectory() as tmp:

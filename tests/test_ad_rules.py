@@ -112,6 +112,41 @@ TABLE = {
 }
 
 
+
+def unit(shape, dtype):
+    """Inside |x| < 1, away from the edge (asin, acos, atanh, erfinv)."""
+    x = arr(shape, dtype)
+    return (np.tanh(x) * 0.7 if np.dtype(dtype).kind == "f" else x * 0.3).astype(dtype)
+
+
+def rem_args(d):
+    """x / y in (1.2, 1.8): no jump of fmod within the finite-difference step."""
+    y = arr((3,), d, True)
+    return [(y * rng.uniform(1.2, 1.8, 3)).astype(d), y]
+
+
+# elementwise math (ops/math.py); Floor, Ceil, Round and IsFinite are non-differentiable
+TABLE.update({
+    "Tan": (td.tan, lambda d: [unit((3,), d)], ALL),
+    "Atan": (td.arctan, lambda d: [unit((3,), d)], ALL),
+    "Asin": (td.arcsin, lambda d: [unit((3,), d)], ALL),
+    "Acos": (td.arccos, lambda d: [unit((3,), d)], ALL),
+    "Atanh": (td.arctanh, lambda d: [unit((3,), d)], ALL),
+    "Sinh": (td.sinh, lambda d: [arr((3,), d)], ALL),
+    "Cosh": (td.cosh, lambda d: [arr((3,), d)], ALL),
+    "Asinh": (td.arcsinh, lambda d: [arr((3,), d)], ALL),
+    "Acosh": (td.arccosh, lambda d: [(arr((3,), d, True) + 1).astype(d)], ALL),
+    "Erf": (td.erf, lambda d: [arr((3,), d)], REAL),
+    "Erfc": (td.erfc, lambda d: [arr((3,), d)], REAL),
+    "ErfInv": (td.erfinv, lambda d: [unit((3,), d)], REAL),
+    "Cbrt": (td.cbrt, lambda d: [arr((3,), d, True)], REAL),
+    "Logistic": (td.nn.sigmoid, lambda d: [arr((3,), d)], REAL),
+    "Rem": (td.fmod, rem_args, REAL),
+    "Atan2": (td.arctan2, lambda d: [arr((3,), d), arr((3,), d)], REAL),
+})
+NONDIFF_MATH = {"Floor", "Ceil", "Round", "IsFinite"}
+
+
 def P_pad(x):
     from tidu.tracing import _emit
 
@@ -153,6 +188,9 @@ def test_every_primitive_has_the_rules_it_needs():
                         "ReduceAnd", "ReduceOr"}
     assert nondiff == nondiff_expected
     assert set(TABLE) | nondiff_expected >= set(builtin)
+    assert nondiff == {"Compare", "Sign", "Constant", "Iota", "StopGradient"} | NONDIFF_MATH
+    assert set(TABLE) | {"Compare", "Sign", "Constant", "Iota", "StopGradient"} | NONDIFF_MATH >= \
+        set(builtin)
 
 
 def test_linear_fragments_never_hold_bilinear_products():

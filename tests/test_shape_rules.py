@@ -77,7 +77,7 @@ BAD = [
     (P.Sub(), [A(()), A((1,))], ValueError, "Sub: shape mismatch"),
     (P.Mul(), [A(()), A((), "int32")], TypeError, "Mul: dtype mismatch"),
     (P.Neg(), [A((), "bool")], TypeError, "Neg: operand dtype bool"),
-    (P.Div(), [A((), "int32"), A((), "int32")], TypeError, "Div: operand dtype int32"),
+    (P.Div(), [A((), "bool"), A((), "bool")], TypeError, "Div: operand dtype bool"),
     (P.Pow(), [A((2,)), A((3,))], ValueError, "Pow: shape mismatch"),
     (P.Max(), [A((), "complex64"), A((), "complex64")], TypeError, "Max: operand dtype complex64"),
     (P.Min(), [A((), "complex64"), A((), "complex64")], TypeError, "Min: .* not real"),
@@ -152,6 +152,25 @@ BAD = [
      "TriangularSolve: b of shape \\(2, 3\\) has 2 rows"),
     (P.Cholesky(), [A((3, 2))], ValueError, "Cholesky: operand of shape \\(3, 2\\) is not a square"),
 ]
+
+
+# elementwise math (ops/math.py): floating-only and inexact unary maps, IsFinite, Rem, Atan2
+_FLOAT_ONLY = [P.Floor, P.Ceil, P.Round, P.Erf, P.Erfc, P.ErfInv, P.Cbrt, P.Logistic]
+_INEXACT = [P.Tan, P.Atan, P.Asin, P.Acos, P.Sinh, P.Cosh, P.Asinh, P.Acosh, P.Atanh]
+GOOD += [(c(), [A((2,), "float32")], A((2,), "float32")) for c in _FLOAT_ONLY + _INEXACT]
+GOOD += [(c(), [A((2,), "complex64")], A((2,), "complex64")) for c in _INEXACT]
+GOOD += [(P.IsFinite(), [A((2, 3))], A((2, 3), "bool")),
+         (P.Rem(), [A((3,), "int32"), A((3,), "int32")], A((3,), "int32")),
+         (P.Atan2(), [A((3,)), A((3,))], A((3,))),
+         (P.Div(), [A((2,), "int64"), A((2,), "int64")], A((2,), "int64"))]
+BAD += [(c(), [A((2,), "complex64")], TypeError, f"{c.__name__}: operand dtype complex64 is not floating")
+        for c in _FLOAT_ONLY]
+BAD += [(c(), [A((2,), "int32")], TypeError, f"{c.__name__}: operand dtype int32") for c in _INEXACT]
+BAD += [(P.IsFinite(), [A((2,), "int64")], TypeError, "IsFinite: operand dtype int64 is not floating"),
+        (P.Rem(), [A((2,), "complex128"), A((2,), "complex128")], TypeError,
+         "Rem: operand dtype complex128 is not real"),
+        (P.Rem(), [A((2,)), A((3,))], ValueError, r"Rem: shape mismatch \(2,\) vs \(3,\)"),
+        (P.Atan2(), [A((2,), "int32"), A((2,), "int32")], TypeError, "Atan2: operand dtype int32")]
 
 
 @pytest.mark.parametrize("op,avals,expected", GOOD, ids=lambda x: getattr(x, "name", None))

@@ -22,9 +22,18 @@ UNARY = [(P.Neg, NUMERIC, False), (P.Conj, INEXACT, False), (P.Exp, INEXACT, Fal
          (P.Expm1, FLOATS, False), (P.Log1p, FLOATS, True), (P.Abs, NUMERIC, False),
          (P.Sign, NUMERIC, False), (P.StopGradient, ALL, False), (P.Real, COMPLEX, False),
          (P.Imag, COMPLEX, False)]
+# elementwise math (ops/math.py); "unit": |x| < 1, "ge1": x > 1 (the functions' domains)
+UNARY += [(P.Floor, FLOATS, False), (P.Ceil, FLOATS, False), (P.Round, FLOATS, False),
+          (P.Tan, INEXACT, "unit"), (P.Atan, INEXACT, "unit"), (P.Asin, INEXACT, "unit"),
+          (P.Acos, INEXACT, "unit"), (P.Sinh, INEXACT, False), (P.Cosh, INEXACT, False),
+          (P.Asinh, INEXACT, False), (P.Acosh, INEXACT, "ge1"), (P.Atanh, INEXACT, "unit"),
+          (P.Erf, FLOATS, False), (P.Erfc, FLOATS, False), (P.ErfInv, FLOATS, "unit"),
+          (P.Cbrt, FLOATS, False), (P.Logistic, FLOATS, False), (P.IsFinite, FLOATS, False)]
 BINARY = [(P.Add, NUMERIC, False), (P.Sub, NUMERIC, False), (P.Mul, NUMERIC, False),
           (P.Div, INEXACT, True), (P.Pow, FLOATS, True), (P.Max, FLOATS + INTS, False),
           (P.Min, FLOATS + INTS, False)]
+# integer Div truncates (x / 0 == -1, as XLA's); Rem is C's fmod (x % 0 == x for integers)
+BINARY += [(P.Div, INTS, False), (P.Rem, FLOATS + INTS, True), (P.Atan2, FLOATS, False)]
 
 # Ordering and accumulation primitives (tidu.ops.sorting): (op, dtypes, positive); run by
 # tests/test_sorting.py on both backends against each op's numpy reference.
@@ -45,7 +54,7 @@ def cases(table):
 
 def value(rng: np.random.Generator, shape, dtype, positive: bool = False) -> np.ndarray:
     """Random values of `dtype`: small ints, random bools, normal floats/complexes (shifted away
-    from zero when `positive`, for log/sqrt/div)."""
+    from zero when `positive`, for log/sqrt/div; "unit" inside |x| < 1, "ge1" above 1)."""
     dt = np.dtype(dtype)
     if dt.kind == "b":
         return rng.random(shape) < 0.5
@@ -54,7 +63,11 @@ def value(rng: np.random.Generator, shape, dtype, positive: bool = False) -> np.
     x = rng.standard_normal(shape)
     if dt.kind == "c":
         x = x + 1j * rng.standard_normal(shape)
-    if positive:
+    if positive == "unit":  # inside the unit disk (and away from its edge)
+        x = np.tanh(x) * 0.7 if dt.kind == "f" else x * 0.3
+    elif positive == "ge1":
+        x = np.abs(x) + 1.2 if dt.kind == "f" else x + 3.0
+    elif positive:
         x = np.abs(x) + 0.5 if dt.kind == "f" else x + 3.0
     return x.astype(dt)
 

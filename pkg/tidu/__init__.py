@@ -21,6 +21,12 @@ from tidu.sorting import (all, any, argmax, argmin, argsort, cummax, cummin, cum
                           prod, sort)
 from tidu import linalg
 from tidu.indexing import dynamic_slice, dynamic_update_slice, take, take_along_axis
+from tidu.numpy_math import (angle, arccos, arccosh, arcsin, arcsinh, arctan, arctan2, arctanh, around,
+                             cbrt, ceil, clip, cosh, deg2rad, degrees, divmod, erf, erfc, erfinv, exp2,
+                             fix, floor, floor_divide, fmax, fmin, fmod, hypot, isfinite, isinf, isnan,
+                             log2, log10, logaddexp, logaddexp2, mod, nan_to_num, rad2deg, radians,
+                             reciprocal, remainder, rint, round, sinh, square, tan, trunc)
+from tidu import nn, scipy
 from tidu.evaluator import LoadedProgram, load
 from tidu.pictures import show
 from tidu.api import jit
@@ -48,6 +54,13 @@ __all__ += ["all", "any", "argmax", "argmin", "argsort", "cummax", "cummin", "cu
             "min", "prod", "sort"]  # tidu.sorting
 __all__ += ["cross", "einsum", "einsum_path", "inner", "kron", "outer", "tensordot", "trace",
             "vdot"]  # tidu.einsum
+# elementwise math (tidu.numpy_math), jax.nn and jax.scipy names (docs/numpy.md)
+__all__ += ["angle", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctan2", "arctanh",
+            "around", "cbrt", "ceil", "clip", "cosh", "deg2rad", "degrees", "divmod", "erf", "erfc",
+            "erfinv", "exp2", "fix", "floor", "floor_divide", "fmax", "fmin", "fmod", "hypot",
+            "isfinite", "isinf", "isnan", "log2", "log10", "logaddexp", "logaddexp2", "mod",
+            "nan_to_num", "rad2deg", "radians", "reciprocal", "remainder", "rint", "round", "sinh",
+            "square", "tan", "trunc", "nn", "scipy"]
 
 
 def _installed(name: str) -> Path | None:

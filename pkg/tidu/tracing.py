@@ -669,3 +669,7 @@ _core.tracer_setup(
            _core.U_TANH: _unary_slot(P.Tanh), _core.U_SQRT: _unary_slot(P.Sqrt),
            _core.U_RSQRT: _unary_slot(P.Rsqrt), _core.U_EXPM1: _unary_slot(P.Expm1),
            _core.U_LOG1P: _unary_slot(P.Log1p), _core.U_NEG: _unary_slot(P.Neg, float_only=False)})
+
+# The //, % and divmod of traced values (pyx/_tracer.pxi look them up here): numpy's sign rules
+# on Rem, integers exact (tidu.numpy_math, which imports this module's helpers above).
+from tidu.numpy_math import divmod as _divmod, floor_divide, remainder  # noqa: E402

@@ -96,6 +96,9 @@ inline void run_instr(const Program& p, Workspace& ws, std::size_t idx) {
     case Op::Neg: case Op::Conj: case Op::Exp: case Op::Log: case Op::Sin: case Op::Cos:
     case Op::Tanh: case Op::Sqrt: case Op::Rsqrt: case Op::Expm1: case Op::Log1p: case Op::Sign:
     case Op::StopGradient:
+    case Op::Floor: case Op::Ceil: case Op::Round: case Op::Tan: case Op::Atan: case Op::Asin:
+    case Op::Acos: case Op::Sinh: case Op::Cosh: case Op::Asinh: case Op::Acosh: case Op::Atanh:
+    case Op::Erf: case Op::Erfc: case Op::ErfInv: case Op::Cbrt: case Op::Logistic:  // math.hpp
       visit(out.dtype, [&](auto t) {
         using T = decltype(t);
         if (!kern::unary<T>(in.op, static_cast<const T*>(ptr[a[0]]), static_cast<T*>(y), out.size))
@@ -103,6 +106,7 @@ inline void run_instr(const Program& p, Workspace& ws, std::size_t idx) {
       });
       return;
     case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Pow: case Op::Max: case Op::Min:
+    case Op::Rem: case Op::Atan2:  // math.hpp
       visit(out.dtype, [&](auto t) {
         using T = decltype(t);
         if (!kern::binary<T>(in.op, static_cast<const T*>(ptr[a[0]]), static_cast<const T*>(ptr[a[1]]),
@@ -130,6 +134,13 @@ inline void run_instr(const Program& p, Workspace& ws, std::size_t idx) {
         } else {
           kern::unsupported(in.op, x0.dtype);
         }
+      });
+      return;
+    case Op::IsFinite:  // math.hpp
+      visit(x0.dtype, [&](auto t) {
+        using T = decltype(t);
+        if (!kern::is_finite<T>(static_cast<const T*>(ptr[a[0]]), static_cast<bool*>(y), out.size))
+          kern::unsupported(in.op, x0.dtype);
       });
       return;
     case Op::Compare:
@@ -405,7 +416,7 @@ inline void eval_scalar(const Program& p, double* v, const void* const* inputs, 
   // Every other opcode (build_scalar_code admits only copies among them): r = x.
 op_Conj: op_StopGradient: op_Reshape: op_BroadcastInDim: op_Real: op_Imag: op_Compare: op_Select:
 op_Convert: op_ReduceSum: op_ReduceMax: op_Transpose: op_DotGeneral: op_Slice: op_Pad:
-op_Concatenate: op_Iota: op_TriangularSolve: op_Cholesky:
+op_Concatenate: op_Iota: op_TriangularSolve: op_Cholesky: op_IsFinite:
 op_Gather: op_Scatter: op_DynamicSlice: op_DynamicUpdateSlice:
 op_ReduceMin: op_ReduceProd: op_ReduceAnd: op_ReduceOr: op_ArgMax: op_ArgMin: op_Cumsum: op_Cumprod:
 op_Cummax: op_Cummin: op_LinearScan: op_Sort:
@@ -448,6 +459,7 @@ inline void run_block(const Program& p, Workspace& ws, std::size_t idx, std::int
   };
   switch (in.op) {
     case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Pow: case Op::Max: case Op::Min:
+    case Op::Rem: case Op::Atan2:
       visit(out.dtype, [&](auto t) {
         using T = decltype(t);
         if (!kern::binary<T>(in.op, at(0, t), at(1, t), static_cast<T*>(ptr[in.out]) + lo, n))

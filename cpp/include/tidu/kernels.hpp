@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "tidu/fastmath.hpp"
+#include "tidu/math.hpp"
 #include "tidu/opcodes.hpp"
 #include "tidu/parallel.hpp"
 
@@ -110,7 +111,7 @@ inline bool unary(Op op, const T* x, T* y, std::int64_t n) {
     }
   }
   if (op == Op::StopGradient) { if (n) std::memcpy(y, x, n * sizeof(T)); return true; }
-  return false;
+  return math_unary<T>(op, x, y, n);  // math.hpp
 }
 
 // One element of a binary op whose opcode is known at compile time (the interpreter's
@@ -157,7 +158,7 @@ inline bool binary(Op op, const T* a, const T* b, T* y, std::int64_t n) {
       default: break;
     }
   }
-  return false;
+  return math_binary<T>(op, a, b, y, n);  // math.hpp: Rem, Atan2, integer Div
 }
 
 template <class T>

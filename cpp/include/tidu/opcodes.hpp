@@ -65,7 +65,27 @@ namespace tidu {
   X(Cummax, S)              \
   X(Cummin, S)              \
   X(LinearScan, S)          \
-  X(Sort, S)
+  X(Sort, S)                \
+  X(Floor, E1)              \
+  X(Ceil, E1)               \
+  X(Round, E1)              \
+  X(Tan, E1)                \
+  X(Atan, E1)               \
+  X(Asin, E1)               \
+  X(Acos, E1)               \
+  X(Sinh, E1)               \
+  X(Cosh, E1)               \
+  X(Asinh, E1)              \
+  X(Acosh, E1)              \
+  X(Atanh, E1)              \
+  X(Erf, E1)                \
+  X(Erfc, E1)               \
+  X(ErfInv, E1)             \
+  X(Cbrt, E1)               \
+  X(Logistic, E1)           \
+  X(IsFinite, S)            \
+  X(Rem, E2)                \
+  X(Atan2, E2)
 
 enum class Op : std::uint8_t {
 #define TIDU_ENUM(name, kind) name,

@@ -199,6 +199,10 @@ struct Program {
       case Op::Neg: case Op::Conj: case Op::Exp: case Op::Log: case Op::Sin: case Op::Cos: case Op::Tanh:
       case Op::Sqrt: case Op::Rsqrt: case Op::Expm1: case Op::Log1p: case Op::Sign: case Op::StopGradient:
       case Op::Compare: case Op::Select: case Op::Convert:
+      case Op::Floor: case Op::Ceil: case Op::Round: case Op::Tan: case Op::Atan: case Op::Asin:
+      case Op::Acos: case Op::Sinh: case Op::Cosh: case Op::Asinh: case Op::Acosh: case Op::Atanh:
+      case Op::Erf: case Op::Erfc: case Op::ErfInv: case Op::Cbrt: case Op::Logistic: case Op::Rem:
+      case Op::Atan2:  // math.hpp
         for (std::uint32_t k = 0; k < in.n_in; ++k)
           if (slots[a[k]].size != size) return false;
         return true;
@@ -241,6 +245,10 @@ struct Program {
         case Op::Tanh: case Op::Sqrt: case Op::Rsqrt: case Op::Expm1: case Op::Log1p:
         case Op::Abs: case Op::Sign: case Op::Conj: case Op::StopGradient: case Op::Reshape:
         case Op::BroadcastInDim:
+        case Op::Floor: case Op::Ceil: case Op::Round: case Op::Tan: case Op::Atan: case Op::Asin:
+        case Op::Acos: case Op::Sinh: case Op::Cosh: case Op::Asinh: case Op::Acosh: case Op::Atanh:
+        case Op::Erf: case Op::Erfc: case Op::ErfInv: case Op::Cbrt: case Op::Logistic: case Op::Rem:
+        case Op::Atan2:  // math.hpp, in TIDU_SCALAR_OPS
           break;
         case Op::Constant:
           std::memcpy(&si.imm, consts.data() + attrs[in.attr_begin], sizeof(double));
@@ -261,7 +269,10 @@ struct Program {
   static std::int64_t scalar_latency(Op op) {
     switch (op) {
       case Op::Exp: case Op::Log: case Op::Sin: case Op::Cos: case Op::Tanh: case Op::Pow:
-      case Op::Expm1: case Op::Log1p: return 40;
+      case Op::Expm1: case Op::Log1p: case Op::Tan: case Op::Atan: case Op::Asin: case Op::Acos:
+      case Op::Sinh: case Op::Cosh: case Op::Asinh: case Op::Acosh: case Op::Atanh: case Op::Erf:
+      case Op::Erfc: case Op::ErfInv: case Op::Cbrt: case Op::Logistic: case Op::Rem: case Op::Atan2:
+        return 40;
       case Op::Div: case Op::Sqrt: case Op::Rsqrt: return 15;
       default: return 4;
     }
@@ -272,7 +283,7 @@ struct Program {
     switch (op) {
       case Op::Constant: return 0;
       case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Pow: case Op::Max:
-      case Op::Min: return 2;
+      case Op::Min: case Op::Rem: case Op::Atan2: return 2;
       default: return 1;
     }
   }

@@ -19,6 +19,7 @@
 #include <memory>
 #include <vector>
 
+#include "tidu/math.hpp"
 #include "tidu/opcodes.hpp"
 
 #if defined(__x86_64__) && defined(__linux__) && !defined(TIDU_NO_JIT)
@@ -65,7 +66,26 @@ static_assert(sizeof(ScalarInstr) == 32, "ScalarInstr is meant to be 32 bytes");
   X(Log1p, std::log1p(x))                                \
   X(Abs, std::fabs(x))                                   \
   X(Sign, x != x ? x : static_cast<double>((x > 0) - (x < 0)))  /* NaN stays NaN */ \
-  X(Constant, imm)
+  X(Constant, imm)                                       \
+  X(Floor, std::floor(x))                                \
+  X(Ceil, std::ceil(x))                                  \
+  X(Round, std::nearbyint(x))  /* half to even */        \
+  X(Tan, std::tan(x))                                    \
+  X(Atan, std::atan(x))                                  \
+  X(Asin, std::asin(x))                                  \
+  X(Acos, std::acos(x))                                  \
+  X(Sinh, std::sinh(x))                                  \
+  X(Cosh, std::cosh(x))                                  \
+  X(Asinh, std::asinh(x))                                \
+  X(Acosh, std::acosh(x))                                \
+  X(Atanh, std::atanh(x))                                \
+  X(Erf, std::erf(x))                                    \
+  X(Erfc, std::erfc(x))                                  \
+  X(ErfInv, kern::erfinv(x))                             \
+  X(Cbrt, std::cbrt(x))                                  \
+  X(Logistic, kern::logistic(x))                         \
+  X(Rem, std::fmod(x, y))                                \
+  X(Atan2, std::atan2(x, y))
 
 namespace scalar_detail {
 // One out-of-line function per opcode, for the JIT to call: f(x, y) with the interpreter's
@@ -211,7 +231,8 @@ class ScalarJit {
             break;
           }
           // x to xmm0 and, for the binary helpers, y to xmm1, from registers or memory.
-          const bool binary = c.op == Op::Pow || c.op == Op::Max || c.op == Op::Min;
+          const bool binary = c.op == Op::Pow || c.op == Op::Max || c.op == Op::Min ||
+                              c.op == Op::Rem || c.op == Op::Atan2;
           const int ra = reg_of[c.a], rb = binary ? reg_of[c.b] : -2;
           auto x_to_0 = [&] {
             if (ra > 0) sse_rr(0x66, 0x28, 0, ra);

@@ -43,6 +43,7 @@ inline void validate_instructions(const Program& p) {
     };
     switch (in.op) {
       case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Pow: case Op::Max: case Op::Min:
+      case Op::Rem: case Op::Atan2:
         arity(2);
         for (std::uint32_t k = 0; k < 2; ++k) {
           same_shape(k);
@@ -52,6 +53,9 @@ inline void validate_instructions(const Program& p) {
       case Op::Neg: case Op::Conj: case Op::Exp: case Op::Log: case Op::Sin: case Op::Cos: case Op::Tanh:
       case Op::Sqrt: case Op::Rsqrt: case Op::Expm1: case Op::Log1p: case Op::Sign: case Op::StopGradient:
       case Op::Reshape:
+      case Op::Floor: case Op::Ceil: case Op::Round: case Op::Tan: case Op::Atan: case Op::Asin:
+      case Op::Acos: case Op::Sinh: case Op::Cosh: case Op::Asinh: case Op::Acosh: case Op::Atanh:
+      case Op::Erf: case Op::Erfc: case Op::ErfInv: case Op::Cbrt: case Op::Logistic:  // math.hpp
         arity(1);
         if (in.op == Op::Reshape) need(slot(0).size == o.size, "reshape changes the size");
         else same_shape(0);
@@ -67,6 +71,12 @@ inline void validate_instructions(const Program& p) {
         if (in.op == Op::Abs) need(cplx ? o.dtype == part : o.dtype == x, "abs dtype");
         break;
       }
+      case Op::IsFinite:  // math.hpp
+        arity(1);
+        same_shape(0);
+        need(o.dtype == DType::Bool && (slot(0).dtype == DType::F32 || slot(0).dtype == DType::F64),
+             "is_finite needs float -> bool");
+        break;
       case Op::Compare:
         arity(2);
         same_shape(0);

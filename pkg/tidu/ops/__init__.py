@@ -24,3 +24,9 @@ from tidu.ops.sorting import (ArgMax, ArgMin, Cummax, Cummin, Cumprod, Cumsum, L
 SORTING = ("ArgMax", "ArgMin", "Cummax", "Cummin", "Cumprod", "Cumsum", "LinearScan", "ReduceAnd",
            "ReduceMin", "ReduceOr", "ReduceProd", "Sort")  # ordering and accumulation (docs/numpy.md)
 __all__ += list(SORTING)
+from tidu.ops.math import (Acos, Acosh, Asin, Asinh, Atan, Atan2, Atanh, Cbrt, Ceil, Cosh, Erf, Erfc,
+                           ErfInv, Floor, IsFinite, Logistic, Rem, Round, Sinh, Tan)
+
+MATH = ("Floor", "Ceil", "Round", "Tan", "Atan", "Asin", "Acos", "Sinh", "Cosh", "Asinh", "Acosh",
+        "Atanh", "Erf", "Erfc", "ErfInv", "Cbrt", "Logistic", "IsFinite", "Rem", "Atan2")  # ops/math.py
+__all__ += list(MATH)

@@ -119,9 +119,12 @@ class Neg(Unary):
 @register
 @dataclass(frozen=True)
 class Div(Binary):
+    """x / y; on integers (never differentiable) truncating toward zero as lax.div, with x / 0 == -1
+    and INT_MIN / -1 == INT_MIN as XLA's (the front end's // and % build numpy's rules on it)."""
+
     hlo = "stablehlo.divide"
-    dtypes = INEXACT
-    dtypes_doc = "floating or complex"
+    dtypes = NUMERIC
+    dtypes_doc = "numeric"
 
     def linearize(self, b, primal_in, primal_out, t):
         x, y = primal_in
@@ -137,6 +140,10 @@ class Div(Binary):
         return [lin(b, self, [ct[0], conj_fixed(b, inputs[1])], [A, F]), None]
 
     def impl(self, x, y):
+        if x.dtype.kind == "i":
+            from tidu.ops.math import int_div
+
+            return int_div(x, y)
         return x / y
 
 

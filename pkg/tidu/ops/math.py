@@ -1,0 +1,363 @@
+"""Elementwise math primitives beyond tier 1: rounding, inverse and hyperbolic trigonometry, the
+error function, cube root, the logistic function, is_finite, Rem (C's fmod) and Atan2.
+
+One block per primitive, as in ``elementwise.py``: dtype rule (through ``Unary``/``Binary``),
+``linearize`` in tidu's own primitives (derivatives as jax defines them), StableHLO op (``hlo``:
+what ``jax.jit(f).lower`` emits), numpy reference (``impl``).  C++ kernels: ``cpp/include/tidu/
+math.hpp``.  Floor, Ceil and Round are piecewise constant (no tangent flows, as jax's zero
+derivative); IsFinite has a bool output.  The numpy-level names built on these live in
+``tidu.numpy_math``, the jax.nn ones in ``tidu.nn``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from tidu.graph import aval
+from tidu.ops._base import FLOATS, REAL, Primitive, check_dtype
+from tidu.ops._rules import A, F, add_all, const, fix, lin, scale
+from tidu.ops.elementwise import Abs, Add, Binary, Div, Exp, Mul, Neg, Rsqrt, Sign, Sub, Unary
+from tidu.rules import register
+
+__all__ = ["Floor", "Ceil", "Round", "Tan", "Atan", "Asin", "Acos", "Sinh", "Cosh", "Asinh",
+           "Acosh", "Atanh", "Erf", "Erfc", "ErfInv", "Cbrt", "Logistic", "IsFinite", "Rem",
+           "Atan2", "int_div", "int_rem"]
+
+
+def _c(b, v, x):
+    """A fixed constant shaped like primal value x."""
+    return const(b, v, x.aval)
+
+
+def _sq(b, x):
+    return fix(b, Mul(), x, x)
+
+
+class _FloatUnary(Unary):
+    dtypes = FLOATS
+    dtypes_doc = "floating"
+
+
+# ---- rounding (piecewise constant: zero derivative, no tangent flows) ----
+
+@register
+@dataclass(frozen=True)
+class Floor(_FloatUnary):
+    hlo = "stablehlo.floor"
+    differentiable = False
+
+    def impl(self, x):
+        return np.floor(x)
+
+
+@register
+@dataclass(frozen=True)
+class Ceil(_FloatUnary):
+    hlo = "stablehlo.ceil"
+    differentiable = False
+
+    def impl(self, x):
+        return np.ceil(x)
+
+
+@register
+@dataclass(frozen=True)
+class Round(_FloatUnary):
+    """Round half to even (numpy's round, XLA's round_nearest_even)."""
+
+    hlo = "stablehlo.round_nearest_even"
+    differentiable = False
+
+    def impl(self, x):
+        return np.round(x)
+
+
+# ---- trigonometric and hyperbolic (complex too) ----
+
+@register
+@dataclass(frozen=True)
+class Tan(Unary):
+    hlo = "stablehlo.tan"
+
+    def linearize(self, b, primal_in, primal_out, t):  # 1 + tan^2
+        y = primal_out[0]
+        return [scale(b, fix(b, Add(), _c(b, 1, y), _sq(b, y)), t[0])]
+
+    def impl(self, x):
+        return np.tan(x)
+
+
+@register
+@dataclass(frozen=True)
+class Atan(Unary):
+    hlo = "chlo.atan"
+
+    def linearize(self, b, primal_in, primal_out, t):  # 1 / (1 + x^2)
+        x = primal_in[0]
+        return [lin(b, Div(), [t[0], fix(b, Add(), _c(b, 1, x), _sq(b, x))], [A, F])]
+
+    def impl(self, x):
+        return np.arctan(x)
+
+
+@register
+@dataclass(frozen=True)
+class Asin(Unary):
+    hlo = "chlo.asin"
+
+    def linearize(self, b, primal_in, primal_out, t):  # 1 / sqrt(1 - x^2)
+        x = primal_in[0]
+        return [scale(b, fix(b, Rsqrt(), fix(b, Sub(), _c(b, 1, x), _sq(b, x))), t[0])]
+
+    def impl(self, x):
+        return np.arcsin(x)
+
+
+@register
+@dataclass(frozen=True)
+class Acos(Unary):
+    hlo = "chlo.acos"
+
+    def linearize(self, b, primal_in, primal_out, t):  # -1 / sqrt(1 - x^2)
+        x = primal_in[0]
+        r = fix(b, Rsqrt(), fix(b, Sub(), _c(b, 1, x), _sq(b, x)))
+        return [scale(b, fix(b, Neg(), r), t[0])]
+
+    def impl(self, x):
+        return np.arccos(x)
+
+
+@register
+@dataclass(frozen=True)
+class Sinh(Unary):
+    hlo = "chlo.sinh"
+
+    def linearize(self, b, primal_in, primal_out, t):
+        return [scale(b, fix(b, Cosh(), primal_in[0]), t[0])]
+
+    def impl(self, x):
+        return np.sinh(x)
+
+
+@register
+@dataclass(frozen=True)
+class Cosh(Unary):
+    hlo = "chlo.cosh"
+
+    def linearize(self, b, primal_in, primal_out, t):
+        return [scale(b, fix(b, Sinh(), primal_in[0]), t[0])]
+
+    def impl(self, x):
+        return np.cosh(x)
+
+
+@register
+@dataclass(frozen=True)
+class Asinh(Unary):
+    hlo = "chlo.asinh"
+
+    def linearize(self, b, primal_in, primal_out, t):  # 1 / sqrt(x^2 + 1)
+        x = primal_in[0]
+        return [scale(b, fix(b, Rsqrt(), fix(b, Add(), _sq(b, x), _c(b, 1, x))), t[0])]
+
+    def impl(self, x):
+        return np.arcsinh(x)
+
+
+@register
+@dataclass(frozen=True)
+class Acosh(Unary):
+    hlo = "chlo.acosh"
+
+    def linearize(self, b, primal_in, primal_out, t):  # 1 / (sqrt(x - 1) sqrt(x + 1)), as jax
+        x = primal_in[0]
+        one = _c(b, 1, x)
+        r = fix(b, Mul(), fix(b, Rsqrt(), fix(b, Sub(), x, one)), fix(b, Rsqrt(), fix(b, Add(), x, one)))
+        return [scale(b, r, t[0])]
+
+    def impl(self, x):
+        return np.arccosh(x)
+
+
+@register
+@dataclass(frozen=True)
+class Atanh(Unary):
+    hlo = "chlo.atanh"
+
+    def linearize(self, b, primal_in, primal_out, t):  # 1 / ((1 - x)(1 + x))
+        x = primal_in[0]
+        one = _c(b, 1, x)
+        d = fix(b, Mul(), fix(b, Sub(), one, x), fix(b, Add(), one, x))
+        return [lin(b, Div(), [t[0], d], [A, F])]
+
+    def impl(self, x):
+        return np.arctanh(x)
+
+
+# ---- error function, cube root, logistic (floating) ----
+
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+
+
+@register
+@dataclass(frozen=True)
+class Erf(_FloatUnary):
+    hlo = "chlo.erf"
+
+    def linearize(self, b, primal_in, primal_out, t):  # 2/sqrt(pi) exp(-x^2)
+        x = primal_in[0]
+        d = fix(b, Mul(), _c(b, _TWO_OVER_SQRT_PI, x), fix(b, Exp(), fix(b, Neg(), _sq(b, x))))
+        return [scale(b, d, t[0])]
+
+    def impl(self, x):
+        from scipy.special import erf  # noqa: PLC0415 - the reference only
+
+        return erf(x).astype(x.dtype)
+
+
+@register
+@dataclass(frozen=True)
+class Erfc(_FloatUnary):
+    hlo = "chlo.erfc"
+
+    def linearize(self, b, primal_in, primal_out, t):  # -2/sqrt(pi) exp(-x^2)
+        x = primal_in[0]
+        d = fix(b, Mul(), _c(b, -_TWO_OVER_SQRT_PI, x), fix(b, Exp(), fix(b, Neg(), _sq(b, x))))
+        return [scale(b, d, t[0])]
+
+    def impl(self, x):
+        from scipy.special import erfc  # noqa: PLC0415
+
+        return erfc(x).astype(x.dtype)
+
+
+@register
+@dataclass(frozen=True)
+class ErfInv(_FloatUnary):
+    hlo = "chlo.erf_inv"
+
+    def linearize(self, b, primal_in, primal_out, t):  # sqrt(pi)/2 exp(y^2)
+        y = primal_out[0]
+        d = fix(b, Mul(), _c(b, 1 / _TWO_OVER_SQRT_PI, y), fix(b, Exp(), _sq(b, y)))
+        return [scale(b, d, t[0])]
+
+    def impl(self, x):
+        from scipy.special import erfinv  # noqa: PLC0415
+
+        return erfinv(x).astype(x.dtype)
+
+
+@register
+@dataclass(frozen=True)
+class Cbrt(_FloatUnary):
+    hlo = "stablehlo.cbrt"
+
+    def linearize(self, b, primal_in, primal_out, t):  # 1 / (3 y^2)
+        y = primal_out[0]
+        return [lin(b, Div(), [t[0], fix(b, Mul(), _c(b, 3, y), _sq(b, y))], [A, F])]
+
+    def impl(self, x):
+        return np.cbrt(x)
+
+
+@register
+@dataclass(frozen=True)
+class Logistic(_FloatUnary):
+    """1 / (1 + exp(-x)) (jax.nn.sigmoid), without overflow for either sign of x."""
+
+    hlo = "stablehlo.logistic"
+
+    def linearize(self, b, primal_in, primal_out, t):  # y (1 - y)
+        y = primal_out[0]
+        return [scale(b, fix(b, Mul(), y, fix(b, Sub(), _c(b, 1, y), y)), t[0])]
+
+    def impl(self, x):
+        e = np.exp(-np.abs(x))
+        return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype)
+
+
+# ---- predicates ----
+
+@register
+@dataclass(frozen=True)
+class IsFinite(Primitive):
+    """Neither infinite nor NaN: a bool result (never differentiable)."""
+
+    hlo = "stablehlo.is_finite"
+    differentiable = False
+
+    def abstract_eval(self, x):
+        check_dtype(self.name, x, FLOATS, "floating")
+        return aval(x.shape, np.dtype("bool"))
+
+    def impl(self, x):
+        return np.isfinite(x)
+
+
+# ---- binary ----
+
+def int_div(x, y):
+    """Integer division truncating toward zero, defined everywhere as XLA's: x / 0 == -1 and
+    INT_MIN / -1 == INT_MIN (the numpy reference of Div on integers)."""
+    x, y = np.asarray(x), np.asarray(y)
+    safe = np.where((y == 0) | (y == -1), 1, y)
+    q = np.abs(x) // np.abs(safe) * np.where((x < 0) != (safe < 0), -1, 1)
+    with np.errstate(over="ignore"):
+        q = np.where(y == -1, -x, q)
+    return np.where(y == 0, -1, q).astype(x.dtype)
+
+
+def int_rem(x, y):
+    """C's % on integers, defined everywhere as XLA's: x % 0 == x, INT_MIN % -1 == 0."""
+    x, y = np.asarray(x), np.asarray(y)
+    safe = np.where((y == 0) | (y == -1), 1, y)
+    r = np.fmod(x, safe)
+    return np.where(y == 0, x, np.where(y == -1, 0, r)).astype(x.dtype)
+
+
+@register
+@dataclass(frozen=True)
+class Rem(Binary):
+    """C's fmod (lax.rem): the sign of the dividend; integers too (x % 0 == x, as XLA's)."""
+
+    hlo = "stablehlo.remainder"
+    dtypes = REAL
+    dtypes_doc = "real"
+
+    def linearize(self, b, primal_in, primal_out, t):  # dx - trunc(x / y) dy, as jax
+        x, y = primal_in
+        dy = None
+        if t[1] is not None:
+            q = fix(b, Div(), x, y)
+            trunc = fix(b, Mul(), fix(b, Sign(), q), fix(b, Floor(), fix(b, Abs(), q)))
+            dy = scale(b, fix(b, Neg(), trunc), t[1])
+        return [add_all(b, [t[0], dy])]
+
+    def impl(self, x, y):
+        if x.dtype.kind == "i":
+            return int_rem(x, y)
+        return np.fmod(x, y)
+
+
+@register
+@dataclass(frozen=True)
+class Atan2(Binary):
+    """atan2(x, y): the angle of the point (y, x), in [-pi, pi]."""
+
+    hlo = "stablehlo.atan2"
+    dtypes = FLOATS
+    dtypes_doc = "floating"
+
+    def linearize(self, b, primal_in, primal_out, t):  # (y dx - x dy) / (x^2 + y^2)
+        x, y = primal_in
+        r2 = fix(b, Add(), _sq(b, x), _sq(b, y))
+        dx = scale(b, fix(b, Div(), y, r2), t[0]) if t[0] is not None else None
+        dy = scale(b, fix(b, Neg(), fix(b, Div(), x, r2)), t[1]) if t[1] is not None else None
+        return [add_all(b, [dx, dy])]
+
+    def impl(self, x, y):
+        return np.arctan2(x, y)
+
