@@ -49,7 +49,12 @@ namespace tidu {
   X(Constant, S)        \
   X(Iota, S)            \
   X(TriangularSolve, S) \
-  X(Cholesky, S)
+  X(Cholesky, S)        \
+  X(LU, S)              \
+  X(LUPermute, S)       \
+  X(Eigh, S)            \
+  X(QR, S)              \
+  X(SVD, S)
 
 enum class Op : std::uint8_t {
 #define TIDU_ENUM(name, kind) name,
