@@ -66,11 +66,11 @@ def _batched(name: str, a, b):
     from tidu.tracing import broadcast_to, reshape
 
     n = _square(name, a)
-    vector = b.ndim == 1
+    vector, shape = b.ndim == 1, b.shape
     if vector:
         b = reshape(b, (b.shape[0], 1))
     if b.ndim < 2 or b.shape[-2] != n:
-        raise ValueError(f"{name}: b of shape {b.shape} does not match a of shape {a.shape} "
+        raise ValueError(f"{name}: b of shape {shape} does not match a of shape {a.shape} "
                          f"(expected ({n},) or (..., {n}, M))")
     try:
         batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])

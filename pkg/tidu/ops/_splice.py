@@ -24,11 +24,8 @@ _cache: dict[tuple, tuple[str, list[str]]] = {}
 
 def _parse_type(ty: str) -> tuple[tuple[int, ...], np.dtype]:
     """Shape and dtype of ``tensor<2x3xf64>``."""
-    body = ty[len("tensor<"):-1]
-    parts = body.split("x")
-    # the element type may itself contain no 'x' (f64, complex<f64>, i1): the last part
-    *dims, elem = parts
-    return tuple(int(d) for d in dims), np.dtype(_ELEMENT[elem])
+    dims, elem = re.fullmatch(r"tensor<((?:\d+x)*)(.+)>", ty).groups()
+    return tuple(int(d) for d in dims.split("x")[:-1]), np.dtype(_ELEMENT[elem])
 
 
 def _functions(text: str) -> list[tuple[str, str]]:
