@@ -29,7 +29,8 @@ OPCODES = ["Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Neg", "Conj", "Exp"
            "Cos", "Tanh", "Sqrt", "Rsqrt", "Expm1", "Log1p", "Sign", "StopGradient", "Real",
            "Imag", "Abs", "Compare", "Select", "Convert", "ReduceSum", "ReduceMax",
            "BroadcastInDim", "Reshape", "Transpose", "DotGeneral", "Slice", "Pad", "Concatenate",
-           "Constant", "Iota", "TriangularSolve", "Cholesky"]
+           "Constant", "Iota", "TriangularSolve", "Cholesky", "LU", "LUPermute", "Eigh", "QR",
+           "SVD"]
 DTYPES = ["float32", "float64", "complex64", "complex128", "int32", "int64", "bool"]
 OP = {n: i for i, n in enumerate(OPCODES)}
 DT = {n: i for i, n in enumerate(DTYPES)}
@@ -165,7 +166,8 @@ def attr_roles(op: int, at: list[int]) -> list[tuple[int, str]]:
              "Pad": ["lo", "hi", "interior"], "DotGeneral": ["lc", "rc", "lb", "rb"],
              "Iota": ["shape"]}
     fixed = {"Compare": ["dir"], "Concatenate": ["axis"], "Constant": ["offset", "nbytes"],
-             "TriangularSolve": ["flag"] * 5}
+             "TriangularSolve": ["flag"] * 5, "LUPermute": ["flag"], "Eigh": ["flag"],
+             "QR": ["flag"], "SVD": ["flag"] * 2}
     roles, pos = [], 0
     for role in lists.get(name, []):
         if pos >= len(at):

@@ -84,6 +84,20 @@ TABLE = {
                         ALL),
     "Cholesky": (lambda a: td.apply(P.Cholesky(), a),
                  lambda d: [(arr((3, 3), d) + 6 * np.eye(3)).astype(d)], ALL),
+    "LU": (lambda a: td.apply(P.LU(), a), lambda d: [(arr((3, 3), d) + 4 * np.eye(3)).astype(d)],
+           ALL),
+    "LUPermute": (lambda x: td.apply(P.LUPermute(False), np.array([2, 2, 2], np.int32), x * x),
+                  lambda d: [arr((3, 2), d)], ALL),
+    "Eigh": (lambda a: td.apply(P.Eigh(True), a) * td.conj(td.apply(P.Eigh(True), a)),
+             lambda d: [(arr((3, 3), d) + np.diag([0.0, 3.0, 6.0])).astype(d)], ALL),
+    "Eigh values": (lambda a: td.apply(P.Eigh(False), a),
+                    lambda d: [(arr((3, 3), d) + np.diag([0.0, 3.0, 6.0])).astype(d)], ALL),
+    "QR": (lambda a: td.apply(P.QR(False), a),
+           lambda d: [(arr((4, 3), d) + 3 * np.eye(4, 3)).astype(d)], ALL),
+    "SVD": (lambda a: td.apply(P.SVD(False, True), a) * td.conj(td.apply(P.SVD(False, True), a)),
+            lambda d: [(arr((3, 2), d) + np.diag([0.0, 3.0])[[0, 1, 1]]).astype(d)], ALL),
+    "SVD values": (lambda a: td.apply(P.SVD(False, False), a),
+                   lambda d: [(arr((2, 3), d) + 3 * np.eye(2, 3)).astype(d)], ALL),
 }
 
 
