@@ -428,3 +428,34 @@ def test_forged_factorisations_are_refused(op, dtypes, shapes, attrs, msg):
 def test_forged_lu_permutes_are_refused(dtypes, shapes, attrs, msg):
     with pytest.raises(ValueError, match=msg):
         _raw(dtypes, shapes, "LUPermute", [0, 1], attrs)
+
+
+# ---- XLA: the spliced functions survive segments and a batch axis ----
+
+def test_xla_segments_and_batch_axis_carry_the_spliced_functions():
+    from tidu import xla
+
+    def f(a, b):
+        la = td.linalg
+        w, v = la.eigh(a + td.transpose(a))
+        return la.solve(a, b) + v @ b + la.qr(a)[1] @ b + la.svd(a)[0] @ b, w
+
+    F = td.build(f, a=td.spec((3, 3), "float64"), b=td.spec((3, 2), "float64"))
+    prog = td.compile(td.materialize_merge(td.resolve([F]), F.outputs), backend="cpu")
+    rng = np.random.default_rng(13)
+    a, b = rand(rng, (4, 3, 3), "float64") + 2 * np.eye(3), rand(rng, (4, 3, 2), "float64")
+    order = [{"a": 0, "b": 1}[k] for k in prog.inputs]
+    runner = xla.XlaRunner(prog.executable, max_instructions=4)
+    assert len(runner.segments) >= 3
+    assert any("func.call" in s.text for s in runner.segments)
+    for i in range(2):
+        got = runner.run([(a[i], b[i])[j] for j in order])
+        want = prog.eval([(a[i], b[i])[j] for j in order])
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-10)
+    batched = xla.XlaRunner(prog.executable, batch=4)
+    got = batched.run([(a, b)[j] for j in order])
+    for i in range(4):
+        want = prog.eval([(a[i], b[i])[j] for j in order])
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g[i], w, rtol=1e-10, atol=1e-10)
