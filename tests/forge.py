@@ -33,7 +33,8 @@ OPCODES = ["Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Neg", "Conj", "Exp"
            "DynamicUpdateSlice", "ReduceMin", "ReduceProd", "ReduceAnd", "ReduceOr", "ArgMax",
            "ArgMin", "Cumsum", "Cumprod", "Cummax", "Cummin", "LinearScan", "Sort", "Floor",
            "Ceil", "Round", "Tan", "Atan", "Asin", "Acos", "Sinh", "Cosh", "Asinh", "Acosh",
-           "Atanh", "Erf", "Erfc", "ErfInv", "Cbrt", "Logistic", "IsFinite", "Rem", "Atan2"]
+           "Atanh", "Erf", "Erfc", "ErfInv", "Cbrt", "Logistic", "IsFinite", "Rem", "Atan2", "LU",
+           "LUPermute", "Eigh", "QR", "SVD"]
 DTYPES = ["float32", "float64", "complex64", "complex128", "int32", "int64", "bool"]
 OP = {n: i for i, n in enumerate(OPCODES)}
 DT = {n: i for i, n in enumerate(DTYPES)}
@@ -170,6 +171,8 @@ def attr_roles(op: int, at: list[int]) -> list[tuple[int, str]]:
              "Iota": ["shape"], "DynamicSlice": ["shape"]}
     fixed = {"Compare": ["dir"], "Concatenate": ["axis"], "Constant": ["offset", "nbytes"],
              "TriangularSolve": ["flag"] * 5, "Gather": ["axis"], "Scatter": ["axis", "mode"]}
+             "TriangularSolve": ["flag"] * 5, "LUPermute": ["flag"], "Eigh": ["flag"],
+             "QR": ["flag"], "SVD": ["flag"] * 2}
     roles, pos = [], 0
     for role in lists.get(name, []):
         if pos >= len(at):

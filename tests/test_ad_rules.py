@@ -109,6 +109,20 @@ TABLE = {
     "Sort": (lambda x: td.sort(x * x, axis=0), lambda d: [spread((4, 3), d)], REAL),
     "Sort by keys": (lambda k, v: td.apply(P.Sort(1, True), k, v * v),
                      lambda d: [spread((2, 4), d), arr((2, 4), d)], REAL),
+    "LU": (lambda a: td.apply(P.LU(), a), lambda d: [(arr((3, 3), d) + 4 * np.eye(3)).astype(d)],
+           ALL),
+    "LUPermute": (lambda x: td.apply(P.LUPermute(False), np.array([2, 2, 2], np.int32), x * x),
+                  lambda d: [arr((3, 2), d)], ALL),
+    "Eigh": (lambda a: td.apply(P.Eigh(True), a) * td.conj(td.apply(P.Eigh(True), a)),
+             lambda d: [(arr((3, 3), d) + np.diag([0.0, 3.0, 6.0])).astype(d)], ALL),
+    "Eigh values": (lambda a: td.apply(P.Eigh(False), a),
+                    lambda d: [(arr((3, 3), d) + np.diag([0.0, 3.0, 6.0])).astype(d)], ALL),
+    "QR": (lambda a: td.apply(P.QR(False), a),
+           lambda d: [(arr((4, 3), d) + 3 * np.eye(4, 3)).astype(d)], ALL),
+    "SVD": (lambda a: td.apply(P.SVD(False, True), a) * td.conj(td.apply(P.SVD(False, True), a)),
+            lambda d: [(arr((3, 2), d) + np.diag([0.0, 3.0])[[0, 1, 1]]).astype(d)], ALL),
+    "SVD values": (lambda a: td.apply(P.SVD(False, False), a),
+                   lambda d: [(arr((2, 3), d) + 3 * np.eye(2, 3)).astype(d)], ALL),
 }
 
 

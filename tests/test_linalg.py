@@ -13,7 +13,7 @@ import pytest
 import tidu as td
 from tidu import _eval, evaluator
 from tidu import ops as P
-from tidu.testing import check_grads
+from tidu.testing import check_grads, gp_nll
 from values import INEXACT, one_op_graph
 
 jax = pytest.importorskip("jax")
@@ -226,21 +226,6 @@ def test_complex_gradient_is_the_conjugate_of_jax():
 
 
 # ---- a Gaussian process ----
-
-def gp_nll(ns, sl, diag, x, y):
-    """Negative log marginal likelihood of an RBF GP in log hyperparameters."""
-    n = x.shape[0]
-
-    def nll(theta):
-        ell, var, noise = ns.exp(theta[0]), ns.exp(theta[1]), ns.exp(theta[2])
-        d = x[:, None] - x[None, :]
-        k = var * ns.exp(-0.5 * d * d / (ell * ell)) + noise * np.eye(n)
-        low = ns.linalg.cholesky(k)
-        alpha = sl.solve_triangular(low, y, lower=True)
-        return 0.5 * ns.sum(alpha * alpha) + ns.sum(ns.log(diag(low))) + 0.5 * n * np.log(2 * np.pi)
-
-    return nll
-
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_gp_likelihood_value_gradient_and_hessian_match_jax(backend):

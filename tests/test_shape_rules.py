@@ -67,6 +67,15 @@ GOOD = [
     (P.Scatter(0, "max"), [A((5, 3)), A((2,), "int64"), A((2, 3))], A((5, 3))),
     (P.DynamicSlice((2, 1)), [A((4, 3)), A((), "int64"), A((), "int32")], A((2, 1))),
     (P.DynamicUpdateSlice(), [A((4, 3)), A((2, 3)), A((), "int64"), A((), "int64")], A((4, 3))),
+    (P.LU(), [A((2, 3, 3), "complex64")], A((2, 3, 5), "complex64")),
+    (P.LUPermute(True), [A((2, 3), "int32"), A((2, 4, 5))], A((2, 4, 5))),
+    (P.Eigh(True), [A((2, 3, 3))], A((2, 3, 4))),
+    (P.Eigh(False), [A((2, 3, 3), "complex128")], A((2, 3))),
+    (P.QR(False), [A((5, 3))], A((24,))),
+    (P.QR(True), [A((2, 5, 3), "float32")], A((2, 40), "float32")),
+    (P.SVD(False, True), [A((5, 3))], A((3 + 15 + 9,))),
+    (P.SVD(True, True), [A((5, 3))], A((3 + 25 + 9,))),
+    (P.SVD(True, False), [A((4, 5, 3), "complex64")], A((4, 3), "float32")),
 ]
 
 # (op, operand avals, exception type, message fragment)
@@ -151,6 +160,13 @@ BAD = [
     (P.TriangularSolve(True, True, False, False, False), [A((3, 3)), A((2, 3))], ValueError,
      "TriangularSolve: b of shape \\(2, 3\\) has 2 rows"),
     (P.Cholesky(), [A((3, 2))], ValueError, "Cholesky: operand of shape \\(3, 2\\) is not a square"),
+    (P.LU(), [A((3, 2))], ValueError, r"LU: operand of shape \(3, 2\) is not a square"),
+    (P.Eigh(), [A((3, 3), "int32")], TypeError, "Eigh: operand dtype int32 is not floating"),
+    (P.QR(), [A((3,))], ValueError, r"QR: operand of shape \(3,\) is not a matrix"),
+    (P.SVD(), [A((3,), "complex64")], ValueError, r"SVD: operand of shape \(3,\) is not a matrix"),
+    (P.LUPermute(False), [A((3,), "int64"), A((3, 2))], TypeError, "pivots dtype int64"),
+    (P.LUPermute(False), [A((2, 3), "int32"), A((3, 2))], ValueError,
+     r"pivots of shape \(2, 3\) do not match x of shape \(3, 2\)"),
 ]
 
 

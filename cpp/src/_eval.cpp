@@ -243,6 +243,16 @@ bool set_blas(const std::string& path, const std::string& prefix) {
   tidu::kern::lapack() = tidu::kern::LapackHooks{sym("cblas_strsm"), sym("cblas_dtrsm"), sym("cblas_ctrsm"),
                                                  sym("cblas_ztrsm"), sym("spotrf_"), sym("dpotrf_"),
                                                  sym("cpotrf_"), sym("zpotrf_")};
+  // Factorisations (factor.hpp): LAPACK ?getrf_, ?syevd_/?heevd_, ?geqrf_, ?orgqr_/?ungqr_, ?gesdd_.
+  auto four = [&](const char* s, const char* d, const char* c, const char* z, void* (&out)[4]) {
+    out[0] = sym(s), out[1] = sym(d), out[2] = sym(c), out[3] = sym(z);
+  };
+  tidu::kern::FactorHooks& f = tidu::kern::factor_hooks();
+  four("sgetrf_", "dgetrf_", "cgetrf_", "zgetrf_", f.getrf);
+  four("ssyevd_", "dsyevd_", "cheevd_", "zheevd_", f.syevd);
+  four("sgeqrf_", "dgeqrf_", "cgeqrf_", "zgeqrf_", f.geqrf);
+  four("sorgqr_", "dorgqr_", "cungqr_", "zungqr_", f.orgqr);
+  four("sgesdd_", "dgesdd_", "cgesdd_", "zgesdd_", f.gesdd);
   // tidu splits large products over its own threads (kernels.hpp): the BLAS runs single-threaded,
   // so its threads never compete with tidu's or spin on a busy core.  This library copy is
   // tidu's own (numpy and scipy bundle theirs), so no other user's setting changes.
@@ -256,6 +266,7 @@ void make_program(py::module_& m) {
   m.def("clear_blas", [] {
     tidu::kern::blas() = tidu::kern::BlasHooks{};
     tidu::kern::lapack() = tidu::kern::LapackHooks{};
+    tidu::kern::factor_hooks() = tidu::kern::FactorHooks{};
   });
   m.def("simd_variant", [] { return std::string(tidu::fm::isa_name()); },
         "Which SIMD variant the transcendental kernels use: avx512, avx2 or generic (TIDU_SIMD).");

@@ -43,7 +43,8 @@ def ensure_blas() -> bool:
     return BLAS
 
 OPCODE = {name: i for i, name in enumerate(_eval.OPCODES)}
-_BLAS_OPS = [OPCODE[n] for n in ("DotGeneral", "TriangularSolve", "Cholesky")]  # use the hooks
+_BLAS_OPS = [OPCODE[n] for n in ("DotGeneral", "TriangularSolve", "Cholesky", "LU", "Eigh", "QR",
+                                  "SVD")]  # use the hooks
 DTYPE = {name: i for i, name in enumerate(_eval.DTYPES)}
 COMPARE = {name: i for i, name in enumerate(_eval.COMPARE)}
 

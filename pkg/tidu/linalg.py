@@ -1,7 +1,8 @@
 """``td.linalg``: linear algebra with derivatives, after ``jax.numpy.linalg`` and
 ``jax.scipy.linalg``.
 
-Built on two primitives (``tidu.ops.linalg``): ``Cholesky`` and ``TriangularSolve``.  Every
+Built on the primitives ``Cholesky`` and ``TriangularSolve`` (``tidu.ops.linalg``) and ``LU``,
+``LUPermute``, ``Eigh``, ``QR``, ``SVD`` (``tidu.ops.factor``, packed results sliced here).  Every
 function takes leading batch axes (broadcast between operands as numpy's) and float32, float64,
 complex64 and complex128 (integer input is promoted to float64).  See docs/linalg.md.
 """
@@ -13,7 +14,9 @@ import numpy as np
 from tidu import ops as P
 from tidu.ops._base import INEXACT
 
-__all__ = ["cholesky", "solve_triangular", "cho_factor", "cho_solve", "diagonal"]
+__all__ = ["cholesky", "solve_triangular", "cho_factor", "cho_solve", "diagonal", "lu_factor",
+           "lu_solve", "solve", "inv", "det", "slogdet", "eigh", "eigvalsh", "qr", "svd",
+           "svdvals", "norm", "pinv", "matrix_power", "lstsq"]
 
 
 # ---- helpers ----
@@ -63,11 +66,11 @@ def _batched(name: str, a, b):
     from tidu.tracing import broadcast_to, reshape
 
     n = _square(name, a)
-    vector = b.ndim == 1
+    vector, shape = b.ndim == 1, b.shape
     if vector:
         b = reshape(b, (b.shape[0], 1))
     if b.ndim < 2 or b.shape[-2] != n:
-        raise ValueError(f"{name}: b of shape {b.shape} does not match a of shape {a.shape} "
+        raise ValueError(f"{name}: b of shape {shape} does not match a of shape {a.shape} "
                          f"(expected ({n},) or (..., {n}, M))")
     try:
         batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
@@ -173,3 +176,390 @@ def cho_solve(c_and_lower, b):
     y = _apply(P.TriangularSolve(True, lower, not lower, cplx and not lower, False), c, b)
     x = _apply(P.TriangularSolve(True, lower, lower, cplx and lower, False), c, y)
     return _unvector(x, vector)
+
+
+# ---- LU: lu_factor, lu_solve, solve, inv, det, slogdet ----
+
+def _cols(x, lo, hi):
+    return x[..., lo:hi]
+
+
+def _lu(name: str, a):
+    """(lu (..., N, N), pivots int32 (..., N)) of a square a."""
+    from tidu.tracing import astype, real, reshape
+
+    n = _square(name, a)
+    packed = _apply(P.LU(), a)
+    piv = _cols(packed, n, n + 1)
+    piv = real(piv) if piv.dtype.kind == "c" else piv
+    return _cols(packed, 0, n), astype(reshape(piv, piv.shape[:-1]), "int32")
+
+
+def lu_factor(a):
+    """``(lu, piv)`` as ``jax.scipy.linalg.lu_factor``: P a = L U with L unit lower (below the
+    diagonal of lu) and U upper; piv (..., N) int32, row i swapped with row piv[i]."""
+    (a,) = _arrays("lu_factor", a)
+    return _lu("lu_factor", a)
+
+
+def _lu_solve(lu, piv, b, trans: int):
+    cplx = lu.dtype.kind == "c"
+    if trans == 0:  # a = P^T L U: x = U^-1 L^-1 P b
+        y = _apply(P.LUPermute(False), piv, b)
+        y = _apply(P.TriangularSolve(True, True, False, False, True), lu, y)
+        return _apply(P.TriangularSolve(True, False, False, False, False), lu, y)
+    conj = cplx and trans == 2  # op(a) = U^T L^T P (or ^H): x = P^T L^-T U^-T b
+    y = _apply(P.TriangularSolve(True, False, True, conj, False), lu, b)
+    y = _apply(P.TriangularSolve(True, True, True, conj, True), lu, y)
+    return _apply(P.LUPermute(True), piv, y)
+
+
+def lu_solve(lu_and_piv, b, trans=0):
+    """x with op(a) x = b from ``(lu, piv) = lu_factor(a)``, as ``jax.scipy.linalg.lu_solve``;
+    b is (N,) or (..., N, M); trans 0: a, 1: a^T, 2: a^H."""
+    from tidu.tracing import _lift, _trace_of, broadcast_to
+
+    if trans not in (0, 1, 2):
+        raise ValueError(f"lu_solve: invalid trans {trans!r} (0, 1 or 2)")
+    lu, piv = lu_and_piv
+    lu, b = _arrays("lu_solve", lu, b)
+    piv = _lift(_trace_of(piv), piv)
+    if piv.dtype != np.dtype("int32"):
+        raise TypeError(f"lu_solve: pivots dtype {piv.dtype} is not int32")
+    lu, b, vector = _batched("lu_solve", lu, b)
+    if piv.shape != lu.shape[:-1]:
+        if piv.shape[-1:] != lu.shape[-1:]:
+            raise ValueError(f"lu_solve: pivots of shape {piv.shape} do not match lu of shape "
+                             f"{lu.shape}")
+        piv = broadcast_to(piv, lu.shape[:-1])
+    return _unvector(_lu_solve(lu, piv, b, trans), vector)
+
+
+def solve(a, b):
+    """x with a x = b, as ``jax.numpy.linalg.solve`` (LU with partial pivoting): b is (N,) or
+    (..., N, M); inf/NaN where a is singular."""
+    a, b = _arrays("solve", a, b)
+    _square("solve", a)
+    a, b, vector = _batched("solve", a, b)
+    lu, piv = _lu("solve", a)
+    return _unvector(_lu_solve(lu, piv, b, 0), vector)
+
+
+def _eye_like(a):
+    from tidu.tracing import broadcast_to, iota, astype
+
+    n = a.shape[-1]
+    eye = astype(iota((n, n), "int32", 0) == iota((n, n), "int32", 1), a.dtype)
+    return broadcast_to(eye, a.shape) if a.ndim > 2 else eye
+
+
+def inv(a):
+    """The inverse of a (..., N, N), as ``jax.numpy.linalg.inv`` (inf/NaN where singular)."""
+    (a,) = _arrays("inv", a)
+    _square("inv", a)
+    lu, piv = _lu("inv", a)
+    return _lu_solve(lu, piv, _eye_like(a), 0)
+
+
+def slogdet(a):
+    """``(sign, logabsdet)`` of a (..., N, N), as ``jax.numpy.linalg.slogdet`` (from LU):
+    sign 0 and logabsdet -inf where a is singular."""
+    from tidu.tracing import (abs as abs_, astype, cos, exp, iota, log, sign, sum as sum_,
+                              where)
+
+    (a,) = _arrays("slogdet", a)
+    n = _square("slogdet", a)
+    lu, piv = _lu("slogdet", a)
+    d = diagonal(lu)
+    ad = abs_(d)
+    logabs = sum_(log(ad), axis=-1)
+    rdt = ad.dtype
+    swaps = sum_(astype(piv != iota(piv.shape, "int32", piv.ndim - 1), rdt), axis=-1)
+    zero = sum_(astype(ad == 0, rdt), axis=-1) > 0
+    if d.dtype.kind == "c":
+        unit = d / astype(where(ad == 0, 1, ad), d.dtype)
+        phase = exp(sum_(log(where(ad == 0, astype(1, d.dtype), unit)), axis=-1))
+        sgn = phase * astype(sign(cos(np.pi * swaps)), d.dtype)
+        sgn = where(zero, astype(0, d.dtype), sgn)
+    else:
+        neg = sum_(astype(d < 0, rdt), axis=-1)
+        sgn = where(zero, astype(0, rdt), sign(cos(np.pi * (neg + swaps))))
+    del n
+    return sgn, logabs
+
+
+def det(a):
+    """The determinant of a (..., N, N), as ``jax.numpy.linalg.det``: sign * exp(logabsdet)
+    from LU (0 where singular; its derivative there is NaN, where jax's is the cofactor)."""
+    from tidu.tracing import astype, exp
+
+    sgn, logabs = slogdet(a)
+    return sgn * astype(exp(logabs), sgn.dtype)
+
+
+# ---- Eigh ----
+
+def _herm(name, a, UPLO, symmetrize_input):
+    (a,) = _arrays(name, a)
+    _square(name, a)
+    if UPLO not in (None, "L", "U"):
+        raise ValueError(f"{name}: UPLO must be 'L' or 'U', got {UPLO!r}")
+    if symmetrize_input:
+        a = (a + _conj(_mT(a))) * 0.5
+    elif UPLO == "U":
+        a = _conj(_mT(a))
+    return a
+
+
+def eigh(a, UPLO=None, symmetrize_input: bool = True):
+    """``(w, v)`` of a Hermitian a (..., N, N), as ``jax.numpy.linalg.eigh``: w ascending (real
+    dtype), v's columns the eigenvectors.  Factors (a + a^H) / 2 by default; with
+    ``symmetrize_input=False`` only the triangle named by UPLO ('L' default) is read.  The
+    derivative of v is inf/NaN where eigenvalues are equal (as jax)."""
+    from tidu.tracing import real, reshape
+
+    a = _herm("eigh", a, UPLO, symmetrize_input)
+    n = a.shape[-1]
+    packed = _apply(P.Eigh(True), a)
+    w = _cols(packed, n, n + 1)
+    w = reshape(real(w) if w.dtype.kind == "c" else w, w.shape[:-1])
+    return w, _cols(packed, 0, n)
+
+
+def eigvalsh(a, UPLO="L", symmetrize_input: bool = True):
+    """The eigenvalues (ascending, real dtype) of a Hermitian a, as
+    ``jax.numpy.linalg.eigvalsh``."""
+    return _apply(P.Eigh(False), _herm("eigvalsh", a, UPLO, symmetrize_input))
+
+
+# ---- QR ----
+
+def qr(a, mode: str = "reduced"):
+    """``(q, r)`` (modes 'reduced', 'complete') or r (mode 'r'), as ``jax.numpy.linalg.qr``.
+    The derivative is defined for m >= n (mode 'reduced', or square), as jax's."""
+    from tidu.tracing import reshape
+
+    if mode not in ("reduced", "complete", "r"):
+        raise ValueError(f"qr: unsupported mode {mode!r} ('reduced', 'complete' or 'r')")
+    (a,) = _arrays("qr", a)
+    if a.ndim < 2:
+        raise ValueError(f"qr: a of shape {a.shape} is not a matrix (or a batch of them)")
+    m, n = a.shape[-2:]
+    full = mode == "complete"
+    kq = m if full else min(m, n)
+    packed = _apply(P.QR(full), a)
+    bs = a.shape[:-2]
+    r = reshape(_cols(packed, m * kq, m * kq + kq * n), bs + (kq, n))
+    if mode == "r":
+        return r
+    return reshape(_cols(packed, 0, m * kq), bs + (m, kq)), r
+
+
+# ---- SVD and what is built on it ----
+
+def _svd_parts(a, full_matrices: bool, compute_uv: bool):
+    from tidu.tracing import real, reshape
+
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    packed = _apply(P.SVD(bool(full_matrices), bool(compute_uv)), a)
+    if not compute_uv:
+        return packed
+    ku, kv = (m, n) if full_matrices else (k, k)
+    bs = a.shape[:-2]
+    s = _cols(packed, 0, k)
+    s = real(s) if s.dtype.kind == "c" else s
+    u = reshape(_cols(packed, k, k + m * ku), bs + (m, ku))
+    vh = reshape(_cols(packed, k + m * ku, k + m * ku + kv * n), bs + (kv, n))
+    return u, s, vh
+
+
+def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False):
+    """``(u, s, vh)`` or s (descending, real dtype), as ``jax.numpy.linalg.svd``.  The
+    derivative of u and vh needs ``full_matrices=False`` (or a square a) and is inf/NaN where
+    singular values are equal (as jax); ``hermitian`` is accepted and ignored (the general
+    algorithm gives the same values)."""
+    del hermitian
+    (a,) = _arrays("svd", a)
+    if a.ndim < 2:
+        raise ValueError(f"svd: a of shape {a.shape} is not a matrix (or a batch of them)")
+    return _svd_parts(a, full_matrices, compute_uv)
+
+
+def svdvals(x):
+    """The singular values of x (..., M, N), descending, as ``jax.numpy.linalg.svdvals``."""
+    return svd(x, compute_uv=False)
+
+
+def _smax(x, axis):
+    from tidu.tracing import max as max_
+
+    return max_(x, axis=axis)
+
+
+def _smin(x, axis):
+    from tidu.tracing import max as max_
+
+    return -max_(-x, axis=axis)
+
+
+def norm(x, ord=None, axis=None, keepdims: bool = False):  # noqa: A002 - numpy's name
+    """Vector or matrix norm, as ``jax.numpy.linalg.norm``: vector orders None/2, 1, inf, -inf,
+    0, any p; matrix orders None/'fro', 'nuc', 1, -1, 2, -2, inf, -inf over two axes."""
+    from tidu.tracing import _lift, _trace_of, abs as abs_, astype, reshape, sqrt, sum as sum_
+
+    (x,) = _arrays("norm", x)
+    nd = x.ndim
+    if axis is None:
+        if ord is None:
+            return _keep_dims(sqrt(sum_(_abs2(x))), x, tuple(range(nd)), keepdims)
+        axis = tuple(range(nd))
+        if nd not in (1, 2):
+            raise ValueError(f"norm: improper number of dimensions {nd} for ord={ord!r}")
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    axes = tuple(int(a) % nd if -nd <= int(a) < nd else _bad_axis(a, nd) for a in axes)
+    if len(axes) == 1:
+        (ax,) = axes
+        ab = abs_(x)
+        if ord is None or ord == 2:
+            r = sqrt(sum_(_abs2(x), axis=ax))
+        elif ord == np.inf:
+            r = _smax(ab, ax)
+        elif ord == -np.inf:
+            r = _smin(ab, ax)
+        elif ord == 0:
+            r = sum_(astype(ab != 0, ab.dtype), axis=ax)
+        elif ord == 1:
+            r = sum_(ab, axis=ax)
+        elif isinstance(ord, str):
+            raise ValueError(f"norm: invalid order {ord!r} for vectors")
+        else:
+            r = sum_(ab ** float(ord), axis=ax) ** (1.0 / float(ord))
+        return _keep_dims(r, x, axes, keepdims)
+    if len(axes) != 2 or axes[0] == axes[1]:
+        raise ValueError(f"norm: axis {axis!r} must name one or two distinct axes")
+    r0, c0 = axes
+    ab = abs_(x)
+    if ord is None or ord == "fro":
+        r = sqrt(sum_(_abs2(x), axis=axes))
+    elif ord in (1, -1):
+        red = _smax if ord == 1 else _smin
+        cs = sum_(ab, axis=r0)
+        r = red(cs, c0 - (1 if c0 > r0 else 0))
+    elif ord in (np.inf, -np.inf):
+        red = _smax if ord == np.inf else _smin
+        rs = sum_(ab, axis=c0)
+        r = red(rs, r0 - (1 if r0 > c0 else 0))
+    elif ord in (2, -2, "nuc"):
+        from tidu.tracing import transpose
+
+        rest = tuple(i for i in range(nd) if i not in axes)
+        y = transpose(x, rest + (r0, c0))
+        s = svd(y, compute_uv=False)
+        r = sum_(s, axis=-1) if ord == "nuc" else s[..., 0] if ord == 2 else s[..., -1]
+    else:
+        raise ValueError(f"norm: invalid order {ord!r} for matrices")
+    del _lift, _trace_of, reshape
+    return _keep_dims(r, x, axes, keepdims)
+
+
+def _bad_axis(a, nd):
+    raise ValueError(f"norm: axis {a} out of range for {nd} dimensions")
+
+
+def _abs2(x):
+    from tidu.tracing import imag, real
+
+    if x.dtype.kind == "c":
+        return real(x) * real(x) + imag(x) * imag(x)
+    return x * x
+
+
+def _keep_dims(r, x, axes, keepdims):
+    from tidu.tracing import reshape
+
+    if not keepdims:
+        return r
+    return reshape(r, tuple(1 if i in axes else d for i, d in enumerate(x.shape)))
+
+
+def pinv(a, rtol=None, hermitian: bool = False):
+    """Moore-Penrose pseudo-inverse from the SVD, as ``jax.numpy.linalg.pinv``: singular
+    values at most ``rtol * max(s)`` (default ``10 * max(M, N) * eps``) are dropped."""
+    from tidu.tracing import astype, where
+
+    del hermitian
+    (a,) = _arrays("pinv", a)
+    if a.ndim < 2:
+        raise ValueError(f"pinv: a of shape {a.shape} is not a matrix (or a batch of them)")
+    m, n = a.shape[-2:]
+    if rtol is None:
+        rtol = 10 * max(m, n) * np.finfo(a.dtype).eps
+    u, s, vh = _svd_parts(a, False, True)
+    if min(m, n) == 0:
+        return _mT(_conj(a))
+    cutoff = s[..., 0:1] * rtol
+    keep = s > cutoff
+    sinv = where(keep, 1 / where(keep, s, 1), 0)
+    return matmul_(_conj(_mT(vh)) * astype(sinv[..., None, :], a.dtype), _conj(_mT(u)))
+
+
+def matmul_(x, y):
+    from tidu.tracing import matmul
+
+    return matmul(x, y)
+
+
+def matrix_power(a, n: int):
+    """a raised to the integer power n (repeated squaring; n < 0 inverts first), as
+    ``jax.numpy.linalg.matrix_power``."""
+    if not isinstance(n, (int, np.integer)):
+        raise TypeError(f"matrix_power: exponent must be an integer, got {n!r}")
+    (a,) = _arrays("matrix_power", a)
+    _square("matrix_power", a)
+    n = int(n)
+    if n == 0:
+        return _eye_like(a)
+    if n < 0:
+        a, n = inv(a), -n
+    result, z = None, a
+    while True:
+        if n & 1:
+            result = z if result is None else matmul_(result, z)
+        n >>= 1
+        if not n:
+            return result
+        z = matmul_(z, z)
+
+
+def lstsq(a, b, rcond=None):
+    """``(x, resid, rank, s)`` minimising |a x - b|, as ``jax.numpy.linalg.lstsq`` (from the
+    SVD): a (M, N), b (M,) or (M, K); singular values at most ``rcond * max(s)`` (default
+    ``eps * max(M, N)``) are dropped; resid is sum |b - a x|^2 per column when rank == N and
+    M > N, else an empty-as-zero array as jax returns."""
+    from tidu.tracing import astype, reshape, sum as sum_, where
+
+    a, b = _arrays("lstsq", a, b)
+    if a.ndim != 2:
+        raise ValueError(f"lstsq: a of shape {a.shape} must be 2-dimensional")
+    vector = b.ndim == 1
+    if vector:
+        b = reshape(b, (b.shape[0], 1))
+    if b.ndim != 2 or b.shape[0] != a.shape[0]:
+        raise ValueError(f"lstsq: b of shape {b.shape} does not match a of shape {a.shape}")
+    m, n = a.shape
+    if rcond is None:
+        rcond = np.finfo(a.dtype).eps * max(m, n)
+    u, s, vh = _svd_parts(a, False, True)
+    keep = s >= s[0:1] * rcond if min(m, n) else s > 0
+    rank = sum_(astype(keep, "int32"))
+    sinv = where(keep, 1 / where(keep, s, 1), 0)
+    utb = matmul_(_conj(_mT(u)), b)
+    x = matmul_(_conj(_mT(vh)), astype(sinv[:, None], a.dtype) * utb)
+    r = b - matmul_(a, x)
+    resid = sum_(_abs2(r), axis=0)
+    full = astype(rank == n, resid.dtype) if m > n else astype(rank < 0, resid.dtype)
+    resid = resid * full
+    if vector:
+        x, resid = reshape(x, (n,)), reshape(resid, ())
+    return x, resid, rank, s

@@ -7,7 +7,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-__all__ = ["check_grads", "numerical_jvp"]
+__all__ = ["check_grads", "numerical_jvp", "gp_nll"]
 
 
 def _tols(dtype, atol, rtol):
@@ -84,3 +84,21 @@ def check_grads(f: Callable, args: Sequence, order: int = 2, modes=("fwd", "rev"
             return td.jvp(f, xs, v)[1]
 
         check_grads(directional, args, order - 1, modes, atol, rtol, eps, seed + 1)
+
+
+def gp_nll(ns, sl, diag, x, y):
+    """The negative log marginal likelihood of an RBF Gaussian process in log hyperparameters
+    (theta = log lengthscale, log variance, log noise), written once for any numpy-like
+    namespace: ``gp_nll(td, td.linalg, td.linalg.diagonal, x, y)`` or ``gp_nll(jnp, jsl,
+    jnp.diagonal, x, y)`` (the tests and bench/linalg.py compare the two)."""
+    n = x.shape[0]
+
+    def nll(theta):
+        ell, var, noise = ns.exp(theta[0]), ns.exp(theta[1]), ns.exp(theta[2])
+        d = x[:, None] - x[None, :]
+        k = var * ns.exp(-0.5 * d * d / (ell * ell)) + noise * np.eye(n)
+        low = ns.linalg.cholesky(k)
+        alpha = sl.solve_triangular(low, y, lower=True)
+        return 0.5 * ns.sum(alpha * alpha) + ns.sum(ns.log(diag(low))) + 0.5 * n * np.log(2 * np.pi)
+
+    return nll

@@ -105,11 +105,13 @@ class Lowering:
     and batch shapes with ``shape``/``type``.
     """
 
-    def __init__(self, batch: int | None = None):
+    def __init__(self, batch: int | None = None, platform: str = "cpu"):
         self.batch = batch
         self.nb = 0 if batch is None else 1
         self.lines: list[str] = []
         self._n = 0
+        self.platform = platform  # the target, for rules that splice platform-specific code
+        self.funcs: dict[str, str] = {}  # private func.func definitions by name (ops/_splice.py)
 
     # -- naming and types --
     def fresh(self) -> str:
@@ -230,7 +232,8 @@ class Segment:
 
 
 def lower_segments(exe, batch: int | None = None,
-                   max_instructions: int | None = MAX_FUSED_INSTRUCTIONS) -> list[Segment]:
+                   max_instructions: int | None = MAX_FUSED_INSTRUCTIONS,
+                   platform: str = "cpu") -> list[Segment]:
     """The program as consecutive segments of at most max_instructions instructions (one when
     None); each segment's inputs are the program inputs and earlier results it reads, its
     outputs the values read later or returned."""
@@ -251,7 +254,7 @@ def lower_segments(exe, batch: int | None = None,
     live: list[int] = [int(s) for s in exe.input_slots]  # slots available at a boundary
     segments = []
     for k, (start, stop) in enumerate(bounds):
-        lo = Lowering(batch)
+        lo = Lowering(batch, platform)
         env: dict[int, Value] = {}
         args = []
         for j, s in enumerate(live):
@@ -268,7 +271,7 @@ def lower_segments(exe, batch: int | None = None,
         else:
             outs = [s for s in env if s in out_set or last_read.get(s, -1) >= stop]
             results = [env[s] for s in outs]
-        text = _module(_function(lo, "main", args, results))
+        text = _module("\n".join([_function(lo, "main", args, results), *lo.funcs.values()]))
         segments.append(Segment(text, list(dict.fromkeys(live)), outs))
         live = outs
     return segments
@@ -379,7 +382,7 @@ class XlaRunner:
             sharding = SingleDeviceSharding(dev)
         avals = exe.slot_avals
         lead = (batch,) if batch is not None else ()
-        self.segments = lower_segments(exe, batch, max_instructions)
+        self.segments = lower_segments(exe, batch, max_instructions, self.platform)
         self.calls = []
         with jax.enable_x64(True):
             for seg in self.segments:

@@ -13,6 +13,7 @@
 
 #include "tidu/gather.hpp"
 #include "tidu/kernels.hpp"
+#include "tidu/factor.hpp"
 #include "tidu/linalg.hpp"
 #include "tidu/opcodes.hpp"
 #include "tidu/parallel.hpp"
@@ -314,6 +315,9 @@ inline void run_instr(const Program& p, Workspace& ws, std::size_t idx) {
     case Op::LinearScan: case Op::Sort:  // sort_scan.hpp
       kern::run_sort_scan(in.op, p, a, in.n_in, at, in.out, y, ptr);
       return;
+    case Op::LU: case Op::LUPermute: case Op::Eigh: case Op::QR: case Op::SVD:  // factor.hpp
+      kern::run_factor(in.op, p, a, at, y, ptr);
+      return;
     default:
       throw std::runtime_error(std::string("tidu: no kernel for opcode ") + op_name(in.op));
   }
@@ -420,6 +424,7 @@ op_Concatenate: op_Iota: op_TriangularSolve: op_Cholesky: op_IsFinite:
 op_Gather: op_Scatter: op_DynamicSlice: op_DynamicUpdateSlice:
 op_ReduceMin: op_ReduceProd: op_ReduceAnd: op_ReduceOr: op_ArgMax: op_ArgMin: op_Cumsum: op_Cumprod:
 op_Cummax: op_Cummin: op_LinearScan: op_Sort:
+op_LU: op_LUPermute: op_Eigh: op_QR: op_SVD:
   TIDU_SCALAR_NEXT(x)
 #undef TIDU_SCALAR_NEXT
 done:

@@ -85,7 +85,12 @@ namespace tidu {
   X(Logistic, E1)           \
   X(IsFinite, S)            \
   X(Rem, E2)                \
-  X(Atan2, E2)
+  X(Atan2, E2)              \
+  X(LU, S)                  \
+  X(LUPermute, S)           \
+  X(Eigh, S)                \
+  X(QR, S)                  \
+  X(SVD, S)
 
 enum class Op : std::uint8_t {
 #define TIDU_ENUM(name, kind) name,

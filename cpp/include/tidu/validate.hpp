@@ -293,6 +293,69 @@ inline void validate_instructions(const Program& p) {
       case Op::LinearScan: case Op::Sort:  // sort_scan.hpp
         if (const char* problem = check_sort_scan(p, in)) fail(problem);
         break;
+      case Op::LU: case Op::LUPermute: case Op::Eigh: case Op::QR: case Op::SVD: {  // factor.hpp
+        const bool perm = in.op == Op::LUPermute;
+        arity(perm ? 2 : 1);
+        need(na == (in.op == Op::LU ? 0 : in.op == Op::SVD ? 2 : 1), "wrong number of attributes");
+        for (std::int64_t k = 0; k < na; ++k) need(at[k] == 0 || at[k] == 1, "flag attribute is not 0 or 1");
+        const Slot& x = slot(perm ? 1 : 0);
+        const DType d = x.dtype;
+        need(d == DType::F32 || d == DType::F64 || d == DType::C64 || d == DType::C128, "dtype is not inexact");
+        const DType real = d == DType::C64 ? DType::F32 : d == DType::C128 ? DType::F64 : d;
+        const std::uint32_t nd = x.ndim;
+        need(nd >= 2, "operand is not a (batch of) matrices");
+        const std::int64_t* xs = p.shape(a[perm ? 1 : 0]);
+        const std::int64_t m = xs[nd - 2], n = xs[nd - 1], k = std::min(m, n);
+        need(std::equal(xs, xs + nd - 2, oshape) && o.ndim >= nd - 2, "batch axes of the result differ");
+        auto last = [&](std::int64_t want, std::uint32_t rank, DType dt) {
+          need(o.ndim == rank && o.dtype == dt, "result rank or dtype");
+          need(want >= 0 && oshape[rank - 1] == want, "result size");
+        };
+        auto prod = [&](std::int64_t u, std::int64_t v) {  // -1 on overflow
+          std::int64_t r = 0;
+          return checked::mul(u, v, r) && r <= checked::kMaxElements ? r : std::int64_t{-1};
+        };
+        auto sum = [&](std::int64_t u, std::int64_t v) {
+          std::int64_t r = 0;
+          return u >= 0 && v >= 0 && checked::add(u, v, r) ? r : std::int64_t{-1};
+        };
+        switch (in.op) {
+          case Op::LU:
+            need(m == n, "operand is not a (batch of) square matrices");
+            last(n + 2, nd, d);
+            need(oshape[nd - 2] == m, "result size");
+            break;
+          case Op::LUPermute: {
+            const Slot& pv = slot(0);
+            need(pv.dtype == DType::I32 && pv.ndim + 1 == nd, "pivots are not int32 of rank one less than x");
+            need(std::equal(xs, xs + nd - 2, p.shape(a[0])), "batch axes of pivots and x differ");
+            need(o.dtype == d, "operand dtype mismatch");
+            same_shape(1);
+            break;
+          }
+          case Op::Eigh:
+            need(m == n, "operand is not a (batch of) square matrices");
+            if (at[0]) {
+              last(n + 1, nd, d);
+              need(oshape[nd - 2] == m, "result size");
+            } else {
+              last(n, nd - 1, real);
+            }
+            break;
+          case Op::QR: {
+            const std::int64_t kq = at[0] ? m : k;
+            last(sum(prod(m, kq), prod(kq, n)), nd - 1, d);
+            break;
+          }
+          default: {
+            const std::int64_t ku = at[0] ? m : k, kv = at[0] ? n : k;
+            if (at[1]) last(sum(k, sum(prod(m, ku), prod(kv, n))), nd - 1, d);
+            else last(k, nd - 1, real);
+            break;
+          }
+        }
+        break;
+      }
       default:
         fail("unknown opcode");
     }

@@ -3,6 +3,7 @@
 from tidu.ops.elementwise import (Abs, Add, Compare, Conj, Cos, Div, Exp, Expm1, Imag, Log, Log1p,
                                   Max, Min, Mul, Neg, Pow, Real, Rsqrt, Sign, Sin, Sqrt, Sub, Tanh)
 from tidu.ops.indexing import DynamicSlice, DynamicUpdateSlice, Gather, Scatter
+from tidu.ops.factor import LU, QR, SVD, Eigh, LUPermute
 from tidu.ops.linalg import Cholesky, TriangularSolve
 from tidu.ops.sources import Constant, Iota, StopGradient
 from tidu.ops.structural import (BroadcastInDim, Concatenate, Convert, DotGeneral, Pad, ReduceMax,
@@ -15,7 +16,7 @@ __all__ = [
     "Slice", "Sqrt", "StopGradient", "Sub", "Tanh", "Transpose",
 ]
 TIER1 = tuple(__all__)
-LINALG = ("Cholesky", "TriangularSolve")  # linear algebra (docs/linalg.md)
+LINALG = ("Cholesky", "TriangularSolve", "LU", "LUPermute", "Eigh", "QR", "SVD")  # linear algebra (docs/linalg.md)
 __all__ += list(LINALG)
 INDEXING = ("DynamicSlice", "DynamicUpdateSlice", "Gather", "Scatter")  # docs/numpy.md
 __all__ += list(INDEXING)
