@@ -29,7 +29,7 @@ OPCODES = ["Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Neg", "Conj", "Exp"
            "Cos", "Tanh", "Sqrt", "Rsqrt", "Expm1", "Log1p", "Sign", "StopGradient", "Real",
            "Imag", "Abs", "Compare", "Select", "Convert", "ReduceSum", "ReduceMax",
            "BroadcastInDim", "Reshape", "Transpose", "DotGeneral", "Slice", "Pad", "Concatenate",
-           "Constant", "Iota", "TriangularSolve", "Cholesky"]
+           "Constant", "Iota", "TriangularSolve", "Cholesky", "Rev"]
 DTYPES = ["float32", "float64", "complex64", "complex128", "int32", "int64", "bool"]
 OP = {n: i for i, n in enumerate(OPCODES)}
 DT = {n: i for i, n in enumerate(DTYPES)}
@@ -163,7 +163,7 @@ def attr_roles(op: int, at: list[int]) -> list[tuple[int, str]]:
     lists = {"ReduceSum": ["axis"], "ReduceMax": ["axis"], "Transpose": ["perm"],
              "BroadcastInDim": ["shape", "bdim"], "Slice": ["start", "limit", "stride"],
              "Pad": ["lo", "hi", "interior"], "DotGeneral": ["lc", "rc", "lb", "rb"],
-             "Iota": ["shape"]}
+             "Iota": ["shape"], "Rev": ["dim"]}
     fixed = {"Compare": ["dir"], "Concatenate": ["axis"], "Constant": ["offset", "nbytes"],
              "TriangularSolve": ["flag"] * 5}
     roles, pos = [], 0

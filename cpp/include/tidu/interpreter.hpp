@@ -16,6 +16,7 @@
 #include "tidu/opcodes.hpp"
 #include "tidu/parallel.hpp"
 #include "tidu/program.hpp"
+#include "tidu/shapes.hpp"
 
 namespace tidu {
 
@@ -293,6 +294,9 @@ inline void run_instr(const Program& p, Workspace& ws, std::size_t idx) {
     case Op::TriangularSolve: case Op::Cholesky:  // linalg.hpp
       kern::run_linalg(in.op, p, a, at, out.dtype, y, ptr);
       return;
+    case Op::Rev:  // shapes.hpp
+      kern::run_shape(in.op, p, a, at, out.dtype, y, ptr);
+      return;
     default:
       throw std::runtime_error(std::string("tidu: no kernel for opcode ") + op_name(in.op));
   }
@@ -395,7 +399,7 @@ inline void eval_scalar(const Program& p, double* v, const void* const* inputs, 
   // Every other opcode (build_scalar_code admits only copies among them): r = x.
 op_Conj: op_StopGradient: op_Reshape: op_BroadcastInDim: op_Real: op_Imag: op_Compare: op_Select:
 op_Convert: op_ReduceSum: op_ReduceMax: op_Transpose: op_DotGeneral: op_Slice: op_Pad:
-op_Concatenate: op_Iota: op_TriangularSolve: op_Cholesky:
+op_Concatenate: op_Iota: op_TriangularSolve: op_Cholesky: op_Rev:
   TIDU_SCALAR_NEXT(x)
 #undef TIDU_SCALAR_NEXT
 done:

@@ -49,7 +49,8 @@ namespace tidu {
   X(Constant, S)        \
   X(Iota, S)            \
   X(TriangularSolve, S) \
-  X(Cholesky, S)
+  X(Cholesky, S)         \
+  X(Rev, S)
 
 enum class Op : std::uint8_t {
 #define TIDU_ENUM(name, kind) name,

@@ -3,6 +3,7 @@
 from tidu.ops.elementwise import (Abs, Add, Compare, Conj, Cos, Div, Exp, Expm1, Imag, Log, Log1p,
                                   Max, Min, Mul, Neg, Pow, Real, Rsqrt, Sign, Sin, Sqrt, Sub, Tanh)
 from tidu.ops.linalg import Cholesky, TriangularSolve
+from tidu.ops.shapes import Rev
 from tidu.ops.sources import Constant, Iota, StopGradient
 from tidu.ops.structural import (BroadcastInDim, Concatenate, Convert, DotGeneral, Pad, ReduceMax,
                                  ReduceSum, Reshape, Select, Slice, Transpose)
@@ -16,3 +17,5 @@ __all__ = [
 TIER1 = tuple(__all__)
 LINALG = ("Cholesky", "TriangularSolve")  # linear algebra (docs/linalg.md)
 __all__ += list(LINALG)
+SHAPES = ("Rev",)  # the numpy shape surface (docs/numpy.md)
+__all__ += list(SHAPES)
