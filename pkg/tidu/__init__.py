@@ -16,6 +16,12 @@ from tidu.tracing import (Tracer, abs, apply, astype, broadcast_to, build, conca
                           ones_like, power, real, reshape, rsqrt, sign, sin, spec, sqrt,
                           stop_gradient, sum, tanh, where, zeros_like)
 from tidu import ops
+from tidu.shapes import (arange, array, array_split, asarray, atleast_1d, atleast_2d, atleast_3d,
+                         column_stack, diag, diagonal, diff, dstack, empty, empty_like,
+                         expand_dims, eye, flip, fliplr, flipud, full, full_like, hstack,
+                         identity, linear_transpose, linspace, meshgrid, moveaxis, ones, ones_like,
+                         pad, ravel, repeat, roll, select, split, squeeze, stack, std, swapaxes,
+                         tile, tri, tril, triu, var, vstack, zeros, zeros_like)
 from tidu import linalg
 from tidu.evaluator import LoadedProgram, load
 from tidu.api import jit
@@ -36,6 +42,9 @@ __all__ = [
     "program_cache", "real", "reshape", "resolve", "rsqrt", "sign", "sin", "spec", "sqrt",
     "stop_gradient", "sum", "tanh", "transpose", "where", "zeros_like",
 ]
+from tidu import shapes as _shapes  # noqa: E402 - docs/numpy.md, "Shapes and array construction"
+
+__all__ += [n for n in _shapes.__all__ if n not in __all__]
 
 
 def _installed(name: str) -> Path | None:
