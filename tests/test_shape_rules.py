@@ -56,6 +56,7 @@ GOOD = [
     (P.Constant.of([1.0, 2.0]), [], A((2,))),
     (P.Iota((2, 3), "int32", 1), [], A((2, 3), "int32")),
     (P.StopGradient(), [A((2,))], A((2,))),
+    (P.Rev((0, 2)), [A((2, 3, 4), "int32")], A((2, 3, 4), "int32")),
     (P.TriangularSolve(True, True, False, False, False), [A((4, 3, 3)), A((4, 3, 2))], A((4, 3, 2))),
     (P.TriangularSolve(False, False, True, True, True), [A((3, 3), "complex64"), A((5, 3), "complex64")],
      A((5, 3), "complex64")),
@@ -137,6 +138,8 @@ BAD = [
     (P.TriangularSolve(True, True, False, False, False), [A((3, 3)), A((2, 3))], ValueError,
      "TriangularSolve: b of shape \\(2, 3\\) has 2 rows"),
     (P.Cholesky(), [A((3, 2))], ValueError, "Cholesky: operand of shape \\(3, 2\\) is not a square"),
+    (P.Rev((2,)), [A((2, 3))], ValueError, r"Rev: axes \(2,\) out of range for shape \(2, 3\)"),
+    (P.Rev((0, 0)), [A((2, 3))], ValueError, r"Rev: repeated axis"),
 ]
 
 

@@ -350,3 +350,57 @@ def test_rev_program_file_validation():
             with pytest.raises(Exception, match="rev dim"):
                 _eval.Program(*args.values())
     del x
+
+
+# ---- the shape primitives of values.SHAPE_OPS, table-driven ----
+
+import values  # noqa: E402
+
+SHAPE_CASES = [(op, shape, d) for op, shape, dts in values.SHAPE_OPS for d in dts]
+_ids = [f"{op.name}{op.dims}-{shape}-{d}" for op, shape, d in SHAPE_CASES]
+
+
+@pytest.mark.parametrize("op,shape,dtype", SHAPE_CASES, ids=_ids)
+def test_shape_primitive_interpreter_and_xla(op, shape, dtype):
+    """Interpreter against impl; XLA against the interpreter, one point and a batch."""
+    x = values.value(rng, shape, dtype)
+    g = values.one_op_graph(op, [td.aval(shape, dtype)])
+    cpu, acc = td.compile(g, backend="cpu"), td.compile(g, backend="xla")
+    assert cpu.executable.native is not None
+    (got,) = cpu.eval([x])
+    want = op.impl(x)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(acc.eval([x])[0], got)
+    xb = np.stack([x, values.value(rng, shape, dtype), x])
+    np.testing.assert_array_equal(acc.eval_batch([xb])[0], cpu.eval_batch([xb])[0])
+
+
+@pytest.mark.parametrize("op,shape,dtype",
+                         [c for c in SHAPE_CASES if np.dtype(c[2]).kind in "fc"],
+                         ids=[i for i, c in zip(_ids, SHAPE_CASES) if np.dtype(c[2]).kind in "fc"])
+def test_shape_primitive_derivatives(op, shape, dtype):
+    single = dtype in ("float32", "complex64")
+    x = values.value(rng, shape, dtype)
+    check_grads(lambda x: td.apply(op, x) * x, [x], order=2,
+                atol=5e-2 if single else None, rtol=5e-2 if single else None,
+                eps=1e-2 if single else None)
+
+
+def test_negative_step_slicing_through_the_pipeline_to_third_order():
+    """x[::-1] (Rev) differentiated three times: forward over reverse over forward."""
+    f = lambda x: td.sum(td.sin(x[::-1] * x[::-2][:1]) * x)
+    fj = lambda x: jnp.sum(jnp.sin(x[::-1] * x[::-2][:1]) * x)
+    x = r(4)
+    t = r(4)
+    got = td.jvp(td.hessian(f), (x,), (t,))[1]
+    want = jax.jvp(jax.hessian(fj), (x,), (t,))[1]
+    _close(got, want, 1e-9)
+
+
+def test_index_plan_memo_covers_negative_steps():
+    from tidu import tracing
+
+    f = td.jit(lambda x: x[::-1] + x[::-1])
+    f(r(5))
+    assert any(k[1] == ((slice, None, None, -1),) for k in tracing._index_plans)

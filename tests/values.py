@@ -26,6 +26,11 @@ BINARY = [(P.Add, NUMERIC, False), (P.Sub, NUMERIC, False), (P.Mul, NUMERIC, Fal
           (P.Div, INEXACT, True), (P.Pow, FLOATS, True), (P.Max, FLOATS + INTS, False),
           (P.Min, FLOATS + INTS, False)]
 
+# Shape primitives (docs/numpy.md): (op, operand shape, dtypes); tests/test_shapes.py runs each on
+# the interpreter (against impl), on XLA (against the interpreter, batched too) and through AD.
+SHAPE_OPS = [(P.Rev((0,)), (4, 3), ALL), (P.Rev((0, 2)), (2, 3, 5), ALL), (P.Rev(()), (3,), ALL),
+             (P.Rev((1,)), (3, 0), ALL), (P.Rev((0,)), (1,), ALL)]
+
 
 def cases(table):
     """(primitive, dtype, positive) for every dtype of every row, for pytest.parametrize."""
