@@ -853,8 +853,8 @@ def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = 
     iota = T._lift(t, np.arange(num, dtype=np.float64).reshape(
         tuple(num if i == ax else 1 for i in _range(nd))), s.dtype)
     sb = T._emit(t, T._op(P.BroadcastInDim, out_shape, dims), s)
-    if step is None:
-        res = sb if num else sb
+    if step is None:  # num <= 1 (or 0 with endpoint=False): start alone, or nothing
+        res = sb
     else:
         stb = T._emit(t, T._op(P.BroadcastInDim, out_shape, dims), step)
         res = sb + T._broadcast(t, iota, out_shape) * stb
