@@ -34,7 +34,7 @@ OPCODES = ["Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Neg", "Conj", "Exp"
            "ArgMin", "Cumsum", "Cumprod", "Cummax", "Cummin", "LinearScan", "Sort", "Floor",
            "Ceil", "Round", "Tan", "Atan", "Asin", "Acos", "Sinh", "Cosh", "Asinh", "Acosh",
            "Atanh", "Erf", "Erfc", "ErfInv", "Cbrt", "Logistic", "IsFinite", "Rem", "Atan2", "LU",
-           "LUPermute", "Eigh", "QR", "SVD"]
+           "LUPermute", "Eigh", "QR", "SVD", "Rev"]
 DTYPES = ["float32", "float64", "complex64", "complex128", "int32", "int64", "bool"]
 OP = {n: i for i, n in enumerate(OPCODES)}
 DT = {n: i for i, n in enumerate(DTYPES)}
@@ -169,6 +169,7 @@ def attr_roles(op: int, at: list[int]) -> list[tuple[int, str]]:
              "BroadcastInDim": ["shape", "bdim"], "Slice": ["start", "limit", "stride"],
              "Pad": ["lo", "hi", "interior"], "DotGeneral": ["lc", "rc", "lb", "rb"],
              "Iota": ["shape"], "DynamicSlice": ["shape"]}
+             "Iota": ["shape"], "Rev": ["dim"]}
     fixed = {"Compare": ["dir"], "Concatenate": ["axis"], "Constant": ["offset", "nbytes"],
              "TriangularSolve": ["flag"] * 5, "Gather": ["axis"], "Scatter": ["axis", "mode"]}
              "TriangularSolve": ["flag"] * 5, "LUPermute": ["flag"], "Eigh": ["flag"],

@@ -82,6 +82,7 @@ TABLE = {
                                               a, b * b),
                         lambda d: [(arr((3, 3), d) + 4 * np.eye(3)).astype(d), arr((3, 2), d)],
                         ALL),
+    "Rev": (lambda x: x[::-1, ::-2] * td.flip(x)[:, :2], lambda d: [arr((3, 4), d)], ALL),
     "Cholesky": (lambda a: td.apply(P.Cholesky(), a),
                  lambda d: [(arr((3, 3), d) + 6 * np.eye(3)).astype(d)], ALL),
     # indexing (tests/test_indexing.py has the front end's cases)

@@ -56,6 +56,7 @@ GOOD = [
     (P.Constant.of([1.0, 2.0]), [], A((2,))),
     (P.Iota((2, 3), "int32", 1), [], A((2, 3), "int32")),
     (P.StopGradient(), [A((2,))], A((2,))),
+    (P.Rev((0, 2)), [A((2, 3, 4), "int32")], A((2, 3, 4), "int32")),
     (P.TriangularSolve(True, True, False, False, False), [A((4, 3, 3)), A((4, 3, 2))], A((4, 3, 2))),
     (P.TriangularSolve(False, False, True, True, True), [A((3, 3), "complex64"), A((5, 3), "complex64")],
      A((5, 3), "complex64")),
@@ -167,6 +168,8 @@ BAD = [
     (P.LUPermute(False), [A((3,), "int64"), A((3, 2))], TypeError, "pivots dtype int64"),
     (P.LUPermute(False), [A((2, 3), "int32"), A((3, 2))], ValueError,
      r"pivots of shape \(2, 3\) do not match x of shape \(3, 2\)"),
+    (P.Rev((2,)), [A((2, 3))], ValueError, r"Rev: axes \(2,\) out of range for shape \(2, 3\)"),
+    (P.Rev((0, 0)), [A((2, 3))], ValueError, r"Rev: repeated axis"),
 ]
 
 

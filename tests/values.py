@@ -46,6 +46,11 @@ SORT_SCAN = [(P.ReduceMin((0, 2)), FLOATS + INTS, False), (P.ReduceProd((1,)), N
              (P.LinearScan(0, True), INEXACT, False), (P.Sort(1), ALL, False),
              (P.Sort(2, True), ALL, False)]
 
+# Shape primitives (docs/numpy.md): (op, operand shape, dtypes); tests/test_shapes.py runs each on
+# the interpreter (against impl), on XLA (against the interpreter, batched too) and through AD.
+SHAPE_OPS = [(P.Rev((0,)), (4, 3), ALL), (P.Rev((0, 2)), (2, 3, 5), ALL), (P.Rev(()), (3,), ALL),
+             (P.Rev((1,)), (3, 0), ALL), (P.Rev((0,)), (1,), ALL)]
+
 
 def cases(table):
     """(primitive, dtype, positive) for every dtype of every row, for pytest.parametrize."""

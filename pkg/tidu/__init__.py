@@ -19,6 +19,12 @@ from tidu import ops
 from tidu.einsum import cross, einsum, einsum_path, inner, kron, outer, tensordot, trace, vdot
 from tidu.sorting import (all, any, argmax, argmin, argsort, cummax, cummin, cumprod, cumsum, min,
                           prod, sort)
+from tidu.shapes import (arange, array, array_split, asarray, atleast_1d, atleast_2d, atleast_3d,
+                         column_stack, diag, diagonal, diff, dstack, empty, empty_like,
+                         expand_dims, eye, flip, fliplr, flipud, full, full_like, hstack,
+                         identity, linear_transpose, linspace, meshgrid, moveaxis, ones, ones_like,
+                         pad, ravel, repeat, roll, select, split, squeeze, stack, std, swapaxes,
+                         tile, tri, tril, triu, var, vstack, zeros, zeros_like)
 from tidu import linalg
 from tidu.indexing import dynamic_slice, dynamic_update_slice, take, take_along_axis
 from tidu.numpy_math import (angle, arccos, arccosh, arcsin, arcsinh, arctan, arctan2, arctanh, around,
@@ -61,6 +67,9 @@ __all__ += ["angle", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctan
             "isfinite", "isinf", "isnan", "log2", "log10", "logaddexp", "logaddexp2", "mod",
             "nan_to_num", "rad2deg", "radians", "reciprocal", "remainder", "rint", "round", "sinh",
             "square", "tan", "trunc", "nn", "scipy"]
+from tidu import shapes as _shapes  # noqa: E402 - docs/numpy.md, "Shapes and array construction"
+
+__all__ += [n for n in _shapes.__all__ if n not in __all__]
 
 
 def _installed(name: str) -> Path | None:

@@ -297,7 +297,7 @@ def _index_plan(x: Tracer, idx) -> tuple[tuple[int, int], ...]:
         idx = idx[:pos] + (slice(None),) * (x.ndim - n_real) + idx[pos + 1:]
     else:
         idx = idx + (slice(None),) * (x.ndim - n_real)
-    start, limit, stride, out_shape = [], [], [], []
+    start, limit, stride, out_shape, rev = [], [], [], [], []
     axis = 0
     for i in idx:
         if i is None:
@@ -311,15 +311,22 @@ def _index_plan(x: Tracer, idx) -> tuple[tuple[int, int], ...]:
             start.append(j), limit.append(j + 1), stride.append(1)
         elif isinstance(i, slice):
             s, e, st = i.indices(d)
-            if st < 0:
-                raise IndexError("negative slice steps are not supported")
+            n = len(range(s, e, st))
+            if st < 0:  # numpy's elements s, s+st, ... : a Rev of the axis, then a slice
+                rev.append(axis)
+                s, st = (d - 1 - s, -st) if n else (0, -st)
+                e = s + (n - 1) * st + 1 if n else 0
             e = builtins_max(e, s)
             start.append(s), limit.append(e), stride.append(st)
-            out_shape.append(-(-(e - s) // st))
+            out_shape.append(n)
         else:
             raise TypeError(f"unsupported index {i!r} of type {type(i).__name__}")
         axis += 1
     plan, av = [], x.aval
+    if rev:
+        pid, (out,) = shape_rule(P.Rev(tuple(rev)), (av.id,))
+        plan.append((pid, out))
+        av = _aval_list[out]
     if tuple(start) != (0,) * x.ndim or tuple(limit) != x.shape or any(s != 1 for s in stride):
         pid, (out,) = shape_rule(P.Slice(tuple(start), tuple(limit), tuple(stride)), (av.id,))
         plan.append((pid, out))

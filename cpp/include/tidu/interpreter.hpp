@@ -19,6 +19,7 @@
 #include "tidu/parallel.hpp"
 #include "tidu/program.hpp"
 #include "tidu/sort_scan.hpp"
+#include "tidu/shapes.hpp"
 
 namespace tidu {
 
@@ -318,6 +319,9 @@ inline void run_instr(const Program& p, Workspace& ws, std::size_t idx) {
     case Op::LU: case Op::LUPermute: case Op::Eigh: case Op::QR: case Op::SVD:  // factor.hpp
       kern::run_factor(in.op, p, a, at, y, ptr);
       return;
+    case Op::Rev:  // shapes.hpp
+      kern::run_shape(in.op, p, a, at, out.dtype, y, ptr);
+      return;
     default:
       throw std::runtime_error(std::string("tidu: no kernel for opcode ") + op_name(in.op));
   }
@@ -420,11 +424,10 @@ inline void eval_scalar(const Program& p, double* v, const void* const* inputs, 
   // Every other opcode (build_scalar_code admits only copies among them): r = x.
 op_Conj: op_StopGradient: op_Reshape: op_BroadcastInDim: op_Real: op_Imag: op_Compare: op_Select:
 op_Convert: op_ReduceSum: op_ReduceMax: op_Transpose: op_DotGeneral: op_Slice: op_Pad:
-op_Concatenate: op_Iota: op_TriangularSolve: op_Cholesky: op_IsFinite:
-op_Gather: op_Scatter: op_DynamicSlice: op_DynamicUpdateSlice:
-op_ReduceMin: op_ReduceProd: op_ReduceAnd: op_ReduceOr: op_ArgMax: op_ArgMin: op_Cumsum: op_Cumprod:
-op_Cummax: op_Cummin: op_LinearScan: op_Sort:
-op_LU: op_LUPermute: op_Eigh: op_QR: op_SVD:
+op_Concatenate: op_Iota: op_TriangularSolve: op_Cholesky: op_IsFinite: op_Gather: op_Scatter:
+op_DynamicSlice: op_DynamicUpdateSlice: op_ReduceMin: op_ReduceProd: op_ReduceAnd: op_ReduceOr:
+op_ArgMax: op_ArgMin: op_Cumsum: op_Cumprod: op_Cummax: op_Cummin: op_LinearScan: op_Sort: op_LU:
+op_LUPermute: op_Eigh: op_QR: op_SVD: op_Rev:
   TIDU_SCALAR_NEXT(x)
 #undef TIDU_SCALAR_NEXT
 done:

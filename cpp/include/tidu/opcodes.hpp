@@ -90,7 +90,8 @@ namespace tidu {
   X(LUPermute, S)           \
   X(Eigh, S)                \
   X(QR, S)                  \
-  X(SVD, S)
+  X(SVD, S)                 \
+  X(Rev, S)
 
 enum class Op : std::uint8_t {
 #define TIDU_ENUM(name, kind) name,

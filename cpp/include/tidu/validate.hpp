@@ -353,6 +353,17 @@ inline void validate_instructions(const Program& p) {
             else last(k, nd - 1, real);
             break;
           }
+      case Op::Rev: {  // shapes.hpp; attrs: n, dims...
+        arity(1);
+        same_shape(0);
+        need(slot(0).dtype == o.dtype, "operand dtype mismatch");
+        std::int64_t n = count(0);
+        need(na == n + 1, "attribute lengths");
+        std::vector<char> seen(o.ndim, 0);
+        for (std::int64_t k = 0; k < n; ++k) {
+          std::int64_t d = at[1 + k];
+          need(d >= 0 && d < o.ndim && !seen[d], "rev dim out of range or repeated");
+          seen[d] = 1;
         }
         break;
       }

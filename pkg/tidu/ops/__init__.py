@@ -5,6 +5,7 @@ from tidu.ops.elementwise import (Abs, Add, Compare, Conj, Cos, Div, Exp, Expm1,
 from tidu.ops.indexing import DynamicSlice, DynamicUpdateSlice, Gather, Scatter
 from tidu.ops.factor import LU, QR, SVD, Eigh, LUPermute
 from tidu.ops.linalg import Cholesky, TriangularSolve
+from tidu.ops.shapes import Rev
 from tidu.ops.sources import Constant, Iota, StopGradient
 from tidu.ops.structural import (BroadcastInDim, Concatenate, Convert, DotGeneral, Pad, ReduceMax,
                                  ReduceSum, Reshape, Select, Slice, Transpose)
@@ -31,3 +32,5 @@ from tidu.ops.math import (Acos, Acosh, Asin, Asinh, Atan, Atan2, Atanh, Cbrt, C
 MATH = ("Floor", "Ceil", "Round", "Tan", "Atan", "Asin", "Acos", "Sinh", "Cosh", "Asinh", "Acosh",
         "Atanh", "Erf", "Erfc", "ErfInv", "Cbrt", "Logistic", "IsFinite", "Rem", "Atan2")  # ops/math.py
 __all__ += list(MATH)
+SHAPES = ("Rev",)  # the numpy shape surface (docs/numpy.md)
+__all__ += list(SHAPES)

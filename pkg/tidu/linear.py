@@ -1,0 +1,96 @@
+"""``tidu.linear_transpose``: the transpose of a linear function, as ``jax.linear_transpose``.
+
+fun is traced once per primal shapes and dtypes; a walk over its fragment proves it linear
+(every op that sees an input is linear in it, the coefficients of Mul / Div / DotGeneral do not
+depend on the inputs, and no constant offset is added), and the transpose is the VJP program, which
+for a linear function is the same at every point.  Complex values follow jax's convention (the
+plain transpose, ``a * ct`` for ``a * x``), not tidu's adjoint (``conj(a) * ct``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from tidu import _core
+from tidu.graph import Local
+from tidu.tracing import as_aval, build
+
+__all__ = ["make"]
+
+# primitives whose listed operands are coefficients (may be inputs-free) and whose others are
+# the linear ones; Select's predicate is bool (never active)
+_BILINEAR = {"Mul": None, "DotGeneral": None, "Div": (1,)}
+
+
+def _zero_constant(op) -> bool:
+    return op.name == "Constant" and not np.any(op.value)
+
+
+def check_linear(frag, name: str = "linear_transpose") -> None:
+    """Raise TypeError naming the first op that makes frag's outputs non-linear in its inputs."""
+    active = {frag.local_of(k) for k in frag.inputs}
+    zero: set[int] = set()
+    for op, refs, outs, _ in frag.ops():
+        ins = [r.id if isinstance(r, Local) else None for r in refs]
+        act = [i is not None and i in active for i in ins]
+        if not any(act):
+            if _zero_constant(op) or (ins and all(i in zero for i in ins if i is not None)
+                                      and getattr(op, "linear", False)):
+                zero.update(outs)
+            continue
+        kind = op.name
+        if kind in _BILINEAR:
+            fixed = _BILINEAR[kind]
+            if sum(act) > 1 or (fixed is not None and any(act[i] for i in fixed)):
+                raise TypeError(f"{name}: the function is not linear: {kind} multiplies or "
+                                f"divides by a value that depends on the inputs")
+        elif not getattr(op, "linear", False):
+            raise TypeError(f"{name}: the function is not linear in its inputs: it applies "
+                            f"{kind} to a value that depends on them")
+        else:
+            for i, a in zip(ins, act):
+                dt = None
+                if not a and i is not None:
+                    dt = frag.key_of(i).aval.dtype
+                if not a and dt is not None and dt.kind in "fc" and i not in zero:
+                    raise TypeError(f"{name}: the function is affine, not linear: {kind} "
+                                    f"combines the inputs with a nonzero constant term")
+        active.update(outs)
+
+
+def _conj(c):
+    from tidu.tracing import Tracer, conj
+
+    return conj(c) if isinstance(c, Tracer) else np.conj(c)
+
+
+def make(fun: Callable, primals: tuple) -> Callable:
+    from tidu.api import unflatten, vjp
+
+    leaves, in_tree = _core.flatten_args(primals)
+    avals = [as_aval(np.asarray(x) if not hasattr(x, "shape") else x) for x in leaves]
+    for i, av in enumerate(avals):
+        if av.dtype.kind not in "fc":
+            raise TypeError(f"linear_transpose: primal {i} has dtype {av.dtype}; only floating "
+                            f"and complex inputs can be transposed")
+    keys = [("linear_transpose", i) for i in range(len(avals))]
+    frag = build(lambda *xs: fun(*unflatten(in_tree, list(xs))),
+                 inputs=dict(zip(keys, avals)))
+    check_linear(frag)
+    zeros = unflatten(in_tree, [np.zeros(av.shape, av.dtype) for av in avals])
+    out, back = vjp(fun, *zeros)
+    complex_ = any(av.dtype.kind == "c" for av in avals)
+
+    def transposed(ct: Any) -> tuple:
+        if complex_:  # jax's plain transpose: conj(adjoint(conj(ct)))
+            from tidu.api import _flatten_args
+
+            ls, tr = _flatten_args(ct)
+            res = back(unflatten(tr, [_conj(c) for c in ls]))
+            ls, tr = _flatten_args(res)
+            return unflatten(tr, [_conj(c) for c in ls])
+        return back(ct)
+
+    return transposed

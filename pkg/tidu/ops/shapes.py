@@ -1,0 +1,49 @@
+"""Shape primitives of the numpy surface (docs/numpy.md, "Shapes and array construction"): Rev.
+
+Everything else of that section (stack, tile, tril, pad modes, ...) is a composite over the
+tier-1 primitives in ``tidu.shapes``; only reversal needs a primitive of its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tidu.graph import aval
+from tidu.ops._base import Primitive, ALL, check_axes, check_dtype, ints
+from tidu.ops._rules import A, lin
+from tidu.rules import register
+
+
+# ---- Rev ----
+
+@register
+@dataclass(frozen=True)
+class Rev(Primitive):
+    """x reversed along each axis in `dims` (StableHLO ``reverse``); its own transpose."""
+
+    dims: tuple[int, ...]
+    linear = True
+
+    def __post_init__(self):
+        object.__setattr__(self, "dims", tuple(sorted(ints(self.dims))))
+
+    def abstract_eval(self, x):
+        check_dtype(self.name, x, ALL, "supported")
+        check_axes(self.name, self.dims, x.ndim, x.shape)
+        return aval(x.shape, x.dtype)
+
+    def linearize(self, b, primal_in, primal_out, t):
+        return [lin(b, self, t, [A])]
+
+    def transpose_rule(self, b, ct, inputs, mode):
+        return [lin(b, self, ct, [A])]
+
+    def lower(self, lo, out, x):
+        from tidu.xla import i64_array
+
+        return lo.op("stablehlo.reverse", [x], out, f"dimensions = {i64_array(lo.ax(self.dims))}")
+
+    def impl(self, x):
+        return np.flip(x, axis=self.dims) if self.dims else np.asarray(x)

@@ -1,0 +1,951 @@
+"""The numpy shape and array-construction functions (docs/numpy.md, "Shapes and array
+construction"), as ``jax.numpy`` spells them.
+
+Every function here is a composite over tier-1 primitives (Slice, Pad, Concatenate, Reshape,
+BroadcastInDim, Transpose, Select) and ``Rev`` (``tidu.ops.shapes``), so each differentiates to any
+order and lowers to StableHLO through the generic machinery.  Indices and sizes (shifts, repeats,
+pad widths, split points) are static, as jax requires them to be under ``jit``.
+
+Called with no traced value and no trace running, a function gives numpy's answer (a numpy
+array); inside a traced function it emits nodes.  The constructors with static arguments
+(``eye``, ``arange``, ``zeros``, ...) always give numpy arrays: they are constants, which the
+trace turns into Constant nodes where they meet traced values.
+"""
+
+from __future__ import annotations
+
+import builtins
+import functools
+import operator
+from typing import Sequence
+
+import numpy as np
+
+from tidu import ops as P
+from tidu import tracing as T
+from tidu.ops._base import BOOL, COMPLEXES, INTS
+from tidu.tracing import Tracer
+
+__all__ = [
+    "array", "asarray", "arange", "array_split", "atleast_1d", "atleast_2d", "atleast_3d",
+    "column_stack", "diag", "diagonal", "diff", "dstack", "empty", "empty_like", "expand_dims",
+    "eye", "flip", "fliplr", "flipud", "full", "full_like", "hstack", "identity", "linspace",
+    "meshgrid", "moveaxis", "ones", "ones_like", "pad", "ravel", "repeat", "roll", "select",
+    "split", "squeeze", "stack", "std", "swapaxes", "tile", "tri", "tril", "triu", "var", "vstack",
+    "zeros", "zeros_like", "linear_transpose",
+]
+
+_range, _max, _min, _sum = builtins.range, builtins.max, builtins.min, builtins.sum
+
+
+# ---- helpers ----
+
+def _has_tracer(xs) -> bool:
+    for x in xs:
+        if isinstance(x, Tracer):
+            return True
+        if isinstance(x, (list, tuple)) and _has_tracer(x):
+            return True
+    return False
+
+
+def _traced() -> bool:
+    return bool(T._stack())
+
+
+def _numpy_outside(np_fn):
+    """Outside a trace and with no traced argument, the function is numpy's own."""
+
+    def deco(fn):
+        @functools.wraps(fn)
+        def wrapped(*args, **kwargs):
+            if not _traced() and not _has_tracer(args) and not _has_tracer(kwargs.values()):
+                return np_fn(*args, **kwargs)
+            return fn(*args, **kwargs)
+
+        return wrapped
+
+    return deco
+
+
+def _lift(x) -> Tracer:
+    t = T._trace_of(x)
+    return T._lift(t, x)
+
+
+def _axis(axis, ndim: int, name: str) -> int:
+    if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
+        raise TypeError(f"{name}: axis must be an int, got {axis!r}")
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"{name}: axis {axis} is out of bounds for an array of dimension {ndim}")
+    return int(axis) % ndim
+
+
+def _axes(axis, ndim: int, name: str) -> tuple[int, ...]:
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    out = tuple(_axis(a, ndim, name) for a in axes)
+    if len(set(out)) != len(out):
+        raise ValueError(f"{name}: repeated axis in {tuple(axes)}")
+    return out
+
+
+def _slice(x: Tracer, axis: int, start: int, stop: int, step: int = 1) -> Tracer:
+    """x[..., start:stop:step, ...] along axis (0 <= start <= stop, step >= 1)."""
+    if start == 0 and stop == x.shape[axis] and step == 1:
+        return x
+    nd = x.ndim
+    st = tuple(start if i == axis else 0 for i in _range(nd))
+    lim = tuple(stop if i == axis else d for i, d in enumerate(x.shape))
+    stride = tuple(step if i == axis else 1 for i in _range(nd))
+    return T._emit(x._t, T._op(P.Slice, st, lim, stride), x)
+
+
+def _rev(x: Tracer, axes: tuple[int, ...]) -> Tracer:
+    axes = tuple(a for a in axes if x.shape[a] > 1)
+    return T._emit(x._t, T._op(P.Rev, axes), x) if axes else x
+
+
+def _concat(xs: list[Tracer], axis: int) -> Tracer:
+    return xs[0] if len(xs) == 1 else T._emit(xs[0]._t, T._op(P.Concatenate, axis), *xs)
+
+
+def _bcast_axis(x: Tracer, axis: int, n: int) -> Tracer:
+    """x (size 1 along axis) broadcast to size n along axis."""
+    shape = tuple(n if i == axis else d for i, d in enumerate(x.shape))
+    return T._emit(x._t, T._op(P.BroadcastInDim, shape, tuple(_range(x.ndim))), x)
+
+
+def _take_static(x: Tracer, idx: np.ndarray, axis: int) -> Tracer:
+    """x taken at the static indices idx (in range) along axis, as a concatenation of strided
+    slices (reversed where the run descends) and broadcasts of single elements: no gather."""
+    idx = [int(i) for i in idx]
+    n = len(idx)
+    if n == 0:
+        return _slice(x, axis, 0, 0)
+    pieces, i = [], 0
+    while i < n:
+        j = i + 1
+        step = idx[j] - idx[i] if j < n else 0
+        while j < n and idx[j] - idx[j - 1] == step:
+            j += 1
+        count = j - i
+        if count == 1 or step == 0:  # one element, or a run of copies of one element
+            pieces.append(_bcast_axis(_slice(x, axis, idx[i], idx[i] + 1), axis, count)
+                          if count > 1 else _slice(x, axis, idx[i], idx[i] + 1))
+        elif step > 0:
+            pieces.append(_slice(x, axis, idx[i], idx[j - 1] + 1, step))
+        else:
+            part = _slice(x, axis, idx[j - 1], idx[i] + 1, -step)
+            pieces.append(_rev(part, (axis,)))
+        i = j
+    return _concat(pieces, axis)
+
+
+def _zeros(t, shape, dtype) -> Tracer:
+    return T._broadcast(t, T._const(t, 0, dtype), tuple(shape))
+
+
+# ---- stacking and splitting ----
+
+def _expand(x: Tracer, axis: int) -> Tracer:
+    return T.reshape(x, x.shape[:axis] + (1,) + x.shape[axis:])
+
+
+@_numpy_outside(np.stack)
+def stack(arrays: Sequence, axis: int = 0, out=None, dtype=None) -> Tracer:
+    """Join arrays of one shape along a new axis, as ``jax.numpy.stack``."""
+    if out is not None:
+        raise TypeError("stack: the out argument is not supported")
+    arrays = list(arrays)
+    if not arrays:
+        raise ValueError("stack: need at least one array to stack")
+    t = T._trace_of(*arrays)
+    xs = [T._lift(t, a) for a in arrays]
+    shapes = {x.shape for x in xs}
+    if len(shapes) != 1:
+        raise ValueError(f"stack: all input arrays must have the same shape, got "
+                         f"{' vs '.join(map(str, sorted(shapes)))}")
+    ax = _axis(axis, xs[0].ndim + 1, "stack")
+    out_ = T.concatenate([_expand(x, ax) for x in xs], axis=ax)
+    return T.astype(out_, dtype) if dtype is not None else out_
+
+
+def _seq(name, arrays):
+    arrays = list(arrays)
+    if not arrays:
+        raise ValueError(f"{name}: need at least one array to concatenate")
+    return arrays
+
+
+@_numpy_outside(np.vstack)
+def vstack(tup: Sequence, dtype=None) -> Tracer:
+    """Stack along axis 0 after atleast_2d, as ``jax.numpy.vstack``."""
+    xs = [atleast_2d(_lift(a)) for a in _seq("vstack", tup)]
+    return _cast(T.concatenate(xs, axis=0), dtype)
+
+
+@_numpy_outside(np.hstack)
+def hstack(tup: Sequence, dtype=None) -> Tracer:
+    """Stack along axis 1 (axis 0 for 1-D arrays) after atleast_1d, as ``jax.numpy.hstack``."""
+    xs = [atleast_1d(_lift(a)) for a in _seq("hstack", tup)]
+    return _cast(T.concatenate(xs, axis=0 if xs[0].ndim == 1 else 1), dtype)
+
+
+@_numpy_outside(np.dstack)
+def dstack(tup: Sequence, dtype=None) -> Tracer:
+    """Stack along axis 2 after atleast_3d, as ``jax.numpy.dstack``."""
+    xs = [atleast_3d(_lift(a)) for a in _seq("dstack", tup)]
+    return _cast(T.concatenate(xs, axis=2), dtype)
+
+
+@_numpy_outside(np.column_stack)
+def column_stack(tup: Sequence) -> Tracer:
+    """1-D arrays as columns, 2-D arrays as they are, joined along axis 1."""
+    xs = []
+    for a in _seq("column_stack", tup):
+        x = _lift(a)
+        xs.append(T.reshape(x, (x.size, 1)) if x.ndim < 2 else x)
+    return T.concatenate(xs, axis=1)
+
+
+def _cast(x, dtype):
+    return T.astype(x, dtype) if dtype is not None else x
+
+
+def _split_points(name, n: int, indices_or_sections, even: bool) -> list[int]:
+    if isinstance(indices_or_sections, (int, np.integer)) and not isinstance(indices_or_sections,
+                                                                             bool):
+        k = int(indices_or_sections)
+        if k <= 0:
+            raise ValueError(f"{name}: number of sections must be larger than 0, got {k}")
+        if even and n % k:
+            raise ValueError(f"{name}: array split does not result in an equal division "
+                             f"({n} elements into {k} sections)")
+        size, extra = divmod(n, k)
+        pts, acc = [], 0
+        for i in _range(k - 1):
+            acc += size + (1 if i < extra else 0)
+            pts.append(acc)
+        return pts
+    if isinstance(indices_or_sections, Tracer):
+        raise TypeError(f"{name}: split points must be static (ints), not traced values")
+    return [int(i) for i in np.asarray(indices_or_sections).reshape(-1)]
+
+
+def _split(name, ary, indices_or_sections, axis, even):
+    x = _lift(ary)
+    if x.ndim == 0:
+        raise ValueError(f"{name}: cannot split a zero-dimensional array")
+    ax = _axis(axis, x.ndim, name)
+    n = x.shape[ax]
+    pts = _split_points(name, n, indices_or_sections, even)
+    out, prev = [], 0
+    for p in pts + [n]:
+        p = p + n if p < 0 else p
+        s, e = _min(_max(prev, 0), n), _min(_max(p, 0), n)
+        out.append(_slice(x, ax, s, _max(e, s)))
+        prev = p
+    return out
+
+
+@_numpy_outside(np.split)
+def split(ary, indices_or_sections, axis: int = 0) -> list[Tracer]:
+    """Split into equal sections (an int that must divide the axis) or at the given indices."""
+    return _split("split", ary, indices_or_sections, axis, even=True)
+
+
+@_numpy_outside(np.array_split)
+def array_split(ary, indices_or_sections, axis: int = 0) -> list[Tracer]:
+    """As split, with sections that may differ by one element (the first ones are longer)."""
+    return _split("array_split", ary, indices_or_sections, axis, even=False)
+
+
+# ---- axes ----
+
+@_numpy_outside(np.squeeze)
+def squeeze(a, axis=None) -> Tracer:
+    """Remove size-1 axes (all of them, or those named; naming a longer axis is an error)."""
+    x = _lift(a)
+    if axis is None:
+        axes = tuple(i for i, d in enumerate(x.shape) if d == 1)
+    else:
+        axes = _axes(axis, x.ndim, "squeeze")
+        for i in axes:
+            if x.shape[i] != 1:
+                raise ValueError(f"squeeze: cannot select an axis to squeeze out which has size "
+                                 f"not equal to one (axis {i} of shape {x.shape})")
+    return T.reshape(x, tuple(d for i, d in enumerate(x.shape) if i not in axes))
+
+
+@_numpy_outside(np.expand_dims)
+def expand_dims(a, axis) -> Tracer:
+    """Insert size-1 axes at the positions `axis` of the result."""
+    x = _lift(a)
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    nd = x.ndim + len(axes)
+    axes = _axes(axes, nd, "expand_dims")
+    it = iter(x.shape)
+    return T.reshape(x, tuple(1 if i in axes else next(it) for i in _range(nd)))
+
+
+@_numpy_outside(np.moveaxis)
+def moveaxis(a, source, destination) -> Tracer:
+    """Move axes to new positions; the others keep their order."""
+    x = _lift(a)
+    src = _axes(source, x.ndim, "moveaxis")
+    dst = _axes(destination, x.ndim, "moveaxis")
+    if len(src) != len(dst):
+        raise ValueError(f"moveaxis: source {source} and destination {destination} must have "
+                         f"the same number of elements")
+    order = [i for i in _range(x.ndim) if i not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return T.transpose(x, tuple(order))
+
+
+@_numpy_outside(np.swapaxes)
+def swapaxes(a, axis1: int, axis2: int) -> Tracer:
+    """Exchange two axes."""
+    x = _lift(a)
+    i, j = _axis(axis1, x.ndim, "swapaxes"), _axis(axis2, x.ndim, "swapaxes")
+    perm = list(_range(x.ndim))
+    perm[i], perm[j] = perm[j], perm[i]
+    return T.transpose(x, tuple(perm))
+
+
+@_numpy_outside(np.ravel)
+def ravel(a, order: str = "C") -> Tracer:
+    """The flattened array (C order only)."""
+    if order != "C":
+        raise NotImplementedError(f"ravel: only order='C' is supported, got {order!r}")
+    x = _lift(a)
+    return T.reshape(x, (x.size,))
+
+
+def _atleast(n: int, x) -> Tracer:
+    x = _lift(x)
+    if x.ndim >= n:
+        return x
+    if n == 3 and x.ndim == 2:
+        return T.reshape(x, x.shape + (1,))
+    if n == 3 and x.ndim == 1:
+        return T.reshape(x, (1,) + x.shape + (1,))
+    return T.reshape(x, (1,) * (n - x.ndim) + x.shape)
+
+
+@_numpy_outside(np.atleast_1d)
+def atleast_1d(*arys):
+    """Each argument with at least one axis (a list for several arguments)."""
+    out = [_atleast(1, a) for a in arys]
+    return out[0] if len(out) == 1 else out
+
+
+@_numpy_outside(np.atleast_2d)
+def atleast_2d(*arys):
+    """Each argument with at least two axes: (N,) becomes (1, N)."""
+    out = [_atleast(2, a) for a in arys]
+    return out[0] if len(out) == 1 else out
+
+
+@_numpy_outside(np.atleast_3d)
+def atleast_3d(*arys):
+    """Each argument with at least three axes: (N,) becomes (1, N, 1), (M, N) (M, N, 1)."""
+    out = [_atleast(3, a) for a in arys]
+    return out[0] if len(out) == 1 else out
+
+
+# ---- reordering: flip, roll, tile, repeat ----
+
+@_numpy_outside(np.flip)
+def flip(m, axis=None) -> Tracer:
+    """Reverse the order of elements along the given axes (all when None): one Rev."""
+    x = _lift(m)
+    axes = tuple(_range(x.ndim)) if axis is None else _axes(axis, x.ndim, "flip")
+    return _rev(x, axes)
+
+
+@_numpy_outside(np.fliplr)
+def fliplr(m) -> Tracer:
+    """flip(m, 1) of an array with at least two axes."""
+    x = _lift(m)
+    if x.ndim < 2:
+        raise ValueError(f"fliplr: input must have at least 2 dimensions, got shape {x.shape}")
+    return _rev(x, (1,))
+
+
+@_numpy_outside(np.flipud)
+def flipud(m) -> Tracer:
+    """flip(m, 0) of an array with at least one axis."""
+    x = _lift(m)
+    if x.ndim < 1:
+        raise ValueError("flipud: input must have at least 1 dimension")
+    return _rev(x, (0,))
+
+
+def _static_int(name, what, v) -> int:
+    if isinstance(v, Tracer):
+        raise TypeError(f"{name}: {what} must be static (a Python or numpy int), not a traced "
+                        f"value")
+    try:
+        return operator.index(v)
+    except TypeError:
+        raise TypeError(f"{name}: {what} must be an int, got {v!r}") from None
+
+
+@_numpy_outside(np.roll)
+def roll(a, shift, axis=None) -> Tracer:
+    """Shift elements cyclically along axes (of the flattened array when axis is None)."""
+    x = _lift(a)
+    if axis is None:
+        return T.reshape(roll(ravel(x), shift, 0), x.shape)
+    shifts = (shift,) if not isinstance(shift, (tuple, list, np.ndarray)) else tuple(shift)
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    if len(shifts) == 1:
+        shifts = shifts * len(axes)
+    if len(axes) == 1:
+        axes = axes * len(shifts)
+    if len(shifts) != len(axes):
+        raise ValueError(f"roll: shift {shift} and axis {axis} must have matching lengths")
+    total: dict[int, int] = {}
+    for s, ax in zip(shifts, axes):
+        ax = _axis(ax, x.ndim, "roll")
+        total[ax] = total.get(ax, 0) + _static_int("roll", "shift", s)
+    for ax, s in total.items():
+        n = x.shape[ax]
+        s = s % n if n else 0
+        if s:
+            x = _concat([_slice(x, ax, n - s, n), _slice(x, ax, 0, n - s)], ax)
+    return x
+
+
+@_numpy_outside(np.tile)
+def tile(A, reps) -> Tracer:
+    """A repeated reps times along each axis (one broadcast and one reshape)."""
+    x = _lift(A)
+    reps = (reps,) if isinstance(reps, (int, np.integer)) else tuple(reps)
+    reps = tuple(_static_int("tile", "reps", r) for r in reps)
+    if any(r < 0 for r in reps):
+        raise ValueError(f"tile: negative repetitions {reps}")
+    nd = _max(len(reps), x.ndim)
+    reps = (1,) * (nd - len(reps)) + reps
+    x = T.reshape(x, (1,) * (nd - x.ndim) + x.shape)
+    if all(r == 1 for r in reps):
+        return x
+    inter = tuple(v for r, d in zip(reps, x.shape) for v in (r, d))
+    b = T._emit(x._t, T._op(P.BroadcastInDim, inter, tuple(_range(1, 2 * nd, 2))), x)
+    return T.reshape(b, tuple(r * d for r, d in zip(reps, x.shape)))
+
+
+@_numpy_outside(np.repeat)
+def repeat(a, repeats, axis=None, *, total_repeat_length=None) -> Tracer:
+    """Repeat each element `repeats` times (an int, or one static count per element) along axis
+    (of the flattened array when None)."""
+    x = _lift(a)
+    if axis is None:
+        x, ax = ravel(x), 0
+    else:
+        ax = _axis(axis, x.ndim, "repeat")
+    if isinstance(repeats, Tracer):
+        raise TypeError("repeat: repeats must be static (ints), not a traced value")
+    r = np.asarray(repeats)
+    if r.dtype.kind not in "iub":
+        raise TypeError(f"repeat: repeats must be integers, got dtype {r.dtype}")
+    if (r < 0).any():
+        raise ValueError("repeat: negative repeats")
+    n = x.shape[ax]
+    if r.ndim == 0 or r.size == 1:
+        k = int(r.reshape(-1)[0])
+        shape = x.shape[:ax + 1] + (k,) + x.shape[ax + 1:]
+        dims = tuple(i for i in _range(x.ndim + 1) if i != ax + 1)
+        b = T._emit(x._t, T._op(P.BroadcastInDim, shape, dims), x)
+        out = T.reshape(b, x.shape[:ax] + (n * k,) + x.shape[ax + 1:])
+    else:
+        if r.shape != (n,):
+            raise ValueError(f"repeat: repeats of shape {r.shape} do not match axis {ax} of "
+                             f"length {n}")
+        out = _take_static(x, np.repeat(np.arange(n), r), ax)
+    if total_repeat_length is not None and out.shape[ax] != total_repeat_length:
+        raise ValueError(f"repeat: total_repeat_length={total_repeat_length} differs from the "
+                         f"sum of repeats {out.shape[ax]}")
+    return out
+
+
+# ---- diagonals and triangles ----
+
+@_numpy_outside(np.diagonal)
+def diagonal(a, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Tracer:
+    """The offset diagonal of the (axis1, axis2) planes, as a new last axis: a reshape and one
+    strided slice, no gather."""
+    x = _lift(a)
+    if x.ndim < 2:
+        raise ValueError(f"diagonal: array must have at least two dimensions, got shape {x.shape}")
+    i, j = _axis(axis1, x.ndim, "diagonal"), _axis(axis2, x.ndim, "diagonal")
+    if i == j:
+        raise ValueError("diagonal: axis1 and axis2 cannot be the same")
+    k = _static_int("diagonal", "offset", offset)
+    rest = [d for d in _range(x.ndim) if d not in (i, j)]
+    x = T.transpose(x, tuple(rest + [i, j]))
+    nd = x.ndim
+    rows, cols = x.shape[-2:]
+    r0, c0 = (0, k) if k >= 0 else (-k, 0)
+    L = _max(0, _min(rows - r0, cols - c0))
+    lead = x.shape[:-2]
+    if L == 0:
+        return _zeros(x._t, lead + (0,), x.dtype)
+    x = _slice(_slice(x, nd - 2, r0, r0 + L), nd - 1, c0, c0 + L)
+    flat = T.reshape(x, lead + (L * L,))
+    return _slice(flat, nd - 2, 0, L * L, L + 1)
+
+
+@_numpy_outside(np.diag)
+def diag(v, k: int = 0) -> Tracer:
+    """The k-th diagonal of a 2-D array, or a 2-D array with the 1-D v on its k-th diagonal."""
+    x = _lift(v)
+    k = _static_int("diag", "k", k)
+    if x.ndim == 2:
+        return diagonal(x, k)
+    if x.ndim != 1:
+        raise ValueError(f"diag: input must be 1-D or 2-D, got shape {x.shape}")
+    n = x.shape[0]
+    N = n + abs(k)
+    padded = T._emit(x._t, T._op(P.Pad, (0,), (abs(k),), (0,)), x) if k else x
+    # row i holds v[i] (k >= 0), column j holds v[j] (k < 0): broadcast, then keep the diagonal
+    full_ = T._emit(x._t, T._op(P.BroadcastInDim, (N, N), (0,) if k >= 0 else (1,)), padded)
+    mask = T._lift(x._t, np.eye(N, k=k, dtype=bool))
+    return T._emit(x._t, P.Select(), mask, full_, _zeros(x._t, (N, N), x.dtype))
+
+
+def tri(N: int, M: int | None = None, k: int = 0, dtype=None) -> np.ndarray:
+    """Ones at and below the k-th diagonal (a constant)."""
+    return np.tri(N, M, k, dtype=np.float64 if dtype is None else dtype)
+
+
+def _triangle(name, m, k, lower: bool) -> Tracer:
+    x = _lift(m)
+    k = _static_int(name, "k", k)
+    if x.ndim < 2:  # (numpy broadcasts a 1-D input to a square matrix; jax refuses it)
+        raise ValueError(f"{name}: argument must be at least 2-D, got shape {x.shape}")
+    n, mm = x.shape[-2:]
+    keep = np.tri(n, mm, k, dtype=bool) if lower else ~np.tri(n, mm, k - 1, dtype=bool)
+    if keep.all():
+        return x
+    mask = T._broadcast(x._t, T._lift(x._t, keep), x.shape)
+    return T._emit(x._t, P.Select(), mask, x, _zeros(x._t, x.shape, x.dtype))
+
+
+@_numpy_outside(np.tril)
+def tril(m, k: int = 0) -> Tracer:
+    """m with the elements above the k-th diagonal zeroed (over the last two axes)."""
+    return _triangle("tril", m, k, True)
+
+
+@_numpy_outside(np.triu)
+def triu(m, k: int = 0) -> Tracer:
+    """m with the elements below the k-th diagonal zeroed (over the last two axes)."""
+    return _triangle("triu", m, k, False)
+
+
+# ---- statistics and differences ----
+
+def _moment_axes(x, axis):
+    return tuple(_range(x.ndim)) if axis is None else _axes(axis, x.ndim, "var")
+
+
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
+        correction=None):
+    """Variance, mean(abs(x - mean(x))**2) * N / (N - ddof), real for complex input, float64 for
+    integer input (as ``jax.numpy.var``)."""
+    if out is not None or where is not None:
+        raise NotImplementedError("var: the out and where arguments are not supported")
+    if not _traced() and not _has_tracer((a,)):
+        return np.var(a, axis=axis, dtype=dtype, ddof=ddof if correction is None else correction,
+                      keepdims=keepdims)
+    if correction is not None:
+        if ddof != 0:
+            raise ValueError("var: ddof and correction are both given")
+        ddof = correction
+    x = _lift(a)
+    if dtype is not None:
+        x = T.astype(x, dtype)
+    elif x.dtype in INTS or x.dtype == BOOL:
+        x = T.astype(x, np.float64)
+    axes = _moment_axes(x, axis)
+    n = int(np.prod([x.shape[i] for i in axes], dtype=np.int64))
+    centered = x - T.mean(x, axes, keepdims=True)
+    sq = T.real(centered * T.conj(centered)) if x.dtype in COMPLEXES else centered * centered
+    return T.sum(sq, axes, keepdims) / float(_max(n - ddof, 0))
+
+
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
+        correction=None):
+    """Standard deviation, sqrt(var(...)) with var's arguments."""
+    if not _traced() and not _has_tracer((a,)):
+        return np.std(a, axis=axis, dtype=dtype, ddof=ddof if correction is None else correction,
+                      keepdims=keepdims)
+    return T.sqrt(var(a, axis, dtype, out, ddof, keepdims, where=where, correction=correction))
+
+
+@_numpy_outside(np.diff)
+def diff(a, n: int = 1, axis: int = -1, prepend=None, append=None) -> Tracer:
+    """n-th discrete difference along axis (not_equal for bool), with optional values prepended
+    or appended first (broadcast to the axis like numpy's)."""
+    x = _lift(a)
+    n = _static_int("diff", "n", n)
+    if n < 0:
+        raise ValueError(f"diff: order must be non-negative, got {n}")
+    if x.ndim == 0:
+        raise ValueError("diff: requires input that is at least one dimensional")
+    ax = _axis(axis, x.ndim, "diff")
+    def extra(v):
+        e = T._lift(x._t, v)
+        if e.ndim == 0:
+            e = T._broadcast(x._t, e, tuple(1 if i == ax else d for i, d in enumerate(x.shape)))
+        return e
+
+    parts = ([extra(prepend)] if prepend is not None else []) + [x] + \
+        ([extra(append)] if append is not None else [])
+    if len(parts) > 1:
+        x = T.concatenate(parts, axis=ax)
+    for _ in _range(n):
+        m = x.shape[ax]
+        if m == 0:
+            break
+        hi, lo = _slice(x, ax, 1, m), _slice(x, ax, 0, m - 1)
+        x = T._compare("NE", hi, lo) if x.dtype == BOOL else hi - lo
+    return x
+
+
+# ---- padding ----
+
+def _pad_widths(name, pad_width, ndim) -> list[tuple[int, int]]:
+    if isinstance(pad_width, Tracer):
+        raise TypeError(f"{name}: pad_width must be static (ints), not a traced value")
+    pw = np.asarray(pad_width)
+    if pw.dtype.kind not in "iu":
+        raise TypeError(f"{name}: pad_width must be integers, got {pad_width!r}")
+    try:
+        pw = np.broadcast_to(pw, (ndim, 2))
+    except ValueError:
+        raise ValueError(f"{name}: pad_width {pad_width!r} does not fit an array of "
+                         f"{ndim} dimensions") from None
+    if (pw < 0).any():
+        raise ValueError(f"{name}: negative pad_width {pad_width!r}")
+    return [(int(b), int(e)) for b, e in pw]
+
+
+_INDEX_MODES = ("edge", "reflect", "symmetric", "wrap")
+
+
+def pad(array, pad_width, mode: str = "constant", **kwargs) -> Tracer:
+    """Pad each axis, as ``jax.numpy.pad``: modes constant (constant_values), edge, reflect and
+    symmetric (reflect_type 'even'), wrap."""
+    if not _traced() and not _has_tracer((array,)) and not _has_tracer(kwargs.values()):
+        return np.pad(array, pad_width, mode, **kwargs)
+    x = _lift(array)
+    widths = _pad_widths("pad", pad_width, x.ndim)
+    if callable(mode):
+        raise NotImplementedError("pad: a callable mode is not supported")
+    if mode == "constant":
+        unknown = set(kwargs) - {"constant_values"}
+        if unknown:
+            raise TypeError(f"pad: unexpected keyword arguments {sorted(unknown)} for mode "
+                            f"'constant'")
+        return _pad_constant(x, widths, kwargs.get("constant_values", 0))
+    if mode in _INDEX_MODES:
+        unknown = set(kwargs) - {"reflect_type"}
+        if unknown:
+            raise TypeError(f"pad: unexpected keyword arguments {sorted(unknown)} for mode {mode!r}")
+        if kwargs.get("reflect_type", "even") != "even":
+            raise NotImplementedError("pad: only reflect_type='even' is supported")
+        for ax, (b, e) in enumerate(widths):
+            if b or e:
+                n = x.shape[ax]
+                if n == 0:
+                    raise ValueError(f"pad: can't extend empty axis {ax} using mode {mode!r}")
+                idx = np.pad(np.arange(n), (b, e), mode=mode)
+                x = _take_static(x, idx, ax)
+        return x
+    raise NotImplementedError(f"pad: mode {mode!r} is not supported (constant, edge, reflect, "
+                              f"symmetric, wrap are)")
+
+
+def _pad_constant(x: Tracer, widths, constant_values) -> Tracer:
+    t = x._t
+    if not isinstance(constant_values, Tracer):
+        cv = np.asarray(constant_values)
+        if cv.ndim == 0 and cv == 0:
+            if not any(b or e for b, e in widths):
+                return x
+            lo, hi = tuple(b for b, _ in widths), tuple(e for _, e in widths)
+            return T._emit(t, T._op(P.Pad, lo, hi, (0,) * x.ndim), x)
+        try:
+            cv = np.broadcast_to(cv, (x.ndim, 2))
+        except ValueError:
+            raise ValueError(f"pad: constant_values of shape {cv.shape} do not fit an array of "
+                             f"{x.ndim} dimensions") from None
+        values = [[T._lift(t, cv[i, j], x.dtype) for j in (0, 1)] for i in _range(x.ndim)]
+    else:
+        c = T.astype(constant_values, x.dtype) if constant_values.dtype != x.dtype \
+            else constant_values
+        if c.ndim != 0:
+            raise NotImplementedError("pad: traced constant_values must be a scalar")
+        values = [[c, c] for _ in _range(x.ndim)]
+    for ax, (b, e) in enumerate(widths):
+        parts = []
+        for w, v in ((b, values[ax][0]), (None, None), (e, values[ax][1])):
+            if w is None:
+                parts.append(x)
+            elif w:
+                shape = tuple(w if i == ax else d for i, d in enumerate(x.shape))
+                parts.append(T._broadcast(t, v, shape))
+        x = _concat(parts, ax)
+    return x
+
+
+# ---- selection ----
+
+def select(condlist: Sequence, choicelist: Sequence, default=0) -> Tracer:
+    """choicelist[i] where condlist[i] is the first true condition, default where none is."""
+    condlist, choicelist = list(condlist), list(choicelist)
+    if len(condlist) != len(choicelist):
+        raise ValueError(f"select: condlist and choicelist must have the same length, got "
+                         f"{len(condlist)} and {len(choicelist)}")
+    if not condlist:
+        raise ValueError("select: condlist must not be empty")
+    if not _traced() and not _has_tracer(condlist + choicelist + [default]):
+        return np.select(condlist, choicelist, default)
+    for c in condlist:
+        dt = c.dtype if isinstance(c, Tracer) else np.asarray(c).dtype
+        if dt != BOOL:
+            raise TypeError(f"select: condlist entries must be bool, got {dt}")
+    out = default
+    dt = np.result_type(*[T._dtype_of(c) for c in choicelist + [default]])
+    for c, v in zip(reversed(condlist), reversed(choicelist)):
+        out = T.where(c, T.astype(_lift(v), dt) if isinstance(v, Tracer) else v, out)
+    return T.astype(out, dt) if isinstance(out, Tracer) and out.dtype != dt else out
+
+
+# ---- grids and constructors ----
+
+@_numpy_outside(np.meshgrid)
+def meshgrid(*xi, copy: bool = True, sparse: bool = False, indexing: str = "xy") -> list:
+    """Coordinate arrays from 1-D coordinate vectors ('xy' or 'ij' indexing)."""
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
+    xs = [ravel(_lift(x)) for x in xi]
+    n = len(xs)
+    shape = [x.shape[0] for x in xs]
+    if indexing == "xy" and n > 1:
+        shape[0], shape[1] = shape[1], shape[0]
+    out = []
+    for i, x in enumerate(xs):
+        pos = i
+        if indexing == "xy" and n > 1 and i < 2:
+            pos = 1 - i
+        if sparse:
+            out.append(T.reshape(x, tuple(d if k == pos else 1 for k, d in enumerate(shape))))
+        else:
+            out.append(T._emit(x._t, T._op(P.BroadcastInDim, tuple(shape), (pos,)), x))
+    return out
+
+
+def _static_shape(name, shape) -> tuple[int, ...]:
+    if isinstance(shape, Tracer):
+        raise TypeError(f"{name}: shape must be static (ints), not a traced value")
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    return tuple(_static_int(name, "shape", d) for d in shape)
+
+
+def zeros(shape, dtype=None) -> np.ndarray:
+    """An array of zeros (a constant: float64 unless dtype is given)."""
+    return np.zeros(_static_shape("zeros", shape), np.float64 if dtype is None else dtype)
+
+
+def ones(shape, dtype=None) -> np.ndarray:
+    """An array of ones (a constant: float64 unless dtype is given)."""
+    return np.ones(_static_shape("ones", shape), np.float64 if dtype is None else dtype)
+
+
+def empty(shape, dtype=None) -> np.ndarray:
+    """As zeros (jax's arrays are never uninitialised)."""
+    return zeros(shape, dtype)
+
+
+def full(shape, fill_value, dtype=None):
+    """shape filled with fill_value (traced or not)."""
+    shape = _static_shape("full", shape)
+    if not isinstance(fill_value, Tracer):
+        return np.full(shape, fill_value, dtype)
+    x = T.astype(fill_value, dtype) if dtype is not None else fill_value
+    return T.broadcast_to(x, shape)
+
+
+def _like(name, a, value, dtype, shape):
+    dt = np.dtype(dtype) if dtype is not None else (
+        a.dtype if isinstance(a, Tracer) else np.asarray(a).dtype)
+    sh = (a.shape if isinstance(a, Tracer) else np.shape(a)) if shape is None \
+        else _static_shape(name, shape)
+    if isinstance(value, Tracer):
+        return T.broadcast_to(T.astype(value, dt), sh)
+    if isinstance(a, Tracer):
+        return T._broadcast(a._t, T._const(a._t, value, dt), sh)
+    return np.full(sh, value, dt)
+
+
+def zeros_like(a, dtype=None, shape=None):
+    """Zeros of a's shape and dtype (or those given)."""
+    return _like("zeros_like", a, 0, dtype, shape)
+
+
+def ones_like(a, dtype=None, shape=None):
+    """Ones of a's shape and dtype (or those given)."""
+    return _like("ones_like", a, 1, dtype, shape)
+
+
+def empty_like(a, dtype=None, shape=None):
+    """As zeros_like."""
+    return _like("empty_like", a, 0, dtype, shape)
+
+
+def full_like(a, fill_value, dtype=None, shape=None):
+    """fill_value (traced or not) in a's shape and dtype (or those given)."""
+    return _like("full_like", a, fill_value, dtype, shape)
+
+
+def eye(N: int, M: int | None = None, k: int = 0, dtype=None) -> np.ndarray:
+    """The identity-like constant with ones on the k-th diagonal."""
+    return np.eye(_static_int("eye", "N", N), None if M is None else _static_int("eye", "M", M),
+                  _static_int("eye", "k", k), np.float64 if dtype is None else dtype)
+
+
+def identity(n: int, dtype=None) -> np.ndarray:
+    """The n x n identity (a constant)."""
+    return eye(n, dtype=dtype)
+
+
+def arange(start, stop=None, step=None, dtype=None) -> np.ndarray:
+    """Evenly spaced values in [start, stop) (a constant: arguments must be static)."""
+    for v in (start, stop, step):
+        if isinstance(v, Tracer):
+            raise TypeError("arange: start, stop and step must be static, not traced values "
+                            "(use iota or linspace for traced bounds)")
+    return np.arange(start, stop, step, dtype=dtype)
+
+
+def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = False,
+             dtype=None, axis: int = 0):
+    """num evenly spaced values from start to stop; start and stop may be traced (arrays
+    broadcast against each other, the new axis at `axis`)."""
+    num = _static_int("linspace", "num", num)
+    if num < 0:
+        raise ValueError(f"linspace: number of samples, {num}, must be non-negative")
+    if not _traced() and not _has_tracer((start, stop)):
+        return np.linspace(start, stop, num, endpoint, retstep, dtype, axis)
+    t = T._trace_of(start, stop)
+    s, e = T._promote("linspace", t, start, stop, min_dtype=np.float64)
+    div = (num - 1) if endpoint else num
+    step = (e - s) / float(div) if div > 0 else None
+    shape = s.shape
+    nd = len(shape) + 1
+    ax = _axis(axis, nd, "linspace")
+    out_shape = shape[:ax] + (num,) + shape[ax:]
+    dims = tuple(i for i in _range(nd) if i != ax)
+    iota = T._lift(t, np.arange(num, dtype=np.float64).reshape(
+        tuple(num if i == ax else 1 for i in _range(nd))), s.dtype)
+    sb = T._emit(t, T._op(P.BroadcastInDim, out_shape, dims), s)
+    if step is None:  # num <= 1 (or 0 with endpoint=False): start alone, or nothing
+        res = sb
+    else:
+        stb = T._emit(t, T._op(P.BroadcastInDim, out_shape, dims), step)
+        res = sb + T._broadcast(t, iota, out_shape) * stb
+        if endpoint and num > 1:  # the last sample is stop exactly, as numpy's
+            eb = T._emit(t, T._op(P.BroadcastInDim, out_shape, dims), e)
+            last = np.zeros(out_shape, bool)
+            last[tuple(num - 1 if i == ax else slice(None) for i in _range(nd))] = True
+            res = T._emit(t, P.Select(), T._lift(t, last), eb, res)
+    if dtype is not None:
+        res = T.astype(res, dtype)
+    if retstep:
+        return res, (step if step is not None else float("nan"))
+    return res
+
+
+# ---- arrays from (nested) lists ----
+
+def _leaves(obj, out):
+    if isinstance(obj, (list, tuple)):
+        for o in obj:
+            _leaves(o, out)
+    else:
+        out.append(obj)
+    return out
+
+
+def _build(t, obj, dtype) -> Tracer:
+    if isinstance(obj, (list, tuple)):
+        if not obj:
+            return T._lift(t, np.zeros((0,), dtype))
+        parts = [_build(t, o, dtype) for o in obj]
+        shapes = {p.shape for p in parts}
+        if len(shapes) != 1:
+            raise ValueError(f"array: setting an array element with a sequence: the nested "
+                             f"sequence is inhomogeneous (shapes {sorted(shapes)})")
+        return T.concatenate([T.reshape(p, (1,) + p.shape) for p in parts], axis=0)
+    return T._lift(t, obj, dtype)
+
+
+def asarray(a, dtype=None, order=None, *, copy=None):
+    """An array from a traced value, an array, or (nested) lists/tuples of them, with
+    ``jax.numpy`` promotion (Python scalars weakly typed)."""
+    if order not in (None, "C", "K", "A"):
+        raise NotImplementedError(f"asarray: order={order!r} is not supported")
+    if isinstance(a, Tracer):
+        return T.astype(a, dtype) if dtype is not None and np.dtype(dtype) != a.dtype else a
+    leaves = _leaves(a, []) if isinstance(a, (list, tuple)) else [a]
+    if not _has_tracer(leaves):
+        return np.array(a, dtype=dtype)  # a constant; the trace lifts it where it meets a value
+    t = T._trace_of(*leaves)
+    if dtype is None:
+        try:
+            dtype = np.result_type(*[T._dtype_of(x) for x in leaves])
+        except TypeError as e:
+            raise TypeError(f"array: cannot promote the elements' dtypes: {e}") from None
+    dtype = np.dtype(dtype)
+    if any(isinstance(x, Tracer) and x.dtype in COMPLEXES for x in leaves) and \
+            dtype not in COMPLEXES:
+        raise TypeError(f"array: cannot convert complex traced values to {dtype}")
+    return _build(t, a, dtype)
+
+
+def array(object, dtype=None, copy: bool = True, order=None, ndmin: int = 0):
+    """asarray(object, dtype) with at least ndmin axes (leading ones added)."""
+    x = asarray(object, dtype, order)
+    if ndmin and np.ndim(x) < ndmin:
+        if isinstance(x, Tracer):
+            return T.reshape(x, (1,) * (ndmin - x.ndim) + x.shape)
+        return np.array(x, ndmin=ndmin)
+    return x
+
+
+# ---- linear_transpose ----
+
+def linear_transpose(fun, *primals, reduce_axes=()):
+    """The transpose of the linear function `fun`, as ``jax.linear_transpose``.
+
+    Args:
+        fun: a function of arrays (or tuples/lists/dicts of them), linear in all of them.
+        *primals: example arguments; only their shapes and dtypes are used.
+
+    Returns:
+        A function of one cotangent (with the structure, shapes and dtypes of fun's output)
+        that returns a tuple with one cotangent per primal.
+
+    Raises:
+        TypeError: fun is not linear in its inputs (the message names the first primitive that
+            makes it so), or a primal is not floating or complex.
+    """
+    from tidu.linear import make
+
+    if reduce_axes:
+        raise NotImplementedError("linear_transpose: reduce_axes is not supported")
+    return make(fun, primals)
