@@ -22,6 +22,8 @@ from tidu.api import jit
 from tidu.ad import LinearFragment, SavedValue, differentiate, saved_values
 from tidu.api import (grad, hessian, hvp, jacfwd, jacrev, jvp, linearize, transpose, value_and_grad,
                       vjp)
+from tidu.control_flow import (checkpoint, cond, fori_loop, remat, scan, switch,  # noqa: E402
+                               while_loop)  # docs/control_flow.md
 
 __version__ = "0.1.0"
 
@@ -36,6 +38,7 @@ __all__ = [
     "program_cache", "real", "reshape", "resolve", "rsqrt", "sign", "sin", "spec", "sqrt",
     "stop_gradient", "sum", "tanh", "transpose", "where", "zeros_like",
 ]
+__all__ += ["scan", "fori_loop", "while_loop", "cond", "switch", "checkpoint", "remat"]
 
 
 def _installed(name: str) -> Path | None:

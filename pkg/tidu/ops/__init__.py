@@ -16,3 +16,7 @@ __all__ = [
 TIER1 = tuple(__all__)
 LINALG = ("Cholesky", "TriangularSolve")  # linear algebra (docs/linalg.md)
 __all__ += list(LINALG)
+from tidu.ops.control_flow import Checkpoint, Cond, Scan, While  # noqa: E402  (docs/control_flow.md)
+
+CONTROL_FLOW = ("Scan", "Cond", "While", "Checkpoint")  # primitives holding sub-programs
+__all__ += list(CONTROL_FLOW)
