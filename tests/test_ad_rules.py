@@ -84,6 +84,13 @@ TABLE = {
                         ALL),
     "Cholesky": (lambda a: td.apply(P.Cholesky(), a),
                  lambda d: [(arr((3, 3), d) + 6 * np.eye(3)).astype(d)], ALL),
+    # control flow (docs/control_flow.md; While is forward-mode only: tests/test_control_flow.py)
+    "Scan": (lambda x, y: td.scan(lambda c, v: (c * v + td.sin(c), c * c), x, y)[1],
+             lambda d: [arr((3,), d), arr((4, 3), d)], ALL),
+    "Cond": (lambda x, y: td.switch(1, [lambda a, b: a * b, lambda a, b: td.sin(a) * b], x, y),
+             lambda d: [arr((3,), d), arr((3,), d)], ALL),
+    "Checkpoint": (lambda x, y: td.checkpoint(lambda a, b: td.sin(a * b) * a)(x, y),
+                   lambda d: [arr((3,), d), arr((3,), d)], ALL),
 }
 
 
@@ -125,7 +132,7 @@ def test_every_primitive_has_the_rules_it_needs():
     assert missing == []
     nondiff = {n for n, c in builtin.items() if not getattr(c, "differentiable", True)}
     assert nondiff == {"Compare", "Sign", "Constant", "Iota", "StopGradient"}
-    assert set(TABLE) | {"Compare", "Sign", "Constant", "Iota", "StopGradient"} >= \
+    assert set(TABLE) | {"Compare", "Sign", "Constant", "Iota", "StopGradient", "While"} >= \
         set(builtin)
 
 

@@ -332,3 +332,29 @@ def test_checkpoint_same_gradient_less_saved(backend):
 def test_checkpoint_policy_is_refused():
     with pytest.raises(NotImplementedError, match="policy"):
         td.checkpoint(lambda x: x, policy=object())
+
+
+def test_eval_batch_over_a_loop_program():
+    F = td.build(lambda x, w: td.scan(lambda c, v: (td.sin(c * w) + v, c * c), x, w * 0.5 +
+                                      td.zeros_like(w))[0], x=td.spec((3,)), w=td.spec((3,)))
+    prog = td.compile(td.materialize_merge(td.resolve([F]), F.outputs), backend="cpu")
+    rng = np.random.default_rng(1)
+    xs, ws = rng.standard_normal((5, 3)), rng.standard_normal((5, 3))
+    want = np.stack([prog.eval([x, w])[0] for x, w in zip(xs, ws)])
+    (got,) = prog.eval_batch([xs, ws], backend="xla")
+    close(got, want)
+
+
+def test_body_loop_runs_in_cpp_and_matches_the_reference():
+    from tidu.ops.control_flow import Scan
+
+    F = td.build(lambda x: td.scan(lambda c, v: (c * 0.5 + v, td.sum(c)), x,
+                                   td.reshape(td.iota((12,), "float64"), (4, 3)),
+                                   reverse=True), x=td.spec((3,)))
+    (op, _, _, _), = [o for o in F.ops() if isinstance(o[0], Scan)]
+    assert op.body.program()[0].executable.native is not None
+    x = np.array([1.0, 2.0, 3.0])
+    c, ys = op.impl(x, np.arange(12.0).reshape(4, 3))
+    jc, jys = lax.scan(lambda c, v: (c * 0.5 + v, jnp.sum(c)), x, jnp.arange(12.0).reshape(4, 3),
+                       reverse=True)
+    close([c, ys], [jc, jys])

@@ -402,6 +402,9 @@ def _listing(frag: Fragment) -> str:
         desc = op.describe(args)
         out_aval = frag.key_of(outs[0]).aval
         lines.append(f"{lhs} = {desc} mode={mode} :{out_aval}")
+        sub = getattr(op, "sub_listing", None)  # control flow: its bodies, indented
+        if sub is not None:
+            lines.append(sub())
     outs = ", ".join(
         f"{p}{frag.local_of(k)}" if frag.defines(k) else f"External({k!r})" for k in frag.outputs)
     lines.append(f"outputs: [{outs}]")

@@ -265,8 +265,8 @@ class Scan(Primitive):
         return [f"length={self.length}, reverse={self.reverse}, consts={self.n_consts}, "
                 f"carries={self.n_carry}{lin}"]
 
-    def describe(self, args=()) -> str:
-        return super().describe(args) + " body:\n" + self.body.listing()
+    def sub_listing(self) -> str:
+        return "  body:\n" + self.body.listing()
 
     @property
     def n_xs(self) -> int:
@@ -295,11 +295,19 @@ class Scan(Primitive):
                 raise ValueError(f"Scan: xs operand {i - nc - nk} is {xs[i]}, expected {want} "
                                  f"(length {self.length} on axis 0)")
         ys = tuple(aval((self.length,) + a.shape, a.dtype) for a in b.out_avals[nk:])
-        return tuple(b.out_avals[:nk]) + ys
+        outs = tuple(b.out_avals[:nk]) + ys
+        return outs if len(outs) != 1 else outs[0]
 
     # -- evaluation (reference: each step runs the body's compiled program) --
     def impl(self, *xs):
         nc, nk, n = self.n_consts, self.n_carry, self.length
+        prog, take = self.body.program()
+        native = prog.executable.native
+        if native is not None and n > 0:  # the loop in C++ (cpp/include/tidu/control_flow.hpp)
+            ops = [np.ascontiguousarray(x, dtype=a.dtype).reshape(a.shape)
+                   for x, a in zip(xs, self._operand_avals())]
+            res = native.run_scan(ops, take, nc, nk, n, self.reverse)
+            return tuple(res) if self.n_outputs != 1 else res[0]
         consts = list(xs[:nc])
         carry = list(xs[nc:nc + nk])
         seqs = xs[nc + nk:]
@@ -312,6 +320,11 @@ class Scan(Primitive):
             for y, r in zip(ys, res[nk:]):
                 y[i] = r
         return tuple(carry) + tuple(ys) if self.n_outputs != 1 else (carry + ys)[0]
+
+    def _operand_avals(self):
+        b, k = self.body, self.n_consts + self.n_carry
+        return list(b.in_avals[:k]) + [aval((self.length,) + a.shape, a.dtype)
+                                       for a in b.in_avals[k:]]
 
     # -- AD --
     def linearize(self, b, primal_in, primal_out, t):
@@ -517,11 +530,8 @@ class Cond(Primitive):
         return [f"branches={len(self.branches)}" +
                 (f", linear_in={self.linear_in}" if self.linear_in else "")]
 
-    def describe(self, args=()) -> str:
-        parts = [super().describe(args)]
-        for j, br in enumerate(self.branches):
-            parts.append(f"  branch {j}:\n" + br.listing())
-        return "\n".join(parts)
+    def sub_listing(self) -> str:
+        return "\n".join(f"  branch {j}:\n" + br.listing() for j, br in enumerate(self.branches))
 
     def abstract_eval(self, index, *xs):
         if index is not aval((), "int32"):
@@ -648,9 +658,8 @@ class While(Primitive):
     def attrs(self) -> list[str]:
         return [f"consts={self.n_cc + self.n_bc}"]
 
-    def describe(self, args=()) -> str:
-        return (super().describe(args) + "\n  cond:\n" + self.cond.listing() + "\n  body:\n" +
-                self.body.listing())
+    def sub_listing(self) -> str:
+        return "  cond:\n" + self.cond.listing() + "\n  body:\n" + self.body.listing()
 
     def abstract_eval(self, *xs):
         nc = self.n_cc + self.n_bc
@@ -744,8 +753,8 @@ class Checkpoint(Primitive):
     def attrs(self) -> list[str]:
         return [f"linear_in={self.linear_in}"] if self.linear_in else []
 
-    def describe(self, args=()) -> str:
-        return super().describe(args) + " body:\n" + self.body.listing()
+    def sub_listing(self) -> str:
+        return "  body:\n" + self.body.listing()
 
     def abstract_eval(self, *xs):
         if self.body.in_avals != tuple(xs):
