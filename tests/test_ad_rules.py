@@ -124,6 +124,13 @@ TABLE = {
             lambda d: [(arr((3, 2), d) + np.diag([0.0, 3.0])[[0, 1, 1]]).astype(d)], ALL),
     "SVD values": (lambda a: td.apply(P.SVD(False, False), a),
                    lambda d: [(arr((2, 3), d) + 3 * np.eye(2, 3)).astype(d)], ALL),
+    # control flow (docs/control_flow.md; While is forward-mode only: tests/test_control_flow.py)
+    "Scan": (lambda x, y: td.scan(lambda c, v: (c * v + td.sin(c), c * c), x, y)[1],
+             lambda d: [arr((3,), d), arr((4, 3), d)], ALL),
+    "Cond": (lambda x, y: td.switch(1, [lambda a, b: a * b, lambda a, b: td.sin(a) * b], x, y),
+             lambda d: [arr((3,), d), arr((3,), d)], ALL),
+    "Checkpoint": (lambda x, y: td.checkpoint(lambda a, b: td.sin(a * b) * a)(x, y),
+                   lambda d: [arr((3,), d), arr((3,), d)], ALL),
 }
 
 
@@ -205,6 +212,8 @@ def test_every_primitive_has_the_rules_it_needs():
     assert set(TABLE) | nondiff_expected >= set(builtin)
     assert nondiff == {"Compare", "Sign", "Constant", "Iota", "StopGradient"} | NONDIFF_MATH
     assert set(TABLE) | {"Compare", "Sign", "Constant", "Iota", "StopGradient"} | NONDIFF_MATH >= \
+    assert nondiff == {"Compare", "Sign", "Constant", "Iota", "StopGradient"}
+    assert set(TABLE) | {"Compare", "Sign", "Constant", "Iota", "StopGradient", "While"} >= \
         set(builtin)
 
 

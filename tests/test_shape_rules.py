@@ -79,6 +79,26 @@ GOOD = [
     (P.SVD(True, False), [A((4, 5, 3), "complex64")], A((4, 3), "float32")),
 ]
 
+
+
+def _cf_op(fn, *specs):
+    """The control-flow op (docs/control_flow.md) of a traced one-op function."""
+    F = td.build(fn, inputs={i: s for i, s in enumerate(specs)})
+    return [op for op, *_ in F.ops() if type(op).__module__ == "tidu.ops.control_flow"][0]
+
+
+_SCAN = _cf_op(lambda x: td.scan(lambda c, _: (c * 2.0, None), x, length=3)[0], A((2,)))
+_COND = _cf_op(lambda i, x: td.switch(i, [lambda x: x, lambda x: x * 2.0], x), A((), "int32"),
+               A((2,)))
+_WHILE = _cf_op(lambda x: td.while_loop(lambda c: c < 3.0, lambda c: c + 1.0, x), A(()))
+_CKPT = _cf_op(lambda x: td.checkpoint(lambda y: td.sin(y) * y)(x), A((2,)))
+GOOD += [
+    (_SCAN, [A((2,))], A((2,))),
+    (_COND, [A((), "int32"), A((2,))], A((2,))),
+    (_WHILE, [A(())], A(())),
+    (_CKPT, [A((2,))], A((2,))),
+]
+
 # (op, operand avals, exception type, message fragment)
 BAD = [
     (P.Add(), [A((2, 3)), A((3, 2))], ValueError, r"Add: shape mismatch \(2, 3\) vs \(3, 2\)"),
@@ -170,6 +190,12 @@ BAD = [
      r"pivots of shape \(2, 3\) do not match x of shape \(3, 2\)"),
     (P.Rev((2,)), [A((2, 3))], ValueError, r"Rev: axes \(2,\) out of range for shape \(2, 3\)"),
     (P.Rev((0, 0)), [A((2, 3))], ValueError, r"Rev: repeated axis"),
+]
+BAD += [
+    (_SCAN, [A((3,))], TypeError, r"Scan: carry operand 0 is float64\[3\]"),
+    (_COND, [A(()), A((2,))], TypeError, "Cond: index must be an int32 scalar"),
+    (_WHILE, [A((2,))], TypeError, "While: the cond takes"),
+    (_CKPT, [A((2,), "float32")], TypeError, "Checkpoint: the body takes"),
 ]
 
 

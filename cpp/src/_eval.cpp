@@ -2,6 +2,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -13,6 +14,7 @@
 #include <pybind11/stl.h>
 
 #include "tidu/tidu.hpp"
+#include "tidu/control_flow.hpp"
 
 namespace py = pybind11;
 
@@ -179,7 +181,80 @@ class PyProgram {
     return result;
   }
 
+  // This program as a scan body (docs/control_flow.md): `operands` in body order (consts,
+  // initial carries, xs stacked on axis 0), `take[i]` the operand program input i reads; returns
+  // the final carries and the stacked ys.  The loop runs in C++ with the GIL released.
+  py::list run_scan(const py::list& operands, std::vector<std::uint32_t> take, std::uint32_t n_consts,
+                    std::uint32_t n_carry, std::int64_t length, bool reverse) {
+    if (length < 0) throw py::value_error("scan: negative length");
+    if (n_consts + static_cast<std::uint64_t>(n_carry) > operands.size() || p_.outputs.size() < n_carry)
+      throw py::value_error("scan: bad operand counts");
+    tidu::ScanLoop L;
+    L.body = &p_;
+    L.take = std::move(take);
+    L.n_consts = n_consts, L.n_carry = n_carry, L.length = length, L.reverse = reverse;
+    std::vector<py::array> keep;  // the arrays the loop reads, alive until it returns
+    for (std::size_t i = 0; i < operands.size(); ++i) {
+      auto a = py::array::ensure(operands[i]);
+      if (!a || !(a.flags() & py::array::c_style)) throw py::value_error("scan: operand " + std::to_string(i) + " is not a C-contiguous array");
+      keep.push_back(a);
+      const std::uint64_t nb = static_cast<std::uint64_t>(a.nbytes());
+      if (i < n_consts) {
+        L.consts.push_back(a.data());
+      } else if (i < n_consts + n_carry) {
+        L.carry_bytes.push_back(nb);
+      } else {
+        if (a.ndim() < 1 || a.shape(0) != length) throw py::value_error("scan: xs operand without the scan length on axis 0");
+        L.xs.push_back(a.data());
+        L.x_bytes.push_back(length ? nb / static_cast<std::uint64_t>(length) : 0);
+      }
+    }
+    // const operands: their size against the input that reads them
+    for (std::size_t k = 0; k < L.take.size(); ++k)
+      if (L.take[k] < n_consts && static_cast<std::uint64_t>(keep[L.take[k]].nbytes()) != p_.nbytes(p_.inputs[k]))
+        throw py::value_error("scan: const operand size mismatch");
+    py::list result;
+    std::vector<py::array> scratch;
+    for (std::uint32_t k = 0; k < n_carry; ++k) {
+      py::array c = new_array(p_.outputs[k], 0);
+      if (c.nbytes() != keep[n_consts + k].nbytes()) throw py::value_error("scan: carry size mismatch");
+      std::memcpy(c.mutable_data(), keep[n_consts + k].data(), c.nbytes());
+      L.carry.push_back(c.mutable_data());
+      scratch.push_back(new_array(p_.outputs[k], 0));
+      L.scratch.push_back(scratch.back().mutable_data());
+      result.append(c);
+    }
+    for (std::size_t j = n_carry; j < p_.outputs.size(); ++j) {
+      py::array y = new_array(p_.outputs[j], length > 0 ? length : 0);
+      if (length == 0) {  // new_array drops a zero batch axis
+        std::vector<py::ssize_t> shape{0};
+        for (std::uint32_t k = 0; k < p_.slots[p_.outputs[j]].ndim; ++k) shape.push_back(p_.shape(p_.outputs[j])[k]);
+        y = py::array(py::dtype(dtype_num(p_.slots[p_.outputs[j]].dtype)), shape);
+      }
+      L.ys.push_back(y.mutable_data());
+      L.y_bytes.push_back(p_.nbytes(p_.outputs[j]));
+      result.append(y);
+    }
+    try {
+      L.check();
+    } catch (const tidu::ProgramError& e) {
+      throw py::value_error(e.what());
+    }
+    auto ws = take_ws();
+    try {
+      py::gil_scoped_release nogil;
+      L.run(*ws);
+    } catch (...) {
+      give(std::move(ws));
+      throw;
+    }
+    give(std::move(ws));
+    return result;
+  }
+
  private:
+  std::unique_ptr<tidu::Workspace> take_ws() { return take(); }
+
   py::array new_array(std::uint32_t slot, std::int64_t batch) const {
     const tidu::Slot& s = p_.slots[slot];
     std::vector<py::ssize_t> shape;
@@ -296,6 +371,8 @@ void make_program(py::module_& m) {
         return v;
       })
       .def("run", &PyProgram::run, py::arg("inputs"), py::arg("out") = py::none())
+      .def("run_scan", &PyProgram::run_scan, py::arg("operands"), py::arg("take"), py::arg("n_consts"),
+           py::arg("n_carry"), py::arg("length"), py::arg("reverse"))
       .def("run_batch", &PyProgram::run_batch, py::arg("inputs"), py::arg("batch"), py::arg("threads"),
            py::arg("exact") = true)
       .def_property_readonly("arena_bytes", [](const PyProgram& p) { return p.program().arena_bytes; })

@@ -40,6 +40,8 @@ from tidu.batching import vmap
 from tidu.ad import LinearFragment, SavedValue, differentiate, saved_values
 from tidu.api import (grad, hessian, hvp, jacfwd, jacrev, jvp, linearize, transpose, value_and_grad,
                       vjp)
+from tidu.control_flow import (checkpoint, cond, fori_loop, remat, scan, switch,  # noqa: E402
+                               while_loop)  # docs/control_flow.md
 
 __version__ = "0.1.0"
 
@@ -70,6 +72,7 @@ __all__ += ["angle", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctan
 from tidu import shapes as _shapes  # noqa: E402 - docs/numpy.md, "Shapes and array construction"
 
 __all__ += [n for n in _shapes.__all__ if n not in __all__]
+__all__ += ["scan", "fori_loop", "while_loop", "cond", "switch", "checkpoint", "remat"]
 
 
 def _installed(name: str) -> Path | None:

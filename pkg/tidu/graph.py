@@ -409,6 +409,9 @@ def _listing(frag: Fragment) -> str:
         desc = op.describe(args)
         out_aval = frag.key_of(outs[0]).aval
         lines.append(f"{lhs} = {desc} mode={mode} :{out_aval}")
+        sub = getattr(op, "sub_listing", None)  # control flow: its bodies, indented
+        if sub is not None:
+            lines.append(sub())
     outs = ", ".join(
         f"{p}{frag.local_of(k)}" if frag.defines(k) else f"External({k!r})" for k in frag.outputs)
     lines.append(f"outputs: [{outs}]")
@@ -914,14 +917,14 @@ class CompiledProgram:
         values computed in Primal mode that Linear-mode instructions read (what a VJP keeps from
         its forward part for its backward part; the plan holds them exactly that long)."""
         native = self.executable.native
-        if native is None:
-            return {}
         a = self.executable.arrays
         linear = np.array([mode_of(int(m)).is_linear for m in a["instr_mode"]], dtype=bool)
         primal_out = set(a["out_slots"][np.repeat(~linear, np.diff(a["out_off"]))].tolist())
         read_linear = set(a["in_slots"][np.repeat(linear, np.diff(a["in_off"]))].tolist())
         avals = self.executable.slot_avals
         saved = sum(avals[s].size * avals[s].dtype.itemsize for s in primal_out & read_linear)
+        if native is None:  # evaluated op by op (e.g. a loop, docs/control_flow.md): no arena
+            return {"saved_bytes": saved}
         return {"arena_bytes": native.arena_bytes, "naive_bytes": native.naive_bytes,
                 "saved_bytes": saved}
 

@@ -99,10 +99,30 @@ def _trace_of(*xs) -> _Trace:
             t = x._t
             for y in xs:
                 if isinstance(y, Tracer) and y._t is not t:
-                    raise ValueError("values from two different traces were combined; a traced "
-                                     "value cannot leave the function that traced it")
+                    return _innermost([z._t for z in xs if isinstance(z, Tracer)])
             return t
     return _current()
+
+
+def _innermost(traces) -> _Trace:
+    """Of several traces, the one opened last: a control-flow body (tidu.control_flow) combining
+    its own values with values of the traces around it, which it then captures."""
+    stack = _stack()
+    depth = {id(t): i for i, t in enumerate(stack)}
+    if any(id(t) not in depth for t in traces):
+        raise ValueError("values from two different traces were combined; a traced "
+                         "value cannot leave the function that traced it")
+    return builtins.max(traces, key=lambda t: depth[id(t)])
+
+
+def _capture(t: _Trace, x: "Tracer") -> "Tracer":
+    """x (a value of an enclosing trace) as a value of t: t's builder must be a control-flow
+    body's, which turns captured values into explicit operands."""
+    cap = getattr(t.builder, "capture", None)
+    if cap is None:
+        raise ValueError("values from two different traces were combined; a traced "
+                         "value cannot leave the function that traced it")
+    return cap(x)
 
 
 def _dtype_of(x) -> Any:
@@ -116,6 +136,8 @@ def _dtype_of(x) -> Any:
 def _lift(t: _Trace, x, dtype=None) -> "Tracer":
     """x as a traced value (constants become Constant nodes), converted to dtype if given."""
     if isinstance(x, Tracer):
+        if x._t is not t:
+            x = _capture(t, x)
         if dtype is not None and x.aval.dtype != dtype:
             return _emit(t, P.Convert(np.dtype(dtype).name), x)
         return x

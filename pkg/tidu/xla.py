@@ -201,7 +201,11 @@ def lower_range(exe, lo: Lowering, env: dict[int, Value], start: int, stop: int)
     """Write instructions [start, stop) of an Executable into lo; env maps slots to Values."""
     avals = exe.slot_avals
     for op, ins, outs in exe.instructions[start:stop]:
-        env[outs[0]] = op.lower(lo, avals[outs[0]], *[env[s] for s in ins])
+        res = op.lower(lo, avals[outs[0]], *[env[s] for s in ins])
+        if len(outs) == 1:
+            env[outs[0]] = res
+        else:  # several results (control flow): one Value each
+            env.update(zip(outs, res))
 
 
 def _function(lo: Lowering, name: str, args: list[tuple[str, str]], results: list[Value]) -> str:

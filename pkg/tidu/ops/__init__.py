@@ -34,3 +34,7 @@ MATH = ("Floor", "Ceil", "Round", "Tan", "Atan", "Asin", "Acos", "Sinh", "Cosh",
 __all__ += list(MATH)
 SHAPES = ("Rev",)  # the numpy shape surface (docs/numpy.md)
 __all__ += list(SHAPES)
+from tidu.ops.control_flow import Checkpoint, Cond, Scan, While  # noqa: E402  (docs/control_flow.md)
+
+CONTROL_FLOW = ("Scan", "Cond", "While", "Checkpoint")  # primitives holding sub-programs
+__all__ += list(CONTROL_FLOW)

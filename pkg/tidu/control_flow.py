@@ -1,0 +1,372 @@
+"""Structured control flow with jax's signatures: scan, fori_loop, while_loop, cond, switch.
+
+Each construct traces its function(s) once into a closed body (``tidu.ops.control_flow.Body``):
+values of enclosing traces the function uses are captured as explicit operands.  The loop or
+branch is then one op of the enclosing fragment, whatever the trip count (docs/control_flow.md).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from tidu.graph import FragmentBuilder, ValKey, aval
+from tidu.ops.control_flow import Body, Checkpoint, Cond, Scan, While, close_body, fresh_key
+from tidu.tracing import Tracer, _current, _lift, _stack, as_aval, tracing
+
+__all__ = ["scan", "fori_loop", "while_loop", "cond", "switch", "checkpoint", "remat"]
+
+
+# ---- pytrees (tuples, lists, dicts, None, leaves) ----
+
+def _flatten(tree) -> tuple[list, Any]:
+    if tree is None:
+        return [], ("none",)
+    if isinstance(tree, (tuple, list)):
+        leaves, subs = [], []
+        for x in tree:
+            l, s = _flatten(x)
+            leaves += l
+            subs.append(s)
+        return leaves, (type(tree), subs)
+    if isinstance(tree, dict):
+        leaves, subs = [], []
+        for k in sorted(tree):
+            l, s = _flatten(tree[k])
+            leaves += l
+            subs.append((k, s))
+        return leaves, (dict, subs)
+    return [tree], ("leaf",)
+
+
+def _unflatten(spec, leaves):
+    it = iter(leaves)
+
+    def go(s):
+        kind = s[0]
+        if kind == "none":
+            return None
+        if kind == "leaf":
+            return next(it)
+        if kind is dict:
+            return {k: go(sub) for k, sub in s[1]}
+        vals = [go(sub) for sub in s[1]]
+        return kind(vals) if kind in (tuple, list) else kind(*vals)
+
+    return go(spec)
+
+
+def _tree_str(spec) -> str:
+    kind = spec[0]
+    if kind == "none":
+        return "None"
+    if kind == "leaf":
+        return "*"
+    if kind is dict:
+        return "{" + ", ".join(f"{k!r}: {_tree_str(s)}" for k, s in spec[1]) + "}"
+    inner = ", ".join(_tree_str(s) for s in spec[1])
+    return f"[{inner}]" if kind is list else f"({inner}{',' if len(spec[1]) == 1 else ''})"
+
+
+# ---- tracing bodies ----
+
+class _BodyBuilder(FragmentBuilder):
+    """The builder of a body being traced: values of enclosing traces it reads become inputs
+    (``capture``), and the op holding the body gets them as operands."""
+
+    def __init__(self, outer):
+        super().__init__(prefix="b")
+        self.outer = outer  # the trace the control-flow op is emitted into
+        self.trace = None
+        self.captured: dict[int, Tracer] = {}
+        self.capture_list: list[Tracer] = []  # outer values, in input order
+        self.capture_inputs: list[ValKey] = []
+
+    def capture(self, x: Tracer) -> Tracer:
+        from tidu.tracing import _capture
+
+        if x._t is not self.outer:  # from further out: captured by the enclosing body first
+            x = _capture(self.outer, x)
+        hit = self.captured.get(x._v)
+        if hit is None:
+            local = self.add_input(fresh_key(), x.aval)
+            hit = Tracer(self.trace, self.store.global_of(local), x.aval)
+            self.captured[x._v] = hit
+            self.capture_list.append(x)
+            self.capture_inputs.append(hit.key)
+        return hit
+
+
+def _outer_trace():
+    s = _stack()
+    return s[-1] if s else None
+
+
+def _trace_body(outer, fn: Callable, arg_avals, make_args: Callable, what: str):
+    """Trace fn on fresh inputs of arg_avals; returns (builder, input ValKeys, output Tracers as a
+    flat list, output tree)."""
+    builder = _BodyBuilder(outer)
+    with tracing(builder) as t:
+        builder.trace = t.trace
+        ins = [t.input(fresh_key(), av) for av in arg_avals]
+        out = fn(*make_args(ins))
+        leaves, spec = _flatten(out)
+        flat = []
+        for x in leaves:
+            try:
+                flat.append(_lift(t.trace, x))
+            except TypeError:
+                raise TypeError(f"{what} must return arrays or tuples/lists/dicts of them, got "
+                                f"{type(x).__name__}") from None
+    return builder, [x.key for x in ins], flat, spec
+
+
+def _emit_multi(t, op, args: Sequence[Tracer]) -> list[Tracer]:
+    from tidu.graph import _aval_list
+
+    locals_ = t.builder.add_op(op, [ValKey(a._v) for a in args])
+    return [Tracer(t, t.store.global_of(l), _aval_list[ValKey(t.store.global_of(l)).aval.id])
+            for l in locals_]
+
+
+def _eager(fn: Callable, *args):
+    """Called outside any trace: run fn under jit (the construct needs a graph to live in)."""
+    from tidu.api import jit
+
+    return jit(fn)(*args)
+
+
+def _leaf_aval(x):
+    return x.aval if isinstance(x, Tracer) else as_aval(np.asarray(x))
+
+
+# ---- scan ----
+
+def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = False,
+         unroll: int = 1):
+    """``jax.lax.scan``: ``carry, y = f(carry, x)`` over the leading axis of ``xs``.
+
+    Args:
+        f: ``(carry, x) -> (carry, y)``; carry a pytree whose shapes and dtypes stay fixed, x a
+            slice of xs (None when xs is None), y a pytree (or None).
+        init: the initial carry.
+        xs: a pytree of arrays with one leading length, or None (then ``length`` is required).
+        length: the number of steps when xs is None (must agree with xs otherwise).
+        reverse: walk xs and write ys from the last step to the first.
+        unroll: accepted for jax compatibility; the loop is never unrolled.
+
+    Returns:
+        ``(final carry, ys)`` with ys stacked on a new leading axis of size length.
+    """
+    del unroll
+    outer = _outer_trace()
+    if outer is None:
+        i_leaves, i_spec = _flatten(init)
+        x_leaves, x_spec = _flatten(xs)
+        return _eager(lambda a, b: scan(f, _unflatten(i_spec, a), _unflatten(x_spec, b), length,
+                                        reverse), i_leaves, x_leaves)
+    t = outer
+    i_leaves, i_spec = _flatten(init)
+    x_leaves, x_spec = _flatten(xs)
+    init_t = [_lift(t, x) for x in i_leaves]
+    xs_t = [_lift(t, x) for x in x_leaves]
+    lengths = {x.shape[0] if x.aval.ndim else None for x in xs_t}
+    if None in lengths:
+        raise ValueError("scan: every leaf of xs needs a leading axis to scan over, got a scalar")
+    if length is not None:
+        length = int(length)
+        lengths.add(length)
+    if not lengths:
+        raise ValueError("scan: give xs or length (the number of steps)")
+    if len(lengths) > 1:
+        raise ValueError(f"scan: xs leaves and length disagree on the number of steps: "
+                         f"{sorted(lengths)}")
+    (n,) = lengths
+    c_avals = [x.aval for x in init_t]
+    x_avals = [aval(x.shape[1:], x.dtype) for x in xs_t]
+
+    def make(ins):
+        k = len(c_avals)
+        return (_unflatten(i_spec, ins[:k]), _unflatten(x_spec, ins[k:]))
+
+    builder, in_keys, flat, spec = _trace_body(t, lambda c, x: f(c, x), c_avals + x_avals, make,
+                                               "the scanned function")
+    if spec[0] not in (tuple, list) or len(spec[1]) != 2:
+        raise TypeError("scan: the scanned function must return a pair (carry, y)")
+    c_out_spec, y_spec = spec[1]
+    n_c = len(c_avals)
+    if _tree_str(c_out_spec) != _tree_str(i_spec):
+        raise TypeError(f"scan: the function returns a carry of structure "
+                        f"{_tree_str(c_out_spec)}, but init has {_tree_str(i_spec)}")
+    for k, (o, a) in enumerate(zip(flat[:n_c], c_avals)):
+        if o.aval is not a:
+            raise TypeError(f"scan: carry leaf {k} enters the body as {a} but the body returns "
+                            f"{o.aval}; the carry's shape and dtype must stay fixed")
+    caps = builder.capture_list
+    body = close_body([x.key for x in flat], builder.capture_inputs + in_keys)
+    op = Scan(body, n, bool(reverse), len(caps), n_c)
+    outs = _emit_multi(t, op, list(caps) + init_t + xs_t)
+    return _unflatten(i_spec, outs[:n_c]), _unflatten(y_spec, outs[n_c:])
+
+
+def fori_loop(lower, upper, body_fun: Callable, init_val):
+    """``jax.lax.fori_loop``: ``val = body_fun(i, val)`` for i in [lower, upper).
+
+    Static (Python int) bounds give a scan (differentiable in both modes); traced bounds give a
+    while_loop (forward mode only)."""
+    if isinstance(lower, (int, np.integer)) and isinstance(upper, (int, np.integer)):
+        lo, hi = int(lower), int(upper)
+
+        def step(c, _):
+            i, v = c
+            return (i + 1, body_fun(i, v)), None
+
+        (_, val), _ = scan(step, (np.int64(lo), init_val), length=max(hi - lo, 0))
+        return val
+
+    def cond_fun(c):
+        return c[0] < c[1]
+
+    def body2(c):
+        i, u, v = c
+        return i + 1, u, body_fun(i, v)
+
+    return while_loop(cond_fun, body2, (lower, upper, init_val))[2]
+
+
+# ---- while_loop ----
+
+def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
+    """``jax.lax.while_loop``: ``while cond_fun(val): val = body_fun(val)``.
+
+    Forward mode (``jvp``, ``jacfwd``) only: reverse mode raises, naming ``fori_loop`` with static
+    bounds or ``scan`` as the alternatives (as jax does)."""
+    outer = _outer_trace()
+    leaves, spec = _flatten(init_val)
+    if outer is None:
+        return _eager(lambda a: while_loop(cond_fun, body_fun, _unflatten(spec, a)), leaves)
+    t = outer
+    init_t = [_lift(t, x) for x in leaves]
+    avals = [x.aval for x in init_t]
+    make = lambda ins: (_unflatten(spec, ins),)  # noqa: E731
+    cb, c_keys, c_flat, c_spec = _trace_body(t, cond_fun, avals, make, "cond_fun")
+    if len(c_flat) != 1 or c_flat[0].aval is not aval((), "bool"):
+        got = ", ".join(str(x.aval) for x in c_flat)
+        raise TypeError(f"while_loop: cond_fun must return a boolean scalar, got {got}")
+    bb, b_keys, b_flat, b_spec = _trace_body(t, body_fun, avals, make, "body_fun")
+    if _tree_str(b_spec) != _tree_str(spec):
+        raise TypeError(f"while_loop: body_fun returns structure {_tree_str(b_spec)}, but "
+                        f"init_val has {_tree_str(spec)}")
+    for k, (o, a) in enumerate(zip(b_flat, avals)):
+        if o.aval is not a:
+            raise TypeError(f"while_loop: carry leaf {k} enters body_fun as {a} but it returns "
+                            f"{o.aval}; the carry's shape and dtype must stay fixed")
+    c_caps, b_caps = cb.capture_list, bb.capture_list
+    c_body = close_body([c_flat[0].key], cb.capture_inputs + [x.aval for x in b_caps] + c_keys)
+    b_body = close_body([x.key for x in b_flat],
+                        [x.aval for x in c_caps] + bb.capture_inputs + b_keys)
+    op = While(c_body, b_body, len(c_caps), len(b_caps))
+    outs = _emit_multi(t, op, list(c_caps) + list(b_caps) + init_t)
+    return _unflatten(spec, outs)
+
+
+# ---- cond / switch ----
+
+def switch(index, branches: Sequence[Callable], *operands):
+    """``jax.lax.switch``: ``branches[clamp(index, 0, n-1)](*operands)``; every branch must
+    return the same structure of shapes and dtypes."""
+    branches = list(branches)
+    if not branches:
+        raise ValueError("switch: need at least one branch")
+    outer = _outer_trace()
+    leaves, spec = _flatten(list(operands))
+    if outer is None:
+        return _eager(lambda i, a: switch(i, branches, *_unflatten(spec, a)), index, leaves)
+    t = outer
+    from tidu import tracing as T
+
+    idx = _lift(t, index)
+    if idx.aval.ndim != 0 or idx.aval.dtype.kind not in "iub":
+        raise TypeError(f"switch: index must be an integer scalar, got {idx.aval}")
+    idx = T.astype(idx, "int32")
+    if len(branches) > 1:  # clamped, as jax does
+        idx = T.minimum(T.maximum(idx, 0), len(branches) - 1)
+    ops_t = [_lift(t, x) for x in leaves]
+    avals = [x.aval for x in ops_t]
+    make = lambda ins: _unflatten(spec, ins)  # noqa: E731
+    traced = [_trace_body(t, br, avals, make, f"branch {i}") for i, br in enumerate(branches)]
+    out_spec = traced[0][3]
+    out_avals = [x.aval for x in traced[0][2]]
+    for i, (_, _, flat, s) in enumerate(traced[1:], 1):
+        if _tree_str(s) != _tree_str(out_spec) or [x.aval for x in flat] != out_avals:
+            raise TypeError(
+                f"switch/cond: branch {i} returns {_tree_str(s)} of "
+                f"({', '.join(str(x.aval) for x in flat)}), branch 0 returns "
+                f"{_tree_str(out_spec)} of ({', '.join(map(str, out_avals))}); all branches must "
+                f"return the same structure, shapes and dtypes")
+    caps = [x for b, _, _, _ in traced for x in b.capture_list]
+    bodies = []
+    for j, (b, keys, flat, _) in enumerate(traced):
+        inputs: list = []
+        for jj, (b2, _, _, _) in enumerate(traced):
+            inputs += b.capture_inputs if jj == j else [x.aval for x in b2.capture_list]
+        bodies.append(close_body([x.key for x in flat], inputs + keys))
+    op = Cond(tuple(bodies))
+    outs = _emit_multi(t, op, [idx] + caps + ops_t)
+    return _unflatten(out_spec, outs)
+
+
+def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
+    """``jax.lax.cond``: ``true_fun(*operands)`` if pred else ``false_fun(*operands)``."""
+    outer = _outer_trace()
+    if outer is None:
+        leaves, spec = _flatten(list(operands))
+        return _eager(lambda p, a: cond(p, true_fun, false_fun, *_unflatten(spec, a)), pred, leaves)
+    from tidu import tracing as T
+
+    p = _lift(outer, pred)
+    if p.aval.ndim != 0:
+        raise TypeError(f"cond: pred must be a scalar, got {p.aval}")
+    if p.aval.dtype.kind != "b":
+        p = p != 0
+    return switch(T.astype(p, "int32"), [false_fun, true_fun], *operands)
+
+
+# ---- checkpoint ----
+
+def checkpoint(fn: Callable, policy=None, prevent_cse: bool = True, static_argnums=()):
+    """``jax.checkpoint`` (alias ``remat``): ``fn`` whose derivatives recompute its intermediates
+    from its arguments instead of saving them: a VJP keeps only fn's inputs (and outputs) and
+    runs fn's forward part again in its backward part.
+
+    ``policy`` (jax's saveable-value policies) is not supported: only None (save nothing)."""
+    if policy is not None:
+        raise NotImplementedError("checkpoint: only policy=None (recompute everything) is "
+                                  "supported")
+    if static_argnums:
+        raise NotImplementedError("checkpoint: static_argnums is not supported; close over "
+                                  "static values instead")
+    del prevent_cse
+
+    def wrapped(*args):
+        outer = _outer_trace()
+        leaves, spec = _flatten(list(args))
+        if outer is None:
+            return _eager(lambda a: wrapped(*_unflatten(spec, a)), leaves)
+        t = outer
+        ins_t = [_lift(t, x) for x in leaves]
+        avals = [x.aval for x in ins_t]
+        bld, keys, flat, out_spec = _trace_body(t, fn, avals, lambda ins: _unflatten(spec, ins),
+                                                "the checkpointed function")
+        caps = bld.capture_list
+        body = close_body([x.key for x in flat], bld.capture_inputs + keys)
+        outs = _emit_multi(t, Checkpoint(body), list(caps) + ins_t)
+        return _unflatten(out_spec, outs)
+
+    wrapped.__name__ = getattr(fn, "__name__", "checkpointed")
+    wrapped.__doc__ = getattr(fn, "__doc__", None)
+    return wrapped
+
+
+remat = checkpoint
