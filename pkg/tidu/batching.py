@@ -84,6 +84,16 @@ def _batch_rule(b):
     return rule
 
 
+def batch_walk(view, keys, seeds, builder) -> list[int]:
+    """The batching pass: the ops of `view` reachable from `keys`, in topological order, from
+    `seeds` ((value id, its batched value id) pairs); each op with a batched operand is replaced
+    by its primitive's batch rule, emitted into `builder`.  Returns the batched value id of each
+    key (_core.NONE: the key does not depend on the seeds)."""
+    everything = np.zeros(len(_aval_list), dtype=np.uint8)  # ints and bools are batched too
+    return _core.linearize_ops(builder.store, view.walk(keys), seeds, everything,
+                               [k.id for k in keys], _batch_rule(builder), lambda prim: 2, ValKey)
+
+
 def _inline_vmap(trace, fn, args, kwargs, in_axes, out_axes, axis_size):
     from tidu.api import NestedArg, _Ctx, _val, unflatten
     from tidu.tracing import Tracer, broadcast_to, flatten_outputs
@@ -143,11 +153,8 @@ def _inline_vmap(trace, fn, args, kwargs, in_axes, out_axes, axis_size):
     # the batching walk over what fn traced, from the fresh inputs
     keys = [o.key for o in flat]
     view = resolve([b.build(keys)])
-    mat = view.walk(keys)
     nb = FragmentBuilder(parents=view.roots, prefix="v")
-    everything = np.zeros(len(_aval_list), dtype=np.uint8)  # ints and bools are batched too
-    found = _core.linearize_ops(nb.store, mat, seeds, everything, [k.id for k in keys],
-                                _batch_rule(nb), lambda prim: 2, ValKey)
+    found = batch_walk(view, keys, seeds, nb)
     b.parents.append(nb.build([ValKey(v) for v in found if v != _core.NONE]))
 
     oaxes = _axes_for(out_axes, unflatten(out_tree, flat) if out_tree is not None else flat[0],

@@ -353,6 +353,9 @@ inline void validate_instructions(const Program& p) {
             else last(k, nd - 1, real);
             break;
           }
+        }
+        break;
+      }
       case Op::Rev: {  // shapes.hpp; attrs: n, dims...
         arity(1);
         same_shape(0);

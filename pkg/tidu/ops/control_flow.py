@@ -232,6 +232,61 @@ def _partial_eval(body: Body, lf, tin: Sequence[ValKey | None]):
     return list(residuals.values()), tangent
 
 
+
+# ---- batching (vmap) ----
+
+def batch_body(body: Body, mask: Sequence[bool], n: int) -> Body:
+    """`body` with inputs i where mask[i] given a leading batch axis of size n, every output
+    batched (outputs independent of the batched inputs are broadcast): the batching pass
+    (tidu.batching) over the body's own fragment."""
+    from tidu.batching import batch_walk
+    from tidu.ops._batching import broadcast_batch
+
+    fb = FragmentBuilder(parents=[body.fragment], prefix="vb")
+    inputs, seeds = [], []
+    for k, m in zip(body.inputs, mask):
+        if not m:
+            inputs.append(k)
+            continue
+        local = fb.add_input(fresh_key(), aval((n,) + k.aval.shape, k.aval.dtype))
+        v = ValKey(fb.store.global_of(local))
+        inputs.append(v)
+        seeds.append((k.id, v.id))
+    found = batch_walk(resolve([body.fragment]), body.outputs, seeds, fb)
+    outs = [ValKey(v) if v != _core.NONE else
+            ValKey(fb.store.global_of(broadcast_batch(fb, o, n)))
+            for o, v in zip(body.outputs, found)]
+    return close_body(outs, inputs)
+
+
+def _swap01(b, x):
+    """x with its first two axes swapped (a batch axis and a scan axis)."""
+    from tidu.ops._rules import aval_of, fix
+    from tidu.ops.structural import Transpose
+
+    nd = aval_of(b, x).ndim
+    return fix(b, Transpose((1, 0) + tuple(range(2, nd))), x)
+
+
+def _add_multi(b, op, args) -> list:
+    from tidu.graph import External, Local
+
+    return b.add_op(op, [External(a) if isinstance(a, ValKey) else Local(a) for a in args])
+
+
+def _operands(b, primal_in, bt, n, always=()):
+    """Operands batched where given (and at the positions in `always`, broadcast), and the mask."""
+    from tidu.ops._batching import broadcast_batch
+
+    ops, mask = [], []
+    for i, (x, bx) in enumerate(zip(primal_in, bt)):
+        if bx is None and i in always:
+            bx = broadcast_batch(b, x, n)
+        ops.append(x if bx is None else bx)
+        mask.append(bx is not None)
+    return ops, mask
+
+
 def _check_differentiable(name, primal_in, tangent_in):
     for x, t in zip(primal_in, tangent_in):
         if t is not None and not is_differentiable(x.dtype):
@@ -327,6 +382,19 @@ class Scan(Primitive):
                                        for a in b.in_avals[k:]]
 
     # -- AD --
+    def batch(self, b, primal_in, primal_out, bt):
+        # carries all batched (no fixpoint needed); batched xs scanned over their axis 1
+        from dataclasses import replace
+        from tidu.ops._batching import batch_size
+
+        n = batch_size(b, bt)
+        nc, nk = self.n_consts, self.n_carry
+        ops, mask = _operands(b, primal_in, bt, n, always=range(nc, nc + nk))
+        ops = [_swap01(b, x) if i >= nc + nk and m else x for i, (x, m) in enumerate(zip(ops, mask))]
+        new = replace(self, body=batch_body(self.body, mask, n))
+        outs = _add_multi(b, new, ops)
+        return [o if k < nk else _swap01(b, o) for k, o in enumerate(outs)]
+
     def linearize(self, b, primal_in, primal_out, t):
         _check_differentiable("scan", primal_in, t)
         nc, nk, body = self.n_consts, self.n_carry, self.body
@@ -551,6 +619,34 @@ class Cond(Primitive):
         res = self.branches[j].run(list(xs))
         return tuple(res) if self.n_outputs != 1 else res[0]
 
+    def batch(self, b, primal_in, primal_out, bt):
+        # A shared index: one Cond of batched branches.  An index per element: every branch
+        # evaluated (each a one-branch Cond) and the results selected, as jax does.
+        from dataclasses import replace
+        from tidu.ops._batching import batch_size
+        from tidu.ops._rules import aval_of, const, fix
+        from tidu.ops.elementwise import Compare, Max, Min
+        from tidu.ops.structural import BroadcastInDim, Select
+
+        n = batch_size(b, bt)
+        ops, mask = _operands(b, primal_in[1:], bt[1:], n)
+        branches = tuple(batch_body(br, mask, n) for br in self.branches)
+        if bt[0] is None:
+            return _add_multi(b, replace(self, branches=branches), [primal_in[0]] + ops)
+        idx = bt[0]
+        av = aval_of(b, idx)
+        idx = fix(b, Min(), fix(b, Max(), idx, const(b, 0, av)), const(b, len(branches) - 1, av))
+        zero = const(b, 0, aval((), "int32"))
+        per = [_add_multi(b, replace(self, branches=(br,)), [zero] + ops) for br in branches]
+        outs = list(per[0])
+        for j in range(1, len(branches)):
+            hit = fix(b, Compare("EQ"), idx, const(b, j, av))
+            for k, o in enumerate(per[j]):
+                shape = aval_of(b, o).shape
+                pred = fix(b, BroadcastInDim(shape, (0,)), hit)
+                outs[k] = fix(b, Select(), pred, o, outs[k])
+        return outs
+
     def linearize(self, b, primal_in, primal_out, t):
         _check_differentiable("cond", primal_in[1:], t[1:])
         ops, tops = primal_in[1:], t[1:]
@@ -681,6 +777,34 @@ class While(Primitive):
             carry = self.body.run(consts + carry)
         return tuple(carry) if self.n_outputs != 1 else carry[0]
 
+    def batch(self, b, primal_in, primal_out, bt):
+        # Carries all batched.  A predicate that stays shared: one While of batched bodies.  A
+        # predicate per element: loop while any element's holds, each element's carries updated
+        # only while its own does (as jax does).
+        from dataclasses import replace
+        from tidu.ops._batching import batch_size
+        from tidu.ops.elementwise import Compare
+        from tidu.ops.sorting import ReduceOr
+        from tidu.ops.structural import BroadcastInDim, Select
+
+        n = batch_size(b, bt)
+        nc = self.n_cc + self.n_bc
+        ops, mask = _operands(b, primal_in, bt, n, always=range(nc, len(primal_in)))
+        cond, body = batch_body(self.cond, mask, n), batch_body(self.body, mask, n)
+        fb = FragmentBuilder(prefix="vw")
+        ins = [ValKey(fb.store.global_of(fb.add_input(fresh_key(), a))) for a in cond.in_avals]
+        env = {k.id: v for k, v in zip(cond.inputs, ins)}
+        pred = _replay(fb, dict(env), cond.outputs[0])  # (n,) bool
+        any_ = ValKey(fb.store.global_of(fb.emit(ReduceOr((0,)), [pred])))
+        env = {k.id: v for k, v in zip(body.inputs, ins)}
+        new = [_replay(fb, dict(env), o) for o in body.outputs]
+        kept = []
+        for o, old in zip(new, ins[nc:]):
+            p = fb.emit(BroadcastInDim(o.aval.shape, (0,)), [pred])
+            kept.append(ValKey(fb.store.global_of(fb.emit(Select(), [p, o, old]))))
+        op = replace(self, cond=close_body([any_], ins), body=close_body(kept, ins))
+        return _add_multi(b, op, ops)
+
     def linearize(self, b, primal_in, primal_out, t):
         _check_differentiable("while_loop", primal_in, t)
         nc = self.n_cc + self.n_bc
@@ -766,6 +890,14 @@ class Checkpoint(Primitive):
     def impl(self, *xs):
         res = self.body.run(list(xs))
         return tuple(res) if self.n_outputs != 1 else res[0]
+
+    def batch(self, b, primal_in, primal_out, bt):
+        from dataclasses import replace
+        from tidu.ops._batching import batch_size
+
+        n = batch_size(b, bt)
+        ops, mask = _operands(b, primal_in, bt, n)
+        return _add_multi(b, replace(self, body=batch_body(self.body, mask, n)), ops)
 
     def linearize(self, b, primal_in, primal_out, t):
         _check_differentiable("checkpoint", primal_in, t)

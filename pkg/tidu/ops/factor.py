@@ -30,6 +30,7 @@ from tidu.ops._base import COMPLEXES, INEXACT, Primitive, check_dtype, real_dtyp
 from tidu.ops._rules import A, F, aval_of, const, fix, lin, scale
 from tidu.ops.linalg import TriangularSolve, _conj, _keep, _mask, _matmul, _mT, _square
 from tidu.rules import register
+from tidu.ops._batching import same_op_batched
 
 __all__ = ["LU", "LUPermute", "Eigh", "QR", "SVD"]
 
@@ -165,6 +166,8 @@ class LU(Primitive):
     ``[L\\U | pivots | permutation]`` (..., m, m + 2); pivots are LAPACK's (0-based row swaps),
     the permutation maps rows of P a to rows of a."""
 
+    batch = same_op_batched  # leading axes are batch axes
+
     def abstract_eval(self, x):
         m = _inexact_matrix(self.name, x)
         return aval(x.shape[:-1] + (m + 2,), x.dtype)
@@ -239,6 +242,8 @@ class LUPermute(Primitive):
     inverse: bool
     linear = True
 
+    batch = same_op_batched  # leading axes are batch axes
+
     def __post_init__(self):
         object.__setattr__(self, "inverse", bool(self.inverse))
 
@@ -300,6 +305,8 @@ class Eigh(Primitive):
     eigenvalues alone, of the real dtype, otherwise."""
 
     vectors: bool = True
+
+    batch = same_op_batched  # leading axes are batch axes
 
     def __post_init__(self):
         object.__setattr__(self, "vectors", bool(self.vectors))
@@ -388,6 +395,8 @@ class QR(Primitive):
 
     full_matrices: bool = False
 
+    batch = same_op_batched  # leading axes are batch axes
+
     def __post_init__(self):
         object.__setattr__(self, "full_matrices", bool(self.full_matrices))
 
@@ -462,6 +471,8 @@ class SVD(Primitive):
 
     full_matrices: bool = False
     compute_uv: bool = True
+
+    batch = same_op_batched  # leading axes are batch axes
 
     def __post_init__(self):
         object.__setattr__(self, "full_matrices", bool(self.full_matrices))

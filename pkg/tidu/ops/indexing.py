@@ -117,6 +117,9 @@ class Gather(Primitive):
                              f"shape {x.shape}")
         return aval(shape, x.dtype)
 
+    def batch(self, b, primal_in, primal_out, bt):
+        return [_gather_batch(self.axis, b, *primal_in, *bt)]
+
     def linearize(self, b, primal_in, primal_out, t):
         if t[0] is None:
             return [None]
@@ -215,6 +218,9 @@ class Scatter(Primitive):
         return x
 
     # -- derivatives --
+    def batch(self, b, primal_in, primal_out, bt):
+        return [_scatter_batch(self, b, *primal_in, *bt)]
+
     def linearize(self, b, primal_in, primal_out, t):
         x, idx, u = primal_in
         tx, tu = t[0], t[2]
@@ -416,6 +422,28 @@ class DynamicSlice(Primitive):
                              f"{x.shape}")
         return aval(self.sizes, x.dtype)
 
+    def batch(self, b, primal_in, primal_out, bt):
+        # Starts shared by the batch: one DynamicSlice with a leading full window.  Starts per
+        # element: one Gather per axis with the positions each window covers.
+        from tidu.ops._batching import batch_size
+
+        x, starts, bx, bs = primal_in[0], primal_in[1:], bt[0], bt[1:]
+        n_b = batch_size(b, bt)
+        if all(s is None for s in bs):
+            z = const(b, 0, starts[0].aval if starts else aval((), "int64"))
+            return [fix(b, DynamicSlice((n_b,) + self.sizes), bx, z, *starts)]
+        cur, bcur = x, bx
+        for d, (size, dim) in enumerate(zip(self.sizes, x.aval.shape)):
+            if bs[d] is None:
+                idx = _window_index(b, starts[d], size, dim)
+                if bcur is None:
+                    cur = fix(b, Gather(d), cur, idx)
+                else:
+                    bcur = _gather_batch(d, b, None, idx, bcur, None)
+            else:
+                bcur = _gather_batch(d, b, cur, None, bcur, _window_index(b, bs[d], size, dim))
+        return [bcur]
+
     def linearize(self, b, primal_in, primal_out, t):
         if t[0] is None:
             return [None]
@@ -467,6 +495,41 @@ class DynamicUpdateSlice(Primitive):
                              f"{x.shape}")
         return x
 
+    def batch(self, b, primal_in, primal_out, bt):
+        # Starts shared by the batch: one DynamicUpdateSlice with a leading full window.  Starts
+        # per element: a Scatter(set) of the flattened update at the flat positions it covers.
+        from tidu.ops._batching import batch_size, broadcast_batch
+        from tidu.ops.elementwise import Add, Mul
+        from tidu.ops.sources import Iota
+        from tidu.ops.structural import BroadcastInDim, Convert, Reshape
+
+        (x, u), starts = primal_in[:2], primal_in[2:]
+        n_b = batch_size(b, bt)
+        bx = bt[0] if bt[0] is not None else broadcast_batch(b, x, n_b)
+        bu = bt[1] if bt[1] is not None else broadcast_batch(b, u, n_b)
+        bs = bt[2:]
+        if all(s is None for s in bs):
+            z = const(b, 0, starts[0].aval if starts else aval((), "int64"))
+            return [fix(b, DynamicUpdateSlice(), bx, bu, z, *starts)]
+        shape, ushape = x.aval.shape, u.aval.shape
+        full = (n_b,) + ushape
+        flat = None
+        stride = 1
+        for d in reversed(range(len(shape))):
+            s = bs[d] if bs[d] is not None else starts[d]
+            s = fix(b, Convert("int64"), s) if aval_of(b, s).dtype != np.dtype("int64") else s
+            sc = _clamp(b, s, shape[d] - ushape[d] + 1)
+            sc = fix(b, BroadcastInDim(full, (0,) if bs[d] is not None else ()), sc)
+            pos = fix(b, Add(), sc, fix(b, Iota(full, "int64", d + 1)))
+            term = fix(b, Mul(), pos, const(b, stride, aval(full, "int64"))) if stride != 1 else pos
+            flat = term if flat is None else fix(b, Add(), flat, term)
+            stride *= shape[d]
+        m = int(np.prod(ushape, dtype=np.int64))
+        xf = fix(b, Reshape((n_b, stride)), bx)
+        out = _scatter_batch(Scatter(0, "set"), b, None, None, None, xf,
+                             fix(b, Reshape((n_b, m)), flat), fix(b, Reshape((n_b, m)), bu))
+        return [fix(b, Reshape((n_b,) + shape), out)]
+
     def linearize(self, b, primal_in, primal_out, t):
         x, u = primal_in[:2]
         if t[0] is None and t[1] is None:
@@ -513,3 +576,89 @@ class DynamicUpdateSlice(Primitive):
         out[tuple(slice(a, a + n) for a, n in zip(s, upd.shape))] = upd
         return out
 
+
+# ---- batching (vmap) ----
+
+def _flatten_batch(b, x, axis: int):
+    """x of shape (B,) + s with its batch axis folded into axis `axis` of s: shape
+    s[:axis] + (B * s[axis],) + s[axis+1:] (element b's positions come b * s[axis] later)."""
+    from tidu.ops.structural import Reshape, Transpose
+
+    shape = aval_of(b, x).shape
+    n_b, rest = shape[0], shape[1:]
+    perm = tuple(range(1, axis + 1)) + (0,) + tuple(range(axis + 1, len(shape)))
+    xt = fix(b, Transpose(perm), x) if axis else x
+    return fix(b, Reshape(rest[:axis] + (n_b * rest[axis],) + rest[axis + 1:]), xt)
+
+
+def _unflatten_batch(b, y, axis: int, n_b: int):
+    """The inverse of _flatten_batch: batch axis back in front."""
+    from tidu.ops._batching import move_to_front
+    from tidu.ops.structural import Reshape
+
+    shape = aval_of(b, y).shape
+    y = fix(b, Reshape(shape[:axis] + (n_b, shape[axis] // n_b) + shape[axis + 1:]), y)
+    return move_to_front(b, y, axis)
+
+
+def _batch_offsets(b, idx, n: int, drop: bool):
+    """Batched indices idx (B,) + I made global over a batch folded into an axis of size n:
+    idx + b * n, element b's own index clamped to [0, n) first (a gather), or sent out of range
+    where it was out of range (a scatter, which drops it)."""
+    from tidu.ops.elementwise import Add, Compare, Mul
+    from tidu.ops.sources import Iota
+    from tidu.ops.structural import Select
+
+    av = aval_of(b, idx)
+    off = fix(b, Mul(), fix(b, Iota(av.shape, av.dtype.name, 0)), const(b, n, av))
+    if not drop:
+        return fix(b, Add(), _clamp(b, idx, n), off)
+    inside = fix(b, Compare("EQ"), idx, _clamp(b, idx, n))
+    return fix(b, Select(), inside, fix(b, Add(), idx, off), const(b, -1, av))
+
+
+def _gather_batch(axis, b, x, idx, bx, bidx):
+    """Gather(axis) over batched operands (batch axis leading in and out)."""
+    from tidu.ops._batching import batch_size, broadcast_batch, move_to_front
+
+    if bidx is None:
+        return fix(b, Gather(axis + 1), bx, idx)
+    if bx is None:
+        return move_to_front(b, fix(b, Gather(axis), x, bidx), axis)
+    n_b, n = batch_size(b, [bx]), aval_of(b, bx).shape[axis + 1]
+    out = fix(b, Gather(axis), _flatten_batch(b, bx, axis), _batch_offsets(b, bidx, n, False))
+    return move_to_front(b, out, axis)
+
+
+def _scatter_batch(op, b, x, idx, u, bx, bidx, bu):
+    """Scatter(axis, mode) over batched operands (batch axis leading in and out)."""
+    from tidu.ops._batching import batch_size, broadcast_batch
+
+    axis = op.axis
+    n_b = batch_size(b, [bx, bidx, bu])
+    bx = bx if bx is not None else broadcast_batch(b, x, n_b)
+    bu = bu if bu is not None else broadcast_batch(b, u, n_b)
+    if bidx is None:
+        return fix(b, Scatter(axis + 1, op.mode), bx, idx, bu)
+    n = aval_of(b, bx).shape[axis + 1]
+    uf = bu
+    if axis:  # (B,) + o + I + i  ->  o + (B,) + I + i
+        from tidu.ops.structural import Transpose
+        nd = aval_of(b, bu).ndim
+        uf = fix(b, Transpose(tuple(range(1, axis + 1)) + (0,) + tuple(range(axis + 1, nd))), bu)
+    out = fix(b, Scatter(axis, op.mode), _flatten_batch(b, bx, axis),
+              _batch_offsets(b, bidx, n, True), uf)
+    return _unflatten_batch(b, out, axis, n_b)
+
+
+def _window_index(b, s, size: int, dim: int):
+    """clamp(s, 0, dim - size) + iota(size): the positions a window of `size` starting at s
+    covers, shape s.shape + (size,)."""
+    from tidu.ops.elementwise import Add
+    from tidu.ops.sources import Iota
+    from tidu.ops.structural import BroadcastInDim
+
+    av = aval_of(b, s)
+    shape = av.shape + (size,)
+    sc = fix(b, BroadcastInDim(shape, tuple(range(av.ndim))), _clamp(b, s, dim - size + 1))
+    return fix(b, Add(), sc, fix(b, Iota(shape, av.dtype.name, av.ndim)))

@@ -21,6 +21,7 @@ from tidu.ops._base import FLOATS, REAL, Primitive, check_dtype
 from tidu.ops._rules import A, F, add_all, const, fix, lin, scale
 from tidu.ops.elementwise import Abs, Add, Binary, Div, Exp, Mul, Neg, Rsqrt, Sign, Sub, Unary
 from tidu.rules import register
+from tidu.ops._batching import same_op_batched
 
 __all__ = ["Floor", "Ceil", "Round", "Tan", "Atan", "Asin", "Acos", "Sinh", "Cosh", "Asinh",
            "Acosh", "Atanh", "Erf", "Erfc", "ErfInv", "Cbrt", "Logistic", "IsFinite", "Rem",
@@ -288,6 +289,8 @@ class IsFinite(Primitive):
 
     hlo = "stablehlo.is_finite"
     differentiable = False
+
+    batch = same_op_batched
 
     def abstract_eval(self, x):
         check_dtype(self.name, x, FLOATS, "floating")

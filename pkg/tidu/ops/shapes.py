@@ -14,6 +14,7 @@ from tidu.graph import aval
 from tidu.ops._base import Primitive, ALL, check_axes, check_dtype, ints
 from tidu.ops._rules import A, lin
 from tidu.rules import register
+from tidu.ops._batching import shifted
 
 
 # ---- Rev ----
@@ -25,6 +26,8 @@ class Rev(Primitive):
 
     dims: tuple[int, ...]
     linear = True
+
+    batch = shifted("dims")
 
     def __post_init__(self):
         object.__setattr__(self, "dims", tuple(sorted(ints(self.dims))))

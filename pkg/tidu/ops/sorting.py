@@ -27,6 +27,7 @@ from tidu.ops._base import (BOOL, INEXACT, INTS, NUMERIC, REAL, ALL, Primitive,
                             check_axes, check_dtype, ints)
 from tidu.ops._rules import A, F, aval_of, const, conj_fixed, fix, lin, scale
 from tidu.rules import register
+from tidu.ops._batching import shifted
 
 __all__ = ["ReduceMin", "ReduceProd", "ReduceAnd", "ReduceOr", "ArgMax", "ArgMin", "Cumsum",
            "Cumprod", "Cummax", "Cummin", "LinearScan", "Sort"]
@@ -148,6 +149,8 @@ class ReduceMin(Primitive):
     axes: tuple[int, ...]
     batch = _shifted("axes")
 
+    batch = shifted("axes")
+
     def __post_init__(self):
         object.__setattr__(self, "axes", tuple(sorted(ints(self.axes))))
 
@@ -185,6 +188,8 @@ class ReduceProd(Primitive):
 
     axes: tuple[int, ...]
     batch = _shifted("axes")
+
+    batch = shifted("axes")
 
     def __post_init__(self):
         object.__setattr__(self, "axes", tuple(sorted(ints(self.axes))))
@@ -233,6 +238,8 @@ class _BoolReduce(Primitive):
     _hlo_body = ""
     _init = False
 
+    batch = shifted("axes")
+
     def __post_init__(self):
         object.__setattr__(self, "axes", tuple(sorted(ints(self.axes))))
 
@@ -277,6 +284,8 @@ class _ArgExtreme(Primitive):
     differentiable = False
     batch = _shifted("axis")
     _gt = True
+
+    batch = shifted("axis")
 
     def __post_init__(self):
         object.__setattr__(self, "axis", int(self.axis))
@@ -375,6 +384,8 @@ class _Scan(Primitive):
     _what = "numeric"
     _body = ""
     _ufunc = None
+
+    batch = shifted("axis")
 
     def __post_init__(self):
         object.__setattr__(self, "axis", int(self.axis))
@@ -524,6 +535,8 @@ class LinearScan(Primitive):
     reverse: bool = False
     batch = _shifted("axis")
 
+    batch = shifted("axis")
+
     def __post_init__(self):
         object.__setattr__(self, "axis", int(self.axis))
         object.__setattr__(self, "reverse", bool(self.reverse))
@@ -621,6 +634,8 @@ class Sort(Primitive):
     axis: int
     descending: bool = False
     batch = _shifted("axis")
+
+    batch = shifted("axis")
 
     def __post_init__(self):
         object.__setattr__(self, "axis", int(self.axis))
