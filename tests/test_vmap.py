@@ -195,7 +195,14 @@ def test_factorizations(dtype):
     check_rule(P.QR(False), [value((4, 3), dtype)], xla=False)
     check_rule(P.SVD(False, True), [value((4, 3), dtype)], xla=False)
     check_rule(P.SVD(True, False), [value((3, 4), dtype)])
-    check_rule(P.LUPermute(True), [np.array([2, 2, 2], np.int32), value((3, 2), dtype)])
+    piv = np.array([[2, 2, 2], [1, 1, 2], [0, 2, 2]], np.int32)  # valid LAPACK pivots
+    x = np.stack([value((3, 2), dtype) for _ in range(3)])
+    for inv in (False, True):
+        op = P.LUPermute(inv)
+        want = np.stack([op.impl(p, xi) for p, xi in zip(piv, x)])
+        close(td.vmap(lambda p, x: td.apply(op, p, x))(piv, x), want)
+        close(td.vmap(lambda p, x: td.apply(op, p, x), in_axes=(0, None))(piv, x[0]),
+              np.stack([op.impl(p, x[0]) for p in piv]))
 
 
 def test_control_flow_against_jax():
