@@ -201,6 +201,10 @@ def test_operators_with_python_scalars_and_reflected_forms():
                 np.testing.assert_allclose(a, b, rtol=1e-12)
         else:
             np.testing.assert_allclose(g, w, rtol=1e-12)
+    a = np.array([5.0, -5.0, 5.0])  # a numpy array on the left defers to the traced value
+    q, r = td.jit(lambda v: (a // v, a % v))(x)
+    np.testing.assert_allclose(q, a // x)
+    np.testing.assert_allclose(r, a % x)
     i = np.array([7, -7, 9])
     q, r = td.jit(lambda v: (v // -2, -17 % v))(i)
     np.testing.assert_array_equal(q, i // -2)
