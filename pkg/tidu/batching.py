@@ -147,7 +147,7 @@ def _inline_vmap(trace, fn, args, kwargs, in_axes, out_axes, axis_size):
     nb = FragmentBuilder(parents=view.roots, prefix="v")
     everything = np.zeros(len(_aval_list), dtype=np.uint8)  # ints and bools are batched too
     found = _core.linearize_ops(nb.store, mat, seeds, everything, [k.id for k in keys],
-                                _batch_rule(nb), lambda prim: 2, ValKey)
+                                _batch_rule(nb), None, ValKey)
     b.parents.append(nb.build([ValKey(v) for v in found if v != _core.NONE]))
 
     oaxes = _axes_for(out_axes, unflatten(out_tree, flat) if out_tree is not None else flat[0],
