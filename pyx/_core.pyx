@@ -467,7 +467,9 @@ def linearize_ops(FragmentStore b, Materialized m, seeds, const uint8_t[::1] non
     seeds: (primal value id, tangent value id) pairs.  Every op with a tangent input and a
     differentiable primitive (prim_flags(prim) & 2) gets its tangents from its rule template or
     from rule(prim, primal_in, primal_out, tangent_in) (ValKeys; tangents as local ids, ValKeys
-    or None); tangents of non-differentiable avals are dropped.  Returns the tangent value id
+    or None); tangents of non-differentiable avals are dropped.  prim_flags None (the batching
+    pass of vmap): every op runs `rule`, without the per-primitive flags and linearize templates
+    differentiate caches, which would otherwise leak between the two walks.  Returns the tangent value id
     (NONE: zero) of each of `outputs`."""
     cdef RangeMap* env = _range_map(m.r.vals)
     try:
@@ -509,7 +511,10 @@ cdef list _linearize_walk(FragmentStore b, Materialized m, RangeMap& env, seeds,
             sym[n_in + n_out + k] = env.get(a[k], kNone)
         for k in range(n_out):
             sym[n_in + k] = first + k
-        flags = _flags_of(prim, prim_flags)  # may call Python: r and a are not used after it
+        if prim_flags is None:
+            flags = 3  # not cacheable: _lookup finds no template and _run_rule records none
+        else:
+            flags = _flags_of(prim, prim_flags)  # may call Python: r and a not used after it
         if not flags & 2:
             continue
         results.assign(n_out, kNone)

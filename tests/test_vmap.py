@@ -382,3 +382,14 @@ def test_errors():
         td.vmap(lambda a: a, in_axes="0")
     with pytest.raises(TypeError):  # Python control flow on a mapped value
         td.vmap(lambda a: a if a[0] > 0 else -a)(x)
+
+
+def test_batching_walk_leaves_differentiate_state_alone():
+    # the batching pass walks every primitive, Compare included; differentiate's per-primitive
+    # flags (Compare: not differentiable) and its linearize templates must not see that walk
+    x = np.linspace(-1.0, 1.0, 6).reshape(2, 3)
+    td.jit(td.vmap(lambda r: td.where(r > 0.25, r, -r * r)))(x)
+    f = lambda x: td.sum(td.where(x > 0.25, x, -0.5 * x) ** 2)  # noqa: E731
+    want = np.where(x > 0.25, 2 * x, 0.5 * x)
+    np.testing.assert_allclose(td.jit(td.grad(f))(x), want, rtol=1e-13)
+    np.testing.assert_allclose(td.jit(td.vmap(td.grad(f)))(x[:, None, :])[:, 0], want, rtol=1e-13)

@@ -91,7 +91,7 @@ def batch_walk(view, keys, seeds, builder) -> list[int]:
     key (_core.NONE: the key does not depend on the seeds)."""
     everything = np.zeros(len(_aval_list), dtype=np.uint8)  # ints and bools are batched too
     return _core.linearize_ops(builder.store, view.walk(keys), seeds, everything,
-                               [k.id for k in keys], _batch_rule(builder), lambda prim: 2, ValKey)
+                               [k.id for k in keys], _batch_rule(builder), None, ValKey)
 
 
 def _inline_vmap(trace, fn, args, kwargs, in_axes, out_axes, axis_size):
