@@ -29,7 +29,9 @@ OPCODES = ["Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Neg", "Conj", "Exp"
            "Cos", "Tanh", "Sqrt", "Rsqrt", "Expm1", "Log1p", "Sign", "StopGradient", "Real",
            "Imag", "Abs", "Compare", "Select", "Convert", "ReduceSum", "ReduceMax",
            "BroadcastInDim", "Reshape", "Transpose", "DotGeneral", "Slice", "Pad", "Concatenate",
-           "Constant", "Iota", "TriangularSolve", "Cholesky"]
+           "Constant", "Iota", "TriangularSolve", "Cholesky",
+           "ReduceMin", "ReduceProd", "ReduceAnd", "ReduceOr", "ArgMax", "ArgMin", "Cumsum",
+           "Cumprod", "Cummax", "Cummin", "LinearScan", "Sort"]
 DTYPES = ["float32", "float64", "complex64", "complex128", "int32", "int64", "bool"]
 OP = {n: i for i, n in enumerate(OPCODES)}
 DT = {n: i for i, n in enumerate(DTYPES)}
@@ -163,9 +165,12 @@ def attr_roles(op: int, at: list[int]) -> list[tuple[int, str]]:
     lists = {"ReduceSum": ["axis"], "ReduceMax": ["axis"], "Transpose": ["perm"],
              "BroadcastInDim": ["shape", "bdim"], "Slice": ["start", "limit", "stride"],
              "Pad": ["lo", "hi", "interior"], "DotGeneral": ["lc", "rc", "lb", "rb"],
-             "Iota": ["shape"]}
+             "Iota": ["shape"], "ReduceMin": ["axis"], "ReduceProd": ["axis"],
+             "ReduceAnd": ["axis"], "ReduceOr": ["axis"]}
     fixed = {"Compare": ["dir"], "Concatenate": ["axis"], "Constant": ["offset", "nbytes"],
-             "TriangularSolve": ["flag"] * 5}
+             "TriangularSolve": ["flag"] * 5, "ArgMax": ["dim", "dtype"], "ArgMin": ["dim", "dtype"],
+             **{n: ["dim", "flag"] for n in ("Cumsum", "Cumprod", "Cummax", "Cummin", "LinearScan",
+                                             "Sort")}}
     roles, pos = [], 0
     for role in lists.get(name, []):
         if pos >= len(at):

@@ -58,6 +58,11 @@ def seeds() -> dict[str, bytes]:
         "constants": _compile(lambda x: x * np.arange(3.0) + np.array([1.0, 2.0, 3.0]),
                               x=S((3,))),
         "chain": _compile(lambda x: td.exp(x) * 2.0 + td.sin(x), x=S((16384,))),
+        "sort_scan": _grad(lambda x: td.sum(td.sort(x, axis=0) * td.cumprod(x, axis=1)) +
+                           td.prod(x) + td.min(x, axis=1)[0], ["x"], x=S((3, 4))),
+        "arg_bool": _compile(lambda x: (td.argmax(x, axis=1), td.argsort(x, axis=0),
+                                        td.any(x > 0, axis=0), td.all(x > 0), td.cummax(x, axis=1)),
+                             x=S((3, 4))),
     }
     out = {}
     with tempfile.TemporaryDirectory() as tmp:
