@@ -168,10 +168,14 @@ def attr_roles(op: int, at: list[int]) -> list[tuple[int, str]]:
     lists = {"ReduceSum": ["axis"], "ReduceMax": ["axis"], "Transpose": ["perm"],
              "BroadcastInDim": ["shape", "bdim"], "Slice": ["start", "limit", "stride"],
              "Pad": ["lo", "hi", "interior"], "DotGeneral": ["lc", "rc", "lb", "rb"],
-             "Iota": ["shape"], "DynamicSlice": ["shape"], "Rev": ["dim"]}
+             "Iota": ["shape"], "DynamicSlice": ["shape"], "Rev": ["dim"], "ReduceMin": ["axis"],
+             "ReduceProd": ["axis"], "ReduceAnd": ["axis"], "ReduceOr": ["axis"]}
     fixed = {"Compare": ["dir"], "Concatenate": ["axis"], "Constant": ["offset", "nbytes"],
              "TriangularSolve": ["flag"] * 5, "Gather": ["axis"], "Scatter": ["axis", "mode"],
-             "LUPermute": ["flag"], "Eigh": ["flag"], "QR": ["flag"], "SVD": ["flag"] * 2}
+             "LUPermute": ["flag"], "Eigh": ["flag"], "QR": ["flag"], "SVD": ["flag"] * 2,
+             "ArgMax": ["dim", "dtype"], "ArgMin": ["dim", "dtype"],
+             **{n: ["dim", "flag"] for n in ("Cumsum", "Cumprod", "Cummax", "Cummin", "LinearScan",
+                                             "Sort")}}
     roles, pos = [], 0
     for role in lists.get(name, []):
         if pos >= len(at):

@@ -62,6 +62,11 @@ def seeds() -> dict[str, bytes]:
                                        + td.erfinv(td.tanh(x) * 0.5) + td.nn.sigmoid(y),
                                        td.isfinite(x)), x=S((3,)), y=S((3,))),
         "int_divmod": _compile(lambda a, b: divmod(a, b), a=S((4,), "int32"), b=S((4,), "int32")),
+        "sort_scan": _grad(lambda x: td.sum(td.sort(x, axis=0) * td.cumprod(x, axis=1)) +
+                           td.prod(x) + td.min(x, axis=1)[0], ["x"], x=S((3, 4))),
+        "arg_bool": _compile(lambda x: (td.argmax(x, axis=1), td.argsort(x, axis=0),
+                                        td.any(x > 0, axis=0), td.all(x > 0), td.cummax(x, axis=1)),
+                             x=S((3, 4))),
     }
     out = {}
     with tempfile.TemporaryDirectory() as tmp:

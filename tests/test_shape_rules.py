@@ -97,6 +97,19 @@ GOOD += [
     (_COND, [A((), "int32"), A((2,))], A((2,))),
     (_WHILE, [A(())], A(())),
     (_CKPT, [A((2,))], A((2,))),
+    # ordering and accumulation (tidu.ops.sorting)
+    (P.ReduceMin((0, 2)), [A((2, 3, 4), "int32")], A((3,), "int32")),
+    (P.ReduceProd((1,)), [A((2, 3), "complex64")], A((2,), "complex64")),
+    (P.ReduceAnd((0,)), [A((2, 3), "bool")], A((3,), "bool")),
+    (P.ReduceOr(()), [A((2,), "bool")], A((2,), "bool")),
+    (P.ArgMax(1), [A((2, 3))], A((2,), "int64")),
+    (P.ArgMin(0, "int32"), [A((2, 3), "int64")], A((3,), "int32")),
+    (P.Cumsum(1, True), [A((2, 3), "complex128")], A((2, 3), "complex128")),
+    (P.Cumprod(0), [A((4,), "int32")], A((4,), "int32")),
+    (P.Cummax(1), [A((2, 3), "float32")], A((2, 3), "float32")),
+    (P.Cummin(0, True), [A((3,))], A((3,))),
+    (P.LinearScan(0), [A((3, 2)), A((3, 2))], A((3, 2))),
+    (P.Sort(1, True), [A((2, 3)), A((2, 3), "int64")], A((2, 3), "int64")),
 ]
 
 # (op, operand avals, exception type, message fragment)
@@ -190,6 +203,18 @@ BAD = [
      r"pivots of shape \(2, 3\) do not match x of shape \(3, 2\)"),
     (P.Rev((2,)), [A((2, 3))], ValueError, r"Rev: axes \(2,\) out of range for shape \(2, 3\)"),
     (P.Rev((0, 0)), [A((2, 3))], ValueError, r"Rev: repeated axis"),
+    (P.ReduceMin((1,)), [A((2, 0))], ValueError, "ReduceMin: cannot reduce an empty axis"),
+    (P.ReduceProd((2,)), [A((2, 3))], ValueError, r"ReduceProd: axes \(2,\) out of range"),
+    (P.ReduceAnd((0,)), [A((2,))], TypeError, "ReduceAnd: operand dtype float64"),
+    (P.ReduceOr((0,)), [A((2,), "int32")], TypeError, "ReduceOr: operand dtype int32"),
+    (P.ArgMax(2), [A((2, 3))], ValueError, "ArgMax: axis 2 out of range"),
+    (P.ArgMin(0), [A((2,), "complex128")], TypeError, "ArgMin: operand dtype complex128"),
+    (P.Cumsum(0), [A((2,), "bool")], TypeError, "Cumsum: operand dtype bool"),
+    (P.Cumprod(3), [A((2, 3))], ValueError, "Cumprod: axis 3 out of range"),
+    (P.Cummax(0), [A((2,), "complex64")], TypeError, "Cummax: operand dtype complex64"),
+    (P.Cummin(1), [A((2,))], ValueError, "Cummin: axis 1 out of range"),
+    (P.LinearScan(0), [A((3,)), A((4,))], ValueError, "LinearScan: operands"),
+    (P.Sort(0), [A((2, 3)), A((3, 2))], ValueError, r"Sort: values of shape \(3, 2\)"),
 ]
 BAD += [
     (_SCAN, [A((3,))], TypeError, r"Scan: carry operand 0 is float64\[3\]"),
