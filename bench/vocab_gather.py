@@ -32,11 +32,11 @@ def timeit(fn, repeat=7, number=1, warmup=True):
     return statistics.median(ts)
 
 
-def main():
+def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="fewer repeats")
     ap.add_argument("--n", type=int, default=1_000_000)
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     repeat, number = (5, 3) if args.quick else (11, 10)
     n = args.n
     rng = np.random.default_rng(0)

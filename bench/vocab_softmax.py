@@ -35,11 +35,11 @@ def loss(nn, ns, logits, labels):
     return -ns.mean(ns.sum(labels * nn.log_softmax(logits, axis=-1), axis=-1))
 
 
-def main():
+def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer repeats (a smoke run)")
     ap.add_argument("--float64", action="store_true", help="float64 instead of float32")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     dtype = np.float64 if args.float64 else np.float32
     repeat, number = (3, 3) if args.quick else (9, 10)
 

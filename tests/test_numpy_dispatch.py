@@ -65,9 +65,9 @@ def test_numpy_dtype_argument_is_applied():
 
 
 @pytest.mark.parametrize("call,name", [
-    (lambda x: np.take(x, 0), "numpy.take"),
-    (lambda x: np.arccosh(x + 1), "numpy.arccosh"),
-    (lambda x: np.linalg.slogdet(x[:, :2]), "numpy.linalg.slogdet"),
+    (lambda x: np.unique(x), "numpy.unique"),  # data-dependent shapes
+    (lambda x: np.nonzero(x), "numpy.nonzero"),
+    (lambda x: np.linalg.eig(x[:, :2]), "numpy.linalg.eig"),
     (lambda x: np.sum(x, out=np.zeros(())), r"numpy.sum\(..., out=...\)"),
     (lambda x: np.sin(x, out=np.zeros((2, 3))), r"numpy.sin\(..., out=...\)"),
     (lambda x: np.sin(x, where=x > 0), r"numpy.sin\(..., where=...\)"),

@@ -404,3 +404,15 @@ def test_index_plan_memo_covers_negative_steps():
     f = td.jit(lambda x: x[::-1] + x[::-1])
     f(r(5))
     assert any(k[1] == ((slice, None, None, -1),) for k in tracing._index_plans)
+
+
+def test_static_shape_queries_on_traced_values():
+    def f(x):
+        assert (td.ndim(x), td.shape(x), td.size(x), td.size(x, -1)) == (2, (2, 3), 6, 3)
+        assert (np.ndim(x), np.shape(x), np.size(x)) == (2, (2, 3), 6)  # numpy dispatch
+        return x * td.size(x, 0)
+
+    np.testing.assert_allclose(td.jit(f)(np.ones((2, 3))), 2.0 * np.ones((2, 3)))
+    assert (td.ndim([[1.0, 2.0]]), td.shape(3.0), td.size(np.zeros((4, 5)))) == (2, (), 20)
+    with pytest.raises(ValueError, match="size: axis 2 is out of bounds"):
+        td.size(np.zeros((4, 5)), 2)

@@ -25,6 +25,7 @@ from tidu.shapes import (arange, array, array_split, asarray, atleast_1d, atleas
                          identity, linear_transpose, linspace, meshgrid, moveaxis, ones, ones_like,
                          pad, ravel, repeat, roll, select, split, squeeze, stack, std, swapaxes,
                          tile, tri, tril, triu, var, vstack, zeros, zeros_like)
+from tidu.shapes import ndim, shape, size
 from tidu import linalg
 from tidu.indexing import dynamic_slice, dynamic_update_slice, take, take_along_axis
 from tidu.numpy_math import (angle, arccos, arccosh, arcsin, arcsinh, arctan, arctan2, arctanh, around,

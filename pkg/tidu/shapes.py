@@ -32,7 +32,7 @@ __all__ = [
     "eye", "flip", "fliplr", "flipud", "full", "full_like", "hstack", "identity", "linspace",
     "meshgrid", "moveaxis", "ones", "ones_like", "pad", "ravel", "repeat", "roll", "select",
     "split", "squeeze", "stack", "std", "swapaxes", "tile", "tri", "tril", "triu", "var", "vstack",
-    "zeros", "zeros_like", "linear_transpose",
+    "zeros", "zeros_like", "linear_transpose", "ndim", "shape", "size",
 ]
 
 _range, _max, _min, _sum = builtins.range, builtins.max, builtins.min, builtins.sum
@@ -917,10 +917,30 @@ def asarray(a, dtype=None, order=None, *, copy=None):
     return _build(t, a, dtype)
 
 
+# ---- static queries (jnp.ndim, jnp.shape, jnp.size: Python ints, never traced) ----
+
+def shape(a) -> tuple[int, ...]:
+    """The shape of a traced value, array or nested list, as numpy.shape."""
+    return tuple(a.shape) if isinstance(a, Tracer) else np.shape(a)
+
+
+def ndim(a) -> int:
+    """The number of axes, as numpy.ndim."""
+    return len(shape(a))
+
+
+def size(a, axis: int | None = None) -> int:
+    """The number of elements (along `axis` if given), as numpy.size."""
+    sh = shape(a)
+    if axis is None:
+        return int(np.prod(sh, dtype=np.int64))
+    return sh[_axis(axis, len(sh), "size")]
+
+
 def array(object, dtype=None, copy: bool = True, order=None, ndmin: int = 0):
     """asarray(object, dtype) with at least ndmin axes (leading ones added)."""
     x = asarray(object, dtype, order)
-    if ndmin and np.ndim(x) < ndmin:
+    if ndmin and ndim(x) < ndmin:
         if isinstance(x, Tracer):
             return T.reshape(x, (1,) * (ndmin - x.ndim) + x.shape)
         return np.array(x, ndmin=ndmin)

@@ -1,0 +1,44 @@
+"""Issue 18's vocabulary bench in one run: (a) a 20-operand tensor-network contraction with
+td.einsum against jnp.einsum under jax.jit and np.einsum(optimize=True), per call and path cost;
+(b) ``x[idx]`` gather and ``.at[idx].add`` scatter of 1e6 elements against jax.jit and numpy;
+(c) the softmax cross-entropy gradient of (1024, 1000) logits against jax.jit.  Each part prints
+medians and ratios (tidu / peer; lower is better); targets: within 1.2x of jax.jit on (b) and
+(c), the same contraction cost (flops) as jax's path on (a).
+
+    python bench/vocab.py [--quick] [--only a|b|c]
+
+Each part is also a script of its own with more options: bench/vocab_einsum.py (a),
+bench/vocab_gather.py (b), bench/vocab_softmax.py (c).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import vocab_einsum  # noqa: E402
+import vocab_gather  # noqa: E402
+import vocab_softmax  # noqa: E402
+
+PARTS = {"a": ("tensor-network einsum", vocab_einsum.main),
+         "b": ("gather and scatter-add", vocab_gather.main),
+         "c": ("softmax cross-entropy gradient", vocab_softmax.main)}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="fewer repeats in every part")
+    ap.add_argument("--only", choices=sorted(PARTS), action="append",
+                    help="run only this part (repeatable)")
+    args = ap.parse_args(argv)
+    for key in args.only or sorted(PARTS):
+        title, run = PARTS[key]
+        print(f"\n== ({key}) {title}")
+        run(["--quick"] if args.quick else [])
+
+
+if __name__ == "__main__":
+    main()
