@@ -376,6 +376,91 @@ def test_blocked_elementwise_chains_match_numpy(n):
     np.testing.assert_allclose(got[1], want[1], rtol=1e-12)
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32", "complex128", "int32"])
+def test_broadcasts_and_iotas_inside_blocked_chains(dtype):
+    """Broadcasts of any operand (rows, columns, size-1 axes, new leading axes) and iotas run block
+    by block inside elementwise chains with the values of the instruction-by-instruction run."""
+    from tidu.tracing import _emit
+
+    big = (97, 131)  # not a multiple of the block size: rows straddle block edges
+
+    def bc(x, shape, dims):
+        return _emit(x._t, P.BroadcastInDim(shape, dims), x)
+
+    def iota(x, shape, dim):
+        return _emit(x._t, P.Iota(shape, dtype, dim))
+
+    def f(a, r, c, m):  # a: (97, 131), r: (131,), c: (97,), m: (131, 97)
+        t = a + bc(r, big, (1,))                                   # rows
+        t = t * bc(c, big, (0,))                                   # columns
+        t = t + td.transpose(m)
+        t = t - bc(td.reshape(c, (97, 1)), big, (0, 1))            # a size-1 axis
+        t = t + iota(a, big, 0) * iota(a, big, 1)
+        return t, bc(t, (3,) + big, (1, 2)) + iota(a, (3,) + big, 0)
+
+    def ref(a, r, c, m):
+        t = (a + r[None, :]) * c[:, None] + m.T - c[:, None]
+        t = t + np.arange(97)[:, None].astype(dtype) * np.arange(131)[None, :].astype(dtype)
+        return t, t[None] + np.arange(3).astype(dtype)[:, None, None]
+
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal(s) for s in [big, (131,), (97,), (131, 97)]]
+    args = [(x * 5).astype(dtype) if dtype == "int32" else
+            (x + 1j * x[::-1] if dtype.startswith("complex") else x).astype(dtype) for x in args]
+    F = td.build(f, **{k: td.spec(x.shape, dtype) for k, x in zip("arcm", args)})
+    prog = td.compile(td.materialize_merge(td.resolve([F]), F.outputs), backend="cpu")
+    got, want = prog(dict(zip("arcm", args))), ref(*args)
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=tol, atol=tol)
+
+
+def test_a_chained_broadcast_keeps_its_operand_buffer():
+    """A broadcast in a chain reads its operand at other positions than the block it writes; a
+    later instruction of the chain whose output has the operand's byte size must not be given
+    the operand's buffer (the float32 convert below has the bytes of the float64 vector)."""
+    from tidu.tracing import _emit
+
+    n = 97 * 131
+    x = np.linspace(-3, 3, n)
+
+    def f(x):
+        v = td.sin(x) * 2.0 + x                       # its own chain, n float64 (8n bytes)
+        b = _emit(v._t, P.BroadcastInDim((2, n), (1,)), v)   # chain over 2n elements
+        c = td.tanh(b).astype("float32")              # 2n float32: 8n bytes, as v
+        return c * np.float32(3.0) + np.float32(1.0)
+
+    F = td.build(f, x=td.spec((n,)))
+    prog = td.compile(td.materialize_merge(td.resolve([F]), F.outputs), backend="cpu")
+    want = np.tanh(np.sin(x) * 2 + x).astype(np.float32) * 3 + 1
+    np.testing.assert_allclose(prog({"x": x})[0], np.broadcast_to(want, (2, n)), rtol=1e-6)
+
+
+def test_small_work_is_scheduled_out_of_chains_and_intermediates_take_no_arena():
+    """The vectors broadcasts expand are computed before the chain over the matrix (one chain, not
+    one per vector), and the chain's intermediates live in block scratch, not in the arena."""
+    def f(ns, x, y):
+        t = x * ns.tanh(y)[None, :]
+        t = ns.exp(t * 0.5) + (ns.sin(y) * 2.0)[None, :]
+        for _ in range(10):
+            t = ns.tanh(t) * 1.5 - (y * y)[None, :] * 0.1
+        return ns.where(t > 0, t, 0.5 * t)
+
+    x, y = np.linspace(-2, 2, 300 * 400).reshape(300, 400), np.cos(np.arange(400.0))
+    F = td.build(lambda x, y: f(td, x, y), x=td.spec((300, 400)), y=td.spec((400,)))
+    prog = td.compile(td.materialize_merge(td.resolve([F]), F.outputs), backend="cpu")
+    native = prog.executable.native
+    chains = native.array_chains
+    assert len(chains) == 1 and chains[0][0] == 300 * 400 and len(chains[0][1]) >= 30, chains
+    assert native.arena_bytes < 300 * 400 * 8 * 2  # the output and one value, not 30
+
+    class NS:
+        sin, tanh, exp, where = np.sin, np.tanh, np.exp, np.where
+
+    for _ in range(2):  # the block scratch is reused by the second evaluation
+        np.testing.assert_allclose(prog({"x": x, "y": y})[0], f(NS, x, y), rtol=1e-11, atol=1e-12)
+
+
 @pytest.mark.parametrize("dtype", INEXACT)
 @pytest.mark.parametrize("lc,rc,lb,rb,ls,rs", [
     ((1,), (0,), (), (), (40, 50), (50, 30)),          # A B

@@ -389,6 +389,23 @@ void make_program(py::module_& m) {
           "The all-scalar fast path's schedule as (opcode, run length) pairs; empty when the "
           "program does not take that path.")
       .def_property_readonly(
+          "array_chains",
+          [](const PyProgram& p) {
+            const auto& prog = p.program();
+            py::list r;
+            for (std::size_t i = 0; i < prog.instrs.size(); ++i) {
+              const std::size_t end = prog.chain_end.empty() || !prog.chain_end[i] ? i + 1 : prog.chain_end[i];
+              if (end - i < 2) continue;
+              py::list ops;
+              for (std::size_t j = i; j < end; ++j) ops.append(tidu::op_name(prog.instrs[j].op));
+              r.append(py::make_tuple(prog.slots[prog.instrs[i].out].size, ops));
+              i = end - 1;
+            }
+            return r;
+          },
+          "The array interpreter's blocked elementwise chains in evaluation order, as (element "
+          "count, [opcode names]) pairs (docs/evaluator.md).")
+      .def_property_readonly(
           "scalar_jit_bytes",
           [](const PyProgram& p) -> std::size_t {
             return p.program().scalar_jit ? p.program().scalar_jit->code_bytes() : 0;

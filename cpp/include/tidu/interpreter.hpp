@@ -74,6 +74,12 @@ class Workspace {
   kern::DotTables& dot(std::size_t i) { return dots_[dot_of_[i]]; }  // of DotGeneral instruction i
   std::uint64_t bytes() const { return arena_.size() * 8; }
   double* scalars() { return scalars_.data(); }
+  // Block scratch of the chains' local slots (Program::local), at least `bytes`: grown by the
+  // first evaluation that needs it, reused after.
+  std::uint8_t* chain_scratch(std::size_t bytes) {
+    if (scratch_.size() * sizeof(double) < bytes) scratch_.resize((bytes + sizeof(double) - 1) / sizeof(double));
+    return reinterpret_cast<std::uint8_t*>(scratch_.data());
+  }
 
  private:
   std::vector<std::uint64_t> arena_;  // 8-byte aligned storage for every non-input slot
@@ -81,6 +87,7 @@ class Workspace {
   std::vector<kern::DotTables> dots_;
   std::vector<std::uint32_t> dot_of_;  // instruction -> its entry in dots_
   std::vector<double> scalars_;  // slot values on the all-scalar fast path
+  std::vector<double> scratch_;  // chain_scratch
   std::vector<Handler> handlers_;
 };
 
@@ -454,38 +461,45 @@ done:
 #endif
 
 // Elements [lo, lo + n) of a blockable instruction (see Program::chain_end): elementwise maps,
-// compare/select/convert, and the broadcast of a one-element operand.
-inline void run_block(const Program& p, Workspace& ws, std::size_t idx, std::int64_t lo, std::int64_t n) {
+// compare/select/convert, broadcasts and iotas.
+// A chain-local slot (Program::local) is the thread's scratch buffer for the block instead.
+inline void run_block(const Program& p, Workspace& ws, std::size_t idx, std::int64_t lo, std::int64_t n,
+                      std::uint8_t* scratch) {
   const Instr& in = p.instrs[idx];
   void** ptr = ws.ptrs();
   const std::uint32_t* a = p.args.data() + in.in_begin;
   const Slot& out = p.slots[in.out];
-  const DType xd = p.slots[a[0]].dtype;
+  const DType xd = in.n_in ? p.slots[a[0]].dtype : out.dtype;
+  auto addr = [&](std::uint32_t s) -> void* {
+    const std::int32_t l = p.local.empty() ? -1 : p.local[s];
+    if (l >= 0) return scratch + static_cast<std::size_t>(l) * Program::kBlock * Program::kMaxElemBytes;
+    return static_cast<std::uint8_t*>(ptr[s]) + lo * static_cast<std::int64_t>(dtype_size(p.slots[s].dtype));
+  };
   auto at = [&](std::uint32_t k, auto t) {
     using T = decltype(t);
-    return static_cast<const T*>(ptr[a[k]]) + lo;
+    return static_cast<const T*>(addr(a[k]));
   };
   switch (in.op) {
     case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Pow: case Op::Max: case Op::Min:
     case Op::Rem: case Op::Atan2:
       visit(out.dtype, [&](auto t) {
         using T = decltype(t);
-        if (!kern::binary<T>(in.op, at(0, t), at(1, t), static_cast<T*>(ptr[in.out]) + lo, n))
+        if (!kern::binary<T>(in.op, at(0, t), at(1, t), static_cast<T*>(addr(in.out)), n))
           kern::unsupported(in.op, out.dtype);
       });
       return;
     case Op::Compare:
       visit(xd, [&](auto t) {
         kern::compare(static_cast<Cmp>(p.attrs[in.attr_begin]), at(0, t), at(1, t),
-                      static_cast<bool*>(ptr[in.out]) + lo, n);
+                      static_cast<bool*>(addr(in.out)), n);
       });
       return;
     case Op::Select:
       visit(out.dtype, [&](auto t) {
         using T = decltype(t);
-        const bool* c = static_cast<const bool*>(ptr[a[0]]) + lo;
+        const bool* c = static_cast<const bool*>(addr(a[0]));
         const T *u = at(1, t), *v = at(2, t);
-        T* r = static_cast<T*>(ptr[in.out]) + lo;
+        T* r = static_cast<T*>(addr(in.out));
         for (std::int64_t i = 0; i < n; ++i) r[i] = c[i] ? u[i] : v[i];
       });
       return;
@@ -494,22 +508,81 @@ inline void run_block(const Program& p, Workspace& ws, std::size_t idx, std::int
         using S = decltype(s);
         visit(out.dtype, [&](auto d) {
           using D = decltype(d);
-          kern::convert<S, D>(at(0, s), static_cast<D*>(ptr[in.out]) + lo, n);
+          kern::convert<S, D>(at(0, s), static_cast<D*>(addr(in.out)), n);
         });
       });
       return;
-    case Op::BroadcastInDim:  // of a one-element operand: a fill
+    case Op::BroadcastInDim: {  // attrs: n, shape..., m, dims...
+      if (p.slots[a[0]].size == 1) {  // a fill
+        visit(out.dtype, [&](auto t) {
+          using T = decltype(t);
+          const T v = *static_cast<const T*>(ptr[a[0]]);
+          T* r = static_cast<T*>(addr(in.out));
+          for (std::int64_t i = 0; i < n; ++i) r[i] = v;
+        });
+        return;
+      }
+      // Output elements [lo, lo + n) in row-major order, one run along the last axis at a time:
+      // the operand offset of the first element from its coordinates, then stride steps (0 along
+      // a broadcast axis), carrying into the outer coordinates at the end of each row.
+      const std::int64_t* attr = p.attrs.data() + in.attr_begin;
+      const std::int64_t* dims = attr + 2 + attr[0];
+      const std::int64_t* shape = p.shape(in.out);
+      const Slot& x0 = p.slots[a[0]];
+      const int nd = static_cast<int>(out.ndim);
+      std::int64_t in_str[16], str[16], coord[16];
+      kern::row_major_strides(p.shape(a[0]), x0.ndim, in_str);
+      for (int k = 0; k < nd; ++k) str[k] = 0;
+      for (std::uint32_t i = 0; i < x0.ndim; ++i) str[dims[i]] = p.shape(a[0])[i] == 1 ? 0 : in_str[i];
+      std::int64_t off = 0, rem = lo;
+      for (int k = nd - 1; k >= 0; --k) {
+        coord[k] = rem % shape[k];
+        rem /= shape[k];
+        off += coord[k] * str[k];
+      }
       visit(out.dtype, [&](auto t) {
         using T = decltype(t);
-        const T v = *static_cast<const T*>(ptr[a[0]]);
-        T* r = static_cast<T*>(ptr[in.out]) + lo;
-        for (std::int64_t i = 0; i < n; ++i) r[i] = v;
+        const T* src = static_cast<const T*>(ptr[a[0]]);
+        T* r = static_cast<T*>(addr(in.out));
+        const std::int64_t last = shape[nd - 1], s = str[nd - 1];
+        for (std::int64_t i = 0; i < n;) {
+          const std::int64_t len = std::min(last - coord[nd - 1], n - i);
+          if (s == 0) {
+            const T v = src[off];
+            for (std::int64_t j = 0; j < len; ++j) r[i + j] = v;
+          } else {
+            for (std::int64_t j = 0; j < len; ++j) r[i + j] = src[off + j * s];
+          }
+          i += len;
+          off += len * s;
+          coord[nd - 1] += len;
+          for (int k = nd - 1; k > 0 && coord[k] == shape[k]; --k) {  // carry
+            off -= shape[k] * str[k];
+            coord[k] = 0;
+            ++coord[k - 1];
+            off += str[k - 1];
+          }
+        }
       });
       return;
+    }
+    case Op::Iota: {  // attrs: n, shape..., dtype, dimension
+      const std::int64_t* attr = p.attrs.data() + in.attr_begin;
+      const std::int64_t dim = attr[attr[0] + 2];
+      const std::int64_t* shape = p.shape(in.out);
+      std::int64_t inner = 1;
+      for (std::uint32_t k = dim + 1; k < out.ndim; ++k) inner *= shape[k];
+      visit(out.dtype, [&](auto t) {
+        using T = decltype(t);
+        T* r = static_cast<T*>(addr(in.out));
+        for (std::int64_t i = 0; i < n; ++i) r[i] = static_cast<T>(((lo + i) / inner) % shape[dim]);
+      });
+      return;
+    }
     default:  // unary maps
       visit(out.dtype, [&](auto t) {
         using T = decltype(t);
-        if (!kern::unary<T>(in.op, at(0, t), static_cast<T*>(ptr[in.out]) + lo, n))
+        if (!kern::unary<T>(in.op, at(0, t), static_cast<T*>(addr(in.out)), n))
           kern::unsupported(in.op, out.dtype);
       });
       return;
@@ -590,22 +663,25 @@ inline void eval(const Program& p, Workspace& ws, const void* const* inputs, voi
     std::int64_t size = p.slots[p.instrs[i].out].size;
     for (std::size_t j = i; j < end; ++j)
       if (p.instrs[j].op == Op::Constant) detail::run_instr(p, ws, j);
-    auto blocks = [&](std::int64_t first, std::int64_t last) {  // block indices [first, last)
-      for (std::int64_t b = first; b < last; ++b) {
-        std::int64_t lo = b * Program::kBlock, n = std::min<std::int64_t>(Program::kBlock, size - lo);
-        for (std::size_t j = i; j < end; ++j)
-          if (p.instrs[j].op != Op::Constant) detail::run_block(p, ws, j, lo, n);
-      }
-    };
     std::int64_t nblocks = (size + Program::kBlock - 1) / Program::kBlock;
     // Blocks are independent: large chains split them over the machine's cores.
     int threads = static_cast<int>(std::min<std::int64_t>(detail::cores(),
                                                           nblocks / 64));
+    const std::size_t per_thread = std::size_t{p.max_locals} * Program::kBlock * Program::kMaxElemBytes;
+    std::uint8_t* scratch = ws.chain_scratch(per_thread * static_cast<std::size_t>(std::max(threads, 1)));
+    auto blocks = [&](std::int64_t first, std::int64_t last, int t) {  // block indices [first, last)
+      std::uint8_t* mine = scratch + per_thread * static_cast<std::size_t>(t);
+      for (std::int64_t b = first; b < last; ++b) {
+        std::int64_t lo = b * Program::kBlock, n = std::min<std::int64_t>(Program::kBlock, size - lo);
+        for (std::size_t j = i; j < end; ++j)
+          if (p.instrs[j].op != Op::Constant) detail::run_block(p, ws, j, lo, n, mine);
+      }
+    };
     if (threads <= 1) {
-      blocks(0, nblocks);
+      blocks(0, nblocks, 0);
     } else {
       std::int64_t per = (nblocks + threads - 1) / threads;
-      detail::parallel_for(threads, [&](int t) { blocks(t * per, std::min(nblocks, (t + 1) * per)); });
+      detail::parallel_for(threads, [&](int t) { blocks(t * per, std::min(nblocks, (t + 1) * per), t); });
     }
     i = end - 1;
   }

@@ -9,6 +9,9 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <functional>
+#include <map>
+#include <queue>
 #include <unordered_map>
 #include <stdexcept>
 #include <string>
@@ -77,6 +80,12 @@ struct Program {
   // chain_end[i] > 0 when instruction i starts a chain of blockable instructions [i, chain_end[i])
   // over one element count, evaluated block by block (kBlock elements at a time).
   std::vector<std::uint32_t> chain_end;
+  // Per slot: -1, or k when the slot is chain-local (written and read only inside one chain, not
+  // an output): it has no arena buffer, each block of it lives in scratch buffer k of the thread
+  // running the block (kBlock elements of up to kMaxElemBytes).  max_locals: most in one chain.
+  std::vector<std::int32_t> local;
+  std::uint32_t max_locals = 0;
+  static constexpr std::size_t kMaxElemBytes = 16;
   static constexpr std::int64_t kBlock = 2048;
   static constexpr std::int64_t kMinChainSize = 4 * kBlock;
 
@@ -133,10 +142,93 @@ struct Program {
 
   // Liveness-based plan: a slot's buffer returns to a free list after its last reader, and a
   // later output of the same byte size reuses it (SSA is unchanged: only storage is shared).
+  // Reorders the instructions (still a topological order) so that elementwise work over one large
+  // element count forms long chains instead of being cut by small instructions between them:
+  // list scheduling that continues the current chain's element count while one of its
+  // instructions is ready, else runs ready instructions with small outputs (scalars, vectors a
+  // broadcast will expand), else the earliest ready instruction in program order.  Ties go to
+  // program order, so a scheduled order schedules to itself (loading a saved program twice gives
+  // the same plan); programs without a large chainable instruction are left as they are.
+  void schedule() {
+    const std::size_t n = instrs.size();
+    std::vector<std::int64_t> cls(n, 0);  // element count of a chainable instruction, else 0
+    bool any = false;
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::int64_t size = slots[instrs[i].out].size;
+      if (size >= kMinChainSize && blockable(instrs[i], size)) cls[i] = size, any = true;
+    }
+    if (!any) return;
+    std::vector<std::int64_t> producer(slots.size(), -1);
+    for (std::size_t i = 0; i < n; ++i) producer[instrs[i].out] = static_cast<std::int64_t>(i);
+    std::vector<std::uint32_t> waiting(n, 0), first(n + 1, 0), users;
+    for (std::size_t i = 0; i < n; ++i)
+      for (std::uint32_t k = 0; k < instrs[i].n_in; ++k)
+        if (producer[args[instrs[i].in_begin + k]] >= 0) ++first[producer[args[instrs[i].in_begin + k]] + 1];
+    for (std::size_t i = 0; i < n; ++i) first[i + 1] += first[i];
+    users.resize(first[n]);
+    {
+      std::vector<std::uint32_t> fill(first.begin(), first.end() - 1);
+      for (std::size_t i = 0; i < n; ++i)
+        for (std::uint32_t k = 0; k < instrs[i].n_in; ++k) {
+          const std::int64_t p = producer[args[instrs[i].in_begin + k]];
+          if (p >= 0) users[fill[p]++] = static_cast<std::uint32_t>(i), ++waiting[i];
+        }
+    }
+    using Heap = std::priority_queue<std::uint32_t, std::vector<std::uint32_t>, std::greater<>>;
+    std::map<std::int64_t, Heap> chained;  // by element count
+    Heap small, rest;
+    auto ready = [&](std::uint32_t i) {
+      if (cls[i]) chained[cls[i]].push(i);
+      else if (slots[instrs[i].out].size < kMinChainSize) small.push(i);
+      else rest.push(i);
+    };
+    for (std::uint32_t i = 0; i < n; ++i)
+      if (!waiting[i]) ready(i);
+    std::vector<Instr> order;
+    order.reserve(n);
+    std::int64_t current = 0;
+    while (order.size() < n) {
+      Heap* from = nullptr;
+      auto it = chained.find(current);
+      if (current && it != chained.end() && !it->second.empty()) {
+        from = &it->second;
+      } else if (!small.empty()) {
+        from = &small;
+      } else {
+        from = rest.empty() ? nullptr : &rest;
+        current = 0;
+        for (auto& [size, h] : chained)
+          if (!h.empty() && (!from || h.top() < from->top())) from = &h, current = size;
+        if (!from) throw ProgramError("tidu program: instructions depend on each other in a cycle");
+      }
+      const std::uint32_t i = from->top();
+      from->pop();
+      order.push_back(instrs[i]);
+      for (std::uint32_t u = first[i]; u < first[i + 1]; ++u)
+        if (--waiting[users[u]] == 0) ready(users[u]);
+    }
+    instrs = std::move(order);
+  }
+
   void plan() {
+    schedule();
+    build_chains();  // before the plan: a chained broadcast's operand lives to its chain's end
     std::vector<std::int64_t> last(slots.size(), -1);
     for (std::size_t i = 0; i < instrs.size(); ++i)
       for (std::uint32_t k = 0; k < instrs[i].n_in; ++k) last[args[instrs[i].in_begin + k]] = i;
+    // A broadcast inside a chain reads its operand at other positions than the block it writes:
+    // the operand's buffer must not be reused by a later instruction of the chain, which writes
+    // block by block while the broadcast still reads later blocks.
+    for (std::size_t i = 0; i < instrs.size(); ++i) {
+      if (!chain_end[i]) continue;
+      for (std::size_t j = i; j < chain_end[i]; ++j)
+        if (instrs[j].op == Op::BroadcastInDim) {
+          const std::uint32_t a = args[instrs[j].in_begin];
+          last[a] = std::max<std::int64_t>(last[a], chain_end[i] - 1);
+        }
+      i = chain_end[i] - 1;
+    }
+    find_locals(last);
     for (std::uint32_t s : outputs) last[s] = static_cast<std::int64_t>(instrs.size());
     std::vector<char> is_input(slots.size(), 0), const_slot(slots.size(), 0);
     for (std::uint32_t s : inputs) is_input[s] = 1;
@@ -156,7 +248,9 @@ struct Program {
       // Constants may be hoisted to the start of an elementwise chain (interpreter.hpp), so
       // their buffers are never shared: fresh storage, never returned to the free list.
       bool pinned = instrs[i].op == Op::Constant;
-      if (pinned || !free_by_size.take(b, slots[o].offset)) {
+      if (local[o] >= 0) {  // lives in the chain's block scratch
+        slots[o].offset = 0;
+      } else if (pinned || !free_by_size.take(b, slots[o].offset)) {
         slots[o].offset = top;
         if (!checked::add(top, b, top) || top > checked::kMaxBytes)
           throw ProgramError("tidu program: the memory plan needs more than 2^56 bytes (instruction " +
@@ -166,12 +260,12 @@ struct Program {
       // instruction never writes over its own operands).
       for (std::uint32_t k = 0; k < instrs[i].n_in; ++k) {
         std::uint32_t a = args[instrs[i].in_begin + k];
-        if (last[a] == static_cast<std::int64_t>(i) && !is_input[a] && !is_const(a)) {
+        if (last[a] == static_cast<std::int64_t>(i) && !is_input[a] && !is_const(a) && local[a] < 0) {
           last[a] = -2;  // freed once even when read twice by this instruction
           free_by_size.give(align(nbytes(a)), slots[a].offset);
         }
       }
-      if (last[o] == -1 && !pinned) free_by_size.give(b, slots[o].offset);  // dead on arrival
+      if (last[o] == -1 && !pinned && local[o] < 0) free_by_size.give(b, slots[o].offset);  // dead
     }
     arena_bytes = top;
     output_direct.assign(outputs.size(), 0);
@@ -184,17 +278,18 @@ struct Program {
       }
     }
     build_scalar_code();
-    build_chains();
   }
 
-  // Elementwise over `size` elements: every operand has `size` elements (or is the one-element
-  // operand of a broadcast), so block k of the output reads only block k of the operands.
+  // Elementwise over `size` elements: every operand has `size` elements, so block k of the output
+  // reads only block k of the operands; or a broadcast (block k reads the operand elements it
+  // maps to) or an iota (no operand).
   bool blockable(const Instr& in, std::int64_t size) const {
     if (slots[in.out].size != size) return false;
     const std::uint32_t* a = args.data() + in.in_begin;
     switch (in.op) {
-      case Op::BroadcastInDim:
-        return slots[a[0]].size == 1;
+      case Op::BroadcastInDim:  // any: run_block reads the operand row by row with its strides
+      case Op::Iota:
+        return true;
       case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Pow: case Op::Max: case Op::Min:
       case Op::Neg: case Op::Conj: case Op::Exp: case Op::Log: case Op::Sin: case Op::Cos: case Op::Tanh:
       case Op::Sqrt: case Op::Rsqrt: case Op::Expm1: case Op::Log1p: case Op::Sign: case Op::StopGradient:
@@ -211,14 +306,51 @@ struct Program {
     }
   }
 
+  // Chain-local slots (see `local`): written by a non-constant instruction of a chain, read only
+  // by later instructions of it that are not broadcasts (a broadcast reads other positions than
+  // its block), and not a program output.  last: each slot's last reader.
+  void find_locals(const std::vector<std::int64_t>& last) {
+    local.assign(slots.size(), -1);
+    max_locals = 0;
+    std::vector<char> pinned(slots.size(), 0);
+    for (std::uint32_t s : outputs) pinned[s] = 1;
+    for (std::uint32_t s : inputs) pinned[s] = 1;
+    for (const Instr& in : instrs)
+      if (in.op == Op::BroadcastInDim) pinned[args[in.in_begin]] = 1;
+    for (std::size_t i = 0; i < instrs.size(); ++i) {
+      if (!chain_end[i]) continue;
+      std::int32_t k = 0;
+      for (std::size_t j = i; j < chain_end[i]; ++j) {
+        const std::uint32_t o = instrs[j].out;
+        if (instrs[j].op != Op::Constant && !pinned[o] && last[o] >= static_cast<std::int64_t>(j) &&
+            last[o] < static_cast<std::int64_t>(chain_end[i]) &&
+            dtype_size(slots[o].dtype) <= kMaxElemBytes)
+          local[o] = k++;
+      }
+      max_locals = std::max<std::uint32_t>(max_locals, static_cast<std::uint32_t>(k));
+      i = chain_end[i] - 1;
+    }
+  }
+
   void build_chains() {
     chain_end.assign(instrs.size(), 0);
+    std::vector<char> in_chain(slots.size(), 0);  // written by the chain being grown
     for (std::size_t i = 0; i < instrs.size();) {
       std::int64_t size = slots[instrs[i].out].size;
       std::size_t j = i;
-      // Constants depend on nothing: inside a chain they run once, before its blocks.
+      // Constants depend on nothing: inside a chain they run once, before its blocks.  A
+      // broadcast of more than one element reads other blocks of its operand, so that operand
+      // must be complete before the chain starts.
+      auto fits = [&](const Instr& in) {
+        if (in.op == Op::Constant) return true;
+        if (!blockable(in, size)) return false;
+        if (in.op != Op::BroadcastInDim) return true;
+        const std::uint32_t a = args[in.in_begin];
+        return slots[a].size == 1 || !in_chain[a];
+      };
       if (size >= kMinChainSize)
-        while (j < instrs.size() && (blockable(instrs[j], size) || instrs[j].op == Op::Constant)) ++j;
+        while (j < instrs.size() && fits(instrs[j])) in_chain[instrs[j++].out] = 1;
+      for (std::size_t k = i; k < j; ++k) in_chain[instrs[k].out] = 0;
       while (j > i && instrs[j - 1].op == Op::Constant) --j;
       if (j - i >= 2) {
         chain_end[i] = static_cast<std::uint32_t>(j);
