@@ -267,12 +267,55 @@ template <class T>
 inline void accumulate(T& y, T x, bool is_max) {
   if constexpr (!is_complex_v<T>) {
     if (is_max) {
-      if (x > y || x != x) y = x;
+      y = (x > y) | (x != x) ? x : y;  // branch-free: vectorizes over the inner kept axis
       return;
     }
   }
   if constexpr (is_int_v<T>) y = wrap_add(y, x);
   else y += x;
+}
+
+// One contiguous row of a float reduction, in 16 interleaved lanes (independent accumulators the
+// compiler keeps in vector registers) combined pairwise at the end of each 4,096-element chunk:
+// a sum is no longer one chain of dependent adds, and its rounding error stays near a pairwise
+// sum's.  Max is branch-free (so it vectorizes) and NaN-propagating as numpy's.
+template <class T>
+inline T row_sum(const T* x, std::int64_t n, T init) {
+  constexpr int L = 16;
+  constexpr std::int64_t kChunk = 4096;  // lanes restart per chunk: 256 sequential adds at most
+  // chunk sums add up in double for float32 (exact enough that the chunks' own rounding dominates)
+  std::conditional_t<std::is_same_v<T, float>, double, T> total = 0;
+  for (std::int64_t start = 0; start < n; start += kChunk) {
+    const T* c = x + start;
+    const std::int64_t len = std::min(kChunk, n - start);
+    T acc[L] = {};
+    std::int64_t i = 0;
+    for (; i + L <= len; i += L)
+      for (int k = 0; k < L; ++k) acc[k] += c[i + k];
+    for (int w = L / 2; w > 0; w /= 2)
+      for (int k = 0; k < w; ++k) acc[k] += acc[k + w];
+    for (; i < len; ++i) acc[0] += c[i];
+    total += acc[0];
+  }
+  return init + static_cast<T>(total);
+}
+
+template <class T>
+inline T row_max(const T* x, std::int64_t n, T init) {
+  constexpr int L = 16;
+  T m[L];
+  for (int k = 0; k < L; ++k) m[k] = init;
+  std::int64_t i = 0;
+  for (; i + L <= n; i += L)
+    for (int k = 0; k < L; ++k) m[k] = x[i + k] > m[k] ? x[i + k] : m[k];  // maxps: NaN skipped
+  for (; i < n; ++i) m[0] = x[i] > m[0] ? x[i] : m[0];
+  T best = m[0];
+  for (int k = 1; k < L; ++k) best = m[k] > best ? m[k] : best;
+  // then a second pass over the row (in cache) for NaN, in an integer as wide as T (vectorizes)
+  using U = std::conditional_t<sizeof(T) == 8, std::uint64_t, std::uint32_t>;
+  U nan = init != init;
+  for (i = 0; i < n; ++i) nan |= static_cast<U>(x[i] != x[i]);
+  return nan ? std::numeric_limits<T>::quiet_NaN() : best;
 }
 
 // The reduction as [outer kept] x [reduced] x [inner kept] over contiguous memory, when merging
@@ -296,6 +339,10 @@ inline bool reduce_blocked(const T* x, const std::int64_t* shape, std::uint32_t 
     T* yo = y + o * inner;
     const T* xo = x + o * r * inner;
     if (inner == 1) {
+      if constexpr (is_float_v<T>) {
+        yo[0] = is_max ? row_max(xo, r, yo[0]) : row_sum(xo, r, yo[0]);
+        continue;
+      }
       T acc = yo[0];
       for (std::int64_t i = 0; i < r; ++i) accumulate(acc, xo[i], is_max);
       yo[0] = acc;
