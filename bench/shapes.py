@@ -12,23 +12,11 @@ they lower to, next to jax.jit's fused code.
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 
 import numpy as np
 
 import tidu as td
-
-
-def timeit(fn, repeat=7, number=1):
-    fn()
-    ts = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        for _ in range(number):
-            fn()
-        ts.append((time.perf_counter() - t0) / number)
-    return statistics.median(ts)
+from _timing import timeit
 
 
 def stencil(m):

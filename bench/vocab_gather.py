@@ -11,25 +11,11 @@ numpy's references are ``x[idx]`` and ``np.add.at``.  Target: within 1.2x of jax
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 
 import numpy as np
 
 import tidu as td
-
-
-def timeit(fn, repeat=7, number=1, warmup=True):
-    """Median over `repeat` runs of the time per call of `number` calls."""
-    if warmup:
-        fn()
-    ts = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        for _ in range(number):
-            fn()
-        ts.append((time.perf_counter() - t0) / number)
-    return statistics.median(ts)
+from _timing import timeit
 
 
 def main(argv=None):

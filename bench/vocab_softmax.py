@@ -10,24 +10,11 @@ Target: within 1.2x of jax.jit.
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 
 import numpy as np
 
 import tidu as td
-
-
-def timeit(fn, repeat, number):
-    """Median over `repeat` runs of the time per call of `number` calls, after one warm-up call."""
-    fn()
-    ts = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        for _ in range(number):
-            fn()
-        ts.append((time.perf_counter() - t0) / number)
-    return statistics.median(ts)
+from _timing import timeit
 
 
 def loss(nn, ns, logits, labels):

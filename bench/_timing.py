@@ -1,0 +1,21 @@
+"""The timing helper the bench scripts share (run as ``python bench/<name>.py``, so this folder is
+on sys.path)."""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+
+def timeit(fn, repeat: int = 7, number: int = 1, warmup: bool = True) -> float:
+    """Median over `repeat` runs of the time per call of `number` calls (after one warm-up call
+    unless warmup is False), in seconds."""
+    if warmup:
+        fn()
+    ts = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for _ in range(number):
+            fn()
+        ts.append((time.perf_counter() - t0) / number)
+    return statistics.median(ts)
