@@ -140,8 +140,6 @@ struct Program {
            " outputs");
   }
 
-  // Liveness-based plan: a slot's buffer returns to a free list after its last reader, and a
-  // later output of the same byte size reuses it (SSA is unchanged: only storage is shared).
   // Reorders the instructions (still a topological order) so that elementwise work over one large
   // element count forms long chains instead of being cut by small instructions between them:
   // list scheduling that continues the current chain's element count while one of its
@@ -210,9 +208,13 @@ struct Program {
     instrs = std::move(order);
   }
 
+  // Liveness-based plan: a slot's buffer returns to a free list after its last reader, and a
+  // later output of the same byte size reuses it (SSA is unchanged: only storage is shared).
+  // Chains (and the schedule that forms them) come first: a chained broadcast's operand lives
+  // to its chain's end, and chain-local values get no buffer.
   void plan() {
     schedule();
-    build_chains();  // before the plan: a chained broadcast's operand lives to its chain's end
+    build_chains();
     std::vector<std::int64_t> last(slots.size(), -1);
     for (std::size_t i = 0; i < instrs.size(); ++i)
       for (std::uint32_t k = 0; k < instrs[i].n_in; ++k) last[args[instrs[i].in_begin + k]] = i;
