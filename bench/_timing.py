@@ -19,3 +19,17 @@ def timeit(fn, repeat: int = 7, number: int = 1, warmup: bool = True) -> float:
             fn()
         ts.append((time.perf_counter() - t0) / number)
     return statistics.median(ts)
+
+
+def timed(fn, repeat: int):
+    """(fn's result, the first call's time, the median of `repeat` more calls), in seconds: the
+    cold figure of a function never called before, and its warm one."""
+    t0 = time.perf_counter()
+    out = fn()
+    cold = time.perf_counter() - t0
+    samples = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - t0)
+    return out, cold, statistics.median(samples)

@@ -11,6 +11,7 @@ numexpr; (d) within 2x of numpy.
 from __future__ import annotations
 
 import argparse
+import functools
 import random
 import statistics
 import time
@@ -18,20 +19,10 @@ import time
 import numpy as np
 
 import tidu as td
+import _timing
 
+timeit = functools.partial(_timing.timeit, warmup=False)  # calls here time from the first
 
-def timeit(fn, repeat=7, number=1, warmup=False):
-    """Median over `repeat` runs of the time per call of `number` calls (after one call to warm
-    caches and compile when `warmup`)."""
-    if warmup:
-        fn()
-    ts = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        for _ in range(number):
-            fn()
-        ts.append((time.perf_counter() - t0) / number)
-    return statistics.median(ts)
 
 
 def scalar_dag(n_ops, ns, seed=0, wide=False):

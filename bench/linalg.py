@@ -13,25 +13,13 @@ per backend; warm: the median of `repeat` later calls.  Ratios are tidu / jax (l
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 
 import numpy as np
 
 import tidu as td
 from tidu.testing import gp_nll  # the same function the tests check
 
-
-def timed(fn, repeat):
-    t0 = time.perf_counter()
-    out = fn()
-    cold = time.perf_counter() - t0
-    samples = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - t0)
-    return out, cold, statistics.median(samples)
+from _timing import timed
 
 
 def main(argv=None):

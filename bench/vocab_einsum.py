@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import argparse
 import re
-import statistics
-import time
 
 import numpy as np
 
 import tidu as td
+from _timing import timed
 
 
 def random_network(rng, n_ops, n_idx, dim, per_op=4, open_idx=2):
@@ -45,17 +44,6 @@ def random_network(rng, n_ops, n_idx, dim, per_op=4, open_idx=2):
     eq = ",".join("".join(sym[k] for k in o) for o in ops) + "->" + "".join(sym[k] for k in out)
     return eq, [rng.standard_normal([sizes[k] for k in o]) for o in ops]
 
-
-def timed(fn, repeat):
-    t0 = time.perf_counter()
-    out = fn()
-    cold = time.perf_counter() - t0
-    samples = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - t0)
-    return out, cold, statistics.median(samples)
 
 
 def main(argv=None):
