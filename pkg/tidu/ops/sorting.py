@@ -124,16 +124,6 @@ def _region(lo, args, build) -> str:
             f'      "stablehlo.return"({", ".join(n for n, _ in rets)}) : ({tys}) -> ()\n    ')
 
 
-def _shifted(*fields: str):
-    """The vmap batching rule (``tidu.ops._batching.shifted``, where vmap exists): the same op with
-    its axis attributes one further, over all operands batched."""
-    def rule(op, b, primal_in, primal_out, batched):
-        from tidu.ops._batching import shifted
-
-        return shifted(*fields)(op, b, primal_in, primal_out, batched)
-    return rule
-
-
 def _reduce_axes_rule(name, x, axes):
     check_axes(name, axes, x.ndim, x.shape)
     return aval(_kept_shape(x, axes), x.dtype)
@@ -147,8 +137,6 @@ class ReduceMin(Primitive):
     """Minimum over `axes` (removed); NaN propagates; a reduced axis must be non-empty."""
 
     axes: tuple[int, ...]
-    batch = _shifted("axes")
-
     batch = shifted("axes")
 
     def __post_init__(self):
@@ -187,8 +175,6 @@ class ReduceProd(Primitive):
     """Product over `axes` (removed); 1 over an empty axis; integers wrap."""
 
     axes: tuple[int, ...]
-    batch = _shifted("axes")
-
     batch = shifted("axes")
 
     def __post_init__(self):
@@ -233,7 +219,6 @@ class ReduceProd(Primitive):
 @dataclass(frozen=True)
 class _BoolReduce(Primitive):
     axes: tuple[int, ...]
-    batch = _shifted("axes")
     differentiable = False
     _hlo_body = ""
     _init = False
@@ -282,7 +267,6 @@ class _ArgExtreme(Primitive):
     axis: int
     dtype: str = "int64"
     differentiable = False
-    batch = _shifted("axis")
     _gt = True
 
     batch = shifted("axis")
@@ -379,7 +363,6 @@ class ArgMin(_ArgExtreme):
 class _Scan(Primitive):
     axis: int
     reverse: bool = False
-    batch = _shifted("axis")
     _dtypes = NUMERIC
     _what = "numeric"
     _body = ""
@@ -533,8 +516,6 @@ class LinearScan(Primitive):
 
     axis: int
     reverse: bool = False
-    batch = _shifted("axis")
-
     batch = shifted("axis")
 
     def __post_init__(self):
@@ -633,8 +614,6 @@ class Sort(Primitive):
 
     axis: int
     descending: bool = False
-    batch = _shifted("axis")
-
     batch = shifted("axis")
 
     def __post_init__(self):
