@@ -6,7 +6,8 @@ recomputed, so that the forgeries reach the validator and the evaluator.
     python tests/forge.py --check DIR                    # Python loader+eval over them
 
 Format (cpp/include/tidu/file.hpp): "TIDUPROG" | u32 version | u32 0 | u64 payload bytes |
-u64 FNV-1a-64(payload); payload: 12 arrays (u64 count + elements) then two name lists.
+u64 FNV-1a-64(payload); payload (version 2): a program: 13 arrays (u64 count + elements), two
+name lists, then a u64 count of nested programs (loop bodies, branches) laid out the same way.
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ import numpy as np
 
 FIELDS = [("slot_dtype", np.uint8), ("slot_ndim", np.uint32), ("shapes", np.int64),
           ("opcode", np.uint8), ("in_off", np.uint32), ("in_slots", np.uint32),
-          ("out_slot", np.uint32), ("attr_off", np.uint32), ("attrs", np.int64),
+          ("out_off", np.uint32), ("out_slots", np.uint32), ("attr_off", np.uint32),
+          ("attrs", np.int64),
           ("consts", np.uint8), ("inputs", np.uint32), ("outputs", np.uint32)]
-MAGIC, VERSION = b"TIDUPROG", 1
+MAGIC, VERSION = b"TIDUPROG", 2
 # Mirrors of the C++ tables (tests/test_forged_files.py checks them against tidu._eval).
 OPCODES = ["Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Neg", "Conj", "Exp", "Log", "Sin",
            "Cos", "Tanh", "Sqrt", "Rsqrt", "Expm1", "Log1p", "Sign", "StopGradient", "Real",
@@ -34,7 +36,7 @@ OPCODES = ["Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Neg", "Conj", "Exp"
            "ArgMin", "Cumsum", "Cumprod", "Cummax", "Cummin", "LinearScan", "Sort", "Floor",
            "Ceil", "Round", "Tan", "Atan", "Asin", "Acos", "Sinh", "Cosh", "Asinh", "Acosh",
            "Atanh", "Erf", "Erfc", "ErfInv", "Cbrt", "Logistic", "IsFinite", "Rem", "Atan2", "LU",
-           "LUPermute", "Eigh", "QR", "SVD", "Rev"]
+           "LUPermute", "Eigh", "QR", "SVD", "Rev", "Scan", "While", "Cond", "Checkpoint"]
 DTYPES = ["float32", "float64", "complex64", "complex128", "int32", "int64", "bool"]
 OP = {n: i for i, n in enumerate(OPCODES)}
 DT = {n: i for i, n in enumerate(DTYPES)}
@@ -60,10 +62,11 @@ class Prog:
     a: dict[str, np.ndarray]
     input_names: list[bytes] = field(default_factory=list)
     output_names: list[bytes] = field(default_factory=list)
+    subs: list["Prog"] = field(default_factory=list)  # nested programs
 
     def copy(self) -> Prog:
         return Prog({k: v.copy() for k, v in self.a.items()}, list(self.input_names),
-                    list(self.output_names))
+                    list(self.output_names), [q.copy() for q in self.subs])
 
     def payload(self) -> bytes:
         out = bytearray()
@@ -74,6 +77,9 @@ class Prog:
             out += struct.pack("<Q", len(names))
             for s in names:
                 out += struct.pack("<I", len(s)) + s
+        out += struct.pack("<Q", len(self.subs))
+        for q in self.subs:
+            out += q.payload()
         return bytes(out)
 
     def to_bytes(self) -> bytes:
@@ -93,12 +99,20 @@ class Prog:
     def instr_attrs(self, i: int) -> tuple[int, int]:
         return int(self.a["attr_off"][i]), int(self.a["attr_off"][i + 1])
 
+    def out_slot(self, i: int) -> int:
+        return int(self.a["out_slots"][self.a["out_off"][i]])
+
 
 def parse(data: bytes) -> Prog:
     """The arrays of a well-formed file (raises ValueError otherwise; checksum not checked)."""
     if data[:8] != MAGIC or len(data) < 32:
         raise ValueError("not a tidu program")
-    pos, a = 32, {}
+    prog, pos = _parse_at(data, 32)
+    return prog
+
+
+def _parse_at(data: bytes, pos: int) -> tuple[Prog, int]:
+    a = {}
     for name, dt in FIELDS:
         (n,) = struct.unpack_from("<Q", data, pos)
         size = np.dtype(dt).itemsize * n
@@ -116,7 +130,13 @@ def parse(data: bytes) -> Prog:
             names.append(data[pos + 4:pos + 4 + k])
             pos += 4 + k
         lists.append(names)
-    return Prog(a, *lists)
+    (n,) = struct.unpack_from("<Q", data, pos)
+    pos += 8
+    subs = []
+    for _ in range(n):
+        q, pos = _parse_at(data, pos)
+        subs.append(q)
+    return Prog(a, *lists, subs), pos
 
 
 class Asm:
@@ -153,7 +173,8 @@ class Asm:
         a = {"slot_dtype": arr(self.dtype, np.uint8), "slot_ndim": arr(self.ndim, np.uint32),
              "shapes": arr(self.shapes, np.int64), "opcode": arr(self.op, np.uint8),
              "in_off": arr(self.in_off, np.uint32), "in_slots": arr(self.in_slots, np.uint32),
-             "out_slot": arr(self.out, np.uint32), "attr_off": arr(self.attr_off, np.uint32),
+             "out_off": arr(range(len(self.out) + 1), np.uint32),
+             "out_slots": arr(self.out, np.uint32), "attr_off": arr(self.attr_off, np.uint32),
              "attrs": arr(self.attrs, np.int64),
              "consts": np.frombuffer(bytes(self.consts), np.uint8).copy(),
              "inputs": arr(self.inputs, np.uint32), "outputs": arr(self.outputs, np.uint32)}
@@ -184,8 +205,44 @@ def attr_roles(op: int, at: list[int]) -> list[tuple[int, str]]:
         n = at[pos] if 0 <= at[pos] <= len(at) else 0
         roles += [(pos + 1 + k, role) for k in range(min(n, len(at) - pos - 1))]
         pos += 1 + n
+    if name in ("Scan", "While", "Cond", "Checkpoint"):  # control_flow.hpp's layouts
+        return _control_roles(name, at)
     tail = fixed.get(name, ["dtype", "dim"] if name == "Iota" else [])
     roles += [(pos + k, r) for k, r in enumerate(tail) if pos + k < len(at)]
+    return roles
+
+
+def _control_roles(name: str, at: list[int]) -> list[tuple[int, str]]:
+    roles: list[tuple[int, str]] = []
+
+    def take(pos: int) -> int:  # a length-prefixed take list at pos; returns the position after
+        if pos >= len(at):
+            return len(at)
+        roles.append((pos, "len"))
+        n = at[pos] if 0 <= at[pos] <= len(at) else 0
+        roles.extend((pos + 1 + k, "take") for k in range(min(n, len(at) - pos - 1)))
+        return pos + 1 + n
+
+    if name == "Scan":
+        roles += [(k, r) for k, r in enumerate(["sub", "length", "flag", "count", "count"])
+                  if k < len(at)]
+        take(5)
+    elif name == "While":
+        roles += [(k, r) for k, r in enumerate(["sub", "sub", "count"]) if k < len(at)]
+        take(take(3))
+    elif name == "Cond":
+        if at:
+            roles.append((0, "count"))
+        pos = 1
+        for _ in range(max(0, min(at[0] if at else 0, len(at)))):
+            if pos >= len(at):
+                break
+            roles.append((pos, "sub"))
+            pos = take(pos + 1)
+    else:
+        if at:
+            roles.append((0, "sub"))
+        take(1)
     return roles
 
 

@@ -29,6 +29,19 @@ def _grad(fn, wrt, **specs):
     return td.compile(td.materialize_merge(td.resolve([F0, T1]), F0.outputs + T1.tangent_outputs))
 
 
+def _loops(x, w):
+    """A scan over a cond (with a nested scan in one branch) and a checkpoint: every control-flow
+    opcode and nested programs two deep, in a gradient (reverse scans)."""
+    import tidu as td
+
+    def step(c, v):
+        inner = lambda c: td.scan(lambda d, _: (td.sin(d) * w, None), c, length=2)[0]
+        c = td.cond(td.sum(c) > 0, inner, lambda c: c * v, c)
+        return c, td.sum(c * c)
+    c, ys = td.scan(step, x, td.reshape(td.iota((12,), "float64"), (4, 3)) * 0.1)
+    return td.sum(td.checkpoint(lambda c: td.tanh(c) * w)(c)) + td.sum(ys)
+
+
 @functools.cache
 def seeds() -> dict[str, bytes]:
     """Valid program files of several kinds: elementwise, structural, gradients (Pad, Dot),
@@ -64,6 +77,10 @@ def seeds() -> dict[str, bytes]:
         "int_divmod": _compile(lambda a, b: divmod(a, b), a=S((4,), "int32"), b=S((4,), "int32")),
         "sort_scan": _grad(lambda x: td.sum(td.sort(x, axis=0) * td.cumprod(x, axis=1)) +
                            td.prod(x) + td.min(x, axis=1)[0], ["x"], x=S((3, 4))),
+        "control_flow": _grad(_loops, ["x"], x=S((3,)), w=S((3,))),
+        "while_cond": _compile(lambda a: td.while_loop(lambda c: c[1] < 7,
+                                                        lambda c: (c[0] * 0.5 + a, c[1] + 1),
+                                                        (a, 0))[0], a=S((2,))),
         "arg_bool": _compile(lambda x: (td.argmax(x, axis=1), td.argsort(x, axis=0),
                                         td.any(x > 0, axis=0), td.all(x > 0), td.cummax(x, axis=1)),
                              x=S((3, 4))),
@@ -106,7 +123,7 @@ def edit_fields(p: Prog, rng) -> tuple[Prog, str]:
     q, notes = p.copy(), []
     ctx = [len(v) for v in q.a.values()] + [int(x) for x in q.a["shapes"][:8]]
     weights = {"slot_dtype": 1, "slot_ndim": 2, "shapes": 4, "opcode": 2, "in_off": 2,
-               "in_slots": 2, "out_slot": 2, "attr_off": 2, "attrs": 5, "consts": 0.3,
+               "in_slots": 2, "out_off": 1, "out_slots": 2, "attr_off": 2, "attrs": 5, "consts": 0.3,
                "inputs": 1, "outputs": 1}
     names = [k for k in weights if len(q.a[k])]
     w = np.array([weights[k] for k in names])
@@ -145,6 +162,24 @@ def edit_attrs(p: Prog, rng) -> tuple[Prog, str]:
         new = _value_for(rng, np.int64, old, [e - b, old, len(q.a["consts"])])
     q.a["attrs"][j] = (new + 2**63) % 2**64 - 2**63
     return q, f"attr {OPCODES[q.a['opcode'][i]]}#{i} {role} attrs[{j}]={new} (was {old})"
+
+
+def edit_nested(p: Prog, rng) -> tuple[Prog, str]:
+    """A field or attribute edit inside a nested program (a loop body or branch, any depth)."""
+    q = p.copy()
+    path, node = [], q
+    while node.subs and (not path or rng.random() < 0.5):
+        k = int(rng.integers(len(node.subs)))
+        path.append(k)
+        node = node.subs[k]
+    if not path:
+        return edit_fields(p, rng)
+    edited, desc = (edit_fields if rng.random() < 0.6 else edit_attrs)(node, rng)
+    parent = q
+    for k in path[:-1]:
+        parent = parent.subs[k]
+    parent.subs[path[-1]] = edited
+    return q, f"nested {path}: {desc}"
 
 
 # ---- crafted overflows ----
@@ -186,7 +221,7 @@ def craft_pad_seed(p: Prog, rng) -> tuple[Prog, str]:
     pads = [i for i in range(len(p.a["opcode"])) if p.a["opcode"][i] == OP["Pad"]]
     assert pads, "pad_seed edits need a seed with a Pad"
     q, i = p.copy(), pads[int(rng.integers(len(pads)))]
-    x, o = int(q.a["in_slots"][q.a["in_off"][i]]), int(q.a["out_slot"][i])
+    x, o = int(q.a["in_slots"][q.a["in_off"][i]]), q.out_slot(i)
     n, (b, _) = len(q.shape_of(x)), q.instr_attrs(i)
     k = int(rng.integers(n))
     t = _pad_triple(rng, q.shape_of(x)[k], q.shape_of(o)[k])
@@ -348,7 +383,7 @@ def edit_raw(data: bytes, rng) -> tuple[bytes, str]:
 CRAFTED = {"pad": craft_pad, "slice": craft_slice, "concat": craft_concat,
            "arena": craft_arena, "zero": craft_zero_extent, "walk": craft_attr_walk}
 # (kind, weight): seed edits, crafted programs (one in 500 an arena wrap: those files are big)
-PLAN = [("field", 40), ("attr", 20), ("pad_seed", 3), ("pad", 3), ("slice", 4), ("concat", 3),
+PLAN = [("field", 40), ("attr", 20), ("nested", 8), ("pad_seed", 3), ("pad", 3), ("slice", 4), ("concat", 3),
         ("zero", 6), ("walk", 1), ("arena", 0.2), ("names", 4), ("same", 3), ("raw", 8)]
 
 
@@ -367,7 +402,11 @@ def forge(index: int, seed: int = 0) -> tuple[str, bytes, str]:
     if kind == "raw":
         data, desc = edit_raw(data, rng)
         return name, data, desc
-    fn = {"field": edit_fields, "attr": edit_attrs, "pad_seed": craft_pad_seed,
+    if kind == "nested":
+        names = ["control_flow", "while_cond"]
+        name = names[int(rng.integers(len(names)))]
+        data = seeds()[name]
+    fn = {"field": edit_fields, "attr": edit_attrs, "nested": edit_nested, "pad_seed": craft_pad_seed,
           "names": edit_names, "same": edit_same}[kind]
     prog, desc = fn(parse(data), rng)
     return name, prog.to_bytes(), desc

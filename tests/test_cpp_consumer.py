@@ -46,6 +46,35 @@ def test_cpp_evaluates_saved_gradient_like_python(builds, saved, kind):
     assert "eval_saved: ok (3 inputs, 2 outputs)" in res.stdout
 
 
+@pytest.mark.parametrize("kind", ["release", "asan"])
+def test_cpp_evaluates_saved_loop_program_like_python(builds, kind, tmp_path):
+    """A gradient through scan, cond (a nested scan in a branch), while_loop and checkpoint:
+    nested programs in a version-2 file, run by <tidu/tidu.hpp> (under sanitizers too)."""
+    def f(x, w):
+        def step(c, v):
+            inner = lambda c: td.scan(lambda d, _: (td.sin(d) * w, None), c, length=2)[0]
+            c = td.cond(td.sum(c) > 0, inner, lambda c: c * v, c)
+            return c, td.sum(c * c)
+        c, ys = td.scan(step, x, td.reshape(td.iota((12,), "float64"), (4, 3)) * 0.1)
+        k = td.while_loop(lambda k: td.sum(k) < 10.0, lambda k: k * 2.0 + 0.1,
+                          td.stop_gradient(td.abs(c)) + 0.5)
+        return td.sum(td.checkpoint(lambda c: td.tanh(c) * w)(c)) + td.sum(ys) + td.sum(k)
+
+    prog = td.jit(td.value_and_grad(f, argnums=(0, 1))).lower(np.ones(3), np.ones(3))
+    x, w = np.array([0.4, -0.2, 0.3]), np.array([0.9, 1.1, 0.7])
+    feed = {"x": x, "w": w}
+    inputs = [np.asarray(feed[n], np.float64) for n in prog.inputs]
+    outs = prog.program.eval(inputs)
+    prog.save(tmp_path / "loops.tidu")
+    (tmp_path / "in.bin").write_bytes(b"".join(a.tobytes() for a in inputs))
+    (tmp_path / "want.bin").write_bytes(b"".join(np.asarray(o).tobytes() for o in outs))
+    res = subprocess.run([str(builds[kind] / "eval_saved"), str(tmp_path / "loops.tidu"),
+                          str(tmp_path / "in.bin"), str(tmp_path / "want.bin")],
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert f"eval_saved: ok (2 inputs, {len(outs)} outputs)" in res.stdout
+
+
 def test_python_round_trip_is_exact(saved):
     tmp, prog, inputs, outs = saved
     loaded = td.load(tmp / "grad.tidu")

@@ -337,14 +337,16 @@ def test_corrupt_programs_are_rejected_by_the_cpp_validator():
     ok = dict(slot_dtype=np.array([1, 1], u8), slot_ndim=np.array([0, 0], u32),
               shapes=np.array([], i64), opcode=np.array([_eval.OPCODES.index("Exp")], u8),
               in_off=np.array([0, 1], u32), in_slots=np.array([0], u32),
-              out_slot=np.array([1], u32), attr_off=np.array([0, 0], u32),
+              out_off=np.array([0, 1], u32), out_slots=np.array([1], u32),
+              attr_off=np.array([0, 0], u32),
               attrs=np.array([], i64), consts=np.array([], u8), inputs=np.array([0], u32),
               outputs=np.array([1], u32))
     prog = _eval.Program(*ok.values())
     assert float(prog.run([np.array(0.0)])[0]) == 1.0
     for key, bad, msg in [("opcode", np.array([250], u8), "bad opcode"),
                           ("in_slots", np.array([7], u32), "reads a slot"),
-                          ("out_slot", np.array([0], u32), "output slot"),
+                          ("out_slots", np.array([0], u32), "output slot"),
+                          ("out_off", np.array([0, 0], u32), "no output"),
                           ("outputs", np.array([9], u32), "output slot"),
                           ("slot_dtype", np.array([1, 99], u8), "unknown dtype"),
                           ("in_off", np.array([0], u32), "lengths disagree")]:

@@ -42,9 +42,13 @@ def test_seeds_round_trip_load_and_evaluate():
         shapes = [tuple(s) for s in p.input_shapes]
         outs = p.run(forge_check._inputs(shapes, p.input_dtypes))
         assert len(outs) == len(forge.parse(data).a["outputs"]), name
-    kinds = {forge.OPCODES[o] for d in forge_gen.seeds().values() for o in forge.parse(d).a["opcode"]}
+    def ops(q):  # opcodes of a program and its nested programs
+        return {forge.OPCODES[o] for o in q.a["opcode"]}.union(*[ops(s) for s in q.subs])
+
+    kinds = set().union(*[ops(forge.parse(d)) for d in forge_gen.seeds().values()])
     assert {"Slice", "Pad", "Concatenate", "Reshape", "Transpose", "BroadcastInDim", "ReduceSum",
-            "DotGeneral", "Iota", "Constant", "Compare", "Select"} <= kinds
+            "DotGeneral", "Iota", "Constant", "Compare", "Select", "Scan", "While", "Cond",
+            "Checkpoint"} <= kinds
 
 
 def test_forgeries_are_deterministic_and_reach_the_validator():

@@ -14,7 +14,6 @@
 #include <pybind11/stl.h>
 
 #include "tidu/tidu.hpp"
-#include "tidu/control_flow.hpp"
 
 namespace py = pybind11;
 
@@ -77,13 +76,17 @@ class PyProgram {
   PyProgram(py::array_t<std::uint8_t> slot_dtype, py::array_t<std::uint32_t> slot_ndim,
             py::array_t<std::int64_t> shapes, py::array_t<std::uint8_t> opcode,
             py::array_t<std::uint32_t> in_off, py::array_t<std::uint32_t> in_slots,
-            py::array_t<std::uint32_t> out_slot, py::array_t<std::uint32_t> attr_off,
+            py::array_t<std::uint32_t> out_off, py::array_t<std::uint32_t> out_slots,
+            py::array_t<std::uint32_t> attr_off,
             py::array_t<std::int64_t> attrs, py::array_t<std::uint8_t> consts,
             py::array_t<std::uint32_t> inputs, py::array_t<std::uint32_t> outputs,
-            std::vector<std::string> input_names, std::vector<std::string> output_names) {
+            std::vector<std::string> input_names, std::vector<std::string> output_names,
+            const py::list& subs) {
     a_.slot_dtype = to_vec(slot_dtype), a_.slot_ndim = to_vec(slot_ndim), a_.shapes = to_vec(shapes);
     a_.opcode = to_vec(opcode), a_.in_off = to_vec(in_off), a_.in_slots = to_vec(in_slots);
-    a_.out_slot = to_vec(out_slot), a_.attr_off = to_vec(attr_off), a_.attrs = to_vec(attrs);
+    a_.out_off = to_vec(out_off), a_.out_slots = to_vec(out_slots);
+    a_.attr_off = to_vec(attr_off), a_.attrs = to_vec(attrs);
+    for (const py::handle& h : subs) a_.subs.push_back(h.cast<const PyProgram&>().a_);  // nested programs
     a_.consts = to_vec(consts), a_.inputs = to_vec(inputs), a_.outputs = to_vec(outputs);
     a_.input_names = std::move(input_names), a_.output_names = std::move(output_names);
     p_ = tidu::build_program(a_);
@@ -181,80 +184,7 @@ class PyProgram {
     return result;
   }
 
-  // This program as a scan body (docs/control_flow.md): `operands` in body order (consts,
-  // initial carries, xs stacked on axis 0), `take[i]` the operand program input i reads; returns
-  // the final carries and the stacked ys.  The loop runs in C++ with the GIL released.
-  py::list run_scan(const py::list& operands, std::vector<std::uint32_t> take, std::uint32_t n_consts,
-                    std::uint32_t n_carry, std::int64_t length, bool reverse) {
-    if (length < 0) throw py::value_error("scan: negative length");
-    if (n_consts + static_cast<std::uint64_t>(n_carry) > operands.size() || p_.outputs.size() < n_carry)
-      throw py::value_error("scan: bad operand counts");
-    tidu::ScanLoop L;
-    L.body = &p_;
-    L.take = std::move(take);
-    L.n_consts = n_consts, L.n_carry = n_carry, L.length = length, L.reverse = reverse;
-    std::vector<py::array> keep;  // the arrays the loop reads, alive until it returns
-    for (std::size_t i = 0; i < operands.size(); ++i) {
-      auto a = py::array::ensure(operands[i]);
-      if (!a || !(a.flags() & py::array::c_style)) throw py::value_error("scan: operand " + std::to_string(i) + " is not a C-contiguous array");
-      keep.push_back(a);
-      const std::uint64_t nb = static_cast<std::uint64_t>(a.nbytes());
-      if (i < n_consts) {
-        L.consts.push_back(a.data());
-      } else if (i < n_consts + n_carry) {
-        L.carry_bytes.push_back(nb);
-      } else {
-        if (a.ndim() < 1 || a.shape(0) != length) throw py::value_error("scan: xs operand without the scan length on axis 0");
-        L.xs.push_back(a.data());
-        L.x_bytes.push_back(length ? nb / static_cast<std::uint64_t>(length) : 0);
-      }
-    }
-    // const operands: their size against the input that reads them
-    for (std::size_t k = 0; k < L.take.size(); ++k)
-      if (L.take[k] < n_consts && static_cast<std::uint64_t>(keep[L.take[k]].nbytes()) != p_.nbytes(p_.inputs[k]))
-        throw py::value_error("scan: const operand size mismatch");
-    py::list result;
-    std::vector<py::array> scratch;
-    for (std::uint32_t k = 0; k < n_carry; ++k) {
-      py::array c = new_array(p_.outputs[k], 0);
-      if (c.nbytes() != keep[n_consts + k].nbytes()) throw py::value_error("scan: carry size mismatch");
-      std::memcpy(c.mutable_data(), keep[n_consts + k].data(), c.nbytes());
-      L.carry.push_back(c.mutable_data());
-      scratch.push_back(new_array(p_.outputs[k], 0));
-      L.scratch.push_back(scratch.back().mutable_data());
-      result.append(c);
-    }
-    for (std::size_t j = n_carry; j < p_.outputs.size(); ++j) {
-      py::array y = new_array(p_.outputs[j], length > 0 ? length : 0);
-      if (length == 0) {  // new_array drops a zero batch axis
-        std::vector<py::ssize_t> shape{0};
-        for (std::uint32_t k = 0; k < p_.slots[p_.outputs[j]].ndim; ++k) shape.push_back(p_.shape(p_.outputs[j])[k]);
-        y = py::array(py::dtype(dtype_num(p_.slots[p_.outputs[j]].dtype)), shape);
-      }
-      L.ys.push_back(y.mutable_data());
-      L.y_bytes.push_back(p_.nbytes(p_.outputs[j]));
-      result.append(y);
-    }
-    try {
-      L.check();
-    } catch (const tidu::ProgramError& e) {
-      throw py::value_error(e.what());
-    }
-    auto ws = take_ws();
-    try {
-      py::gil_scoped_release nogil;
-      L.run(*ws);
-    } catch (...) {
-      give(std::move(ws));
-      throw;
-    }
-    give(std::move(ws));
-    return result;
-  }
-
  private:
-  std::unique_ptr<tidu::Workspace> take_ws() { return take(); }
-
   py::array new_array(std::uint32_t slot, std::int64_t batch) const {
     const tidu::Slot& s = p_.slots[slot];
     std::vector<py::ssize_t> shape;
@@ -349,14 +279,15 @@ void make_program(py::module_& m) {
   py::class_<PyProgram>(m, "Program")
       .def(py::init<py::array_t<std::uint8_t>, py::array_t<std::uint32_t>, py::array_t<std::int64_t>,
                     py::array_t<std::uint8_t>, py::array_t<std::uint32_t>, py::array_t<std::uint32_t>,
-                    py::array_t<std::uint32_t>, py::array_t<std::uint32_t>, py::array_t<std::int64_t>,
-                    py::array_t<std::uint8_t>, py::array_t<std::uint32_t>, py::array_t<std::uint32_t>,
-                    std::vector<std::string>, std::vector<std::string>>(),
+                    py::array_t<std::uint32_t>, py::array_t<std::uint32_t>, py::array_t<std::uint32_t>,
+                    py::array_t<std::int64_t>, py::array_t<std::uint8_t>, py::array_t<std::uint32_t>,
+                    py::array_t<std::uint32_t>, std::vector<std::string>, std::vector<std::string>,
+                    const py::list&>(),
            py::arg("slot_dtype"), py::arg("slot_ndim"), py::arg("shapes"), py::arg("opcode"),
-           py::arg("in_off"), py::arg("in_slots"), py::arg("out_slot"), py::arg("attr_off"),
-           py::arg("attrs"), py::arg("consts"), py::arg("inputs"), py::arg("outputs"),
-           py::arg("input_names") = std::vector<std::string>(),
-           py::arg("output_names") = std::vector<std::string>())
+           py::arg("in_off"), py::arg("in_slots"), py::arg("out_off"), py::arg("out_slots"),
+           py::arg("attr_off"), py::arg("attrs"), py::arg("consts"), py::arg("inputs"),
+           py::arg("outputs"), py::arg("input_names") = std::vector<std::string>(),
+           py::arg("output_names") = std::vector<std::string>(), py::arg("subs") = py::list())
       .def(py::init<const py::bytes&>(), py::arg("data"))
       .def("to_bytes", &PyProgram::to_bytes)
       .def_property_readonly("input_names", [](const PyProgram& p) { return p.program().input_names; })
@@ -371,8 +302,6 @@ void make_program(py::module_& m) {
         return v;
       })
       .def("run", &PyProgram::run, py::arg("inputs"), py::arg("out") = py::none())
-      .def("run_scan", &PyProgram::run_scan, py::arg("operands"), py::arg("take"), py::arg("n_consts"),
-           py::arg("n_carry"), py::arg("length"), py::arg("reverse"))
       .def("run_batch", &PyProgram::run_batch, py::arg("inputs"), py::arg("batch"), py::arg("threads"),
            py::arg("exact") = true)
       .def_property_readonly("arena_bytes", [](const PyProgram& p) { return p.program().arena_bytes; })

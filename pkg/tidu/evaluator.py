@@ -51,8 +51,12 @@ COMPARE = {name: i for i, name in enumerate(_eval.COMPARE)}
 
 def has_kernels(prims) -> bool:
     """True when every op (interned prim id) has a C++ opcode (user primitives with Python
-    kernels do not)."""
-    return all(_prim_code(int(p))[0] >= 0 for p in np.unique(prims))
+    kernels do not), and so does every op of every nested program (a loop body, a branch)."""
+    for p in np.unique(prims).tolist():
+        code, _, _, bodies = _prim_code(int(p))
+        if code < 0 or any(b.native() is None for _, b in bodies):
+            return False
+    return True
 
 
 # ---- encoding, once per interned op and abstract value ----
@@ -62,14 +66,29 @@ def has_kernels(prims) -> bool:
 # id) and the program's arrays are gathered from those tables with numpy, so encoding costs a few
 # numpy calls, not Python work per instruction.
 
-_prim_codes: dict[int, tuple[int, np.ndarray, tuple]] = {}  # prim id -> (opcode, attrs, consts)
+_prim_codes: dict[int, tuple[int, np.ndarray, tuple, tuple]] = {}
+# prim id -> (opcode, attrs, constant blobs, nested bodies)
 
 
-def _encode_attrs(op) -> tuple[list[int], list[tuple[int, bytes]]]:
+def _encode_attrs(op) -> tuple[list[int], list[tuple[int, bytes]], list[tuple[int, object]]]:
     """op's attributes as ints; Constant bytes as a placeholder pair [offset, nbytes] (the offset
-    is the program's) listed with their position."""
+    is the program's) listed with their position; the nested programs of control flow as a
+    placeholder (the program's index of the nested program) listed with their position.
+
+    A primitive with a ``kernel_attrs()`` method (control flow) gives its attribute list itself:
+    ints, and Body objects where a nested program goes (cpp/include/tidu/control_flow.hpp)."""
     out: list[int] = []
     blobs: list[tuple[int, bytes]] = []
+    hook = getattr(op, "kernel_attrs", None)
+    if hook is not None:
+        bodies = []
+        for v in hook():
+            if isinstance(v, (int, np.integer)):
+                out.append(int(v))
+            else:
+                bodies.append((len(out), v))
+                out.append(0)
+        return out, blobs, bodies
     for f in dataclasses.fields(op):
         v = getattr(op, f.name)
         if isinstance(v, bytes):
@@ -82,18 +101,18 @@ def _encode_attrs(op) -> tuple[list[int], list[tuple[int, bytes]]]:
             out.append(DTYPE[v] if f.name == "dtype" else COMPARE[v])
         else:
             out.append(int(v))
-    return out, blobs
+    return out, blobs, []
 
 
-def _prim_code(pid: int) -> tuple[int, np.ndarray, tuple]:
+def _prim_code(pid: int) -> tuple[int, np.ndarray, tuple, tuple]:
     hit = _prim_codes.get(pid)
     if hit is None:
         from tidu.graph import prim_of
 
         op = prim_of(pid)
         code = OPCODE.get(op.name, -1)
-        attrs, blobs = _encode_attrs(op) if code >= 0 else ([], [])
-        hit = _prim_codes[pid] = (code, np.array(attrs, np.int64), tuple(blobs))
+        attrs, blobs, bodies = _encode_attrs(op) if code >= 0 else ([], [], [])
+        hit = _prim_codes[pid] = (code, np.array(attrs, np.int64), tuple(blobs), tuple(bodies))
     return hit
 
 
@@ -126,8 +145,6 @@ def encode(arrays: dict, input_names=(), output_names=()) -> "_eval.Program":
     """An _eval.Program from compile's SSA arrays (names are metadata carried into saved
     files)."""
     out_off, out_slots = arrays["out_off"], arrays["out_slots"]
-    if np.any(np.diff(out_off) != 1):
-        raise NotImplementedError("the interpreter runs single-output ops only")
     # slots: dtype codes and shapes, from each distinct abstract value
     avals, a_inv = np.unique(arrays["slot_aval"], return_inverse=True)
     a_codes = [_aval_code(int(a)) for a in avals]
@@ -136,24 +153,38 @@ def encode(arrays: dict, input_names=(), output_names=()) -> "_eval.Program":
     # instructions: opcodes and attributes, from each distinct op
     prims, p_inv = np.unique(arrays["instr_prim"], return_inverse=True)
     p_codes = [_prim_code(int(p)) for p in prims]
-    opcode = np.array([c for c, _, _ in p_codes], np.int64)[p_inv]
+    opcode = np.array([c for c, _, _, _ in p_codes], np.int64)[p_inv]
     if np.any(opcode < 0):
         raise NotImplementedError("an op has no C++ kernel")
     if BLAS is None and np.isin(opcode, _BLAS_OPS).any():
         ensure_blas()
-    attrs, n_attr = _ragged([a for _, a, _ in p_codes], p_inv, np.int64)
+    attrs, n_attr = _ragged([a for _, a, _, _ in p_codes], p_inv, np.int64)
     attr_off = np.concatenate([[0], np.cumsum(n_attr)]).astype(np.uint32)
     consts = bytearray()
-    has_blob = np.array([bool(b) for _, _, b in p_codes], bool)
+    has_blob = np.array([bool(b) for _, _, b, _ in p_codes], bool)
     for i in np.flatnonzero(has_blob[p_inv]).tolist():  # instructions carrying constant data
         for pos, data in p_codes[p_inv[i]][2]:
             consts.extend(b"\0" * ((-len(consts)) % 16))
             attrs[attr_off[i] + pos] = len(consts)
             consts.extend(data)
+    # Nested programs (loop bodies, branches): each distinct Body once, by index.
+    subs: list = []
+    sub_index: dict = {}
+    has_body = np.array([bool(b) for _, _, _, b in p_codes], bool)
+    for i in np.flatnonzero(has_body[p_inv]).tolist():
+        for pos, body in p_codes[p_inv[i]][3]:
+            k = sub_index.get(body)
+            if k is None:
+                native = body.native()
+                if native is None:
+                    raise NotImplementedError("a nested program holds an op with no C++ kernel")
+                k = sub_index[body] = len(subs)
+                subs.append(native)
+            attrs[attr_off[i] + pos] = k
     return _eval.Program(slot_dtype, ndim.astype(np.uint32), shapes, opcode.astype(np.uint8),
-                         arrays["in_off"], arrays["in_slots"], out_slots, attr_off, attrs,
+                         arrays["in_off"], arrays["in_slots"], out_off, out_slots, attr_off, attrs,
                          np.frombuffer(bytes(consts), np.uint8), arrays["input_slots"],
-                         arrays["output_slots"], list(input_names), list(output_names))
+                         arrays["output_slots"], list(input_names), list(output_names), subs)
 
 
 class LoadedProgram:

@@ -2,8 +2,13 @@
 //
 // Layout (little-endian):
 //   magic "TIDUPROG" | u32 version | u32 reserved (0) | u64 payload bytes | u64 FNV-1a-64 of payload
-//   payload: 12 arrays, each u64 element count + raw elements, in the order of ProgramArrays,
-//            then input names and output names, each u64 count + (u32 length + UTF-8 bytes)*.
+//   payload (version 2): a program:
+//     13 arrays, each u64 element count + raw elements, in the order of ProgramArrays,
+//     input names and output names, each u64 count + (u32 length + UTF-8 bytes)*,
+//     u64 count of nested programs (loop bodies, branches: control_flow.hpp), each a program
+//     laid out the same way (at most kMaxNesting deep).
+//   Version 1 (no nested programs, one output per instruction: a u32 output slot array in place
+//   of out_off and out_slots) is still read.
 // The loader checks magic, version, sizes and checksum, reads nothing outside the buffer, and
 // hands the result to finalize(): structural and per-instruction validation, then the plan.
 //
@@ -29,26 +34,30 @@
 namespace tidu {
 
 inline constexpr char kMagic[8] = {'T', 'I', 'D', 'U', 'P', 'R', 'O', 'G'};
-inline constexpr std::uint32_t kFormatVersion = 1;
+inline constexpr std::uint32_t kFormatVersion = 2;
+inline constexpr int kMaxNesting = 32;  // nested programs inside nested programs
 
 struct ProgramArrays {
   std::vector<std::uint8_t> slot_dtype;
   std::vector<std::uint32_t> slot_ndim;
   std::vector<std::int64_t> shapes;
   std::vector<std::uint8_t> opcode;
-  std::vector<std::uint32_t> in_off, in_slots, out_slot, attr_off;
+  std::vector<std::uint32_t> in_off, in_slots, out_off, out_slots, attr_off;
   std::vector<std::int64_t> attrs;
   std::vector<std::uint8_t> consts;
   std::vector<std::uint32_t> inputs, outputs;
   std::vector<std::string> input_names, output_names;
+  std::vector<ProgramArrays> subs;  // nested programs, referenced by index from attributes
 };
 
 // A validated, planned Program from arrays (throws ProgramError on any inconsistency).
-inline Program build_program(const ProgramArrays& r) {
+inline Program build_program(const ProgramArrays& r, int depth = 0) {
   if (r.slot_ndim.size() != r.slot_dtype.size() || r.in_off.size() != r.opcode.size() + 1 ||
-      r.attr_off.size() != r.opcode.size() + 1 || r.out_slot.size() != r.opcode.size())
+      r.attr_off.size() != r.opcode.size() + 1 || r.out_off.size() != r.opcode.size() + 1)
     throw ProgramError("tidu program: array lengths disagree");
+  if (depth > kMaxNesting) throw ProgramError("tidu program: nested programs more than 32 deep");
   Program p;
+  for (const ProgramArrays& sub : r.subs) p.subs.push_back(build_program(sub, depth + 1));
   p.shapes = r.shapes;
   std::uint64_t pos = 0;
   for (std::size_t s = 0; s < r.slot_dtype.size(); ++s) {
@@ -62,12 +71,15 @@ inline Program build_program(const ProgramArrays& r) {
     pos += r.slot_ndim[s];
   }
   for (std::size_t i = 0; i < r.opcode.size(); ++i) {
-    if (r.in_off[i + 1] < r.in_off[i] || r.attr_off[i + 1] < r.attr_off[i])
-      throw ProgramError("tidu program: offsets decrease");
-    p.instrs.push_back(Instr{static_cast<Op>(r.opcode[i]), r.in_off[i], r.in_off[i + 1] - r.in_off[i], r.out_slot[i],
-                             r.attr_off[i], r.attr_off[i + 1] - r.attr_off[i]});
+    if (r.in_off[i + 1] < r.in_off[i] || r.attr_off[i + 1] < r.attr_off[i] || r.out_off[i + 1] <= r.out_off[i])
+      throw ProgramError("tidu program: offsets decrease (or an instruction has no output)");
+    if (r.out_off[i] >= r.out_slots.size()) throw ProgramError("tidu program: outputs out of range");
+    p.instrs.push_back(Instr{static_cast<Op>(r.opcode[i]), r.in_off[i], r.in_off[i + 1] - r.in_off[i],
+                             r.out_slots[r.out_off[i]], r.attr_off[i], r.attr_off[i + 1] - r.attr_off[i],
+                             r.out_off[i], r.out_off[i + 1] - r.out_off[i]});
   }
   p.args = r.in_slots;
+  p.outs = r.out_slots;
   p.attrs = r.attrs;
   p.consts = r.consts;
   p.inputs = r.inputs;
@@ -175,10 +187,11 @@ class Reader {
 
 }  // namespace io
 
-inline std::vector<std::uint8_t> serialize(const ProgramArrays& r) {
-  io::Writer pay;
+namespace io {
+
+inline void write_program(Writer& pay, const ProgramArrays& r) {
   pay.vec(r.slot_dtype), pay.vec(r.slot_ndim), pay.vec(r.shapes), pay.vec(r.opcode);
-  pay.vec(r.in_off), pay.vec(r.in_slots), pay.vec(r.out_slot), pay.vec(r.attr_off);
+  pay.vec(r.in_off), pay.vec(r.in_slots), pay.vec(r.out_off), pay.vec(r.out_slots), pay.vec(r.attr_off);
   pay.vec(r.attrs), pay.vec(r.consts), pay.vec(r.inputs), pay.vec(r.outputs);
   // A file names every input and output: a program built without names gets their positions.
   auto names = [](const std::vector<std::string>& given, std::size_t n) {
@@ -187,6 +200,43 @@ inline std::vector<std::uint8_t> serialize(const ProgramArrays& r) {
     return v;
   };
   pay.strings(names(r.input_names, r.inputs.size())), pay.strings(names(r.output_names, r.outputs.size()));
+  pay.pod<std::uint64_t>(r.subs.size());
+  for (const ProgramArrays& sub : r.subs) write_program(pay, sub);
+}
+
+inline ProgramArrays read_program(Reader& r, std::uint32_t version, int depth) {
+  if (depth > kMaxNesting) Reader::fail("nested programs more than 32 deep");
+  ProgramArrays a;
+  a.slot_dtype = r.vec<std::uint8_t>(), a.slot_ndim = r.vec<std::uint32_t>();
+  a.shapes = r.vec<std::int64_t>(), a.opcode = r.vec<std::uint8_t>();
+  a.in_off = r.vec<std::uint32_t>(), a.in_slots = r.vec<std::uint32_t>();
+  if (version == 1) {  // one output slot per instruction
+    a.out_slots = r.vec<std::uint32_t>();
+    for (std::size_t i = 0; i <= a.out_slots.size(); ++i) a.out_off.push_back(static_cast<std::uint32_t>(i));
+  } else {
+    a.out_off = r.vec<std::uint32_t>(), a.out_slots = r.vec<std::uint32_t>();
+  }
+  a.attr_off = r.vec<std::uint32_t>();
+  a.attrs = r.vec<std::int64_t>(), a.consts = r.vec<std::uint8_t>();
+  a.inputs = r.vec<std::uint32_t>(), a.outputs = r.vec<std::uint32_t>();
+  a.input_names = r.strings(), a.output_names = r.strings();
+  // A saved program names every input and output (callers address inputs by these names).
+  if (a.input_names.size() != a.inputs.size() || a.output_names.size() != a.outputs.size())
+    Reader::fail(std::to_string(a.input_names.size()) + " input names for " + std::to_string(a.inputs.size()) +
+                 " inputs, " + std::to_string(a.output_names.size()) + " output names for " +
+                 std::to_string(a.outputs.size()) + " outputs");
+  if (version >= 2) {
+    const std::uint64_t n = r.pod<std::uint64_t>();
+    for (std::uint64_t k = 0; k < n; ++k) a.subs.push_back(read_program(r, version, depth + 1));
+  }
+  return a;
+}
+
+}  // namespace io
+
+inline std::vector<std::uint8_t> serialize(const ProgramArrays& r) {
+  io::Writer pay;
+  io::write_program(pay, r);
   io::Writer f;
   f.out.insert(f.out.end(), kMagic, kMagic + 8);
   f.pod<std::uint32_t>(kFormatVersion);
@@ -203,28 +253,16 @@ inline ProgramArrays deserialize(const void* data, std::size_t n) {
   if (std::memcmp(d, kMagic, 8) != 0) io::Reader::fail("bad magic (not a tidu program)");
   io::Reader head(d + 8, 24);
   std::uint32_t version = head.pod<std::uint32_t>();
-  if (version != kFormatVersion)
-    io::Reader::fail("format version " + std::to_string(version) + ", this build reads version " +
+  if (version != 1 && version != kFormatVersion)
+    io::Reader::fail("format version " + std::to_string(version) + ", this build reads versions 1 to " +
                      std::to_string(kFormatVersion));
   head.pod<std::uint32_t>();
   std::uint64_t size = head.pod<std::uint64_t>(), sum = head.pod<std::uint64_t>();
   if (size != n - 32) io::Reader::fail("payload size does not match the file size");
   if (io::fnv1a(d + 32, size) != sum) io::Reader::fail("checksum mismatch (corrupt file)");
   io::Reader r(d + 32, size);
-  ProgramArrays a;
-  a.slot_dtype = r.vec<std::uint8_t>(), a.slot_ndim = r.vec<std::uint32_t>();
-  a.shapes = r.vec<std::int64_t>(), a.opcode = r.vec<std::uint8_t>();
-  a.in_off = r.vec<std::uint32_t>(), a.in_slots = r.vec<std::uint32_t>();
-  a.out_slot = r.vec<std::uint32_t>(), a.attr_off = r.vec<std::uint32_t>();
-  a.attrs = r.vec<std::int64_t>(), a.consts = r.vec<std::uint8_t>();
-  a.inputs = r.vec<std::uint32_t>(), a.outputs = r.vec<std::uint32_t>();
-  a.input_names = r.strings(), a.output_names = r.strings();
+  ProgramArrays a = io::read_program(r, version, 0);
   if (!r.done()) io::Reader::fail("trailing bytes after the payload");
-  // A saved program names every input and output (callers address inputs by these names).
-  if (a.input_names.size() != a.inputs.size() || a.output_names.size() != a.outputs.size())
-    io::Reader::fail(std::to_string(a.input_names.size()) + " input names for " + std::to_string(a.inputs.size()) +
-                     " inputs, " + std::to_string(a.output_names.size()) + " output names for " +
-                     std::to_string(a.outputs.size()) + " outputs");
   return a;
 }
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <exception>
+#include <memory>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -42,6 +43,7 @@ class Workspace;
 using Handler = void (*)(const Program&, Workspace&, std::size_t);
 namespace detail {
 inline Handler handler_for(const Program& p, std::size_t i);  // below, with the handlers
+inline void run_control(const Program& p, Workspace& ws, std::size_t i);  // control_flow.hpp
 }
 
 class Workspace {
@@ -50,6 +52,21 @@ class Workspace {
   // instruction handlers and, per matrix product, its offset tables.
   explicit Workspace(const Program& p) : scalars_(p.scalar_code.empty() ? 0 : p.slots.size() + 1) {
     if (!p.scalar_code.empty()) return;
+    // A nested program (a loop body, a branch) runs on a workspace of its own, made here with
+    // its parent's, and a loop's second set of carry buffers is sized here too: evaluating a
+    // program with loops allocates nothing either, however many iterations run.
+    for (const Program& sub : p.subs) subs_.push_back(std::make_unique<Workspace>(sub));
+    std::uint64_t carry = 0;
+    for (const Instr& in : p.instrs)
+      if (in.op == Op::Scan || in.op == Op::While) {
+        std::uint64_t b = 0;
+        for (std::uint32_t k = 0; k < in.n_out; ++k) b += (p.nbytes(p.outs[in.out_begin + k]) + 63) & ~std::uint64_t{63};
+        carry = std::max(carry, b);
+      }
+    carry_.resize(carry / 8 + 8);
+    std::size_t n_ptrs = 0;
+    for (const Program& sub : p.subs) n_ptrs += sub.inputs.size() + 3 * sub.outputs.size();  // bounds any call's
+    sub_ptrs_.resize(n_ptrs);
     arena_.resize((p.arena_bytes + 64) / 8 + 1);
     ptr_.resize(p.slots.size());
     auto* base = reinterpret_cast<std::uint8_t*>(arena_.data());
@@ -73,6 +90,13 @@ class Workspace {
   }
   kern::DotTables& dot(std::size_t i) { return dots_[dot_of_[i]]; }  // of DotGeneral instruction i
   std::uint64_t bytes() const { return arena_.size() * 8; }
+  Workspace& sub(std::size_t k) { return *subs_[k]; }  // of nested program k (Program::subs)
+  // 64-byte aligned scratch for a loop's second set of carries (sized by the constructor).
+  std::uint8_t* carry_scratch() {
+    auto addr = reinterpret_cast<std::uintptr_t>(carry_.data());
+    return reinterpret_cast<std::uint8_t*>((addr + 63) & ~std::uintptr_t{63});
+  }
+  void** sub_ptrs() { return sub_ptrs_.data(); }  // room for a nested call's pointer lists
   double* scalars() { return scalars_.data(); }
   // Block scratch of the chains' local slots (Program::local), at least `bytes`: grown by the
   // first evaluation that needs it, reused after.
@@ -89,6 +113,9 @@ class Workspace {
   std::vector<double> scalars_;  // slot values on the all-scalar fast path
   std::vector<double> scratch_;  // chain_scratch
   std::vector<Handler> handlers_;
+  std::vector<std::unique_ptr<Workspace>> subs_;
+  std::vector<std::uint64_t> carry_;
+  std::vector<void*> sub_ptrs_;
 };
 
 namespace detail {
@@ -378,6 +405,7 @@ inline Handler float_handler(Op op) {
 
 inline Handler handler_for(const Program& p, std::size_t i) {
   const Instr& in = p.instrs[i];
+  if (is_control(in.op)) return &run_control;
   switch (p.slots[in.out].dtype) {
     case DType::F64: return float_handler<double>(in.op);
     case DType::F32: return float_handler<float>(in.op);
@@ -434,7 +462,7 @@ op_Convert: op_ReduceSum: op_ReduceMax: op_Transpose: op_DotGeneral: op_Slice: o
 op_Concatenate: op_Iota: op_TriangularSolve: op_Cholesky: op_IsFinite: op_Gather: op_Scatter:
 op_DynamicSlice: op_DynamicUpdateSlice: op_ReduceMin: op_ReduceProd: op_ReduceAnd: op_ReduceOr:
 op_ArgMax: op_ArgMin: op_Cumsum: op_Cumprod: op_Cummax: op_Cummin: op_LinearScan: op_Sort: op_LU:
-op_LUPermute: op_Eigh: op_QR: op_SVD: op_Rev:
+op_LUPermute: op_Eigh: op_QR: op_SVD: op_Rev: op_Scan: op_While: op_Cond: op_Checkpoint:
   TIDU_SCALAR_NEXT(x)
 #undef TIDU_SCALAR_NEXT
 done:
@@ -794,3 +822,5 @@ inline void eval_batch(const Program& p, std::int64_t batch, const void* const* 
 }
 
 }  // namespace tidu
+
+#include "tidu/control_flow.hpp"  // the control-flow handlers (run_control)

@@ -91,7 +91,11 @@ namespace tidu {
   X(Eigh, S)                \
   X(QR, S)                  \
   X(SVD, S)                 \
-  X(Rev, S)
+  X(Rev, S)                 \
+  X(Scan, S)                \
+  X(While, S)               \
+  X(Cond, S)                \
+  X(Checkpoint, S)
 
 enum class Op : std::uint8_t {
 #define TIDU_ENUM(name, kind) name,

@@ -40,10 +40,17 @@ struct Instr {
   Op op;
   std::uint32_t in_begin;    // into Program::args
   std::uint32_t n_in;
-  std::uint32_t out;         // output slot
+  std::uint32_t out;         // (first) output slot
   std::uint32_t attr_begin;  // into Program::attrs
   std::uint32_t n_attr;
+  std::uint32_t out_begin;   // into Program::outs: every output slot (control flow has several)
+  std::uint32_t n_out;
 };
+
+// The ops that hold nested programs (Program::subs): their attributes name them by index.
+inline bool is_control(Op op) {
+  return op == Op::Scan || op == Op::While || op == Op::Cond || op == Op::Checkpoint;
+}
 
 class Workspace;
 
@@ -66,6 +73,8 @@ struct Program {
   std::vector<std::int64_t> shapes;
   std::vector<Instr> instrs;
   std::vector<std::uint32_t> args;
+  std::vector<std::uint32_t> outs;  // output slots, Instr::out_begin..+n_out (out == the first)
+  std::vector<Program> subs;        // nested programs of control flow (control_flow.hpp)
   std::vector<std::int64_t> attrs;
   std::vector<std::uint8_t> consts;
   std::vector<std::uint32_t> inputs;
@@ -127,8 +136,15 @@ struct Program {
         std::uint32_t a = args[in.in_begin + k];
         if (a >= slots.size() || !written[a]) fail(at() + ": reads a slot not yet written");
       }
-      if (in.out >= slots.size() || written[in.out]) fail(at() + ": output slot invalid or rewritten");
-      written[in.out] = 1;
+      if (in.n_out == 0 || in.out_begin + static_cast<std::uint64_t>(in.n_out) > outs.size() ||
+          outs[in.out_begin] != in.out)
+        fail(at() + ": outputs out of range");
+      if (in.n_out != 1 && !is_control(in.op)) fail(at() + ": only control flow writes several outputs");
+      for (std::uint32_t k = 0; k < in.n_out; ++k) {
+        const std::uint32_t o = outs[in.out_begin + k];
+        if (o >= slots.size() || written[o]) fail(at() + ": output slot invalid or rewritten");
+        written[o] = 1;
+      }
     }
     for (std::uint32_t s : outputs)
       if (s >= slots.size() || !written[s]) fail("output slot never written");
@@ -157,7 +173,9 @@ struct Program {
     }
     if (!any) return;
     std::vector<std::int64_t> producer(slots.size(), -1);
-    for (std::size_t i = 0; i < n; ++i) producer[instrs[i].out] = static_cast<std::int64_t>(i);
+    for (std::size_t i = 0; i < n; ++i)
+      for (std::uint32_t k = 0; k < instrs[i].n_out; ++k)
+        producer[outs[instrs[i].out_begin + k]] = static_cast<std::int64_t>(i);
     std::vector<std::uint32_t> waiting(n, 0), first(n + 1, 0), users;
     for (std::size_t i = 0; i < n; ++i)
       for (std::uint32_t k = 0; k < instrs[i].n_in; ++k)
@@ -243,31 +261,38 @@ struct Program {
     all_scalar = true;
     for (const Slot& s : slots) all_scalar = all_scalar && s.ndim == 0;
     for (std::size_t i = 0; i < instrs.size(); ++i) {
-      std::uint32_t o = instrs[i].out;
-      std::uint64_t b = align(nbytes(o));
-      if (!checked::add(naive_bytes, b, naive_bytes) || naive_bytes > checked::kMaxBytes)
-        naive_bytes = checked::kMaxBytes;  // a report only: saturates
+      const Instr& ins = instrs[i];
       // Constants may be hoisted to the start of an elementwise chain (interpreter.hpp), so
       // their buffers are never shared: fresh storage, never returned to the free list.
-      bool pinned = instrs[i].op == Op::Constant;
-      if (local[o] >= 0) {  // lives in the chain's block scratch
-        slots[o].offset = 0;
-      } else if (pinned || !free_by_size.take(b, slots[o].offset)) {
-        slots[o].offset = top;
-        if (!checked::add(top, b, top) || top > checked::kMaxBytes)
-          throw ProgramError("tidu program: the memory plan needs more than 2^56 bytes (instruction " +
-                             std::to_string(i) + ")");
+      const bool pinned = ins.op == Op::Constant;
+      // Every output is placed before any operand is freed, so an instruction never writes over
+      // its own operands (nor one of its outputs over another).
+      for (std::uint32_t k = 0; k < ins.n_out; ++k) {
+        const std::uint32_t o = outs[ins.out_begin + k];
+        const std::uint64_t b = align(nbytes(o));
+        if (!checked::add(naive_bytes, b, naive_bytes) || naive_bytes > checked::kMaxBytes)
+          naive_bytes = checked::kMaxBytes;  // a report only: saturates
+        if (local[o] >= 0) {  // lives in the chain's block scratch
+          slots[o].offset = 0;
+        } else if (pinned || !free_by_size.take(b, slots[o].offset)) {
+          slots[o].offset = top;
+          if (!checked::add(top, b, top) || top > checked::kMaxBytes)
+            throw ProgramError("tidu program: the memory plan needs more than 2^56 bytes (instruction " +
+                               std::to_string(i) + ")");
+        }
       }
-      // Free inputs whose last reader is this instruction (after the output was placed, so an
-      // instruction never writes over its own operands).
-      for (std::uint32_t k = 0; k < instrs[i].n_in; ++k) {
-        std::uint32_t a = args[instrs[i].in_begin + k];
+      // Free inputs whose last reader is this instruction.
+      for (std::uint32_t k = 0; k < ins.n_in; ++k) {
+        std::uint32_t a = args[ins.in_begin + k];
         if (last[a] == static_cast<std::int64_t>(i) && !is_input[a] && !is_const(a) && local[a] < 0) {
           last[a] = -2;  // freed once even when read twice by this instruction
           free_by_size.give(align(nbytes(a)), slots[a].offset);
         }
       }
-      if (last[o] == -1 && !pinned && local[o] < 0) free_by_size.give(b, slots[o].offset);  // dead
+      for (std::uint32_t k = 0; k < ins.n_out; ++k) {  // outputs nothing reads
+        const std::uint32_t o = outs[ins.out_begin + k];
+        if (last[o] == -1 && !pinned && local[o] < 0) free_by_size.give(align(nbytes(o)), slots[o].offset);
+      }
     }
     arena_bytes = top;
     output_direct.assign(outputs.size(), 0);

@@ -14,6 +14,111 @@
 
 namespace tidu {
 
+// Slot s of program p and slot t of program q hold the same dtype and shape (q's with `lead`
+// prepended when lead >= 0: a stacked loop operand).
+inline bool same_value(const Program& p, std::uint32_t s, const Program& q, std::uint32_t t,
+                       std::int64_t lead = -1) {
+  const Slot& x = p.slots[s];
+  const Slot& y = q.slots[t];
+  const std::int64_t* xs = p.shape(s);
+  if (x.dtype != y.dtype) return false;
+  if (lead < 0) return x.ndim == y.ndim && std::equal(xs, xs + x.ndim, q.shape(t));
+  return x.ndim == y.ndim + 1 && xs[0] == lead && std::equal(xs + 1, xs + x.ndim, q.shape(t));
+}
+
+// Control flow (control_flow.hpp): every nested program named exists and every operand it reads
+// and output it writes has the size its kernel will move.  The nested programs themselves were
+// validated when built.
+template <class Fail>
+inline void validate_control(const Program& p, const Instr& in, Fail&& fail) {
+  const std::uint32_t* a = p.args.data() + in.in_begin;
+  const std::uint32_t* o = p.outs.data() + in.out_begin;
+  const std::int64_t* at = p.attrs.data() + in.attr_begin;
+  const std::int64_t na = in.n_attr;
+  auto need = [&](bool ok, const char* what) {
+    if (!ok) fail(what);
+  };
+  auto sub = [&](std::int64_t pos) -> const Program& {
+    need(pos < na && at[pos] >= 0 && static_cast<std::uint64_t>(at[pos]) < p.subs.size(), "nested program out of range");
+    return p.subs[at[pos]];
+  };
+  // A take list at attrs[pos] for q: q's input k reads operand first + take[k] (of `n` operands),
+  // whose value is q's input k, stacked by `length` when the operand index is >= stacked_from.
+  auto takes = [&](std::int64_t pos, const Program& q, std::uint32_t first, std::uint32_t n,
+                   std::uint32_t stacked_from, std::int64_t length) -> std::int64_t {
+    need(pos < na && at[pos] >= 0 && at[pos] <= na - pos - 1, "attribute list out of range");
+    need(static_cast<std::uint64_t>(at[pos]) == q.inputs.size(), "take list does not match the nested inputs");
+    for (std::int64_t k = 0; k < at[pos]; ++k) {
+      const std::int64_t t = at[pos + 1 + k];
+      need(t >= 0 && t < n, "take index out of range");
+      need(same_value(p, a[first + t], q, q.inputs[k], t >= stacked_from ? length : -1),
+           "operand does not match the nested program's input");
+    }
+    return pos + 1 + at[pos];
+  };
+  auto outputs_match = [&](const Program& q, std::uint32_t from, std::int64_t length) {
+    for (std::uint32_t k = from; k < in.n_out; ++k)
+      need(same_value(p, o[k], q, q.outputs[k], length), "output does not match the nested program's");
+  };
+  switch (in.op) {
+    case Op::Scan: {
+      need(na >= 6, "attribute lengths");
+      const Program& body = sub(0);
+      const std::int64_t length = at[1], nc = at[3], nk = at[4];
+      need(length >= 0 && (at[2] == 0 || at[2] == 1), "bad length or reverse flag");
+      need(nc >= 0 && nk >= 0 && nc <= in.n_in && nk <= in.n_in - nc, "consts and carries out of range");
+      need(body.outputs.size() == in.n_out && nk <= in.n_out, "outputs do not match the body's");
+      for (std::uint32_t t = static_cast<std::uint32_t>(nc + nk); t < in.n_in; ++t)
+        need(p.slots[a[t]].ndim >= 1 && p.shape(a[t])[0] == length, "xs not stacked by the length");
+      need(takes(5, body, 0, in.n_in, static_cast<std::uint32_t>(nc + nk), length) == na, "attribute lengths");
+      for (std::int64_t k = 0; k < nk; ++k) {
+        need(same_value(p, a[nc + k], body, body.outputs[k]), "carry does not match the body's output");
+        need(same_value(p, o[k], body, body.outputs[k]), "carry output does not match the body's");
+      }
+      for (std::uint32_t k = static_cast<std::uint32_t>(nk); k < in.n_out; ++k)
+        need(same_value(p, o[k], body, body.outputs[k], length), "ys do not match the body's outputs");
+      break;
+    }
+    case Op::While: {
+      need(na >= 5, "attribute lengths");
+      const Program& cond = sub(0);
+      const Program& body = sub(1);
+      const std::int64_t nc = at[2];
+      need(nc >= 0 && nc <= in.n_in && in.n_in - nc == in.n_out, "consts and carries out of range");
+      need(cond.outputs.size() == 1 && cond.slots[cond.outputs[0]].dtype == DType::Bool &&
+               cond.slots[cond.outputs[0]].size == 1, "the condition must return one bool");
+      need(body.outputs.size() == in.n_out, "outputs do not match the body's");
+      const std::int64_t next = takes(3, cond, 0, in.n_in, in.n_in, 0);
+      need(takes(next, body, 0, in.n_in, in.n_in, 0) == na, "attribute lengths");
+      for (std::uint32_t k = 0; k < in.n_out; ++k)
+        need(same_value(p, a[nc + k], body, body.outputs[k]), "carry does not match the body's output");
+      outputs_match(body, 0, -1);
+      break;
+    }
+    case Op::Cond: {
+      need(na >= 1 && at[0] >= 1 && in.n_in >= 1, "no branches");
+      need(p.slots[a[0]].dtype == DType::I32 && p.slots[a[0]].size == 1, "index must be an int32 scalar");
+      std::int64_t pos = 1;
+      for (std::int64_t j = 0; j < at[0]; ++j) {
+        const Program& br = sub(pos);
+        need(br.outputs.size() == in.n_out, "outputs do not match a branch's");
+        outputs_match(br, 0, -1);
+        pos = takes(pos + 1, br, 1, in.n_in - 1, in.n_in, 0);
+      }
+      need(pos == na, "attribute lengths");
+      break;
+    }
+    default: {  // Checkpoint
+      need(na >= 2, "attribute lengths");
+      const Program& body = sub(0);
+      need(body.outputs.size() == in.n_out, "outputs do not match the body's");
+      outputs_match(body, 0, -1);
+      need(takes(1, body, 0, in.n_in, in.n_in, 0) == na, "attribute lengths");
+      break;
+    }
+  }
+}
+
 inline void validate_instructions(const Program& p) {
   for (std::size_t s = 0; s < p.slots.size(); ++s)
     if (p.slots[s].ndim > 16) throw ProgramError("tidu program: slot " + std::to_string(s) + " has rank > 16");
@@ -370,6 +475,9 @@ inline void validate_instructions(const Program& p) {
         }
         break;
       }
+      case Op::Scan: case Op::While: case Op::Cond: case Op::Checkpoint:
+        validate_control(p, in, fail);
+        break;
       default:
         fail("unknown opcode");
     }

@@ -120,6 +120,15 @@ class Body:
         prog, take = self.program()
         return prog.eval([args[i] for i in take])
 
+    def native(self):
+        """The body's C++ program (tidu._eval.Program) for a control-flow instruction, or None
+        when an op of the body has no C++ kernel."""
+        return self.program()[0].executable.native
+
+    def take(self) -> list[int]:
+        """The body's program input k reads body input take()[k] (unread inputs are dropped)."""
+        return self.program()[1]
+
 
 def _input_key_id(key):
     from tidu.graph import input_key_id
@@ -353,16 +362,15 @@ class Scan(Primitive):
         outs = tuple(b.out_avals[:nk]) + ys
         return outs if len(outs) != 1 else outs[0]
 
-    # -- evaluation (reference: each step runs the body's compiled program) --
+    def kernel_attrs(self) -> list:
+        """The interpreter's attributes (cpp/include/tidu/control_flow.hpp)."""
+        t = self.body.take()
+        return [self.body, self.length, int(self.reverse), self.n_consts, self.n_carry, len(t), *t]
+
+    # -- evaluation (reference: each step runs the body's compiled program; the interpreter runs
+    # the whole loop as one instruction, control_flow.hpp) --
     def impl(self, *xs):
         nc, nk, n = self.n_consts, self.n_carry, self.length
-        prog, take = self.body.program()
-        native = prog.executable.native
-        if native is not None and n > 0:  # the loop in C++ (cpp/include/tidu/control_flow.hpp)
-            ops = [np.ascontiguousarray(x, dtype=a.dtype).reshape(a.shape)
-                   for x, a in zip(xs, self._operand_avals())]
-            res = native.run_scan(ops, take, nc, nk, n, self.reverse)
-            return tuple(res) if self.n_outputs != 1 else res[0]
         consts = list(xs[:nc])
         carry = list(xs[nc:nc + nk])
         seqs = xs[nc + nk:]
@@ -375,11 +383,6 @@ class Scan(Primitive):
             for y, r in zip(ys, res[nk:]):
                 y[i] = r
         return tuple(carry) + tuple(ys) if self.n_outputs != 1 else (carry + ys)[0]
-
-    def _operand_avals(self):
-        b, k = self.body, self.n_consts + self.n_carry
-        return list(b.in_avals[:k]) + [aval((self.length,) + a.shape, a.dtype)
-                                       for a in b.in_avals[k:]]
 
     # -- AD --
     def batch(self, b, primal_in, primal_out, bt):
@@ -614,6 +617,13 @@ class Cond(Primitive):
                                 f"{first.out_avals}")
         return first.out_avals if len(first.out_avals) != 1 else first.out_avals[0]
 
+    def kernel_attrs(self) -> list:
+        out: list = [len(self.branches)]
+        for br in self.branches:
+            t = br.take()
+            out += [br, len(t), *t]
+        return out
+
     def impl(self, index, *xs):
         j = min(max(int(index), 0), len(self.branches) - 1)
         res = self.branches[j].run(list(xs))
@@ -770,6 +780,10 @@ class While(Primitive):
         outs = tuple(xs[nc:])
         return outs if len(outs) != 1 else outs[0]
 
+    def kernel_attrs(self) -> list:
+        ct, bt = self.cond.take(), self.body.take()
+        return [self.cond, self.body, self.n_cc + self.n_bc, len(ct), *ct, len(bt), *bt]
+
     def impl(self, *xs):
         nc = self.n_cc + self.n_bc
         consts, carry = list(xs[:nc]), list(xs[nc:])
@@ -886,6 +900,10 @@ class Checkpoint(Primitive):
                             f", given ({', '.join(map(str, xs))})")
         outs = self.body.out_avals
         return outs if len(outs) != 1 else outs[0]
+
+    def kernel_attrs(self) -> list:
+        t = self.body.take()
+        return [self.body, len(t), *t]
 
     def impl(self, *xs):
         res = self.body.run(list(xs))
