@@ -127,10 +127,31 @@ def test_runs_group_independent_work_and_cover_every_instruction():
     np.testing.assert_allclose(out[1:], fd, rtol=1e-5, atol=1e-6)
 
 
-def test_non_scalar_programs_have_no_scalar_schedule():
-    F = td.build(lambda x: td.sin(x) * 2.0, x=td.spec((3,)))
-    prog = td.compile(td.materialize_merge(td.resolve([F]), F.outputs), backend="cpu")
-    assert prog.executable.native.scalar_runs == []
+def _native(fn, spec):
+    F = td.build(fn, x=spec)
+    return td.compile(td.materialize_merge(td.resolve([F]), F.outputs), backend="cpu")
+
+
+def test_small_float64_array_programs_take_the_scalar_path():
+    """A float64 program over arrays of at most 16 elements runs as scalar code (one value per
+    element, structural ops free): each element is what the C library gives, as for scalars."""
+    prog = _native(lambda x: td.sin(x[::-1]) * 2.0 + td.sum(x), td.spec((3,)))
+    native = prog.executable.native
+    assert native.scalar_runs and native.scalar_jit_bytes > 0
+    x = np.array([0.3, -1.2, 2.5])
+    (got,) = prog.eval([x])
+    want = [math.sin(v) * 2.0 + ((x[0] + x[1]) + x[2]) for v in x[::-1]]
+    assert got.tolist() == want
+
+
+@pytest.mark.parametrize("fn, spec", [
+    (lambda x: td.sin(x) * 2.0, td.spec((17,))),               # more than 16 elements
+    (lambda x: td.sin(x) * 2.0, td.spec((3,), "float32")),     # not float64
+    (lambda x: td.where(x > 0, x, -x), td.spec((3,))),         # a bool slot
+    (lambda x: x @ x.T, td.spec((2, 2))),                      # a matrix product
+])
+def test_other_programs_have_no_scalar_schedule(fn, spec):
+    assert _native(fn, spec).executable.native.scalar_runs == []
 
 
 SPECIAL = [0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.0, 1e-310, -1e300, 1e300, math.inf, -math.inf,

@@ -303,7 +303,8 @@ def _raw(slot_dtype, slot_ndim, shapes, code, attrs):
     return _eval.Program(
         np.array([_eval.DTYPES.index(d) for d in slot_dtype], u8), np.array(slot_ndim, u32),
         np.array(shapes, i64), np.array([_eval.OPCODES.index(op) for op, _, _ in code], u8),
-        np.array(in_off, u32), np.array(in_slots, u32), np.array([o for _, _, o in code], u32),
+        np.array(in_off, u32), np.array(in_slots, u32), np.arange(len(code) + 1, dtype=u32),
+        np.array([o for _, _, o in code], u32),
         np.array([0, len(attrs)], u32), np.array(attrs, i64), np.array([], u8),
         np.arange(n_in, dtype=u32), np.array([o for _, _, o in code], u32))
 

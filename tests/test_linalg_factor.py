@@ -390,7 +390,7 @@ def _raw(slot_dtype, shapes, op, ins, attrs):
         np.array([_eval.DTYPES.index(d) for d in slot_dtype], u8),
         np.array([len(s) for s in shapes], u32), np.array([d for s in shapes for d in s], i64),
         np.array([_eval.OPCODES.index(op)], u8), np.array([0, len(ins)], u32),
-        np.array(ins, u32), np.array([out], u32), np.array([0, len(attrs)], u32),
+        np.array(ins, u32), np.array([0, 1], u32), np.array([out], u32), np.array([0, len(attrs)], u32),
         np.array(attrs, i64), np.array([], u8), np.arange(out, dtype=u32),
         np.array([out], u32))
 

@@ -339,7 +339,8 @@ def test_rev_program_file_validation():
         args = dict(
             dtypes=np.array([1, 1], u8), ndims=np.array([2, 2], u32),
             shapes=np.array([2, 3, 2, 3], i64), opcode=np.array([_eval.OPCODES.index("Rev")], u8),
-            in_off=np.array([0, 1], u32), in_slots=np.array([0], u32), out_slots=np.array([1], u32),
+            in_off=np.array([0, 1], u32), in_slots=np.array([0], u32), out_off=np.array([0, 1], u32),
+            out_slots=np.array([1], u32),
             attr_off=np.array([0, 1 + len(dims)], u32), attrs=np.array([len(dims)] + dims, i64),
             consts=np.zeros(0, u8), inputs=np.array([0], u32), outputs=np.array([1], u32))
         if ok:

@@ -217,12 +217,17 @@ def fori_loop(lower, upper, body_fun: Callable, init_val):
     while_loop (forward mode only)."""
     if isinstance(lower, (int, np.integer)) and isinstance(upper, (int, np.integer)):
         lo, hi = int(lower), int(upper)
+        if _outer_trace() is None:  # called eagerly: trace and run it through td.jit
+            leaves, spec = _flatten(init_val)
+            return _eager(lambda a: fori_loop(lo, hi, body_fun, _unflatten(spec, a)), leaves)
+        # The counter is the scan's xs (an int64 iota), not a carry as in jax: a body that
+        # ignores it then reads no integer at all, and a float64 step can take the scalar fast
+        # path (docs/evaluator.md); the values are the same.
+        from tidu.tracing import iota
 
-        def step(c, _):
-            i, v = c
-            return (i + 1, body_fun(i, v)), None
-
-        (_, val), _ = scan(step, (np.int64(lo), init_val), length=max(hi - lo, 0))
+        n = max(hi - lo, 0)
+        counter = iota((n,), "int64") + np.int64(lo) if lo else iota((n,), "int64")
+        val, _ = scan(lambda v, i: (body_fun(i, v), None), init_val, counter)
         return val
 
     def cond_fun(c):

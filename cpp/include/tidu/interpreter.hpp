@@ -50,7 +50,7 @@ class Workspace {
  public:
   // An all-scalar program needs only its array of doubles; others the arena, slot pointers,
   // instruction handlers and, per matrix product, its offset tables.
-  explicit Workspace(const Program& p) : scalars_(p.scalar_code.empty() ? 0 : p.slots.size() + 1) {
+  explicit Workspace(const Program& p) : scalars_(p.scalar_code.empty() ? 0 : p.scalar_values + 1) {
     if (!p.scalar_code.empty()) return;
     // A nested program (a loop body, a branch) runs on a workspace of its own, made here with
     // its parent's, and a loop's second set of carry buffers is sized here too: evaluating a
@@ -417,6 +417,24 @@ inline Handler handler_for(const Program& p, std::size_t i) {
 
 namespace detail {
 
+// The scalar fast path's values from the inputs' elements, and back into the outputs'.
+inline void scalar_inputs(const Program& p, double* v, const void* const* inputs) {
+  const std::uint32_t* off = p.scalar_in_off.data();
+  const std::uint32_t* ids = p.scalar_in_ids.data();
+  for (std::size_t i = 0; i < p.inputs.size(); ++i) {
+    const double* x = static_cast<const double*>(inputs[i]);
+    for (std::uint32_t k = off[i]; k < off[i + 1]; ++k) v[ids[k]] = x[k - off[i]];
+  }
+}
+inline void scalar_outputs(const Program& p, const double* v, void* const* outputs) {
+  const std::uint32_t* off = p.scalar_out_off.data();
+  const std::uint32_t* ids = p.scalar_out_ids.data();
+  for (std::size_t i = 0; i < p.outputs.size(); ++i) {
+    double* y = static_cast<double*>(outputs[i]);
+    for (std::uint32_t k = off[i]; k < off[i + 1]; ++k) y[k - off[i]] = v[ids[k]];
+  }
+}
+
 // The all-scalar float64 fast path: a flat loop over 24-byte instructions (scheduled into runs of
 // one opcode, Program::schedule_scalar) and an array of doubles.
 // What each opcode computes: TIDU_SCALAR_OPS (scalar.hpp), shared with the JIT's helpers.
@@ -426,7 +444,7 @@ namespace detail {
 #pragma GCC diagnostic ignored "-Wpedantic"  // labels as values, in a consumer built with -pedantic
 #endif
 inline void eval_scalar(const Program& p, double* v, const void* const* inputs, void* const* outputs) {
-  for (std::size_t i = 0; i < p.inputs.size(); ++i) v[p.inputs[i]] = *static_cast<const double*>(inputs[i]);
+  scalar_inputs(p, v, inputs);
   const ScalarInstr* c = p.scalar_code.data();
   const ScalarInstr* const end = c + p.scalar_code.size();
 #if defined(__GNUC__) || defined(__clang__)
@@ -482,7 +500,7 @@ done:
     v[c->out] = r;
   }
 #endif
-  for (std::size_t i = 0; i < p.outputs.size(); ++i) *static_cast<double*>(outputs[i]) = v[p.outputs[i]];
+  scalar_outputs(p, v, outputs);
 }
 #if defined(__GNUC__) || defined(__clang__)
 #pragma GCC diagnostic pop
@@ -666,9 +684,9 @@ inline bool outputs_apart(const Program& p, const void* const* inputs, void* con
 inline void eval(const Program& p, Workspace& ws, const void* const* inputs, void* const* outputs) {
   if (p.scalar_jit) {
     double* v = ws.scalars();
-    for (std::size_t i = 0; i < p.inputs.size(); ++i) v[p.inputs[i]] = *static_cast<const double*>(inputs[i]);
+    detail::scalar_inputs(p, v, inputs);
     p.scalar_jit->run(v);
-    for (std::size_t i = 0; i < p.outputs.size(); ++i) *static_cast<double*>(outputs[i]) = v[p.outputs[i]];
+    detail::scalar_outputs(p, v, outputs);
     return;
   }
   if (!p.scalar_code.empty()) {
@@ -739,10 +757,14 @@ inline void eval_scalar_block(const Program& p, double* V, std::int64_t n_points
                               const void* const* inputs, void* const* outputs, std::int64_t first,
                               bool exact) {
   constexpr std::int64_t K = kScalarBlock;
+  // Element e of input i at point j (of n_i elements per point) is value ids[off[i] + e].
   for (std::size_t i = 0; i < p.inputs.size(); ++i) {
-    const double* src = static_cast<const double*>(inputs[i]) + first;
-    double* dst = V + std::int64_t{p.inputs[i]} * K;
-    for (std::int64_t j = 0; j < K; ++j) dst[j] = src[j < n_points ? j : n_points - 1];
+    const std::uint32_t lo = p.scalar_in_off[i], n_i = p.scalar_in_off[i + 1] - lo;
+    for (std::uint32_t e = 0; e < n_i; ++e) {
+      const double* src = static_cast<const double*>(inputs[i]) + first * n_i + e;
+      double* dst = V + std::int64_t{p.scalar_in_ids[lo + e]} * K;
+      for (std::int64_t j = 0; j < K; ++j) dst[j] = src[(j < n_points ? j : n_points - 1) * n_i];
+    }
   }
   for (const ScalarInstr& c : p.scalar_code) {
     double* r = V + std::int64_t{c.out} * K;
@@ -776,9 +798,12 @@ inline void eval_scalar_block(const Program& p, double* V, std::int64_t n_points
     }
   }
   for (std::size_t i = 0; i < p.outputs.size(); ++i) {
-    const double* src = V + std::int64_t{p.outputs[i]} * K;
-    double* dst = static_cast<double*>(outputs[i]) + first;
-    for (std::int64_t j = 0; j < n_points; ++j) dst[j] = src[j];
+    const std::uint32_t lo = p.scalar_out_off[i], n_i = p.scalar_out_off[i + 1] - lo;
+    for (std::uint32_t e = 0; e < n_i; ++e) {
+      const double* src = V + std::int64_t{p.scalar_out_ids[lo + e]} * K;
+      double* dst = static_cast<double*>(outputs[i]) + first * n_i + e;
+      for (std::int64_t j = 0; j < n_points; ++j) dst[j * n_i] = src[j];
+    }
   }
 }
 
@@ -794,7 +819,7 @@ inline void eval_batch(const Program& p, std::int64_t batch, const void* const* 
   constexpr std::int64_t K = detail::kScalarBlock;
   auto run_range = [&](std::int64_t lo, std::int64_t hi) {
     if (!p.scalar_code.empty() && hi - lo >= K / 2) {  // blocks of points
-      std::vector<double> V((p.slots.size() + 1) * K);
+      std::vector<double> V((std::size_t{p.scalar_values} + 1) * K);
       for (std::int64_t b = lo; b < hi; b += K)
         detail::eval_scalar_block(p, V.data(), std::min(K, hi - b), inputs, outputs, b, exact);
       return;

@@ -20,6 +20,7 @@
 #include "tidu/checked.hpp"
 #include "tidu/opcodes.hpp"
 #include "tidu/scalar.hpp"
+#include "tidu/scalarize.hpp"
 
 namespace tidu {
 
@@ -84,7 +85,13 @@ struct Program {
   bool all_scalar = false;
   // Per output: computed into the caller's buffer (a slot an instruction writes, first listed).
   std::vector<char> output_direct;
-  std::vector<ScalarInstr> scalar_code;  // non-empty when every slot is a float64 scalar
+  // The scalar fast path (scalarize.hpp): non-empty when every slot is a float64 scalar, or a
+  // small float64 array of a program the scalarizer takes.  Its code reads and writes
+  // scalar_values doubles; input i's elements are values scalar_in_ids[scalar_in_off[i]..], output
+  // i's scalar_out_ids[scalar_out_off[i]..].
+  std::vector<ScalarInstr> scalar_code;
+  std::uint32_t scalar_values = 0;
+  std::vector<std::uint32_t> scalar_in_off, scalar_in_ids, scalar_out_off, scalar_out_ids;
   std::shared_ptr<const ScalarJit> scalar_jit;  // scalar_code as machine code, where available
   // chain_end[i] > 0 when instruction i starts a chain of blockable instructions [i, chain_end[i])
   // over one element count, evaluated block by block (kBlock elements at a time).
@@ -391,37 +398,21 @@ struct Program {
   void build_scalar_code() {
     scalar_code.clear();
     scalar_jit.reset();
-    for (const Slot& s : slots)
-      if (s.ndim != 0 || s.dtype != DType::F64) return;
-    std::vector<ScalarInstr> code;
-    code.reserve(instrs.size());
-    for (const Instr& in : instrs) {
-      ScalarInstr si{in.op, 1, in.out, in.n_in ? args[in.in_begin] : 0,
-                     in.n_in > 1 ? args[in.in_begin + 1] : 0, 0.0};
-      switch (in.op) {
-        case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Pow: case Op::Max:
-        case Op::Min: case Op::Neg: case Op::Exp: case Op::Log: case Op::Sin: case Op::Cos:
-        case Op::Tanh: case Op::Sqrt: case Op::Rsqrt: case Op::Expm1: case Op::Log1p:
-        case Op::Abs: case Op::Sign: case Op::Conj: case Op::StopGradient: case Op::Reshape:
-        case Op::BroadcastInDim:
-        case Op::Floor: case Op::Ceil: case Op::Round: case Op::Tan: case Op::Atan: case Op::Asin:
-        case Op::Acos: case Op::Sinh: case Op::Cosh: case Op::Asinh: case Op::Acosh: case Op::Atanh:
-        case Op::Erf: case Op::Erfc: case Op::ErfInv: case Op::Cbrt: case Op::Logistic: case Op::Rem:
-        case Op::Atan2:  // math.hpp, in TIDU_SCALAR_OPS
-          break;
-        case Op::Constant:
-          std::memcpy(&si.imm, consts.data() + attrs[in.attr_begin], sizeof(double));
-          break;
-        default:
-          return;  // not expressible on the fast path
-      }
-      code.push_back(si);
-    }
+    bool all_scalar_slots = true;
+    for (const Slot& s : slots) all_scalar_slots = all_scalar_slots && s.ndim == 0;
+    if (!all_scalar_slots && !scalarize_enabled()) return;
+    ScalarForm f;
+    if (!scalarize(*this, f)) return;  // not expressible on the fast path
+    scalar_values = f.n_values;
+    scalar_in_off = std::move(f.in_off), scalar_in_ids = std::move(f.in_ids);
+    scalar_out_off = std::move(f.out_off), scalar_out_ids = std::move(f.out_ids);
+    const std::vector<ScalarInstr>& code = f.code;
     // The JIT has no dispatch to save: it takes the instructions in order of earliest start, so
     // independent calls sit next to the dependent chain whose latency hides them (measured ~10%
     // faster than program order on a gradient, and than the interpreter's runs).
-    scalar_jit = scalar_jit_enabled() ? ScalarJit::build(asap_order(code), slots.size() + 1) : nullptr;
-    scalar_code = schedule_scalar(code);
+    scalar_jit = scalar_jit_enabled() ? ScalarJit::build(asap_order(code), scalar_values + 1) : nullptr;
+    scalar_code = code.empty() ? std::vector<ScalarInstr>{ScalarInstr{Op::Constant, 1, scalar_values, 0, 0, 0.0}}
+                               : schedule_scalar(code);
   }
 
   // Rough latencies in cycles, for ordering scalar code only.
@@ -452,7 +443,7 @@ struct Program {
   // operands' producers do.
   std::vector<ScalarInstr> asap_order(const std::vector<ScalarInstr>& code) const {
     const std::size_t n = code.size();
-    std::vector<std::int64_t> ready(slots.size() + 1, 0), start(n, 0);
+    std::vector<std::int64_t> ready(scalar_values + 1, 0), start(n, 0);
     for (std::size_t i = 0; i < n; ++i) {
       const ScalarInstr& c = code[i];
       const int k = scalar_arity(c.op);
@@ -482,7 +473,7 @@ struct Program {
     const std::size_t n = code.size();
     if (n < 2) return code;
     constexpr std::uint32_t kNone = 0xffffffffu;
-    std::vector<std::uint32_t> producer(slots.size(), kNone);
+    std::vector<std::uint32_t> producer(scalar_values + 1, kNone);
     for (std::size_t i = 0; i < n; ++i) producer[code[i].out] = static_cast<std::uint32_t>(i);
     // Successor lists in CSR form, and each instruction's count of unscheduled producers.
     std::vector<std::uint32_t> n_pred(n, 0), succ_begin(n + 1, 0), succ;
