@@ -1,10 +1,12 @@
 """Loops without unrolling (issue 12): the gradient of a Lorenz RK4 integration with respect to
 the initial state and the parameters, written with td.scan, at 1e3 / 1e4 / 1e5 steps:
 
-  (a) trace + transform + compile time (first td.jit(td.grad(...)) call minus its evaluation),
-      which must not grow with the step count;
-  (b) per-call time against jax.jit of the same lax.scan;
-  (c) the unrolled Python loop where it still fits (1e3 steps);
+  (a) cold: trace + transform + compile + first evaluation of td.jit(td.grad(...)) on a function
+      never seen before in the process (and the same for jax.jit), which must not grow with the
+      step count;
+  (b) warm: per-call median (and the slowest call over the median) against jax.jit of the same
+      lax.scan, in the same run;
+  (c) the unrolled Python loop where it still fits (1e3 steps; 200 with --quick);
 
 and a 100-layer tanh MLP VJP with and without td.checkpoint: saved bytes and time.
 
@@ -20,18 +22,14 @@ import time
 import numpy as np
 
 import tidu as td
+from _timing import timeit, timed
 
 
 def median_time(fn, repeat=5):
-    ts = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts)
+    return timeit(fn, repeat=repeat, warmup=False)
 
 
-def lorenz_loss(ns, scan, steps, dt=0.001):
+def lorenz_loss(ns, scan, steps, dt=0.001, fori=False):
     def f(s, p):
         x, y, z = s[0], s[1], s[2]
         return ns.concatenate([ns.reshape(p[0] * (y - x), (1,)),
@@ -50,10 +48,23 @@ def lorenz_loss(ns, scan, steps, dt=0.001):
             s = s0
             for _ in range(steps):
                 s = step(s, p)
+        elif fori:  # fori_loop(lower, upper, body, init) of the same module
+            s = scan(0, steps, lambda i, s: step(s, p), s0)
         else:
             s, _ = scan(lambda s, _: (step(s, p), None), s0, None, length=steps)
         return ns.sum(s * s)
     return loss
+
+
+def _calls(fn, n):
+    """(median, max/median) of n calls, in seconds."""
+    ts = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    med = statistics.median(ts)
+    return med, max(ts) / med
 
 
 def bench_lorenz(quick: bool):
@@ -67,34 +78,33 @@ def bench_lorenz(quick: bool):
         jax.config.update("jax_enable_x64", True)
     except ImportError:
         jax = None
-    print("Lorenz RK4 gradient wrt (s0, params): tidu td.scan vs jax.jit(lax.scan)")
-    print(f"{'steps':>8} {'td build+compile s':>18} {'td call ms':>11} {'jax compile s':>14} "
-          f"{'jax call ms':>12} {'td/jax':>7}")
-    for steps in steps_list:
-        td.program_cache.clear()
-        g = td.jit(td.grad(lorenz_loss(td, td.scan, steps), argnums=(0, 1)), backend="cpu")
-        t0 = time.perf_counter()
-        g(s0, p)
-        first = time.perf_counter() - t0
-        call = median_time(lambda: g(s0, p), 3 if quick else 5)
-        build = max(first - call, 0.0)
-        row = f"{steps:>8} {build:>18.3f} {call * 1e3:>11.2f}"
-        if jax is not None:
-            jg = jax.jit(jax.grad(lorenz_loss(jnp, lax.scan, steps), argnums=(0, 1)))
-            t0 = time.perf_counter()
-            jax.block_until_ready(jg(s0, p))
-            jfirst = time.perf_counter() - t0
-            jcall = median_time(lambda: jax.block_until_ready(jg(s0, p)), 3 if quick else 5)
-            row += f" {max(jfirst - jcall, 0):>14.3f} {jcall * 1e3:>12.2f} {call / jcall:>7.2f}"
-        print(row)
+    print("Lorenz RK4 gradient wrt (s0, params), float64: tidu td.scan vs jax.jit(lax.scan).")
+    print("cold = trace+transform+compile+first call of a new function; warm = median call;")
+    print("worst = slowest of the warm calls / median.")
+    print(f"{'loop':>6} {'steps':>7} {'td cold s':>10} {'td warm ms':>11} {'worst':>6} "
+          f"{'jax cold s':>11} {'jax warm ms':>12} {'worst':>6} {'td/jax warm':>12}")
+    for kind in ("scan", "fori"):
+        for steps in steps_list:
+            fori = kind == "fori"
+            loop = td.fori_loop if fori else td.scan
+            g = td.jit(td.grad(lorenz_loss(td, loop, steps, fori=fori), argnums=(0, 1)),
+                       backend="cpu")
+            _, cold, _ = timed(lambda: g(s0, p), 0)
+            n = 200 if steps <= 1000 else 30 if steps <= 10000 else 5
+            call, worst = _calls(lambda: g(s0, p), n)
+            row = f"{kind:>6} {steps:>7} {cold:>10.3f} {call * 1e3:>11.3f} {worst:>6.1f}"
+            if jax is not None:
+                jl = lax.fori_loop if fori else lax.scan
+                jg = jax.jit(jax.grad(lorenz_loss(jnp, jl, steps, fori=fori), argnums=(0, 1)))
+                _, jcold, _ = timed(lambda: jax.block_until_ready(jg(s0, p)), 0)
+                jcall, jworst = _calls(lambda: jax.block_until_ready(jg(s0, p)), n)
+                row += (f" {jcold:>11.3f} {jcall * 1e3:>12.3f} {jworst:>6.1f}"
+                        f" {call / jcall:>12.2f}")
+            print(row)
     steps = 1000 if not quick else 200
     g = td.jit(td.grad(lorenz_loss(td, None, steps), argnums=(0, 1)), backend="cpu")
-    t0 = time.perf_counter()
-    g(s0, p)
-    first = time.perf_counter() - t0
-    call = median_time(lambda: g(s0, p), 3)
-    print(f"unrolled Python loop, {steps} steps: build+compile {first - call:.3f} s, "
-          f"call {call * 1e3:.2f} ms")
+    _, cold, call = timed(lambda: g(s0, p), 5)
+    print(f"unrolled Python loop, {steps} steps: cold {cold:.3f} s, warm {call * 1e3:.3f} ms")
 
 
 def bench_mlp(quick: bool):
