@@ -89,14 +89,14 @@ def bench_lorenz(quick: bool):
             loop = td.fori_loop if fori else td.scan
             g = td.jit(td.grad(lorenz_loss(td, loop, steps, fori=fori), argnums=(0, 1)),
                        backend="cpu")
-            _, cold, _ = timed(lambda: g(s0, p), 0)
+            _, cold, _ = timed(lambda: g(s0, p), 1)
             n = 200 if steps <= 1000 else 30 if steps <= 10000 else 5
             call, worst = _calls(lambda: g(s0, p), n)
             row = f"{kind:>6} {steps:>7} {cold:>10.3f} {call * 1e3:>11.3f} {worst:>6.1f}"
             if jax is not None:
                 jl = lax.fori_loop if fori else lax.scan
                 jg = jax.jit(jax.grad(lorenz_loss(jnp, jl, steps, fori=fori), argnums=(0, 1)))
-                _, jcold, _ = timed(lambda: jax.block_until_ready(jg(s0, p)), 0)
+                _, jcold, _ = timed(lambda: jax.block_until_ready(jg(s0, p)), 1)
                 jcall, jworst = _calls(lambda: jax.block_until_ready(jg(s0, p)), n)
                 row += (f" {jcold:>11.3f} {jcall * 1e3:>12.3f} {jworst:>6.1f}"
                         f" {call / jcall:>12.2f}")
