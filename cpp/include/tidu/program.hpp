@@ -167,7 +167,8 @@ struct Program {
   // element count forms long chains instead of being cut by small instructions between them:
   // list scheduling that continues the current chain's element count while one of its
   // instructions is ready, else runs ready instructions with small outputs (scalars, vectors a
-  // broadcast will expand), else the earliest ready instruction in program order.  Ties go to
+  // broadcast will expand), else large instructions that join no chain, else starts the chain
+  // whose ready instruction comes first in program order.  Ties go to
   // program order, so a scheduled order schedules to itself (loading a saved program twice gives
   // the same plan); programs without a large chainable instruction are left as they are.
   void schedule() {
@@ -218,10 +219,14 @@ struct Program {
       } else if (!small.empty()) {
         from = &small;
       } else {
+        // Large instructions that join no chain (a matrix product, a reduction) run before a
+        // new chain starts: the chain's later instructions may be waiting for them, and would
+        // otherwise start a second chain of the same size after them.
         from = rest.empty() ? nullptr : &rest;
         current = 0;
-        for (auto& [size, h] : chained)
-          if (!h.empty() && (!from || h.top() < from->top())) from = &h, current = size;
+        if (!from)
+          for (auto& [size, h] : chained)
+            if (!h.empty() && (!from || h.top() < from->top())) from = &h, current = size;
         if (!from) throw ProgramError("tidu program: instructions depend on each other in a cycle");
       }
       const std::uint32_t i = from->top();
