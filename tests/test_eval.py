@@ -569,7 +569,8 @@ def _small(x, y):
     return (td.concatenate([x[:, ::2], td.transpose(x)[:2, :1] * y[0]], axis=1),
             td.sum(x, axis=0) + td.pad(y, (1, 0))[:3] + td.flip(y),
             td.broadcast_to(y, (2, 3)) * td.iota((2, 3), "float64", 1),
-            td.exp(td.reshape(x, (3, 2))) - td.tanh(x).T, td.sum(x * x))
+            td.exp(td.reshape(x, (3, 2))) - td.tanh(x).T, td.sum(x * x),
+            x @ y + td.einsum("ij,kj->ik", x, x)[0], td.einsum("bi,bj->bij", x[:, :2], x[:, 1:]))
 
 
 def _small_grad(x, y):

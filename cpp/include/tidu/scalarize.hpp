@@ -2,7 +2,8 @@
 //
 // A program whose every slot is a float64 array of at most kMaxScalarElems elements, and whose
 // every instruction is elementwise arithmetic or moves elements around (reshape, slice, pad,
-// concatenate, broadcast, transpose, rev, reduce_sum, constants, iota), is rewritten into the
+// concatenate, broadcast, transpose, rev, reduce_sum, constants, iota) or is a small matrix
+// product (a sum of products per output element), is rewritten into the
 // all-scalar fast path's code: one scalar value per array element, elementwise ops one scalar
 // instruction per element, and the structural ops no code at all (each output element *is* some
 // input element, or a constant).  A 3-vector integrator step then runs as straight-line machine
@@ -215,6 +216,48 @@ inline bool scalarize(const P& p, ScalarForm& f) {
             }
           }
           for (std::int64_t r = 0; r < n; ++r) ids.push_back(acc[r] < 0 ? zero_value() : static_cast<std::uint32_t>(acc[r]));
+          break;
+        }
+        case Op::DotGeneral: {  // attrs: nc, lc..., nc, rc..., nb, lb..., nb, rb...
+          // Output: batch dims, lhs free dims, rhs free dims; each element a left-to-right sum
+          // over the contracting index of products.
+          const std::int64_t nc = at[0];
+          const std::int64_t *lc = at + 1, *rc = at + 2 + nc;
+          const std::int64_t nb = at[2 + 2 * nc];
+          const std::int64_t *lb = at + 3 + 2 * nc, *rb = at + 4 + 2 * nc + nb;
+          const auto &ls = p.slots[a[0]], &rs = p.slots[a[1]];
+          const std::int64_t *lshape = p.shape(a[0]), *rshape = p.shape(a[1]);
+          std::vector<char> lused(ls.ndim, 0), rused(rs.ndim, 0);
+          for (std::int64_t k = 0; k < nc; ++k) lused[lc[k]] = rused[rc[k]] = 1;
+          for (std::int64_t k = 0; k < nb; ++k) lused[lb[k]] = rused[rb[k]] = 1;
+          std::vector<std::int64_t> lfree, rfree, csize;
+          for (std::uint32_t k = 0; k < ls.ndim; ++k) if (!lused[k]) lfree.push_back(k);
+          for (std::uint32_t k = 0; k < rs.ndim; ++k) if (!rused[k]) rfree.push_back(k);
+          std::int64_t nk = 1;
+          for (std::int64_t k = 0; k < nc; ++k) csize.push_back(lshape[lc[k]]), nk *= lshape[lc[k]];
+          std::int64_t li[16], ri[16], ci[16];
+          for (std::int64_t e = 0; e < n; ++e) {
+            detail::unravel(e, oshape, o.ndim, idx);
+            std::int64_t d = 0;
+            for (std::int64_t k = 0; k < nb; ++k, ++d) li[lb[k]] = ri[rb[k]] = idx[d];
+            for (std::int64_t k : lfree) li[k] = idx[d++];
+            for (std::int64_t k : rfree) ri[k] = idx[d++];
+            std::int64_t acc = -1;
+            for (std::int64_t c = 0; c < nk; ++c) {
+              detail::unravel(c, csize.data(), static_cast<std::uint32_t>(nc), ci);
+              for (std::int64_t k = 0; k < nc; ++k) li[lc[k]] = ri[rc[k]] = ci[k];
+              f.code.push_back(ScalarInstr{Op::Mul, 1, f.n_values, x(0, detail::ravel(li, lshape, ls.ndim)),
+                                           x(1, detail::ravel(ri, rshape, rs.ndim)), 0.0});
+              const std::uint32_t prod = f.n_values++;
+              if (acc < 0) {
+                acc = prod;
+              } else {
+                f.code.push_back(ScalarInstr{Op::Add, 1, f.n_values, static_cast<std::uint32_t>(acc), prod, 0.0});
+                acc = f.n_values++;
+              }
+            }
+            ids.push_back(acc < 0 ? zero_value() : static_cast<std::uint32_t>(acc));
+          }
           break;
         }
         default:
