@@ -51,12 +51,15 @@ def _nondiff_table() -> np.ndarray:
                        count=len(_aval_list))
 
 
-def _find_inputs(view: ResolvedView, key: Hashable) -> list[ValKey]:
-    found = []
+def _inputs_by_key(view: ResolvedView) -> dict:
+    """Each InputKey of the view's fragments -> the distinct input ValKeys declaring it (one
+    pass: differentiate looks every wrt key up here)."""
+    found: dict = {}
     for f in view.fragments:
         for k in f.inputs:
-            if k.input_key == key and k not in found:
-                found.append(k)
+            vals = found.setdefault(k.input_key, [])
+            if k not in vals:
+                vals.append(k)
     return found
 
 
@@ -93,8 +96,12 @@ def differentiate(view: ResolvedView, outputs: Sequence[ValKey], wrt: Sequence[H
     tangent_inputs = []
     if tangents is not None and len(tangents) != len(wrt):
         raise ValueError(f"differentiate: {len(tangents)} tangents for {len(wrt)} wrt keys")
+    by_key = _inputs_by_key(view) if any(not isinstance(k, ValKey) for k in wrt) else {}
     for i, key in enumerate(wrt):
-        vals = [key] if isinstance(key, ValKey) else _find_inputs(view, key)
+        try:
+            vals = [key] if isinstance(key, ValKey) else by_key.get(key, [])
+        except TypeError:  # an unhashable key names no input
+            vals = []
         if not vals:
             raise GraphError(f"cannot differentiate with respect to {key!r}: no fragment in the "
                              f"view has an input with that key")
@@ -238,9 +245,8 @@ def transpose(linear: LinearFragment, cotangents: Sequence[ValKey | None] | None
     def add(prim, prev, ct):
         return [builder.emit(type(prim_of(prim)).add(), [prev, ct], _ACTIVE2)]
 
-    queries = []
-    for _, t_key in linear.tangent_inputs:
-        queries.append(frag.inputs[[k.input_key for k in frag.inputs].index(t_key)].id)
+    by_key = {k.input_key: k.id for k in frag.inputs}
+    queries = [by_key[t_key] for _, t_key in linear.tangent_inputs]
     found = _core.transpose_ops(builder.store, frag.store,
                                 [(v, builder.key(_ref(c)).id) for v, c in ct_env.items()],
                                 queries, rule, add, _prim_flags, _mode_mask, ValKey)

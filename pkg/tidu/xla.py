@@ -25,6 +25,7 @@ The ``auto`` backend routes such programs to the interpreter anyway (see ``choos
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from typing import Any, Sequence
@@ -411,18 +412,26 @@ class XlaRunner:
 
 def program_work(exe) -> float:
     """Flops of the program's products plus elements written by its other instructions."""
-    sizes = np.array([av.size for av in exe.slot_avals], dtype=np.float64)
-    out_slots = exe.arrays["out_slots"]
+    from tidu.graph import prim_of
+
+    a = exe.arrays
+    avals = exe.slot_avals
+    uniq, inv = np.unique(a["slot_aval"], return_inverse=True)  # sizes per distinct aval
+    first = np.zeros(len(uniq), np.int64)
+    first[inv[::-1]] = np.arange(len(inv))[::-1]
+    sizes = np.array([avals[int(s)].size for s in first], np.float64)[inv]
+    out_slots = a["out_slots"]
     work = float(sizes[out_slots].sum()) if len(out_slots) else 0.0
-    for op, ins, outs in _dots(exe):
-        lhs = exe.slot_avals[ins[0]]
-        k = float(np.prod([lhs.shape[d] for d in op.lhs_contracting], dtype=np.float64))
-        work += 2.0 * sizes[outs[0]] * k
+    prims, p_inv = np.unique(a["instr_prim"], return_inverse=True)
+    for j, pid in enumerate(prims.tolist()):
+        op = prim_of(pid)
+        if type(op).__name__ != "DotGeneral":
+            continue
+        for i in np.flatnonzero(p_inv == j).tolist():  # the products: flops
+            lhs = avals[int(a["in_slots"][a["in_off"][i]])]
+            k = float(math.prod(lhs.shape[d] for d in op.lhs_contracting))
+            work += 2.0 * sizes[a["out_slots"][a["out_off"][i]]] * k
     return work
-
-
-def _dots(exe):
-    return [ins for ins in exe.instructions if type(ins[0]).__name__ == "DotGeneral"]
 
 
 def default_platform() -> str:
