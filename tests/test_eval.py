@@ -604,3 +604,48 @@ def test_scalarized_programs_match_the_array_interpreter(fn, monkeypatch):
     ins = [rng.standard_normal((40,) + tuple(s)) for s in scalar.input_shapes]
     for a, b in zip(scalar.run_batch(ins, 40, 2, True), array.run_batch(ins, 40, 2, True)):
         np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-14)
+
+
+# ---- cotangent accumulation in place (Program::fuse_pad_adds) ----
+
+def test_slice_cotangents_accumulate_in_place():
+    """A gradient through many x[i]: each contribution is a padded slice; the adds that
+    accumulate them take over the accumulator's buffer and add into the window only. Values are
+    jax's; the accumulation is linear in the array size (it was quadratic)."""
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+    jax.config.update("jax_enable_x64", True)
+
+    def loss(ns):
+        return lambda x, w: (sum(ns.sin(x[i]) * w[i % 3] * x[i + 1] for i in range(x.shape[0] - 1))
+                             + ns.sum(ns.cos(x[::3])))  # a strided slice: interior padding
+
+    x, w = np.linspace(0.1, 1.0, 200), np.array([0.5, -1.0, 2.0])
+    g = td.jit(td.grad(loss(td), argnums=(0, 1)))
+    native = g.lower(x, w).program.executable.native
+    assert native.fused_pad_adds > 100
+    for a, b in zip(g(x, w), jax.grad(loss(jnp), argnums=(0, 1))(x, w)):
+        np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-13)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "complex128"])
+def test_in_place_pad_add_cases(dtype):
+    """The fused add against numpy: the pad on either side of the add, the result a program
+    output (written to the caller's buffer), and an accumulator that is a program input (not
+    fused: the caller's buffer is never written)."""
+    def f(a, b):
+        acc = a * 2.0                                   # dies at the first add: fused
+        acc = acc + td.pad(b[:3], (42, 35))             # pad on the right
+        acc = td.pad(b[1:4], (1, 76)) + acc             # pad on the left; a program output
+        return acc, a + td.pad(b[:2], (0, 78))          # the accumulator is an input: not fused
+    a = (np.arange(80.0) + 1).astype(dtype)
+    b = (np.arange(4.0) * 0.5 - 1).astype(dtype)
+    F = td.build(f, a=td.spec((80,), dtype), b=td.spec((4,), dtype))
+    prog = td.compile(td.materialize_merge(td.resolve([F]), F.outputs), backend="cpu")
+    assert prog.executable.native.fused_pad_adds == 2
+    a0 = a.copy()
+    got = prog({"a": a, "b": b})
+    np.testing.assert_array_equal(a, a0)
+    np.testing.assert_allclose(got[0], np.pad(b[1:4], (1, 76)) + (a * 2 + np.pad(b[:3], (42, 35))),
+                               rtol=1e-6)
+    np.testing.assert_allclose(got[1], a + np.pad(b[:2], (0, 78)), rtol=1e-6)

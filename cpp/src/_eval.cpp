@@ -335,6 +335,15 @@ void make_program(py::module_& m) {
           "The array interpreter's blocked elementwise chains in evaluation order, as (element "
           "count, [opcode names]) pairs (docs/evaluator.md).")
       .def_property_readonly(
+          "fused_pad_adds",
+          [](const PyProgram& p) {
+            std::size_t n = 0;
+            for (std::int32_t j : p.program().fused_pad) n += j >= 0;
+            return n;
+          },
+          "How many adds accumulate a padded operand in place (a cotangent of a slice added into "
+          "its window of the accumulator: docs/evaluator.md).")
+      .def_property_readonly(
           "scalar_jit_bytes",
           [](const PyProgram& p) -> std::size_t {
             return p.program().scalar_jit ? p.program().scalar_jit->code_bytes() : 0;

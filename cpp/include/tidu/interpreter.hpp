@@ -403,8 +403,39 @@ inline Handler float_handler(Op op) {
   }
 }
 
+// Add i absorbing the zero Pad j (Program::fuse_pad_adds): y holds the accumulator already
+// (its buffer is the accumulator's, unless y is a caller's output buffer: then one copy), and the
+// pad's operand is added into its window.
+inline void run_add_pad(const Program& p, Workspace& ws, std::size_t i) {
+  const Instr& in = p.instrs[i];
+  const Instr& pad = p.instrs[p.fused_pad[i]];
+  void** ptr = ws.ptrs();
+  const std::uint32_t acc = p.fused_acc(i), x = p.args[pad.in_begin];
+  void* y = ptr[in.out];
+  if (y != ptr[acc] && p.nbytes(in.out)) std::memcpy(y, ptr[acc], p.nbytes(in.out));
+  const Slot& out = p.slots[in.out];
+  const std::int64_t* at = p.attrs.data() + pad.attr_begin;
+  const std::int64_t n = at[0];
+  const std::int64_t* low = at + 1;
+  const std::int64_t* interior = at + 3 + 2 * n;
+  std::int64_t out_str[16], dst_str[16], base = 0;
+  kern::row_major_strides(p.shape(in.out), out.ndim, out_str);
+  for (std::int64_t k = 0; k < n; ++k) {
+    base += low[k] * out_str[k];
+    dst_str[k] = p.shape(x)[k] > 1 ? out_str[k] * (interior[k] + 1) : out_str[k];
+  }
+  visit(out.dtype, [&](auto t) {
+    using T = decltype(t);
+    kern::scatter<T, true>(static_cast<const T*>(ptr[x]), p.shape(x), static_cast<T*>(y), base, dst_str, out.ndim);
+  });
+}
+
+inline void run_nothing(const Program&, Workspace&, std::size_t) {}
+
 inline Handler handler_for(const Program& p, std::size_t i) {
   const Instr& in = p.instrs[i];
+  if (!p.fused_pad.empty() && p.fused_pad[i] >= 0) return &run_add_pad;
+  if (!p.pad_absorbed.empty() && p.pad_absorbed[i]) return &run_nothing;
   if (is_control(in.op)) return &run_control;
   switch (p.slots[in.out].dtype) {
     case DType::F64: return float_handler<double>(in.op);

@@ -237,20 +237,28 @@ inline void gather(const T* src, std::int64_t base, const std::int64_t* shape, c
   }
 }
 
-// dst[base + sum idx[k] * dst_stride[k]] = src[odometer over shape, contiguous]
-template <class T>
+// dst[base + sum idx[k] * dst_stride[k]] = (or += with Add) src[odometer over shape, contiguous]
+template <class T, bool Add = false>
 inline void scatter(const T* src, const std::int64_t* shape, T* dst, std::int64_t base,
                     const std::int64_t* dst_stride, std::uint32_t ndim) {
   std::int64_t n = 1;
   for (std::uint32_t k = 0; k < ndim; ++k) n *= shape[k];
   if (n == 0) return;
-  if (ndim == 0) { dst[base] = src[0]; return; }
+  if (ndim == 0) {
+    if constexpr (Add) dst[base] += src[0];
+    else dst[base] = src[0];
+    return;
+  }
   std::int64_t idx[16] = {0};
   std::int64_t off = base;
   std::int64_t inner = shape[ndim - 1], inner_stride = dst_stride[ndim - 1];
   for (std::int64_t i = 0; i < n; i += inner) {
     T* d = dst + off;
-    for (std::int64_t j = 0; j < inner; ++j) d[j * inner_stride] = src[i + j];
+    if constexpr (Add) {
+      for (std::int64_t j = 0; j < inner; ++j) d[j * inner_stride] += src[i + j];
+    } else {
+      for (std::int64_t j = 0; j < inner; ++j) d[j * inner_stride] = src[i + j];
+    }
     for (std::int64_t k = static_cast<std::int64_t>(ndim) - 2; k >= 0; --k) {
       off += dst_stride[k];
       if (++idx[k] < shape[k]) break;

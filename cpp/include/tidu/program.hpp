@@ -177,7 +177,7 @@ struct Program {
     bool any = false;
     for (std::size_t i = 0; i < n; ++i) {
       const std::int64_t size = slots[instrs[i].out].size;
-      if (size >= kMinChainSize && blockable(instrs[i], size)) cls[i] = size, any = true;
+      if (size >= kMinChainSize && blockable(instrs[i], size) && !pad_add[instrs[i].out]) cls[i] = size, any = true;
     }
     if (!any) return;
     std::vector<std::int64_t> producer(slots.size(), -1);
@@ -243,6 +243,7 @@ struct Program {
   // Chains (and the schedule that forms them) come first: a chained broadcast's operand lives
   // to its chain's end, and chain-local values get no buffer.
   void plan() {
+    mark_pad_adds();
     schedule();
     build_chains();
     std::vector<std::int64_t> last(slots.size(), -1);
@@ -267,6 +268,10 @@ struct Program {
     for (const Instr& in : instrs)
       if (in.op == Op::Constant) const_slot[in.out] = 1;
     auto is_const = [&](std::uint32_t s) { return const_slot[s] != 0; };
+    // virt: slots with no buffer of their own (an absorbed pad's output); keep: operands whose
+    // buffer passes to the instruction's output (the accumulator of an in-place add).
+    std::vector<char> virt(slots.size(), 0), keep(slots.size(), 0);
+    fuse_pad_adds(last, is_input, const_slot, virt, keep);
     FreeList free_by_size;  // bytes -> offsets of free buffers
     std::uint64_t top = 0;
     naive_bytes = 0;
@@ -284,7 +289,9 @@ struct Program {
         const std::uint64_t b = align(nbytes(o));
         if (!checked::add(naive_bytes, b, naive_bytes) || naive_bytes > checked::kMaxBytes)
           naive_bytes = checked::kMaxBytes;  // a report only: saturates
-        if (local[o] >= 0) {  // lives in the chain's block scratch
+        if (fused_pad[i] >= 0) {  // accumulates in place: the accumulator's buffer is its own
+          slots[o].offset = slots[fused_acc(i)].offset;
+        } else if (local[o] >= 0 || virt[o]) {  // lives in the chain's block scratch, or nowhere
           slots[o].offset = 0;
         } else if (pinned || !free_by_size.take(b, slots[o].offset)) {
           slots[o].offset = top;
@@ -296,14 +303,23 @@ struct Program {
       // Free inputs whose last reader is this instruction.
       for (std::uint32_t k = 0; k < ins.n_in; ++k) {
         std::uint32_t a = args[ins.in_begin + k];
-        if (last[a] == static_cast<std::int64_t>(i) && !is_input[a] && !is_const(a) && local[a] < 0) {
+        if (last[a] == static_cast<std::int64_t>(i) && !is_input[a] && !is_const(a) && local[a] < 0 &&
+            !virt[a] && !keep[a]) {
           last[a] = -2;  // freed once even when read twice by this instruction
+          free_by_size.give(align(nbytes(a)), slots[a].offset);
+        }
+      }
+      if (fused_pad[i] >= 0) {  // the absorbed pad's operand is read here, not at the pad
+        const std::uint32_t a = args[instrs[fused_pad[i]].in_begin];
+        if (last[a] == static_cast<std::int64_t>(i) && !is_input[a] && !is_const(a) && local[a] < 0 &&
+            !virt[a] && !keep[a]) {
+          last[a] = -2;
           free_by_size.give(align(nbytes(a)), slots[a].offset);
         }
       }
       for (std::uint32_t k = 0; k < ins.n_out; ++k) {  // outputs nothing reads
         const std::uint32_t o = outs[ins.out_begin + k];
-        if (last[o] == -1 && !pinned && local[o] < 0) free_by_size.give(align(nbytes(o)), slots[o].offset);
+        if (last[o] == -1 && !pinned && local[o] < 0 && !virt[o]) free_by_size.give(align(nbytes(o)), slots[o].offset);
       }
     }
     arena_bytes = top;
@@ -317,6 +333,73 @@ struct Program {
       }
     }
     build_scalar_code();
+  }
+
+  // fused_pad[i] = j when Add instruction i absorbs the zero Pad j of one of its operands: its
+  // other operand (the accumulator, fused_acc(i)) dies at i, so i's output takes over its buffer
+  // and i adds the pad's operand into its window only; j runs nothing and has no buffer.  This
+  // is what a gradient's cotangent accumulation is made of (each x[i] of a loop contributes a
+  // padded slice): O(window) per contribution instead of O(array).
+  std::vector<std::int32_t> fused_pad;
+  std::vector<char> pad_absorbed;  // per instruction: a Pad some Add absorbed
+  std::uint32_t fused_acc(std::size_t i) const {
+    const std::uint32_t* a = args.data() + instrs[i].in_begin;
+    return a[0] == instrs[fused_pad[i]].out ? a[1] : a[0];
+  }
+
+  // Per slot: written by an Add reading a Pad, which may accumulate in place (fuse_pad_adds):
+  // such adds join no chain (a chain runs block by block, the in-place add by window).
+  std::vector<char> pad_add;
+  void mark_pad_adds() {
+    pad_add.assign(slots.size(), 0);
+    std::vector<char> padded(slots.size(), 0);
+    for (const Instr& in : instrs)
+      if (in.op == Op::Pad) padded[in.out] = 1;
+    for (const Instr& in : instrs)
+      if (in.op == Op::Add && in.n_in == 2 && (padded[args[in.in_begin]] || padded[args[in.in_begin + 1]]))
+        pad_add[in.out] = 1;
+  }
+
+  void fuse_pad_adds(std::vector<std::int64_t>& last, const std::vector<char>& is_input,
+                     const std::vector<char>& const_slot, std::vector<char>& virt, std::vector<char>& keep) {
+    const std::size_t n = instrs.size();
+    fused_pad.assign(n, -1);
+    pad_absorbed.assign(n, 0);
+    std::vector<std::int64_t> producer(slots.size(), -1);
+    std::vector<std::uint32_t> readers(slots.size(), 0);
+    std::vector<char> chained(n, 0), is_output(slots.size(), 0);
+    for (std::uint32_t s : outputs) is_output[s] = 1;
+    for (std::size_t i = 0; i < n; ++i) {
+      producer[instrs[i].out] = static_cast<std::int64_t>(i);
+      for (std::uint32_t k = 0; k < instrs[i].n_in; ++k) ++readers[args[instrs[i].in_begin + k]];
+    }
+    for (std::size_t i = 0; i < n; ++i)
+      if (!chain_end.empty() && chain_end[i])
+        for (std::size_t j = i; j < chain_end[i]; ++j) chained[j] = 1;
+    for (std::size_t i = 0; i < n; ++i) {
+      const Instr& in = instrs[i];
+      const DType d = slots[in.out].dtype;
+      if (in.op != Op::Add || in.n_in != 2 || chained[i] || slots[in.out].size < 64 ||
+          !(d == DType::F32 || d == DType::F64 || d == DType::C64 || d == DType::C128))
+        continue;
+      for (int side = 0; side < 2; ++side) {
+        const std::uint32_t v = args[in.in_begin + side], u = args[in.in_begin + 1 - side];
+        const std::int64_t j = producer[v];
+        if (j < 0 || instrs[j].op != Op::Pad || pad_absorbed[j] || readers[v] != 1 || is_output[v] ||
+            local[v] >= 0 || u == v)
+          continue;
+        const std::uint32_t a = args[instrs[j].in_begin];
+        if (a == u || local[a] >= 0 || is_input[u] || const_slot[u] || local[u] >= 0 || keep[u] || virt[u] ||
+            last[u] != static_cast<std::int64_t>(i))
+          continue;
+        fused_pad[i] = static_cast<std::int32_t>(j);
+        pad_absorbed[j] = 1;
+        virt[v] = 1;
+        keep[u] = 1;
+        last[a] = std::max<std::int64_t>(last[a], static_cast<std::int64_t>(i));  // read at i now
+        break;
+      }
+    }
   }
 
   // Elementwise over `size` elements: every operand has `size` elements, so block k of the output
@@ -382,7 +465,7 @@ struct Program {
       // must be complete before the chain starts.
       auto fits = [&](const Instr& in) {
         if (in.op == Op::Constant) return true;
-        if (!blockable(in, size)) return false;
+        if (!blockable(in, size) || pad_add[in.out]) return false;
         if (in.op != Op::BroadcastInDim) return true;
         const std::uint32_t a = args[in.in_begin];
         return slots[a].size == 1 || !in_chain[a];
