@@ -59,8 +59,11 @@ class Workspace {
     std::uint64_t carry = 0;
     for (const Instr& in : p.instrs)
       if (in.op == Op::Scan || in.op == Op::While) {
+        // The carries: a while loop's outputs, a scan's first n_carry (its ys are written in
+        // place into the stacked outputs and need no second copy).
+        const std::uint32_t nk = in.op == Op::Scan ? static_cast<std::uint32_t>(p.attrs[in.attr_begin + 4]) : in.n_out;
         std::uint64_t b = 0;
-        for (std::uint32_t k = 0; k < in.n_out; ++k) b += (p.nbytes(p.outs[in.out_begin + k]) + 63) & ~std::uint64_t{63};
+        for (std::uint32_t k = 0; k < nk; ++k) b += (p.nbytes(p.outs[in.out_begin + k]) + 63) & ~std::uint64_t{63};
         carry = std::max(carry, b);
       }
     carry_.resize(carry / 8 + 8);
