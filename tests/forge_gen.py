@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+import values
 from forge import DT, I64_MAX, I64_MIN, OP, OPCODES, Asm, Prog, attr_roles, parse, seal
 
 EXTREMES = [0, 1, -1, 2, 2**31 - 1, 2**31, 2**32 - 1, 2**32, 2**40, 2**48, 2**52, 2**62,
@@ -27,19 +28,6 @@ def _grad(fn, wrt, **specs):
     F0 = td.build(fn, **specs)
     T1 = td.transpose(td.differentiate(td.resolve([F0]), F0.outputs, wrt))
     return td.compile(td.materialize_merge(td.resolve([F0, T1]), F0.outputs + T1.tangent_outputs))
-
-
-def _loops(x, w):
-    """A scan over a cond (with a nested scan in one branch) and a checkpoint: every control-flow
-    opcode and nested programs two deep, in a gradient (reverse scans)."""
-    import tidu as td
-
-    def step(c, v):
-        inner = lambda c: td.scan(lambda d, _: (td.sin(d) * w, None), c, length=2)[0]
-        c = td.cond(td.sum(c) > 0, inner, lambda c: c * v, c)
-        return c, td.sum(c * c)
-    c, ys = td.scan(step, x, td.reshape(td.iota((12,), "float64"), (4, 3)) * 0.1)
-    return td.sum(td.checkpoint(lambda c: td.tanh(c) * w)(c)) + td.sum(ys)
 
 
 @functools.cache
@@ -77,7 +65,7 @@ def seeds() -> dict[str, bytes]:
         "int_divmod": _compile(lambda a, b: divmod(a, b), a=S((4,), "int32"), b=S((4,), "int32")),
         "sort_scan": _grad(lambda x: td.sum(td.sort(x, axis=0) * td.cumprod(x, axis=1)) +
                            td.prod(x) + td.min(x, axis=1)[0], ["x"], x=S((3, 4))),
-        "control_flow": _grad(_loops, ["x"], x=S((3,)), w=S((3,))),
+        "control_flow": _grad(values.loops, ["x"], x=S((3,)), w=S((3,))),
         "while_cond": _compile(lambda a: td.while_loop(lambda c: c[1] < 7,
                                                         lambda c: (c[0] * 0.5 + a, c[1] + 1),
                                                         (a, 0))[0], a=S((2,))),

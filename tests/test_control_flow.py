@@ -277,17 +277,9 @@ def test_errors_name_the_problem():
 
 
 def _loop_program():
-    """A gradient through every construct: a scan over a cond (one branch a nested scan), a
-    while loop and a checkpoint (nested programs two deep, reverse scans)."""
-    def f(x, w):
-        def step(c, v):
-            inner = lambda c: td.scan(lambda d, _: (td.sin(d) * w, None), c, length=2)[0]
-            c = td.cond(td.sum(c) > 0, inner, lambda c: c * v, c)
-            return c, td.sum(c * c)
-        c, ys = td.scan(step, x, td.reshape(td.iota((12,), "float64"), (4, 3)) * 0.1)
-        k = td.while_loop(lambda k: td.sum(k) < 10.0, lambda k: k * 2.0 + 0.1,
-                          td.stop_gradient(td.abs(c)) + 0.5)
-        return td.sum(td.checkpoint(lambda c: td.tanh(c) * w)(c)) + td.sum(ys) + td.sum(k)
+    """A gradient through every construct (values.loops: nested programs two deep, reverse
+    scans), compiled for the interpreter."""
+    from values import loops as f
 
     F = td.build(f, x=td.spec((3,)), w=td.spec((3,)))
     D = td.transpose(td.differentiate(td.resolve([F]), F.outputs, ["x"]))

@@ -50,15 +50,7 @@ def test_cpp_evaluates_saved_gradient_like_python(builds, saved, kind):
 def test_cpp_evaluates_saved_loop_program_like_python(builds, kind, tmp_path):
     """A gradient through scan, cond (a nested scan in a branch), while_loop and checkpoint:
     nested programs in a version-2 file, run by <tidu/tidu.hpp> (under sanitizers too)."""
-    def f(x, w):
-        def step(c, v):
-            inner = lambda c: td.scan(lambda d, _: (td.sin(d) * w, None), c, length=2)[0]
-            c = td.cond(td.sum(c) > 0, inner, lambda c: c * v, c)
-            return c, td.sum(c * c)
-        c, ys = td.scan(step, x, td.reshape(td.iota((12,), "float64"), (4, 3)) * 0.1)
-        k = td.while_loop(lambda k: td.sum(k) < 10.0, lambda k: k * 2.0 + 0.1,
-                          td.stop_gradient(td.abs(c)) + 0.5)
-        return td.sum(td.checkpoint(lambda c: td.tanh(c) * w)(c)) + td.sum(ys) + td.sum(k)
+    from values import loops as f
 
     prog = td.jit(td.value_and_grad(f, argnums=(0, 1))).lower(np.ones(3), np.ones(3))
     x, w = np.array([0.4, -0.2, 0.3]), np.array([0.9, 1.1, 0.7])

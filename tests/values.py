@@ -1,5 +1,6 @@
-"""Shared by the evaluator and XLA tests: dtype groups, random inputs of every dtype, and the
-table of elementwise primitives with the dtypes each takes."""
+"""Shared by the evaluator and XLA tests: dtype groups, random inputs of every dtype, the
+table of elementwise primitives with the dtypes each takes, and a function through every
+control-flow construct (loops)."""
 
 from __future__ import annotations
 
@@ -84,3 +85,17 @@ def one_op_graph(op, avals):
     (out,) = b.add_op(op, [td.Local(i) for i in ins])
     frag = b.build([td.Local(out)])
     return td.materialize_merge(td.resolve([frag]), frag.outputs)
+
+
+def loops(x, w):
+    """A scan over a cond (one branch a nested scan), a while loop and a checkpoint: every
+    control-flow op, nested programs two deep; differentiable in x and w (the while loop's input
+    is a stop_gradient, as reverse mode through while_loop is refused)."""
+    def step(c, v):
+        inner = lambda c: td.scan(lambda d, _: (td.sin(d) * w, None), c, length=2)[0]  # noqa: E731
+        c = td.cond(td.sum(c) > 0, inner, lambda c: c * v, c)
+        return c, td.sum(c * c)
+    c, ys = td.scan(step, x, td.reshape(td.iota((12,), "float64"), (4, 3)) * 0.1)
+    k = td.while_loop(lambda k: td.sum(k) < 10.0, lambda k: k * 2.0 + 0.1,
+                      td.stop_gradient(td.abs(c)) + 0.5)
+    return td.sum(td.checkpoint(lambda c: td.tanh(c) * w)(c)) + td.sum(ys) + td.sum(k)

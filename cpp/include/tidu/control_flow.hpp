@@ -24,6 +24,29 @@ namespace detail {
 
 inline std::uint64_t align64(std::uint64_t b) { return (b + 63) & ~std::uint64_t{63}; }
 
+// A loop's carries: the initial ones (operands nc..nc+nk) copied into the carry outputs (the
+// plan never places an output over an operand); cur points at those, nxt at the workspace's
+// second buffer set.  The step swaps cur[k] and nxt[k]; finish_carries leaves the final ones in
+// the outputs.
+inline void start_carries(const Program& p, Workspace& ws, const std::uint32_t* a, const std::uint32_t* o,
+                          std::uint32_t nc, std::uint32_t nk, void** cur, void** nxt) {
+  void** ptr = ws.ptrs();
+  std::uint8_t* scratch = ws.carry_scratch();
+  for (std::uint32_t k = 0; k < nk; ++k) {
+    if (p.nbytes(o[k])) std::memcpy(ptr[o[k]], ptr[a[nc + k]], p.nbytes(o[k]));
+    cur[k] = ptr[o[k]];
+    nxt[k] = scratch;
+    scratch += align64(p.nbytes(o[k]));
+  }
+}
+
+inline void finish_carries(const Program& p, Workspace& ws, const std::uint32_t* o, std::uint32_t nk,
+                           void* const* cur) {
+  void** ptr = ws.ptrs();
+  for (std::uint32_t k = 0; k < nk; ++k)
+    if (cur[k] != ptr[o[k]] && p.nbytes(o[k])) std::memcpy(ptr[o[k]], cur[k], p.nbytes(o[k]));
+}
+
 // Scan: the body evaluated `length` times, its carries ping-ponging between the instruction's
 // carry outputs and the workspace's carry scratch, each step's slice of the xs read in place and
 // each step's ys written in place into the stacked outputs.
@@ -38,20 +61,11 @@ inline void run_scan(const Program& p, Workspace& ws, const Instr& in, const std
   const std::uint32_t nc = static_cast<std::uint32_t>(at[3]), nk = static_cast<std::uint32_t>(at[4]);
   const std::int64_t* take = at + 6;
   const std::size_t n_take = static_cast<std::size_t>(at[5]), n_out = body.outputs.size();
-  // Initial carries into the carry outputs (the plan never places an output over an operand).
-  for (std::uint32_t k = 0; k < nk; ++k)
-    if (p.nbytes(o[k])) std::memcpy(ptr[o[k]], ptr[a[nc + k]], p.nbytes(o[k]));
-  if (length == 0) return;
   void** inp = ws.sub_ptrs();
   void** out = inp + n_take;
   void** cur = out + n_out;
   void** nxt = cur + nk;
-  std::uint8_t* scratch = ws.carry_scratch();
-  for (std::uint32_t k = 0; k < nk; ++k) {
-    cur[k] = ptr[o[k]];
-    nxt[k] = scratch;
-    scratch += align64(p.nbytes(o[k]));
-  }
+  start_carries(p, ws, a, o, nc, nk, cur, nxt);
   for (std::int64_t s = 0; s < length; ++s) {
     const std::int64_t i = reverse ? length - 1 - s : s;
     for (std::size_t k = 0; k < n_take; ++k) {
@@ -70,8 +84,7 @@ inline void run_scan(const Program& p, Workspace& ws, const Instr& in, const std
     eval(body, bw, inp, out);
     for (std::uint32_t k = 0; k < nk; ++k) std::swap(cur[k], nxt[k]);  // the new carries
   }
-  for (std::uint32_t k = 0; k < nk; ++k)
-    if (cur[k] != ptr[o[k]] && p.nbytes(o[k])) std::memcpy(ptr[o[k]], cur[k], p.nbytes(o[k]));
+  finish_carries(p, ws, o, nk, cur);
 }
 
 // While: cond(consts, carries) -> bool, then body(consts, carries) -> carries, until false.
@@ -88,18 +101,11 @@ inline void run_while(const Program& p, Workspace& ws, const Instr& in, const st
   const std::size_t n_ctake = static_cast<std::size_t>(at[3]);
   const std::int64_t* btake = ctake + n_ctake + 1;
   const std::size_t n_btake = static_cast<std::size_t>(ctake[n_ctake]);
-  for (std::uint32_t k = 0; k < nk; ++k)
-    if (p.nbytes(o[k])) std::memcpy(ptr[o[k]], ptr[a[nc + k]], p.nbytes(o[k]));
   void** inp = ws.sub_ptrs();
   void** out = inp + std::max(n_ctake, n_btake);
   void** cur = out + nk;
   void** nxt = cur + nk;
-  std::uint8_t* scratch = ws.carry_scratch();
-  for (std::uint32_t k = 0; k < nk; ++k) {
-    cur[k] = ptr[o[k]];
-    nxt[k] = scratch;
-    scratch += align64(p.nbytes(o[k]));
-  }
+  start_carries(p, ws, a, o, nc, nk, cur, nxt);
   auto gather = [&](const std::int64_t* take, std::size_t n) {
     for (std::size_t k = 0; k < n; ++k) {
       const std::uint32_t t = static_cast<std::uint32_t>(take[k]);
@@ -117,8 +123,7 @@ inline void run_while(const Program& p, Workspace& ws, const Instr& in, const st
     eval(body, bw, inp, out);
     for (std::uint32_t k = 0; k < nk; ++k) std::swap(cur[k], nxt[k]);
   }
-  for (std::uint32_t k = 0; k < nk; ++k)
-    if (cur[k] != ptr[o[k]] && p.nbytes(o[k])) std::memcpy(ptr[o[k]], cur[k], p.nbytes(o[k]));
+  finish_carries(p, ws, o, nk, cur);
 }
 
 // A nested program called once on operands [first, n_in), writing the instruction's outputs.

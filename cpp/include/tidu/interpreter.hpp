@@ -123,6 +123,24 @@ class Workspace {
 
 namespace detail {
 
+// Where Pad instruction `pad` puts its operand in its output: returns the offset of the
+// operand's first element and sets dst_str (the output stride of each operand axis).
+inline std::int64_t pad_window(const Program& p, const Instr& pad, std::int64_t* dst_str) {
+  const std::int64_t* at = p.attrs.data() + pad.attr_begin;  // n, low..., n, high..., n, interior...
+  const std::int64_t n = at[0];
+  const std::int64_t* low = at + 1;
+  const std::int64_t* interior = at + 3 + 2 * n;
+  const std::int64_t* xshape = p.shape(p.args[pad.in_begin]);
+  std::int64_t out_str[16], base = 0;
+  kern::row_major_strides(p.shape(pad.out), p.slots[pad.out].ndim, out_str);
+  for (std::int64_t k = 0; k < n; ++k) {
+    base += low[k] * out_str[k];
+    // Interior padding applies only between two operand elements (and may be huge otherwise).
+    dst_str[k] = xshape[k] > 1 ? out_str[k] * (interior[k] + 1) : out_str[k];
+  }
+  return base;
+}
+
 inline void run_instr(const Program& p, Workspace& ws, std::size_t idx) {
   const Instr& in = p.instrs[idx];
   void** ptr = ws.ptrs();
@@ -259,17 +277,9 @@ inline void run_instr(const Program& p, Workspace& ws, std::size_t idx) {
       });
       return;
     }
-    case Op::Pad: {  // attrs: n, low..., n, high..., n, interior...
-      std::int64_t n = at[0];
-      const std::int64_t* low = at + 1;
-      const std::int64_t* interior = at + 3 + 2 * n;
-      std::int64_t out_str[16], dst_str[16], base = 0;
-      kern::row_major_strides(p.shape(in.out), out.ndim, out_str);
-      for (std::int64_t k = 0; k < n; ++k) {
-        base += low[k] * out_str[k];
-        // Interior padding applies only between two operand elements (and may be huge otherwise).
-        dst_str[k] = p.shape(a[0])[k] > 1 ? out_str[k] * (interior[k] + 1) : out_str[k];
-      }
+    case Op::Pad: {
+      std::int64_t dst_str[16];
+      const std::int64_t base = pad_window(p, in, dst_str);
       if (out.size) std::memset(y, 0, p.nbytes(in.out));
       visit(out.dtype, [&](auto t) {
         using T = decltype(t);
@@ -417,16 +427,8 @@ inline void run_add_pad(const Program& p, Workspace& ws, std::size_t i) {
   void* y = ptr[in.out];
   if (y != ptr[acc] && p.nbytes(in.out)) std::memcpy(y, ptr[acc], p.nbytes(in.out));
   const Slot& out = p.slots[in.out];
-  const std::int64_t* at = p.attrs.data() + pad.attr_begin;
-  const std::int64_t n = at[0];
-  const std::int64_t* low = at + 1;
-  const std::int64_t* interior = at + 3 + 2 * n;
-  std::int64_t out_str[16], dst_str[16], base = 0;
-  kern::row_major_strides(p.shape(in.out), out.ndim, out_str);
-  for (std::int64_t k = 0; k < n; ++k) {
-    base += low[k] * out_str[k];
-    dst_str[k] = p.shape(x)[k] > 1 ? out_str[k] * (interior[k] + 1) : out_str[k];
-  }
+  std::int64_t dst_str[16];
+  const std::int64_t base = pad_window(p, pad, dst_str);
   visit(out.dtype, [&](auto t) {
     using T = decltype(t);
     kern::scatter<T, true>(static_cast<const T*>(ptr[x]), p.shape(x), static_cast<T*>(y), base, dst_str, out.ndim);
