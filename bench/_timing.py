@@ -33,3 +33,15 @@ def timed(fn, repeat: int):
         fn()
         samples.append(time.perf_counter() - t0)
     return out, cold, statistics.median(samples)
+
+
+def calls(fn, n: int):
+    """(median, slowest / median) of n calls of fn, in seconds: the warm figure and how far the
+    worst call strays from it."""
+    ts = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    med = statistics.median(ts)
+    return med, max(ts) / med

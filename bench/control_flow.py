@@ -16,17 +16,12 @@ and a 100-layer tanh MLP VJP with and without td.checkpoint: saved bytes and tim
 from __future__ import annotations
 
 import argparse
-import statistics
 import time
 
 import numpy as np
 
 import tidu as td
-from _timing import timeit, timed
-
-
-def median_time(fn, repeat=5):
-    return timeit(fn, repeat=repeat, warmup=False)
+from _timing import calls, timeit, timed
 
 
 def lorenz_loss(ns, scan, steps, dt=0.001, fori=False):
@@ -56,17 +51,6 @@ def lorenz_loss(ns, scan, steps, dt=0.001, fori=False):
     return loss
 
 
-def _calls(fn, n):
-    """(median, max/median) of n calls, in seconds."""
-    ts = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    med = statistics.median(ts)
-    return med, max(ts) / med
-
-
 def bench_lorenz(quick: bool):
     s0, p = np.array([1.0, 0.5, -0.3]), np.array([10.0, 28.0, 8.0 / 3.0])
     steps_list = (1000, 10000) if quick else (1000, 10000, 100000)
@@ -91,13 +75,13 @@ def bench_lorenz(quick: bool):
                        backend="cpu")
             _, cold, _ = timed(lambda: g(s0, p), 1)
             n = 200 if steps <= 1000 else 30 if steps <= 10000 else 5
-            call, worst = _calls(lambda: g(s0, p), n)
+            call, worst = calls(lambda: g(s0, p), n)
             row = f"{kind:>6} {steps:>7} {cold:>10.3f} {call * 1e3:>11.3f} {worst:>6.1f}"
             if jax is not None:
                 jl = lax.fori_loop if fori else lax.scan
                 jg = jax.jit(jax.grad(lorenz_loss(jnp, jl, steps, fori=fori), argnums=(0, 1)))
                 _, jcold, _ = timed(lambda: jax.block_until_ready(jg(s0, p)), 1)
-                jcall, jworst = _calls(lambda: jax.block_until_ready(jg(s0, p)), n)
+                jcall, jworst = calls(lambda: jax.block_until_ready(jg(s0, p)), n)
                 row += (f" {jcold:>11.3f} {jcall * 1e3:>12.3f} {jworst:>6.1f}"
                         f" {call / jcall:>12.2f}")
             print(row)
@@ -136,7 +120,7 @@ def bench_mlp(quick: bool):
                           backend="cpu")
         feed = {"ws": ws, "x": x, ct: 1.0}
         saved = sum(v.nbytes for v in td.saved_values(T))
-        call = median_time(lambda: prog(feed), 3)
+        call = timeit(lambda: prog(feed), repeat=3, warmup=False)
         print(f"  checkpoint={ckpt!s:5}: saved_values {saved / 1e6:.2f} MB, "
               f"memory_report saved_bytes {prog.memory_report().get('saved_bytes', 0) / 1e6:.2f} MB,"
               f" call {call * 1e3:.1f} ms")

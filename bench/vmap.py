@@ -13,21 +13,16 @@ within 1.2x of jax.jit.
 from __future__ import annotations
 
 import argparse
-import statistics
 import time
 
 import numpy as np
 
 import tidu as td
+from _timing import timeit
 
 
 def median_time(fn, repeat):
-    ts = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts)
+    return timeit(fn, repeat=repeat, warmup=False)
 
 
 def per_example(jax, jnp, backend, repeat):
