@@ -273,6 +273,8 @@ void make_program(py::module_& m) {
     tidu::kern::lapack() = tidu::kern::LapackHooks{};
     tidu::kern::factor_hooks() = tidu::kern::FactorHooks{};
   });
+  m.def("arena_pool_bytes", [] { return tidu::ArenaPool::get().held_bytes(); },
+        "Bytes of arena memory kept for the next workspaces (interpreter.hpp, ArenaPool).");
   m.def("simd_variant", [] { return std::string(tidu::fm::isa_name()); },
         "Which SIMD variant the transcendental kernels use: avx512, avx2 or generic (TIDU_SIMD).");
   py::register_exception<tidu::ProgramError>(m, "ProgramError", PyExc_ValueError);

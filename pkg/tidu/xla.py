@@ -25,6 +25,7 @@ The ``auto`` backend routes such programs to the interpreter anyway (see ``choos
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import sys
@@ -411,7 +412,8 @@ class XlaRunner:
 # ---- choosing a backend ----
 
 def program_work(exe) -> float:
-    """Flops of the program's products plus elements written by its other instructions."""
+    """Flops of the program's products plus elements written by its other instructions (array
+    operations over the instructions, and Python once per distinct product and operand shape)."""
     from tidu.graph import prim_of
 
     a = exe.arrays
@@ -420,18 +422,19 @@ def program_work(exe) -> float:
     first = np.zeros(len(uniq), np.int64)
     first[inv[::-1]] = np.arange(len(inv))[::-1]
     sizes = np.array([avals[int(s)].size for s in first], np.float64)[inv]
-    out_slots = a["out_slots"]
+    out_slots, out_off = a["out_slots"], a["out_off"]
     work = float(sizes[out_slots].sum()) if len(out_slots) else 0.0
     prims, p_inv = np.unique(a["instr_prim"], return_inverse=True)
-    for j, pid in enumerate(prims.tolist()):
-        op = prim_of(pid)
-        if type(op).__name__ != "DotGeneral":
-            continue
-        for i in np.flatnonzero(p_inv == j).tolist():  # the products: flops
-            lhs = avals[int(a["in_slots"][a["in_off"][i]])]
-            k = float(math.prod(lhs.shape[d] for d in op.lhs_contracting))
-            work += 2.0 * sizes[a["out_slots"][a["out_off"][i]]] * k
-    return work
+    dots = [j for j, pid in enumerate(prims.tolist()) if type(prim_of(pid)).__name__ == "DotGeneral"]
+    if not dots:
+        return work
+    idx = np.flatnonzero(np.isin(p_inv, dots))  # the products: 2 * output size * contraction
+    lhs = a["in_slots"][a["in_off"][idx]]
+    pairs, pair_inv = np.unique(np.stack([p_inv[idx], inv[lhs]]), axis=1, return_inverse=True)
+    k = np.array([math.prod(avals[int(first[u])].shape[d]
+                            for d in prim_of(int(prims[j])).lhs_contracting)
+                  for j, u in pairs.T.tolist()], np.float64)
+    return work + 2.0 * float((sizes[out_slots[out_off[idx]]] * k[pair_inv.ravel()]).sum())
 
 
 def default_platform() -> str:
@@ -439,9 +442,11 @@ def default_platform() -> str:
     return require_jax().default_backend()
 
 
+@functools.lru_cache(maxsize=None)
 def _accelerator_possible() -> bool:
     """Whether jax could find a GPU or TPU here, decided without importing jax (about 1 s and
-    150 MB): a device node of a driver, and an installed jax plugin or TPU runtime for it."""
+    150 MB): a device node of a driver, and an installed jax plugin or TPU runtime for it.
+    Decided once per process (a device attached later is not seen)."""
     import glob
     import importlib.util
 
@@ -470,6 +475,20 @@ def auto_platform() -> str:
     return default_platform()
 
 
+def _platform_known() -> str | None:
+    """auto_platform's answer where it costs next to nothing (no import of jax, no start of its
+    backends), None otherwise."""
+    if "jax" not in sys.modules:
+        return None if _accelerator_possible() else "cpu"
+    try:
+        from jax._src import xla_bridge  # (private: where it moves, the answer is just None)
+
+        started = xla_bridge.backends_are_initialized()
+    except (ImportError, AttributeError):
+        return None
+    return default_platform() if started else None
+
+
 def choose_backend(exe) -> str:
     """The ``auto`` rule: "xla" for large tensor work on an accelerator (at least AUTO_MIN_WORK,
     at most AUTO_MAX_INSTRUCTIONS instructions, every op lowered, jax installed and its default
@@ -477,6 +496,8 @@ def choose_backend(exe) -> str:
     n = len(exe.arrays["instr_prim"])
     if n > AUTO_MAX_INSTRUCTIONS or n == 0:
         return "cpu"
+    if _platform_known() == "cpu":
+        return "cpu"  # what auto_platform would answer, before counting the work
     if program_work(exe) < AUTO_MIN_WORK:
         return "cpu"
     if unlowered(exe):

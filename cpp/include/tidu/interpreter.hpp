@@ -7,7 +7,9 @@
 #include <cstdint>
 #include <cstring>
 #include <exception>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -46,6 +48,60 @@ inline Handler handler_for(const Program& p, std::size_t i);  // below, with the
 inline void run_control(const Program& p, Workspace& ws, std::size_t i);  // control_flow.hpp
 }
 
+// Arena memory handed from workspaces that end to workspaces that start.  Memory fresh from the
+// kernel costs its first touch (a fault and a zeroed page: about 2 us per 4 KiB on the machines
+// bench/transforms.py ran on, 0.5 ms for a 50-layer MLP gradient's 1 MB arena, as much as its
+// evaluation), so the first evaluation of a new program reuses the arena of one that is gone
+// when there is one of a fitting size (at least the need, at most twice it).  Blocks of 64 KiB
+// and more are kept, up to 64 MiB in all (the largest go first); smaller ones come from malloc,
+// which reuses them anyway.  Arena contents are never read before they are written, so a
+// recycled block needs no clearing.
+class ArenaPool {
+ public:
+  static constexpr std::size_t kMinBytes = std::size_t{64} << 10, kMaxHeld = std::size_t{64} << 20;
+
+  static ArenaPool& get() {  // never destroyed: workspaces may outlive static destructors
+    static ArenaPool* pool = new ArenaPool;
+    return *pool;
+  }
+  // A block of at least `words` 8-byte words (its size in `got`).
+  std::unique_ptr<std::uint64_t[]> take(std::size_t words, std::size_t& got) {
+    if (words * 8 >= kMinBytes) {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = free_.lower_bound(words);
+      if (it != free_.end() && it->first <= 2 * words) {
+        got = it->first;
+        auto b = std::move(it->second);
+        held_ -= got * 8;
+        free_.erase(it);
+        return b;
+      }
+    }
+    got = words;
+    return std::unique_ptr<std::uint64_t[]>(new std::uint64_t[words]);  // not cleared
+  }
+  void give(std::unique_ptr<std::uint64_t[]> b, std::size_t words) {
+    if (!b || words * 8 < kMinBytes || words * 8 > kMaxHeld) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    while (held_ + words * 8 > kMaxHeld && !free_.empty()) {
+      auto last = std::prev(free_.end());
+      held_ -= last->first * 8;
+      free_.erase(last);
+    }
+    held_ += words * 8;
+    free_.emplace(words, std::move(b));
+  }
+  std::size_t held_bytes() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return held_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::multimap<std::size_t, std::unique_ptr<std::uint64_t[]>> free_;  // by size in words
+  std::size_t held_ = 0;
+};
+
 class Workspace {
  public:
   // An all-scalar program needs only its array of doubles; others the arena, slot pointers,
@@ -70,9 +126,9 @@ class Workspace {
     std::size_t n_ptrs = 0;
     for (const Program& sub : p.subs) n_ptrs += sub.inputs.size() + 3 * sub.outputs.size();  // bounds any call's
     sub_ptrs_.resize(n_ptrs);
-    arena_.resize((p.arena_bytes + 64) / 8 + 1);
+    arena_ = ArenaPool::get().take((p.arena_bytes + 64) / 8 + 1, arena_words_);
     ptr_.resize(p.slots.size());
-    auto* base = reinterpret_cast<std::uint8_t*>(arena_.data());
+    auto* base = reinterpret_cast<std::uint8_t*>(arena_.get());
     for (std::size_t s = 0; s < p.slots.size(); ++s) ptr_[s] = base + p.slots[s].offset;
     handlers_.resize(p.instrs.size());
     dot_of_.assign(p.instrs.size(), 0);
@@ -83,16 +139,19 @@ class Workspace {
     }
     dots_.resize(n_dots);
   }
+  ~Workspace() { ArenaPool::get().give(std::move(arena_), arena_words_); }
+  Workspace(const Workspace&) = delete;
+  Workspace& operator=(const Workspace&) = delete;
   // The function that runs instruction i (resolved once per workspace: no dispatch on opcode
   // and dtype per evaluation).
   Handler handler(std::size_t i) const { return handlers_[i]; }
   void** ptrs() { return ptr_.data(); }
   // Points slot s back at its arena buffer (after an evaluation wrote it to a caller's buffer).
   void reset(const Program& p, std::uint32_t s) {
-    ptr_[s] = reinterpret_cast<std::uint8_t*>(arena_.data()) + p.slots[s].offset;
+    ptr_[s] = reinterpret_cast<std::uint8_t*>(arena_.get()) + p.slots[s].offset;
   }
   kern::DotTables& dot(std::size_t i) { return dots_[dot_of_[i]]; }  // of DotGeneral instruction i
-  std::uint64_t bytes() const { return arena_.size() * 8; }
+  std::uint64_t bytes() const { return arena_words_ * 8; }
   Workspace& sub(std::size_t k) { return *subs_[k]; }  // of nested program k (Program::subs)
   // 64-byte aligned scratch for a loop's second set of carries (sized by the constructor).
   std::uint8_t* carry_scratch() {
@@ -109,7 +168,8 @@ class Workspace {
   }
 
  private:
-  std::vector<std::uint64_t> arena_;  // 8-byte aligned storage for every non-input slot
+  std::unique_ptr<std::uint64_t[]> arena_;  // 8-byte aligned storage for every non-input slot
+  std::size_t arena_words_ = 0;
   std::vector<void*> ptr_;
   std::vector<kern::DotTables> dots_;
   std::vector<std::uint32_t> dot_of_;  // instruction -> its entry in dots_
