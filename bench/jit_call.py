@@ -1,9 +1,11 @@
 """Per-call time of a jitted function from Python: the no-static-argument fast path (which
-static arguments must not slow down), a static argument, and keyword arguments.
+static arguments must not slow down), a static argument, and keyword arguments, each beside
+``prog.eval`` of the same compiled program (``f.lower(...).program``) in the same run.
 
     python bench/jit_call.py [--quick]
 
-Prints the median over repeats of the per-call time in microseconds."""
+Prints the median over repeats of the per-call time in microseconds, and the jitted call's
+overhead over ``prog.eval`` (issue 19's target: at most 0.3 us)."""
 
 from __future__ import annotations
 
@@ -50,8 +52,15 @@ def main() -> None:
         cases[-1][1](x, scale=2.0)
     except TypeError:  # a tidu without static or keyword arguments
         cases = cases[:3]
+    print(f"{'call':45s} {'jitted':>9s} {'prog.eval':>10s} {'overhead':>9s}")
     for name, f, args, kwargs in cases:
-        print(f"{name:45s} {per_call(f, args, kwargs, n, repeats) * 1e6:8.3f} us/call")
+        low = f.lower(*args, **kwargs)
+        flat = list(args[:1] if kwargs or "static" in name else args) + list(kwargs.values())
+        inputs = [np.asarray(flat[i]) if not isinstance(flat[i], float) else flat[i]
+                  for i in low._leaf]
+        t_jit = per_call(f, args, kwargs, n, repeats)
+        t_eval = per_call(low.program.eval, (inputs,), {}, n, repeats)
+        print(f"{name:45s} {t_jit * 1e6:7.3f} us {t_eval * 1e6:7.3f} us {(t_jit - t_eval) * 1e6:+7.3f} us")
 
 
 if __name__ == "__main__":

@@ -3,6 +3,9 @@
 # hashable signature a compiled program is cached under.  tidu.api's _flatten_args and
 # _signature are these functions.
 
+from cpython.ref cimport Py_INCREF
+from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
+
 cdef object _PyBool = type(True)  # `bool` here is C++'s (libcpp)
 cdef tuple _PY_SCALAR_TYPES = (_PyBool, int, float, complex)
 
@@ -59,6 +62,9 @@ def signature(leaves):
     return tuple(sig)
 
 
+cdef class StaticJitted
+
+
 cdef class Jitted:
     """A jitted function's per-call entry.  Flat arguments of the kinds seen on the last call
     (each a Python scalar of one type, or an ndarray of one dtype and shape) go straight to the
@@ -67,6 +73,7 @@ cdef class Jitted:
     entry it used to remember()."""
 
     cdef public object slow
+    cdef public StaticJitted keyword  # the jit taking keyword arguments, once made
     cdef dict __dict__        # functools.wraps metadata, .cache
     cdef Py_ssize_t _n
     cdef list _kinds           # per argument: its type, or the ndarray's dtype
@@ -76,6 +83,7 @@ cdef class Jitted:
 
     def __init__(self, slow):
         self.slow = slow
+        self.keyword = None
         self._run = None
         self._n = -1
 
@@ -103,11 +111,20 @@ cdef class Jitted:
         self._run = None
 
     def __call__(self, *args, **kwargs):
+        if kwargs:
+            if self.keyword is not None:
+                return self.keyword.call(args, kwargs)
+            return self.slow(*args, **kwargs)
+        return self.call_flat(args)
+
+    cdef object call_flat(self, tuple args):
+        """The call with positional arguments args: the compiled entry when they are of the
+        remembered kinds, the general path otherwise."""
         cdef Py_ssize_t i, k, nd
         cdef cnp.ndarray a
         cdef cnp.npy_intp* dims
-        if kwargs or _n_tracing or self._run is None or len(args) != self._n:
-            return self.slow(*args, **kwargs)
+        if _n_tracing or self._run is None or len(args) != self._n:
+            return self.slow(*args)
         for i in range(self._n):
             x = args[i]
             kind = self._kinds[i]
@@ -127,6 +144,93 @@ cdef class Jitted:
             return self._build(self._run(inputs))
         except Exception:  # a conversion, a guard miss, an error to report: the general path
             return self.slow(*args)
+
+
+cdef inline bint _same_static(object x, object v, object t):
+    """x selects the same program as the static value v of type t did (the selection key is
+    (type, value), so True and 1 differ)."""
+    if x is v:
+        return True
+    if type(x) is not t:
+        return False
+    try:
+        if x == v:
+            return True
+    except Exception:
+        pass
+    return False
+
+
+cdef class StaticJitted:
+    """The per-call entry of a jit with static or keyword arguments (tidu.static.static_jit).  A
+    call whose positional count, keyword names and static values are those of the last call goes
+    straight to the plain jit those statics selected, with the other arguments as flat positional
+    ones (whose kinds that jit checks, in Jitted.call_flat); anything else takes `slow`, which
+    hands what it selected to remember()."""
+
+    cdef public object slow
+    cdef dict __dict__         # functools.wraps metadata, .lower, .selections
+    cdef Py_ssize_t _n
+    cdef tuple _kw             # keyword names, in the last call's order
+    cdef list _spos, _svals, _stypes       # static positions, their values and types
+    cdef list _skw, _skwvals, _skwtypes    # static keywords, likewise
+    cdef list _dyn_idx, _dyn_kw            # the traced arguments, in the inner jit's order
+    cdef Jitted _inner
+
+    def __init__(self, slow):
+        self.slow = slow
+        self._inner = None
+        self._n = -1
+
+    def remember(self, tuple args, dict kwargs, spos, skw, dyn_idx, dyn_kw, inner):
+        """Take `inner` (a Jitted) for the next calls with these statics and keyword names."""
+        if not isinstance(inner, Jitted):
+            self._inner = None
+            return
+        self._n = len(args)
+        self._kw = tuple(kwargs)
+        self._spos = list(spos)
+        self._svals = [args[i] for i in spos]
+        self._stypes = [type(args[i]) for i in spos]
+        self._skw = list(skw)
+        self._skwvals = [kwargs[k] for k in skw]
+        self._skwtypes = [type(kwargs[k]) for k in skw]
+        self._dyn_idx, self._dyn_kw = list(dyn_idx), list(dyn_kw)
+        self._inner = <Jitted>inner
+
+    def forget(self):
+        self._inner = None
+
+    def __call__(self, *args, **kwargs):
+        return self.call(args, kwargs)
+
+    cdef object call(self, tuple args, dict kwargs):
+        cdef Py_ssize_t j, n_pos, nkw
+        if _n_tracing or self._inner is None or len(args) != self._n:
+            return self.slow(*args, **kwargs)
+        nkw = len(self._kw)
+        if len(kwargs) != nkw:
+            return self.slow(*args, **kwargs)
+        for j in range(nkw):
+            if self._kw[j] not in kwargs:
+                return self.slow(*args, **kwargs)
+        for j in range(len(self._spos)):
+            if not _same_static(args[<Py_ssize_t>self._spos[j]], self._svals[j], self._stypes[j]):
+                return self.slow(*args, **kwargs)
+        for j in range(len(self._skw)):
+            if not _same_static(kwargs[self._skw[j]], self._skwvals[j], self._skwtypes[j]):
+                return self.slow(*args, **kwargs)
+        n_pos = len(self._dyn_idx)
+        flat = PyTuple_New(n_pos + len(self._dyn_kw))
+        for j in range(n_pos):
+            x = args[<Py_ssize_t>self._dyn_idx[j]]
+            Py_INCREF(x)
+            PyTuple_SET_ITEM(flat, j, x)
+        for j in range(len(self._dyn_kw)):
+            x = kwargs[self._dyn_kw[j]]
+            Py_INCREF(x)
+            PyTuple_SET_ITEM(flat, n_pos + j, x)
+        return self._inner.call_flat(flat)
 
 
 cdef object _unflatten_at(object tree, list flat, Py_ssize_t* pos):

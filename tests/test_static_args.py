@@ -98,6 +98,54 @@ def test_static_argnums_with_varargs_count_from_the_call():
     assert f(2.0, 3) == 6.0 and f(2.0, 1) == 2.0
 
 
+# ---- the per-call fast path (tidu._core.StaticJitted) ----
+
+def _count_slow(f):
+    """f with its general path counted: calls[0] is how many calls took it."""
+    calls = [0]
+    slow = f.slow
+
+    def counted(*a, **k):
+        calls[0] += 1
+        return slow(*a, **k)
+
+    f.slow = counted
+    return calls
+
+
+def test_repeated_static_and_keyword_calls_skip_the_general_path_and_stay_right():
+    f = td.jit(power_sum, static_argnums=1, static_argnames="flag")
+    calls = _count_slow(f)
+    for _ in range(3):
+        np.testing.assert_allclose(f(X, 2, flag=True), -np.sum(X ** 3), rtol=1e-14)
+    assert calls[0] == 1  # the first call selects; the next two go straight to its program
+    # another static value, a static of another type (True vs 1), keywords left out: each takes
+    # the general path; other shapes and dtypes of the traced argument take the selected jit's
+    # own (in tidu._core.Jitted); every one answers right
+    np.testing.assert_allclose(f(X, 3, flag=True), -np.sum(X ** 4), rtol=1e-14)
+    np.testing.assert_allclose(f(X, 3, flag=1), -np.sum(X ** 4), rtol=1e-14)
+    np.testing.assert_allclose(f(X[:3], 3, flag=1), -np.sum(X[:3] ** 4), rtol=1e-14)
+    np.testing.assert_allclose(f(X.astype(np.float32), 3, flag=1),
+                               -np.sum(X.astype(np.float32) ** 4), rtol=1e-6)
+    np.testing.assert_allclose(f(X, 3), np.sum(X ** 4), rtol=1e-14)  # flag left out
+    assert calls[0] == 4
+    np.testing.assert_allclose(f(X, 3), np.sum(X ** 4), rtol=1e-14)
+    assert calls[0] == 4
+
+
+def test_keyword_fast_path_takes_values_by_name_in_any_order():
+    f = td.jit(lambda x, scale=1.0, shift=0.0: x * scale + shift)
+    f(X, scale=1.0)  # the first keyword call makes the keyword jit
+    calls = _count_slow(f.keyword)
+    np.testing.assert_allclose(f(X, scale=2.0, shift=1.0), X * 2 + 1)
+    np.testing.assert_allclose(f(X, shift=5.0, scale=3.0), X * 3 + 5)  # swapped order
+    np.testing.assert_allclose(f(X, shift=5.0, scale=3.0), X * 3 + 5)
+    np.testing.assert_allclose(f(X, scale=3.0), X * 3)  # other names: the general path
+    assert calls[0] == 2  # (scale, shift) once, then (scale,)
+    with pytest.raises(TypeError):
+        f(X, scale=2.0, bogus=1.0)  # an unknown keyword still reaches fn and its error
+
+
 # ---- lower ----
 
 def loss(x, a):

@@ -197,6 +197,7 @@ def jit(fn: Callable | None = None, *, static_argnums=None, static_argnames=None
             from tidu.static import static_jit
 
             keyword.append(static_jit(fn, None, None, backend, device, _concrete))
+            jitted.keyword = keyword[0]  # keyword calls now go there directly
         return keyword[0]
 
     def lower(*args, **kwargs):

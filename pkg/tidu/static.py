@@ -100,7 +100,9 @@ def static_jit(fn: Callable, static_argnums, static_argnames, backend: str = "au
 
     Per call: a plan per (number of positional arguments, keyword names) says which are static;
     the static values with their types (so True and 1 differ) select a plain jit of fn with them
-    bound, called with the other arguments as flat positional ones."""
+    bound, called with the other arguments as flat positional ones.  A call like the last one
+    (same count, keyword names and static values) skips all that: tidu._core.StaticJitted goes
+    straight to the selected jit's compiled entry."""
     from tidu.api import jit
 
     statics = _Statics(fn, static_argnums, static_argnames)
@@ -160,11 +162,14 @@ def static_jit(fn: Callable, static_argnums, static_argnames, backend: str = "au
         names = [statics.arg_name(i) for i in dyn_idx] + list(dyn_kw)
         return jit(g, backend=backend, device=device, _concrete=concrete), g, names
 
-    def call(*args, **kwargs):
-        (_, dyn_idx, _, dyn_kw, _), (inner, _, _) = select(args, kwargs)
+    def call(*args, **kwargs):  # the general path; `entry` takes calls like the last one
+        (spos, dyn_idx, skw, dyn_kw, _), (inner, _, _) = select(args, kwargs)
+        flat = [args[i] for i in dyn_idx]
         if dyn_kw:
-            return inner(*[args[i] for i in dyn_idx], *[kwargs[k] for k in dyn_kw])
-        return inner(*[args[i] for i in dyn_idx])
+            flat += [kwargs[k] for k in dyn_kw]
+        out = inner(*flat)
+        entry.remember(args, kwargs, spos, skw, dyn_idx, dyn_kw, inner)
+        return out
 
     def lower(*args, **kwargs):
         """The compiled program for these arguments (a tidu.api.Lowered)."""
@@ -172,10 +177,13 @@ def static_jit(fn: Callable, static_argnums, static_argnames, backend: str = "au
         flat = [args[i] for i in dyn_idx] + [kwargs[k] for k in dyn_kw]
         return lower_program(g, tuple(flat), backend, device, names)
 
-    functools.update_wrapper(call, fn)
-    call.lower = lower
-    call.selections = selections
-    return call
+    from tidu import _core
+
+    entry = _core.StaticJitted(call)
+    functools.update_wrapper(entry, fn)
+    entry.lower = lower
+    entry.selections = selections
+    return entry
 
 
 # ---- lower ----
