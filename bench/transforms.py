@@ -6,6 +6,12 @@ compile — for random scalar DAGs of sin/exp/log/mul/add blocks — and an HVP,
     python bench/transforms.py --cold [--repeat 3]   # first td.jit(td.grad) calls, end to end
 
 Target (issue 4): <= 3 us per primal op end to end.  Prints medians and ratios.
+
+--cold (issue 19): array workloads (an unrolled RK4 on 3-vectors, a 50-layer MLP of width 16) and
+scalar DAGs of about their sizes, each a program never seen before in the process, timed from
+the trace through the first evaluation, beside jax.jit(jax.grad) (trace, XLA compile, first run;
+up to 1,000 primal ops) and jax.make_jaxpr(jax.grad) (tracing alone; up to 10,000) in the same
+run; then each array workload's cost per op over its scalar DAG's.
 """
 
 from __future__ import annotations
@@ -130,28 +136,39 @@ def mlp(ns, layers, scale):
 
 
 def workloads(rng):
-    """(name, maker(ns, salt) -> function, args, argnums): salt makes a new structure per call."""
+    """(name, maker(ns, salt) -> function, args, argnums, paired scalar DAG): salt makes a new
+    structure per call; each array workload names the scalar DAG of about its size."""
     import numpy as np
 
     s0, p0 = np.array([1.0, 1.0, 1.0]), np.array([10.0, 28.0, 8 / 3])
     ws = [rng.standard_normal((16, 16)) * 0.3 for _ in range(50)]
     x = rng.standard_normal((64, 16))
-    dag1, dag10 = blocks(1_000), blocks(10_000)
+
+    def dag(n):
+        recipe = blocks(n)
+        return lambda ns, k: make(recipe + [("s", 0.0, "a")] * k, ns)
+
     return [
-        ("mlp 50x16", lambda ns, k: mlp(ns, 50, 1.0 + k * 1e-9), (ws, x), (0,)),
-        ("rk4 10 steps", lambda ns, k: rk4(ns, 10, 0.01 + k * 1e-9), (s0, p0), (0, 1)),
-        ("scalar dag 1k", lambda ns, k: make(dag1 + [("s", 0.0, "a")] * k, ns), (0.3, 0.7), (0, 1)),
-        ("rk4 100 steps", lambda ns, k: rk4(ns, 100, 0.01 + k * 1e-9), (s0, p0), (0, 1)),
-        ("rk4 1000 steps", lambda ns, k: rk4(ns, 1000, 0.001 + k * 1e-9), (s0, p0), (0, 1)),
-        ("scalar dag 10k", lambda ns, k: make(dag10 + [("s", 0.0, "a")] * k, ns), (0.3, 0.7), (0, 1)),
+        ("mlp 50x16", lambda ns, k: mlp(ns, 50, 1.0 + k * 1e-9), (ws, x), (0,), "scalar dag 200"),
+        ("scalar dag 200", dag(275), (0.3, 0.7), (0, 1), None),
+        ("rk4 10 steps", lambda ns, k: rk4(ns, 10, 0.01 + k * 1e-9), (s0, p0), (0, 1),
+         "scalar dag 1k"),
+        ("scalar dag 1k", dag(1_000), (0.3, 0.7), (0, 1), None),
+        ("rk4 100 steps", lambda ns, k: rk4(ns, 100, 0.01 + k * 1e-9), (s0, p0), (0, 1),
+         "scalar dag 10k"),
+        ("scalar dag 10k", dag(10_000), (0.3, 0.7), (0, 1), None),
+        ("rk4 1000 steps", lambda ns, k: rk4(ns, 1000, 0.001 + k * 1e-9), (s0, p0), (0, 1),
+         "scalar dag 100k"),
+        ("scalar dag 100k", dag(100_000), (0.3, 0.7), (0, 1), None),
     ]
 
 
-def cold_end_to_end(repeat, jax_max):
+def cold_end_to_end(repeat, jax_max, jaxpr_max=10_000):
     """Per primal op: tidu's first td.jit(td.grad(f)) call (trace, transforms, compile, encode,
     first evaluation) and jax's first jax.jit(jax.grad(f)) call (trace, lower, XLA compile, first
-    run, for programs of at most jax_max primal ops), each on a structure never seen before in
-    the process; medians of `repeat`."""
+    run, for programs of at most jax_max primal ops) and jax.make_jaxpr(jax.grad(f)) (tracing
+    alone, at most jaxpr_max primal ops), each on a structure never seen before in the process;
+    medians of `repeat`.  Then each array workload against the scalar DAG of its size."""
     import numpy as np
 
     try:
@@ -162,9 +179,10 @@ def cold_end_to_end(repeat, jax_max):
         jax = None
     med = statistics.median
     print("cold, end to end (a new program per repeat, trace through the first evaluation):")
-    for name, maker, args, argnums in workloads(np.random.default_rng(0)):
+    per_op = {}
+    for name, maker, args, argnums, pair in workloads(np.random.default_rng(0)):
         n_ops = _primal_ops(maker(td, 0), args)
-        t_tidu, t_jax = [], []
+        t_tidu, t_jax, t_jaxpr = [], [], []
         for k in range(1, repeat + 1):
             g = td.jit(td.grad(maker(td, k), argnums=argnums))
             t0 = time.perf_counter()
@@ -175,16 +193,31 @@ def cold_end_to_end(repeat, jax_max):
                 t0 = time.perf_counter()
                 jax.block_until_ready(gj(*args))
                 t_jax.append(time.perf_counter() - t0)
+            if jax is not None and n_ops <= jaxpr_max:
+                fj = maker(jnp, k)
+                t0 = time.perf_counter()
+                jax.make_jaxpr(jax.grad(fj, argnums=argnums))(*args)
+                t_jaxpr.append(time.perf_counter() - t0)
         us = med(t_tidu) / n_ops * 1e6
+        per_op[name] = us
         line = f"  {name:15s} {n_ops:>7,d} primal ops  tidu {us:7.2f} us/op ({med(t_tidu) * 1e3:8.1f} ms)"
         if t_jax:
             line += (f"   jax.jit(jax.grad) {med(t_jax) / n_ops * 1e6:8.2f} us/op"
-                     f"   jax / tidu {med(t_jax) / med(t_tidu):6.1f}x")
+                     f" ({med(t_jax) / med(t_tidu):6.1f}x tidu)")
+        if t_jaxpr:
+            line += (f"   make_jaxpr(grad) alone {med(t_jaxpr) / n_ops * 1e6:7.2f} us/op"
+                     f" ({med(t_jaxpr) / med(t_tidu):5.1f}x tidu)")
         print(line, flush=True)
         per = [statistics.median(c) / n_ops * 1e6 for c in
                zip(*[stages(maker(td, repeat + 1 + k), args, argnums) for k in range(repeat)])]
         print("      by step (us/op):  " + "  ".join(f"{k} {v:.2f}" for k, v in zip(STAGES, per)),
               flush=True)
+    print("array workloads against the scalar DAG of about their size (per primal op, "
+          "target <= 2x):")
+    for name, _, _, _, pair in workloads(np.random.default_rng(0)):
+        if pair is not None:
+            print(f"  {name:15s} {per_op[name]:7.2f} us/op  vs  {pair:15s} {per_op[pair]:7.2f} "
+                  f"us/op:  {per_op[name] / per_op[pair]:4.2f}x")
 
 
 def stages(f, args, argnums):

@@ -129,7 +129,8 @@ def differentiate(view: ResolvedView, outputs: Sequence[ValKey], wrt: Sequence[H
                              f"{len(primal_out)} outputs")
         return t_out
 
-    seeds = [(v, builder.key(_ref(t)).id) for v, t in env.items()]
+    glob = builder.store.global_of
+    seeds = [(v, t.id if type(t) is ValKey else glob(t)) for v, t in env.items()]
     found = _core.linearize_ops(builder.store, mat, seeds, _nondiff_table(),
                                 [k.id for k in outputs], rule, _prim_flags, ValKey)
     tangent_outputs = [None if t == _core.NONE else ValKey(t) for t in found]

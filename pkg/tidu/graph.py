@@ -315,15 +315,24 @@ ValRef = Local | External
 class Fragment:
     """Local values and ops plus references to others; produced by build, differentiate, transpose."""
 
-    __slots__ = ("store", "parents", "prefix", "inputs", "outputs", "__weakref__")
+    __slots__ = ("store", "parents", "prefix", "_inputs", "outputs", "__weakref__")
 
     def __init__(self, store: _core.FragmentStore, parents: Sequence[Fragment], prefix: str,
                  outputs: Sequence[ValKey]):
         self.store = store
         self.parents = tuple(parents)
         self.prefix = prefix
-        self.inputs = [ValKey(store.global_of(int(i))) for i in store.inputs()]
+        self._inputs = None
         self.outputs = list(outputs)
+
+    @property
+    def inputs(self) -> list[ValKey]:
+        """The fragment's inputs (made on first use: the transforms' own fragments seldom need
+        them)."""
+        if self._inputs is None:
+            store = self.store
+            self._inputs = [ValKey(store.global_of(int(i))) for i in store.inputs()]
+        return self._inputs
 
     @property
     def n_vals(self) -> int:
@@ -640,13 +649,20 @@ class Executable:
     def __init__(self, arrays: dict[str, np.ndarray]):
         self.arrays = arrays
         self.n_slots = len(arrays["slot_aval"])
-        self.slot_avals = [_aval_list[a] for a in arrays["slot_aval"]]
+        self._slot_avals = None
         self.input_slots = arrays["input_slots"]
         self.output_slots = arrays["output_slots"]
         self._instructions = None
         self._native = None
         self._xla: dict = {}  # XlaRunners by (batch, device or mesh)
         self._auto = None
+
+    @property
+    def slot_avals(self) -> list[AbstractValue]:
+        """Each slot's abstract value, made on first use (the interpreter needs none of them)."""
+        if self._slot_avals is None:
+            self._slot_avals = [_aval_list[a] for a in self.arrays["slot_aval"].tolist()]
+        return self._slot_avals
 
     @property
     def instructions(self) -> list[tuple[GraphOp, list[int], list[int]]]:

@@ -139,7 +139,7 @@ def _lift(t: _Trace, x, dtype=None) -> "Tracer":
         if x._t is not t:
             x = _capture(t, x)
         if dtype is not None and x.aval.dtype != dtype:
-            return _emit(t, P.Convert(np.dtype(dtype).name), x)
+            return _emit(t, _op(P.Convert, np.dtype(dtype).name), x)
         return x
     if dtype is None and isinstance(x, _PY_SCALARS):
         dtype = np.result_type(x)
@@ -155,7 +155,7 @@ def _broadcast(t: _Trace, x: "Tracer", shape: tuple[int, ...]) -> "Tracer":
     if x.aval.shape == shape:
         return x
     nd = len(shape)
-    return _emit(t, P.BroadcastInDim(shape, tuple(range(nd - x.aval.ndim, nd))), x)
+    return _emit(t, _op(P.BroadcastInDim, shape, tuple(range(nd - x.aval.ndim, nd))), x)
 
 
 def _promote(name: str, t: _Trace, *xs, min_dtype=None) -> list["Tracer"]:
@@ -248,7 +248,7 @@ def _unary_slot(cls, float_only=True):
 def _compare(direction: str, x, y) -> "Tracer":
     t = _trace_of(x, y)
     a, b = _promote(f"Compare({direction})", t, x, y)
-    return _emit(t, P.Compare(direction), a, b)
+    return _emit(t, _op(P.Compare, direction), a, b)
 
 
 # ---- indexing ----
@@ -409,9 +409,9 @@ def _reduce(cls, x, axis, keepdims, name):
     axes = _axes(x, axis)
     if cls is P.ReduceSum and x.aval.dtype == BOOL:
         x = _lift(t, x, np.int64)
-    y = _emit(t, cls(axes), x)
+    y = _emit(t, _op(cls, axes), x)
     if keepdims:
-        y = _emit(t, P.Reshape(tuple(1 if i in axes else d for i, d in enumerate(x.shape))), y)
+        y = _emit(t, _op(P.Reshape, tuple(1 if i in axes else d for i, d in enumerate(x.shape))), y)
     return y
 
 
@@ -453,7 +453,7 @@ def transpose(x, axes=None):
                                                                       for a in axes)
     if perm == tuple(range(x.ndim)):
         return x
-    return _emit(t, P.Transpose(perm), x)
+    return _emit(t, _op(P.Transpose, perm), x)
 
 
 def broadcast_to(x, shape):
@@ -518,8 +518,11 @@ def concatenate(xs: Sequence, axis: int = 0):
 
 
 def _dot_general(t, a: Tracer, b: Tracer, lc, rc, lb=(), rb=()):
+    op = _op(P.DotGeneral, lc, rc, lb, rb)
+    if a.aval.dtype is b.aval.dtype:
+        return _emit(t, op, a, b)
     dt = np.result_type(a.dtype, b.dtype)
-    return _emit(t, P.DotGeneral(lc, rc, lb, rb), _lift(t, a, dt), _lift(t, b, dt))
+    return _emit(t, op, _lift(t, a, dt), _lift(t, b, dt))
 
 
 def matmul(a, b):
