@@ -260,9 +260,10 @@ def test_memory_plan_never_overlaps_live_slots():
     np.testing.assert_allclose(got[1], h[0], rtol=1e-12)
 
 
-def test_a_freed_programs_arena_is_reused_without_clearing_and_values_hold():
-    """A workspace that ends gives its arena to the next one of a fitting size (ArenaPool): the
-    new program's first evaluation reads a dirty block and must still compute the right values."""
+def test_arenas_are_lent_between_calls_reused_dirty_and_moved_and_values_hold():
+    """An idle program lends its arena to the pool (ArenaPool); the next program's first
+    evaluation takes that dirty block, and a program whose block was taken (or freed) meanwhile
+    gets another and points its slots at it.  Every evaluation still computes the right values."""
     from tidu import _eval, evaluator
 
     def fn(x, w):
@@ -273,27 +274,32 @@ def test_a_freed_programs_arena_is_reused_without_clearing_and_values_hold():
 
     prog = td.compile(td.materialize_merge(*(lambda f: (td.resolve([f]), f.outputs))(
         td.build(fn, x=td.spec((64, 64)), w=td.spec((64, 64))))), backend="cpu")
-    assert prog.memory_report()["arena_bytes"] >= 64 << 10  # pooled blocks start at 64 KiB
+    arena = prog.memory_report()["arena_bytes"]
+    assert arena >= 64 << 10  # kept blocks start at 64 KiB
 
-    def ref(x, w):
+    def check(native, x, w):
+        got = native.run([{"x": x, "w": w}[k] for k in prog.inputs])
         h = x
         for _ in range(4):
             h = np.tanh(h @ w) + 0.5 * h
-        return np.sum(h * h), h
+        np.testing.assert_allclose(got[0], np.sum(h * h), rtol=1e-12)
+        np.testing.assert_allclose(got[1], h, rtol=1e-12, atol=1e-14)
 
-    feeds = [[value((64, 64), "float64"), value((64, 64), "float64") * 0.2] for _ in range(3)]
-    first = evaluator.encode(prog.executable.arrays)
-    first.run([dict(zip("xw", feeds[0]))[k] for k in prog.inputs])  # fills its arena
-    before = _eval.arena_pool_bytes()
-    del first  # its workspace ends: the arena goes to the pool
-    assert _eval.arena_pool_bytes() > before
-    second = evaluator.encode(prog.executable.arrays)
-    for x, w in feeds[1:]:
-        got = second.run([{"x": x, "w": w}[k] for k in prog.inputs])
-        want = ref(x, w)
-        np.testing.assert_allclose(got[0], want[0], rtol=1e-12)
-        np.testing.assert_allclose(got[1], want[1], rtol=1e-12, atol=1e-14)
-    assert _eval.arena_pool_bytes() == before  # the second program took the block back
+    feeds = [(value((64, 64), "float64"), value((64, 64), "float64") * 0.2) for _ in range(4)]
+    _eval.release_arena_pool()
+    a = evaluator.encode(prog.executable.arrays)
+    check(a, *feeds[0])
+    assert _eval.arena_pool_bytes() >= arena  # lent while idle
+    _eval.release_arena_pool()  # a's block is freed: its next call gets new memory
+    check(a, *feeds[1])
+    b = evaluator.encode(prog.executable.arrays)
+    check(b, *feeds[2])  # b's first call takes the block a lent
+    check(a, *feeds[3])
+    check(b, *feeds[0])
+    del a, b
+    assert _eval.arena_pool_bytes() >= arena
+    _eval.release_arena_pool()
+    assert _eval.arena_pool_bytes() == 0
 
 
 # ---- batch and threads ----

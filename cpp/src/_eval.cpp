@@ -193,14 +193,24 @@ class PyProgram {
     return py::array(py::dtype(dtype_num(s.dtype)), shape);  // by type number: no name parsing
   }
 
+  // A workspace for one call, its arena taken back from the process's ArenaPool (an idle
+  // program lends it there: programs kept in the cache hold no arena between calls, and a new
+  // one's first call reuses theirs instead of faulting in fresh pages).
   std::unique_ptr<tidu::Workspace> take() {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (pool_.empty()) return std::make_unique<tidu::Workspace>(p_);
-    auto ws = std::move(pool_.back());
-    pool_.pop_back();
+    std::unique_ptr<tidu::Workspace> ws;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!pool_.empty()) {
+        ws = std::move(pool_.back());
+        pool_.pop_back();
+      }
+    }
+    if (!ws) return std::make_unique<tidu::Workspace>(p_);
+    ws->reclaim(p_);
     return ws;
   }
   void give(std::unique_ptr<tidu::Workspace> ws) {
+    ws->lend();
     std::lock_guard<std::mutex> lock(mu_);
     pool_.push_back(std::move(ws));
   }
@@ -274,7 +284,10 @@ void make_program(py::module_& m) {
     tidu::kern::factor_hooks() = tidu::kern::FactorHooks{};
   });
   m.def("arena_pool_bytes", [] { return tidu::ArenaPool::get().held_bytes(); },
-        "Bytes of arena memory kept for the next workspaces (interpreter.hpp, ArenaPool).");
+        "Bytes of arena memory kept for the next workspaces (interpreter.hpp, ArenaPool): the\n"
+        "arenas of freed programs and of programs between calls.");
+  m.def("release_arena_pool", [] { tidu::ArenaPool::get().clear(); },
+        "Free the arena memory kept for the next workspaces (idle programs take new memory).");
   m.def("simd_variant", [] { return std::string(tidu::fm::isa_name()); },
         "Which SIMD variant the transcendental kernels use: avx512, avx2 or generic (TIDU_SIMD).");
   py::register_exception<tidu::ProgramError>(m, "ProgramError", PyExc_ValueError);

@@ -64,10 +64,25 @@ class ArenaPool {
     static ArenaPool* pool = new ArenaPool;
     return *pool;
   }
-  // A block of at least `words` 8-byte words (its size in `got`).
-  std::unique_ptr<std::uint64_t[]> take(std::size_t words, std::size_t& got) {
+  // Whether blocks of this many words are kept (others go back to malloc).
+  static bool kept(std::size_t words) { return words * 8 >= kMinBytes && words * 8 <= kMaxHeld; }
+  // A block of at least `words` 8-byte words (its size in `got`): `prefer` (a block of
+  // `prefer_words` given back earlier) when it is still here, else the best fit, else new memory.
+  std::unique_ptr<std::uint64_t[]> take(std::size_t words, std::size_t& got,
+                                        const std::uint64_t* prefer = nullptr, std::size_t prefer_words = 0) {
     if (words * 8 >= kMinBytes) {
       std::lock_guard<std::mutex> lock(mu_);
+      if (prefer != nullptr) {
+        auto range = free_.equal_range(prefer_words);
+        for (auto it = range.first; it != range.second; ++it)
+          if (it->second.get() == prefer && it->first >= words) {
+            got = it->first;
+            auto b = std::move(it->second);
+            held_ -= got * 8;
+            free_.erase(it);
+            return b;
+          }
+      }
       auto it = free_.lower_bound(words);
       if (it != free_.end() && it->first <= 2 * words) {
         got = it->first;
@@ -90,6 +105,11 @@ class ArenaPool {
     }
     held_ += words * 8;
     free_.emplace(words, std::move(b));
+  }
+  void clear() {  // frees every kept block
+    std::lock_guard<std::mutex> lock(mu_);
+    free_.clear();
+    held_ = 0;
   }
   std::size_t held_bytes() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -126,7 +146,8 @@ class Workspace {
     std::size_t n_ptrs = 0;
     for (const Program& sub : p.subs) n_ptrs += sub.inputs.size() + 3 * sub.outputs.size();  // bounds any call's
     sub_ptrs_.resize(n_ptrs);
-    arena_ = ArenaPool::get().take((p.arena_bytes + 64) / 8 + 1, arena_words_);
+    need_words_ = (p.arena_bytes + 64) / 8 + 1;
+    arena_ = ArenaPool::get().take(need_words_, arena_words_);
     ptr_.resize(p.slots.size());
     auto* base = reinterpret_cast<std::uint8_t*>(arena_.get());
     for (std::size_t s = 0; s < p.slots.size(); ++s) ptr_[s] = base + p.slots[s].offset;
@@ -140,6 +161,26 @@ class Workspace {
     dots_.resize(n_dots);
   }
   ~Workspace() { ArenaPool::get().give(std::move(arena_), arena_words_); }
+  // An idle workspace may lend its arena to the ArenaPool, so that programs that are not running
+  // hold no arena memory and a new program's first evaluation reuses theirs; reclaim() before
+  // the next evaluation takes the same block back when no one took it meanwhile, another
+  // otherwise (and points the slots at it).  The Python binding does this around each call of a
+  // program whose arena the pool keeps (64 KiB to 64 MiB); a C++ caller may, or keep the arena.
+  void lend() {
+    if (!arena_ || !ArenaPool::kept(arena_words_)) return;
+    lent_ = arena_.get();
+    ArenaPool::get().give(std::move(arena_), arena_words_);
+  }
+  void reclaim(const Program& p) {
+    if (arena_ || lent_ == nullptr) return;
+    const std::uint64_t* was = lent_;
+    const std::size_t was_words = arena_words_;
+    lent_ = nullptr;
+    arena_ = ArenaPool::get().take(need_words_, arena_words_, was, was_words);
+    if (arena_.get() == was) return;
+    auto* base = reinterpret_cast<std::uint8_t*>(arena_.get());
+    for (std::size_t s = 0; s < p.slots.size(); ++s) ptr_[s] = base + p.slots[s].offset;
+  }
   Workspace(const Workspace&) = delete;
   Workspace& operator=(const Workspace&) = delete;
   // The function that runs instruction i (resolved once per workspace: no dispatch on opcode
@@ -169,7 +210,8 @@ class Workspace {
 
  private:
   std::unique_ptr<std::uint64_t[]> arena_;  // 8-byte aligned storage for every non-input slot
-  std::size_t arena_words_ = 0;
+  std::size_t arena_words_ = 0, need_words_ = 0;
+  const std::uint64_t* lent_ = nullptr;  // the arena given to the pool by lend(), if any
   std::vector<void*> ptr_;
   std::vector<kern::DotTables> dots_;
   std::vector<std::uint32_t> dot_of_;  // instruction -> its entry in dots_
