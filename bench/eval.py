@@ -61,6 +61,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--float32", action="store_true", help="(c) in float32")
+    ap.add_argument("--busy", action="store_true",
+                    help="only (e), quiet and then with a busy loop in another process (issue "
+                         "19: no call slower than 3x the median under a busy second core)")
     a = ap.parse_args()
     try:
         import jax
@@ -75,6 +78,22 @@ def main():
 
     from tidu import _eval
     print(f"transcendental kernels: {_eval.simd_variant()} variant (TIDU_SIMD=avx512|avx2|generic)")
+    if a.busy:
+        if jax is None:
+            raise SystemExit("--busy times (e) against jax: install jax")
+        import subprocess
+        import sys
+
+        print("quiet:")
+        small_array_programs(jax, jnp)
+        spin = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        try:
+            time.sleep(0.5)
+            print("with a busy loop in another process:")
+            small_array_programs(jax, jnp)
+        finally:
+            spin.kill()
+        return
 
     # (a) per-call overhead of a 1-op program
     F = td.build(lambda x: td.sin(x), x=td.spec(()))

@@ -183,9 +183,10 @@ def cold_end_to_end(repeat, jax_max, jaxpr_max=10_000):
     rows = {}
     for name, maker, args, argnums, pair in loads:  # tidu first, all of it: XLA's compile
         n_ops = _primal_ops(maker(td, 0), args)     # threads keep a core busy for a while
-        # The process, not the program, is warmed: one call of another structure of this
+        # The process, not the program, is warmed: three calls of other structures of this
         # workload (imports, the BLAS, rule templates), as in a process that has run others.
-        td.jit(td.grad(maker(td, 10 ** 6), argnums=argnums))(*args)
+        for w in range(3):
+            td.jit(td.grad(maker(td, 10 ** 6 + w), argnums=argnums))(*args)
         t_tidu = []
         for k in range(1, repeat + 1):
             g = td.jit(td.grad(maker(td, k), argnums=argnums))
