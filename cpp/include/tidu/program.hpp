@@ -498,9 +498,32 @@ struct Program {
     // The JIT has no dispatch to save: it takes the instructions in order of earliest start, so
     // independent calls sit next to the dependent chain whose latency hides them (measured ~10%
     // faster than program order on a gradient, and than the interpreter's runs).
-    scalar_jit = scalar_jit_enabled() ? ScalarJit::build(asap_order(code), scalar_values + 1) : nullptr;
-    scalar_code = code.empty() ? std::vector<ScalarInstr>{ScalarInstr{Op::Constant, 1, scalar_values, 0, 0, 0.0}}
-                               : schedule_scalar(code);
+    std::vector<ScalarInstr> asap = asap_order(code);
+    scalar_jit = scalar_jit_enabled() ? ScalarJit::build(asap, scalar_values + 1) : nullptr;
+    // The interpreter's list schedule (2 ms for a 20,000-instruction gradient) only where the
+    // interpreter runs single points: with JIT code, scalar_code serves eval_batch's blocks,
+    // which take any topological order, and keeps the JIT's.
+    if (code.empty())
+      scalar_code = {ScalarInstr{Op::Constant, 1, scalar_values, 0, 0, 0.0}};
+    else if (scalar_jit)
+      scalar_code = with_runs(std::move(asap));
+    else
+      scalar_code = schedule_scalar(code);
+  }
+
+  // Code with ScalarInstr::run marking its runs of one opcode as they already stand.
+  static std::vector<ScalarInstr> with_runs(std::vector<ScalarInstr> code) {
+    std::size_t head = 0;
+    for (std::size_t i = 0; i < code.size(); ++i) {
+      code[i].run = 0;
+      if (i > 0 && code[i].op == code[head].op) {
+        ++code[head].run;
+      } else {
+        head = i;
+        code[i].run = 1;
+      }
+    }
+    return code;
   }
 
   // Rough latencies in cycles, for ordering scalar code only.
@@ -619,14 +642,15 @@ struct Program {
       heap.pop_back();
       if (done[first]) continue;
       // The chosen instruction, then the rest of its opcode's ready stack (which grows while
-      // the run makes more instructions of that opcode ready).
+      // the run makes more instructions of that opcode ready).  The chosen one stays in the
+      // stack, skipped as done: removing it would search the stack, quadratic when thousands
+      // of one opcode are ready at once.
       std::vector<std::uint32_t>& stack = ready[static_cast<std::size_t>(code[first].op)];
-      stack.erase(std::find(stack.begin(), stack.end(), first));
       emit(first);
       while (!stack.empty()) {
         const std::uint32_t i = stack.back();
         stack.pop_back();
-        emit(i);
+        if (!done[i]) emit(i);
       }
     }
     return out;
