@@ -355,6 +355,19 @@ def test_auto_backend_picks_by_work_and_device(monkeypatch):
     td.program_cache.clear()
 
 
+def test_program_work_counts_products_and_elements_written():
+    """auto's measure: 2 * output size * contraction per product, plus every instruction's
+    output elements (the product's too)."""
+    f = td.jit(lambda a, b, x, y: (td.tanh(a @ b), td.sum(td.matmul(x, y))), backend="cpu")
+    a, b = np.ones((40, 30)), np.ones((30, 20))
+    x, y = np.ones((3, 4, 5)), np.ones((3, 5, 6))
+    f(a, b, x, y)
+    ((p, *_),) = f.cache.values()
+    written = sum(int(np.prod(p.executable.slot_avals[int(s)].shape))
+                  for s in p.executable.arrays["out_slots"])
+    assert xla.program_work(p.executable) == written + 2 * 40 * 20 * 30 + 2 * 3 * 4 * 6 * 5
+
+
 def test_auto_decides_cpu_without_importing_jax_where_no_accelerator_can_be(monkeypatch):
     """Large work under ``auto`` asks jax for its platform only when jax is imported already or
     an accelerator could be present: on a machine without one, jax is never imported."""

@@ -411,17 +411,28 @@ class XlaRunner:
 
 # ---- choosing a backend ----
 
+_aval_sizes = np.zeros(0, np.float64)  # element count by interned aval id, grown on demand
+
+
+def _sizes_of(aval_ids: np.ndarray) -> np.ndarray:
+    global _aval_sizes
+    from tidu.graph import _aval_list
+
+    if len(aval_ids) and int(aval_ids.max()) >= len(_aval_sizes):
+        n = len(_aval_sizes)
+        _aval_sizes = np.concatenate(
+            [_aval_sizes, np.array([a.size for a in _aval_list[n:]], np.float64)])
+    return _aval_sizes[aval_ids]
+
+
 def program_work(exe) -> float:
     """Flops of the program's products plus elements written by its other instructions (array
     operations over the instructions, and Python once per distinct product and operand shape)."""
-    from tidu.graph import prim_of
+    from tidu.graph import _aval_list, prim_of
 
     a = exe.arrays
-    avals = exe.slot_avals
-    uniq, inv = np.unique(a["slot_aval"], return_inverse=True)  # sizes per distinct aval
-    first = np.zeros(len(uniq), np.int64)
-    first[inv[::-1]] = np.arange(len(inv))[::-1]
-    sizes = np.array([avals[int(s)].size for s in first], np.float64)[inv]
+    slot_aval = a["slot_aval"]
+    sizes = _sizes_of(slot_aval)
     out_slots, out_off = a["out_slots"], a["out_off"]
     work = float(sizes[out_slots].sum()) if len(out_slots) else 0.0
     prims, p_inv = np.unique(a["instr_prim"], return_inverse=True)
@@ -429,11 +440,12 @@ def program_work(exe) -> float:
     if not dots:
         return work
     idx = np.flatnonzero(np.isin(p_inv, dots))  # the products: 2 * output size * contraction
-    lhs = a["in_slots"][a["in_off"][idx]]
-    pairs, pair_inv = np.unique(np.stack([p_inv[idx], inv[lhs]]), axis=1, return_inverse=True)
-    k = np.array([math.prod(avals[int(first[u])].shape[d]
-                            for d in prim_of(int(prims[j])).lhs_contracting)
-                  for j, u in pairs.T.tolist()], np.float64)
+    lhs_aval = slot_aval[a["in_slots"][a["in_off"][idx]]]
+    span = int(lhs_aval.max()) + 1
+    pairs, pair_inv = np.unique(p_inv[idx].astype(np.int64) * span + lhs_aval, return_inverse=True)
+    k = np.array([math.prod(_aval_list[u % span].shape[d]
+                            for d in prim_of(int(prims[u // span])).lhs_contracting)
+                  for u in pairs.tolist()], np.float64)
     return work + 2.0 * float((sizes[out_slots[out_off[idx]]] * k[pair_inv.ravel()]).sum())
 
 
