@@ -184,8 +184,8 @@ cdef class StaticJitted:
 
     def remember(self, tuple args, dict kwargs, spos, skw, dyn_idx, dyn_kw, inner):
         """Take `inner` (a Jitted) for the next calls with these statics and keyword names."""
+        self._inner = None  # (a call that lands mid-update takes the general path)
         if not isinstance(inner, Jitted):
-            self._inner = None
             return
         self._n = len(args)
         self._kw = tuple(kwargs)

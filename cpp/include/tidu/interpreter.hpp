@@ -48,11 +48,11 @@ inline Handler handler_for(const Program& p, std::size_t i);  // below, with the
 inline void run_control(const Program& p, Workspace& ws, std::size_t i);  // control_flow.hpp
 }
 
-// Arena memory handed from workspaces that end to workspaces that start.  Memory fresh from the
-// kernel costs its first touch (a fault and a zeroed page: about 2 us per 4 KiB on the machines
-// bench/transforms.py ran on, 0.5 ms for a 50-layer MLP gradient's 1 MB arena, as much as its
-// evaluation), so the first evaluation of a new program reuses the arena of one that is gone
-// when there is one of a fitting size (at least the need, at most twice it).  Blocks of 64 KiB
+// Arena memory handed from workspaces that end, or are idle (Workspace::lend), to workspaces
+// that start.  Memory fresh from the kernel costs its first touch (a fault and a zeroed page:
+// about 2 us per 4 KiB on the machines bench/transforms.py ran on, 0.5 ms for a 50-layer MLP
+// gradient's 1 MB arena, as much as its evaluation), so the first evaluation of a new program
+// reuses such an arena when there is one of a fitting size (at least the need, at most twice it).  Blocks of 64 KiB
 // and more are kept, up to 64 MiB in all (the largest go first); smaller ones come from malloc,
 // which reuses them anyway.  Arena contents are never read before they are written, so a
 // recycled block needs no clearing.
