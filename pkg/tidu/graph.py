@@ -190,12 +190,11 @@ class _Interned:
             self.id(x)
 
     def id(self, obj) -> int:
-        i = self.ids.get(obj)
+        try:
+            i = self.ids.get(obj)
+        except TypeError:
+            raise TypeError(f"keys and ops must be hashable, got {type(obj).__name__}") from None
         if i is None:
-            try:
-                hash(obj)
-            except TypeError:
-                raise TypeError(f"keys and ops must be hashable, got {type(obj).__name__}") from None
             with _lock:
                 i = self.ids.setdefault(obj, len(self.objs))
                 if i == len(self.objs):
@@ -242,7 +241,7 @@ class ValKey:
         return isinstance(other, ValKey) and other.id == self.id
 
     def __hash__(self):
-        return hash(("ValKey", self.id))
+        return self.id ^ 0x5BD1E9955BD1E995  # (no tuple per call: keys hash in every cache)
 
     @property
     def aval(self) -> AbstractValue:
