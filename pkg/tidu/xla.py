@@ -482,9 +482,7 @@ def auto_platform() -> str:
     """The platform ``auto`` plans for: jax's default device's when jax is imported already;
     "cpu" without importing jax when no accelerator could be there (``_accelerator_possible``);
     otherwise jax's answer (importing it)."""
-    if "jax" not in sys.modules and not _accelerator_possible():
-        return "cpu"
-    return default_platform()
+    return _platform_known() or default_platform()
 
 
 def _platform_known() -> str | None:

@@ -72,31 +72,26 @@ class ArenaPool {
                                         const std::uint64_t* prefer = nullptr, std::size_t prefer_words = 0) {
     if (words * 8 >= kMinBytes) {
       std::lock_guard<std::mutex> lock(mu_);
-      if (prefer != nullptr) {
-        auto range = free_.equal_range(prefer_words);
-        for (auto it = range.first; it != range.second; ++it)
-          if (it->second.get() == prefer && it->first >= words) {
-            got = it->first;
-            auto b = std::move(it->second);
-            held_ -= got * 8;
-            free_.erase(it);
-            return b;
-          }
-      }
-      auto it = free_.lower_bound(words);
-      if (it != free_.end() && it->first <= 2 * words) {
+      auto pop = [&](decltype(free_)::iterator it) {
         got = it->first;
         auto b = std::move(it->second);
         held_ -= got * 8;
         free_.erase(it);
         return b;
+      };
+      if (prefer != nullptr) {
+        auto range = free_.equal_range(prefer_words);
+        for (auto it = range.first; it != range.second; ++it)
+          if (it->second.get() == prefer && it->first >= words) return pop(it);
       }
+      auto it = free_.lower_bound(words);
+      if (it != free_.end() && it->first <= 2 * words) return pop(it);
     }
     got = words;
     return std::unique_ptr<std::uint64_t[]>(new std::uint64_t[words]);  // not cleared
   }
   void give(std::unique_ptr<std::uint64_t[]> b, std::size_t words) {
-    if (!b || words * 8 < kMinBytes || words * 8 > kMaxHeld) return;
+    if (!b || !kept(words)) return;
     std::lock_guard<std::mutex> lock(mu_);
     while (held_ + words * 8 > kMaxHeld && !free_.empty()) {
       auto last = std::prev(free_.end());
@@ -149,8 +144,7 @@ class Workspace {
     need_words_ = (p.arena_bytes + 64) / 8 + 1;
     arena_ = ArenaPool::get().take(need_words_, arena_words_);
     ptr_.resize(p.slots.size());
-    auto* base = reinterpret_cast<std::uint8_t*>(arena_.get());
-    for (std::size_t s = 0; s < p.slots.size(); ++s) ptr_[s] = base + p.slots[s].offset;
+    for (std::uint32_t s = 0; s < p.slots.size(); ++s) reset(p, s);
     handlers_.resize(p.instrs.size());
     dot_of_.assign(p.instrs.size(), 0);
     std::uint32_t n_dots = 0;
@@ -178,8 +172,7 @@ class Workspace {
     lent_ = nullptr;
     arena_ = ArenaPool::get().take(need_words_, arena_words_, was, was_words);
     if (arena_.get() == was) return;
-    auto* base = reinterpret_cast<std::uint8_t*>(arena_.get());
-    for (std::size_t s = 0; s < p.slots.size(); ++s) ptr_[s] = base + p.slots[s].offset;
+    for (std::uint32_t s = 0; s < p.slots.size(); ++s) reset(p, s);
   }
   Workspace(const Workspace&) = delete;
   Workspace& operator=(const Workspace&) = delete;

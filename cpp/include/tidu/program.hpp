@@ -300,23 +300,17 @@ struct Program {
                                std::to_string(i) + ")");
         }
       }
-      // Free inputs whose last reader is this instruction.
-      for (std::uint32_t k = 0; k < ins.n_in; ++k) {
-        std::uint32_t a = args[ins.in_begin + k];
+      // Free operands whose last reader is this instruction (the absorbed pad's operand is
+      // read here, not at the pad).
+      auto free_if_last = [&](std::uint32_t a) {
         if (last[a] == static_cast<std::int64_t>(i) && !is_input[a] && !is_const(a) && local[a] < 0 &&
             !virt[a] && !keep[a]) {
           last[a] = -2;  // freed once even when read twice by this instruction
           free_by_size.give(align(nbytes(a)), slots[a].offset);
         }
-      }
-      if (fused_pad[i] >= 0) {  // the absorbed pad's operand is read here, not at the pad
-        const std::uint32_t a = args[instrs[fused_pad[i]].in_begin];
-        if (last[a] == static_cast<std::int64_t>(i) && !is_input[a] && !is_const(a) && local[a] < 0 &&
-            !virt[a] && !keep[a]) {
-          last[a] = -2;
-          free_by_size.give(align(nbytes(a)), slots[a].offset);
-        }
-      }
+      };
+      for (std::uint32_t k = 0; k < ins.n_in; ++k) free_if_last(args[ins.in_begin + k]);
+      if (fused_pad[i] >= 0) free_if_last(args[instrs[fused_pad[i]].in_begin]);
       for (std::uint32_t k = 0; k < ins.n_out; ++k) {  // outputs nothing reads
         const std::uint32_t o = outs[ins.out_begin + k];
         if (last[o] == -1 && !pinned && local[o] < 0 && !virt[o]) free_by_size.give(align(nbytes(o)), slots[o].offset);
@@ -511,7 +505,8 @@ struct Program {
       scalar_code = schedule_scalar(code);
   }
 
-  // Code with ScalarInstr::run marking its runs of one opcode as they already stand.
+  // Code with ScalarInstr::run marking its runs of one opcode as they stand (a run's first
+  // instruction holds its length, the others 0).
   static std::vector<ScalarInstr> with_runs(std::vector<ScalarInstr> code) {
     std::size_t head = 0;
     for (std::size_t i = 0; i < code.size(); ++i) {
@@ -622,17 +617,9 @@ struct Program {
       if (n_pred[i] == 0) make_ready(static_cast<std::uint32_t>(i));
     std::vector<ScalarInstr> out;
     out.reserve(n);
-    std::size_t head = 0;  // first instruction of the run being written
     auto emit = [&](std::uint32_t i) {
       done[i] = 1;
       out.push_back(code[i]);
-      out.back().run = 0;
-      if (out.size() > 1 && out[head].op == code[i].op) {
-        ++out[head].run;  // continues the current run
-      } else {
-        head = out.size() - 1;
-        out[head].run = 1;
-      }
       for (std::uint32_t k = succ_begin[i]; k < succ_begin[i + 1]; ++k)
         if (--n_pred[succ[k]] == 0) make_ready(succ[k]);
     };
@@ -653,7 +640,7 @@ struct Program {
         if (!done[i]) emit(i);
       }
     }
-    return out;
+    return with_runs(std::move(out));
   }
 
  private:
