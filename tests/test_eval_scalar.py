@@ -147,6 +147,23 @@ def test_small_float64_array_programs_take_the_scalar_path():
     assert got.tolist() == want
 
 
+def test_scalar_path_programs_get_no_array_plan():
+    """A program on the scalar path runs on its array of doubles, so it is given no arena, chains
+    or memory plan; one just too large for it (17 elements) keeps the array plan."""
+    f = lambda x: td.tanh(td.sin(x) * 2.0 + x) * x
+    small = _native(f, td.spec((16,)))
+    large = _native(f, td.spec((17,)))
+    assert small.executable.native.scalar_runs and not large.executable.native.scalar_runs
+    rep_small, rep_large = small.memory_report(), large.memory_report()
+    assert rep_small["arena_bytes"] == 0 and rep_small["naive_bytes"] >= 4 * 16 * 8
+    assert 0 < rep_large["arena_bytes"] <= rep_large["naive_bytes"]
+    for n, prog in ((16, small), (17, large)):
+        x = np.linspace(-2.0, 2.0, n)
+        for _ in range(2):  # the second call reuses the workspace
+            np.testing.assert_allclose(prog.eval([x])[0], np.tanh(np.sin(x) * 2.0 + x) * x,
+                                       rtol=1e-15, atol=0)
+
+
 @pytest.mark.parametrize("fn, spec", [
     (lambda x: td.sin(x) * 2.0, td.spec((17,))),               # more than 16 elements
     (lambda x: td.sin(x) * 2.0, td.spec((3,), "float32")),     # not float64

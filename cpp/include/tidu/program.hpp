@@ -243,6 +243,18 @@ struct Program {
   // Chains (and the schedule that forms them) come first: a chained broadcast's operand lives
   // to its chain's end, and chain-local values get no buffer.
   void plan() {
+    all_scalar = true;
+    for (const Slot& s : slots) all_scalar = all_scalar && s.ndim == 0;
+    // A program on the scalar path runs on its array of doubles alone (Workspace, eval): it has
+    // no arena, so the array interpreter's schedule, chains and memory plan are not made for it
+    // (they were a fifth of the build of a 20,000-instruction gradient).
+    build_scalar_code();
+    if (!scalar_code.empty()) {
+      naive_bytes = 0;
+      for (std::uint32_t o : outs) naive_bytes += align(nbytes(o));  // slots of at most 16 doubles
+      arena_bytes = 0;
+      return;
+    }
     mark_pad_adds();
     schedule();
     build_chains();
@@ -275,8 +287,6 @@ struct Program {
     FreeList free_by_size;  // bytes -> offsets of free buffers
     std::uint64_t top = 0;
     naive_bytes = 0;
-    all_scalar = true;
-    for (const Slot& s : slots) all_scalar = all_scalar && s.ndim == 0;
     for (std::size_t i = 0; i < instrs.size(); ++i) {
       const Instr& ins = instrs[i];
       // Constants may be hoisted to the start of an elementwise chain (interpreter.hpp), so
@@ -326,7 +336,6 @@ struct Program {
         seen[o] = 1;
       }
     }
-    build_scalar_code();
   }
 
   // fused_pad[i] = j when Add instruction i absorbs the zero Pad j of one of its operands: its
@@ -480,9 +489,7 @@ struct Program {
   void build_scalar_code() {
     scalar_code.clear();
     scalar_jit.reset();
-    bool all_scalar_slots = true;
-    for (const Slot& s : slots) all_scalar_slots = all_scalar_slots && s.ndim == 0;
-    if (!all_scalar_slots && !scalarize_enabled()) return;
+    if (!all_scalar && !scalarize_enabled()) return;
     ScalarForm f;
     if (!scalarize(*this, f)) return;  // not expressible on the fast path
     scalar_values = f.n_values;
@@ -557,12 +564,23 @@ struct Program {
       start[i] = t;
       ready[c.out] = t + scalar_latency(c.op);
     }
+    std::vector<ScalarInstr> out;
+    out.reserve(n);
+    std::int64_t latest = 0;
+    for (std::int64_t t : start) latest = std::max(latest, t);
+    if (latest < (std::int64_t{1} << 32) && n < (std::size_t{1} << 32)) {
+      // (start, index) packed in one word: a plain sort of integers keeps program order among
+      // equal starts, as a stable sort would, without its indirect comparisons.
+      std::vector<std::uint64_t> key(n);
+      for (std::size_t i = 0; i < n; ++i) key[i] = static_cast<std::uint64_t>(start[i]) << 32 | i;
+      std::sort(key.begin(), key.end());
+      for (std::uint64_t k : key) out.push_back(code[k & 0xFFFFFFFFu]);
+      return out;
+    }
     std::vector<std::uint32_t> idx(n);
     for (std::size_t i = 0; i < n; ++i) idx[i] = static_cast<std::uint32_t>(i);
     std::stable_sort(idx.begin(), idx.end(),
                      [&](std::uint32_t x, std::uint32_t y) { return start[x] < start[y]; });
-    std::vector<ScalarInstr> out;
-    out.reserve(n);
     for (std::uint32_t i : idx) out.push_back(code[i]);
     return out;
   }

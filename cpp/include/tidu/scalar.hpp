@@ -136,34 +136,48 @@ inline bool scalar_jit_enabled() {
 // Machine code for one scalar program: run(v) does what eval_scalar's loop does to v.
 class ScalarJit {
  public:
+  // The most bytes one instruction emits (a binary helper call: two loads of 9 bytes, or a swap
+  // of 12, then mov rax of 10, call of 2 and a store of 9), with room to spare.
+  static constexpr std::size_t kMaxInstrBytes = 48;
+
   // nullptr when the platform, the program or the operating system rules the JIT out.
   static std::shared_ptr<const ScalarJit> build(const std::vector<ScalarInstr>& code,
                                                 std::size_t n_slots) {
 #if TIDU_SCALAR_JIT
     if (code.empty() || n_slots >= (std::size_t{1} << 28)) return nullptr;  // disp32 = 8 * slot
-    std::vector<std::uint8_t> b;
-    b.reserve(code.size() * 40 + 16);
-    auto u8 = [&](std::initializer_list<std::uint8_t> xs) { b.insert(b.end(), xs); };
+    // The code is written straight into its pages, byte by byte (no instruction takes more than
+    // kMaxInstrBytes); the pages past its end are given back before they turn executable.
+    const std::size_t page = 4096;
+    const std::size_t cap = (code.size() * kMaxInstrBytes + 16 + page - 1) / page * page;
+    void* mem = mmap(nullptr, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED) return nullptr;
+    std::uint8_t* const begin = static_cast<std::uint8_t*>(mem);
+    std::uint8_t* w = begin;
+    auto u8 = [&](std::initializer_list<std::uint8_t> xs) {
+      for (std::uint8_t x : xs) *w++ = x;
+    };
     auto u32 = [&](std::uint32_t x) {
-      for (int k = 0; k < 4; ++k) b.push_back(static_cast<std::uint8_t>(x >> (8 * k)));
+      std::memcpy(w, &x, 4);  // little-endian, as the instruction encoding wants
+      w += 4;
     };
     auto u64 = [&](std::uint64_t x) {
-      for (int k = 0; k < 8; ++k) b.push_back(static_cast<std::uint8_t>(x >> (8 * k)));
+      std::memcpy(w, &x, 8);
+      w += 8;
     };
     auto disp = [&](std::uint32_t slot) { u32(slot * 8u); };
     // SSE2 scalar-double instructions on xmm0..xmm15: prefix, REX when a register is >= 8, then
     // 0F opc and a ModRM; memory operands are [rbx + disp32] (mod=10, rm=011).
     auto rex = [&](int reg, int rm) {
-      if (reg >= 8 || rm >= 8) b.push_back(static_cast<std::uint8_t>(0x40 | ((reg >= 8) << 2) | (rm >= 8)));
+      if (reg >= 8 || rm >= 8) *w++ = static_cast<std::uint8_t>(0x40 | ((reg >= 8) << 2) | (rm >= 8));
     };
     auto sse_rm = [&](std::uint8_t prefix, std::uint8_t opc, int reg, std::uint32_t slot) {
-      b.push_back(prefix);
+      *w++ = prefix;
       rex(reg, 0);
       u8({0x0F, opc, static_cast<std::uint8_t>(0x83 | ((reg & 7) << 3))});
       disp(slot);
     };
     auto sse_rr = [&](std::uint8_t prefix, std::uint8_t opc, int dst, int src) {
-      b.push_back(prefix);
+      *w++ = prefix;
       rex(dst, src);
       u8({0x0F, opc, static_cast<std::uint8_t>(0xC0 | ((dst & 7) << 3) | (src & 7))});
     };
@@ -266,11 +280,8 @@ class ScalarJit {
       }
     }
     u8({0x5B, 0xC3});  // pop rbx; ret
-    const long page = 4096;
-    std::size_t size = (b.size() + page - 1) / page * page;
-    void* mem = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (mem == MAP_FAILED) return nullptr;
-    std::memcpy(mem, b.data(), b.size());
+    const std::size_t size = (static_cast<std::size_t>(w - begin) + page - 1) / page * page;
+    if (size < cap) munmap(begin + size, cap - size);
     if (mprotect(mem, size, PROT_READ | PROT_EXEC) != 0) {
       munmap(mem, size);
       return nullptr;
