@@ -1,6 +1,7 @@
 // Uses the embeddable graph core with no Python: hash-consing, fragments, walk and compile.
 #include <cstdio>
 #include <cstdlib>
+#include <vector>
 
 #include <tidu/graph.hpp>
 #include <tidu/interner.hpp>
@@ -55,6 +56,21 @@ int main() {
   Id lin_val = in.op(lin_op).first_val;
   tidu::Reachable r2;
   CHECK(tidu::topo_walk(in, view, &lin_val, 1, r2) == lin_val);
+
+  // Growth past the huge-page block size (2 MiB: the tables and records move to blocks from
+  // HugePageAllocator): 300,000 distinct ops keep their ids, found again without being created.
+  std::vector<Id> made;
+  for (Id k = 0; k < 300000; ++k) {
+    Id chain[2] = {k % 2 ? x : a, k == 0 ? y : in.op(made.back()).first_val};
+    made.push_back(in.intern_op(kMul, tidu::kPrimalMode, chain, 2, &kAval, 1, &created));
+    CHECK(created);
+  }
+  CHECK(in.memory_bytes() > (std::size_t{4} << 20));
+  for (Id k = 0; k < 300000; k += 997) {
+    Id chain[2] = {k % 2 ? x : a, k == 0 ? y : in.op(made[k - 1]).first_val};
+    CHECK(in.intern_op(kMul, tidu::kPrimalMode, chain, 2, &kAval, 1, &created) == made[k]);
+    CHECK(!created);
+  }
 
   std::puts("core_identity: ok");
   return EXIT_SUCCESS;

@@ -5,13 +5,57 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
+#include <new>
 #include <stdexcept>
 #include <vector>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 namespace tidu {
 
 using Id = std::uint32_t;
 inline constexpr Id kNone = 0xFFFFFFFFu;
+
+// An allocator that backs blocks of 2 MiB or more with transparent huge pages where Linux offers
+// them (madvise mode): the global interner's tables grow with everything a process ever traced,
+// and each look-up lands at a random place in them, so with 4 KiB pages most look-ups also miss
+// the TLB.  Smaller blocks come from operator new.
+template <class T>
+struct HugePageAllocator {
+  using value_type = T;
+  static constexpr std::size_t kHuge = std::size_t{2} << 20;
+  HugePageAllocator() = default;
+  template <class U>
+  HugePageAllocator(const HugePageAllocator<U>&) {}
+  T* allocate(std::size_t n) {
+    if (n > static_cast<std::size_t>(-1) / sizeof(T) / 2) throw std::bad_alloc();  // room to round
+    const std::size_t bytes = n * sizeof(T);
+    if (bytes < kHuge) return static_cast<T*>(::operator new(bytes));
+    void* p = nullptr;
+    const std::size_t whole = (bytes + kHuge - 1) / kHuge * kHuge;
+    if (posix_memalign(&p, kHuge, whole) != 0) throw std::bad_alloc();
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    madvise(p, whole, MADV_HUGEPAGE);  // a hint: refused, the block keeps small pages
+#endif
+    return static_cast<T*>(p);
+  }
+  void deallocate(T* p, std::size_t n) {
+    if (n * sizeof(T) < kHuge)
+      ::operator delete(p);
+    else
+      std::free(p);
+  }
+  template <class U>
+  bool operator==(const HugePageAllocator<U>&) const { return true; }
+  template <class U>
+  bool operator!=(const HugePageAllocator<U>&) const { return false; }
+};
+
+template <class T>
+using HugeVector = std::vector<T, HugePageAllocator<T>>;
 
 // Finaliser of murmur3: spreads consecutive ids over the table.
 inline std::uint64_t mix64(std::uint64_t h) {

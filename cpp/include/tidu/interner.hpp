@@ -162,7 +162,7 @@ class KeyInterner {
   // An op's slot comes from the top bits of its hash, which its entry keeps as the tag, so doubling
   // the table places every entry from the entry alone: no op record is read (a cache miss each).
   void grow_ops() {
-    std::vector<std::uint64_t> bigger(table_.size() * 2, kEmpty);
+    HugeVector<std::uint64_t> bigger(table_.size() * 2, kEmpty);
     std::size_t mask = bigger.size() - 1;
     --shift_;
     for (std::uint64_t e : table_) {
@@ -174,10 +174,10 @@ class KeyInterner {
     table_.swap(bigger);
   }
 
-  std::vector<ValRec> vals_;
-  std::vector<OpRec> ops_;
-  std::vector<Id> op_inputs_;
-  std::vector<std::uint64_t> table_;  // open addressing: (hash tag << 32) | op id
+  HugeVector<ValRec> vals_;
+  HugeVector<OpRec> ops_;
+  HugeVector<Id> op_inputs_;
+  HugeVector<std::uint64_t> table_;  // open addressing: (hash tag << 32) | op id
   unsigned shift_ = 64 - 10;  // slot of hash h: h >> shift_ (table_ has 2^(64 - shift_) entries)
   std::vector<Id> input_table_;  // open addressing over input value ids
   std::size_t n_inputs_ = 0;
