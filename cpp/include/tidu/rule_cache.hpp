@@ -16,9 +16,8 @@
 // unrecordable, and the rule is simply called again next time.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
-#include <functional>
-#include <unordered_map>
 #include <vector>
 
 #include "tidu/flat_map.hpp"
@@ -78,29 +77,67 @@ struct RuleKeyHash {
   }
 };
 
+// Templates by call shape: an open-addressing table of (hash, template) over keys kept end to
+// end in one array, so a look-up hashes the key once and compares it in place (no node, no
+// per-key allocation); a template set stays small enough that the table lives in cache.
 class RuleCache {
  public:
   const RuleTemplate* find(const std::vector<Id>& key) const {
-    auto it = index_.find(key);
-    return it == index_.end() ? nullptr : &templates_[it->second];
+    if (slots_.empty()) return nullptr;
+    const std::uint64_t h = hash(key);
+    const std::size_t mask = slots_.size() - 1;
+    for (std::size_t i = h & mask;; i = (i + 1) & mask) {
+      const Slot& e = slots_[i];
+      if (e.t == kNone) return nullptr;
+      if (e.h == h && same(e.t, key)) return &templates_[e.t];
+    }
   }
 
   void insert(const std::vector<Id>& key, RuleTemplate t) {
-    if (index_.count(key)) return;
-    index_.emplace(key, templates_.size());
+    if (find(key)) return;
+    if ((templates_.size() + 1) * 2 > slots_.size()) grow();
+    keys_.insert(keys_.end(), key.begin(), key.end());
+    key_off_.push_back(keys_.size());
     templates_.push_back(std::move(t));
+    place(hash(key), static_cast<Id>(templates_.size() - 1));
   }
 
   std::size_t size() const { return templates_.size(); }
   void clear() {
-    index_.clear();
+    slots_.clear();
+    keys_.clear();
+    key_off_.assign(1, 0);
     templates_.clear();
   }
 
   std::size_t hits = 0, misses = 0, unrecordable = 0;
 
  private:
-  std::unordered_map<std::vector<Id>, std::size_t, RuleKeyHash> index_;
+  struct Slot {
+    std::uint64_t h;
+    Id t;  // template index, kNone when empty
+  };
+  static std::uint64_t hash(const std::vector<Id>& k) { return RuleKeyHash{}(k); }
+  bool same(Id t, const std::vector<Id>& key) const {
+    const std::size_t lo = key_off_[t], hi = key_off_[t + 1];
+    return hi - lo == key.size() && std::equal(key.begin(), key.end(), keys_.begin() + lo);
+  }
+  void place(std::uint64_t h, Id t) {
+    const std::size_t mask = slots_.size() - 1;
+    std::size_t i = h & mask;
+    while (slots_[i].t != kNone) i = (i + 1) & mask;
+    slots_[i] = Slot{h, t};
+  }
+  void grow() {
+    std::vector<Slot> old = std::move(slots_);
+    slots_.assign(std::max<std::size_t>(64, old.size() * 2), Slot{0, kNone});
+    for (const Slot& e : old)
+      if (e.t != kNone) place(e.h, e.t);
+  }
+
+  std::vector<Slot> slots_;
+  std::vector<Id> keys_;                 // every key, end to end
+  std::vector<std::size_t> key_off_{0};  // template t's key: keys_[key_off_[t] .. key_off_[t + 1])
   std::vector<RuleTemplate> templates_;
 };
 
