@@ -399,35 +399,35 @@ inline void run_instr(const Program& p, Workspace& ws, std::size_t idx) {
     case Op::DotGeneral: {  // attrs: n, lc..., n, rc..., n, lb..., n, rb...
       kern::DotTables& tb = ws.dot(idx);
       const Slot& x1 = p.slots[a[1]];
-      if (!tb.ready) {  // first evaluation with this workspace: offset tables, then never again
+      // The axes and strides (small arrays on the stack): the layout at the first evaluation
+      // with this workspace, the loop tables when the loop path first runs.
+      std::int64_t ls[16], rs[16], lfree[16], rfree[16], nlf = 0, nrf = 0;
+      auto axes = [&] {
         const std::int64_t* lc = at + 1;
         const std::int64_t* rc = lc + at[0] + 1;
         const std::int64_t* lb = rc + rc[-1] + 1;
         const std::int64_t* rb = lb + lb[-1] + 1;
-        std::int64_t nc = at[0], nbt = lb[-1];
-        std::int64_t ls[16], rs[16], lfree[16], rfree[16], nlf = 0, nrf = 0;
+        const std::int64_t nc = at[0], nbt = lb[-1];
         kern::row_major_strides(p.shape(a[0]), x0.ndim, ls);
         kern::row_major_strides(p.shape(a[1]), x1.ndim, rs);
+        nlf = nrf = 0;
         for (std::int64_t k = 0; k < static_cast<std::int64_t>(x0.ndim); ++k)
           if (std::find(lc, lc + nc, k) == lc + nc && std::find(lb, lb + nbt, k) == lb + nbt) lfree[nlf++] = k;
         for (std::int64_t k = 0; k < static_cast<std::int64_t>(x1.ndim); ++k)
           if (std::find(rc, rc + nc, k) == rc + nc && std::find(rb, rb + nbt, k) == rb + nbt) rfree[nrf++] = k;
-        kern::axis_offsets(p.shape(a[0]), ls, lb, nbt, tb.lb);
-        kern::axis_offsets(p.shape(a[0]), ls, lfree, nlf, tb.lf);
-        kern::axis_offsets(p.shape(a[0]), ls, lc, nc, tb.lc);
-        kern::axis_offsets(p.shape(a[1]), rs, rb, nbt, tb.rb);
-        kern::axis_offsets(p.shape(a[1]), rs, rfree, nrf, tb.rf);
-        kern::axis_offsets(p.shape(a[1]), rs, rc, nc, tb.rc);
-        tb.find_gemm_layout();
-        tb.ready = true;
-      }
+        return kern::DotAxes{p.shape(a[0]), p.shape(a[1]), ls, rs, lfree, lc, lb, rfree, rc, rb, nlf, nc, nbt, nrf};
+      };
+      if (!tb.ready) kern::dot_layout(axes(), tb, false);
       visit(out.dtype, [&](auto t) {
         using T = decltype(t);
         if constexpr (std::is_same_v<T, bool>) {
           kern::unsupported(in.op, out.dtype);
         } else {
-          kern::dot_general<T>(static_cast<const T*>(ptr[a[0]]), static_cast<const T*>(ptr[a[1]]),
-                               static_cast<T*>(y), tb);
+          const T* xp = static_cast<const T*>(ptr[a[0]]);
+          const T* wp = static_cast<const T*>(ptr[a[1]]);
+          if (kern::dot_blas<T>(xp, wp, static_cast<T*>(y), tb)) return;
+          if (!tb.loops) kern::dot_layout(axes(), tb, true);
+          kern::dot_loops<T>(xp, wp, static_cast<T*>(y), tb);
         }
       });
       return;

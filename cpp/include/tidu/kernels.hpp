@@ -446,32 +446,80 @@ using real_gemm_t = void (*)(int, int, int, int, int, int, T, const T*, int, con
 using complex_gemm_t = void (*)(int, int, int, int, int, int, const void*, const void*, int, const void*,
                                 int, const void*, void*, int);
 
+// A product's layout, found at its first evaluation with a workspace: sizes, per-batch operand
+// offsets and, when both operands are plain matrices per batch, their GEMM layout (ta > 0).  The
+// per-index offset tables of the loop path are made only when the loop path runs (a product the
+// BLAS takes never needs them: they were most of a 50-layer MLP's first-evaluation memory).
 struct DotTables {
-  std::vector<std::int64_t> lb, lf, lc, rb, rf, rc;  // offsets per batch / free / contracting index
-  bool ready = false;
-  int ta = 0, tb = 0, lda = 0, ldb = 0;  // a GEMM layout of both operands, when one exists (ta > 0)
-
-  // The operands are plain matrices per batch when their offsets are arithmetic progressions.
-  void find_gemm_layout() {
-    auto ramp = [](const std::vector<std::int64_t>& v, std::int64_t step) {
-      for (std::size_t i = 0; i < v.size(); ++i)
-        if (v[i] != static_cast<std::int64_t>(i) * step) return false;
-      return true;
-    };
-    const std::int64_t M = lf.size(), N = rf.size(), K = lc.size();
-    if (M >= (1LL << 31) || N >= (1LL << 31) || K >= (1LL << 31) || K == 0) return;
-    if (ramp(lc, 1) && ramp(lf, K)) ta = kNoTrans, lda = static_cast<int>(std::max<std::int64_t>(K, 1));
-    else if (ramp(lf, 1) && ramp(lc, M)) ta = kTrans, lda = static_cast<int>(std::max<std::int64_t>(M, 1));
-    if (ramp(rf, 1) && ramp(rc, N)) tb = kNoTrans, ldb = static_cast<int>(std::max<std::int64_t>(N, 1));
-    else if (ramp(rc, 1) && ramp(rf, K)) tb = kTrans, ldb = static_cast<int>(std::max<std::int64_t>(K, 1));
-    if (!ta || !tb) ta = tb = 0;
-  }
+  std::vector<std::int64_t> lb, rb;          // offsets per batch index
+  std::vector<std::int64_t> lf, lc, rf, rc;  // per free / contracting index: the loop path's
+  std::int64_t M = 0, N = 0, K = 0;          // free sizes of each operand, contracted size
+  bool ready = false, loops = false;         // layout found; loop tables made
+  int ta = 0, tb = 0, lda = 0, ldb = 0;      // a GEMM layout of both operands, when one exists (ta > 0)
 };
+
+// Whether the offsets of `axes` (row-major over them, the last fastest) are 0, step, 2 step, ...:
+// size-1 axes aside, the last axis has stride `step` and each other the stride of the next times
+// its size.
+inline bool axes_ramp(const std::int64_t* shape, const std::int64_t* strides, const std::int64_t* axes,
+                      std::int64_t n, std::int64_t step) {
+  for (std::int64_t a = n; a-- > 0;) {
+    const std::int64_t d = shape[axes[a]];
+    if (d == 1) continue;
+    if (strides[axes[a]] != step) return false;
+    step *= d;
+  }
+  return true;
+}
+
+inline std::int64_t axes_size(const std::int64_t* shape, const std::int64_t* axes, std::int64_t n) {
+  std::int64_t size = 1;
+  for (std::int64_t a = 0; a < n; ++a) size *= shape[axes[a]];
+  return size;
+}
+
+// The layout of x[lshape] . w[rshape] over lhs free / contracting / batch axes (lf, lc, lb) and
+// rhs ones (rf, rc, rb), with their row-major strides ls, rs; `loops` also makes the loop tables.
+struct DotAxes {
+  const std::int64_t *lshape, *rshape, *ls, *rs, *lf, *lc, *lb, *rf, *rc, *rb;
+  std::int64_t nlf, nc, nb, nrf;
+};
+
+inline void dot_layout(const DotAxes& d, DotTables& t, bool loops) {
+  if (!t.ready) {
+    axis_offsets(d.lshape, d.ls, d.lb, d.nb, t.lb);
+    axis_offsets(d.rshape, d.rs, d.rb, d.nb, t.rb);
+    t.M = axes_size(d.lshape, d.lf, d.nlf);
+    t.N = axes_size(d.rshape, d.rf, d.nrf);
+    t.K = axes_size(d.lshape, d.lc, d.nc);
+    t.ta = t.tb = 0;
+    const std::int64_t M = t.M, N = t.N, K = t.K;
+    if (M < (1LL << 31) && N < (1LL << 31) && K < (1LL << 31) && K > 0) {
+      if (axes_ramp(d.lshape, d.ls, d.lc, d.nc, 1) && axes_ramp(d.lshape, d.ls, d.lf, d.nlf, K))
+        t.ta = kNoTrans, t.lda = static_cast<int>(K);
+      else if (axes_ramp(d.lshape, d.ls, d.lf, d.nlf, 1) && axes_ramp(d.lshape, d.ls, d.lc, d.nc, M))
+        t.ta = kTrans, t.lda = static_cast<int>(std::max<std::int64_t>(M, 1));
+      if (axes_ramp(d.rshape, d.rs, d.rf, d.nrf, 1) && axes_ramp(d.rshape, d.rs, d.rc, d.nc, N))
+        t.tb = kNoTrans, t.ldb = static_cast<int>(std::max<std::int64_t>(N, 1));
+      else if (axes_ramp(d.rshape, d.rs, d.rc, d.nc, 1) && axes_ramp(d.rshape, d.rs, d.rf, d.nrf, K))
+        t.tb = kTrans, t.ldb = static_cast<int>(K);
+      if (!t.ta || !t.tb) t.ta = t.tb = 0;
+    }
+    t.ready = true;
+  }
+  if (loops && !t.loops) {
+    axis_offsets(d.lshape, d.ls, d.lf, d.nlf, t.lf);
+    axis_offsets(d.lshape, d.ls, d.lc, d.nc, t.lc);
+    axis_offsets(d.rshape, d.rs, d.rf, d.nrf, t.rf);
+    axis_offsets(d.rshape, d.rs, d.rc, d.nc, t.rc);
+    t.loops = true;
+  }
+}
 
 // Calls the BLAS hook for T over every batch; false when none applies.
 template <class T>
 inline bool dot_blas(const T* x, const T* w, T* y, const DotTables& t) {
-  const std::int64_t nb = t.lb.size(), M = t.lf.size(), N = t.rf.size(), K = t.lc.size();
+  const std::int64_t nb = t.lb.size(), M = t.M, N = t.N, K = t.K;
   if (!t.ta || M == 0 || N == 0 || static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K) < 1024)
     return false;
   void* fn = nullptr;
@@ -520,9 +568,9 @@ inline bool dot_blas(const T* x, const T* w, T* y, const DotTables& t) {
   return true;
 }
 
+// The loop path: t's loop tables must be made (dot_layout with loops).
 template <class T>
-inline void dot_general(const T* x, const T* w, T* y, const DotTables& t) {
-  if (dot_blas(x, w, y, t)) return;
+inline void dot_loops(const T* x, const T* w, T* y, const DotTables& t) {
   const std::int64_t nb = t.lb.size(), ni = t.lf.size(), nj = t.rf.size(), nk = t.lc.size();
   bool rf_contig = true;
   for (std::int64_t j = 0; j < nj; ++j) rf_contig = rf_contig && t.rf[j] == t.rf[0] + j;
