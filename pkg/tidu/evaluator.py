@@ -13,7 +13,7 @@ import dataclasses
 
 import numpy as np
 
-from tidu import _eval
+from tidu import _core, _eval
 
 __all__ = ["encode", "has_kernels"]
 
@@ -63,8 +63,8 @@ def has_kernels(prims) -> bool:
 #
 # A program's arrays repeat a few ops and abstract values many times: each op's opcode and
 # attributes, and each abstract value's dtype code and shape, are encoded once (cached by interned
-# id) and the program's arrays are gathered from those tables with numpy, so encoding costs a few
-# numpy calls, not Python work per instruction.
+# id) and the program's arrays are copied out of those tables in one compiled pass
+# (_core.encode_gather), so encoding costs no Python work per instruction.
 
 _prim_codes: dict[int, tuple[int, np.ndarray, tuple, tuple]] = {}
 # prim id -> (opcode, attrs, constant blobs, nested bodies)
@@ -129,37 +129,17 @@ def _aval_code(aid: int) -> tuple[int, tuple[int, ...]]:
     return hit
 
 
-def _ragged(parts: list[np.ndarray], which: np.ndarray, dtype) -> tuple[np.ndarray, np.ndarray]:
-    """parts[which[0]], parts[which[1]], ... concatenated, and each one's length."""
-    lengths = np.array([len(p) for p in parts], np.int64)
-    flat = np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype)
-    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
-    n = lengths[which]
-    total = int(n.sum())
-    # index of element j of item i: starts[which[i]] + j
-    first = np.repeat(starts[which] - np.concatenate([[0], np.cumsum(n)[:-1]]), n)
-    return flat[first + np.arange(total)], n
-
-
 def encode(arrays: dict, input_names=(), output_names=()) -> "_eval.Program":
     """An _eval.Program from compile's SSA arrays (names are metadata carried into saved
     files)."""
     out_off, out_slots = arrays["out_off"], arrays["out_slots"]
-    # slots: dtype codes and shapes, from each distinct abstract value
-    avals, a_inv = np.unique(arrays["slot_aval"], return_inverse=True)
-    a_codes = [_aval_code(int(a)) for a in avals]
-    slot_dtype = np.array([c for c, _ in a_codes], np.uint8)[a_inv]
-    shapes, ndim = _ragged([np.array(s, np.int64) for _, s in a_codes], a_inv, np.int64)
-    # instructions: opcodes and attributes, from each distinct op
-    prims, p_inv = np.unique(arrays["instr_prim"], return_inverse=True)
-    p_codes = [_prim_code(int(p)) for p in prims]
-    opcode = np.array([c for c, _, _, _ in p_codes], np.int64)[p_inv]
-    if np.any(opcode < 0):
-        raise NotImplementedError("an op has no C++ kernel")
-    if BLAS is None and np.isin(opcode, _BLAS_OPS).any():
+    # Slots' dtype codes and shapes, instructions' opcodes and attributes: from each distinct
+    # abstract value and op's codes (asked once, then cached), copied out in one compiled pass.
+    slot_dtype, ndim, shapes, opcode, attr_off, attrs, prims, p_inv = _core.encode_gather(
+        arrays["slot_aval"], arrays["instr_prim"], _aval_code, _prim_code)
+    p_codes = [_prim_code(p) for p in prims]
+    if BLAS is None and any(c in _BLAS_OPS for c, _, _, _ in p_codes):
         ensure_blas()
-    attrs, n_attr = _ragged([a for _, a, _, _ in p_codes], p_inv, np.int64)
-    attr_off = np.concatenate([[0], np.cumsum(n_attr)]).astype(np.uint32)
     consts = bytearray()
     has_blob = np.array([bool(b) for _, _, b, _ in p_codes], bool)
     for i in np.flatnonzero(has_blob[p_inv]).tolist():  # instructions carrying constant data
@@ -181,7 +161,7 @@ def encode(arrays: dict, input_names=(), output_names=()) -> "_eval.Program":
                 k = sub_index[body] = len(subs)
                 subs.append(native)
             attrs[attr_off[i] + pos] = k
-    return _eval.Program(slot_dtype, ndim.astype(np.uint32), shapes, opcode.astype(np.uint8),
+    return _eval.Program(slot_dtype, ndim, shapes, opcode,
                          arrays["in_off"], arrays["in_slots"], out_off, out_slots, attr_off, attrs,
                          np.frombuffer(bytes(consts), np.uint8), arrays["input_slots"],
                          arrays["output_slots"], list(input_names), list(output_names), subs)
