@@ -107,6 +107,7 @@ def clear_tracer_rules():
     for k in range(_r1.size()):
         _r1[k].clear()
     _aval_flags.clear()
+    _mm_rules.clear()
     memset(_scalar_cache, 0, sizeof(_scalar_cache))
 
 
@@ -294,6 +295,31 @@ cdef object _unary(int k, object x):
     if slow is None:
         raise RuntimeError("tidu.tracing is not imported")
     return slow(x)
+
+
+cdef dict _mm_rules = {}  # (aval id a << 32 | aval id b) -> (prim id, output aval id), or None
+
+
+cdef object _matmul(object x, object y):
+    """x @ y: one DotGeneral of two traced operands of rank 1 or 2 and one dtype (the rule,
+    tidu.tracing.matmul_rule, memoised per pair of abstract values), else tidu.tracing.matmul."""
+    cdef Tracer a, b
+    cdef uint64_t key
+    if _fast and type(x) is Tracer and type(y) is Tracer:
+        a = <Tracer>x
+        b = <Tracer>y
+        if a._t is b._t and a._t is not None:
+            key = (<uint64_t>a._aid << 32) | b._aid
+            hit = _mm_rules.get(key, 0)
+            if hit is 0:
+                res = _py.matmul_rule(a.aval, b.aval)
+                hit = None
+                if res is not None and res[1].id < len(_avals) and _avals[res[1].id] is res[1]:
+                    hit = (res[0], res[1].id)
+                _mm_rules[key] = hit
+            if hit is not None:
+                return _new(a._t, _emit2(a._t, <Id>hit[0], a._v, b._v, <Id>hit[1]), <Id>hit[1])
+    return _py.matmul(x, y)
 
 
 def binary(int k, x, y):
@@ -521,8 +547,8 @@ cdef class Tracer:
             return NotImplemented
         return _py.power(o, self)
 
-    def __matmul__(self, o): return _py.matmul(self, o)
-    def __rmatmul__(self, o): return _py.matmul(o, self)
+    def __matmul__(self, o): return _matmul(self, o)
+    def __rmatmul__(self, o): return _matmul(o, self)
     def __neg__(self): return _unary(_NEG, self)
     def __pos__(self): return self
     def __abs__(self): return _py.abs(self)

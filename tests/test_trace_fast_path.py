@@ -78,6 +78,34 @@ def test_scalar_operands_emit_the_general_path_nodes(dtype, s, op, left):
     assert fast == slow
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex128", "int64"])
+@pytest.mark.parametrize("a, b", [((3, 4), (4, 2)), ((4,), (4, 2)), ((3, 4), (4,)), ((4,), (4,)),
+                                  ((2, 3, 4), (4, 2)), ((3, 4), (5, 2)), ((4,), (3,))])
+def test_matmul_emits_the_general_path_nodes(dtype, a, b):
+    """x @ y of rank-1/2 operands is one DotGeneral on the fast path; batched operands, mixed
+    dtypes and mismatched shapes go through tidu.tracing.matmul, which raises the errors."""
+    def f(x, y):
+        return [x @ y, x @ y, td.matmul(x, y)]
+
+    for _ in range(2):  # the second time the memo has seen the pair of abstract values
+        fast, slow = _both(f, x=td.spec(a, dtype), y=td.spec(b, dtype))
+        assert fast == slow
+    mixed = _both(f, x=td.spec(a, dtype), y=td.spec(b, "float64" if dtype != "float64" else
+                                                        "float32"))
+    assert mixed[0] == mixed[1]
+
+
+def test_matmul_fast_path_is_taken(monkeypatch):
+    calls = []
+    monkeypatch.setattr(tracing, "matmul", lambda *a: calls.append(a) or None)
+    x = td.spec((3, 4))
+    td.build(lambda a, b: a @ b, a=x, b=td.spec((4, 5)))
+    assert calls == []
+    with pytest.raises(Exception):  # the general path (stubbed out here) took the batched case
+        td.build(lambda a, b: a @ b, a=td.spec((2, 3, 4)), b=td.spec((4, 5)))
+    assert len(calls) == 1
+
+
 def test_signed_zeros_and_nans_stay_distinct_constants():
     def f(x):
         return [x * 0.0, x * -0.0, x * 0, x + math.nan, x + -math.nan]

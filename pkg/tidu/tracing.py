@@ -525,6 +525,19 @@ def _dot_general(t, a: Tracer, b: Tracer, lc, rc, lb=(), rb=()):
     return _emit(t, op, _lift(t, a, dt), _lift(t, b, dt))
 
 
+def matmul_rule(a: AbstractValue, b: AbstractValue):
+    """(prim id, output aval) of a @ b where that is one DotGeneral of operands of rank 1 or 2
+    and one dtype (the compiled tracer's fast path, pyx/_tracer.pxi), else None: matmul takes
+    every other case, and raises the errors."""
+    if a.dtype is not b.dtype or not (1 <= a.ndim <= 2 and 1 <= b.ndim <= 2):
+        return None
+    try:
+        pid, (out,) = shape_rule(_op(P.DotGeneral, (a.ndim - 1,), (0,), (), ()), (a.id, b.id))
+    except (TypeError, ValueError):  # mismatched shapes: matmul raises them, naming them
+        return None
+    return pid, _aval_list[out]
+
+
 def matmul(a, b):
     t = _trace_of(a, b)
     a, b = _lift(t, a), _lift(t, b)
