@@ -101,6 +101,18 @@ cdef class FragmentStore:
             raise IndexError(f"no value with id {v}")
         return self.data.add_input(_I[0], v)
 
+    def add_inputs(self, key_ids, aval_ids):
+        """Declare Input(key_ids[i]) at abstract value aval_ids[i] as inputs; returns their
+        local ids (add_input(intern_input(k, a)) for each pair, in one call)."""
+        cdef vector[Id] k = _ids(key_ids), a = _ids(aval_ids)
+        cdef size_t i
+        if k.size() != a.size():
+            raise ValueError(f"{k.size()} input keys for {a.size()} abstract values")
+        out = []
+        for i in range(k.size()):
+            out.append(self.data.add_input(_I[0], _I.intern_input(k[i], a[i])))
+        return out
+
     def add_op(self, Id prim, Id mode, args, out_avals):
         """Intern the op and make it local; returns the local id of output slot 0."""
         cdef vector[Id] a = _ids(args)

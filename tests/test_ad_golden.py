@@ -206,6 +206,41 @@ def test_vector_examples_adjoint_identity_and_fd(fn):
     np.testing.assert_allclose(dy, fd, rtol=1e-7, atol=1e-9)
 
 
+def test_transforms_record_their_tangent_input_ids():
+    """differentiate and transpose hand on the ids of the inputs they declare; transpose reads
+    them, and finds the same inputs by key when a LinearFragment comes without them."""
+    import dataclasses
+
+    F0 = td.build(lambda x, y: td.sin(x * y) + x, x=S, y=S)
+    view = td.resolve([F0])
+    L1 = td.differentiate(view, F0.outputs, ["x", "y", "x"])  # a key twice: one tangent input
+    by_key = {k.input_key: k.id for k in L1.fragment.inputs}
+    assert L1.input_ids == [by_key[t] for _, t in L1.tangent_inputs]
+    assert L1.input_ids[0] == L1.input_ids[2]
+    x, y = 0.3, -1.2
+    for T1 in (td.transpose(L1), td.transpose(dataclasses.replace(L1, input_ids=[]))):
+        ct = {k.input_key: k.id for k in T1.fragment.inputs}
+        assert T1.input_ids == [ct[t] for _, t in T1.tangent_inputs]
+        # the cotangents, evaluated: y cos(xy) + 1 for x (listed twice), x cos(xy) for y
+        g = td.compile(td.materialize_merge(td.resolve([F0, T1]), T1.tangent_outputs),
+                       backend="cpu")
+        got = g({"x": x, "y": y, **{t: 1.0 for _, t in T1.tangent_inputs}})
+        np.testing.assert_allclose(got, [y * np.cos(x * y) + 1, x * np.cos(x * y),
+                                         y * np.cos(x * y) + 1], rtol=1e-14)
+
+
+def test_builder_add_inputs_is_add_input_in_one_pass():
+    b = td.FragmentBuilder()
+    avs = [S, td.spec((2,)), S]
+    many = b.add_inputs(["a", "b", "a"], avs)
+    assert many == [b.add_input("a", S), b.add_input("b", td.spec((2,))), b.add_input("a", S)]
+    assert many[0] == many[2]
+    with pytest.raises(TypeError, match="hashable"):
+        b.add_inputs([["unhashable"]], [S])
+    with pytest.raises(ValueError, match="2 input keys for 1"):
+        b.store.add_inputs([1, 2], [S.id])
+
+
 # ---- errors ----
 
 def test_differentiate_errors():

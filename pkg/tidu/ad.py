@@ -32,6 +32,8 @@ class LinearFragment:
             InputKey for `differentiate`, a linear output ValKey for `transpose`.
         tangent_outputs: ValKeys aligned with the requested outputs (`differentiate`) or with
             the linear fragment's tangent_inputs (`transpose`); None where the result is zero.
+        input_ids: the global value ids of the tangent inputs, aligned with tangent_inputs
+            (empty where the maker did not record them: transpose then finds them by key).
     """
 
     fragment: Fragment
@@ -39,16 +41,26 @@ class LinearFragment:
     tangent_outputs: list[ValKey | None]
     pass_id: int = 0
     source: "LinearFragment | None" = field(default=None, repr=False)
+    input_ids: list[int] = field(default_factory=list, repr=False)
 
     def to_dot(self, parents: bool = True) -> str:
         """Graphviz DOT text of its fragment (Fragment.to_dot)."""
         return self.fragment.to_dot(parents)
 
 
+_nondiff = np.zeros(0, np.uint8)
+
+
 def _nondiff_table() -> np.ndarray:
-    """uint8 per abstract value id: 1 where the dtype carries no tangent (ints, bool)."""
-    return np.fromiter((a.dtype.kind not in "fc" for a in _aval_list), dtype=np.uint8,
-                       count=len(_aval_list))
+    """uint8 per abstract value id: 1 where the dtype carries no tangent (ints, bool).  Avals
+    are only ever appended, so the table is extended, not rebuilt, per transform."""
+    global _nondiff
+    n, have = len(_aval_list), len(_nondiff)
+    if have < n:
+        more = np.fromiter((a.dtype.kind not in "fc" for a in _aval_list[have:n]), np.uint8,
+                           count=n - have)
+        _nondiff = np.concatenate([_nondiff, more])
+    return _nondiff
 
 
 def _inputs_by_key(view: ResolvedView) -> dict:
@@ -93,7 +105,7 @@ def differentiate(view: ResolvedView, outputs: Sequence[ValKey], wrt: Sequence[H
     mat = view.walk(outputs)
     builder = FragmentBuilder(parents=view.roots, prefix="t")
     env: dict[int, int | ValKey] = {}  # global value id -> local tangent id (or external value)
-    tangent_inputs = []
+    tangent_inputs, fresh, input_ids = [], [], []
     if tangents is not None and len(tangents) != len(wrt):
         raise ValueError(f"differentiate: {len(tangents)} tangents for {len(wrt)} wrt keys")
     by_key = _inputs_by_key(view) if any(not isinstance(k, ValKey) for k in wrt) else {}
@@ -109,17 +121,21 @@ def differentiate(view: ResolvedView, outputs: Sequence[ValKey], wrt: Sequence[H
             raise GraphError(f"input key {key!r} is declared at several shapes/dtypes in the view "
                              f"({', '.join(str(v.aval) for v in vals)}); differentiate one view")
         (val,) = vals
-        if val.dtype.kind not in "fc":
-            raise TypeError(f"cannot differentiate with respect to {key!r}: dtype {val.dtype} is "
+        av = val.aval
+        if av.dtype.kind not in "fc":
+            raise TypeError(f"cannot differentiate with respect to {key!r}: dtype {av.dtype} is "
                             f"not differentiable (only float and complex inputs are)")
         if tangents is not None:
-            if tangents[i].aval is not val.aval:
-                raise ValueError(f"tangent for {key!r} has {tangents[i].aval}, expected {val.aval}")
+            if tangents[i].aval is not av:
+                raise ValueError(f"tangent for {key!r} has {tangents[i].aval}, expected {av}")
             env[val.id] = tangents[i]
             continue
-        t_key = tangent_of(key, pass_id)
-        env[val.id] = builder.add_input(t_key, val.aval)
-        tangent_inputs.append((key, t_key))
+        tangent_inputs.append((key, tangent_of(key, pass_id)))
+        fresh.append((val.id, av))
+    if fresh:  # the tangent inputs, declared in one pass
+        input_ids = builder.add_inputs([t for _, t in tangent_inputs], [av for _, av in fresh])
+        for (v, _), local in zip(fresh, input_ids):
+            env[v] = local
 
     def rule(prim, primal_in, primal_out, t_in):
         op = prim_of(prim)
@@ -135,7 +151,8 @@ def differentiate(view: ResolvedView, outputs: Sequence[ValKey], wrt: Sequence[H
                                 [k.id for k in outputs], rule, _prim_flags, ValKey)
     tangent_outputs = [None if t == _core.NONE else ValKey(t) for t in found]
     frag = builder.build([k for k in tangent_outputs if k is not None])
-    return LinearFragment(frag, tangent_inputs, tangent_outputs, pass_id)
+    return LinearFragment(frag, tangent_inputs, tangent_outputs, pass_id,
+                          input_ids=[glob(x) for x in input_ids])
 
 
 _ACTIVE2 = Linear([True, True])
@@ -213,7 +230,7 @@ def transpose(linear: LinearFragment, cotangents: Sequence[ValKey | None] | None
         else:
             ct_env[key_id] = builder.emit(op_cls.add(), [prev, ct], _ACTIVE2)
 
-    tangent_inputs = []
+    tangent_inputs, input_ids = [], []
     seeds = []
     if cotangents is not None and len(cotangents) != len(linear.tangent_outputs):
         raise ValueError(f"transpose: {len(cotangents)} cotangents for "
@@ -226,8 +243,10 @@ def transpose(linear: LinearFragment, cotangents: Sequence[ValKey | None] | None
                 seeds.append((out, cotangents[i]))
             continue
         ct_key = Cotangent(i, pass_id)
-        seeds.append((out, builder.add_input(ct_key, out.aval)))
+        local = builder.add_input(ct_key, out.aval)
+        seeds.append((out, local))
         tangent_inputs.append((out, ct_key))
+        input_ids.append(local)
     for out, local in seeds:  # an output listed twice: its cotangents add up
         if out.id in ct_env:
             accumulate(_adder(frag), out.id, local)
@@ -246,14 +265,19 @@ def transpose(linear: LinearFragment, cotangents: Sequence[ValKey | None] | None
     def add(prim, prev, ct):
         return [builder.emit(type(prim_of(prim)).add(), [prev, ct], _ACTIVE2)]
 
-    by_key = {k.input_key: k.id for k in frag.inputs}
-    queries = [by_key[t_key] for _, t_key in linear.tangent_inputs]
+    if len(linear.input_ids) == len(linear.tangent_inputs):
+        queries = list(linear.input_ids)
+    else:  # made elsewhere (a control-flow body's): find the inputs by key
+        by_key = {k.input_key: k.id for k in frag.inputs}
+        queries = [by_key[t_key] for _, t_key in linear.tangent_inputs]
     found = _core.transpose_ops(builder.store, frag.store,
                                 [(v, builder.key(_ref(c)).id) for v, c in ct_env.items()],
                                 queries, rule, add, _prim_flags, _mode_mask, ValKey)
     tangent_outputs = [None if c == _core.NONE else ValKey(c) for c in found]
     out_frag = builder.build([k for k in tangent_outputs if k is not None])
-    return LinearFragment(out_frag, tangent_inputs, tangent_outputs, pass_id, source=linear)
+    glob = builder.store.global_of
+    return LinearFragment(out_frag, tangent_inputs, tangent_outputs, pass_id, source=linear,
+                          input_ids=[glob(x) for x in input_ids])
 
 
 # ---- saved values ----

@@ -43,8 +43,9 @@ def trace_program(fn: Callable, args: tuple, backend: str = "auto", device=None,
     builder = FragmentBuilder(prefix="p")
     conc = Concrete() if concrete else None
     with tracing(builder, conc) as t:
-        tracers = [t.input(("arg", i), as_aval(np.asarray(x) if not hasattr(x, "dtype") else x))
-                   for i, x in enumerate(leaves)]
+        tracers = t.inputs([("arg", i) for i in range(len(leaves))],
+                           [as_aval(np.asarray(x) if not hasattr(x, "dtype") else x)
+                            for x in leaves])
         # A transform's own trace: no user code has run in it, so the first nested call may
         # differentiate these inputs in place (see _Nested).
         builder.top_inputs = {x._v for x in tracers} if getattr(fn, "_own_trace", False) \

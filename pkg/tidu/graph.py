@@ -202,6 +202,24 @@ class _Interned:
         return i
 
 
+    def ids_of(self, objs: Iterable) -> list[int]:
+        """id() of each of objs, under one lock (a new object is hashed once, not twice)."""
+        out = []
+        with _lock:
+            ids, known = self.ids, self.objs
+            for obj in objs:
+                n = len(known)
+                try:
+                    i = ids.setdefault(obj, n)
+                except TypeError:
+                    raise TypeError(f"keys and ops must be hashable, got {type(obj).__name__}") \
+                        from None
+                if i == n:
+                    known.append(obj)
+                out.append(i)
+        return out
+
+
 _input_keys = _Interned()
 _prims = _Interned()
 _modes = _Interned([PRIMAL])
@@ -456,6 +474,10 @@ class FragmentBuilder:
     def add_input(self, key: Hashable, av: AbstractValue) -> int:
         """Declare Input(key) at abstract value av; returns its local id."""
         return self.store.add_input(_core.intern_input(input_key_id(key), av.id))
+
+    def add_inputs(self, keys: Sequence[Hashable], avals: Sequence[AbstractValue]) -> list[int]:
+        """add_input of each (key, aval) pair, in one pass; returns their local ids."""
+        return self.store.add_inputs(_input_keys.ids_of(keys), [av.id for av in avals])
 
     def key(self, ref: ValRef | ValKey) -> ValKey:
         """Global key of a reference."""

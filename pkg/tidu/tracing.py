@@ -617,6 +617,13 @@ class tracing:
         local = self.trace.builder.add_input(key, av)
         return Tracer(self.trace, self.trace.store.global_of(local), av)
 
+    def inputs(self, keys: Sequence[Hashable], avals: Sequence[AbstractValue]) -> list[Tracer]:
+        """input() of each (key, aval) pair, declared in one pass."""
+        t = self.trace
+        glob = t.store.global_of
+        return [Tracer(t, glob(local), av)
+                for local, av in zip(t.builder.add_inputs(keys, avals), avals)]
+
     def lift(self, x) -> Tracer:
         return _lift(self.trace, x)
 
