@@ -52,7 +52,7 @@ COMPARE = {name: i for i, name in enumerate(_eval.COMPARE)}
 def has_kernels(prims) -> bool:
     """True when every op (interned prim id) has a C++ opcode (user primitives with Python
     kernels do not), and so does every op of every nested program (a loop body, a branch)."""
-    for p in np.unique(prims).tolist():
+    for p in set(prims.tolist()):
         code, _, _, bodies = _prim_code(int(p))
         if code < 0 or any(b.native() is None for _, b in bodies):
             return False
@@ -131,7 +131,7 @@ def _aval_code(aid: int) -> tuple[int, tuple[int, ...]]:
 
 def encode(arrays: dict, input_names=(), output_names=()) -> "_eval.Program":
     """An _eval.Program from compile's SSA arrays (names are metadata carried into saved
-    files)."""
+    files).  NotImplementedError: an op, or an op of a nested program, has no C++ kernel."""
     out_off, out_slots = arrays["out_off"], arrays["out_slots"]
     # Slots' dtype codes and shapes, instructions' opcodes and attributes: from each distinct
     # abstract value and op's codes (asked once, then cached), copied out in one compiled pass.

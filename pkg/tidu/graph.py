@@ -705,8 +705,10 @@ class Executable:
         if self._native is None:
             from tidu import evaluator  # the evaluator bridge; graph itself names no primitive
 
-            prims = self.arrays["instr_prim"]
-            self._native = evaluator.encode(self.arrays) if evaluator.has_kernels(prims) else False
+            try:  # encode raises NotImplementedError at the first op with no C++ kernel
+                self._native = evaluator.encode(self.arrays)
+            except NotImplementedError:
+                self._native = False
         return self._native or None
 
     def run(self, inputs: Sequence[np.ndarray], out=None) -> list[np.ndarray]:
