@@ -7,13 +7,14 @@ come through here, so each is thin."""
 from libc.stdint cimport uint8_t, uint32_t
 from libc.string cimport memcpy
 from libcpp cimport bool
+from libcpp.utility cimport pair
 from libcpp.vector cimport vector
 
 cimport numpy as cnp
 import numpy as np
 
-from tidu_core cimport (Id, kNone, FlatMap32, RangeMap, KeyInterner, ValRec, OpRec, FragmentData, View,
-                        Reachable, topo_walk, forward_activity, SSAProgram, compile_ssa,
+from tidu_core cimport (Id, kNone, FlatMap32, RangeMap, dense_window_of, KeyInterner, ValRec,
+                        OpRec, FragmentData, View, Reachable, topo_walk, forward_activity, SSAProgram, compile_ssa,
                         kLinearizeRule, kTransposeRule, kAccumulateRule, RuleTemplate, RuleCache,
                         make_rule_key, replay_rule, record_rule)
 
@@ -478,14 +479,19 @@ cdef inline uint8_t _flags_of(Id prim, object prim_flags) except 0:
     return _prim_flags[prim]
 
 
-cdef vector[uint8_t] _mask_of(Id mode, object mode_mask) except *:
+cdef int _mask_of(Id mode, object mode_mask, vector[uint8_t]& out) except -1:
+    """Mode `mode`'s active mask into `out` (its storage reused: no allocation per op)."""
     cdef bytes m
+    cdef size_t k
     if mode >= _mode_masks.size():
         _mode_masks.resize(mode + 1)
     if _mode_masks[mode].empty():
         m = bytes(mode_mask(mode))
         _mode_masks[mode] = [1 if c else 0 for c in m]
-    return _mode_masks[mode]
+    out.resize(_mode_masks[mode].size())
+    for k in range(out.size()):
+        out[k] = _mode_masks[mode][k]
+    return 0
 
 
 cdef inline object _ref_obj(FragmentStore b, Id g, object valkey):
@@ -552,12 +558,10 @@ cdef inline const RuleTemplate* _lookup(Id kind, Id prim, Id mode, uint8_t flags
 
 
 cdef RangeMap* _range_map(vector[Id]& vals):
-    """A new RangeMap over the id range of vals (the walk's values); the caller deletes it."""
-    cdef Id lo = kNone, hi = 0, v
-    for v in vals:
-        lo = min(lo, v)
-        hi = max(hi, v)
-    return new RangeMap(lo, hi, vals.size() + 16)
+    """A new RangeMap over the dense window of vals (the walk's values: old constants below it
+    are hashed); the caller deletes it."""
+    cdef pair[Id, Id] w = dense_window_of(vals)
+    return new RangeMap(w.first, w.second, vals.size() + 16)
 
 
 def linearize_ops(FragmentStore b, Materialized m, seeds, const uint8_t[::1] nondiff_aval,
@@ -693,7 +697,7 @@ cdef list _transpose_walk(FragmentStore b, FragmentStore linear, RangeMap& ct_en
             sym[k] = a[k]
         ins.assign(sym.begin(), sym.begin() + n_in)
         flags = _flags_of(prim, prim_flags)
-        mask = _mask_of(mode, mode_mask)
+        _mask_of(mode, mode_mask, mask)
         results.assign(n_in, kNone)
         t = _lookup(kTransposeRule, prim, mode, flags, sym, key)
         if t != NULL:

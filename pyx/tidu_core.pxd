@@ -1,6 +1,7 @@
 # Extern declarations mirroring cpp/include/tidu/{flat_map,interner,graph,rule_cache}.hpp one to one.
 from libc.stdint cimport uint8_t, uint16_t, uint32_t
 from libcpp cimport bool
+from libcpp.utility cimport pair
 from libcpp.vector cimport vector
 
 cdef extern from "tidu/flat_map.hpp" namespace "tidu" nogil:
@@ -15,6 +16,8 @@ cdef extern from "tidu/flat_map.hpp" namespace "tidu" nogil:
         bool contains(Id key)
         Id insert(Id key, Id val)
         void set(Id key, Id val)
+
+    pair[Id, Id] dense_window_of(const vector[Id]& ids)
 
     cdef cppclass RangeMap:
         RangeMap(Id lo, Id hi, size_t expected)

@@ -115,6 +115,30 @@ def test_two_million_node_chain():
 
 # ---- compile ----
 
+def test_an_old_constant_far_below_a_large_graph():
+    """A constant interned long before (its id far below the graph's others) is an outlier of
+    the walks' and compile's dense windows: the gradient through it is still right."""
+    old = td.build(lambda x: x * 0.318, x=f64())  # interns the constant now
+    for k in range(100):  # 300,000 values later
+        td.build(lambda x, k=k: _chain(x, k), x=f64())
+
+    def f(x):
+        return _chain(x, 99) * 0.318
+
+    g = td.jit(td.grad(f))
+    want = (_chain(0.4 + 1e-6, 99, np) * 0.318 - _chain(0.4 - 1e-6, 99, np) * 0.318) / 2e-6
+    np.testing.assert_allclose(g(0.4), want, rtol=1e-6)
+    # the gradient program's values number about 10,000: a window reaches 8 x that below its top
+    n_vals = g.lower(0.4).program.n_instructions
+    assert old.outputs[0].op_key()[1][1].id < td.build(f, x=f64()).outputs[0].id - 20 * n_vals
+
+
+def _chain(x, salt, ns=td):
+    for _ in range(1000):
+        x = ns.sin(x) + (0.5 + salt * 1e-6)
+    return x
+
+
 def test_slots_are_ssa_and_dense():
     frag = td.build(lambda x, a: (td.exp(a * x), a * x), x=f64(), a=f64())
     g = td.materialize_merge(td.resolve([frag]), frag.outputs)

@@ -72,6 +72,20 @@ int main() {
     CHECK(!created);
   }
 
+  // Dense windows: ids far below the bulk (an old constant) stay out of the window, and the
+  // sets and maps built over a window still hold them.
+  std::vector<Id> ids = {5, 1000000, 1000001, 1000003, 7};
+  auto [lo, hi] = tidu::dense_window(ids.begin(), ids.end());
+  CHECK(lo == 1000000 && hi == 1000003);
+  tidu::IdBitset set(lo, hi);
+  for (Id v : ids) set.insert(v);
+  for (Id v : ids) CHECK(set.contains(v));
+  CHECK(!set.contains(6) && !set.contains(1000002) && !set.contains(999999));
+  tidu::RangeMap env(lo, hi, ids.size());
+  for (Id v : ids) env.set(v, v + 1);
+  for (Id v : ids) CHECK(env.get(v) == v + 1);
+  CHECK(env.get(6) == tidu::kNone);
+
   std::puts("core_identity: ok");
   return EXIT_SUCCESS;
 }

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <new>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 #if defined(__linux__)
@@ -201,9 +202,33 @@ class IdMap {
   FlatMap32 sparse_;
 };
 
-// A set of ids within one known range [lo, hi], one bit per id: the seen-sets of walks over a
-// view, whose values and ops span a range fixed up front.  Look-ups are one bit test with no
-// hashing, and a million ids take 128 KiB, so a walk stays in cache where a hash set would not.
+// The dense window of a set of n ids: [lo, hi] with hi the largest id and lo the smallest id
+// not more than slack * n + 4096 below it (lo > hi when n == 0).  A walk's values are mostly the
+// ids of its recent ops, but a constant interned by an earlier program keeps its old id: such
+// outliers fall below the window (and go to a hash map) instead of stretching an array over
+// every id in between.
+template <class It>
+inline std::pair<Id, Id> dense_window(It first, It last, std::size_t slack = 8) {
+  Id hi = 0, lo = kNone;
+  std::size_t n = 0;
+  for (It it = first; it != last; ++it, ++n)
+    if (*it > hi) hi = *it;
+  if (n == 0) return {kNone, 0};
+  const std::uint64_t reach = static_cast<std::uint64_t>(slack) * n + 4096;
+  const Id floor = hi > reach ? static_cast<Id>(hi - reach) : 0;
+  for (It it = first; it != last; ++it)
+    if (*it >= floor && *it < lo) lo = *it;
+  return {lo, hi};
+}
+
+inline std::pair<Id, Id> dense_window_of(const std::vector<Id>& ids, std::size_t slack = 8) {
+  return dense_window(ids.begin(), ids.end(), slack);
+}
+
+// A set of ids, one bit per id of a window [lo, hi] fixed up front (dense_window) and a hash set
+// for the few outside it: the seen-sets of walks over a view.  Look-ups in the window are one bit
+// test with no hashing, and a million ids take 128 KiB, so a walk stays in cache where a hash set
+// would not.
 class IdBitset {
  public:
   IdBitset() = default;
@@ -213,21 +238,24 @@ class IdBitset {
 
   bool contains(Id key) const {
     std::size_t off = static_cast<std::size_t>(key) - lo_;
-    return key >= lo_ && (off >> 6) < bits_.size() && ((bits_[off >> 6] >> (off & 63)) & 1);
+    if (key >= lo_ && (off >> 6) < bits_.size()) return (bits_[off >> 6] >> (off & 63)) & 1;
+    return outside_.size() && outside_.contains(key);
   }
 
-  // Adds key, which must lie in the range given at construction.
   void insert(Id key) {
     std::size_t off = static_cast<std::size_t>(key) - lo_;
-    if (key < lo_ || (off >> 6) >= bits_.size()) throw std::out_of_range("tidu: id outside the set's range");
-    bits_[off >> 6] |= std::uint64_t{1} << (off & 63);
+    if (key >= lo_ && (off >> 6) < bits_.size())
+      bits_[off >> 6] |= std::uint64_t{1} << (off & 63);
+    else
+      outside_.insert(key, 1);
   }
 
-  std::size_t memory_bytes() const { return bits_.capacity() * sizeof(std::uint64_t); }
+  std::size_t memory_bytes() const { return bits_.capacity() * sizeof(std::uint64_t) + outside_.memory_bytes(); }
 
  private:
   Id lo_ = 0;
   std::vector<std::uint64_t> bits_;
+  FlatMap32 outside_;
 };
 
 // uint32 -> uint32 map with a fixed dense window [lo, hi] (an array, no hashing) and a hash map

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -71,21 +72,18 @@ struct FragmentData {
 // A logical view over fragments: which values and ops they define.  No node is copied.
 struct View {
   std::vector<const FragmentData*> frags;
-  Id val_lo = kNone, val_hi = 0;  // id ranges of the defined values and ops (empty: lo > hi)
+  Id val_lo = kNone, val_hi = 0;  // dense windows of the defined values and ops (empty: lo > hi)
   Id op_lo = kNone, op_hi = 0;
   IdBitset def;  // defined values
 
   explicit View(std::vector<const FragmentData*> fs) : frags(std::move(fs)) {
-    for (const FragmentData* f : frags) {
-      for (Id v : f->vals) {
-        if (v < val_lo) val_lo = v;
-        if (v > val_hi) val_hi = v;
-      }
-      for (Id o : f->ops) {
-        if (o < op_lo) op_lo = o;
-        if (o > op_hi) op_hi = o;
-      }
-    }
+    // The dense windows of the defined values and ops (an old constant's id is an outlier).
+    std::vector<Id> all;
+    for (const FragmentData* f : frags) all.insert(all.end(), f->vals.begin(), f->vals.end());
+    std::tie(val_lo, val_hi) = dense_window(all.begin(), all.end());
+    all.clear();
+    for (const FragmentData* f : frags) all.insert(all.end(), f->ops.begin(), f->ops.end());
+    std::tie(op_lo, op_hi) = dense_window(all.begin(), all.end());
     def = val_lo <= val_hi ? IdBitset(val_lo, val_hi) : IdBitset();
     for (const FragmentData* f : frags)
       for (Id v : f->vals) def.insert(v);
@@ -107,8 +105,8 @@ struct Reachable {
 // the first reachable value that no fragment of the view defines (a dangling External reference).
 inline Id topo_walk(const KeyInterner& in, const View& view, const Id* outputs, std::size_t n_out,
                     Reachable& out) {
-  // Every value placed is defined by the view and every op placed defines one: both lie in the
-  // view's id ranges, so the seen-sets are bitsets over those.
+  // Every value placed is defined by the view and every op placed defines one: the seen-sets
+  // are bitsets over the view's windows (its few outliers hashed).
   IdBitset seen = view.val_lo <= view.val_hi ? IdBitset(view.val_lo, view.val_hi) : IdBitset();
   IdBitset op_seen = view.op_lo <= view.op_hi ? IdBitset(view.op_lo, view.op_hi) : IdBitset();
   std::vector<std::pair<Id, bool>> stack;
@@ -187,26 +185,21 @@ struct SSAProgram {
 inline void compile_ssa(const KeyInterner& in, const std::vector<Id>& vals, const std::vector<Id>& ops,
                         const std::vector<Id>& inputs, const Id* outputs, std::size_t n_out,
                         SSAProgram& p) {
-  // value id -> slot: a plain array over the values' id range when that is dense enough (the
-  // usual case), else a hash map.
-  Id lo = kNone, hi = 0;
-  for (Id v : vals) {
-    if (v < lo) lo = v;
-    if (v > hi) hi = v;
-  }
-  bool dense = !vals.empty() && static_cast<std::size_t>(hi - lo) < 8 * vals.size() + 4096;
-  std::vector<Id> slot_dense(dense ? static_cast<std::size_t>(hi - lo) + 1 : 0, kNone);
-  IdMap slot_of(dense ? 8 : vals.size());
+  // value id -> slot: a plain array over the values' dense window, a hash map for the few ids
+  // below it (dense_window).
+  const auto [lo, hi] = dense_window(vals.begin(), vals.end());
+  std::vector<Id> slot_dense(lo <= hi ? static_cast<std::size_t>(hi - lo) + 1 : 0, kNone);
+  FlatMap32 slot_of(16);
   p.slot_aval.reserve(vals.size());
   for (std::size_t i = 0; i < vals.size(); ++i) {
-    if (dense)
+    if (vals[i] >= lo && vals[i] <= hi)
       slot_dense[vals[i] - lo] = static_cast<Id>(i);
     else
       slot_of.insert(vals[i], static_cast<Id>(i));
     p.slot_aval.push_back(in.val(vals[i]).aval);
   }
   auto slot = [&](Id v) {
-    Id s = !dense ? slot_of.get(v, kNone) : (v >= lo && v <= hi ? slot_dense[v - lo] : kNone);
+    Id s = v >= lo && v <= hi ? slot_dense[v - lo] : slot_of.get(v, kNone);
     if (s == kNone) throw std::logic_error("tidu: value missing from materialized graph");
     return s;
   };
