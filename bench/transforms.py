@@ -34,9 +34,11 @@ def blocks(n_ops, seed=0):
     return recipe
 
 
-def make(recipe, ns):
+def make(recipe, ns, scale=None):
+    """f(x, y) following the recipe; a scale (x * scale first: one op) makes a structure of the
+    same size that shares no op with another scale's."""
     def f(x, y):
-        vals = [x, y]
+        vals = [x if scale is None else x * scale, y]
         for fn, pick, comb in recipe:
             u = vals[-1]
             v = vals[int(pick * len(vals))]
@@ -144,9 +146,9 @@ def workloads(rng):
     ws = [rng.standard_normal((16, 16)) * 0.3 for _ in range(50)]
     x = rng.standard_normal((64, 16))
 
-    def dag(n):
+    def dag(n):  # salted like the others: the same size at every salt
         recipe = blocks(n)
-        return lambda ns, k: make(recipe + [("s", 0.0, "a")] * k, ns)
+        return lambda ns, k: make(recipe, ns, 1.0 + k * 1e-9)
 
     return [
         ("mlp 50x16", lambda ns, k: mlp(ns, 50, 1.0 + k * 1e-9), (ws, x), (0,), "scalar dag 200"),
