@@ -13,7 +13,7 @@ from libcpp.vector cimport vector
 cimport numpy as cnp
 import numpy as np
 
-from tidu_core cimport (Id, kNone, FlatMap32, RangeMap, dense_window_of, KeyInterner, ValRec,
+from tidu_core cimport (Id, kNone, FlatMap32, RangeMap, dense_window_of, mix64, KeyInterner, ValRec,
                         OpRec, FragmentData, View, Reachable, topo_walk, forward_activity, SSAProgram, compile_ssa,
                         kLinearizeRule, kTransposeRule, kAccumulateRule, RuleTemplate, RuleCache,
                         make_rule_key, replay_rule, record_rule)

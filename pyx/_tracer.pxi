@@ -4,7 +4,8 @@
 # common cases run here without a Python frame:
 #   * Tracer op Tracer of the same trace and the same abstract value,
 #   * Tracer op Python float/int (exact types) with a rank-0 float/complex Tracer,
-#   * a transcendental function (or Neg) of a Tracer.
+#   * a transcendental function (or Neg) of a Tracer,
+#   * x @ y, x[i], reshape and concatenate in their common forms.
 # Each emits the op(s) straight into the trace's FragmentStore and builds the result Tracer in C.
 # Everything else (promotion, broadcasting, conversion, every error) is the Python slow path of
 # tidu.tracing, which also supplies the shape/dtype rules: a rule is asked once per (op, abstract
@@ -108,6 +109,9 @@ def clear_tracer_rules():
         _r1[k].clear()
     _aval_flags.clear()
     _mm_rules.clear()
+    _getitem_plans.clear()
+    _reshape_rules.clear()
+    _concat_rules.clear()
     memset(_scalar_cache, 0, sizeof(_scalar_cache))
 
 
@@ -152,6 +156,11 @@ cdef inline Id _emit2(Trace t, Id prim, Id a, Id b, Id aid) except? 0xFFFFFFFF:
     args[0] = _check(a)
     args[1] = _check(b)
     return d.vals[d.add_op(_I[0], prim, 0, args, 2, &aid, 1)]
+
+
+cdef inline Id _emit_n(Trace t, Id prim, vector[Id]& args, Id aid) except? 0xFFFFFFFF:
+    cdef FragmentData* d = &t.store.data
+    return d.vals[d.add_op(_I[0], prim, 0, args.data(), args.size(), &aid, 1)]
 
 
 cdef int _ask(object rule, object av, Id aid, Rule* r) except -1:
@@ -221,8 +230,9 @@ cdef object _scalar(int k, Tracer x, object s, bint left):
         if overflow:
             return None
         tag = 2 + k * 4 + left * 2
-    cdef uint64_t h = (bits ^ (<uint64_t>x._aid << 32) ^ tag) * <uint64_t>0x9E3779B97F4A7C15
-    cdef size_t slot = (h >> 40) % _SCALAR_CACHE
+    # Mixed through every bit: constants a power of two apart (h and h / 2) differ in one
+    # exponent bit, which a multiply alone carries only upward, past the slot's bits.
+    cdef size_t slot = mix64(bits ^ (<uint64_t>x._aid << 32) ^ tag) % _SCALAR_CACHE
     e = &_scalar_cache[slot]
     if not (e.tag == tag and e.bits == bits and e.aval == x._aid):
         srule = _bscalar[k]
@@ -320,6 +330,93 @@ cdef object _matmul(object x, object y):
             if hit is not None:
                 return _new(a._t, _emit2(a._t, <Id>hit[0], a._v, b._v, <Id>hit[1]), <Id>hit[1])
     return _py.matmul(x, y)
+
+
+# Structural ops on the fast path: each memo maps (abstract value(s), static argument) to the
+# nodes the general path emits, as (prim id, output aval id) pairs, learnt from that path's memos
+# (tidu.tracing: _index_plans, shape_rule); None marks a case the general path keeps.
+cdef dict _getitem_plans = {}   # (aval id, int index) -> ((pid, out), ...)
+cdef dict _reshape_rules = {}   # (aval id, shape tuple) -> (pid, out), or () for no op
+cdef dict _concat_rules = {}    # (aval ids tuple, axis) -> (pid, out)
+
+
+cdef object _emit_plan(Tracer x, tuple plan):
+    cdef Trace t = x._t
+    cdef Id v = x._v, out = x._aid
+    for step in plan:
+        out = <Id>step[1]
+        v = _emit1(t, <Id>step[0], v, out)
+    return _new(t, v, out) if plan else x
+
+
+cdef object _getitem(Tracer x, object idx):
+    """x[i] for a Python int i through the plan the general path made for it."""
+    if _fast and type(idx) is int and x._t is not None:
+        key = (x._aid, idx)
+        plan = _getitem_plans.get(key)
+        if plan is not None:
+            return _emit_plan(x, <tuple>plan)
+        out = _py._getitem(x, idx)  # raises what numpy would
+        plan = _py._index_plans.get((x._aid, ((int, idx),)))
+        if type(plan) is tuple:
+            _getitem_plans[key] = plan
+        return out
+    return _py._getitem(x, idx)
+
+
+def reshape(x, shape):
+    """tidu.reshape: a Tracer and a tuple of ints (or an int) on the fast path, the general
+    path (tidu.tracing.reshape_general) for everything else and every error."""
+    cdef Tracer a
+    if _fast and type(x) is Tracer and (<Tracer>x)._t is not None and \
+            (type(shape) is tuple or type(shape) is int):
+        a = <Tracer>x
+        key = (a._aid, shape)
+        try:
+            hit = _reshape_rules.get(key)
+        except TypeError:  # an unhashable shape: the general path names it
+            return _py.reshape_general(x, shape)
+        if hit is None:
+            out = _py.reshape_general(x, shape)
+            hit = _py.reshape_rule(a.aval, shape)
+            if hit is not None:
+                _reshape_rules[key] = hit
+            return out
+        if not hit:
+            return x
+        return _new(a._t, _emit1(a._t, <Id>hit[0], a._v, <Id>hit[1]), <Id>hit[1])
+    return _py.reshape_general(x, shape)
+
+
+def concatenate(xs, axis=0):
+    """tidu.concatenate: a list or tuple of Tracers of one trace and one dtype along an int
+    axis on the fast path, the general path (tidu.tracing.concatenate_general) otherwise."""
+    cdef Tracer a, first
+    cdef vector[Id] args
+    cdef Trace t
+    cdef Py_ssize_t n
+    if _fast and (type(xs) is list or type(xs) is tuple) and type(axis) is int:
+        n = len(xs)
+        if n > 0 and type(xs[0]) is Tracer and (<Tracer>xs[0])._t is not None:
+            first = <Tracer>xs[0]
+            t = first._t
+            avs = []
+            for y in xs:
+                if type(y) is not Tracer or (<Tracer>y)._t is not t:
+                    return _py.concatenate_general(xs, axis)
+                avs.append((<Tracer>y)._aid)
+            key = (tuple(avs), axis)
+            hit = _concat_rules.get(key)
+            if hit is None:
+                out = _py.concatenate_general(xs, axis)
+                hit = _py.concatenate_rule([(<Tracer>y).aval for y in xs], axis)
+                if hit is not None:
+                    _concat_rules[key] = hit
+                return out
+            for y in xs:
+                args.push_back(_check((<Tracer>y)._v))
+            return _new(t, _emit_n(t, <Id>hit[0], args, <Id>hit[1]), <Id>hit[1])
+    return _py.concatenate_general(xs, axis)
 
 
 def binary(int k, x, y):
@@ -565,7 +662,7 @@ cdef class Tracer:
     def sum(self, axis=None, keepdims=False): return _py.sum(self, axis, keepdims)
     def max(self, axis=None, keepdims=False): return _py.max(self, axis, keepdims)
     def mean(self, axis=None, keepdims=False): return _py.mean(self, axis, keepdims)
-    def reshape(self, *shape): return _py.reshape(self, shape[0] if len(shape) == 1 else shape)
+    def reshape(self, *shape): return reshape(self, shape[0] if len(shape) == 1 else shape)
 
     def transpose(self, *axes):
         return _py.transpose(self, axes[0] if len(axes) == 1 else (axes or None))
@@ -580,7 +677,7 @@ cdef class Tracer:
     def imag(self): return _py.imag(self)
 
     def __getitem__(self, idx):
-        return _py._getitem(self, idx)
+        return _getitem(self, idx)
 
     @property
     def at(self):  # jax's indexed updates: x.at[idx].set/add/mul/min/max/get

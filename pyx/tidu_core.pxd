@@ -1,5 +1,5 @@
 # Extern declarations mirroring cpp/include/tidu/{flat_map,interner,graph,rule_cache}.hpp one to one.
-from libc.stdint cimport uint8_t, uint16_t, uint32_t
+from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t
 from libcpp cimport bool
 from libcpp.utility cimport pair
 from libcpp.vector cimport vector
@@ -18,6 +18,7 @@ cdef extern from "tidu/flat_map.hpp" namespace "tidu" nogil:
         void set(Id key, Id val)
 
     pair[Id, Id] dense_window_of(const vector[Id]& ids)
+    uint64_t mix64(uint64_t h)
 
     cdef cppclass RangeMap:
         RangeMap(Id lo, Id hi, size_t expected)

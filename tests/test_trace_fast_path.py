@@ -106,6 +106,54 @@ def test_matmul_fast_path_is_taken(monkeypatch):
     assert len(calls) == 1
 
 
+@pytest.mark.parametrize("dtype", ["float64", "int32", "complex64"])
+def test_structural_fast_paths_emit_the_general_path_nodes(dtype):
+    """x[i], reshape and concatenate on the fast path: the nodes the general path emits, and its
+    errors (an index out of range, a bad shape, mismatched operands, mixed dtypes)."""
+    def f(x, v):
+        parts = [td.reshape(x[i], (1,)) for i in (0, -1, 2)] + [x[1:3], td.reshape(x, 4)[:1]]
+        y = td.concatenate(parts)
+        return [y, td.reshape(y, (2, -1)), y.reshape(6), td.reshape(y, (6,)), td.reshape(v, ()),
+                td.concatenate((v, v), axis=0), td.concatenate([x.reshape(2, 2)] * 2, axis=1),
+                td.concatenate([x.reshape(2, 2)] * 2, axis=-1)]
+
+    for _ in range(2):  # the second time through the memos
+        fast, slow = _both(f, x=td.spec((4,), dtype), v=td.spec((1,), dtype))
+        assert fast == slow and isinstance(fast[0], list)
+    errors = [lambda x, v: x[4], lambda x, v: x[-5], lambda x, v: td.reshape(x, (3,)),
+              lambda x, v: td.reshape(x, (-1, -1)), lambda x, v: td.reshape(x, [[2], 2]),
+              lambda x, v: td.concatenate([x, x.reshape(2, 2)]),
+              lambda x, v: td.concatenate([x, v], axis=1), lambda x, v: td.concatenate([]),
+              lambda x, v: td.concatenate([x, td.astype(x, "float32")])]
+    for fn in errors:
+        for _ in range(2):
+            fast, slow = _both(fn, x=td.spec((4,), dtype), v=td.spec((1,), dtype))
+            assert fast == slow, fn
+
+
+def test_structural_fast_paths_are_taken(monkeypatch):
+    x = td.spec((3,))
+    f = lambda s: td.concatenate([td.reshape(s[0] * s[1], (1,)), td.reshape(s[2], (1,))])
+    td.build(f, s=x)  # fills the memos
+    for name in ["_getitem", "reshape_general", "concatenate_general"]:
+        monkeypatch.setattr(tracing, name, lambda *a, _n=name: pytest.fail(f"{_n} called"))
+    td.build(f, s=x)
+
+
+def test_scalar_constants_a_power_of_two_apart_stay_cached():
+    """h / 2 and h differ in one exponent bit: both keep their memo entries (the rule is asked
+    once each, not at every use)."""
+    asked = []
+    orig = tracing.P.Constant.of
+    tracing.P.Constant.of = lambda v, dt: asked.append(float(v)) or orig(v, dt)
+    try:
+        h = 0.0123456
+        td.build(lambda s: [h / 2 * s + h * s for _ in range(20)], s=td.spec((3,)))
+    finally:
+        tracing.P.Constant.of = orig
+    assert sorted(asked) == [h / 2, h]
+
+
 def test_signed_zeros_and_nans_stay_distinct_constants():
     def f(x):
         return [x * 0.0, x * -0.0, x * 0, x + math.nan, x + -math.nan]

@@ -430,20 +430,40 @@ def mean(x, axis=None, keepdims=False):
     return sum(x, axis, keepdims) / n
 
 
-def reshape(x, shape):
-    t = _trace_of(x)
-    x = _lift(t, x)
+def _reshape_target(av: AbstractValue, shape) -> tuple[int, ...]:
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
     if shape.count(-1) > 1:
         raise ValueError(f"reshape: at most one -1 in {shape}")
     if -1 in shape:
         rest = int(np.prod([s for s in shape if s != -1], dtype=np.int64))
-        if rest == 0 or x.size % rest:
-            raise ValueError(f"reshape: cannot reshape {x.shape} to {shape}")
-        shape = tuple(x.size // rest if s == -1 else s for s in shape)
+        if rest == 0 or av.size % rest:
+            raise ValueError(f"reshape: cannot reshape {av.shape} to {shape}")
+        shape = tuple(av.size // rest if s == -1 else s for s in shape)
+    return shape
+
+
+def reshape_general(x, shape):
+    """reshape (tidu.reshape is the compiled tracer's, pyx/_tracer.pxi, which comes here for
+    what it does not take and for the errors)."""
+    t = _trace_of(x)
+    x = _lift(t, x)
+    shape = _reshape_target(x.aval, shape)
     if shape == x.shape:
         return x
     return _emit(t, _op(P.Reshape, shape), x)
+
+
+def reshape_rule(av: AbstractValue, shape):
+    """What reshape_general emits at av for a shape it accepted: (prim id, output aval id),
+    or () for nothing (the same shape)."""
+    shape = _reshape_target(av, shape)
+    if shape == av.shape:
+        return ()
+    pid, (out,) = shape_rule(_op(P.Reshape, shape), (av.id,))
+    return pid, out
+
+
+reshape = _core.reshape
 
 
 def transpose(x, axes=None):
@@ -502,7 +522,19 @@ def imag(x):
     return _broadcast(t, _const(t, 0, x.aval.dtype), x.shape)
 
 
-def concatenate(xs: Sequence, axis: int = 0):
+def concatenate_rule(avals: Sequence[AbstractValue], axis: int):
+    """What concatenate_general emits for operands of these avals that it accepted, when they
+    share one dtype: (prim id, output aval id); None otherwise (the general path's promotion)."""
+    if len({a.dtype for a in avals}) != 1:
+        return None
+    pid, (out,) = shape_rule(_op(P.Concatenate, int(axis) % avals[0].ndim),
+                             tuple(a.id for a in avals))
+    return pid, out
+
+
+def concatenate_general(xs: Sequence, axis: int = 0):
+    """concatenate (tidu.concatenate is the compiled tracer's, pyx/_tracer.pxi, which comes
+    here for what it does not take and for the errors)."""
     xs = list(xs)
     if not xs:
         raise ValueError("concatenate: need at least one array")
@@ -515,6 +547,9 @@ def concatenate(xs: Sequence, axis: int = 0):
     if nd == 0:
         raise ValueError("concatenate: zero-dimensional arrays cannot be concatenated")
     return _emit(t, _op(P.Concatenate, int(axis) % nd), *lifted)
+
+
+concatenate = _core.concatenate
 
 
 def _dot_general(t, a: Tracer, b: Tracer, lc, rc, lb=(), rb=()):
