@@ -96,6 +96,8 @@ class Cotangent:
 
 def tangent_of(key: Hashable, pass_id: int) -> Hashable:
     """ADKey.tangent_of: a fresh key derived from key for one differentiate pass."""
+    if type(key) is ValKey:  # the transforms' own keys (no hook): skip the attribute miss
+        return Tangent(key, pass_id)
     hook = getattr(key, "tangent_of", None)
     if callable(hook):
         return hook(pass_id)

@@ -12,6 +12,7 @@
 // compiled with TIDU_NO_JIT defined, the interpreter runs instead.
 #pragma once
 
+#include <cassert>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -212,7 +213,10 @@ class ScalarJit {
       return r;
     };
     auto store = [&](int r, std::uint32_t slot) { sse_rm(0xF2, 0x11, r, slot); };  // movsd [slot], xr
+    [[maybe_unused]] std::size_t emitted = 0;
     for (const ScalarInstr& c : code) {
+      // Each instruction stays within its kMaxInstrBytes, so the code stays within the pages.
+      assert(static_cast<std::size_t>(w - begin) <= 4 + emitted++ * kMaxInstrBytes);
       switch (c.op) {
         case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: {
           const std::uint8_t opc = c.op == Op::Add ? 0x58 : c.op == Op::Sub ? 0x5C : c.op == Op::Mul ? 0x59 : 0x5E;
