@@ -133,6 +133,12 @@ cdef inline Tracer _new(Trace t, Id v, Id aid):
     return r
 
 
+def tracer_at(Trace t not None, Id v):
+    """The Tracer of trace t for global value id v, at the value's interned abstract value."""
+    _check(v)
+    return _new(t, v, _I.val(v).aval)
+
+
 cdef inline Id _check(Id a) except? 0xFFFFFFFF:
     if a >= _I.n_vals():
         raise IndexError(f"no value with id {a}")

@@ -154,6 +154,22 @@ def test_scalar_constants_a_power_of_two_apart_stay_cached():
     assert sorted(asked) == [h / 2, h]
 
 
+def test_tracer_at_takes_the_interned_abstract_value():
+    seen = []
+
+    def f(x):
+        t = _core.tracer_at(x._t, x._v)
+        seen.append((t.aval is x.aval, t._v == x._v))
+        with pytest.raises(IndexError):
+            _core.tracer_at(x._t, _core.n_vals() + 5)
+        return t * 2.0
+
+    td.build(f, x=td.spec((2, 3), "float32"))
+    assert seen == [(True, True)]
+    with pytest.raises(TypeError):
+        _core.tracer_at(None, 0)
+
+
 def test_signed_zeros_and_nans_stay_distinct_constants():
     def f(x):
         return [x * 0.0, x * -0.0, x * 0, x + math.nan, x + -math.nan]

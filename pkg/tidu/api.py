@@ -16,7 +16,8 @@ from tidu import _core
 from tidu.graph import (CompiledProgram, Fragment, FragmentBuilder, _check_backend, compile,
                         materialize_merge, resolve)
 from tidu.guards import MAX_VARIANTS, Concrete, Guarded, GuardMiss
-from tidu.tracing import _stack as _trace_stack, as_aval, flatten_outputs, tracing
+from tidu.tracing import (Tracer, _lift, _stack as _trace_stack, as_aval, flatten_outputs, tracing,
+                          zeros_like)
 
 __all__ = ["jit", "unflatten"]
 
@@ -261,8 +262,6 @@ class _Ctx:
         self.trace = trace
 
     def lift(self, x):
-        from tidu.tracing import _lift
-
         return _lift(self.trace, x)
 
 
@@ -339,14 +338,12 @@ class _Nested:
 
     def bind(self, xs: list) -> list:
         """Tracers xs with the fresh inputs replaced by the argument values."""
-        from tidu.tracing import Tracer
-
         if not xs or not self.mapping:
             return list(xs)
         keys = [x.key for x in xs]
         mat = resolve([self.trace.builder.build(keys)]).walk(keys)
         ids = _core.substitute(self.trace.store, mat, self.mapping)
-        return [Tracer(self.trace, v, x.aval) for v, x in zip(ids, xs)]
+        return [_core.tracer_at(self.trace, v) for v in ids]
 
     def _bind_any(self, leaves: list) -> list:
         from tidu.tracing import Tracer
@@ -360,16 +357,11 @@ class _Nested:
 
 
 def _val(trace, v: int):
-    from tidu.tracing import Tracer
-    from tidu.graph import aval_of
-
-    return Tracer(trace, v, aval_of(_core.val_aval(v)))
+    return _core.tracer_at(trace, v)
 
 
 def _tracer_of(trace, key, like):
-    from tidu.tracing import Tracer, zeros_like
-
-    return Tracer(trace, key.id, key.aval) if key is not None else zeros_like(like)
+    return _core.tracer_at(trace, key.id) if key is not None else zeros_like(like)
 
 
 def _check_inputs(name, holomorphic, avals_by_arg, allow_complex=True):
