@@ -439,7 +439,9 @@ def program_work(exe) -> float:
     dots = [j for j, pid in enumerate(prims.tolist()) if type(prim_of(pid)).__name__ == "DotGeneral"]
     if not dots:
         return work
-    idx = np.flatnonzero(np.isin(p_inv, dots))  # the products: 2 * output size * contraction
+    is_dot = np.zeros(len(prims), bool)
+    is_dot[dots] = True
+    idx = np.flatnonzero(is_dot[p_inv])  # the products: 2 * output size * contraction
     lhs_aval = slot_aval[a["in_slots"][a["in_off"][idx]]]
     span = int(lhs_aval.max()) + 1
     pairs, pair_inv = np.unique(p_inv[idx].astype(np.int64) * span + lhs_aval, return_inverse=True)
