@@ -55,12 +55,14 @@ def _nondiff_table() -> np.ndarray:
     """uint8 per abstract value id: 1 where the dtype carries no tangent (ints, bool).  Avals
     are only ever appended, so the table is extended, not rebuilt, per transform."""
     global _nondiff
-    n, have = len(_aval_list), len(_nondiff)
-    if have < n:
-        more = np.fromiter((a.dtype.kind not in "fc" for a in _aval_list[have:n]), np.uint8,
-                           count=n - have)
-        _nondiff = np.concatenate([_nondiff, more])
-    return _nondiff
+    table, n = _nondiff, len(_aval_list)
+    if len(table) < n:  # this call's table covers every aval so far, whatever another thread does
+        more = np.fromiter((a.dtype.kind not in "fc" for a in _aval_list[len(table):n]), np.uint8,
+                           count=n - len(table))
+        table = np.concatenate([table, more])
+        if len(table) > len(_nondiff):
+            _nondiff = table
+    return table
 
 
 def _inputs_by_key(view: ResolvedView) -> dict:
