@@ -347,6 +347,20 @@ def substitute(FragmentStore b, Materialized m, mapping):
     return res
 
 
+cdef cnp.ndarray _gather_ragged(const uint32_t* loc, size_t n, const vector[uint32_t]& off,
+                                const vector[cnp.int64_t]& flat, size_t total):
+    """The entries flat[off[loc[i]] .. off[loc[i] + 1]) for i in [0, n), end to end (total of
+    them): per-item data copied out of a table of distinct items."""
+    cdef cnp.ndarray out = np.empty(total, np.int64)
+    cdef cnp.int64_t* o = <cnp.int64_t*>cnp.PyArray_DATA(out)
+    cdef size_t i, k, j = 0
+    for i in range(n):
+        for k in range(off[loc[i]], off[loc[i] + 1]):
+            o[j] = flat[k]
+            j += 1
+    return out
+
+
 def encode_gather(const uint32_t[::1] slot_aval, const uint32_t[::1] instr_prim, aval_code,
                   prim_code):
     """The interpreter's per-slot and per-instruction arrays of a compiled program (tidu.evaluator
@@ -355,16 +369,17 @@ def encode_gather(const uint32_t[::1] slot_aval, const uint32_t[::1] instr_prim,
     slot and instruction in one pass.  Returns (slot_dtype, slot_ndim, shapes, opcode, attr_off,
     attrs, prims, p_inv): prims the distinct primitive ids in order of first use, p_inv each
     instruction's index into them.  NotImplementedError: a primitive with no C++ kernel."""
-    cdef size_t n_slots = slot_aval.shape[0], n_instr = instr_prim.shape[0], i, k, j
+    cdef size_t n_slots = slot_aval.shape[0], n_instr = instr_prim.shape[0], i, k
     cdef FlatMap32 aval_at = FlatMap32(64), prim_at = FlatMap32(64)
     cdef vector[uint8_t] a_dtype, p_op
-    cdef vector[uint32_t] a_ndim, a_off, p_off
+    cdef vector[uint32_t] a_ndim, a_off, p_off, slot_loc
     cdef vector[cnp.int64_t] a_shape, p_attrs
-    cdef Id aid, loc, n
+    cdef Id aid, loc
     cdef long code
     cdef const cnp.int64_t[::1] av
     a_off.push_back(0)
     p_off.push_back(0)
+    slot_loc.resize(n_slots)
     cdef cnp.ndarray slot_dtype = np.empty(n_slots, np.uint8)
     cdef cnp.ndarray slot_ndim = np.empty(n_slots, np.uint32)
     cdef uint8_t* sd = <uint8_t*>cnp.PyArray_DATA(slot_dtype)
@@ -382,17 +397,11 @@ def encode_gather(const uint32_t[::1] slot_aval, const uint32_t[::1] instr_prim,
             for x in shape:
                 a_shape.push_back(<cnp.int64_t>x)
             a_off.push_back(<uint32_t>a_shape.size())
+        slot_loc[i] = loc
         sd[i] = a_dtype[loc]
         sn[i] = a_ndim[loc]
         total += a_ndim[loc]
-    cdef cnp.ndarray shapes = np.empty(total, np.int64)
-    cdef cnp.int64_t* sh = <cnp.int64_t*>cnp.PyArray_DATA(shapes)
-    j = 0
-    for i in range(n_slots):
-        loc = aval_at.get(slot_aval[i], kNone)
-        for k in range(a_off[loc], a_off[loc + 1]):
-            sh[j] = a_shape[k]
-            j += 1
+    shapes = _gather_ragged(slot_loc.data(), n_slots, a_off, a_shape, total)
     cdef cnp.ndarray opcode = np.empty(n_instr, np.uint8)
     cdef cnp.ndarray attr_off = np.empty(n_instr + 1, np.uint32)
     cdef cnp.ndarray p_inv = np.empty(n_instr, np.uint32)
@@ -424,14 +433,7 @@ def encode_gather(const uint32_t[::1] slot_aval, const uint32_t[::1] instr_prim,
     if total > 0xFFFFFFFF:
         raise ValueError("a program with more than 2^32 attribute values")
     ao[n_instr] = <uint32_t>total
-    cdef cnp.ndarray attrs = np.empty(total, np.int64)
-    cdef cnp.int64_t* at = <cnp.int64_t*>cnp.PyArray_DATA(attrs)
-    j = 0
-    for i in range(n_instr):
-        loc = pi[i]
-        for k in range(p_off[loc], p_off[loc + 1]):
-            at[j] = p_attrs[k]
-            j += 1
+    attrs = _gather_ragged(pi, n_instr, p_off, p_attrs, total)
     return slot_dtype, slot_ndim, shapes, opcode, attr_off, attrs, prims, p_inv
 
 
