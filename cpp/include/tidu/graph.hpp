@@ -185,21 +185,17 @@ struct SSAProgram {
 inline void compile_ssa(const KeyInterner& in, const std::vector<Id>& vals, const std::vector<Id>& ops,
                         const std::vector<Id>& inputs, const Id* outputs, std::size_t n_out,
                         SSAProgram& p) {
-  // value id -> slot: a plain array over the values' dense window, a hash map for the few ids
-  // below it (dense_window).
+  // value id -> slot: an array over the values' dense window, a hash map for the few ids below
+  // it (dense_window, RangeMap).
   const auto [lo, hi] = dense_window(vals.begin(), vals.end());
-  std::vector<Id> slot_dense(lo <= hi ? static_cast<std::size_t>(hi - lo) + 1 : 0, kNone);
-  FlatMap32 slot_of(16);
+  RangeMap slot_of(lo, hi, vals.size());
   p.slot_aval.reserve(vals.size());
   for (std::size_t i = 0; i < vals.size(); ++i) {
-    if (vals[i] >= lo && vals[i] <= hi)
-      slot_dense[vals[i] - lo] = static_cast<Id>(i);
-    else
-      slot_of.insert(vals[i], static_cast<Id>(i));
+    slot_of.set(vals[i], static_cast<Id>(i));
     p.slot_aval.push_back(in.val(vals[i]).aval);
   }
   auto slot = [&](Id v) {
-    Id s = v >= lo && v <= hi ? slot_dense[v - lo] : slot_of.get(v, kNone);
+    Id s = slot_of.get(v, kNone);
     if (s == kNone) throw std::logic_error("tidu: value missing from materialized graph");
     return s;
   };
