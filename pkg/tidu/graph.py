@@ -193,13 +193,8 @@ class _Interned:
         try:
             i = self.ids.get(obj)
         except TypeError:
-            raise TypeError(f"keys and ops must be hashable, got {type(obj).__name__}") from None
-        if i is None:
-            with _lock:
-                i = self.ids.setdefault(obj, len(self.objs))
-                if i == len(self.objs):
-                    self.objs.append(obj)
-        return i
+            i = None  # ids_of names the unhashable object
+        return i if i is not None else self.ids_of((obj,))[0]
 
 
     def ids_of(self, objs: Iterable) -> list[int]:
