@@ -81,6 +81,18 @@ def val_aval(Id v):
     return _I.val(v).aval
 
 
+def val_avals(vals):
+    """val_aval of each value id."""
+    cdef vector[Id] v = _ids(vals)
+    cdef Id n = _I.n_vals()
+    out = []
+    for i in range(v.size()):
+        if v[i] >= n:
+            raise IndexError(f"no value with id {v[i]}")
+        out.append(_I.val(v[i]).aval)
+    return out
+
+
 def op_info(Id o):
     """(prim id, mode id, input value ids, first output value id, n_out) of op o."""
     if o >= _I.n_ops():
@@ -88,6 +100,74 @@ def op_info(Id o):
     cdef const OpRec* r = &_I.op(o)
     cdef const Id* args = _I.op_inputs(o)
     return (r.prim, r.mode, tuple([args[k] for k in range(r.n_in)]), r.first_val, r.n_out)
+
+
+# ---- keys ----
+
+cdef class ValKeyBase:
+    """The compiled part of tidu.graph.ValKey: its id, hash and equality.  A transform makes
+    hundreds of keys (one per input, output and rule result), so construction, hashing and
+    comparison stay out of Python."""
+
+    cdef readonly object id
+    cdef Py_hash_t _hash
+
+    def __cinit__(self, id_):
+        if type(id_) is not int:
+            id_ = int(id_)
+        self.id = id_
+        if 0 <= id_ < 0x1000000000000:  # Python's hash of (id ^ K): that int mod 2**61 - 1
+            self._hash = <Py_hash_t>((<unsigned long long>id_ ^ 0x5BD1E9955BD1E995ULL)
+                                     % 0x1FFFFFFFFFFFFFFFULL)
+        else:
+            self._hash = hash(id_ ^ 0x5BD1E9955BD1E995)
+
+    def __eq__(self, other):
+        return isinstance(other, ValKeyBase) and (<ValKeyBase>other).id == self.id
+
+    def __ne__(self, other):
+        return not (isinstance(other, ValKeyBase) and (<ValKeyBase>other).id == self.id)
+
+    def __hash__(self):
+        return self._hash
+
+    def __reduce__(self):
+        return type(self), (self.id,)
+
+
+cdef class Tangent:
+    """The tangent input key of primal input `key` in differentiate pass `pass_id`
+    (differentiate makes one per input it differentiates: compiled, as ValKeyBase)."""
+
+    cdef readonly object key
+    cdef readonly object pass_id
+
+    def __init__(self, key, pass_id):
+        self.key = key
+        self.pass_id = pass_id
+
+    def __eq__(self, other):
+        if type(other) is not Tangent:
+            return NotImplemented
+        return (self.key, self.pass_id) == ((<Tangent>other).key, (<Tangent>other).pass_id)
+
+    def __ne__(self, other):
+        if type(other) is not Tangent:
+            return NotImplemented
+        return (self.key, self.pass_id) != ((<Tangent>other).key, (<Tangent>other).pass_id)
+
+    def __hash__(self):
+        return hash((self.key, self.pass_id))
+
+    def __repr__(self):
+        return f"d{self.key!r}@{self.pass_id}"
+
+    def __reduce__(self):
+        return Tangent, (self.key, self.pass_id)
+
+    def input_name(self, name_of):
+        """Its name in a saved program: d<primal's name>."""
+        return "d" + name_of(self.key)
 
 
 # ---- fragments ----
@@ -154,6 +234,17 @@ cdef class FragmentStore:
         if local >= self.data.vals.size():
             raise IndexError(f"no local value t{local}")
         return self.data.vals[local]
+
+    def globals_of(self, locals_):
+        """global_of of each local id."""
+        cdef vector[Id] l = _ids(locals_)
+        cdef size_t n = self.data.vals.size()
+        out = []
+        for i in range(l.size()):
+            if l[i] >= n:
+                raise IndexError(f"no local value t{l[i]}")
+            out.append(self.data.vals[l[i]])
+        return out
 
     @property
     def n_vals(self):

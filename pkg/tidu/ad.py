@@ -15,8 +15,8 @@ import numpy as np
 from tidu import _core
 from tidu.graph import (External, Fragment, FragmentBuilder, GraphError, Linear, Local,
                         ResolvedView,
-                        ValKey, _aval_list, mode_of, prim_of, resolve)
-from tidu.rules import Cotangent, RuleMissing, next_pass_id, registry, tangent_of
+                        ValKey, _aval_list, input_key_ids, mode_of, prim_of, resolve)
+from tidu.rules import Cotangent, RuleMissing, Tangent, next_pass_id, registry, tangent_of
 
 __all__ = ["LinearFragment", "differentiate", "transpose", "saved_values", "SavedValue",
            "set_rule_cache", "rule_cache_info"]
@@ -110,34 +110,49 @@ def differentiate(view: ResolvedView, outputs: Sequence[ValKey], wrt: Sequence[H
     tangent_inputs, fresh, input_ids = [], [], []
     if tangents is not None and len(tangents) != len(wrt):
         raise ValueError(f"differentiate: {len(tangents)} tangents for {len(wrt)} wrt keys")
-    by_key = _inputs_by_key(view) if any(not isinstance(k, ValKey) for k in wrt) else {}
-    for i, key in enumerate(wrt):
-        try:
-            vals = [key] if isinstance(key, ValKey) else by_key.get(key, [])
-        except TypeError:  # an unhashable key names no input
-            vals = []
-        if not vals:
-            raise GraphError(f"cannot differentiate with respect to {key!r}: no fragment in the "
-                             f"view has an input with that key")
-        if len(vals) > 1:
-            raise GraphError(f"input key {key!r} is declared at several shapes/dtypes in the view "
-                             f"({', '.join(str(v.aval) for v in vals)}); differentiate one view")
-        (val,) = vals
-        av = val.aval
-        if av.dtype.kind not in "fc":
-            raise TypeError(f"cannot differentiate with respect to {key!r}: dtype {av.dtype} is "
-                            f"not differentiable (only float and complex inputs are)")
-        if tangents is not None:
-            if tangents[i].aval is not av:
-                raise ValueError(f"tangent for {key!r} has {tangents[i].aval}, expected {av}")
-            env[val.id] = tangents[i]
-            continue
-        tangent_inputs.append((key, tangent_of(key, pass_id)))
-        fresh.append((val.id, av))
-    if fresh:  # the tangent inputs, declared in one pass
-        input_ids = builder.add_inputs([t for _, t in tangent_inputs], [av for _, av in fresh])
-        for (v, _), local in zip(fresh, input_ids):
-            env[v] = local
+    seeds = in_glob = None
+    if tangents is None and all(type(k) is ValKey for k in wrt):
+        # The transforms' own calls (grad, jvp, ...) name values: their tangent inputs are
+        # declared in one pass (a non-differentiable one takes the loop below, for its error).
+        ids = [k.id for k in wrt]
+        aids = _core.val_avals(ids)
+        if not _nondiff_table()[aids].any():
+            tangent_inputs = [(k, Tangent(k, pass_id)) for k in wrt]
+            input_ids = builder.store.add_inputs(input_key_ids([t for _, t in tangent_inputs]),
+                                                 aids)
+            in_glob = builder.store.globals_of(input_ids)
+            seeds = list(dict(zip(ids, in_glob)).items())
+    if seeds is None:
+        by_key = _inputs_by_key(view) if any(not isinstance(k, ValKey) for k in wrt) else {}
+        for i, key in enumerate(wrt):
+            try:
+                vals = [key] if isinstance(key, ValKey) else by_key.get(key, [])
+            except TypeError:  # an unhashable key names no input
+                vals = []
+            if not vals:
+                raise GraphError(f"cannot differentiate with respect to {key!r}: no fragment "
+                                 f"in the view has an input with that key")
+            if len(vals) > 1:
+                raise GraphError(f"input key {key!r} is declared at several shapes/dtypes in the "
+                                 f"view ({', '.join(str(v.aval) for v in vals)}); differentiate "
+                                 f"one view")
+            (val,) = vals
+            av = val.aval
+            if av.dtype.kind not in "fc":
+                raise TypeError(f"cannot differentiate with respect to {key!r}: dtype {av.dtype} "
+                                f"is not differentiable (only float and complex inputs are)")
+            if tangents is not None:
+                if tangents[i].aval is not av:
+                    raise ValueError(f"tangent for {key!r} has {tangents[i].aval}, "
+                                     f"expected {av}")
+                env[val.id] = tangents[i]
+                continue
+            tangent_inputs.append((key, tangent_of(key, pass_id)))
+            fresh.append((val.id, av))
+        if fresh:  # the tangent inputs, declared in one pass
+            input_ids = builder.add_inputs([t for _, t in tangent_inputs], [av for _, av in fresh])
+            for (v, _), local in zip(fresh, input_ids):
+                env[v] = local
 
     def rule(prim, primal_in, primal_out, t_in):
         op = prim_of(prim)
@@ -148,13 +163,15 @@ def differentiate(view: ResolvedView, outputs: Sequence[ValKey], wrt: Sequence[H
         return t_out
 
     glob = builder.store.global_of
-    seeds = [(v, t.id if type(t) is ValKey else glob(t)) for v, t in env.items()]
+    if seeds is None:
+        seeds = [(v, t.id if type(t) is ValKey else glob(t)) for v, t in env.items()]
+        in_glob = [glob(x) for x in input_ids]
     found = _core.linearize_ops(builder.store, mat, seeds, _nondiff_table(),
                                 [k.id for k in outputs], rule, _prim_flags, ValKey)
     tangent_outputs = [None if t == _core.NONE else ValKey(t) for t in found]
     frag = builder.build([k for k in tangent_outputs if k is not None])
     return LinearFragment(frag, tangent_inputs, tangent_outputs, pass_id,
-                          input_ids=[glob(x) for x in input_ids])
+                          input_ids=in_glob)
 
 
 _ACTIVE2 = Linear([True, True])

@@ -224,6 +224,11 @@ def input_key_id(key: Hashable) -> int:
     return _input_keys.id(key)
 
 
+def input_key_ids(keys: Iterable[Hashable]) -> list[int]:
+    """input_key_id of each key, under one lock."""
+    return _input_keys.ids_of(keys)
+
+
 def prim_id(op: GraphOp) -> int:
     return _prims.id(op)
 
@@ -242,19 +247,12 @@ def mode_of(mid: int) -> OpMode:
 
 # ---- keys and references ----
 
-class ValKey:
-    """Global identity of a value: Input(key) or Derived(OpKey, output_slot), as an interned id."""
+class ValKey(_core.ValKeyBase):
+    """Global identity of a value: Input(key) or Derived(OpKey, output_slot), as an interned id.
+    ``ValKey(id)``; its id, hash (``id ^ 0x5BD1E9955BD1E995``, no tuple per call: keys hash in
+    every cache) and equality are compiled (``_core.ValKeyBase``)."""
 
-    __slots__ = ("id",)
-
-    def __init__(self, id_: int):
-        self.id = int(id_)
-
-    def __eq__(self, other):
-        return isinstance(other, ValKey) and other.id == self.id
-
-    def __hash__(self):
-        return self.id ^ 0x5BD1E9955BD1E995  # (no tuple per call: keys hash in every cache)
+    __slots__ = ()
 
     @property
     def aval(self) -> AbstractValue:

@@ -10,6 +10,7 @@ import itertools
 from dataclasses import dataclass
 from typing import Hashable, Sequence
 
+from tidu import _core
 from tidu.graph import FragmentBuilder, GraphOp, OpMode, ValKey, ValRef
 
 __all__ = ["PrimitiveOp", "Tangent", "Cotangent", "tangent_of", "next_pass_id", "registry",
@@ -64,19 +65,9 @@ class PrimitiveOp(GraphOp):
 
 # ---- keys ----
 
-@dataclass(frozen=True)
-class Tangent:
-    """The tangent input key of primal input `key` in differentiate pass `pass_id`."""
-
-    key: Hashable
-    pass_id: int
-
-    def __repr__(self) -> str:
-        return f"d{self.key!r}@{self.pass_id}"
-
-    def input_name(self, name_of) -> str:
-        """Its name in a saved program: d<primal's name>."""
-        return "d" + name_of(self.key)
+# Tangent(key, pass_id): the tangent input key of primal input `key` in differentiate pass
+# `pass_id` (compiled: differentiate makes one per input).
+Tangent = _core.Tangent
 
 
 @dataclass(frozen=True)
