@@ -4,6 +4,7 @@
 traversal, materialize and SSA compile, and the tracer's hot path (_tracer.pxi).  Many small calls
 come through here, so each is thin."""
 
+cimport cython
 from libc.stdint cimport uint8_t, uint32_t
 from libc.string cimport memcpy
 from libcpp cimport bool
@@ -104,10 +105,29 @@ def op_info(Id o):
 
 # ---- keys ----
 
-cdef class ValKeyBase:
-    """The compiled part of tidu.graph.ValKey: its id, hash and equality.  A transform makes
-    hundreds of keys (one per input, output and rule result), so construction, hashing and
-    comparison stay out of Python."""
+cdef object _aval_objs = None   # tidu.graph's AbstractValues by aval id (a list it appends to)
+cdef object _key_hooks = None   # tidu.graph's (input_key, op_key, repr) of a ValKey
+
+
+def bind_keys(aval_list, hooks):
+    """tidu.graph, at import: its AbstractValues by id and the Python parts of ValKey."""
+    global _aval_objs, _key_hooks
+    _aval_objs = aval_list
+    _key_hooks = tuple(hooks)
+
+
+cdef const ValRec* _val_rec(object v) except NULL:
+    if not 0 <= v < _I.n_vals():
+        raise IndexError(f"no value with id {v}")
+    return &_I.val(<Id>v)
+
+
+@cython.no_gc  # holds an int: never part of a cycle, so the collector need not track it
+cdef class ValKey:
+    """Global identity of a value: Input(key) or Derived(OpKey, output_slot), as an interned
+    id.  ``ValKey(id)``.  A transform makes hundreds (one per input, output and rule result),
+    so construction, hash (``id ^ 0x5BD1E9955BD1E995``: no tuple per call) and equality are
+    compiled, and the collector does not track them."""
 
     cdef readonly object id
     cdef Py_hash_t _hash
@@ -123,18 +143,56 @@ cdef class ValKeyBase:
             self._hash = hash(id_ ^ 0x5BD1E9955BD1E995)
 
     def __eq__(self, other):
-        return isinstance(other, ValKeyBase) and (<ValKeyBase>other).id == self.id
+        return type(other) is ValKey and (<ValKey>other).id == self.id
 
     def __ne__(self, other):
-        return not (isinstance(other, ValKeyBase) and (<ValKeyBase>other).id == self.id)
+        return not (type(other) is ValKey and (<ValKey>other).id == self.id)
 
     def __hash__(self):
         return self._hash
 
     def __reduce__(self):
-        return type(self), (self.id,)
+        return ValKey, (self.id,)
+
+    def __repr__(self):
+        return _key_hooks[2](self)
+
+    @property
+    def aval(self):
+        return _aval_objs[_val_rec(self.id).aval]
+
+    @property
+    def shape(self):
+        return self.aval.shape
+
+    @property
+    def dtype(self):
+        return self.aval.dtype
+
+    @property
+    def ndim(self):
+        return self.aval.ndim
+
+    @property
+    def is_input(self):
+        return _val_rec(self.id).op == kNone
+
+    @property
+    def output_slot(self):
+        cdef const ValRec* r = _val_rec(self.id)
+        return 0 if r.op == kNone else r.index
+
+    @property
+    def input_key(self):
+        """The InputKey of an input value (GraphError for a derived one)."""
+        return _key_hooks[0](self)
+
+    def op_key(self):
+        """(op, input keys, mode) of a derived value; None for an input."""
+        return _key_hooks[1](self)
 
 
+@cython.no_gc  # interned for good, like its primal key: the collector need not track it
 cdef class Tangent:
     """The tangent input key of primal input `key` in differentiate pass `pass_id`
     (differentiate makes one per input it differentiates: compiled, as ValKeyBase)."""

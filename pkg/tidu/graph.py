@@ -247,60 +247,36 @@ def mode_of(mid: int) -> OpMode:
 
 # ---- keys and references ----
 
-class ValKey(_core.ValKeyBase):
-    """Global identity of a value: Input(key) or Derived(OpKey, output_slot), as an interned id.
-    ``ValKey(id)``; its id, hash (``id ^ 0x5BD1E9955BD1E995``, no tuple per call: keys hash in
-    every cache) and equality are compiled (``_core.ValKeyBase``)."""
+# ValKey(id): the global identity of a value, Input(key) or Derived(OpKey, output_slot), as an
+# interned id; compiled (_core.ValKey: made hundreds of times per transform).  Its Python parts:
+ValKey = _core.ValKey
 
-    __slots__ = ()
 
-    @property
-    def aval(self) -> AbstractValue:
-        return _aval_list[_core.val_aval(self.id)]
+def _input_key_of(k: ValKey) -> Hashable:
+    op, index, _ = _core.val_info(k.id)
+    if op != _core.NONE:
+        raise GraphError(f"{k!r} is not an input")
+    return _input_keys.objs[index]
 
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return self.aval.shape
 
-    @property
-    def dtype(self) -> np.dtype:
-        return self.aval.dtype
+def _op_key_of(k: ValKey) -> tuple[GraphOp, tuple[ValKey, ...], OpMode] | None:
+    op, _, _ = _core.val_info(k.id)
+    if op == _core.NONE:
+        return None
+    prim, mode, ins, _, _ = _core.op_info(op)
+    return prim_of(prim), tuple(ValKey(i) for i in ins), mode_of(mode)
 
-    @property
-    def ndim(self) -> int:
-        return self.aval.ndim
 
-    @property
-    def is_input(self) -> bool:
-        return _core.val_info(self.id)[0] == _core.NONE
+def _key_repr(k: ValKey) -> str:
+    op, index, _ = _core.val_info(k.id)
+    if op == _core.NONE:
+        return f"Input({_input_keys.objs[index]!r})"
+    prim, _, _, _, n_out = _core.op_info(op)
+    slot = f"[{index}]" if n_out > 1 else ""
+    return f"Derived({prim_of(prim).name}#{op}{slot})"
 
-    @property
-    def input_key(self) -> Hashable:
-        op, index, _ = _core.val_info(self.id)
-        if op != _core.NONE:
-            raise GraphError(f"{self!r} is not an input")
-        return _input_keys.objs[index]
 
-    @property
-    def output_slot(self) -> int:
-        op, index, _ = _core.val_info(self.id)
-        return 0 if op == _core.NONE else index
-
-    def op_key(self) -> tuple[GraphOp, tuple[ValKey, ...], OpMode] | None:
-        """(op, input keys, mode) of a derived value; None for an input."""
-        op, _, _ = _core.val_info(self.id)
-        if op == _core.NONE:
-            return None
-        prim, mode, ins, _, _ = _core.op_info(op)
-        return prim_of(prim), tuple(ValKey(i) for i in ins), mode_of(mode)
-
-    def __repr__(self) -> str:
-        op, index, _ = _core.val_info(self.id)
-        if op == _core.NONE:
-            return f"Input({_input_keys.objs[index]!r})"
-        prim, _, _, _, n_out = _core.op_info(op)
-        slot = f"[{index}]" if n_out > 1 else ""
-        return f"Derived({prim_of(prim).name}#{op}{slot})"
+_core.bind_keys(_aval_list, (_input_key_of, _op_key_of, _key_repr))
 
 
 @dataclass(frozen=True)
