@@ -62,6 +62,89 @@ def signature(leaves):
     return tuple(sig)
 
 
+cdef dict _leaf_aval_memo = {}
+
+
+def leaf_avals(leaves, slow):
+    """The AbstractValue of each argument leaf: slow(x) (tidu.tracing.as_aval of it) once per
+    ndarray shape and dtype or Python float, complex or bool type, then from a memo."""
+    cdef list out = []
+    cdef cnp.ndarray a
+    for x in leaves:
+        t = type(x)
+        if t is cnp.ndarray:
+            a = <cnp.ndarray>x
+            k = (x.shape, <object>cnp.PyArray_DESCR(a))
+        elif t is float or t is complex or t is _PyBool:
+            k = t
+        else:
+            out.append(slow(x))
+            continue
+        av = _leaf_aval_memo.get(k)
+        if av is None:
+            av = slow(x)
+            _leaf_aval_memo[k] = av
+        out.append(av)
+    return out
+
+
+cdef object _flatten_out(Trace trace, object out, list flat, object lift):
+    """Appends out's Tracers (lift of any other leaf) to flat; returns out's tree."""
+    cdef list trees
+    if isinstance(out, (tuple, list)):
+        trees = []
+        for o in out:
+            trees.append(_flatten_out(trace, o, flat, lift))
+        return (type(out), trees)
+    if isinstance(out, dict):
+        trees = []
+        for k in out:
+            trees.append((k, _flatten_out(trace, out[k], flat, lift)))
+        return (dict, trees)
+    if isinstance(out, Tracer):
+        if (<Tracer>out)._t is not trace:
+            raise ValueError("the function returned a value from another trace")
+        flat.append(out)
+        return None
+    try:
+        x = lift(out)
+    except TypeError:
+        raise TypeError(f"a traced function must return arrays or tuples/lists/dicts of them, "
+                        f"got {type(out).__name__}") from None
+    flat.append(x)
+    return None
+
+
+def flatten_outputs(Trace trace not None, out, lift):
+    """(Tracers of a traced function's result, its structure): tidu.tracing.flatten_outputs."""
+    cdef list flat = []
+    tree = _flatten_out(trace, out, flat, lift)
+    return flat, tree
+
+
+def keys_of(tracers):
+    """The ValKey of each Tracer."""
+    cdef Tracer x
+    return [ValKey(x._v) for x in tracers]
+
+
+def intern_ids(dict ids, list objs, keys):
+    """The id of each of keys in the table ids (object -> id; objs: id -> object), new keys
+    taking the next ids (tidu.graph._Interned.ids_of, under its lock)."""
+    cdef list out = []
+    cdef Py_ssize_t n
+    for key in keys:
+        n = len(objs)
+        try:
+            i = ids.setdefault(key, n)
+        except TypeError:
+            raise TypeError(f"keys and ops must be hashable, got {type(key).__name__}") from None
+        if <Py_ssize_t>i == n:
+            objs.append(key)
+        out.append(i)
+    return out
+
+
 cdef class StaticJitted
 
 

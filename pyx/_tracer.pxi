@@ -544,7 +544,7 @@ cdef class Tracer:
     @property
     def key(self):
         """The global key of this value."""
-        return _py.ValKey(self._v)
+        return ValKey(self._v)
 
     @property
     def shape(self):

@@ -148,3 +148,66 @@ def test_concurrent_tracing_threads_agree():
     for t in threads:
         t.join()
     assert len(set(results)) == 1
+
+
+def test_val_key_is_compiled_but_behaves_as_a_value():
+    """ValKey and Tangent are compiled, untracked by the cyclic collector; hash, equality,
+    pickling and their errors are those of the Python classes they replaced."""
+    import gc
+    import pickle
+
+    from tidu.graph import ValKey
+    from tidu.rules import Tangent, tangent_of
+
+    frag = td.build(lambda x: td.exp(x), x=f64((2,)))
+    x, y = frag.inputs[0], frag.outputs[0]
+    k = ValKey(np.uint32(y.id))  # numpy ids convert
+    assert k == y and k is not y and hash(k) == hash(y.id ^ 0x5BD1E9955BD1E995)
+    assert k != x and not (k == y.id) and k != y.id and len({k, y, x}) == 2
+    assert pickle.loads(pickle.dumps(k)) == k and type(pickle.loads(pickle.dumps(k))) is ValKey
+    assert not gc.is_tracked(k)
+    assert k.aval == td.aval((2,), "float64") and k.shape == (2,) and k.ndim == 1
+    assert not k.is_input and x.is_input and k.output_slot == 0 and x.input_key == "x"
+    assert repr(x) == "Input('x')" and repr(k).startswith("Derived(Exp#")
+    with pytest.raises(GraphError, match="not an input"):
+        k.input_key
+    with pytest.raises(AttributeError):
+        k.id = 3
+    with pytest.raises(IndexError, match="no value with id"):
+        ValKey(2**40).aval
+    t = tangent_of(x, 7)
+    assert t == Tangent(x, 7) and hash(t) == hash((x, 7)) and t != Tangent(x, 8)
+    assert t != Tangent("x", 7) and t != (x, 7) and not gc.is_tracked(t)
+    assert repr(Tangent("x", 7)) == "d'x'@7" and t.input_name(lambda key: "x") == "dx"
+    assert pickle.loads(pickle.dumps(Tangent("x", 7))) == Tangent("x", 7)
+
+
+def test_compiled_trace_helpers():
+    """leaf_avals memoises per shape and exact dtype; flatten_outputs and intern_ids keep the
+    Python versions' trees and errors."""
+    from tidu import _core
+    from tidu.api import _leaf_aval
+
+    leaves = [np.zeros((2, 3)), np.zeros((2, 3), ">f8"), np.zeros((3, 2), np.float32), 1.5,
+              True, 2, 1j, np.float32(2.0), [1.0, 2.0]]
+    got = _core.leaf_avals(leaves, _leaf_aval)
+    assert got == [_leaf_aval(x) for x in leaves]
+    assert got == _core.leaf_avals(leaves, _leaf_aval)  # from the memo now
+    assert got[2] == td.aval((3, 2), "float32") and got[3] == td.aval((), "float64")
+    assert got[7] == td.aval((), "float32") and got[8] == td.aval((2,), "float64")
+
+    ids, objs = {}, []
+    assert _core.intern_ids(ids, objs, ["a", ("b", 1), "a"]) == [0, 1, 0] and objs == ["a", ("b", 1)]
+    with pytest.raises(TypeError, match="hashable, got list"):
+        _core.intern_ids(ids, objs, ["c", [1]])
+
+    def f(x):
+        return {"a": (x, [x * 2.0]), "b": 3.0}
+
+    fn = td.jit(f)
+    out = fn(np.ones(2))
+    assert np.allclose(out["a"][1][0], 2.0) and float(out["b"]) == 3.0
+    assert isinstance(out["a"], tuple) and isinstance(out["a"][1], list)
+    with pytest.raises(TypeError, match="must return arrays or tuples/lists/dicts of them, got "
+                                        "object"):
+        td.jit(lambda x: object())(1.0)

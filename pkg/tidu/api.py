@@ -33,6 +33,10 @@ _flatten_args = _core.flatten_args
 _signature = _core.signature
 
 
+def _leaf_aval(x):
+    return as_aval(np.asarray(x) if not hasattr(x, "dtype") else x)
+
+
 def trace_program(fn: Callable, args: tuple, backend: str = "auto", device=None,
                   concrete: bool = False) -> tuple[CompiledProgram, Any]:
     """Trace fn at the shapes/dtypes of args; returns (program over flattened args, output tree).
@@ -45,8 +49,7 @@ def trace_program(fn: Callable, args: tuple, backend: str = "auto", device=None,
     conc = Concrete() if concrete else None
     with tracing(builder, conc) as t:
         tracers = t.inputs([("arg", i) for i in range(len(leaves))],
-                           [as_aval(np.asarray(x) if not hasattr(x, "dtype") else x)
-                            for x in leaves])
+                           _core.leaf_avals(leaves, _leaf_aval))
         # A transform's own trace: no user code has run in it, so the first nested call may
         # differentiate these inputs in place (see _Nested).
         builder.top_inputs = {x._v for x in tracers} if getattr(fn, "_own_trace", False) \
@@ -57,7 +60,7 @@ def trace_program(fn: Callable, args: tuple, backend: str = "auto", device=None,
         out = fn(*unflatten(in_tree, tracers))
         flat, out_tree = flatten_outputs(t, out)
         guard = conc.output(t.trace) if conc is not None else None
-    keys = [x.key for x in flat] + ([guard.key] if guard is not None else [])
+    keys = _core.keys_of(flat) + ([guard.key] if guard is not None else [])
     frag = builder.build(keys)
     prog = compile(materialize_merge(resolve([frag]), frag.outputs), backend, device)
     prog.n_guards = len(conc.guards) if guard is not None else 0
@@ -333,7 +336,7 @@ class _Nested:
         if aux is not None:
             aux_leaves, aux_tree = _flatten_args(aux)
             aux = unflatten(aux_tree, self._bind_any(aux_leaves))
-        snapshot = self.trace.builder.build([o.key for o in flat])
+        snapshot = self.trace.builder.build(_core.keys_of(flat))
         return flat, out_tree, aux, snapshot
 
     def bind(self, xs: list) -> list:

@@ -199,20 +199,8 @@ class _Interned:
 
     def ids_of(self, objs: Iterable) -> list[int]:
         """id() of each of objs, under one lock (a new object is hashed once, not twice)."""
-        out = []
         with _lock:
-            ids, known = self.ids, self.objs
-            for obj in objs:
-                n = len(known)
-                try:
-                    i = ids.setdefault(obj, n)
-                except TypeError:
-                    raise TypeError(f"keys and ops must be hashable, got {type(obj).__name__}") \
-                        from None
-                if i == n:
-                    known.append(obj)
-                out.append(i)
-        return out
+            return _core.intern_ids(self.ids, self.objs, objs)
 
 
 _input_keys = _Interned()

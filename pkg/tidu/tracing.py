@@ -680,30 +680,9 @@ class tracing:
 
 
 def flatten_outputs(t: tracing, out) -> tuple[list[Tracer], Any]:
-    """Tracers of fn's result (a value or a nested tuple/list/dict of them) and its structure."""
-    if isinstance(out, (tuple, list)):
-        flat, trees = [], []
-        for o in out:
-            f, tr = flatten_outputs(t, o)
-            flat += f
-            trees.append(tr)
-        return flat, (type(out), trees)
-    if isinstance(out, dict):
-        flat, trees = [], []
-        for k in out:
-            f, tr = flatten_outputs(t, out[k])
-            flat += f
-            trees.append((k, tr))
-        return flat, (dict, trees)
-    if isinstance(out, Tracer):
-        if out._t is not t.trace:
-            raise ValueError("the function returned a value from another trace")
-        return [out], None
-    try:
-        return [t.lift(out)], None
-    except TypeError:
-        raise TypeError(f"a traced function must return arrays or tuples/lists/dicts of them, "
-                        f"got {type(out).__name__}") from None
+    """Tracers of fn's result (a value or a nested tuple/list/dict of them) and its structure
+    (compiled: _core.flatten_outputs); t is a tracing context (its trace and lift)."""
+    return _core.flatten_outputs(t.trace, out, t.lift)
 
 
 def build(fn: Callable, inputs: dict | None = None, **specs) -> Fragment:
