@@ -515,6 +515,20 @@ def test_small_work_is_scheduled_out_of_chains_and_intermediates_take_no_arena()
     ((1,), (0,), (), (), (600, 300), (300, 200)),      # split over threads by rows
     ((0,), (0,), (), (), (300, 600), (300, 200)),      # A^T B split by rows (columns of A)
     ((2,), (1,), (0,), (0,), (4, 200, 300), (4, 300, 150)),  # split by batch
+    # One output column or row: real products take the BLAS gemv, in each stored layout.
+    ((1,), (0,), (), (), (300, 50), (50, 1)),          # A b
+    ((0,), (0,), (), (), (50, 300), (50, 1)),          # A^T b
+    ((1,), (1,), (), (), (300, 50), (1, 50)),          # A b^T
+    ((0,), (1,), (), (), (50, 300), (1, 50)),          # A^T b^T
+    ((1,), (0,), (), (), (300, 50), (50,)),            # A v
+    ((1,), (0,), (), (), (1, 50), (50, 300)),          # a B
+    ((0,), (0,), (), (), (50, 1), (50, 300)),          # a^T B
+    ((1,), (1,), (), (), (1, 50), (300, 50)),          # a B^T
+    ((0,), (1,), (), (), (50, 1), (300, 50)),          # a^T B^T
+    ((0,), (0,), (), (), (50,), (50, 300)),            # v B
+    ((1,), (0,), (), (), (1, 500), (500, 1)),          # a dot product
+    ((2,), (1,), (0,), (0,), (3, 40, 50), (3, 50, 1)),  # batched columns
+    ((1,), (2,), (0,), (0,), (3, 50, 1), (3, 40, 50)),  # batched rows (a^T B^T)
 ])
 def test_dot_general_with_and_without_blas(dtype, lc, rc, lb, rb, ls, rs):
     """Large products go to the BLAS hook (when installed) for every layout it can express; the

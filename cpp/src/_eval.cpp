@@ -251,7 +251,8 @@ bool set_blas(const std::string& path, const std::string& prefix) {
   void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!lib) return false;
   auto sym = [&](const char* name) { return dlsym(lib, (prefix + name).c_str()); };
-  tidu::kern::BlasHooks h{sym("cblas_sgemm"), sym("cblas_dgemm"), sym("cblas_cgemm"), sym("cblas_zgemm")};
+  tidu::kern::BlasHooks h{sym("cblas_sgemm"), sym("cblas_dgemm"), sym("cblas_cgemm"), sym("cblas_zgemm"),
+                          sym("cblas_sgemv"), sym("cblas_dgemv")};
   if (!h.sgemm || !h.dgemm || !h.cgemm || !h.zgemm) return false;
   tidu::kern::blas() = h;
   // Triangular solves and Cholesky (linalg.hpp): CBLAS ?trsm and LAPACK ?potrf_ where present.

@@ -429,12 +429,16 @@ inline void axis_offsets(const std::int64_t* shape, const std::int64_t* strides,
 
 // Optional BLAS: cblas_?gemm function pointers (row-major CBLAS signatures, 32-bit ints).  Unset,
 // dot_general uses its own loops; the Python package fills them from scipy-openblas32, and a C++
-// embedder may point them at any CBLAS (e.g. blas().dgemm = (void*)&cblas_dgemm).
+// embedder may point them at any CBLAS (e.g. blas().dgemm = (void*)&cblas_dgemm).  cblas_?gemv,
+// where set, takes the real products with one output row or column (a GEMM there is several
+// times slower: 16x1000x1 took 20 us through OpenBLAS's dgemm, 3.5 us through its dgemv).
 struct BlasHooks {
   void* sgemm = nullptr;
   void* dgemm = nullptr;
   void* cgemm = nullptr;
   void* zgemm = nullptr;
+  void* sgemv = nullptr;
+  void* dgemv = nullptr;
 };
 inline BlasHooks& blas() {
   static BlasHooks hooks;
@@ -445,6 +449,8 @@ template <class T>
 using real_gemm_t = void (*)(int, int, int, int, int, int, T, const T*, int, const T*, int, T, T*, int);
 using complex_gemm_t = void (*)(int, int, int, int, int, int, const void*, const void*, int, const void*,
                                 int, const void*, void*, int);
+template <class T>
+using real_gemv_t = void (*)(int, int, int, int, T, const T*, int, const T*, int, T, T*, int);
 
 // A product's layout, found at its first evaluation with a workspace: sizes, per-batch operand
 // offsets and, when both operands are plain matrices per batch, their GEMM layout (ta > 0).  The
@@ -552,7 +558,28 @@ inline bool dot_blas(const T* x, const T* w, T* y, const DotTables& t) {
   const std::int64_t hw = detail::cores();
   const std::int64_t threads = std::min<std::int64_t>(
       {hw, static_cast<std::int64_t>(std::min(work / kParallelGemm, 1e6)), std::max<std::int64_t>(nb, M / 64)});
-  if (threads <= 1) {
+  void* gv = nullptr;
+  if constexpr (std::is_same_v<T, float>) gv = blas().sgemv;
+  else if constexpr (std::is_same_v<T, double>) gv = blas().dgemv;
+  if (threads <= 1 && gv && (N == 1 || M == 1)) {
+    // One output column: C = op(A) b.  One output row: C^T = op(B)^T a.  (Row-major gemv over
+    // the stored matrix; the vector's stride is its leading dimension where it is a column.)
+    const auto f = reinterpret_cast<real_gemv_t<T>>(gv);
+    const int m = static_cast<int>(M), n = static_cast<int>(N), k = static_cast<int>(K);
+    for (std::int64_t b = 0; b < nb; ++b) {
+      const T *A = x + t.lb[b], *B = w + t.rb[b];
+      T* C = y + b * M * N;
+      if (N == 1) {
+        const int inc = t.tb == kNoTrans ? t.ldb : 1;
+        if (t.ta == kNoTrans) f(kRowMajor, kNoTrans, m, k, T(1), A, t.lda, B, inc, T(0), C, 1);
+        else f(kRowMajor, kTrans, k, m, T(1), A, t.lda, B, inc, T(0), C, 1);
+      } else {
+        const int inc = t.ta == kNoTrans ? 1 : t.lda;
+        if (t.tb == kNoTrans) f(kRowMajor, kTrans, k, n, T(1), B, t.ldb, A, inc, T(0), C, 1);
+        else f(kRowMajor, kNoTrans, n, k, T(1), B, t.ldb, A, inc, T(0), C, 1);
+      }
+    }
+  } else if (threads <= 1) {
     for (std::int64_t b = 0; b < nb; ++b) gemm(b, 0, M);
   } else if (nb >= threads) {
     detail::parallel_for(static_cast<int>(threads), [&](int th) {
