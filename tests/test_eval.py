@@ -705,3 +705,60 @@ def test_in_place_pad_add_cases(dtype):
     np.testing.assert_allclose(got[0], np.pad(b[1:4], (1, 76)) + (a * 2 + np.pad(b[:3], (42, 35))),
                                rtol=1e-6)
     np.testing.assert_allclose(got[1], a + np.pad(b[:2], (0, 78)), rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("n", [1, 7, 37, 1029])
+def test_arithmetic_kernels_at_every_length(dtype, n):
+    """+ - * / take the CPU's widest vectors (fastmath.hpp arith): every length, its tail
+    included, gives numpy's IEEE results exactly."""
+    a, b = value((n,), dtype), value((n,), dtype, positive=True)
+    for op, f in [(P.Add(), np.add), (P.Sub(), np.subtract), (P.Mul(), np.multiply),
+                  (P.Div(), np.divide)]:
+        (got,) = program(op, [td.aval((n,), dtype)] * 2).eval([a, b])
+        np.testing.assert_array_equal(got, f(a, b))
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64", "complex128"])
+@pytest.mark.parametrize("shape,axes", [((300, 40), (0,)), ((3, 200, 17), (1,)),
+                                        ((50, 16), (0,)), ((2, 9, 33), (0, 1))])
+def test_reductions_over_leading_axes(dtype, shape, axes):
+    """Reductions that keep trailing columns accumulate 16 columns at a time in registers, each
+    column adding its rows in order: numpy's sums exactly (floats), and NaN propagates."""
+    x = value(shape, dtype)
+    (got,) = program(P.ReduceSum(axes), [td.aval(shape, dtype)]).eval([x])
+    np.testing.assert_allclose(got, np.sum(x, axis=axes), rtol=1e-5 if dtype == "float32" else 1e-13)
+    if dtype != "complex128":
+        (top,) = program(P.ReduceMax(axes), [td.aval(shape, dtype)]).eval([x])
+        np.testing.assert_array_equal(top, np.max(x, axis=axes))
+    if dtype.startswith("float"):
+        x = x.copy()
+        x[(1,) * len(shape)] = np.nan
+        (top,) = program(P.ReduceMax(axes), [td.aval(shape, dtype)]).eval([x])
+        np.testing.assert_array_equal(np.isnan(top), np.isnan(np.max(x, axis=axes)))
+
+
+@pytest.mark.parametrize("dtype", INEXACT)
+@pytest.mark.parametrize("lc,rc,lb,rb,ls,rs", [
+    ((1,), (0,), (), (), (64, 1), (1, 40)),            # a b^T, as stored
+    ((0,), (0,), (), (), (1, 64), (1, 40)),            # stored transposed
+    ((1,), (1,), (), (), (64, 1), (40, 1)),
+    ((2,), (1,), (0,), (0,), (3, 64, 1), (3, 1, 40)),  # batched
+])
+def test_outer_products(dtype, lc, rc, lb, rb, ls, rs):
+    """Products over one contracted element (outer products) are computed directly: exactly
+    the products numpy gives."""
+    x, w = value(ls, dtype), value(rs, dtype)
+    op = P.DotGeneral(lc, rc, lb, rb)
+    (got,) = program(op, [td.aval(x.shape, dtype), td.aval(w.shape, dtype)]).eval([x, w])
+    np.testing.assert_array_equal(got, op.impl(x, w))
+
+
+@pytest.mark.parametrize("shape,dims,out", [((), (), (1000, 1)), ((1,), (1,), (7, 300)),
+                                            ((16,), (1,), (100, 16)), ((5, 1), (0, 1), (5, 64))])
+def test_broadcasts_fill_and_copy_runs(shape, dims, out):
+    """Broadcasts of one value fill; rows that are contiguous runs copy."""
+    x = value(shape, "float64")
+    op = P.BroadcastInDim(out, dims)
+    (got,) = program(op, [td.aval(shape, "float64")]).eval([x])
+    np.testing.assert_array_equal(got, op.impl(x))

@@ -332,6 +332,15 @@ inline void run_instr(const Program& p, Workspace& ws, std::size_t idx) {
       if (out.size) std::memmove(y, ptr[a[0]], p.nbytes(in.out));
       return;
     case Op::BroadcastInDim: {  // attrs: n, shape..., m, dims...
+      if (x0.size == 1) {  // a fill
+        visit(out.dtype, [&](auto t) {
+          using T = decltype(t);
+          const T v = *static_cast<const T*>(ptr[a[0]]);
+          T* r = static_cast<T*>(y);
+          for (std::int64_t i = 0; i < out.size; ++i) r[i] = v;
+        });
+        return;
+      }
       std::int64_t n = at[0];
       const std::int64_t* dims = at + 2 + n;
       std::int64_t in_str[16], src_str[16];

@@ -136,6 +136,15 @@ inline bool binary(Op op, const T* a, const T* b, T* y, std::int64_t n) {
       default: break;
     }
   }
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    switch (op) {  // fastmath.hpp: the CPU's widest vectors
+      case Op::Add: fm::arith<fm::Arith::Add>(a, b, y, n); return true;
+      case Op::Sub: fm::arith<fm::Arith::Sub>(a, b, y, n); return true;
+      case Op::Mul: fm::arith<fm::Arith::Mul>(a, b, y, n); return true;
+      case Op::Div: fm::arith<fm::Arith::Div>(a, b, y, n); return true;
+      default: break;
+    }
+  }
   if constexpr (!std::is_same_v<T, bool>) {
     switch (op) {
       case Op::Add: for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] + b[i]; return true;
@@ -227,7 +236,14 @@ inline void gather(const T* src, std::int64_t base, const std::int64_t* shape, c
   std::int64_t inner = shape[ndim - 1], inner_stride = src_stride[ndim - 1];
   for (std::int64_t i = 0; i < n; i += inner) {
     const T* s = src + off;
-    for (std::int64_t j = 0; j < inner; ++j) dst[i + j] = s[j * inner_stride];
+    if (inner_stride == 1) {  // a contiguous run, or one value repeated (a broadcast axis)
+      for (std::int64_t j = 0; j < inner; ++j) dst[i + j] = s[j];
+    } else if (inner_stride == 0) {
+      const T v = s[0];
+      for (std::int64_t j = 0; j < inner; ++j) dst[i + j] = v;
+    } else {
+      for (std::int64_t j = 0; j < inner; ++j) dst[i + j] = s[j * inner_stride];
+    }
     for (std::int64_t k = static_cast<std::int64_t>(ndim) - 2; k >= 0; --k) {
       off += src_stride[k];
       if (++idx[k] < shape[k]) break;
@@ -355,8 +371,23 @@ inline bool reduce_blocked(const T* x, const std::int64_t* shape, std::uint32_t 
       for (std::int64_t i = 0; i < r; ++i) accumulate(acc, xo[i], is_max);
       yo[0] = acc;
     } else {
+      // The kept columns a group of 16 at a time, their accumulators in registers rather than
+      // in y (a store and reload per row): each column still adds its rows in order.
+      std::int64_t j0 = 0;
+      for (; j0 + 16 <= inner; j0 += 16) {
+        T acc[16];
+        for (int j = 0; j < 16; ++j) acc[j] = yo[j0 + j];
+        if (is_max) {
+          for (std::int64_t i = 0; i < r; ++i)
+            for (int j = 0; j < 16; ++j) accumulate(acc[j], xo[i * inner + j0 + j], true);
+        } else {
+          for (std::int64_t i = 0; i < r; ++i)
+            for (int j = 0; j < 16; ++j) accumulate(acc[j], xo[i * inner + j0 + j], false);
+        }
+        for (int j = 0; j < 16; ++j) yo[j0 + j] = acc[j];
+      }
       for (std::int64_t i = 0; i < r; ++i)
-        for (std::int64_t j = 0; j < inner; ++j) accumulate(yo[j], xo[i * inner + j], is_max);
+        for (std::int64_t j = j0; j < inner; ++j) accumulate(yo[j], xo[i * inner + j], is_max);
     }
   }
   return true;
@@ -558,6 +589,17 @@ inline bool dot_blas(const T* x, const T* w, T* y, const DotTables& t) {
   const std::int64_t hw = detail::cores();
   const std::int64_t threads = std::min<std::int64_t>(
       {hw, static_cast<std::int64_t>(std::min(work / kParallelGemm, 1e6)), std::max<std::int64_t>(nb, M / 64)});
+  if (K == 1 && threads <= 1) {  // outer products: both operands are contiguous vectors
+    for (std::int64_t b = 0; b < nb; ++b) {
+      const T *A = x + t.lb[b], *B = w + t.rb[b];
+      T* C = y + b * M * N;
+      for (std::int64_t i = 0; i < M; ++i) {
+        const T a = A[i];
+        for (std::int64_t j = 0; j < N; ++j) C[i * N + j] = a * B[j];
+      }
+    }
+    return true;
+  }
   void* gv = nullptr;
   if constexpr (std::is_same_v<T, float>) gv = blas().sgemv;
   else if constexpr (std::is_same_v<T, double>) gv = blas().dgemv;
