@@ -727,7 +727,8 @@ def test_reductions_over_leading_axes(dtype, shape, axes):
     column adding its rows in order: numpy's sums exactly (floats), and NaN propagates."""
     x = value(shape, dtype)
     (got,) = program(P.ReduceSum(axes), [td.aval(shape, dtype)]).eval([x])
-    np.testing.assert_allclose(got, np.sum(x, axis=axes), rtol=1e-5 if dtype == "float32" else 1e-13)
+    np.testing.assert_allclose(got, np.sum(x, axis=axes),
+                               rtol=1e-5 if dtype == "float32" else 1e-13)
     if dtype != "complex128":
         (top,) = program(P.ReduceMax(axes), [td.aval(shape, dtype)]).eval([x])
         np.testing.assert_array_equal(top, np.max(x, axis=axes))
