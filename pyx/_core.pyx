@@ -107,12 +107,15 @@ def op_info(Id o):
 
 cdef object _aval_objs = None   # tidu.graph's AbstractValues by aval id (a list it appends to)
 cdef object _key_hooks = None   # tidu.graph's (input_key, op_key, repr) of a ValKey
+cdef object _input_objs = None  # tidu.graph's InputKeys by id (a list it appends to)
 
 
-def bind_keys(aval_list, hooks):
-    """tidu.graph, at import: its AbstractValues by id and the Python parts of ValKey."""
-    global _aval_objs, _key_hooks
+def bind_keys(aval_list, input_keys, hooks):
+    """tidu.graph, at import: its AbstractValues and InputKeys by id, and the Python parts of
+    ValKey."""
+    global _aval_objs, _input_objs, _key_hooks
     _aval_objs = aval_list
+    _input_objs = input_keys
     _key_hooks = tuple(hooks)
 
 
@@ -185,7 +188,10 @@ cdef class ValKey:
     @property
     def input_key(self):
         """The InputKey of an input value (GraphError for a derived one)."""
-        return _key_hooks[0](self)
+        cdef const ValRec* r = _val_rec(self.id)
+        if r.op != kNone:
+            return _key_hooks[0](self)
+        return _input_objs[r.index]
 
     def op_key(self):
         """(op, input keys, mode) of a derived value; None for an input."""
@@ -390,6 +396,16 @@ cdef class Materialized:
     @property
     def outputs(self):
         return _array(self.outputs)
+
+    def input_keys(self):
+        """The ValKey of each input."""
+        cdef Id v
+        return [ValKey(v) for v in self.r.inputs]
+
+    def output_keys(self):
+        """The ValKey of each output."""
+        cdef Id v
+        return [ValKey(v) for v in self.outputs]
 
     @property
     def n_ops(self):

@@ -264,7 +264,7 @@ def _key_repr(k: ValKey) -> str:
     return f"Derived({prim_of(prim).name}#{op}{slot})"
 
 
-_core.bind_keys(_aval_list, (_input_key_of, _op_key_of, _key_repr))
+_core.bind_keys(_aval_list, _input_keys.objs, (_input_key_of, _op_key_of, _key_repr))
 
 
 @dataclass(frozen=True)
@@ -577,11 +577,11 @@ class MaterializedGraph:
 
     @property
     def inputs(self) -> list[ValKey]:
-        return [ValKey(v) for v in self._mat.inputs]
+        return self._mat.input_keys()
 
     @property
     def outputs(self) -> list[ValKey]:
-        return [ValKey(v) for v in self._mat.outputs]
+        return self._mat.output_keys()
 
     @property
     def n_ops(self) -> int:
