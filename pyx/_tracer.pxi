@@ -139,6 +139,39 @@ def tracer_at(Trace t not None, Id v):
     return _new(t, v, _I.val(v).aval)
 
 
+def tracers_at(Trace t not None, vals):
+    """tracer_at of each value id."""
+    cdef list out = []
+    cdef Id v
+    for x in vals:
+        v = x
+        _check(v)
+        out.append(_new(t, v, _I.val(v).aval))
+    return out
+
+
+def input_tracers(Trace t not None, key_ids, aval_ids):
+    """Declares Input(key_ids[i]) at abstract value aval_ids[i] as inputs of t's fragment (as
+    FragmentStore.add_inputs); returns their Tracers."""
+    cdef list out = []
+    cdef FragmentData* d = &t.store.data
+    for l in t.store.add_inputs(key_ids, aval_ids):
+        v = d.vals[<Id>l]
+        out.append(_new(t, v, _I.val(v).aval))
+    return out
+
+
+def lift_all(Trace t not None, xs, lift):
+    """Each of xs as a value of trace t: its own Tracers as they are, lift(x) for the rest."""
+    cdef list out = []
+    for x in xs:
+        if type(x) is Tracer and (<Tracer>x)._t is t:
+            out.append(x)
+        else:
+            out.append(lift(x))
+    return out
+
+
 cdef inline Id _check(Id a) except? 0xFFFFFFFF:
     if a >= _I.n_vals():
         raise IndexError(f"no value with id {a}")

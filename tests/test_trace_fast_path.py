@@ -170,6 +170,28 @@ def test_tracer_at_takes_the_interned_abstract_value():
         _core.tracer_at(None, 0)
 
 
+def test_batched_tracer_helpers():
+    """tracers_at, input_tracers and lift_all: tracer_at, tracing.input and lift per item."""
+    seen = []
+
+    def f(x, y):
+        t = x._t
+        a, b = _core.tracers_at(t, [x._v, y._v])
+        seen.append((a._v, b._v, a.aval is x.aval) == (x._v, y._v, True))
+        with pytest.raises(IndexError):
+            _core.tracers_at(t, [x._v, _core.n_vals() + 5])
+        same, two = _core.lift_all(t, [x, 2.0], lambda v: tracing._lift(t, v))
+        seen.append(same is x and two.aval == td.aval((), "float64"))
+        return a * b + two
+
+    td.build(f, x=td.spec((3,)), y=td.spec((3,)))
+    assert seen == [True, True]
+    frag = td.build(lambda u, v: u * v, inputs={("u", 1): td.spec((2,), "float32"),
+                                                 "v": td.spec((), "float32")})
+    assert [k.input_key for k in frag.inputs] == [("u", 1), "v"]
+    assert [k.aval for k in frag.inputs] == [td.aval((2,), "float32"), td.aval((), "float32")]
+
+
 def test_signed_zeros_and_nans_stay_distinct_constants():
     def f(x):
         return [x * 0.0, x * -0.0, x * 0, x + math.nan, x + -math.nan]

@@ -299,7 +299,7 @@ class _Nested:
         ctx = _Ctx(trace)
         leaves, self.in_tree = _flatten_args(args)
         self.trace = trace
-        self.args = [ctx.lift(x) for x in leaves]
+        self.args = _core.lift_all(trace, leaves, ctx.lift)
         b = trace.builder
         self.direct = False
         top = getattr(b, "top_inputs", None)
@@ -434,7 +434,9 @@ def _inline_grad(trace, fn, args, argnums, has_aux, holomorphic=False):
     one = _Ctx(trace).lift(np.ones((), flat[0].dtype))
     back = ad_transpose(lin, cotangents=[one.key])
     trace.builder.parents.extend([lin.fragment, back.fragment])
-    grads = [_tracer_of(trace, g, w) for g, w in zip(back.tangent_outputs, wrt)]
+    outs = back.tangent_outputs
+    grads = _core.tracers_at(trace, [g.id for g in outs]) if None not in outs else \
+        [_tracer_of(trace, g, w) for g, w in zip(outs, wrt)]
     if holomorphic:  # the transpose is the adjoint: conj of f'(z)
         grads = [T.conj(g) for g in grads]
     value, *grads = nest.bind([flat[0]] + grads)

@@ -16,8 +16,8 @@ from typing import Any, Callable, Hashable, Sequence
 import numpy as np
 
 from tidu import _core
-from tidu.graph import (AbstractValue, Fragment, FragmentBuilder, ValKey, _aval_list, aval, prim_id,
-                        shape_rule)
+from tidu.graph import (AbstractValue, Fragment, FragmentBuilder, ValKey, _aval_list, aval,
+                        input_key_ids, prim_id, shape_rule)
 from tidu import ops as P
 from tidu.ops._base import BOOL, COMPLEXES, INTS
 
@@ -654,10 +654,7 @@ class tracing:
 
     def inputs(self, keys: Sequence[Hashable], avals: Sequence[AbstractValue]) -> list[Tracer]:
         """input() of each (key, aval) pair, declared in one pass."""
-        t = self.trace
-        glob = t.store.global_of
-        return [Tracer(t, glob(local), av)
-                for local, av in zip(t.builder.add_inputs(keys, avals), avals)]
+        return _core.input_tracers(self.trace, input_key_ids(keys), [av.id for av in avals])
 
     def lift(self, x) -> Tracer:
         return _lift(self.trace, x)
