@@ -16,7 +16,7 @@ from tidu import _core
 from tidu.graph import (External, Fragment, FragmentBuilder, GraphError, Linear, Local,
                         ResolvedView,
                         ValKey, _aval_list, input_key_ids, mode_of, prim_of, resolve)
-from tidu.rules import Cotangent, RuleMissing, Tangent, next_pass_id, registry, tangent_of
+from tidu.rules import Cotangent, RuleMissing, next_pass_id, registry, tangent_of
 
 __all__ = ["LinearFragment", "differentiate", "transpose", "saved_values", "SavedValue",
            "set_rule_cache", "rule_cache_info"]
@@ -106,53 +106,49 @@ def differentiate(view: ResolvedView, outputs: Sequence[ValKey], wrt: Sequence[H
     pass_id = next_pass_id()
     mat = view.walk(outputs)
     builder = FragmentBuilder(parents=view.roots, prefix="t")
-    env: dict[int, int | ValKey] = {}  # global value id -> local tangent id (or external value)
-    tangent_inputs, fresh, input_ids = [], [], []
     if tangents is not None and len(tangents) != len(wrt):
         raise ValueError(f"differentiate: {len(tangents)} tangents for {len(wrt)} wrt keys")
-    seeds = in_glob = None
-    if tangents is None and all(type(k) is ValKey for k in wrt):
-        # The transforms' own calls (grad, jvp, ...) name values: their tangent inputs are
-        # declared in one pass (a non-differentiable one takes the loop below, for its error).
-        ids = [k.id for k in wrt]
-        aids = _core.val_avals(ids)
-        if not _nondiff_table()[aids].any():
-            tangent_inputs = [(k, Tangent(k, pass_id)) for k in wrt]
-            input_ids = builder.store.add_inputs(input_key_ids([t for _, t in tangent_inputs]),
-                                                 aids)
-            in_glob = builder.store.globals_of(input_ids)
-            seeds = list(dict(zip(ids, in_glob)).items())
-    if seeds is None:
-        by_key = _inputs_by_key(view) if any(not isinstance(k, ValKey) for k in wrt) else {}
-        for i, key in enumerate(wrt):
-            try:
-                vals = [key] if isinstance(key, ValKey) else by_key.get(key, [])
-            except TypeError:  # an unhashable key names no input
-                vals = []
-            if not vals:
-                raise GraphError(f"cannot differentiate with respect to {key!r}: no fragment "
-                                 f"in the view has an input with that key")
-            if len(vals) > 1:
-                raise GraphError(f"input key {key!r} is declared at several shapes/dtypes in the "
-                                 f"view ({', '.join(str(v.aval) for v in vals)}); differentiate "
-                                 f"one view")
-            (val,) = vals
-            av = val.aval
-            if av.dtype.kind not in "fc":
-                raise TypeError(f"cannot differentiate with respect to {key!r}: dtype {av.dtype} "
-                                f"is not differentiable (only float and complex inputs are)")
-            if tangents is not None:
-                if tangents[i].aval is not av:
-                    raise ValueError(f"tangent for {key!r} has {tangents[i].aval}, "
-                                     f"expected {av}")
-                env[val.id] = tangents[i]
-                continue
-            tangent_inputs.append((key, tangent_of(key, pass_id)))
-            fresh.append((val.id, av))
-        if fresh:  # the tangent inputs, declared in one pass
-            input_ids = builder.add_inputs([t for _, t in tangent_inputs], [av for _, av in fresh])
-            for (v, _), local in zip(fresh, input_ids):
-                env[v] = local
+    # The value each wrt key names: a ValKey itself, an InputKey its input in the view.
+    by_key = _inputs_by_key(view) if any(type(k) is not ValKey for k in wrt) else {}
+    vals = []
+    for key in wrt:
+        if type(key) is ValKey:
+            vals.append(key)
+            continue
+        try:
+            found = by_key.get(key, [])
+        except TypeError:  # an unhashable key names no input
+            found = []
+        if not found:
+            raise GraphError(f"cannot differentiate with respect to {key!r}: no fragment in the "
+                             f"view has an input with that key")
+        if len(found) > 1:
+            raise GraphError(f"input key {key!r} is declared at several shapes/dtypes in the "
+                             f"view ({', '.join(str(v.aval) for v in found)}); differentiate "
+                             f"one view")
+        vals.append(found[0])
+    ids = [v.id for v in vals]
+    aids = _core.val_avals(ids)
+    bad = np.flatnonzero(_nondiff_table()[aids])
+    if len(bad):
+        i = int(bad[0])
+        raise TypeError(f"cannot differentiate with respect to {wrt[i]!r}: dtype "
+                        f"{_aval_list[aids[i]].dtype} is not differentiable (only float and "
+                        f"complex inputs are)")
+    tangent_inputs: list = []
+    if tangents is not None:  # existing values seed the walk
+        env: dict[int, ValKey] = {}
+        for key, v, a, t in zip(wrt, ids, aids, tangents):
+            if t.aval is not _aval_list[a]:
+                raise ValueError(f"tangent for {key!r} has {t.aval}, expected {_aval_list[a]}")
+            env[v] = t
+        seeds = [(v, t.id) for v, t in env.items()]
+        in_glob = []
+    else:  # fresh tangent inputs, declared in one pass
+        tangent_inputs = [(key, tangent_of(key, pass_id)) for key in wrt]
+        input_ids = builder.store.add_inputs(input_key_ids([t for _, t in tangent_inputs]), aids)
+        in_glob = builder.store.globals_of(input_ids)
+        seeds = list(dict(zip(ids, in_glob)).items())
 
     def rule(prim, primal_in, primal_out, t_in):
         op = prim_of(prim)
@@ -162,10 +158,6 @@ def differentiate(view: ResolvedView, outputs: Sequence[ValKey], wrt: Sequence[H
                              f"{len(primal_out)} outputs")
         return t_out
 
-    glob = builder.store.global_of
-    if seeds is None:
-        seeds = [(v, t.id if type(t) is ValKey else glob(t)) for v, t in env.items()]
-        in_glob = [glob(x) for x in input_ids]
     found = _core.linearize_ops(builder.store, mat, seeds, _nondiff_table(),
                                 [k.id for k in outputs], rule, _prim_flags, ValKey)
     tangent_outputs = [None if t == _core.NONE else ValKey(t) for t in found]
