@@ -736,6 +736,9 @@ inline void run_block(const Program& p, Workspace& ws, std::size_t idx, std::int
           if (s == 0) {
             const T v = src[off];
             for (std::int64_t j = 0; j < len; ++j) r[i + j] = v;
+          } else if (s == 1) {  // a contiguous run (a bias row): a copy the compiler vectorises
+            const T* from = src + off;
+            for (std::int64_t j = 0; j < len; ++j) r[i + j] = from[j];
           } else {
             for (std::int64_t j = 0; j < len; ++j) r[i + j] = src[off + j * s];
           }
