@@ -349,6 +349,24 @@ cdef object _unary(int k, object x):
 cdef dict _mm_rules = {}  # (aval id a << 32 | aval id b) -> (prim id, output aval id), or None
 
 
+cdef vector[uint8_t] _transposes  # by prim id: 1 for a Transpose (tracing.transpose marks them)
+
+
+def mark_transpose(Id pid):
+    """Prim pid is a Transpose: x @ y of its result takes tidu.tracing.matmul, which folds it."""
+    if _transposes.size() <= pid:
+        _transposes.resize(pid + 1, 0)
+    _transposes[pid] = 1
+
+
+cdef inline bint _from_transpose(Id v):
+    cdef Id op = _I.val(v).op
+    if op == kNone:
+        return False
+    cdef Id prim = _I.op(op).prim
+    return prim < _transposes.size() and _transposes[prim] != 0
+
+
 cdef object _matmul(object x, object y):
     """x @ y: one DotGeneral of two traced operands of rank 1 or 2 and one dtype (the rule,
     tidu.tracing.matmul_rule, memoised per pair of abstract values), else tidu.tracing.matmul."""
@@ -357,7 +375,8 @@ cdef object _matmul(object x, object y):
     if _fast and type(x) is Tracer and type(y) is Tracer:
         a = <Tracer>x
         b = <Tracer>y
-        if a._t is b._t and a._t is not None:
+        if a._t is b._t and a._t is not None and not _from_transpose(a._v) and \
+                not _from_transpose(b._v):
             key = (<uint64_t>a._aid << 32) | b._aid
             hit = _mm_rules.get(key, 0)
             if hit is 0:

@@ -299,3 +299,45 @@ def test_static_index_plans_are_reused_with_the_same_nodes_and_errors():
             with pytest.raises(err):
                 td.build(lambda x: x[bad], x=td.spec((3, 4)))
     assert td.build(lambda x: x[1], x=td.spec((3, 4))).outputs[0].aval.shape == (4,)
+
+
+def _ops_of(f, *args):
+    from tidu.api import trace_program
+
+    prog, _ = trace_program(f, args, backend="cpu")
+    return [op.name for op, _, _ in prog.executable.instructions], prog
+
+
+@pytest.mark.parametrize("backend", ["cpu", "xla"])
+def test_products_of_transposes_read_the_source(backend):
+    """x.T @ y (and y @ w.T, batched transposes) folds the transpose into the product's axes:
+    no copy is made, the values and gradients are numpy's, and a transpose used elsewhere or one
+    that reorders the kept axes stays."""
+    from tidu.api import trace_program
+
+    rng = np.random.default_rng(3)
+    x, y, w, v = (rng.standard_normal(s) for s in [(50, 4), (50, 3), (6, 3), (4, 3)])
+    a, b = rng.standard_normal((2, 5, 4)), rng.standard_normal((2, 5, 3))
+    cases = [
+        (lambda x, y: x.T @ y, (x, y), lambda x, y: x.T @ y, False),
+        (lambda y, w: y @ w.T, (y, w), lambda y, w: y @ w.T, False),
+        (lambda x, y: x.T @ y.T.T, (x, y), lambda x, y: x.T @ y, False),
+        (lambda a, b: td.matmul(a.transpose(0, 2, 1), b), (a, b),
+         lambda a, b: np.matmul(a.transpose(0, 2, 1), b), False),
+        (lambda x, y: (x.T @ y, x.T), (x, y), lambda x, y: (x.T @ y, x.T), True),  # x.T kept
+        (lambda a, v: td.dot(a.transpose(1, 0, 2), v), (a, v),      # reorders the kept axes
+         lambda a, v: np.dot(a.transpose(1, 0, 2), v), True),
+    ]
+    for f, args, ref, keeps in cases:
+        names, _ = _ops_of(f, *args)
+        assert ("Transpose" in names) == keeps, names
+        prog, _ = trace_program(f, args, backend=backend)
+        got = prog.eval(list(args))
+        want = ref(*args)
+        for g, r in zip(got, want if isinstance(want, tuple) else (want,)):
+            np.testing.assert_allclose(g, r, rtol=1e-12, atol=1e-12)
+    gx, gy = td.jit(td.grad(lambda x, y: td.sum(td.tanh(x.T @ y) ** 2), argnums=(0, 1)))(x, y)
+    t = np.tanh(x.T @ y)
+    d = 2 * t * (1 - t * t)
+    np.testing.assert_allclose(gx, y @ d.T, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(gy, x @ d, rtol=1e-12, atol=1e-12)

@@ -17,7 +17,7 @@ import numpy as np
 
 from tidu import _core
 from tidu.graph import (AbstractValue, Fragment, FragmentBuilder, ValKey, _aval_list, aval,
-                        input_key_ids, prim_id, shape_rule)
+                        input_key_ids, prim_id, prim_of, shape_rule)
 from tidu import ops as P
 from tidu.ops._base import BOOL, COMPLEXES, INTS
 
@@ -473,7 +473,9 @@ def transpose(x, axes=None):
                                                                       for a in axes)
     if perm == tuple(range(x.ndim)):
         return x
-    return _emit(t, _op(P.Transpose, perm), x)
+    op = _op(P.Transpose, perm)
+    _core.mark_transpose(prim_id(op))  # a product of it folds it (_dot_general)
+    return _emit(t, op, x)
 
 
 def broadcast_to(x, shape):
@@ -552,7 +554,32 @@ def concatenate_general(xs: Sequence, axis: int = 0):
 concatenate = _core.concatenate
 
 
+def _untransposed(t, x: Tracer, contract, batch):
+    """(source, contracting axes, batch axes) on the source when x is a transpose (of a
+    transpose ...) made in this trace that keeps its free axes in order: a product then reads the
+    source in the transposed layout (the BLAS's transpose flags) instead of a copy, which is left
+    unused.  Else as given."""
+    while t.store.local_of(x._v) >= 0:
+        op = _core.val_info(x._v)[0]
+        if op == _core.NONE:
+            break
+        prim, _, ins, _, _ = _core.op_info(op)
+        tr = prim_of(prim)
+        if type(tr) is not P.Transpose:
+            break
+        perm = tr.perm
+        free = [perm[ax] for ax in range(x.ndim) if ax not in contract and ax not in batch]
+        if free != sorted(free):
+            break
+        x = _core.tracer_at(t, ins[0])
+        contract = tuple(perm[ax] for ax in contract)
+        batch = tuple(perm[ax] for ax in batch)
+    return x, contract, batch
+
+
 def _dot_general(t, a: Tracer, b: Tracer, lc, rc, lb=(), rb=()):
+    a, lc, lb = _untransposed(t, a, lc, lb)
+    b, rc, rb = _untransposed(t, b, rc, rb)
     op = _op(P.DotGeneral, lc, rc, lb, rb)
     if a.aval.dtype is b.aval.dtype:
         return _emit(t, op, a, b)
