@@ -106,7 +106,7 @@ def op_info(Id o):
 # ---- keys ----
 
 cdef object _aval_objs = None   # tidu.graph's AbstractValues by aval id (a list it appends to)
-cdef object _key_hooks = None   # tidu.graph's (input_key, op_key, repr) of a ValKey
+cdef object _key_hooks = None   # tidu.graph's (not-an-input error, op_key, repr) of a ValKey
 cdef object _input_objs = None  # tidu.graph's InputKeys by id (a list it appends to)
 
 
@@ -190,7 +190,7 @@ cdef class ValKey:
         """The InputKey of an input value (GraphError for a derived one)."""
         cdef const ValRec* r = _val_rec(self.id)
         if r.op != kNone:
-            return _key_hooks[0](self)
+            _key_hooks[0](self)  # raises the GraphError
         return _input_objs[r.index]
 
     def op_key(self):
@@ -201,7 +201,7 @@ cdef class ValKey:
 @cython.no_gc  # interned for good, like its primal key: the collector need not track it
 cdef class Tangent:
     """The tangent input key of primal input `key` in differentiate pass `pass_id`
-    (differentiate makes one per input it differentiates: compiled, as ValKeyBase)."""
+    (differentiate makes one per input it differentiates: compiled, as ValKey)."""
 
     cdef readonly object key
     cdef readonly object pass_id

@@ -240,11 +240,8 @@ def mode_of(mid: int) -> OpMode:
 ValKey = _core.ValKey
 
 
-def _input_key_of(k: ValKey) -> Hashable:
-    op, index, _ = _core.val_info(k.id)
-    if op != _core.NONE:
-        raise GraphError(f"{k!r} is not an input")
-    return _input_keys.objs[index]
+def _not_an_input(k: ValKey):
+    raise GraphError(f"{k!r} is not an input")
 
 
 def _op_key_of(k: ValKey) -> tuple[GraphOp, tuple[ValKey, ...], OpMode] | None:
@@ -264,7 +261,7 @@ def _key_repr(k: ValKey) -> str:
     return f"Derived({prim_of(prim).name}#{op}{slot})"
 
 
-_core.bind_keys(_aval_list, _input_keys.objs, (_input_key_of, _op_key_of, _key_repr))
+_core.bind_keys(_aval_list, _input_keys.objs, (_not_an_input, _op_key_of, _key_repr))
 
 
 @dataclass(frozen=True)
