@@ -317,7 +317,7 @@ def _exported(text: str, in_avals, out_avals, platform: str):
     sa = [jax.core.ShapedArray(tuple(a.shape), a.dtype) for a in in_avals]
     so = [jax.core.ShapedArray(tuple(a.shape), a.dtype) for a in out_avals]
     n_in, n_out = len(sa), len(so)
-    return export.Exported(
+    fields = dict(
         fun_name="tidu", in_tree=tree_util.tree_structure((tuple(range(n_in)), {})),
         in_avals=tuple(sa), out_tree=tree_util.tree_structure(tuple(range(n_out))),
         out_avals=tuple(so), _has_named_shardings=False, _in_named_shardings=(None,) * n_in,
@@ -326,6 +326,24 @@ def _exported(text: str, in_avals, out_avals, platform: str):
         ordered_effects=(), unordered_effects=(), disabled_safety_checks=(),
         mlir_module_serialized=blob, calling_convention_version=10,
         module_kept_var_idx=tuple(range(n_in)), uses_global_constants=False, _get_vjp=None)
+    return export.Exported(**_exported_fields(export.Exported, fields))
+
+
+def _exported_fields(cls, fields: dict) -> dict:
+    """The subset of `fields` that this jax's Exported dataclass declares: private fields come
+    and go between jax releases (0.11 dropped `_has_named_shardings`). A field it requires that
+    tidu does not know raises, naming it and the jax version."""
+    import dataclasses
+
+    import jax
+
+    declared = {f.name: f for f in dataclasses.fields(cls)}
+    missing = [n for n, f in declared.items() if n not in fields
+               and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+    if missing:
+        raise RuntimeError(f"tidu's XLA backend does not support jax {jax.__version__}: "
+                           f"jax.export.Exported needs fields {missing} that tidu does not set")
+    return {n: v for n, v in fields.items() if n in declared}
 
 
 class _Shape:
@@ -380,12 +398,12 @@ class XlaRunner:
         self.exe = exe
         self.batch = batch
         if mesh is not None:
-            self.platform = mesh.devices.flat[0].platform
+            dev = mesh.devices.flat[0]
             sharding = NamedSharding(mesh, PartitionSpec(tuple(mesh.axis_names)))
         else:
             dev = resolve_device(device)
-            self.platform = dev.platform
             sharding = SingleDeviceSharding(dev)
+        self.platform = dev.platform
         avals = exe.slot_avals
         lead = (batch,) if batch is not None else ()
         self.segments = lower_segments(exe, batch, max_instructions, self.platform)
@@ -394,7 +412,7 @@ class XlaRunner:
             for seg in self.segments:
                 ins = [_Shape(lead + avals[s].shape, avals[s].dtype) for s in seg.in_slots]
                 outs = [_Shape(lead + avals[s].shape, avals[s].dtype) for s in seg.out_slots]
-                ex = _exported(seg.text, ins, outs, self.platform)
+                ex = _exported(seg.text, ins, outs, export_platform(dev))
                 self.calls.append(jax.jit(ex.call, in_shardings=(sharding,) * len(ins),
                                           out_shardings=(sharding,) * len(outs)))
 
@@ -449,6 +467,18 @@ def program_work(exe) -> float:
                             for d in prim_of(int(prims[u // span])).lhs_contracting)
                   for u in pairs.tolist()], np.float64)
     return work + 2.0 * float((sizes[out_slots[out_off[idx]]] * k[pair_inv.ravel()]).sum())
+
+
+def export_platform(dev) -> str:
+    """The platform name jax.export lowers for on `dev`: a jax GPU device says "gpu", and
+    exporting must name its runtime ("cuda" or "rocm"), or the call is refused."""
+    if dev.platform != "gpu":
+        return dev.platform
+    client = getattr(dev, "client", None)
+    name = str(getattr(client, "platform", "")).lower()
+    if name in ("cuda", "rocm"):
+        return name
+    return "rocm" if "rocm" in str(getattr(client, "platform_version", "")).lower() else "cuda"
 
 
 def default_platform() -> str:
