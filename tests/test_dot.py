@@ -55,7 +55,7 @@ def by_label(nodes, start):
 
 def test_fragment_dot_has_the_example_nodes_and_edges(example):
     F0, *_ = example
-    nodes, edges, clusters = parse(F0.to_dot())
+    nodes, edges, clusters = parse(td.to_dot(F0))
     x, a = by_label(nodes, "p0 = Input('x')"), by_label(nodes, "p1 = Input('a')")
     mul, exp = by_label(nodes, "p2 = Mul"), by_label(nodes, "p3 = Exp")
     assert {(s, d) for s, d, _ in edges} == {(a, mul), (x, mul), (mul, exp)}
@@ -65,7 +65,7 @@ def test_fragment_dot_has_the_example_nodes_and_edges(example):
 
 def test_transposed_fragment_draws_external_references_from_its_parents(example):
     F0, L1, T1, *_ = example
-    nodes, edges, clusters = parse(T1.to_dot())
+    nodes, edges, clusters = parse(td.to_dot(T1))
     assert len(clusters) == 3  # F0, L1's fragment, T1's fragment
     exp, a = by_label(nodes, "p3 = Exp"), by_label(nodes, "p1 = Input('a')")
     c1, c2 = by_label(nodes, "c1 = Mul"), by_label(nodes, "c2 = Mul")
@@ -75,13 +75,13 @@ def test_transposed_fragment_draws_external_references_from_its_parents(example)
     assert (ct, c1, "") in edges and (c1, c2, "") in edges
     assert "Linear[fixed, active]" in label(nodes[c1]) and "#fde2c4" in nodes[c1]
     assert "#dbe9f6" in nodes[exp]  # Primal and Linear styled apart
-    own = T1.to_dot(parents=False)
+    own = td.to_dot(T1, parents=False)
     assert "p3 = Exp" not in own and "External(" in own
 
 
 def test_graph_and_program_dot(example):
     *_, graph, prog = example
-    nodes, edges, _ = parse(graph.to_dot())
+    nodes, edges, _ = parse(td.to_dot(graph))
     assert len(nodes) == 3 + graph.n_ops and len(edges) == 7  # 2 per Mul, 1 into Exp
     nodes, edges, clusters = parse(prog.to_dot())
     assert sorted(label(nodes[n]).split(":")[0] for n in nodes if n.startswith("in")) == \
@@ -108,7 +108,7 @@ def test_long_program_draws_xla_segments_as_clusters():
 def test_dot_parses_with_pydot(example):
     pydot = pytest.importorskip("pydot")
     *_, T1, graph, prog = example
-    for text in (T1.to_dot(), graph.to_dot(), prog.to_dot()):
+    for text in (td.to_dot(T1), td.to_dot(graph), prog.to_dot()):
         (g,) = pydot.graph_from_dot_data(text)
         assert g.get_edges()
 

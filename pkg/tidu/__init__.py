@@ -7,10 +7,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tidu.graph import (PRIMAL, AbstractValue, CompiledProgram, External, Fragment,
+from tidu.graph import (PRIMAL, AbstractValue, External, Fragment,
                         FragmentBuilder, GraphError, Linear, Local, MaterializedGraph, OpMode,
-                        ResolvedView, ValKey, aval, compile, materialize_merge, program_cache,
+                        ResolvedView, ValKey, aval, materialize_merge, program_cache,
                         resolve)
+from tidu.backends.program import CompiledProgram, compile
+from tidu.backends import xla
 from tidu.tracing import (Tracer, abs, apply, astype, broadcast_to, build, concatenate, conj, cos, dot,
                           exp, expm1, imag, iota, log, log1p, matmul, max, maximum, mean, minimum,
                           ones_like, power, real, reshape, rsqrt, sign, sin, spec, sqrt,
@@ -34,8 +36,8 @@ from tidu.numpy_math import (angle, arccos, arccosh, arcsin, arcsinh, arctan, ar
                              log2, log10, logaddexp, logaddexp2, mod, nan_to_num, rad2deg, radians,
                              reciprocal, remainder, rint, round, sinh, square, tan, trunc)
 from tidu import nn, scipy
-from tidu.evaluator import LoadedProgram, load
-from tidu.pictures import show
+from tidu.backends.interpreter import LoadedProgram, load
+from tidu.backends.pictures import show, to_dot
 from tidu.api import jit
 from tidu.batching import vmap
 from tidu.ad import LinearFragment, SavedValue, differentiate, saved_values
@@ -56,7 +58,7 @@ __all__ = [
     "materialize_merge", "matmul", "max", "maximum", "mean", "minimum", "ones_like", "ops", "power",
     "program_cache", "real", "reshape", "resolve", "rsqrt", "sign", "sin", "spec", "sqrt",
     "stop_gradient", "sum", "tanh", "transpose", "where", "zeros_like",
-    "show",
+    "show", "to_dot",
     "dynamic_slice", "dynamic_update_slice", "take", "take_along_axis",
 ]
 __all__ += ["all", "any", "argmax", "argmin", "argsort", "cummax", "cummin", "cumprod", "cumsum",

@@ -43,10 +43,6 @@ class LinearFragment:
     source: "LinearFragment | None" = field(default=None, repr=False)
     input_ids: list[int] = field(default_factory=list, repr=False)
 
-    def to_dot(self, parents: bool = True) -> str:
-        """Graphviz DOT text of its fragment (Fragment.to_dot)."""
-        return self.fragment.to_dot(parents)
-
 
 _nondiff = np.zeros(0, np.uint8)
 

@@ -13,8 +13,8 @@ from typing import Any, Callable
 import numpy as np
 
 from tidu import _core
-from tidu.graph import (CompiledProgram, Fragment, FragmentBuilder, _check_backend, compile,
-                        materialize_merge, resolve)
+from tidu.backends.program import CompiledProgram, _check_backend, compile
+from tidu.graph import Fragment, FragmentBuilder, materialize_merge, resolve
 from tidu.guards import MAX_VARIANTS, Concrete, Guarded, GuardMiss
 from tidu.tracing import (Tracer, _lift, _stack as _trace_stack, as_aval, flatten_outputs, tracing,
                           zeros_like)

@@ -106,7 +106,8 @@ class Body:
     def program(self):
         """The body compiled once for the interpreter (a CompiledProgram on the cpu backend)."""
         if self._prog is None:
-            from tidu.graph import compile as compile_, materialize_merge
+            from tidu.backends.program import compile as compile_
+            from tidu.graph import materialize_merge
 
             mat = materialize_merge(resolve([self.fragment]), self.outputs)
             prog = compile_(mat, backend="cpu")
@@ -993,7 +994,7 @@ def _is_linear_value(o: ValKey, inputs: Sequence[ValKey], lin_idx: Sequence[int]
 
 def _child(lo):
     """A Lowering writing into a region of lo's function (fresh names continue lo's)."""
-    from tidu.xla import Lowering
+    from tidu.backends.xla import Lowering
 
     c = Lowering(lo.batch)
     c._n = lo._n
@@ -1013,7 +1014,7 @@ def _region(lo, child, params, results) -> str:
 def lower_body(lo, body: Body, args):
     """body's instructions written into lo with args (Values, body input order) as inputs;
     returns the output Values."""
-    from tidu.xla import lower_range
+    from tidu.backends.xla import lower_range
 
     prog, take = body.program()
     exe = prog.executable
@@ -1024,7 +1025,7 @@ def lower_body(lo, body: Body, args):
 
 def _multi(lo, name: str, args, types, regions: Sequence[str], attrs: str = ""):
     """An operation with several results (and regions); returns one Value per result."""
-    from tidu.xla import Value
+    from tidu.backends.xla import Value
 
     r = lo.fresh()
     n = len(types)
@@ -1042,7 +1043,7 @@ def _i64(lo, value: int):
 
 def lower_scan(op: Scan, lo, args):
     """``stablehlo.while`` over (step, consts, carries, xs, ys accumulators)."""
-    from tidu.xla import Value, i64_array
+    from tidu.backends.xla import Value, i64_array
 
     body, nc, nk, n = op.body, op.n_consts, op.n_carry, op.length
     nb = lo.nb
@@ -1099,14 +1100,14 @@ def lower_scan(op: Scan, lo, args):
 
 
 def tensor_type_of(shape, dtype) -> str:
-    from tidu.xla import tensor_type
+    from tidu.backends.xla import tensor_type
 
     return tensor_type(shape, dtype)
 
 
 
 def lower_while(op: While, lo, args):
-    from tidu.xla import Value
+    from tidu.backends.xla import Value
 
     nc = op.n_cc + op.n_bc
     types = [a.type for a in args]
@@ -1126,7 +1127,7 @@ def lower_while(op: While, lo, args):
 
 
 def lower_cond(op: Cond, lo, index, args):
-    from tidu.xla import Value, i64_array
+    from tidu.backends.xla import Value, i64_array
 
     n_out = op.n_outputs
     if lo.nb:  # batched index: every branch, then a select per output

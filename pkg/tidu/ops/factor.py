@@ -16,7 +16,7 @@ int32 through ``Convert``; their tangent is zero and an int32 value has none.  T
 are written in tidu's own primitives (TriangularSolve, DotGeneral, Transpose, Conj, Select with
 Iota masks, Slice/Reshape/Concatenate for packing), so transposes, higher orders and the XLA
 lowering go through the generic machinery.  XLA lowering splices the StableHLO that jax emits
-for the same ``jax.lax.linalg`` operation (``tidu.ops._splice``).
+for the same ``jax.lax.linalg`` operation (``tidu.backends.xla.splice``).
 """
 
 from __future__ import annotations
@@ -152,7 +152,7 @@ def _inexact_matrix(name, x, square=True):
 
 
 def _splice(lo, out, x, key, fn):
-    from tidu.ops._splice import call_jax
+    from tidu.backends.xla.splice import call_jax
 
     return call_jax(lo, out, [x], key, fn)
 
@@ -278,7 +278,7 @@ class LUPermute(Primitive):
                 perm = jnp.argsort(perm, axis=-1)
             return jnp.take_along_axis(a, perm[..., None], axis=-2)
 
-        from tidu.ops._splice import call_jax
+        from tidu.backends.xla.splice import call_jax
 
         return call_jax(lo, out, [piv, x], f"lu_permute_{int(inverse)}", fn)
 

@@ -92,7 +92,7 @@ def _lower_dims(lo, xnd: int, qnd: int, axis: int, kind: str) -> str:
 
 def _index_vector(lo, idx_av, idx):
     """Indices of shape I as I + (1,) (the index vector StableHLO reads)."""
-    from tidu.xla import i64_array
+    from tidu.backends.xla import i64_array
 
     q = idx_av.ndim
     return lo.op("stablehlo.broadcast_in_dim", [idx], aval(idx_av.shape + (1,), idx_av.dtype),
@@ -133,7 +133,7 @@ class Gather(Primitive):
         return [_zeros_scatter(b, self.axis, x.aval, _clamp(b, idx, n), ct[0]), None]
 
     def lower(self, lo, out, x, idx):
-        from tidu.xla import i64_array
+        from tidu.backends.xla import i64_array
 
         x_av, i_av = _unbatched(x, lo), _unbatched(idx, lo)
         sizes = lo.lead(1) + tuple(1 if k == self.axis else d for k, d in enumerate(x_av.shape))
@@ -362,7 +362,7 @@ class Scatter(Primitive):
 
 
 def _el(dtype) -> str:
-    from tidu.xla import tensor_type
+    from tidu.backends.xla import tensor_type
 
     return tensor_type((), dtype)[len("tensor<"):-1]
 
@@ -458,7 +458,7 @@ class DynamicSlice(Primitive):
                     [F, A] + [F] * (len(inputs) - 1))] + [None] * (len(inputs) - 1)
 
     def lower(self, lo, out, x, *starts):
-        from tidu.xla import i64_array
+        from tidu.backends.xla import i64_array
 
         if lo.nb and starts:  # per-point starts: a gather (which clamps the same way)
             r = len(starts)

@@ -218,7 +218,7 @@ class Cholesky(Primitive):
         return [lin(b, _matmul(nd), [L, scale(b, weight, inner)], [F, A])]
 
     def lower(self, lo, out, x):
-        from tidu.xla import i64_array
+        from tidu.backends.xla import i64_array
 
         nd, dt = len(out.shape), out.dtype
         mask = lambda d: self._iota_mask(lo, out, d)  # noqa: E731

@@ -44,7 +44,7 @@ class Rev(Primitive):
         return [lin(b, self, ct, [A])]
 
     def lower(self, lo, out, x):
-        from tidu.xla import i64_array
+        from tidu.backends.xla import i64_array
 
         return lo.op("stablehlo.reverse", [x], out, f"dimensions = {i64_array(lo.ax(self.dims))}")
 

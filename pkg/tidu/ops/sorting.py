@@ -87,7 +87,7 @@ def _hlo_un(lo_, op, a, ty, out_ty):
 
 def _less(rg, a, b, dtype) -> str:
     """i1: a < b in numpy's sort order (NaN last, complex lexicographic) on rank-0 tensors."""
-    from tidu.xla import tensor_type
+    from tidu.backends.xla import tensor_type
 
     dt = np.dtype(dtype)
     ty = tensor_type((), dt)
@@ -288,7 +288,7 @@ class _ArgExtreme(Primitive):
 
     def lower(self, lo, out, x):
         from tidu.ops.sources import Iota
-        from tidu.xla import i64_array, tensor_type
+        from tidu.backends.xla import i64_array, tensor_type
 
         dt_x = np.dtype(_type_dtype(x.type))
         shape = _type_shape(x.type)[lo.nb:]
@@ -330,7 +330,7 @@ class _ArgExtreme(Primitive):
             f'    {r}:2 = "stablehlo.reduce"({x.name}, {idx.name}, {init_x.name}, {init_i.name}) '
             f'({{\n{region}}}) {{dimensions = {i64_array(lo.ax((self.axis,)))}}} : '
             f'({x.type}, {idx.type}, {init_x.type}, {init_i.type}) -> ({out_x}, {out_i})')
-        from tidu.xla import Value
+        from tidu.backends.xla import Value
 
         return Value(f"{r}#1", out_i)
 
@@ -381,7 +381,7 @@ class _Scan(Primitive):
 
     def lower(self, lo, out, x):
         # as jax on CPU/GPU: a reduce_window whose window covers the whole axis, padded before
-        from tidu.xla import i64_array, tensor_type
+        from tidu.backends.xla import i64_array, tensor_type
 
         nd, n = len(out.shape), out.shape[self.axis]
         win = lo.lead(1) + tuple(n if i == self.axis else 1 for i in range(nd))
@@ -551,7 +551,7 @@ class LinearScan(Primitive):
     def lower(self, lo, out, a, x):
         # log-depth (Hillis-Steele) scan of the pairs (a, b) with (a1, b1) then (a2, b2) =
         # (a1 a2, a2 b1 + b2): ceil(log2 n) rounds of shifted multiply-adds
-        from tidu.xla import i64_array
+        from tidu.backends.xla import i64_array
 
         nd, n = len(out.shape), out.shape[self.axis]
         ax = self.axis + lo.nb
@@ -572,7 +572,7 @@ class LinearScan(Primitive):
                 limit[ax] = full[ax] - d
                 low[ax] = d
             part_shape = tuple(limit[i] - start[i] for i in range(len(full)))
-            from tidu.xla import tensor_type
+            from tidu.backends.xla import tensor_type
 
             pty = tensor_type(part_shape, out.dtype)
             part = lo.op("stablehlo.slice", [v], pty,
@@ -648,7 +648,7 @@ class Sort(Primitive):
         return [None, lin(b, Sort(self.axis, False), [perm, ct[0]], [F, A])]
 
     def lower(self, lo, out, *xs):
-        from tidu.xla import Value, tensor_type
+        from tidu.backends.xla import Value, tensor_type
 
         keys = xs[0]
         kdt = np.dtype(_type_dtype(keys.type))

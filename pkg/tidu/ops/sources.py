@@ -42,7 +42,7 @@ class Constant(Primitive):
         return aval(self.shape, self.dtype)
 
     def lower(self, lo, out):
-        from tidu.xla import dense_hex, tensor_type
+        from tidu.backends.xla import dense_hex, tensor_type
 
         return lo.source("stablehlo.constant",
                          f"value = {dense_hex(self.value)} : {tensor_type(self.shape, self.dtype)}",

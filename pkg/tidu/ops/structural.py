@@ -568,7 +568,7 @@ def _csv(xs) -> str:
 
 
 def i64_array(xs) -> str:
-    from tidu.xla import i64_array as arr
+    from tidu.backends.xla import i64_array as arr
 
     return arr(xs)
 

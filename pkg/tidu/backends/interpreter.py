@@ -1,0 +1,211 @@
+"""Bridge from a compiled SSA program to the C++ interpreter (``tidu._eval``).
+
+Op attributes are encoded generically from each primitive's dataclass fields, in field order:
+a tuple of ints as ``[len, *values]``, an int as ``[value]``, a dtype name or a Compare direction
+as its code, Constant bytes as ``[offset, nbytes]`` into the constants blob.  The C++ kernels read
+them in that order, so no primitive needs evaluator code of its own.  Each interned op and
+abstract value is encoded once; a program's arrays are gathered from those encodings.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from tidu import _core, _eval
+import os
+from tidu.graph import prim_of
+from tidu.graph import aval_of
+
+__all__ = ["encode", "has_kernels"]
+
+def _load_blas() -> bool:
+    """Large matrix products go to scipy-openblas32's GEMM (the OpenBLAS numpy and scipy build
+    against) when it is installed; the interpreter's own loops otherwise."""
+    try:
+        import scipy_openblas32 as sob
+    except ImportError:
+        return False
+
+    path = os.path.join(sob.get_lib_dir(), sob.get_library(fullname=True))
+    return _eval.set_blas(path, "scipy_")
+
+
+# Loaded with the first program that has a matrix product, not at import: OpenBLAS starts its
+# worker threads when loaded, and scalar or elementwise programs never need them.
+BLAS: "bool | None" = None
+
+
+def ensure_blas() -> bool:
+    """Load the BLAS hook once; True when large products go to OpenBLAS."""
+    global BLAS
+    if BLAS is None:
+        BLAS = _load_blas()
+    return BLAS
+
+OPCODE = {name: i for i, name in enumerate(_eval.OPCODES)}
+_BLAS_OPS = [OPCODE[n] for n in ("DotGeneral", "TriangularSolve", "Cholesky", "LU", "Eigh", "QR",
+                                  "SVD")]  # use the hooks
+DTYPE = {name: i for i, name in enumerate(_eval.DTYPES)}
+COMPARE = {name: i for i, name in enumerate(_eval.COMPARE)}
+
+
+def has_kernels(prims) -> bool:
+    """True when every op (interned prim id) has a C++ opcode (user primitives with Python
+    kernels do not), and so does every op of every nested program (a loop body, a branch)."""
+    for p in set(prims.tolist()):
+        code, _, _, bodies = _prim_code(int(p))
+        if code < 0 or any(b.native() is None for _, b in bodies):
+            return False
+    return True
+
+
+# ---- encoding, once per interned op and abstract value ----
+#
+# A program's arrays repeat a few ops and abstract values many times: each op's opcode and
+# attributes, and each abstract value's dtype code and shape, are encoded once (cached by interned
+# id) and the program's arrays are copied out of those tables in one compiled pass
+# (_core.encode_gather), so encoding costs no Python work per instruction.
+
+_prim_codes: dict[int, tuple[int, np.ndarray, tuple, tuple]] = {}
+# prim id -> (opcode, attrs, constant blobs, nested bodies)
+
+
+def _encode_attrs(op) -> tuple[list[int], list[tuple[int, bytes]], list[tuple[int, object]]]:
+    """op's attributes as ints; Constant bytes as a placeholder pair [offset, nbytes] (the offset
+    is the program's) listed with their position; the nested programs of control flow as a
+    placeholder (the program's index of the nested program) listed with their position.
+
+    A primitive with a ``kernel_attrs()`` method (control flow) gives its attribute list itself:
+    ints, and Body objects where a nested program goes (cpp/include/tidu/control_flow.hpp)."""
+    out: list[int] = []
+    blobs: list[tuple[int, bytes]] = []
+    hook = getattr(op, "kernel_attrs", None)
+    if hook is not None:
+        bodies = []
+        for v in hook():
+            if isinstance(v, (int, np.integer)):
+                out.append(int(v))
+            else:
+                bodies.append((len(out), v))
+                out.append(0)
+        return out, blobs, bodies
+    for f in dataclasses.fields(op):
+        v = getattr(op, f.name)
+        if isinstance(v, bytes):
+            blobs.append((len(out), v))
+            out += [0, len(v)]
+        elif isinstance(v, tuple):
+            out.append(len(v))
+            out += [int(x) for x in v]
+        elif isinstance(v, str):
+            out.append(DTYPE[v] if f.name == "dtype" else COMPARE[v])
+        else:
+            out.append(int(v))
+    return out, blobs, []
+
+
+def _prim_code(pid: int) -> tuple[int, np.ndarray, tuple, tuple]:
+    hit = _prim_codes.get(pid)
+    if hit is None:
+        op = prim_of(pid)
+        code = OPCODE.get(op.name, -1)
+        attrs, blobs, bodies = _encode_attrs(op) if code >= 0 else ([], [], [])
+        hit = _prim_codes[pid] = (code, np.array(attrs, np.int64), tuple(blobs), tuple(bodies))
+    return hit
+
+
+_aval_codes: dict[int, tuple[int, tuple[int, ...]]] = {}  # aval id -> (dtype code, shape)
+
+
+def _aval_code(aid: int) -> tuple[int, tuple[int, ...]]:
+    hit = _aval_codes.get(aid)
+    if hit is None:
+        av = aval_of(aid)
+        hit = _aval_codes[aid] = (DTYPE[av.dtype.name], av.shape)
+    return hit
+
+
+def encode(arrays: dict, input_names=(), output_names=()) -> "_eval.Program":
+    """An _eval.Program from compile's SSA arrays (names are metadata carried into saved
+    files).  NotImplementedError: an op, or an op of a nested program, has no C++ kernel."""
+    out_off, out_slots = arrays["out_off"], arrays["out_slots"]
+    # Slots' dtype codes and shapes, instructions' opcodes and attributes: from each distinct
+    # abstract value and op's codes (asked once, then cached), copied out in one compiled pass.
+    slot_dtype, ndim, shapes, opcode, attr_off, attrs, prims, p_inv = _core.encode_gather(
+        arrays["slot_aval"], arrays["instr_prim"], _aval_code, _prim_code)
+    p_codes = [_prim_code(p) for p in prims]
+    if BLAS is None and any(c in _BLAS_OPS for c, _, _, _ in p_codes):
+        ensure_blas()
+    consts = bytearray()
+    has_blob = np.array([bool(b) for _, _, b, _ in p_codes], bool)
+    for i in np.flatnonzero(has_blob[p_inv]).tolist():  # instructions carrying constant data
+        for pos, data in p_codes[p_inv[i]][2]:
+            consts.extend(b"\0" * ((-len(consts)) % 16))
+            attrs[attr_off[i] + pos] = len(consts)
+            consts.extend(data)
+    # Nested programs (loop bodies, branches): each distinct Body once, by index.
+    subs: list = []
+    sub_index: dict = {}
+    has_body = np.array([bool(b) for _, _, _, b in p_codes], bool)
+    for i in np.flatnonzero(has_body[p_inv]).tolist():
+        for pos, body in p_codes[p_inv[i]][3]:
+            k = sub_index.get(body)
+            if k is None:
+                native = body.native()
+                if native is None:
+                    raise NotImplementedError("a nested program holds an op with no C++ kernel")
+                k = sub_index[body] = len(subs)
+                subs.append(native)
+            attrs[attr_off[i] + pos] = k
+    return _eval.Program(slot_dtype, ndim, shapes, opcode,
+                         arrays["in_off"], arrays["in_slots"], out_off, out_slots, attr_off, attrs,
+                         np.frombuffer(bytes(consts), np.uint8), arrays["input_slots"],
+                         arrays["output_slots"], list(input_names), list(output_names), subs)
+
+
+class LoadedProgram:
+    """A program read from a .tidu file: ``eval(list)``, ``prog({name: value})``, ``eval_batch``.
+
+    Its inputs are named by the repr of the InputKeys it was saved with."""
+
+    def __init__(self, native: "_eval.Program"):
+        self.native = native
+        self.inputs = list(native.input_names)
+        self._shapes = [tuple(s) for s in native.input_shapes]
+        self._dtypes = [np.dtype(d) for d in native.input_dtypes]
+
+    def _arrays(self, inputs, batch=False):
+        if len(inputs) != len(self.inputs):
+            raise ValueError(f"program takes {len(self.inputs)} inputs {self.inputs}, "
+                             f"got {len(inputs)}")
+        out = []
+        for name, shape, dt, x in zip(self.inputs, self._shapes, self._dtypes, inputs):
+            a = np.require(np.asarray(x, dtype=dt), requirements="C")
+            if (a.shape[1:] if batch else a.shape) != shape:
+                raise ValueError(f"input {name}: expected shape {shape}, got {a.shape}")
+            out.append(a)
+        return out
+
+    def eval(self, inputs, out=None):
+        return self.native.run(self._arrays(inputs), out)
+
+    def __call__(self, mapping: dict):
+        missing = [k for k in self.inputs if k not in mapping]
+        if missing:
+            raise KeyError(f"missing input(s) {missing}; the program takes {self.inputs}")
+        return self.eval([mapping[k] for k in self.inputs])
+
+    def eval_batch(self, inputs, threads=None, exact=True):
+        """As ``CompiledProgram.eval_batch`` (interpreter only)."""
+        arrs = self._arrays(inputs, batch=True)
+        return self.native.run_batch(arrs, arrs[0].shape[0] if arrs else 0,
+                                     threads or os.cpu_count() or 1, exact)
+
+
+def load(path) -> LoadedProgram:
+    """Read a program saved by ``CompiledProgram.save``; raises ValueError on a bad file."""
+    ensure_blas()  # the file may hold a matrix product
+    with open(path, "rb") as f:
+        return LoadedProgram(_eval.Program(f.read()))

@@ -1,0 +1,327 @@
+"""Where a program runs: CompiledProgram (eval, eval_batch, save, as_stablehlo), compile with its
+backend choice, and the Executable that knows the ways to run one instruction stream (the C++
+interpreter, XLA, or each op's Python ``impl``). Names no primitive."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Sequence
+
+import numpy as np
+
+from tidu.backends import interpreter, pictures, xla
+from tidu.graph import compile as graph_compile
+from tidu.graph.compile import compile_arrays, program_cache
+from tidu.graph.keys import is_input_key, mode_of
+from tidu.graph.view import MaterializedGraph
+
+__all__ = ["BACKENDS", "CompiledProgram", "Executable", "compile"]
+
+
+class Executable(graph_compile.Executable):
+    """An instruction stream and the ways to run it, each made on first use and kept: the C++
+    program, XLA runners by batch and placement, and the auto backend's choice."""
+
+    def __init__(self, arrays: dict[str, np.ndarray]):
+        super().__init__(arrays)
+        self._native = None
+        self._xla: dict = {}  # XlaRunners by (batch, device or mesh)
+        self._auto = None
+
+    @property
+    def native(self):
+        """The C++ program (tidu._eval.Program), or None when some op has no C++ kernel
+        (a user primitive evaluated by its Python ``impl``)."""
+        if self._native is None:
+            try:  # encode raises NotImplementedError at the first op with no C++ kernel
+                self._native = interpreter.encode(self.arrays)
+            except NotImplementedError:
+                self._native = False
+        return self._native or None
+
+    def run(self, inputs: Sequence[np.ndarray], out=None) -> list[np.ndarray]:
+        """Evaluate: the C++ interpreter, or each op's Python ``impl`` for programs holding a
+        primitive with no C++ kernel."""
+        native = self.native
+        if native is not None:
+            return native.run(list(inputs), out)
+        return self.run_python(inputs)
+
+    def xla(self, batch: int | None = None, device=None, mesh=None):
+        """The program compiled through XLA (``tidu.xla``), once per batch size and placement."""
+        key = (batch, device if mesh is None else ("mesh", mesh))  # equal meshes share one
+        runner = self._xla.get(key)
+        if runner is None:
+            runner = self._xla.setdefault(key, xla.XlaRunner(self, batch, device, mesh))
+        return runner
+
+    def auto_backend(self) -> str:
+        """The backend ``"auto"`` picks for this program (``tidu.xla.choose_backend``)."""
+        if self._auto is None:
+            self._auto = xla.choose_backend(self)
+        return self._auto
+
+
+BACKENDS = ("cpu", "xla", "auto")
+
+
+def _check_backend(backend: str) -> None:
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend!r}; available: {', '.join(map(repr, BACKENDS))}")
+
+
+def _input_name(key) -> str:
+    """An input's name in a saved file (CompiledProgram.input_names): a str as it is, a key's
+    own ``input_name(name_of)`` where it has one (tidu.rules' tangent and cotangent keys), else
+    its repr."""
+    if isinstance(key, str):
+        return key
+    hook = getattr(key, "input_name", None)
+    return hook(_input_name) if callable(hook) else repr(key)
+
+
+class CompiledProgram:
+    """An SSA program: ``prog(mapping)`` or ``prog.eval(list_in_input_order)``.
+
+    ``backend`` is where ``eval`` runs it: ``"cpu"`` (the C++ interpreter) or ``"xla"``
+    (StableHLO through XLA on ``device``)."""
+
+    def __init__(self, executable: Executable, graph: MaterializedGraph, backend: str = "cpu",
+                 device=None):
+        self.executable = executable
+        self.graph = graph
+        self.backend = backend
+        self.device = device
+        self.input_vals = graph.inputs
+        self.inputs = [k.input_key for k in self.input_vals]
+        self.outputs = graph.outputs
+        self._input_avals = [k.aval for k in self.input_vals]
+        self._run = None  # the C++ entry point, bound on first use
+
+    @property
+    def n_instructions(self) -> int:
+        return len(self.executable.arrays["instr_prim"])
+
+    def _check(self, i: int, x, batched: bool = False) -> np.ndarray:
+        """Input i as a C-contiguous array of the program's dtype (a copy only when needed);
+        a shape or unsafe dtype mismatch raises, naming the input."""
+        av = self._input_avals[i]
+        if not batched and type(x) is np.ndarray and x.dtype is av.dtype and \
+                x.shape == av.shape and x.flags.c_contiguous:
+            return x  # zero copy
+        arr = np.asarray(x)
+        shape = arr.shape[1:] if batched and arr.ndim else arr.shape
+        if shape != av.shape or (batched and arr.ndim != av.ndim + 1):
+            want = f"(batch, *{av.shape})" if batched else str(av.shape)
+            raise ValueError(f"input {self.inputs[i]!r}: expected shape {want}, got {arr.shape}")
+        if arr.dtype != av.dtype:
+            if not np.can_cast(arr.dtype, av.dtype, casting="same_kind") or \
+                    (arr.dtype.kind == "c" and av.dtype.kind != "c"):
+                raise TypeError(f"input {self.inputs[i]!r}: expected dtype {av.dtype}, "
+                                f"got {arr.dtype}")
+            arr = arr.astype(av.dtype)
+        return np.require(arr, requirements="C")
+
+    def eval(self, inputs: Sequence[Any], out=None) -> list[np.ndarray]:
+        """Evaluate with inputs in ``self.inputs`` order; returns a list of numpy arrays."""
+        run = self._run
+        if run is None:
+            run = self._bind()
+        if run and out is None:
+            try:  # fast path: C++ checks count, dtype, shape and contiguity itself
+                return run(inputs)
+            except (TypeError, ValueError):
+                pass  # convert below, or raise an error naming the input
+        if len(inputs) != len(self.inputs):
+            raise ValueError(f"program takes {len(self.inputs)} inputs {self.inputs}, "
+                             f"got {len(inputs)}")
+        arrs = [self._check(i, x) for i, x in enumerate(inputs)]
+        if self.backend == "xla":
+            res = self.executable.xla(device=self.device).run(arrs)
+            return res if out is None else _copy_out(res, out)
+        return self.executable.run(arrs, out)
+
+    def runner(self):
+        """The C++ interpreter's entry point for this program (a callable taking a list of
+        inputs, which checks them itself), or None where ``eval`` must go through Python."""
+        run = self._run
+        if run is None:
+            run = self._bind()
+        return run or None
+
+    def _bind(self):
+        """The entry point ``eval`` calls first: the C++ interpreter's (which checks its inputs
+        itself), or False to go through the checks in Python (XLA, Python kernels)."""
+        native = self.executable.native if self.backend == "cpu" else None
+        self._run = native.run if native is not None else False
+        return self._run
+
+    def as_stablehlo(self, batch: int | None = None) -> str:
+        """The program as StableHLO MLIR text: ``@main(inputs in self.inputs order) -> outputs``;
+        with ``batch=B`` every value has a leading axis of size B (as ``eval_batch`` runs it)."""
+        return xla.lower(self.executable, batch)
+
+    def eval_batch(self, inputs: Sequence[Any], threads: int | None = None,
+                   backend: str | None = None, devices=None,
+                   exact: bool = True) -> list[np.ndarray]:
+        """Evaluate at many points at once: every input has a leading batch axis of one length;
+        the points are independent.
+
+        Args:
+            inputs: arrays in ``self.inputs`` order, each with a leading batch axis.
+            threads: interpreter threads (default: all cores); blocks are split over them with
+                the GIL released.
+            backend: ``"cpu"``, ``"xla"`` or None (this program's backend).
+            devices: XLA only: split the batch over devices — an int (jax's first n devices), a
+                sequence of jax devices, or a ``jax.sharding.Mesh`` (the batch axis is sharded
+                over all its axes).  A batch that does not divide evenly is padded.
+            exact: interpreter, all-scalar float64 programs: True (default) keeps every point
+                bit-identical to ``eval``; False runs exp/log/sin/cos/tanh/expm1/log1p across
+                blocks of points through the SIMD array kernels (within 3 ulp of the C library
+                per op, as array programs are), several times faster.  Other programs are
+                evaluated point by point with the array kernels either way.
+
+        Returns:
+            One numpy array per output, with the leading batch axis.
+        """
+        backend = backend or self.backend
+        _check_backend(backend)
+        if backend == "auto":
+            backend = self.executable.auto_backend()
+        if devices is not None and backend != "xla":
+            raise ValueError("devices= needs backend='xla'")
+        if len(inputs) != len(self.inputs):
+            raise ValueError(f"program takes {len(self.inputs)} inputs {self.inputs}, "
+                             f"got {len(inputs)}")
+        arrs, batch = [], None
+        for i, x in enumerate(inputs):
+            a = self._check(i, x, batched=True)
+            if batch is not None and a.shape[0] != batch:
+                raise ValueError(f"input {self.inputs[i]!r}: batch {a.shape[0]} != {batch}")
+            batch = a.shape[0]
+            arrs.append(a)
+        if backend == "xla":
+            return self._eval_batch_xla(arrs, batch or 0, devices)
+        native = self.executable.native
+        if native is None:
+            raise NotImplementedError("eval_batch needs C++ kernels for every op")
+        return native.run_batch(arrs, batch or 0, threads or os.cpu_count() or 1, exact)
+
+    def _eval_batch_xla(self, arrs: list[np.ndarray], batch: int, devices) -> list[np.ndarray]:
+        if devices is None:
+            return self.executable.xla(batch=batch, device=self.device).run(arrs)
+        mesh = xla.resolve_devices(devices)
+        n = mesh.devices.size
+        padded = -(-batch // n) * n if batch else n
+        if padded != batch:  # repeat the last point (or zeros for an empty batch), then drop
+            arrs = [np.concatenate([a, np.repeat(a[-1:] if batch else
+                                                 np.zeros((1,) + a.shape[1:], a.dtype),
+                                                 padded - batch, axis=0)]) for a in arrs]
+        res = self.executable.xla(batch=padded, mesh=mesh).run(arrs)
+        return [r[:batch] for r in res]
+
+    def to_dot(self) -> str:
+        """Graphviz DOT text: one node per instruction, edges along slots (tidu.pictures)."""
+        return pictures.program_to_dot(self)
+
+    def input_names(self) -> list[str]:
+        """A name per input, in ``self.inputs`` order, as ``save`` writes them: a str key as it
+        is (``x``), a cotangent seed ``ct[i]`` (i: the linear output it seeds), a tangent
+        ``d<name>``, any other key its repr (a name that would repeat is the key's repr)."""
+        names = [_input_name(k) for k in self.inputs]
+        seen: dict[str, int] = {}
+        for n in names:
+            seen[n] = seen.get(n, 0) + 1
+        return [n if seen[n] == 1 else repr(k) for n, k in zip(names, self.inputs)]
+
+    def save(self, path, input_names: Sequence[str] | None = None) -> None:
+        """Write the program as a versioned .tidu file for ``tidu.load`` or C++
+        (``tidu::Program::load``); inputs are named by ``input_names`` (default:
+        ``self.input_names()``)."""
+        ex = self.executable
+        if not interpreter.has_kernels(ex.arrays["instr_prim"]):
+            raise NotImplementedError("a program holding a primitive with no C++ kernel cannot "
+                                      "be saved")
+        names = self.input_names() if input_names is None else [str(n) for n in input_names]
+        if len(names) != len(self.inputs):
+            raise ValueError(f"save: {len(names)} input names for {len(self.inputs)} inputs")
+        native = interpreter.encode(ex.arrays, names,
+                                  [repr(k) for k in self.outputs])
+        with open(path, "wb") as f:
+            f.write(native.to_bytes())
+
+    def memory_report(self) -> dict:
+        """Arena bytes of the memory plan vs one buffer per slot, and ``saved_bytes``: the
+        values computed in Primal mode that Linear-mode instructions read (what a VJP keeps from
+        its forward part for its backward part; the plan holds them exactly that long)."""
+        native = self.executable.native
+        a = self.executable.arrays
+        linear = np.array([mode_of(int(m)).is_linear for m in a["instr_mode"]], dtype=bool)
+        primal_out = set(a["out_slots"][np.repeat(~linear, np.diff(a["out_off"]))].tolist())
+        read_linear = set(a["in_slots"][np.repeat(linear, np.diff(a["in_off"]))].tolist())
+        avals = self.executable.slot_avals
+        saved = sum(avals[s].size * avals[s].dtype.itemsize for s in primal_out & read_linear)
+        if native is None:  # evaluated op by op (a user primitive with no C++ kernel): no arena
+            return {"saved_bytes": saved}
+        return {"arena_bytes": native.arena_bytes, "naive_bytes": native.naive_bytes,
+                "saved_bytes": saved}
+
+    def __call__(self, mapping: dict) -> list[np.ndarray]:
+        if not isinstance(mapping, dict):
+            raise TypeError("a program is called with a dict {input_key: value}; "
+                            "use prog.eval(list) for positional inputs")
+        missing = [k for k in self.inputs if k not in mapping]
+        if missing:
+            raise KeyError(f"missing input(s) {missing}; the program takes {self.inputs}")
+        # Keys of inputs this program does not read (e.g. a primal input of a linear derivative)
+        # are ignored; a key no fragment ever declared is an error (most likely a typo).
+        unknown = [k for k in mapping if not is_input_key(k)]
+        if unknown:
+            raise KeyError(f"unknown input(s) {unknown}; the program takes {self.inputs}")
+        return self.eval([mapping[k] for k in self.inputs])
+
+    def __repr__(self) -> str:
+        return (f"<CompiledProgram: {len(self.inputs)} inputs, {len(self.outputs)} outputs, "
+                f"{self.n_instructions} instructions>")
+
+
+def _copy_out(res: list[np.ndarray], out) -> list[np.ndarray]:
+    if len(out) != len(res):
+        raise ValueError(f"out: expected {len(res)} arrays, got {len(out)}")
+    for i, (r, o) in enumerate(zip(res, out)):
+        if not isinstance(o, np.ndarray) or o.shape != r.shape or o.dtype != r.dtype:
+            raise ValueError(f"out[{i}]: expected an array of shape {r.shape} and dtype {r.dtype}")
+        o[...] = r
+    return list(out)
+
+
+
+def compile(graph: MaterializedGraph, backend: str = "auto",  # noqa: A001 - the seeds' name
+            device=None) -> CompiledProgram:
+    """SSA slot assignment and dense instruction arrays (C++), through the program cache.
+
+    Args:
+        graph: from ``materialize_merge``.
+        backend: ``"cpu"`` (the C++ interpreter), ``"xla"`` (StableHLO through XLA, needs the
+            ``xla`` extra), or ``"auto"``: XLA for programs with much tensor work, the
+            interpreter otherwise (``tidu.xla.choose_backend``).
+        device: for XLA: None (jax's default device), a platform name ("cpu", "gpu") or a
+            jax Device.
+
+    Returns:
+        A CompiledProgram; with backend "xla" it is compiled by XLA on first evaluation.
+
+    Raises:
+        ValueError: unknown backend.
+        ImportError: backend "xla" without jax installed.
+    """
+    arrays, canon = compile_arrays(graph)
+    _check_backend(backend)
+    exe = program_cache.get_or_build(canon, arrays, Executable)
+    if backend == "auto":
+        backend = exe.auto_backend() if device is None else "xla"
+    if backend == "xla":
+        xla.require_jax()
+        xla.check_lowerable(exe)
+    return CompiledProgram(exe, graph, backend, device)
+

@@ -1,0 +1,424 @@
+"""The StableHLO/XLA backend (the seeds' tenferro boundary): lower, compile through jaxlib, run.
+
+``lower(executable)`` turns a compiled SSA program into StableHLO MLIR text: one function whose
+arguments are the program's inputs and whose results are its outputs, one operation per
+instruction, written by each primitive's ``lower`` method (its block in ``tidu.ops``).  With
+``batch=B`` every value gets a leading axis of size B (the program evaluated independently per
+point, as ``eval_batch`` does), which XLA shards over devices through JAX's sharding.
+
+Compilation goes through public jax API: the text is serialised as a StableHLO portable artifact
+(``jax.extend.mlir``), wrapped as a ``jax.export.Exported`` and called under ``jax.jit``, which gives
+jit's C++ dispatch, device placement, shardings and the persistent compilation cache.  Every call
+runs under ``jax.enable_x64(True)`` (a thread-local context), so float64/complex128 programs compute
+in double precision whatever the user's global jax configuration, and the Exported's dtype check
+refuses any mismatch instead of computing in float32.
+
+jax is imported lazily: ``import tidu`` never imports it.
+
+Long elementwise programs: XLA's CPU pipeline takes super-linear time in the number of fused
+instructions (a 10,000-node elementwise chain did not finish compiling in 17 minutes).  A program
+with more than ``MAX_FUSED_INSTRUCTIONS`` instructions is therefore split into consecutive segments
+of at most that many instructions, each compiled as its own executable, with the values live across
+a segment boundary passed from one to the next; compile time is then linear in the program's length.
+The ``auto`` backend routes such programs to the interpreter anyway (see ``choose_backend``).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+import sys
+from typing import Any, Sequence
+
+import numpy as np
+
+from tidu.backends.xla.hlo import Lowering, Value, dense_hex, i64_array, tensor_type
+import dataclasses
+from tidu.graph.dtypes import _aval_list
+from tidu.graph import prim_of
+import glob
+import importlib.util
+
+__all__ = ["lower", "Lowering", "Value", "XlaRunner", "dense_hex", "i64_array", "tensor_type", "choose_backend", "require_jax", "has_lowering",
+           "check_lowerable", "MAX_FUSED_INSTRUCTIONS", "AUTO_MIN_WORK", "AUTO_MAX_INSTRUCTIONS",
+           "LoweringMissing"]
+
+# Segments of at most this many instructions are compiled separately (see the module docstring).
+# bench/xla.py (3): a 2,500-instruction chain compiled in 2.6 s as 10 segments of 250, 3.1 s as 5
+# of 500, 4.5 s as 3 of 1000, 8.0 s as 2 of 1250 (one core of this 2-core machine).
+MAX_FUSED_INSTRUCTIONS = 250
+# The auto backend (choose_backend): XLA when jax's default device is an accelerator and the
+# program does at least AUTO_MIN_WORK work (flops of its products plus elements written by its other
+# instructions) in at most AUTO_MAX_INSTRUCTIONS instructions; the interpreter otherwise.  On a
+# CPU the interpreter was as fast as XLA or faster for every program bench/xla.py measured
+# (docs/xla.md), so a CPU-only jax never gets auto's programs.
+AUTO_MIN_WORK = 1e7
+AUTO_MAX_INSTRUCTIONS = 2000
+
+
+class LoweringMissing(NotImplementedError):
+    """A primitive has no StableHLO lowering."""
+
+
+def has_lowering(op) -> bool:
+    """True when op can be written as StableHLO (tidu's primitives; user primitives that
+    define ``lower``)."""
+    return callable(getattr(op, "lower", None)) and bool(getattr(op, "lowerable", True))
+
+
+def unlowered(exe) -> list[str]:
+    """Names of the program's primitives that have no StableHLO lowering."""
+    return sorted({op.name for op, _, _ in exe.instructions if not has_lowering(op)})
+
+
+def check_lowerable(exe) -> None:
+    """Raise LoweringMissing naming the program's primitives that cannot be lowered."""
+    missing = unlowered(exe)
+    if missing:
+        raise LoweringMissing(f"primitive {', '.join(missing)} has no StableHLO lowering; "
+                              f"evaluate this program with backend='cpu'")
+
+
+def lower_range(exe, lo: Lowering, env: dict[int, Value], start: int, stop: int) -> None:
+    """Write instructions [start, stop) of an Executable into lo; env maps slots to Values."""
+    avals = exe.slot_avals
+    for op, ins, outs in exe.instructions[start:stop]:
+        res = op.lower(lo, avals[outs[0]], *[env[s] for s in ins])
+        if len(outs) == 1:
+            env[outs[0]] = res
+        else:  # several results (control flow): one Value each
+            env.update(zip(outs, res))
+
+
+def _function(lo: Lowering, name: str, args: list[tuple[str, str]], results: list[Value]) -> str:
+    sig = ", ".join(f"{n}: {t}" for n, t in args)
+    rts = ", ".join(v.type for v in results)
+    ret = (f'    "func.return"({", ".join(v.name for v in results)}) : ({rts}) -> ()')
+    return (f"  func.func public @{name}({sig}) -> ({rts}) {{\n" + "\n".join(lo.lines) +
+            ("\n" if lo.lines else "") + ret + "\n  }")
+
+
+def _module(func: str) -> str:
+    return ("module @tidu attributes {mhlo.num_partitions = 1 : i32, "
+            "mhlo.num_replicas = 1 : i32} {\n" + func + "\n}\n")
+
+
+def lower(exe, batch: int | None = None) -> str:
+    """StableHLO MLIR text of a whole program (an Executable): @main(inputs) -> outputs."""
+    return lower_segments(exe, batch, max_instructions=None)[0].text
+
+
+class Segment:
+    """One compiled unit: its StableHLO text, the slots it takes and the slots it gives back."""
+
+    def __init__(self, text: str, in_slots: list[int], out_slots: list[int]):
+        self.text = text
+        self.in_slots = in_slots
+        self.out_slots = out_slots
+
+
+def lower_segments(exe, batch: int | None = None,
+                   max_instructions: int | None = MAX_FUSED_INSTRUCTIONS,
+                   platform: str = "cpu") -> list[Segment]:
+    """The program as consecutive segments of at most max_instructions instructions (one when
+    None); each segment's inputs are the program inputs and earlier results it reads, its
+    outputs the values read later or returned."""
+    check_lowerable(exe)
+    instrs = exe.instructions
+    n = len(instrs)
+    k = 1 if not max_instructions else max(1, -(-n // max_instructions))
+    step = max(1, -(-n // k))  # k balanced segments
+    bounds = [(s, min(s + step, n)) for s in range(0, max(n, 1), step)]
+    # the last instruction that reads each slot, and which slots are program outputs
+    last_read: dict[int, int] = {}
+    for i, (_, ins, _) in enumerate(instrs):
+        for s in ins:
+            last_read[s] = i
+    outputs = [int(s) for s in exe.output_slots]
+    out_set = set(outputs)
+    avals = exe.slot_avals
+    live: list[int] = [int(s) for s in exe.input_slots]  # slots available at a boundary
+    segments = []
+    for k, (start, stop) in enumerate(bounds):
+        lo = Lowering(batch, platform)
+        env: dict[int, Value] = {}
+        args = []
+        for j, s in enumerate(live):
+            if s in env:
+                continue
+            ty = lo.type(avals[s])
+            env[s] = Value(f"%arg{j}", ty)
+            args.append((f"%arg{j}", ty))
+        lower_range(exe, lo, env, start, stop)
+        final = k == len(bounds) - 1
+        if final:
+            results = [env[s] for s in outputs]
+            outs = outputs
+        else:
+            outs = [s for s in env if s in out_set or last_read.get(s, -1) >= stop]
+            results = [env[s] for s in outs]
+        text = _module("\n".join([_function(lo, "main", args, results), *lo.funcs.values()]))
+        segments.append(Segment(text, list(dict.fromkeys(live)), outs))
+        live = outs
+    return segments
+
+
+# ---- compile and run through jax ----
+
+def require_jax():
+    """Import jax for the XLA backend, or raise naming what to install."""
+    try:
+        import jax
+        from jax import export  # noqa: F401
+        from jax.extend import mlir  # noqa: F401
+    except ImportError as e:
+        raise ImportError("the XLA backend needs jax and jaxlib: pip install 'tidu[xla]' "
+                          f"(import failed: {e})") from None
+    return jax
+
+
+def _version() -> str:
+    import jaxlib.mlir.dialects.stablehlo as sh
+
+    return sh.get_version_from_compatibility_requirement(
+        sh.StablehloCompatibilityRequirement.WEEK_4)
+
+
+def _exported(text: str, in_avals, out_avals, platform: str):
+    """A jax.export.Exported over our StableHLO text (serialised as a portable artifact)."""
+    jax = require_jax()
+    from jax import export, tree_util
+    from jax.extend import mlir
+
+    try:
+        blob = mlir.serialize_portable_artifact(text, _version())
+    except Exception as e:  # a lowering bug: show the text that failed to parse
+        raise RuntimeError(f"tidu produced StableHLO that jaxlib rejects: {e}") from e
+    sa = [jax.core.ShapedArray(tuple(a.shape), a.dtype) for a in in_avals]
+    so = [jax.core.ShapedArray(tuple(a.shape), a.dtype) for a in out_avals]
+    n_in, n_out = len(sa), len(so)
+    fields = dict(
+        fun_name="tidu", in_tree=tree_util.tree_structure((tuple(range(n_in)), {})),
+        in_avals=tuple(sa), out_tree=tree_util.tree_structure(tuple(range(n_out))),
+        out_avals=tuple(so), _has_named_shardings=False, _in_named_shardings=(None,) * n_in,
+        _out_named_shardings=(None,) * n_out, in_shardings_hlo=(None,) * n_in,
+        out_shardings_hlo=(None,) * n_out, nr_devices=1, platforms=(platform,),
+        ordered_effects=(), unordered_effects=(), disabled_safety_checks=(),
+        mlir_module_serialized=blob, calling_convention_version=10,
+        module_kept_var_idx=tuple(range(n_in)), uses_global_constants=False, _get_vjp=None)
+    return export.Exported(**_exported_fields(export.Exported, fields))
+
+
+def _exported_fields(cls, fields: dict) -> dict:
+    """The subset of `fields` that this jax's Exported dataclass declares: private fields come
+    and go between jax releases (0.11 dropped `_has_named_shardings`). A field it requires that
+    tidu does not know raises, naming it and the jax version."""
+    import jax
+
+    declared = {f.name: f for f in dataclasses.fields(cls)}
+    missing = [n for n, f in declared.items() if n not in fields
+               and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+    if missing:
+        raise RuntimeError(f"tidu's XLA backend does not support jax {jax.__version__}: "
+                           f"jax.export.Exported needs fields {missing} that tidu does not set")
+    return {n: v for n, v in fields.items() if n in declared}
+
+
+class _Shape:
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, shape, dtype):
+        self.shape = tuple(shape)
+        self.dtype = np.dtype(dtype)
+
+
+def resolve_device(device):
+    """None (jax's default device), a platform name ("cpu", "gpu", "cuda") or a jax Device."""
+    jax = require_jax()
+    if device is None:
+        return jax.devices()[0]
+    if isinstance(device, str):
+        try:
+            return jax.devices(device)[0]
+        except RuntimeError as e:
+            raise ValueError(f"no jax device for platform {device!r}: {e}") from None
+    return device
+
+
+def resolve_devices(devices):
+    """A list of jax devices from an int (the first n), a sequence of devices or a Mesh."""
+    jax = require_jax()
+    from jax.sharding import Mesh
+
+    if isinstance(devices, Mesh):
+        return devices
+    if isinstance(devices, int):
+        avail = jax.devices()
+        if not 1 <= devices <= len(avail):
+            raise ValueError(f"devices={devices}: jax sees {len(avail)} device(s)")
+        devices = avail[:devices]
+    devices = list(devices)
+    if not devices:
+        raise ValueError("devices: need at least one device")
+    return Mesh(np.array(devices), ("batch",))
+
+
+class XlaRunner:
+    """An Executable compiled for XLA on one device (or a batch split over a Mesh).
+
+    One jitted callable per segment; ``run`` feeds numpy inputs and returns numpy outputs."""
+
+    def __init__(self, exe, batch: int | None = None, device=None, mesh=None,
+                 max_instructions: int | None = MAX_FUSED_INSTRUCTIONS):
+        jax = require_jax()
+        from jax.sharding import NamedSharding, PartitionSpec, SingleDeviceSharding
+
+        self.exe = exe
+        self.batch = batch
+        if mesh is not None:
+            dev = mesh.devices.flat[0]
+            sharding = NamedSharding(mesh, PartitionSpec(tuple(mesh.axis_names)))
+        else:
+            dev = resolve_device(device)
+            sharding = SingleDeviceSharding(dev)
+        self.platform = dev.platform
+        avals = exe.slot_avals
+        lead = (batch,) if batch is not None else ()
+        self.segments = lower_segments(exe, batch, max_instructions, self.platform)
+        self.calls = []
+        with jax.enable_x64(True):
+            for seg in self.segments:
+                ins = [_Shape(lead + avals[s].shape, avals[s].dtype) for s in seg.in_slots]
+                outs = [_Shape(lead + avals[s].shape, avals[s].dtype) for s in seg.out_slots]
+                ex = _exported(seg.text, ins, outs, export_platform(dev))
+                self.calls.append(jax.jit(ex.call, in_shardings=(sharding,) * len(ins),
+                                          out_shardings=(sharding,) * len(outs)))
+
+    def run(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """Inputs in the program's input order; values cross segments on the device."""
+        jax = require_jax()
+        with jax.enable_x64(True):
+            env: dict[int, Any] = {int(s): x for s, x in zip(self.exe.input_slots, inputs)}
+            for seg, call in zip(self.segments, self.calls):
+                vals = call(*[env[s] for s in seg.in_slots])
+                env.update(zip(seg.out_slots, vals))
+            return [np.asarray(env[int(s)]) for s in self.exe.output_slots]
+
+
+# ---- choosing a backend ----
+
+_aval_sizes = np.zeros(0, np.float64)  # element count by interned aval id, grown on demand
+
+
+def _sizes_of(aval_ids: np.ndarray) -> np.ndarray:
+    global _aval_sizes
+
+    if len(aval_ids) and int(aval_ids.max()) >= len(_aval_sizes):
+        n = len(_aval_sizes)
+        _aval_sizes = np.concatenate(
+            [_aval_sizes, np.array([a.size for a in _aval_list[n:]], np.float64)])
+    return _aval_sizes[aval_ids]
+
+
+def program_work(exe) -> float:
+    """Flops of the program's products plus elements written by its other instructions (array
+    operations over the instructions, and Python once per distinct product and operand shape)."""
+    a = exe.arrays
+    slot_aval = a["slot_aval"]
+    sizes = _sizes_of(slot_aval)
+    out_slots, out_off = a["out_slots"], a["out_off"]
+    work = float(sizes[out_slots].sum()) if len(out_slots) else 0.0
+    prims, p_inv = np.unique(a["instr_prim"], return_inverse=True)
+    dots = [j for j, pid in enumerate(prims.tolist()) if type(prim_of(pid)).__name__ == "DotGeneral"]
+    if not dots:
+        return work
+    is_dot = np.zeros(len(prims), bool)
+    is_dot[dots] = True
+    idx = np.flatnonzero(is_dot[p_inv])  # the products: 2 * output size * contraction
+    lhs_aval = slot_aval[a["in_slots"][a["in_off"][idx]]]
+    span = int(lhs_aval.max()) + 1
+    pairs, pair_inv = np.unique(p_inv[idx].astype(np.int64) * span + lhs_aval, return_inverse=True)
+    k = np.array([math.prod(_aval_list[u % span].shape[d]
+                            for d in prim_of(int(prims[u // span])).lhs_contracting)
+                  for u in pairs.tolist()], np.float64)
+    return work + 2.0 * float((sizes[out_slots[out_off[idx]]] * k[pair_inv.ravel()]).sum())
+
+
+def export_platform(dev) -> str:
+    """The platform name jax.export lowers for on `dev`: a jax GPU device says "gpu", and
+    exporting must name its runtime ("cuda" or "rocm"), or the call is refused."""
+    if dev.platform != "gpu":
+        return dev.platform
+    client = getattr(dev, "client", None)
+    name = str(getattr(client, "platform", "")).lower()
+    if name in ("cuda", "rocm"):
+        return name
+    return "rocm" if "rocm" in str(getattr(client, "platform_version", "")).lower() else "cuda"
+
+
+def default_platform() -> str:
+    """The platform of jax's default device ("cpu", "gpu", "tpu")."""
+    return require_jax().default_backend()
+
+
+@functools.lru_cache(maxsize=None)
+def _accelerator_possible() -> bool:
+    """Whether jax could find a GPU or TPU here, decided without importing jax (about 1 s and
+    150 MB): a device node of a driver, and an installed jax plugin or TPU runtime for it.
+    Decided once per process (a device attached later is not seen)."""
+    def installed(*names):
+        for n in names:
+            try:
+                if importlib.util.find_spec(n) is not None:
+                    return True
+            except (ImportError, ValueError):
+                pass
+        return False
+
+    gpu = glob.glob("/dev/nvidia[0-9]*") or os.path.exists("/dev/kfd")
+    tpu = glob.glob("/dev/accel[0-9]*") or glob.glob("/dev/vfio/[0-9]*")
+    if gpu and installed("jax_plugins", "jax_cuda12_plugin", "jax_cuda13_plugin", "jax_rocm60_plugin"):
+        return True
+    return bool(tpu) and installed("libtpu")
+
+
+def auto_platform() -> str:
+    """The platform ``auto`` plans for: jax's default device's when jax is imported already;
+    "cpu" without importing jax when no accelerator could be there (``_accelerator_possible``);
+    otherwise jax's answer (importing it)."""
+    return _platform_known() or default_platform()
+
+
+def _platform_known() -> str | None:
+    """auto_platform's answer where it costs next to nothing (no import of jax, no start of its
+    backends), None otherwise."""
+    if "jax" not in sys.modules:
+        return None if _accelerator_possible() else "cpu"
+    try:
+        from jax._src import xla_bridge  # (private: where it moves, the answer is just None)
+
+        started = xla_bridge.backends_are_initialized()
+    except (ImportError, AttributeError):
+        return None
+    return default_platform() if started else None
+
+
+def choose_backend(exe) -> str:
+    """The ``auto`` rule: "xla" for large tensor work on an accelerator (at least AUTO_MIN_WORK,
+    at most AUTO_MAX_INSTRUCTIONS instructions, every op lowered, jax installed and its default
+    device not a CPU), "cpu" (the interpreter) otherwise."""
+    n = len(exe.arrays["instr_prim"])
+    if n > AUTO_MAX_INSTRUCTIONS or n == 0:
+        return "cpu"
+    if _platform_known() == "cpu":
+        return "cpu"  # what auto_platform would answer, before counting the work
+    if program_work(exe) < AUTO_MIN_WORK:
+        return "cpu"
+    if unlowered(exe):
+        return "cpu"
+    try:
+        platform = auto_platform()
+    except ImportError:
+        return "cpu"
+    return "cpu" if platform == "cpu" else "xla"

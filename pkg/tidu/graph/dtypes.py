@@ -1,0 +1,107 @@
+"""Abstract values (shape, dtype), interned to dense ids, and the dtype classes every layer
+above names (graph layer: no primitive, no AD, no backend)."""
+
+from __future__ import annotations
+
+import math
+import threading
+from typing import Any, Sequence
+
+import numpy as np
+
+__all__ = ["AbstractValue", "aval", "aval_of", "MAX_ELEMENTS", "FLOATS", "COMPLEXES", "INTS",
+           "BOOL", "INEXACT", "NUMERIC", "REAL", "ALL", "real_dtype", "is_differentiable"]
+
+
+_DTYPES = {np.dtype(n) for n in
+           ("float32", "float64", "complex64", "complex128", "int32", "int64", "bool")}
+
+
+# The most elements an array may have (product of its non-zero dimensions): 2^48, so that byte
+# sizes, strides and offsets fit in 64 bits with room to spare (cpp/include/tidu/checked.hpp).
+MAX_ELEMENTS = 1 << 48
+
+
+class AbstractValue:
+    """Shape and dtype of a value; interned, so `is` and `==` agree and `.id` is dense."""
+
+    __slots__ = ("shape", "dtype", "id", "size", "__weakref__")
+
+    def __init__(self, shape: tuple[int, ...], dtype: np.dtype, id_: int):
+        self.shape = shape
+        self.dtype = dtype
+        self.id = id_
+        self.size = math.prod(shape)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def __repr__(self) -> str:
+        return f"{self.dtype.name}[{','.join(map(str, self.shape))}]"
+
+    def __reduce__(self):
+        return (aval, (self.shape, self.dtype.name))
+
+
+_avals: dict[tuple, AbstractValue] = {}
+_aval_list: list[AbstractValue] = []
+_lock = threading.Lock()
+
+
+def aval(shape: Sequence[int] | int, dtype: Any) -> AbstractValue:
+    """The interned abstract value for (shape, dtype); raises on an unsupported dtype or shape."""
+    if isinstance(shape, (int, np.integer)):
+        shape = (shape,)
+    key = (tuple(shape), dtype)
+    hit = _avals.get(key)
+    if hit is not None:
+        return hit
+    dt = np.dtype(dtype)
+    if not dt.isnative:  # a big-endian array's values, converted where the program reads them
+        dt = dt.newbyteorder("=")
+    if dt not in _DTYPES:
+        raise TypeError(f"unsupported dtype {dt}; tidu supports "
+                        f"{', '.join(sorted(d.name for d in _DTYPES))}")
+    shp = tuple(int(d) for d in shape)
+    if any(d < 0 for d in shp):
+        raise ValueError(f"negative dimension in shape {shp}")
+    if math.prod(d for d in shp if d) > MAX_ELEMENTS:  # as the C++ validator (checked.hpp)
+        raise ValueError(f"shape {shp} has more than 2**48 elements (the product of its non-zero "
+                         "dimensions), the most an array may hold")
+    with _lock:
+        canon = _avals.get((shp, dt.name))
+        if canon is None:
+            canon = AbstractValue(shp, dt, len(_aval_list))
+            _aval_list.append(canon)
+            _avals[(shp, dt.name)] = canon
+        _avals[key] = canon
+    return canon
+
+
+def aval_of(aval_id: int) -> AbstractValue:
+    return _aval_list[aval_id]
+
+
+
+# ---- dtype classes ----
+
+FLOATS = frozenset(np.dtype(d) for d in ("float32", "float64"))
+COMPLEXES = frozenset(np.dtype(d) for d in ("complex64", "complex128"))
+INTS = frozenset(np.dtype(d) for d in ("int32", "int64"))
+BOOL = np.dtype("bool")
+INEXACT = FLOATS | COMPLEXES
+NUMERIC = INEXACT | INTS
+REAL = FLOATS | INTS
+ALL = NUMERIC | {BOOL}
+
+_REAL_OF = {np.dtype("complex64"): np.dtype("float32"), np.dtype("complex128"): np.dtype("float64")}
+
+
+def real_dtype(dt: np.dtype) -> np.dtype:
+    """float32 for complex64, float64 for complex128, dt itself otherwise."""
+    return _REAL_OF.get(dt, dt)
+
+
+def is_differentiable(dt: np.dtype) -> bool:
+    return dt in INEXACT
