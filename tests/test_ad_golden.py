@@ -258,7 +258,7 @@ def test_missing_rule_names_the_primitive():
     from dataclasses import dataclass
 
     from tidu.ops._base import Primitive
-    from tidu.rules import RuleMissing
+    from tidu.ad.rules import RuleMissing
 
     @dataclass(frozen=True)
     class Cube(Primitive):  # a user primitive with a shape rule but no linearize

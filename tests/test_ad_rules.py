@@ -11,7 +11,7 @@ import pytest
 
 import tidu as td
 from tidu import ops as P
-from tidu.rules import PrimitiveOp, registry
+from tidu.ad.rules import PrimitiveOp, registry
 from tidu.testing import check_grads
 
 rng = np.random.default_rng(0)

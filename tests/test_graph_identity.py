@@ -157,7 +157,7 @@ def test_val_key_is_compiled_but_behaves_as_a_value():
     import pickle
 
     from tidu.graph import ValKey
-    from tidu.rules import Tangent, tangent_of
+    from tidu.ad.rules import Tangent, tangent_of
 
     frag = td.build(lambda x: td.exp(x), x=f64((2,)))
     x, y = frag.inputs[0], frag.outputs[0]

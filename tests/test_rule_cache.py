@@ -19,7 +19,7 @@ from tidu import _core, ad
 from tidu.ops import Add, Cos, Mul
 from tidu.ops._base import INEXACT, Primitive, check_dtype
 from tidu.ops._rules import fix, scale
-from tidu.rules import register
+from tidu.ad.rules import register
 
 
 @contextlib.contextmanager

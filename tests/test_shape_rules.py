@@ -6,7 +6,7 @@ import pytest
 
 import tidu as td
 from tidu import ops as P
-from tidu.rules import registry
+from tidu.ad.rules import registry
 
 
 def A(shape, dtype="float64"):

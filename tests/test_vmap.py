@@ -14,7 +14,7 @@ import tidu as td
 import values
 from values import ALL, BINARY, FLOATS, INEXACT, INTS, NUMERIC, UNARY, cases
 from tidu import ops as P
-from tidu.rules import PrimitiveOp, RuleMissing, registry
+from tidu.ad.rules import PrimitiveOp, RuleMissing, registry
 
 jax = pytest.importorskip("jax")
 jax.config.update("jax_enable_x64", True)

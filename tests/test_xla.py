@@ -460,7 +460,7 @@ def test_errors_name_the_problem():
 def test_primitive_without_lowering_is_refused_by_name(monkeypatch):
     from dataclasses import dataclass
 
-    from tidu.rules import PrimitiveOp
+    from tidu.ad.rules import PrimitiveOp
 
     @dataclass(frozen=True)
     class Twice(PrimitiveOp):

@@ -72,7 +72,7 @@ def _check_backend(backend: str) -> None:
 
 def _input_name(key) -> str:
     """An input's name in a saved file (CompiledProgram.input_names): a str as it is, a key's
-    own ``input_name(name_of)`` where it has one (tidu.rules' tangent and cotangent keys), else
+    own ``input_name(name_of)`` where it has one (tidu.ad.rules. tangent and cotangent keys), else
     its repr."""
     if isinstance(key, str):
         return key

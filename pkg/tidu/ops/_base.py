@@ -7,7 +7,7 @@ from typing import Sequence
 import numpy as np
 
 from tidu.graph import AbstractValue, aval
-from tidu.rules import PrimitiveOp
+from tidu.ad.rules import PrimitiveOp
 
 FLOATS = frozenset(np.dtype(d) for d in ("float32", "float64"))
 COMPLEXES = frozenset(np.dtype(d) for d in ("complex64", "complex128"))

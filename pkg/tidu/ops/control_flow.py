@@ -37,7 +37,7 @@ from tidu.graph import (PRIMAL, AbstractValue, Fragment, FragmentBuilder, GraphE
                         ValKey, aval, mode_of, prim_of, resolve)
 from tidu.ops._base import Primitive, INTS, is_differentiable
 from tidu.ops._rules import A, F
-from tidu.rules import RuleMissing, register
+from tidu.ad.rules import RuleMissing, register
 
 __all__ = ["BodyArg", "Body", "close_body", "Scan", "Cond", "While", "Checkpoint"]
 
@@ -248,8 +248,8 @@ def _partial_eval(body: Body, lf, tin: Sequence[ValKey | None]):
 def batch_body(body: Body, mask: Sequence[bool], n: int) -> Body:
     """`body` with inputs i where mask[i] given a leading batch axis of size n, every output
     batched (outputs independent of the batched inputs are broadcast): the batching pass
-    (tidu.batching) over the body's own fragment."""
-    from tidu.batching import batch_walk
+    (tidu.ad.batch) over the body's own fragment."""
+    from tidu.ad.batch import batch_walk
     from tidu.ops._batching import broadcast_batch
 
     fb = FragmentBuilder(parents=[body.fragment], prefix="vb")

@@ -12,7 +12,7 @@ import numpy as np
 from tidu.graph import aval
 from tidu.ops._base import (Primitive, ALL, BOOL, COMPLEXES, INEXACT, NUMERIC, REAL, check_dtype, check_same,
                             real_dtype)
-from tidu.rules import register
+from tidu.ad.rules import register
 from tidu.ops._rules import A, F, add_all, bilinear, conj_fixed, const, fix, lin, scale
 from tidu.ops._batching import same_op_batched
 

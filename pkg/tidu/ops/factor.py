@@ -29,7 +29,7 @@ from tidu.graph import aval
 from tidu.ops._base import COMPLEXES, INEXACT, Primitive, check_dtype, real_dtype
 from tidu.ops._rules import A, F, aval_of, const, fix, lin, scale
 from tidu.ops.linalg import TriangularSolve, _conj, _keep, _mask, _matmul, _mT, _square
-from tidu.rules import register
+from tidu.ad.rules import register
 from tidu.ops._batching import same_op_batched
 
 __all__ = ["LU", "LUPermute", "Eigh", "QR", "SVD"]

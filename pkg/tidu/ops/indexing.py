@@ -25,7 +25,7 @@ import numpy as np
 from tidu.graph import aval
 from tidu.ops._base import (ALL, INTS, NUMERIC, REAL, Primitive, check_dtype, ints)
 from tidu.ops._rules import A, F, add_all, aval_of, conj_fixed, const, fix, lin, scale
-from tidu.rules import register
+from tidu.ad.rules import register
 
 __all__ = ["Gather", "Scatter", "ScatterMode", "DynamicSlice", "DynamicUpdateSlice"]
 

@@ -17,7 +17,7 @@ from tidu.graph import aval
 from tidu.ops._batching import same_op_batched
 from tidu.ops._base import COMPLEXES, INEXACT, Primitive, check_dtype, real_dtype
 from tidu.ops._rules import A, F, aval_of, const, fix, lin, scale
-from tidu.rules import register
+from tidu.ad.rules import register
 
 
 # ---- helpers: masks and matrix layout in linear fragments ----

@@ -20,7 +20,7 @@ from tidu.graph import aval
 from tidu.ops._base import FLOATS, REAL, Primitive, check_dtype
 from tidu.ops._rules import A, F, add_all, const, fix, lin, scale
 from tidu.ops.elementwise import Abs, Add, Binary, Div, Exp, Mul, Neg, Rsqrt, Sign, Sub, Unary
-from tidu.rules import register
+from tidu.ad.rules import register
 from tidu.ops._batching import same_op_batched
 
 __all__ = ["Floor", "Ceil", "Round", "Tan", "Atan", "Asin", "Acos", "Sinh", "Cosh", "Asinh",

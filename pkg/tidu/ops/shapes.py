@@ -13,7 +13,7 @@ import numpy as np
 from tidu.graph import aval
 from tidu.ops._base import Primitive, ALL, check_axes, check_dtype, ints
 from tidu.ops._rules import A, lin
-from tidu.rules import register
+from tidu.ad.rules import register
 from tidu.ops._batching import shifted
 
 

@@ -26,7 +26,7 @@ from tidu.graph import aval
 from tidu.ops._base import (BOOL, INEXACT, INTS, NUMERIC, REAL, ALL, Primitive,
                             check_axes, check_dtype, ints)
 from tidu.ops._rules import A, F, aval_of, const, conj_fixed, fix, lin, scale
-from tidu.rules import register
+from tidu.ad.rules import register
 from tidu.ops._batching import shifted
 
 __all__ = ["ReduceMin", "ReduceProd", "ReduceAnd", "ReduceOr", "ArgMax", "ArgMin", "Cumsum",

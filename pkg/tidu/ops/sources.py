@@ -9,7 +9,7 @@ import numpy as np
 from tidu.graph import aval
 from tidu.ops._batching import same_op_batched
 from tidu.ops._base import Primitive, ALL, NUMERIC, check_dtype, ints
-from tidu.rules import register
+from tidu.ad.rules import register
 
 
 @register

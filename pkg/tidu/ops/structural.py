@@ -11,7 +11,7 @@ import numpy as np
 from tidu.graph import aval
 from tidu.ops._base import (Primitive, ALL, BOOL, COMPLEXES, NUMERIC, REAL, check_axes, check_dtype,
                             check_same, ints)
-from tidu.rules import register
+from tidu.ad.rules import register
 from tidu.ops._rules import A, F, bilinear, aval_of, conj_fixed, const, fix, lin, linear_self, scale
 from tidu.ops._batching import all_batched, batch_size, move_to_front, same_op_batched, shifted
 
