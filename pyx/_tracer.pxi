@@ -550,15 +550,9 @@ cdef object _concrete(Tracer x, str kind):
                     f"flow on values works")
 
 
-cdef object _np_dispatch = None  # tidu.numpy_dispatch, imported on first use
-
-
 cdef object _numpy_dispatch():
-    global _np_dispatch
-    if _np_dispatch is None:
-        from tidu import numpy_dispatch
-        _np_dispatch = numpy_dispatch
-    return _np_dispatch
+    """tidu.numpy.dispatch, as the numpy layer registered it (``_py.dispatch``)."""
+    return _py.dispatch
 
 
 # How many tracing sessions are open over all threads: while none is, the transforms' per-call

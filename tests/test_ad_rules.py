@@ -172,7 +172,7 @@ NONDIFF_MATH = {"Floor", "Ceil", "Round", "IsFinite"}
 
 
 def P_pad(x):
-    from tidu.tracing import _emit
+    from tidu.trace.tracer import _emit
 
     return _emit(x._t, P.Pad((1,), (2,), (1,)), x)
 

@@ -19,7 +19,7 @@ import jax.numpy as jnp  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 BACKENDS = ("cpu", "xla")
-E = sys.modules["tidu.einsum"]  # (td.einsum is the function)
+E = sys.modules["tidu.numpy.einsum"]  # (td.einsum is the function)
 
 
 def rand(rng, shape, dtype="float64"):

@@ -424,7 +424,7 @@ def test_blocked_elementwise_chains_match_numpy(n):
 def test_broadcasts_and_iotas_inside_blocked_chains(dtype):
     """Broadcasts of any operand (rows, columns, size-1 axes, new leading axes) and iotas run block
     by block inside elementwise chains with the values of the instruction-by-instruction run."""
-    from tidu.tracing import _emit
+    from tidu.trace.tracer import _emit
 
     big = (97, 131)  # not a multiple of the block size: rows straddle block edges
 
@@ -463,7 +463,7 @@ def test_a_chained_broadcast_keeps_its_operand_buffer():
     """A broadcast in a chain reads its operand at other positions than the block it writes; a
     later instruction of the chain whose output has the operand's byte size must not be given
     the operand's buffer (the float32 convert below has the bytes of the float64 vector)."""
-    from tidu.tracing import _emit
+    from tidu.trace.tracer import _emit
 
     n = 97 * 131
     x = np.linspace(-3, 3, n)

@@ -400,7 +400,7 @@ def test_negative_step_slicing_through_the_pipeline_to_third_order():
 
 
 def test_index_plan_memo_covers_negative_steps():
-    from tidu import tracing
+    from tidu.numpy import indexing as tracing
 
     f = td.jit(lambda x: x[::-1] + x[::-1])
     f(r(5))

@@ -13,7 +13,9 @@ import pytest
 from hypothesis import example, given, settings, strategies as st
 
 import tidu as td
-from tidu import _core, tracing
+from tidu import _core
+from tidu.numpy import indexing
+from tidu.trace import tracer as tracing
 
 DTYPES = ["float32", "float64", "complex64", "complex128", "int32", "int64", "bool"]
 SCALARS = [0.0, -0.0, 0, 1, -1, 1.0, 2, 2.0, -3.5, 0.1, 1e-30, 7, 2**63 - 1, -2**63, 2**64,
@@ -287,12 +289,12 @@ def test_static_index_plans_are_reused_with_the_same_nodes_and_errors():
     again = td.build(f, x=td.spec((3, 4)))
     assert [k.id for k in again.outputs] == [k.id for k in first.outputs]
     assert str(again) == str(first)
-    cold = tracing._index_plans.copy()
-    tracing._index_plans.clear()
+    cold = indexing._index_plans.copy()
+    indexing._index_plans.clear()
     try:
         fresh = td.build(f, x=td.spec((3, 4)))
     finally:
-        tracing._index_plans.update(cold)
+        indexing._index_plans.update(cold)
     assert [k.id for k in fresh.outputs] == [k.id for k in first.outputs]
     for bad, err in [(True, TypeError), (5, IndexError), ((0, 0, 0), IndexError)]:
         for _ in range(2):

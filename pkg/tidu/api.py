@@ -16,8 +16,9 @@ from tidu import _core
 from tidu.backends.program import CompiledProgram, _check_backend, compile
 from tidu.graph import Fragment, FragmentBuilder, materialize_merge, resolve
 from tidu.guards import MAX_VARIANTS, Concrete, Guarded, GuardMiss
-from tidu.tracing import (Tracer, _lift, _stack as _trace_stack, as_aval, flatten_outputs, tracing,
-                          zeros_like)
+from tidu.trace.tracer import Tracer, _lift, _stack as _trace_stack
+from tidu.trace.build import as_aval, flatten_outputs, tracing
+from tidu.numpy.core import zeros_like
 
 __all__ = ["jit", "unflatten"]
 
@@ -229,7 +230,8 @@ def _abstractly(fn, args):
 def transpose(x, axes=None):
     """``transpose(linear_fragment)``: the AD transpose (VJP) of a LinearFragment;
     ``transpose(traced_value, axes=None)``: numpy's axis permutation."""
-    from tidu import ad, tracing
+    from tidu import ad
+    from tidu.numpy import core as tracing
 
     if isinstance(x, Fragment):
         raise TypeError("transpose of a graph expects a LinearFragment (from differentiate), "
@@ -271,7 +273,7 @@ class _Ctx:
 def _outer_trace(*trees):
     """The trace a transform called with these arguments runs in: their Tracers', or the open
     trace of this thread (fn may close over its values); None at top level."""
-    from tidu.tracing import Tracer
+    from tidu.trace.tracer import Tracer
 
     for tree in trees:
         for x in _flatten_args(tree)[0]:
@@ -294,7 +296,7 @@ class _Nested:
     them, and ``bind`` to replace them by the argument values in anything derived."""
 
     def __init__(self, trace, args):
-        from tidu.tracing import Tracer
+        from tidu.trace.tracer import Tracer
 
         ctx = _Ctx(trace)
         leaves, self.in_tree = _flatten_args(args)
@@ -349,7 +351,7 @@ class _Nested:
         return [_core.tracer_at(self.trace, v) for v in ids]
 
     def _bind_any(self, leaves: list) -> list:
-        from tidu.tracing import Tracer
+        from tidu.trace.tracer import Tracer
 
         idx = [i for i, x in enumerate(leaves) if isinstance(x, Tracer)]
         bound = self.bind([leaves[i] for i in idx])
@@ -411,7 +413,7 @@ def _arg_leaves(args) -> list[list[int]]:
 
 def _inline_grad(trace, fn, args, argnums, has_aux, holomorphic=False):
     from tidu.ad import differentiate, transpose as ad_transpose
-    from tidu import tracing as T
+    from tidu.numpy import core as T
 
     nums = _argnums(argnums)
     for i in nums:
@@ -450,7 +452,7 @@ def _bind_python_args(fn, args, argnums):
     """(fn, args, argnums) with the arguments not differentiated that are plain Python values
     (an int, a bool: a static argument of an enclosing jit, say) bound into fn as they are, as
     jax passes them, so that fn may use them in ``range`` or ``if``."""
-    from tidu.tracing import Tracer
+    from tidu.trace.tracer import Tracer
 
     n = len(args)
     nums = [i % n for i in _argnums(argnums)]
@@ -596,7 +598,7 @@ def _vjp_parts(trace, fn, primals, has_aux=False, holomorphic=False):
     back(ct) the cotangents of the primals' leaves, not yet bound (nest.bind), transposed inside
     the same trace (holomorphic: conjugated, giving ct·f'(z) as jax's)."""
     from tidu.ad import differentiate, transpose as ad_transpose
-    from tidu import tracing as T
+    from tidu.numpy import core as T
 
     nest = _Nested(trace, primals)
     for p in nest.fresh:
@@ -668,7 +670,7 @@ def vjp(fn: Callable, *primals, has_aux: bool = False):
 def _basis_stack(ctx, av):
     """The standard basis of av's space, stacked: shape (av.size,) + av.shape, built from two
     Iotas (no n x n constant in the program)."""
-    from tidu import tracing as T
+    from tidu.numpy import core as T
 
     n = av.size
     eye = T.astype(T.iota((n, n), "int32", 0) == T.iota((n, n), "int32", 1), av.dtype)
@@ -676,7 +678,7 @@ def _basis_stack(ctx, av):
 
 
 def _one_leaf(x, i, what):
-    from tidu.tracing import Tracer
+    from tidu.trace.tracer import Tracer
 
     if not isinstance(x, Tracer):
         raise TypeError(f"{what}: argument {i} must be a single array")
@@ -711,7 +713,7 @@ def _jac_fn(fn, argnums, has_aux, forward: bool, holomorphic: bool = False):
         # fn traced once; the JVP (forward) or VJP (reverse) derived once and mapped by vmap
         # over the basis of the argument (forward) or of each output (reverse): the program
         # holds one batched derivative, whatever the number of elements.
-        from tidu import tracing as T
+        from tidu.numpy import core as T
         from tidu.batching import _inline_vmap
 
         per_num = []  # per argnum: per output leaf, the Jacobian block

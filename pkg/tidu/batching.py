@@ -61,7 +61,7 @@ def _norm_axis(ax: int, ndim: int, what: str) -> int:
 
 
 def _moveaxis(x, src: int, dst: int):
-    from tidu import tracing as T
+    from tidu.numpy import core as T
 
     if src == dst:
         return x
@@ -72,7 +72,9 @@ def _moveaxis(x, src: int, dst: int):
 
 def _inline_vmap(trace, fn, args, kwargs, in_axes, out_axes, axis_size):
     from tidu.api import NestedArg, _Ctx, _val, unflatten
-    from tidu.tracing import Tracer, broadcast_to, flatten_outputs
+    from tidu.trace.tracer import Tracer
+    from tidu.numpy.core import broadcast_to
+    from tidu.trace.build import flatten_outputs
 
     if kwargs:  # jax maps keyword arguments along their axis 0
         in_axes = (in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args)) + (0,)

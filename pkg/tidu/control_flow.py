@@ -13,7 +13,8 @@ import numpy as np
 
 from tidu.graph import FragmentBuilder, ValKey, aval
 from tidu.ops.control_flow import Body, Checkpoint, Cond, Scan, While, close_body, fresh_key
-from tidu.tracing import Tracer, _current, _lift, _stack, as_aval, tracing
+from tidu.trace.tracer import Tracer, _current, _lift, _stack
+from tidu.trace.build import as_aval, tracing
 
 __all__ = ["scan", "fori_loop", "while_loop", "cond", "switch", "checkpoint", "remat"]
 
@@ -84,7 +85,7 @@ class _BodyBuilder(FragmentBuilder):
         self.capture_inputs: list[ValKey] = []
 
     def capture(self, x: Tracer) -> Tracer:
-        from tidu.tracing import _capture
+        from tidu.trace.tracer import _capture
 
         if x._t is not self.outer:  # from further out: captured by the enclosing body first
             x = _capture(self.outer, x)
@@ -223,7 +224,7 @@ def fori_loop(lower, upper, body_fun: Callable, init_val):
         # The counter is the scan's xs (an int64 iota), not a carry as in jax: a body that
         # ignores it then reads no integer at all, and a float64 step can take the scalar fast
         # path (docs/evaluator.md); the values are the same.
-        from tidu.tracing import iota
+        from tidu.numpy.core import iota
 
         n = max(hi - lo, 0)
         counter = iota((n,), "int64") + np.int64(lo) if lo else iota((n,), "int64")
@@ -289,7 +290,7 @@ def switch(index, branches: Sequence[Callable], *operands):
     if outer is None:
         return _eager(lambda i, a: switch(i, branches, *_unflatten(spec, a)), index, leaves)
     t = outer
-    from tidu import tracing as T
+    from tidu.numpy import core as T
 
     idx = _lift(t, index)
     if idx.aval.ndim != 0 or idx.aval.dtype.kind not in "iub":
@@ -328,7 +329,7 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
     if outer is None:
         leaves, spec = _flatten(list(operands))
         return _eager(lambda p, a: cond(p, true_fun, false_fun, *_unflatten(spec, a)), pred, leaves)
-    from tidu import tracing as T
+    from tidu.numpy import core as T
 
     p = _lift(outer, pred)
     if p.aval.ndim != 0:

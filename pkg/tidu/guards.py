@@ -71,7 +71,7 @@ class Concrete:
 
     def read(self, x, kind: str):
         """bool/float/int/complex of Tracer x, recorded as a guard of the program."""
-        from tidu import tracing as T
+        from tidu.numpy import core as T
 
         v = self.value(x)
         if v.size != 1:
@@ -97,8 +97,8 @@ class Concrete:
 
     def output(self, trace):
         """The guards as one bool vector (a Tracer), or None when there are none."""
-        from tidu import tracing as T
-        from tidu.tracing import Tracer
+        from tidu.numpy import core as T
+        from tidu.trace.tracer import Tracer
 
         if not self.guards:
             return None

@@ -15,9 +15,9 @@ import numpy as np
 
 from tidu import _core
 from tidu.graph import Local
-from tidu.tracing import as_aval, build
+from tidu.trace.build import as_aval, build
 
-__all__ = ["make"]
+__all__ = ["linear_transpose", "make"]
 
 # primitives whose listed operands are coefficients (may be inputs-free) and whose others are
 # the linear ones; Select's predicate is bool (never active)
@@ -61,7 +61,8 @@ def check_linear(frag, name: str = "linear_transpose") -> None:
 
 
 def _conj(c):
-    from tidu.tracing import Tracer, conj
+    from tidu.trace.tracer import Tracer
+    from tidu.numpy.core import conj
 
     return conj(c) if isinstance(c, Tracer) else np.conj(c)
 
@@ -94,3 +95,25 @@ def make(fun: Callable, primals: tuple) -> Callable:
         return back(ct)
 
     return transposed
+
+
+# ---- linear_transpose ----
+
+def linear_transpose(fun, *primals, reduce_axes=()):
+    """The transpose of the linear function `fun`, as ``jax.linear_transpose``.
+
+    Args:
+        fun: a function of arrays (or tuples/lists/dicts of them), linear in all of them.
+        *primals: example arguments; only their shapes and dtypes are used.
+
+    Returns:
+        A function of one cotangent (with the structure, shapes and dtypes of fun's output)
+        that returns a tuple with one cotangent per primal.
+
+    Raises:
+        TypeError: fun is not linear in its inputs (the message names the first primitive that
+            makes it so), or a primal is not floating or complex.
+    """
+    if reduce_axes:
+        raise NotImplementedError("linear_transpose: reduce_axes is not supported")
+    return make(fun, primals)

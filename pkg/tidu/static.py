@@ -202,7 +202,7 @@ def lower_program(fn: Callable, args: tuple, backend: str, device, names) -> "Lo
     """fn traced abstractly at the shapes/dtypes of args and compiled (as a jit inside a trace
     is: Python control flow on traced values is an error, static arguments select it)."""
     from tidu.api import _flatten_args, trace_program
-    from tidu.tracing import Tracer
+    from tidu.trace.tracer import Tracer
 
     leaves, _ = _flatten_args(args)
     if any(isinstance(x, Tracer) for x in leaves):

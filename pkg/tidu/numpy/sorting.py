@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from tidu import ops as P
-from tidu.ops._base import BOOL, INTS
+from tidu.graph.dtypes import BOOL, INTS
 
 __all__ = ["min", "prod", "any", "all", "argmax", "argmin", "sort", "argsort", "cumsum", "cumprod",
            "cummax", "cummin"]
@@ -19,14 +19,14 @@ _INT = np.dtype("int64")  # index dtype of argmax/argmin/argsort (numpy's; jax's
 
 
 def _traced(x):
-    from tidu.tracing import _lift, _trace_of
+    from tidu.trace.tracer import _lift, _trace_of
 
     t = _trace_of(x)
     return t, _lift(t, x)
 
 
 def _emit(t, op, *xs):
-    from tidu.tracing import _emit as emit
+    from tidu.trace.tracer import _emit as emit
 
     return emit(t, op, *xs)
 
@@ -38,7 +38,7 @@ def _keep(t, y, x, axes, keepdims):
 
 
 def _reduce(cls, x, axis, keepdims):
-    from tidu.tracing import _axes
+    from tidu.numpy.core import _axes
 
     t, x = _traced(x)
     axes = _axes(x, axis)
@@ -47,7 +47,7 @@ def _reduce(cls, x, axis, keepdims):
 
 def _flat_axis(x, axis):
     """(x, axis) with axis=None meaning the flattened array, a negative axis normalised."""
-    from tidu.tracing import reshape
+    from tidu.numpy.core import reshape
 
     if axis is None:
         return reshape(x, (-1,)), 0
@@ -62,7 +62,7 @@ def builtins_max(a, b):
 
 
 def _as_bool(t, x):
-    from tidu.tracing import _compare
+    from tidu.trace.tracer import _compare
 
     return x if x.aval.dtype == BOOL else _compare("NE", x, 0)
 
@@ -87,7 +87,7 @@ def min(a, axis=None, keepdims=False):  # noqa: A001
 def prod(a, axis=None, dtype=None, keepdims=False):
     """Product over ``axis``, as ``jnp.prod`` (bool and int32 accumulate in int64, as jax under
     x64); its derivative never divides, so it is exact where elements are zero."""
-    from tidu.tracing import _lift
+    from tidu.trace.tracer import _lift
 
     t, x = _traced(a)
     if dtype is not None:
@@ -110,7 +110,7 @@ def any(a, axis=None, keepdims=False):  # noqa: A001
 
 
 def _arg(cls, a, axis, keepdims):
-    from tidu.tracing import _lift
+    from tidu.trace.tracer import _lift
 
     t, x = _traced(a)
     if x.aval.dtype.kind == "c":
@@ -160,7 +160,7 @@ def sort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False):
 def argsort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False):
     """Indices that sort ``a`` along ``axis`` (int64), as ``jnp.argsort``: stable, NaN last;
     with ``descending`` the reverse order with ties kept in their original order."""
-    from tidu.tracing import iota
+    from tidu.numpy.core import iota
 
     if order is not None:
         raise TypeError("argsort: 'order' (structured arrays) is not supported")
@@ -172,7 +172,7 @@ def argsort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False)
 
 
 def _zero_index(t):
-    from tidu.tracing import _const
+    from tidu.trace.tracer import _const
 
     return _const(t, np.zeros((), _INT), _INT)
 
@@ -180,7 +180,7 @@ def _zero_index(t):
 # ---- cumulative ----
 
 def _cumulative(cls, a, axis, dtype, reverse=False, promote=False):
-    from tidu.tracing import _lift
+    from tidu.trace.tracer import _lift
 
     t, x = _traced(a)
     if dtype is not None:
@@ -221,7 +221,7 @@ def _cum_extreme(cls, a, axis, reverse):
     if x.aval.dtype.kind == "c":
         raise TypeError(f"{cls.__name__.lower()}: complex numbers have no order")
     if x.aval.dtype == BOOL:  # through int32, back to bool
-        from tidu.tracing import _lift
+        from tidu.trace.tracer import _lift
 
         y = _cumulative(cls, _lift(t, x, np.int32), axis, None, reverse, False)
         return _emit(t, P.Compare("NE"), y, _zeros_i32(t, y.shape))
@@ -229,6 +229,6 @@ def _cum_extreme(cls, a, axis, reverse):
 
 
 def _zeros_i32(t, shape):
-    from tidu.tracing import _broadcast, _const
+    from tidu.trace.tracer import _broadcast, _const
 
     return _broadcast(t, _const(t, np.zeros((), np.int32), np.int32), tuple(shape))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from tidu import ops as P
-from tidu.ops._base import INEXACT
+from tidu.graph.dtypes import INEXACT
 
 __all__ = ["cholesky", "solve_triangular", "cho_factor", "cho_solve", "diagonal", "lu_factor",
            "lu_solve", "solve", "inv", "det", "slogdet", "eigh", "eigvalsh", "qr", "svd",
@@ -23,7 +23,7 @@ __all__ = ["cholesky", "solve_triangular", "cho_factor", "cho_solve", "diagonal"
 
 def _arrays(name: str, *xs):
     """The operands traced, promoted to one inexact dtype."""
-    from tidu.tracing import _dtype_of, _lift, _trace_of
+    from tidu.trace.tracer import _dtype_of, _lift, _trace_of
 
     t = _trace_of(*xs)
     dt = np.result_type(*[_dtype_of(x) for x in xs])
@@ -43,19 +43,19 @@ def _square(name: str, a) -> int:
 
 
 def _mT(x):
-    from tidu.tracing import transpose
+    from tidu.numpy.core import transpose
 
     return transpose(x, tuple(range(x.ndim - 2)) + (x.ndim - 1, x.ndim - 2))
 
 
 def _conj(x):
-    from tidu.tracing import conj
+    from tidu.numpy.core import conj
 
     return conj(x) if x.dtype.kind == "c" else x
 
 
 def _apply(op, *xs):
-    from tidu.tracing import apply
+    from tidu.trace.build import apply
 
     return apply(op, *xs)
 
@@ -63,7 +63,7 @@ def _apply(op, *xs):
 def _batched(name: str, a, b):
     """a (..., N, N) and b (N,) or (..., N, M) with their batch axes broadcast; whether b was a
     vector."""
-    from tidu.tracing import broadcast_to, reshape
+    from tidu.numpy.core import broadcast_to, reshape
 
     n = _square(name, a)
     vector, shape = b.ndim == 1, b.shape
@@ -83,14 +83,15 @@ def _batched(name: str, a, b):
 
 
 def _unvector(x, vector: bool):
-    from tidu.tracing import reshape
+    from tidu.numpy.core import reshape
 
     return reshape(x, x.shape[:-1]) if vector else x
 
 
 def diagonal(x):
     """The main diagonals (..., N) of x (..., N, N), as ``jax.numpy.linalg.diagonal``."""
-    from tidu.tracing import _lift, _trace_of, iota, sum as sum_, where
+    from tidu.trace.tracer import _lift, _trace_of
+    from tidu.numpy.core import iota, sum as sum_, where
 
     x = _lift(_trace_of(x), x)
     n = _square("diagonal", x)
@@ -186,7 +187,7 @@ def _cols(x, lo, hi):
 
 def _lu(name: str, a):
     """(lu (..., N, N), pivots int32 (..., N)) of a square a."""
-    from tidu.tracing import astype, real, reshape
+    from tidu.numpy.core import astype, real, reshape
 
     n = _square(name, a)
     packed = _apply(P.LU(), a)
@@ -217,7 +218,8 @@ def _lu_solve(lu, piv, b, trans: int):
 def lu_solve(lu_and_piv, b, trans=0):
     """x with op(a) x = b from ``(lu, piv) = lu_factor(a)``, as ``jax.scipy.linalg.lu_solve``;
     b is (N,) or (..., N, M); trans 0: a, 1: a^T, 2: a^H."""
-    from tidu.tracing import _lift, _trace_of, broadcast_to
+    from tidu.trace.tracer import _lift, _trace_of
+    from tidu.numpy.core import broadcast_to
 
     if trans not in (0, 1, 2):
         raise ValueError(f"lu_solve: invalid trans {trans!r} (0, 1 or 2)")
@@ -246,7 +248,7 @@ def solve(a, b):
 
 
 def _eye_like(a):
-    from tidu.tracing import broadcast_to, iota, astype
+    from tidu.numpy.core import broadcast_to, iota, astype
 
     n = a.shape[-1]
     eye = astype(iota((n, n), "int32", 0) == iota((n, n), "int32", 1), a.dtype)
@@ -264,8 +266,7 @@ def inv(a):
 def slogdet(a):
     """``(sign, logabsdet)`` of a (..., N, N), as ``jax.numpy.linalg.slogdet`` (from LU):
     sign 0 and logabsdet -inf where a is singular."""
-    from tidu.tracing import (abs as abs_, astype, cos, exp, iota, log, sign, sum as sum_,
-                              where)
+    from tidu.numpy.core import abs as abs_, astype, cos, exp, iota, log, sign, sum as sum_, where
 
     (a,) = _arrays("slogdet", a)
     n = _square("slogdet", a)
@@ -291,7 +292,7 @@ def slogdet(a):
 def det(a):
     """The determinant of a (..., N, N), as ``jax.numpy.linalg.det``: sign * exp(logabsdet)
     from LU (0 where singular; its derivative there is NaN, where jax's is the cofactor)."""
-    from tidu.tracing import astype, exp
+    from tidu.numpy.core import astype, exp
 
     sgn, logabs = slogdet(a)
     return sgn * astype(exp(logabs), sgn.dtype)
@@ -316,7 +317,7 @@ def eigh(a, UPLO=None, symmetrize_input: bool = True):
     dtype), v's columns the eigenvectors.  Factors (a + a^H) / 2 by default; with
     ``symmetrize_input=False`` only the triangle named by UPLO ('L' default) is read.  The
     derivative of v is inf/NaN where eigenvalues are equal (as jax)."""
-    from tidu.tracing import real, reshape
+    from tidu.numpy.core import real, reshape
 
     a = _herm("eigh", a, UPLO, symmetrize_input)
     n = a.shape[-1]
@@ -337,7 +338,7 @@ def eigvalsh(a, UPLO="L", symmetrize_input: bool = True):
 def qr(a, mode: str = "reduced"):
     """``(q, r)`` (modes 'reduced', 'complete') or r (mode 'r'), as ``jax.numpy.linalg.qr``.
     The derivative is defined for m >= n (mode 'reduced', or square), as jax's."""
-    from tidu.tracing import reshape
+    from tidu.numpy.core import reshape
 
     if mode not in ("reduced", "complete", "r"):
         raise ValueError(f"qr: unsupported mode {mode!r} ('reduced', 'complete' or 'r')")
@@ -358,7 +359,7 @@ def qr(a, mode: str = "reduced"):
 # ---- SVD and what is built on it ----
 
 def _svd_parts(a, full_matrices: bool, compute_uv: bool):
-    from tidu.tracing import real, reshape
+    from tidu.numpy.core import real, reshape
 
     m, n = a.shape[-2:]
     k = min(m, n)
@@ -392,13 +393,13 @@ def svdvals(x):
 
 
 def _smax(x, axis):
-    from tidu.tracing import max as max_
+    from tidu.numpy.core import max as max_
 
     return max_(x, axis=axis)
 
 
 def _smin(x, axis):
-    from tidu.tracing import max as max_
+    from tidu.numpy.core import max as max_
 
     return -max_(-x, axis=axis)
 
@@ -406,7 +407,8 @@ def _smin(x, axis):
 def norm(x, ord=None, axis=None, keepdims: bool = False):  # noqa: A002 - numpy's name
     """Vector or matrix norm, as ``jax.numpy.linalg.norm``: vector orders None/2, 1, inf, -inf,
     0, any p; matrix orders None/'fro', 'nuc', 1, -1, 2, -2, inf, -inf over two axes."""
-    from tidu.tracing import _lift, _trace_of, abs as abs_, astype, reshape, sqrt, sum as sum_
+    from tidu.trace.tracer import _lift, _trace_of
+    from tidu.numpy.core import abs as abs_, astype, reshape, sqrt, sum as sum_
 
     (x,) = _arrays("norm", x)
     nd = x.ndim
@@ -451,7 +453,7 @@ def norm(x, ord=None, axis=None, keepdims: bool = False):  # noqa: A002 - numpy'
         rs = sum_(ab, axis=c0)
         r = red(rs, r0 - (1 if r0 > c0 else 0))
     elif ord in (2, -2, "nuc"):
-        from tidu.tracing import transpose
+        from tidu.numpy.core import transpose
 
         rest = tuple(i for i in range(nd) if i not in axes)
         y = transpose(x, rest + (r0, c0))
@@ -468,7 +470,7 @@ def _bad_axis(a, nd):
 
 
 def _abs2(x):
-    from tidu.tracing import imag, real
+    from tidu.numpy.core import imag, real
 
     if x.dtype.kind == "c":
         return real(x) * real(x) + imag(x) * imag(x)
@@ -476,7 +478,7 @@ def _abs2(x):
 
 
 def _keep_dims(r, x, axes, keepdims):
-    from tidu.tracing import reshape
+    from tidu.numpy.core import reshape
 
     if not keepdims:
         return r
@@ -486,7 +488,7 @@ def _keep_dims(r, x, axes, keepdims):
 def pinv(a, rtol=None, hermitian: bool = False):
     """Moore-Penrose pseudo-inverse from the SVD, as ``jax.numpy.linalg.pinv``: singular
     values at most ``rtol * max(s)`` (default ``10 * max(M, N) * eps``) are dropped."""
-    from tidu.tracing import astype, where
+    from tidu.numpy.core import astype, where
 
     del hermitian
     (a,) = _arrays("pinv", a)
@@ -505,7 +507,7 @@ def pinv(a, rtol=None, hermitian: bool = False):
 
 
 def matmul_(x, y):
-    from tidu.tracing import matmul
+    from tidu.numpy.core import matmul
 
     return matmul(x, y)
 
@@ -537,7 +539,7 @@ def lstsq(a, b, rcond=None):
     SVD): a (M, N), b (M,) or (M, K); singular values at most ``rcond * max(s)`` (default
     ``eps * max(M, N)``) are dropped; resid is sum |b - a x|^2 per column when rank == N and
     M > N, else an empty-as-zero array as jax returns."""
-    from tidu.tracing import astype, reshape, sum as sum_, where
+    from tidu.numpy.core import astype, reshape, sum as sum_, where
 
     a, b = _arrays("lstsq", a, b)
     if a.ndim != 2:

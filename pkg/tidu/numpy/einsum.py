@@ -318,7 +318,7 @@ class _Term:
 
 
 def _emit(op, *xs):
-    from tidu.tracing import _emit as emit, _trace_of
+    from tidu.trace.tracer import _emit as emit, _trace_of
 
     return emit(_trace_of(*xs), op, *xs)
 
@@ -394,7 +394,7 @@ def einsum(subscripts, *operands, optimize="auto", precision=None,
         ValueError: subscripts that do not match the operands' ranks, an index with two sizes,
             an output index not among the inputs.
     """
-    from tidu.tracing import _dtype_of, _lift, _trace_of
+    from tidu.trace.tracer import _dtype_of, _lift, _trace_of
 
     ins, out, ops = _parse(subscripts, operands)
     t = _trace_of(*ops)
@@ -428,7 +428,7 @@ def einsum(subscripts, *operands, optimize="auto", precision=None,
     perm = tuple(res.idx.index(i) for i in out)
     x = res.x if perm == tuple(range(len(perm))) else _emit(P.Transpose(perm), res.x)
     if dt == np.dtype(bool):
-        from tidu.tracing import _compare
+        from tidu.trace.tracer import _compare
 
         x = _compare("NE", x, 0)
     return x
@@ -439,7 +439,7 @@ def einsum(subscripts, *operands, optimize="auto", precision=None,
 def tensordot(a, b, axes=2):
     """``jnp.tensordot``: sum over the last ``axes`` axes of a and the first of b, or over the
     axis lists ``axes = (a_axes, b_axes)``."""
-    from tidu.tracing import _trace_of
+    from tidu.trace.tracer import _trace_of
 
     t = _trace_of(a, b)
     x, y = _lift_both(t, a, b)
@@ -465,7 +465,7 @@ def tensordot(a, b, axes=2):
 
 
 def _lift_both(t, a, b):
-    from tidu.tracing import _dtype_of, _lift
+    from tidu.trace.tracer import _dtype_of, _lift
 
     dt = np.result_type(_dtype_of(a), _dtype_of(b))
     return _lift(t, a, dt), _lift(t, b, dt)
@@ -473,7 +473,7 @@ def _lift_both(t, a, b):
 
 def inner(a, b):
     """``jnp.inner``: sum over the last axes of a and b (a product when one is a scalar)."""
-    from tidu.tracing import _trace_of
+    from tidu.trace.tracer import _trace_of
 
     t = _trace_of(a, b)
     x, y = _lift_both(t, a, b)
@@ -486,7 +486,8 @@ def inner(a, b):
 
 def vdot(a, b):
     """``jnp.vdot``: sum(conj(a) * b) over the flattened arrays."""
-    from tidu.tracing import _trace_of, conj, reshape
+    from tidu.trace.tracer import _trace_of
+    from tidu.numpy.core import conj, reshape
 
     t = _trace_of(a, b)
     x, y = _lift_both(t, a, b)
@@ -497,7 +498,8 @@ def vdot(a, b):
 
 def outer(a, b):
     """``jnp.outer``: the outer product of the flattened arrays."""
-    from tidu.tracing import _trace_of, reshape
+    from tidu.trace.tracer import _trace_of
+    from tidu.numpy.core import reshape
 
     t = _trace_of(a, b)
     x, y = _lift_both(t, a, b)
@@ -507,7 +509,8 @@ def outer(a, b):
 def kron(a, b):
     """``jnp.kron``: the Kronecker product (operands of different ranks padded with leading unit
     axes)."""
-    from tidu.tracing import _trace_of, reshape
+    from tidu.trace.tracer import _trace_of
+    from tidu.numpy.core import reshape
 
     t = _trace_of(a, b)
     x, y = _lift_both(t, a, b)
@@ -522,7 +525,7 @@ def kron(a, b):
 
 def trace(a, offset=0, axis1=0, axis2=1, dtype=None):
     """``jnp.trace``: the sum of the diagonal (``offset`` above or below it) over axis1, axis2."""
-    from tidu.tracing import _lift, _trace_of
+    from tidu.trace.tracer import _lift, _trace_of
 
     t = _trace_of(a)
     x = _lift(t, a, None if dtype is None else np.dtype(dtype))
@@ -539,7 +542,7 @@ def trace(a, offset=0, axis1=0, axis2=1, dtype=None):
     k = max(0, min(n - r0, m - c0))
     lead = tuple(x.shape[:-2])
     if k == 0:
-        from tidu.tracing import sum as tsum
+        from tidu.numpy.core import sum as tsum
 
         return tsum(x, axis=(x.ndim - 2, x.ndim - 1)) * 0
     nd = x.ndim
@@ -553,7 +556,8 @@ def trace(a, offset=0, axis1=0, axis2=1, dtype=None):
 def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     """``jnp.cross`` of 3-vectors (or 2-vectors, as numpy: the z component) along ``axisa`` /
     ``axisb``, broadcast over the other axes; the result's vector axis at ``axisc``."""
-    from tidu.tracing import _trace_of, concatenate, reshape
+    from tidu.trace.tracer import _trace_of
+    from tidu.numpy.core import concatenate, reshape
 
     if axis is not None:
         axisa = axisb = axisc = axis
@@ -581,7 +585,7 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
 
     c = [sub(mul(a1, b2), mul(a2, b1)), sub(mul(a2, b0), mul(a0, b2)), sub(mul(a0, b1), mul(a1, b0))]
     shape = np.broadcast_shapes(*[tuple(v.shape) for v in c if v is not None])
-    from tidu.tracing import broadcast_to
+    from tidu.numpy.core import broadcast_to
 
     c = [reshape(broadcast_to(v, shape), tuple(shape) + (1,)) for v in c]
     out = concatenate(c, axis=len(shape))
@@ -589,7 +593,7 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
 
 
 def _moveaxis(x, src, dst):
-    from tidu.tracing import transpose
+    from tidu.numpy.core import transpose
 
     nd = x.ndim
     src, dst = int(src) % nd, int(dst) % nd

@@ -138,7 +138,7 @@ def array_ufunc(ufunc, method: str, inputs, kwargs):
 def _operator(op, inputs):
     """A ufunc that is a Python operator: the traced operand's own method, so numpy arrays on
     the other side are not sent back through numpy (which would call us again)."""
-    from tidu.tracing import Tracer
+    from tidu.trace.tracer import Tracer
 
     if len(inputs) == 1:
         return op(inputs[0])

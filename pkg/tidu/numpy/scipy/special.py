@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from tidu.nn import logsumexp, sigmoid as expit
-from tidu.numpy_math import erf, erfc, erfinv
-from tidu.tracing import _lift, _trace_of, log
+from tidu.numpy.nn import logsumexp, sigmoid as expit
+from tidu.numpy.ufuncs import erf, erfc, erfinv
+from tidu.trace.tracer import _lift, _trace_of
+from tidu.numpy.core import log
 
 __all__ = ["erf", "erfc", "erfinv", "expit", "logit", "logsumexp"]
 

@@ -17,16 +17,130 @@ Out-of-range indices (after wrapping negatives once), as jax's defaults:
 
 from __future__ import annotations
 
+import builtins
 import math
 import numpy as np
 
 from tidu import ops as P
-from tidu.ops._base import INTS
-from tidu.tracing import (Tracer, _emit, _lift, _trace_of, astype, broadcast_to, maximum, minimum,
-                          reshape, transpose, where)
+from tidu.graph import _aval_list, shape_rule
+from tidu.graph.dtypes import INTS
+from tidu.numpy.core import (astype, broadcast_to, maximum, minimum, reshape, transpose, where)
+from tidu.trace.tracer import Tracer, _emit, _lift, _trace_of
 
 __all__ = ["take", "take_along_axis", "dynamic_slice", "dynamic_update_slice", "IndexUpdateRef",
            "advanced_getitem"]
+
+
+# ---- indexing ----
+
+# Static indexing plans by (abstract value id, index): the nodes x[idx] emits, as (prim id,
+# output aval id) pairs, so repeated indexing (s[0] in every step of an integrator) skips
+# normalising the index and building Slice/Reshape ops.
+_index_plans: dict[tuple, tuple[tuple[int, int], ...]] = {}
+
+
+def _index_key(idx):
+    """A hashable, exact key for a static index (slices are unhashable before Python 3.12; bool
+    and int must differ), or None for anything else (the general path decides)."""
+    key = []
+    for i in idx if isinstance(idx, tuple) else (idx,):
+        t = type(i)
+        if t is int or t is bool:
+            key.append((t, i))
+        elif t is slice:
+            key.append((slice, i.start, i.stop, i.step))
+        elif i is None or i is Ellipsis:
+            key.append(i)
+        else:
+            return None
+    try:
+        hash(tuple(key))
+    except TypeError:  # a slice bound that is not hashable
+        return None
+    return tuple(key)
+
+
+def _getitem(x: Tracer, idx) -> Tracer:
+    key = _index_key(idx)
+    if key is None and is_advanced(idx):  # integer arrays, traced ints: a Gather
+        return advanced_getitem(x, idx)
+    plan = _index_plans.get((x.aval.id, key)) if key is not None else None
+    if plan is None:
+        plan = _index_plan(x, idx)
+        if key is not None:
+            _index_plans[(x.aval.id, key)] = plan
+    t, v = x._t, x._v
+    for pid, out in plan:
+        v = t.store.emit(pid, 0, [v], out)
+    return Tracer(t, v, _aval_list[plan[-1][1]]) if plan else x
+
+
+def _at(x: Tracer):
+    """x.at: jax's indexed updates (tidu.indexing)."""
+    return IndexUpdateRef(x)
+
+
+def _index_plan(x: Tracer, idx) -> tuple[tuple[int, int], ...]:
+    """The nodes x[idx] emits (a Slice, a Reshape, both or neither) as (prim id, output aval id)
+    pairs; raises IndexError/TypeError for an index tidu does not take, as numpy would."""
+    if not isinstance(idx, tuple):
+        idx = (idx,)
+    if any(isinstance(i, (Tracer, np.ndarray, list)) for i in idx):
+        raise TypeError("only static indexing is supported (ints, slices, None, ...); "
+                        "gather with traced or array indices is not a tidu primitive")
+    n_ell = builtins_sum(1 for i in idx if i is Ellipsis)
+    if n_ell > 1:
+        raise IndexError("an index can only have a single ellipsis")
+    n_real = builtins_sum(1 for i in idx if i is not None and i is not Ellipsis)
+    if n_real > x.ndim:
+        raise IndexError(f"too many indices ({n_real}) for shape {x.shape}")
+    if n_ell:
+        pos = idx.index(Ellipsis)
+        idx = idx[:pos] + (slice(None),) * (x.ndim - n_real) + idx[pos + 1:]
+    else:
+        idx = idx + (slice(None),) * (x.ndim - n_real)
+    start, limit, stride, out_shape, rev = [], [], [], [], []
+    axis = 0
+    for i in idx:
+        if i is None:
+            out_shape.append(1)
+            continue
+        d = x.shape[axis]
+        if isinstance(i, (int, np.integer)) and not isinstance(i, bool):
+            j = int(i) + d if i < 0 else int(i)
+            if not 0 <= j < d:
+                raise IndexError(f"index {i} is out of bounds for axis {axis} with size {d}")
+            start.append(j), limit.append(j + 1), stride.append(1)
+        elif isinstance(i, slice):
+            s, e, st = i.indices(d)
+            n = len(range(s, e, st))
+            if st < 0:  # numpy's elements s, s+st, ... : a Rev of the axis, then a slice
+                rev.append(axis)
+                s, st = (d - 1 - s, -st) if n else (0, -st)
+                e = s + (n - 1) * st + 1 if n else 0
+            e = builtins_max(e, s)
+            start.append(s), limit.append(e), stride.append(st)
+            out_shape.append(n)
+        else:
+            raise TypeError(f"unsupported index {i!r} of type {type(i).__name__}")
+        axis += 1
+    plan, av = [], x.aval
+    if rev:
+        pid, (out,) = shape_rule(P.Rev(tuple(rev)), (av.id,))
+        plan.append((pid, out))
+        av = _aval_list[out]
+    if tuple(start) != (0,) * x.ndim or tuple(limit) != x.shape or any(s != 1 for s in stride):
+        pid, (out,) = shape_rule(P.Slice(tuple(start), tuple(limit), tuple(stride)), (av.id,))
+        plan.append((pid, out))
+        av = _aval_list[out]
+    if tuple(out_shape) != av.shape:
+        pid, (out,) = shape_rule(P.Reshape(tuple(out_shape)), (av.id,))
+        plan.append((pid, out))
+    return tuple(plan)
+
+
+# This module defines sum/max/abs with numpy's meaning; Python's own are reached through builtins.
+builtins_sum, builtins_max = builtins.sum, builtins.max
 
 
 # ---- classifying an index ----

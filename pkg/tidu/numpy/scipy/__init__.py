@@ -1,5 +1,5 @@
 """``tidu.scipy``: the jax.scipy names tidu provides (``tidu.scipy.special``)."""
 
-from tidu.scipy import special
+from tidu.numpy.scipy import special
 
 __all__ = ["special"]

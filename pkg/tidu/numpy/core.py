@@ -1,0 +1,314 @@
+"""The one-primitive numpy names on traced values (reshape, transpose, broadcast_to, astype,
+where, concatenate, conj/real/imag, sum/max/mean, matmul/dot, the compiled exp/log/...) and the
+trace helpers the other numpy modules share (re-exported here so ``core`` is their one import)."""
+
+from __future__ import annotations
+
+import builtins
+from typing import Sequence
+
+import numpy as np
+
+from tidu import _core
+from tidu import ops as P
+from tidu.graph import AbstractValue, _aval_list, aval, prim_id, prim_of, shape_rule
+from tidu.graph.dtypes import BOOL, COMPLEXES, INTS
+from tidu.trace.tracer import (_NONFLOAT, Tracer, _binary, _broadcast, _capture, _compare, _const,
+                               _current, _dtype_of, _emit, _innermost, _lift, _op, _promote,
+                               _singleton, _stack, _trace_of, _unary_float)
+
+__all__ = [
+    "abs", "astype", "broadcast_to", "concatenate", "conj", "cos", "dot", "exp", "expm1", "imag",
+    "iota", "log", "log1p", "matmul", "max", "maximum", "mean", "minimum", "ones_like", "power",
+    "real", "reshape", "rsqrt", "sign", "sin", "sqrt", "stop_gradient", "sum", "tanh",
+    "transpose", "where", "zeros_like",
+]
+
+# ---- numpy-like functions ----
+
+# This module defines sum/max/abs with numpy's meaning; Python's own are reached through builtins.
+builtins_sum, builtins_max = builtins.sum, builtins.max
+
+# exp, log, sin, cos, tanh, sqrt, rsqrt, expm1, log1p: compiled (pyx/_tracer.pxi).
+exp, log, sin, cos, tanh = _core.exp, _core.log, _core.sin, _core.cos, _core.tanh
+sqrt, rsqrt, expm1, log1p = _core.sqrt, _core.rsqrt, _core.expm1, _core.log1p
+
+
+def abs(x):  # noqa: A001 - numpy's name
+    t = _trace_of(x)
+    return _emit(t, P.Abs(), _lift(t, x))
+
+
+def sign(x):
+    t = _trace_of(x)
+    return _emit(t, P.Sign(), _lift(t, x))
+
+
+def power(x, y):
+    """x ** y; a literal exponent 2 is traced as x * x (exact, and cheaper to differentiate)."""
+    if isinstance(y, (int, float)) and not isinstance(y, bool) and y == 2 and isinstance(x, Tracer):
+        return x * x
+    return _core.binary(_core.B_POW, x, y)
+
+
+def maximum(x, y): return _core.binary(_core.B_MAX, x, y)
+def minimum(x, y): return _core.binary(_core.B_MIN, x, y)
+
+
+def _axes(x: Tracer, axis) -> tuple[int, ...]:
+    if axis is None:
+        return tuple(range(x.ndim))
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    out = []
+    for a in axes:
+        if not -x.ndim <= a < x.ndim:
+            raise ValueError(f"axis {a} out of range for shape {x.shape}")
+        out.append(int(a) % x.ndim if x.ndim else 0)
+    return tuple(out)
+
+
+def _reduce(cls, x, axis, keepdims, name):
+    t = _trace_of(x)
+    x = _lift(t, x)
+    axes = _axes(x, axis)
+    if cls is P.ReduceSum and x.aval.dtype == BOOL:
+        x = _lift(t, x, np.int64)
+    y = _emit(t, _op(cls, axes), x)
+    if keepdims:
+        y = _emit(t, _op(P.Reshape, tuple(1 if i in axes else d for i, d in enumerate(x.shape))), y)
+    return y
+
+
+def sum(x, axis=None, keepdims=False):  # noqa: A001
+    return _reduce(P.ReduceSum, x, axis, keepdims, "sum")
+
+
+def max(x, axis=None, keepdims=False):  # noqa: A001
+    return _reduce(P.ReduceMax, x, axis, keepdims, "max")
+
+
+def mean(x, axis=None, keepdims=False):
+    t = _trace_of(x)
+    x = _lift(t, x)
+    n = int(np.prod([x.shape[a] for a in _axes(x, axis)], dtype=np.int64))
+    return sum(x, axis, keepdims) / n
+
+
+def _reshape_target(av: AbstractValue, shape) -> tuple[int, ...]:
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
+    if shape.count(-1) > 1:
+        raise ValueError(f"reshape: at most one -1 in {shape}")
+    if -1 in shape:
+        rest = int(np.prod([s for s in shape if s != -1], dtype=np.int64))
+        if rest == 0 or av.size % rest:
+            raise ValueError(f"reshape: cannot reshape {av.shape} to {shape}")
+        shape = tuple(av.size // rest if s == -1 else s for s in shape)
+    return shape
+
+
+def reshape_general(x, shape):
+    """reshape (tidu.reshape is the compiled tracer's, pyx/_tracer.pxi, which comes here for
+    what it does not take and for the errors)."""
+    t = _trace_of(x)
+    x = _lift(t, x)
+    shape = _reshape_target(x.aval, shape)
+    if shape == x.shape:
+        return x
+    return _emit(t, _op(P.Reshape, shape), x)
+
+
+def reshape_rule(av: AbstractValue, shape):
+    """What reshape_general emits at av for a shape it accepted: (prim id, output aval id),
+    or () for nothing (the same shape)."""
+    shape = _reshape_target(av, shape)
+    if shape == av.shape:
+        return ()
+    pid, (out,) = shape_rule(_op(P.Reshape, shape), (av.id,))
+    return pid, out
+
+
+reshape = _core.reshape
+
+
+def transpose(x, axes=None):
+    t = _trace_of(x)
+    x = _lift(t, x)
+    perm = tuple(reversed(range(x.ndim))) if axes is None else tuple(int(a) % builtins_max(x.ndim, 1)
+                                                                      for a in axes)
+    if perm == tuple(range(x.ndim)):
+        return x
+    op = _op(P.Transpose, perm)
+    _core.mark_transpose(prim_id(op))  # a product of it folds it (_dot_general)
+    return _emit(t, op, x)
+
+
+def broadcast_to(x, shape):
+    t = _trace_of(x)
+    x = _lift(t, x)
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
+    lead = len(shape) - x.ndim  # numpy's rule, without numpy's own size limit on the result
+    if lead < 0 or any(d not in (1, s) for d, s in zip(x.shape, shape[lead:])):
+        raise ValueError(f"broadcast_to: cannot broadcast {x.shape} to {shape}")
+    return _broadcast(t, x, shape)
+
+
+def astype(x, dtype):
+    t = _trace_of(x)
+    return _lift(t, x, np.dtype(dtype))
+
+
+def where(cond, x, y):
+    t = _trace_of(cond, x, y)
+    c = _lift(t, cond)
+    if c.aval.dtype != BOOL:
+        c = _compare("NE", c, 0)
+    a, b = _promote("where", t, x, y)
+    shape = np.broadcast_shapes(c.shape, a.shape)
+    return _emit(t, P.Select(), _broadcast(t, c, shape), _broadcast(t, a, shape),
+                 _broadcast(t, b, shape))
+
+
+def conj(x):
+    t = _trace_of(x)
+    x = _lift(t, x)
+    return _emit(t, P.Conj(), x) if x.aval.dtype in COMPLEXES else x
+
+
+def real(x):
+    t = _trace_of(x)
+    x = _lift(t, x)
+    return _emit(t, P.Real(), x) if x.aval.dtype in COMPLEXES else x
+
+
+def imag(x):
+    t = _trace_of(x)
+    x = _lift(t, x)
+    if x.aval.dtype in COMPLEXES:
+        return _emit(t, P.Imag(), x)
+    return _broadcast(t, _const(t, 0, x.aval.dtype), x.shape)
+
+
+def concatenate_rule(avals: Sequence[AbstractValue], axis: int):
+    """What concatenate_general emits for operands of these avals that it accepted, when they
+    share one dtype: (prim id, output aval id); None otherwise (the general path's promotion)."""
+    if len({a.dtype for a in avals}) != 1:
+        return None
+    pid, (out,) = shape_rule(_op(P.Concatenate, int(axis) % avals[0].ndim),
+                             tuple(a.id for a in avals))
+    return pid, out
+
+
+def concatenate_general(xs: Sequence, axis: int = 0):
+    """concatenate (tidu.concatenate is the compiled tracer's, pyx/_tracer.pxi, which comes
+    here for what it does not take and for the errors)."""
+    xs = list(xs)
+    if not xs:
+        raise ValueError("concatenate: need at least one array")
+    t = _trace_of(*xs)
+    dts = {x.aval.dtype if type(x) is Tracer else None for x in xs}
+    dt = next(iter(dts)) if len(dts) == 1 and None not in dts else \
+        np.result_type(*[_dtype_of(x) for x in xs])
+    lifted = [_lift(t, x, dt) for x in xs]
+    nd = lifted[0].ndim
+    if nd == 0:
+        raise ValueError("concatenate: zero-dimensional arrays cannot be concatenated")
+    return _emit(t, _op(P.Concatenate, int(axis) % nd), *lifted)
+
+
+concatenate = _core.concatenate
+
+
+def _untransposed(t, x: Tracer, contract, batch):
+    """(source, contracting axes, batch axes) on the source when x is a transpose (of a
+    transpose ...) made in this trace that keeps its free axes in order: a product then reads the
+    source in the transposed layout (the BLAS's transpose flags) instead of a copy, which is left
+    unused.  Else as given."""
+    while t.store.local_of(x._v) >= 0:
+        op = _core.val_info(x._v)[0]
+        if op == _core.NONE:
+            break
+        prim, _, ins, _, _ = _core.op_info(op)
+        tr = prim_of(prim)
+        if type(tr) is not P.Transpose:
+            break
+        perm = tr.perm
+        free = [perm[ax] for ax in range(x.ndim) if ax not in contract and ax not in batch]
+        if free != sorted(free):
+            break
+        x = _core.tracer_at(t, ins[0])
+        contract = tuple(perm[ax] for ax in contract)
+        batch = tuple(perm[ax] for ax in batch)
+    return x, contract, batch
+
+
+def _dot_general(t, a: Tracer, b: Tracer, lc, rc, lb=(), rb=()):
+    a, lc, lb = _untransposed(t, a, lc, lb)
+    b, rc, rb = _untransposed(t, b, rc, rb)
+    op = _op(P.DotGeneral, lc, rc, lb, rb)
+    if a.aval.dtype is b.aval.dtype:
+        return _emit(t, op, a, b)
+    dt = np.result_type(a.dtype, b.dtype)
+    return _emit(t, op, _lift(t, a, dt), _lift(t, b, dt))
+
+
+def matmul_rule(a: AbstractValue, b: AbstractValue):
+    """(prim id, output aval) of a @ b where that is one DotGeneral of operands of rank 1 or 2
+    and one dtype (the compiled tracer's fast path, pyx/_tracer.pxi), else None: matmul takes
+    every other case, and raises the errors."""
+    if a.dtype is not b.dtype or not (1 <= a.ndim <= 2 and 1 <= b.ndim <= 2):
+        return None
+    try:
+        pid, (out,) = shape_rule(_op(P.DotGeneral, (a.ndim - 1,), (0,), (), ()), (a.id, b.id))
+    except (TypeError, ValueError):  # mismatched shapes: matmul raises them, naming them
+        return None
+    return pid, _aval_list[out]
+
+
+def matmul(a, b):
+    t = _trace_of(a, b)
+    a, b = _lift(t, a), _lift(t, b)
+    if a.ndim == 0 or b.ndim == 0:
+        raise ValueError("matmul: operands must not be scalars (use *)")
+    if a.ndim <= 2 and b.ndim <= 2:
+        return _dot_general(t, a, b, (a.ndim - 1,), (0,))
+    if a.ndim == 1:
+        a = reshape(a, (1,) + a.shape)
+        return reshape(matmul(a, b), b.shape[:-2] + (b.shape[-1],))
+    if b.ndim == 1:
+        b = reshape(b, b.shape + (1,))
+        return reshape(matmul(a, b), a.shape[:-1])
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    a = _broadcast(t, a, batch + a.shape[-2:])
+    b = _broadcast(t, b, batch + b.shape[-2:])
+    nb = len(batch)
+    return _dot_general(t, a, b, (nb + 1,), (nb,), tuple(range(nb)), tuple(range(nb)))
+
+
+def dot(a, b):
+    t = _trace_of(a, b)
+    a, b = _lift(t, a), _lift(t, b)
+    if a.ndim == 0 or b.ndim == 0:
+        return a * b
+    return _dot_general(t, a, b, (a.ndim - 1,), (builtins_max(b.ndim - 2, 0),))
+
+
+def stop_gradient(x):
+    t = _trace_of(x)
+    return _emit(t, P.StopGradient(), _lift(t, x))
+
+
+def iota(shape, dtype="int64", dimension=0):
+    t = _current()
+    op = P.Iota(tuple(shape), dtype, dimension)
+    out = op.abstract_eval()
+    return Tracer(t, t.store.emit0(prim_id(op), out.id), out)
+
+
+def zeros_like(x):
+    t = _trace_of(x)
+    return _broadcast(t, _const(t, 0, x.dtype), x.shape)
+
+
+def ones_like(x):
+    t = _trace_of(x)
+    return _broadcast(t, _const(t, 1, x.dtype), x.shape)

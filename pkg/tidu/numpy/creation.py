@@ -1,0 +1,218 @@
+"""Array construction on traced values, as ``jax.numpy`` spells it: the constant constructors
+(zeros, ones, full, eye, arange, linspace: numpy arrays, which the trace turns into Constant nodes
+where they meet traced values), the ``*_like`` functions, ``asarray``/``array`` of nested lists of
+traced values, and the static queries ndim, shape and size."""
+
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+from tidu import ops as P
+from tidu.numpy import core as T
+from tidu.graph.dtypes import COMPLEXES
+from tidu.numpy.shapes import _axis, _has_tracer, _static_int, _traced
+from tidu.trace.tracer import Tracer
+
+__all__ = ["arange", "array", "asarray", "empty", "empty_like", "eye", "full", "full_like", "identity", "linspace", "ndim", "ones", "ones_like", "shape", "size", "zeros", "zeros_like"]
+
+_range, _max, _min, _sum = builtins.range, builtins.max, builtins.min, builtins.sum
+
+
+def _static_shape(name, shape) -> tuple[int, ...]:
+    if isinstance(shape, Tracer):
+        raise TypeError(f"{name}: shape must be static (ints), not a traced value")
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    return tuple(_static_int(name, "shape", d) for d in shape)
+
+
+def zeros(shape, dtype=None) -> np.ndarray:
+    """An array of zeros (a constant: float64 unless dtype is given)."""
+    return np.zeros(_static_shape("zeros", shape), np.float64 if dtype is None else dtype)
+
+
+def ones(shape, dtype=None) -> np.ndarray:
+    """An array of ones (a constant: float64 unless dtype is given)."""
+    return np.ones(_static_shape("ones", shape), np.float64 if dtype is None else dtype)
+
+
+def empty(shape, dtype=None) -> np.ndarray:
+    """As zeros (jax's arrays are never uninitialised)."""
+    return zeros(shape, dtype)
+
+
+def full(shape, fill_value, dtype=None):
+    """shape filled with fill_value (traced or not)."""
+    shape = _static_shape("full", shape)
+    if not isinstance(fill_value, Tracer):
+        return np.full(shape, fill_value, dtype)
+    x = T.astype(fill_value, dtype) if dtype is not None else fill_value
+    return T.broadcast_to(x, shape)
+
+
+def _like(name, a, value, dtype, shape):
+    dt = np.dtype(dtype) if dtype is not None else (
+        a.dtype if isinstance(a, Tracer) else np.asarray(a).dtype)
+    sh = (a.shape if isinstance(a, Tracer) else np.shape(a)) if shape is None \
+        else _static_shape(name, shape)
+    if isinstance(value, Tracer):
+        return T.broadcast_to(T.astype(value, dt), sh)
+    if isinstance(a, Tracer):
+        return T._broadcast(a._t, T._const(a._t, value, dt), sh)
+    return np.full(sh, value, dt)
+
+
+def zeros_like(a, dtype=None, shape=None):
+    """Zeros of a's shape and dtype (or those given)."""
+    return _like("zeros_like", a, 0, dtype, shape)
+
+
+def ones_like(a, dtype=None, shape=None):
+    """Ones of a's shape and dtype (or those given)."""
+    return _like("ones_like", a, 1, dtype, shape)
+
+
+def empty_like(a, dtype=None, shape=None):
+    """As zeros_like."""
+    return _like("empty_like", a, 0, dtype, shape)
+
+
+def full_like(a, fill_value, dtype=None, shape=None):
+    """fill_value (traced or not) in a's shape and dtype (or those given)."""
+    return _like("full_like", a, fill_value, dtype, shape)
+
+
+def eye(N: int, M: int | None = None, k: int = 0, dtype=None) -> np.ndarray:
+    """The identity-like constant with ones on the k-th diagonal."""
+    return np.eye(_static_int("eye", "N", N), None if M is None else _static_int("eye", "M", M),
+                  _static_int("eye", "k", k), np.float64 if dtype is None else dtype)
+
+
+def identity(n: int, dtype=None) -> np.ndarray:
+    """The n x n identity (a constant)."""
+    return eye(n, dtype=dtype)
+
+
+def arange(start, stop=None, step=None, dtype=None) -> np.ndarray:
+    """Evenly spaced values in [start, stop) (a constant: arguments must be static)."""
+    for v in (start, stop, step):
+        if isinstance(v, Tracer):
+            raise TypeError("arange: start, stop and step must be static, not traced values "
+                            "(use iota or linspace for traced bounds)")
+    return np.arange(start, stop, step, dtype=dtype)
+
+
+def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = False,
+             dtype=None, axis: int = 0):
+    """num evenly spaced values from start to stop; start and stop may be traced (arrays
+    broadcast against each other, the new axis at `axis`)."""
+    num = _static_int("linspace", "num", num)
+    if num < 0:
+        raise ValueError(f"linspace: number of samples, {num}, must be non-negative")
+    if not _traced() and not _has_tracer((start, stop)):
+        return np.linspace(start, stop, num, endpoint, retstep, dtype, axis)
+    t = T._trace_of(start, stop)
+    s, e = T._promote("linspace", t, start, stop, min_dtype=np.float64)
+    div = (num - 1) if endpoint else num
+    step = (e - s) / float(div) if div > 0 else None
+    shape = s.shape
+    nd = len(shape) + 1
+    ax = _axis(axis, nd, "linspace")
+    out_shape = shape[:ax] + (num,) + shape[ax:]
+    dims = tuple(i for i in _range(nd) if i != ax)
+    iota = T._lift(t, np.arange(num, dtype=np.float64).reshape(
+        tuple(num if i == ax else 1 for i in _range(nd))), s.dtype)
+    sb = T._emit(t, T._op(P.BroadcastInDim, out_shape, dims), s)
+    if step is None:  # num <= 1 (or 0 with endpoint=False): start alone, or nothing
+        res = sb
+    else:
+        stb = T._emit(t, T._op(P.BroadcastInDim, out_shape, dims), step)
+        res = sb + T._broadcast(t, iota, out_shape) * stb
+        if endpoint and num > 1:  # the last sample is stop exactly, as numpy's
+            eb = T._emit(t, T._op(P.BroadcastInDim, out_shape, dims), e)
+            last = np.zeros(out_shape, bool)
+            last[tuple(num - 1 if i == ax else slice(None) for i in _range(nd))] = True
+            res = T._emit(t, P.Select(), T._lift(t, last), eb, res)
+    if dtype is not None:
+        res = T.astype(res, dtype)
+    if retstep:
+        return res, (step if step is not None else float("nan"))
+    return res
+
+
+# ---- arrays from (nested) lists ----
+
+def _leaves(obj, out):
+    if isinstance(obj, (list, tuple)):
+        for o in obj:
+            _leaves(o, out)
+    else:
+        out.append(obj)
+    return out
+
+
+def _build(t, obj, dtype) -> Tracer:
+    if isinstance(obj, (list, tuple)):
+        if not obj:
+            return T._lift(t, np.zeros((0,), dtype))
+        parts = [_build(t, o, dtype) for o in obj]
+        shapes = {p.shape for p in parts}
+        if len(shapes) != 1:
+            raise ValueError(f"array: setting an array element with a sequence: the nested "
+                             f"sequence is inhomogeneous (shapes {sorted(shapes)})")
+        return T.concatenate([T.reshape(p, (1,) + p.shape) for p in parts], axis=0)
+    return T._lift(t, obj, dtype)
+
+
+def asarray(a, dtype=None, order=None, *, copy=None):
+    """An array from a traced value, an array, or (nested) lists/tuples of them, with
+    ``jax.numpy`` promotion (Python scalars weakly typed)."""
+    if order not in (None, "C", "K", "A"):
+        raise NotImplementedError(f"asarray: order={order!r} is not supported")
+    if isinstance(a, Tracer):
+        return T.astype(a, dtype) if dtype is not None and np.dtype(dtype) != a.dtype else a
+    leaves = _leaves(a, []) if isinstance(a, (list, tuple)) else [a]
+    if not _has_tracer(leaves):
+        return np.array(a, dtype=dtype)  # a constant; the trace lifts it where it meets a value
+    t = T._trace_of(*leaves)
+    if dtype is None:
+        try:
+            dtype = np.result_type(*[T._dtype_of(x) for x in leaves])
+        except TypeError as e:
+            raise TypeError(f"array: cannot promote the elements' dtypes: {e}") from None
+    dtype = np.dtype(dtype)
+    if any(isinstance(x, Tracer) and x.dtype in COMPLEXES for x in leaves) and \
+            dtype not in COMPLEXES:
+        raise TypeError(f"array: cannot convert complex traced values to {dtype}")
+    return _build(t, a, dtype)
+
+
+# ---- static queries (jnp.ndim, jnp.shape, jnp.size: Python ints, never traced) ----
+
+def shape(a) -> tuple[int, ...]:
+    """The shape of a traced value, array or nested list, as numpy.shape."""
+    return tuple(a.shape) if isinstance(a, Tracer) else np.shape(a)
+
+
+def ndim(a) -> int:
+    """The number of axes, as numpy.ndim."""
+    return len(shape(a))
+
+
+def size(a, axis: int | None = None) -> int:
+    """The number of elements (along `axis` if given), as numpy.size."""
+    sh = shape(a)
+    if axis is None:
+        return int(np.prod(sh, dtype=np.int64))
+    return sh[_axis(axis, len(sh), "size")]
+
+
+def array(object, dtype=None, copy: bool = True, order=None, ndmin: int = 0):
+    """asarray(object, dtype) with at least ndmin axes (leading ones added)."""
+    x = asarray(object, dtype, order)
+    if ndmin and ndim(x) < ndmin:
+        if isinstance(x, Tracer):
+            return T.reshape(x, (1,) * (ndmin - x.ndim) + x.shape)
+        return np.array(x, ndmin=ndmin)
+    return x

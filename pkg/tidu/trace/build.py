@@ -1,0 +1,108 @@
+"""build: trace a Python function into a primal fragment; input specs and the tracing context
+the transforms use."""
+
+from __future__ import annotations
+
+import gc
+from typing import Any, Callable, Hashable, Sequence
+
+import numpy as np
+
+from tidu import _core
+from tidu.graph import AbstractValue, Fragment, FragmentBuilder, aval, input_key_ids
+from tidu.trace.tracer import _PY_SCALARS, Tracer, _Trace, _emit, _lift, _stack, _trace_of
+
+__all__ = ["apply", "as_aval", "build", "flatten_outputs", "spec", "tracing"]
+
+
+def spec(shape: Sequence[int] | int = (), dtype: Any = "float64") -> AbstractValue:
+    """The abstract value (shape, dtype) of an input."""
+    return aval(shape, dtype)
+
+
+def as_aval(s) -> AbstractValue:
+    """An input spec: an AbstractValue, or anything with .shape and .dtype (arrays too)."""
+    if isinstance(s, AbstractValue):
+        return s
+    if isinstance(s, _PY_SCALARS):
+        return aval((), np.result_type(s))
+    if hasattr(s, "shape") and hasattr(s, "dtype"):
+        return aval(tuple(s.shape), s.dtype)
+    raise TypeError(f"input spec must be tidu.spec(shape, dtype) or an array, got {s!r}")
+
+
+class tracing:
+    """Context manager: a trace over `builder` is current inside the block."""
+
+    def __init__(self, builder: FragmentBuilder, concrete=None):
+        self.trace = _Trace(builder, concrete)
+        self._gc_was_enabled = False
+
+    def input(self, key: Hashable, av: AbstractValue) -> Tracer:
+        local = self.trace.builder.add_input(key, av)
+        return Tracer(self.trace, self.trace.store.global_of(local), av)
+
+    def inputs(self, keys: Sequence[Hashable], avals: Sequence[AbstractValue]) -> list[Tracer]:
+        """input() of each (key, aval) pair, declared in one pass."""
+        return _core.input_tracers(self.trace, input_key_ids(keys), [av.id for av in avals])
+
+    def lift(self, x) -> Tracer:
+        return _lift(self.trace, x)
+
+    def __enter__(self):
+        # Tracing allocates millions of short acyclic objects (Tracers); the cyclic collector
+        # would rescan them all repeatedly (quadratic in graph size), so it pauses while tracing.
+        self._gc_was_enabled = gc.isenabled()
+        gc.disable()
+        _stack().append(self.trace)
+        _core.tracing_enter()
+        return self
+
+    def __exit__(self, *exc):
+        _core.tracing_exit()
+        _stack().pop()
+        if self._gc_was_enabled:
+            gc.enable()
+        return False
+
+
+def flatten_outputs(t: tracing, out) -> tuple[list[Tracer], Any]:
+    """Tracers of fn's result (a value or a nested tuple/list/dict of them) and its structure
+    (compiled: _core.flatten_outputs); t is a tracing context (its trace and lift)."""
+    return _core.flatten_outputs(t.trace, out, t.lift)
+
+
+def build(fn: Callable, inputs: dict | None = None, **specs) -> Fragment:
+    """Trace fn into a primal fragment.
+
+    Args:
+        fn: a Python function of traced values.  With keyword specs (string keys), fn is called
+            with those keywords; with ``inputs={key: spec}`` (any hashable keys) positionally in
+            dict order.
+        inputs: {InputKey: spec} for keys that are not Python identifiers.
+        **specs: name=tidu.spec(shape, dtype) per input.
+
+    Returns:
+        A Fragment whose ``outputs`` are the keys of fn's results (flattened).
+
+    Raises:
+        TypeError, ValueError: a shape or dtype rule failed (the message names the primitive).
+    """
+    if inputs is not None and specs:
+        raise TypeError("build: give inputs either as inputs={...} or as keywords, not both")
+    items = list((inputs or specs).items())
+    builder = FragmentBuilder(prefix="p")
+    with tracing(builder) as t:
+        tracers = [t.input(k, as_aval(s)) for k, s in items]
+        if inputs is None:
+            out = fn(**{k: x for (k, _), x in zip(items, tracers)})
+        else:
+            out = fn(*tracers)
+        flat, _ = flatten_outputs(t, out)
+    return builder.build([x.key for x in flat])
+
+
+def apply(op, *args) -> Tracer:
+    """Apply a primitive instance (e.g. a user-defined one) to traced values or constants."""
+    t = _trace_of(*args)
+    return _emit(t, op, *[_lift(t, a) for a in args])

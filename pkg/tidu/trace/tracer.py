@@ -1,0 +1,243 @@
+"""Python -> fragment: the trace stack, emitting primitives, lifting constants, numpy's type
+promotion and broadcasting made explicit (``BroadcastInDim``, ``Convert``).
+
+One tracing session (the builder of the fragment being traced) and its values are extension
+types in ``_core`` (pyx/_tracer.pxi): the common arithmetic on traced values runs there, in C,
+and comes back here only for the general paths (registered by ``tidu.numpy.array_methods``).
+The numpy names on traced values are the layer above (``tidu.numpy``)."""
+
+from __future__ import annotations
+
+import builtins
+import threading
+from typing import Any
+
+import numpy as np
+
+from tidu import _core
+from tidu import ops as P
+from tidu.graph import AbstractValue, _aval_list, aval, prim_id, prim_of, shape_rule
+from tidu.graph.dtypes import BOOL, COMPLEXES, INTS
+
+__all__ = ["Tracer"]
+
+_PY_SCALARS = (bool, int, float, complex)
+
+
+_Trace = _core.Trace
+Tracer = _core.Tracer
+
+_state = threading.local()
+
+
+def _stack() -> list[_Trace]:
+    s = getattr(_state, "stack", None)
+    if s is None:
+        s = _state.stack = []
+    return s
+
+
+def _current() -> _Trace:
+    s = _stack()
+    if not s:
+        raise TypeError("tidu functions operate on traced values: call them inside a function "
+                        "passed to tidu.build / tidu.jit / tidu.grad")
+    return s[-1]
+
+
+# ---- emitting ----
+
+def _emit(t: _Trace, op, *args: "Tracer") -> "Tracer":
+    pid, (out,) = shape_rule(op, tuple([a.aval.id for a in args]))
+    return Tracer(t, t.store.emit(pid, 0, [a._v for a in args], out), _aval_list[out])
+
+
+# Ops by their attributes: a frozen dataclass's __post_init__ normalises its fields on every
+# construction, which the front end would otherwise pay per traced reshape or concatenate.
+_OPS: dict[tuple, Any] = {}
+
+
+def _op(cls, *attrs):
+    key = (cls, *attrs)
+    op = _OPS.get(key)
+    if op is None:
+        op = _OPS[key] = cls(*attrs)
+    return op
+
+
+# Field-less primitives are singletons: cache (instance, id) for the hot binary/unary paths.
+_SINGLETONS: dict[type, tuple] = {}
+
+
+def _singleton(cls) -> tuple:
+    hit = _SINGLETONS.get(cls)
+    if hit is None:
+        op = cls()
+        hit = _SINGLETONS[cls] = (op, prim_id(op))
+    return hit
+
+
+def _const(t: _Trace, value, dtype) -> "Tracer":
+    c = P.Constant.of(value, dtype)
+    out = c.abstract_eval()
+    return Tracer(t, t.store.emit0(prim_id(c), out.id), out)
+
+
+def _trace_of(*xs) -> _Trace:
+    for x in xs:
+        if isinstance(x, Tracer):
+            t = x._t
+            for y in xs:
+                if isinstance(y, Tracer) and y._t is not t:
+                    return _innermost([z._t for z in xs if isinstance(z, Tracer)])
+            return t
+    return _current()
+
+
+def _innermost(traces) -> _Trace:
+    """Of several traces, the one opened last: a control-flow body (tidu.control_flow) combining
+    its own values with values of the traces around it, which it then captures."""
+    stack = _stack()
+    depth = {id(t): i for i, t in enumerate(stack)}
+    if any(id(t) not in depth for t in traces):
+        raise ValueError("values from two different traces were combined; a traced "
+                         "value cannot leave the function that traced it")
+    return builtins.max(traces, key=lambda t: depth[id(t)])
+
+
+def _capture(t: _Trace, x: "Tracer") -> "Tracer":
+    """x (a value of an enclosing trace) as a value of t: t's builder must be a control-flow
+    body's, which turns captured values into explicit operands."""
+    cap = getattr(t.builder, "capture", None)
+    if cap is None:
+        raise ValueError("values from two different traces were combined; a traced "
+                         "value cannot leave the function that traced it")
+    return cap(x)
+
+
+def _dtype_of(x) -> Any:
+    if isinstance(x, Tracer):
+        return x.aval.dtype
+    if isinstance(x, _PY_SCALARS):
+        return x  # weak: numpy 2's result_type lets the other operand decide
+    return np.asarray(x).dtype
+
+
+def _lift(t: _Trace, x, dtype=None) -> "Tracer":
+    """x as a traced value (constants become Constant nodes), converted to dtype if given."""
+    if isinstance(x, Tracer):
+        if x._t is not t:
+            x = _capture(t, x)
+        if dtype is not None and x.aval.dtype != dtype:
+            return _emit(t, _op(P.Convert, np.dtype(dtype).name), x)
+        return x
+    if dtype is None and isinstance(x, _PY_SCALARS):
+        dtype = np.result_type(x)
+        if dtype == np.dtype("int64") and isinstance(x, bool):
+            dtype = BOOL
+    arr = np.asarray(x) if dtype is None else np.asarray(x, dtype=dtype)
+    if arr.dtype == object:
+        raise TypeError(f"cannot use {type(x).__name__} as a tidu value")
+    return _const(t, arr, arr.dtype)
+
+
+def _broadcast(t: _Trace, x: "Tracer", shape: tuple[int, ...]) -> "Tracer":
+    if x.aval.shape == shape:
+        return x
+    nd = len(shape)
+    return _emit(t, _op(P.BroadcastInDim, shape, tuple(range(nd - x.aval.ndim, nd))), x)
+
+
+def _promote(name: str, t: _Trace, *xs, min_dtype=None) -> list["Tracer"]:
+    """Lift, type-promote and broadcast operands numpy-style."""
+    dts = [_dtype_of(x) for x in xs]
+    try:
+        dt = np.result_type(*dts) if min_dtype is None else np.result_type(*dts, min_dtype)
+    except TypeError as e:
+        raise TypeError(f"{name}: cannot promote {dts}: {e}") from None
+    lifted = [_lift(t, x, dt) for x in xs]
+    shapes = [x.aval.shape for x in lifted]
+    try:
+        shape = np.broadcast_shapes(*shapes)
+    except ValueError:
+        raise ValueError(f"{name}: shapes {' vs '.join(map(str, shapes))} do not broadcast") \
+            from None
+    return [_broadcast(t, x, shape) for x in lifted]
+
+
+def _binary(cls, name: str, x, y, float_only=False) -> "Tracer":
+    """x op y by the general path: numpy promotion and broadcasting made explicit."""
+    t = _trace_of(x, y)
+    a, b = _promote(name, t, x, y, min_dtype=np.float32 if float_only else None)
+    if float_only and a.aval.dtype in _NONFLOAT:
+        a, b = _lift(t, a, np.float64), _lift(t, b, np.float64)
+    return _emit(t, cls(), a, b)
+
+
+_NONFLOAT = INTS | {BOOL}
+
+
+def _unary_float(cls, x) -> "Tracer":
+    """Transcendental functions: integer and bool inputs are computed in float64 (numpy's rule)."""
+    t = _trace_of(x)
+    x = _lift(t, x)
+    if x.aval.dtype in _NONFLOAT:
+        x = _lift(t, x, np.float64)
+    return _emit(t, cls(), x)
+
+
+# The compiled fast path (pyx/_tracer.pxi) takes Tracer op Tracer (one trace, one abstract value),
+# Tracer op Python float/int (a float/complex Tracer of any shape) and unary ops of a Tracer.  It emits the
+# nodes the general paths above would emit for those operands, with shape/dtype rules it asks for
+# here once per (op, abstract value) or (op, abstract value, scalar) and memoises by id:
+#   rule(av) -> (prim id, output aval) or None (the general path for this aval),
+#   scalar_rule(av, s) -> (Constant prim id, Constant aval id, BroadcastInDim prim id, its aval id
+#   (None, None at rank 0), prim id, output aval): numpy 2's weak scalar promotion keeps the
+#   tracer's dtype, so the general path emits Constant(s as that dtype), broadcasts it to the
+#   tracer's shape, and the op.
+
+def _binary_slot(cls, name: str, float_only=False):
+    def slow(x, y):
+        return _binary(cls, name, x, y, float_only)
+
+    def rule(av):
+        if float_only and av.dtype in _NONFLOAT:
+            return None
+        op, pid = _singleton(cls)
+        return pid, op.abstract_eval(av, av)
+
+    def scalar_rule(av, s):
+        arr = np.asarray(s, dtype=av.dtype)
+        c = P.Constant.of(arr, arr.dtype)
+        op, pid = _singleton(cls)
+        out = op.abstract_eval(av, av)
+        bpid = baid = None
+        if av.shape:  # as _broadcast: the rank-0 Constant broadcast to the array's shape
+            b = P.BroadcastInDim(av.shape, ())
+            bpid, baid = prim_id(b), b.abstract_eval(c.abstract_eval()).id
+        return prim_id(c), c.abstract_eval().id, bpid, baid, pid, out
+
+    return slow, rule, scalar_rule
+
+
+def _unary_slot(cls, float_only=True):
+    def slow(x):
+        if float_only:
+            return _unary_float(cls, x)
+        return _emit(x._t, cls(), x)
+
+    def rule(av):
+        if float_only and av.dtype in _NONFLOAT:
+            return None
+        op, pid = _singleton(cls)
+        return pid, op.abstract_eval(av)
+
+    return slow, rule
+
+
+def _compare(direction: str, x, y) -> "Tracer":
+    t = _trace_of(x, y)
+    a, b = _promote(f"Compare({direction})", t, x, y)
+    return _emit(t, _op(P.Compare, direction), a, b)
+
+
