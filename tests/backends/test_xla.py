@@ -13,8 +13,8 @@ import pytest
 from hypothesis import example, given, settings, strategies as st
 
 import tidu as td
-import values
-from values import ALL, BINARY, FLOATS, INTS, NUMERIC, UNARY, cases
+from _support import values
+from _support.values import ALL, BINARY, FLOATS, INTS, NUMERIC, UNARY, cases
 from tidu import ops as P
 from tidu import xla
 

@@ -87,7 +87,7 @@ TABLE = {
     "Rev": (lambda x: x[::-1, ::-2] * td.flip(x)[:, :2], lambda d: [arr((3, 4), d)], ALL),
     "Cholesky": (lambda a: td.apply(P.Cholesky(), a),
                  lambda d: [(arr((3, 3), d) + 6 * np.eye(3)).astype(d)], ALL),
-    # indexing (tests/test_indexing.py has the front end's cases)
+    # indexing (tests/numpy/test_indexing.py has the front end's cases)
     "Gather": (lambda x: x[np.array([[2, 0], [2, 9]]), 1:] * x[np.array([1, 1])][:, 1:],
                lambda d: [arr((3, 3), d)], ALL),
     "Scatter": (lambda x, u: x.at[np.array([0, 2, 0, 5])].add(u * u).at[1].set(x[0]),
@@ -126,7 +126,8 @@ TABLE = {
             lambda d: [(arr((3, 2), d) + np.diag([0.0, 3.0])[[0, 1, 1]]).astype(d)], ALL),
     "SVD values": (lambda a: td.apply(P.SVD(False, False), a),
                    lambda d: [(arr((2, 3), d) + 3 * np.eye(2, 3)).astype(d)], ALL),
-    # control flow (docs/control_flow.md; While is forward-mode only: tests/test_control_flow.py)
+    # control flow (docs/control_flow.md; While is forward-mode only:
+    # tests/api/test_control_flow.py)
     "Scan": (lambda x, y: td.scan(lambda c, v: (c * v + td.sin(c), c * c), x, y)[1],
              lambda d: [(arr((3,), d) * 0.5).astype(d), (arr((4, 3), d) * 0.5).astype(d)], ALL),
     "Cond": (lambda x, y: td.switch(1, [lambda a, b: a * b, lambda a, b: td.sin(a) * b], x, y),

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import tidu as td
-import values
-from values import ALL, BINARY, FLOATS, INEXACT, INTS, NUMERIC, UNARY, cases
+from _support import values
+from _support.values import ALL, BINARY, FLOATS, INEXACT, INTS, NUMERIC, UNARY, cases
 from tidu import ops as P
 from tidu.rules import PrimitiveOp, RuleMissing, registry
 
