@@ -36,7 +36,7 @@ def saved(tmp_path_factory):
 @pytest.fixture(scope="session")
 def cpp_build(tmp_path_factory, saved):
     """cpp_build("release" | "asan"): the tests/cpp build directory, built once per session."""
-    from cpp_build import build
+    from _support.cpp_build import build
 
     tmp, cache = tmp_path_factory.mktemp("cpp"), {}
 

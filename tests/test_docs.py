@@ -50,7 +50,7 @@ def test_readme_cpp_example_compiles_and_evaluates_the_saved_gradient(tmp_path):
     main.cpp build against the installed package, and the program prints the values Python
     computes."""
     import tidu as td
-    from cpp_build import cmake
+    from _support.cpp_build import cmake
 
     readme = ROOT / "README.md"
     (py_block,) = [c for _, _, c in blocks(readme) if 'save("grad.tidu")' in c]

@@ -1,4 +1,4 @@
-// Loads forged program files (tests/forge.py: DIR/000000.tidu, ...) with
+// Loads forged program files (tests/_support/forge.py: DIR/000000.tidu, ...) with
 // tidu::Program::load_from_memory and evaluates those that load, with input and output buffers
 // of the declared sizes.  Built with -fsanitize=address,undefined -fno-sanitize-recover=all by the
 // tests: any sanitizer report aborts the run (the test restarts it after the file that did so).
@@ -18,7 +18,7 @@
 
 namespace {
 
-constexpr std::uint64_t kCap = std::uint64_t{64} << 20;  // as tests/forge_check.py
+constexpr std::uint64_t kCap = std::uint64_t{64} << 20;  // as tests/_support/forge_check.py
 
 // One element of a harmless value of dtype d (bools must be 0 or 1 for UBSan).
 void fill(std::vector<std::uint8_t>& b, tidu::DType d) {

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import numpy as np
 
-import values
-from forge import DT, I64_MAX, I64_MIN, OP, OPCODES, Asm, Prog, attr_roles, parse, seal
+from _support import values
+from _support.forge import (DT, I64_MAX, I64_MIN, OP, OPCODES, Asm, Prog, attr_roles, parse,
+                            seal)
 
 EXTREMES = [0, 1, -1, 2, 2**31 - 1, 2**31, 2**32 - 1, 2**32, 2**40, 2**48, 2**52, 2**62,
             I64_MAX, I64_MIN, I64_MAX - 1, I64_MIN + 1, 2**63 - 2**40, -2**32]

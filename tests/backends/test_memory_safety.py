@@ -1,6 +1,6 @@
 """Bad buffers, failed evaluations and hostile programs never touch memory tidu does not own:
 each gets an exception naming the problem, or the right value.  (Forged program files are
-tests/test_forged_files.py's; these are the Python-side classes and the numeric edges.)"""
+tests/backends/test_forged_files.py's; these are the Python-side classes and the numeric edges.)"""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import textwrap
 import numpy as np
 import pytest
 
-import forge
+from _support import forge
 import tidu as td
 from tidu import _eval
 

@@ -37,7 +37,7 @@ BINARY = [(P.Add, NUMERIC, False), (P.Sub, NUMERIC, False), (P.Mul, NUMERIC, Fal
 BINARY += [(P.Div, INTS, False), (P.Rem, FLOATS + INTS, True), (P.Atan2, FLOATS, False)]
 
 # Ordering and accumulation primitives (tidu.ops.sorting): (op, dtypes, positive); run by
-# tests/test_sorting.py on both backends against each op's numpy reference.
+# tests/numpy/test_sorting.py on both backends against each op's numpy reference.
 SORT_SCAN = [(P.ReduceMin((0, 2)), FLOATS + INTS, False), (P.ReduceProd((1,)), NUMERIC, False),
              (P.ReduceAnd((0,)), ("bool",), False), (P.ReduceOr((1, 2)), ("bool",), False),
              (P.ArgMax(1), FLOATS + INTS, False), (P.ArgMin(2, "int32"), FLOATS + INTS, False),
@@ -47,8 +47,9 @@ SORT_SCAN = [(P.ReduceMin((0, 2)), FLOATS + INTS, False), (P.ReduceProd((1,)), N
              (P.LinearScan(0, True), INEXACT, False), (P.Sort(1), ALL, False),
              (P.Sort(2, True), ALL, False)]
 
-# Shape primitives (docs/numpy.md): (op, operand shape, dtypes); tests/test_shapes.py runs each on
-# the interpreter (against impl), on XLA (against the interpreter, batched too) and through AD.
+# Shape primitives (docs/numpy.md): (op, operand shape, dtypes); tests/numpy/test_shapes.py runs
+# each on the interpreter (against impl), on XLA (against the interpreter, batched too) and
+# through AD.
 SHAPE_OPS = [(P.Rev((0,)), (4, 3), ALL), (P.Rev((0, 2)), (2, 3, 5), ALL), (P.Rev(()), (3,), ALL),
              (P.Rev((1,)), (3, 0), ALL), (P.Rev((0,)), (1,), ALL)]
 

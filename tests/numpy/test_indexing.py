@@ -12,7 +12,7 @@ import pytest
 import tidu as td
 from tidu import ops as P
 from tidu.testing import check_grads
-from values import ALL, NUMERIC, one_op_graph
+from _support.values import ALL, NUMERIC, one_op_graph
 
 jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
@@ -329,7 +329,7 @@ def test_kernels_never_leave_buffers_for_any_index_value():
 
 
 def test_forged_attributes_are_rejected_at_load():
-    import forge
+    from _support import forge
     from tidu import _eval
 
     A = td.aval

@@ -12,7 +12,7 @@ import pytest
 
 import tidu as td
 
-HERE = Path(__file__).parent / "cpp"
+HERE = Path(__file__).parents[1] / "cpp"  # tests/cpp
 
 
 def cmake() -> list[str]:

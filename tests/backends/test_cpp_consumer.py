@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import tidu as td
-from cpp_build import ctest
+from _support.cpp_build import ctest
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +50,7 @@ def test_cpp_evaluates_saved_gradient_like_python(builds, saved, kind):
 def test_cpp_evaluates_saved_loop_program_like_python(builds, kind, tmp_path):
     """A gradient through scan, cond (a nested scan in a branch), while_loop and checkpoint:
     nested programs in a version-2 file, run by <tidu/tidu.hpp> (under sanitizers too)."""
-    from values import loops as f
+    from _support.values import loops as f
 
     prog = td.jit(td.value_and_grad(f, argnums=(0, 1))).lower(np.ones(3), np.ones(3))
     x, w = np.array([0.4, -0.2, 0.3]), np.array([0.9, 1.1, 0.7])

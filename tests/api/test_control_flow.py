@@ -279,7 +279,7 @@ def test_errors_name_the_problem():
 def _loop_program():
     """A gradient through every construct (values.loops: nested programs two deep, reverse
     scans), compiled for the interpreter."""
-    from values import loops as f
+    from _support.values import loops as f
 
     F = td.build(f, x=td.spec((3,)), w=td.spec((3,)))
     D = td.transpose(td.differentiate(td.resolve([F]), F.outputs, ["x"]))
@@ -314,13 +314,9 @@ def test_loop_programs_run_in_cpp_and_save_and_load(tmp_path):
 
 def test_loop_instruction_validation_names_the_problem():
     """Attributes of a control-flow instruction that disagree with its nested program are
-    rejected when the program is built (tests/forge.py fuzzes them further)."""
-    import sys
-    from pathlib import Path
-
+    rejected when the program is built (tests/_support/forge.py fuzzes them further)."""
+    from _support import forge
     from tidu import _eval
-    sys.path.insert(0, str(Path(__file__).parent))
-    import forge
 
     prog, _ = _loop_program()
     p = forge.parse(prog.executable.native.to_bytes())
@@ -342,12 +338,9 @@ def test_loop_instruction_validation_names_the_problem():
 def test_version_1_files_still_load():
     """Files written before nested programs (version 1: one output slot per instruction) load."""
     import struct
-    import sys
-    from pathlib import Path
 
+    from _support import forge
     from tidu import _eval
-    sys.path.insert(0, str(Path(__file__).parent))
-    import forge
 
     F = td.build(lambda x: td.sin(x) * 2.0, x=td.spec((3,)))
     prog = td.compile(td.materialize_merge(td.resolve([F]), F.outputs), backend="cpu")

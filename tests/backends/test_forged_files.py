@@ -1,9 +1,10 @@
-"""Forged .tidu files (tests/forge.py): fields of valid programs set to integer extremes and
-overflow-crafted combinations, with a valid checksum, through the Python loader+evaluator (in
-worker subprocesses: a death by signal is a failure) and the C++ loader+evaluator under
-AddressSanitizer and UndefinedBehaviorSanitizer (any report is a failure).  5,000 files per run;
-``pytest --long`` runs 100,000.  Reproduce one run by hand with
-``python tests/forge.py --out DIR --n 5000 --seed 0 && python tests/forge.py --check DIR``."""
+"""Forged .tidu files (tests/_support/forge.py): fields of valid programs set to integer
+extremes and overflow-crafted combinations, with a valid checksum, through the Python
+loader+evaluator (in worker subprocesses: a death by signal is a failure) and the C++
+loader+evaluator under AddressSanitizer and UndefinedBehaviorSanitizer (any report is a failure).
+5,000 files per run; ``pytest --long`` runs 100,000.  Reproduce one run by hand with
+``python tests/_support/forge.py --out DIR --n 5000 --seed 0 &&
+python tests/_support/forge.py --check DIR``."""
 
 from __future__ import annotations
 
@@ -14,9 +15,7 @@ from pathlib import Path
 
 import pytest
 
-import forge
-import forge_check
-import forge_gen
+from _support import forge, forge_check, forge_gen
 from tidu import _eval
 
 SEED = 0

@@ -2,8 +2,8 @@
 extremes and overflow-crafted combinations), re-serialize with the payload size and checksum
 recomputed, so that the forgeries reach the validator and the evaluator.
 
-    python tests/forge.py --out DIR --n 5000 --seed 0   # forged files + manifest.txt
-    python tests/forge.py --check DIR                    # Python loader+eval over them
+    python tests/_support/forge.py --out DIR --n 5000 --seed 0   # forged files + manifest.txt
+    python tests/_support/forge.py --check DIR                    # Python loader+eval over them
 
 Format (cpp/include/tidu/file.hpp): "TIDUPROG" | u32 version | u32 0 | u64 payload bytes |
 u64 FNV-1a-64(payload); payload (version 2): a program: 13 arrays (u64 count + elements), two
@@ -26,7 +26,7 @@ FIELDS = [("slot_dtype", np.uint8), ("slot_ndim", np.uint32), ("shapes", np.int6
           ("attrs", np.int64),
           ("consts", np.uint8), ("inputs", np.uint32), ("outputs", np.uint32)]
 MAGIC, VERSION = b"TIDUPROG", 2
-# Mirrors of the C++ tables (tests/test_forged_files.py checks them against tidu._eval).
+# Mirrors of the C++ tables (tests/backends/test_forged_files.py checks them against tidu._eval).
 OPCODES = ["Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Neg", "Conj", "Exp", "Log", "Sin",
            "Cos", "Tanh", "Sqrt", "Rsqrt", "Expm1", "Log1p", "Sign", "StopGradient", "Real",
            "Imag", "Abs", "Compare", "Select", "Convert", "ReduceSum", "ReduceMax",
@@ -247,9 +247,8 @@ def _control_roles(name: str, at: list[int]) -> list[tuple[int, str]]:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).parent))
-    import forge_gen
-    import forge_check
+    sys.path.insert(0, str(Path(__file__).parents[1]))  # tests/, the root of _support
+    from _support import forge_check, forge_gen
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, help="write N forged files and manifest.txt here")

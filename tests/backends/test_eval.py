@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import tidu as td
-import values
-from values import BINARY, FLOATS, INEXACT, NUMERIC, UNARY, cases
+from _support import values
+from _support.values import BINARY, FLOATS, INEXACT, NUMERIC, UNARY, cases
 from tidu import ops as P
 
 rng = np.random.default_rng(0)

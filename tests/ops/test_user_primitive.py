@@ -11,7 +11,7 @@ import numpy as np
 import tidu as td
 from tidu.testing import check_grads
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "extending.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "extending.md"
 
 
 def _doc_example():

@@ -12,7 +12,7 @@ import tidu as td
 from tidu import _eval
 from tidu import ops as P
 from tidu.testing import check_grads
-from values import SORT_SCAN, one_op_graph, value
+from _support.values import SORT_SCAN, one_op_graph, value
 
 jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402

@@ -12,7 +12,7 @@ import tidu as td
 from tidu import _eval, evaluator
 from tidu import ops as P
 from tidu.testing import check_grads
-from values import INEXACT, one_op_graph
+from _support.values import INEXACT, one_op_graph
 
 jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402

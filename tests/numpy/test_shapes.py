@@ -355,7 +355,7 @@ def test_rev_program_file_validation():
 
 # ---- the shape primitives of values.SHAPE_OPS, table-driven ----
 
-import values  # noqa: E402
+from _support import values  # noqa: E402
 
 SHAPE_CASES = [(op, shape, d) for op, shape, dts in values.SHAPE_OPS for d in dts]
 _ids = [f"{op.name}{op.dims}-{shape}-{d}" for op, shape, d in SHAPE_CASES]

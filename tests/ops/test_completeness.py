@@ -1,0 +1,82 @@
+"""Every built-in primitive has the rules the transforms and backends need: linearize and
+transpose (AD), batch (vmap), a lowering (XLA), and a good and a bad case in the shape-rule
+table. One table, one row per rule; a primitive added without the rule fails its row by name."""
+
+from __future__ import annotations
+
+import pytest
+
+# The case tables of tests/ad/test_rules.py and tests/ops/test_shape_rules.py, whose coverage the
+# AD and shape-rule rows check (pythonpath puts tests/ on sys.path; the folders are namespace
+# packages, imported here under their folder names).
+from ad.test_rules import NONDIFF_MATH, TABLE
+from ops.test_shape_rules import BAD, GOOD
+from tidu import ops as P
+from tidu.ad.rules import PrimitiveOp, registry
+
+
+def linearize_and_transpose():
+    """Differentiable primitives linearize; linear ones (and the ops linear rules emit) also
+    transpose; the rest are declared non-differentiable."""
+    missing = []
+    builtin = {n: c for n, c in registry.items() if c.__module__.startswith("tidu.ops")}
+    for name, cls in builtin.items():
+        if not getattr(cls, "differentiable", True):
+            continue
+        if cls.linearize is PrimitiveOp.linearize:
+            missing.append(f"{name}.linearize")
+        if getattr(cls, "linear", False) and cls.transpose_rule is PrimitiveOp.transpose_rule:
+            missing.append(f"{name}.transpose_rule")
+    # Mul, Div (fixed divisor) and DotGeneral appear in linear fragments with one side fixed
+    for name in ("Mul", "Div", "DotGeneral", "Select"):
+        if registry[name].transpose_rule is PrimitiveOp.transpose_rule:
+            missing.append(f"{name}.transpose_rule")
+    assert missing == []
+    nondiff = {n for n, c in builtin.items() if not getattr(c, "differentiable", True)}
+    nondiff_expected = {"Compare", "Sign", "Constant", "Iota", "StopGradient", "ArgMax", "ArgMin",
+                        "ReduceAnd", "ReduceOr"} | NONDIFF_MATH
+    assert nondiff == nondiff_expected
+    assert set(TABLE) | nondiff_expected | {"While"} >= set(builtin)
+
+
+def batching():
+    """Each registered tidu primitive with operands defines batch (sources have none to batch);
+    a primitive without one raises RuleMissing naming it, never a silent fallback."""
+    missing = [name for name, cls in registry.items()
+               if cls.__module__.startswith("tidu.ops") and cls.batch is PrimitiveOp.batch
+               and name not in ("Constant", "Iota")]
+    assert not missing, f"primitives without a batching rule: {missing}"
+
+
+def lowering():
+    """Every tier-1 primitive lowers to XLA."""
+    from tidu.ops._base import Primitive
+
+    missing = [name for name in P.TIER1 + P.LINALG + P.INDEXING + P.SHAPES
+               if getattr(P, name).hlo is None and
+               getattr(P, name).lower is Primitive.lower]
+    assert not missing
+
+
+def shape_rule_cases():
+    """Every registered primitive has a good and a bad case in the shape-rule table."""
+    good = {op.name for op, *_ in GOOD}
+    bad = {op.name for op, *_ in BAD}
+    everything = {n for n, c in registry.items() if c.__module__.startswith("tidu.ops")}
+    assert everything - good == set()
+    # Constant/StopGradient accept every supported dtype and shape: no bad operand exists.
+    assert everything - bad == {"Constant", "StopGradient"}
+
+
+# rule -> the check that every primitive has it
+RULES = {
+    "linearize_and_transpose": linearize_and_transpose,
+    "batching_rule": batching,
+    "xla_lowering": lowering,
+    "shape_rule_cases": shape_rule_cases,
+}
+
+
+@pytest.mark.parametrize("check", RULES.values(), ids=RULES.keys())
+def test_every_primitive_has(check):
+    check()
