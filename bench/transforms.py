@@ -273,7 +273,7 @@ STAGES = ["trace", "differentiate", "transpose", "materialize", "compile", "firs
 def _primal_ops(f, args):
     """Primal ops of f traced at args (its program's non-constant instructions): the unit of the
     per-op figures."""
-    from tidu.api import trace_program
+    from tidu.api.jit import trace_program
 
     prog, _ = trace_program(f, args, backend="cpu")
     return sum(1 for op, _, _ in prog.executable.instructions if op.name != "Constant") or 1

@@ -10,23 +10,24 @@ from __future__ import annotations
 from tidu import ops
 from tidu.backends import xla
 from tidu.numpy import linalg, nn, scipy
-from tidu.numpy import linalg, nn, scipy
-from tidu.numpy import linalg, nn, scipy
 from tidu._paths import get_cmake_dir, get_include
 from tidu.ad import differentiate, LinearFragment, saved_values, SavedValue
-from tidu.api import grad, hessian, hvp, jacfwd, jacrev, jit, jvp, linearize, transpose, value_and_grad, vjp
+from tidu.api.control_flow import checkpoint, cond, fori_loop, remat, scan, switch, while_loop
+from tidu.api.grad import grad, hessian, hvp, jacfwd, jacrev, jvp, linearize, transpose, value_and_grad, vjp
+from tidu.api.jit import jit
+from tidu.api.linear_transpose import linear_transpose
+from tidu.api.vmap import vmap
 from tidu.backends.interpreter import load, LoadedProgram
 from tidu.backends.pictures import show, to_dot
 from tidu.backends.program import compile, CompiledProgram
-from tidu.batching import vmap
-from tidu.control_flow import checkpoint, cond, fori_loop, remat, scan, switch, while_loop
 from tidu.graph import AbstractValue, aval, External, Fragment, FragmentBuilder, GraphError, Linear, Local, materialize_merge, MaterializedGraph, OpMode, PRIMAL, program_cache, resolve, ResolvedView, ValKey
-from tidu.linear import linear_transpose
+from tidu.numpy.contractions import cross, inner, kron, outer, tensordot, trace, vdot
 from tidu.numpy.core import abs, astype, broadcast_to, concatenate, conj, cos, dot, exp, expm1, imag, iota, log, log1p, matmul, max, maximum, mean, minimum, power, real, reshape, rsqrt, sign, sin, sqrt, stop_gradient, sum, tanh, where
-from tidu.numpy.creation import arange, array, asarray, empty, empty_like, eye, full, full_like, identity, linspace, ndim, ones, ones_like, shape, size, zeros, zeros_like
-from tidu.numpy.einsum import cross, einsum, einsum_path, inner, kron, outer, tensordot, trace, vdot
+from tidu.numpy.creation import arange, array, asarray, diag, diagonal, empty, empty_like, eye, full, full_like, identity, linspace, meshgrid, ndim, ones, ones_like, shape, size, tri, tril, triu, zeros, zeros_like
+from tidu.numpy.einsum import einsum, einsum_path
 from tidu.numpy.indexing import dynamic_slice, dynamic_update_slice, take, take_along_axis
-from tidu.numpy.shapes import array_split, atleast_1d, atleast_2d, atleast_3d, column_stack, diag, diagonal, diff, dstack, expand_dims, flip, fliplr, flipud, hstack, meshgrid, moveaxis, pad, ravel, repeat, roll, select, split, squeeze, stack, std, swapaxes, tile, tri, tril, triu, var, vstack
+from tidu.numpy.reductions import diff, std, var
+from tidu.numpy.shapes import array_split, atleast_1d, atleast_2d, atleast_3d, column_stack, dstack, expand_dims, flip, fliplr, flipud, hstack, moveaxis, pad, ravel, repeat, roll, select, split, squeeze, stack, swapaxes, tile, vstack
 from tidu.numpy.sorting import all, any, argmax, argmin, argsort, cummax, cummin, cumprod, cumsum, min, prod, sort
 from tidu.numpy.ufuncs import angle, arccos, arccosh, arcsin, arcsinh, arctan, arctan2, arctanh, around, cbrt, ceil, clip, cosh, deg2rad, degrees, divmod, erf, erfc, erfinv, exp2, fix, floor, floor_divide, fmax, fmin, fmod, hypot, isfinite, isinf, isnan, log10, log2, logaddexp, logaddexp2, mod, nan_to_num, rad2deg, radians, reciprocal, remainder, rint, round, sinh, square, tan, trunc
 from tidu.trace.build import apply, build, spec

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tidu import _core
+from tidu._native import _core
 
 __all__ = ["get_cmake_dir", "get_include"]
 

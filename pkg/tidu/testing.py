@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 import numpy as np
+import tidu as td
 
 __all__ = ["check_grads", "numerical_jvp", "gp_nll"]
 
@@ -53,8 +54,6 @@ def check_grads(f: Callable, args: Sequence, order: int = 2, modes=("fwd", "rev"
     Raises:
         AssertionError: a derivative disagrees, with the mode and order in the message.
     """
-    import tidu as td
-
     args = [np.asarray(a) for a in args]
     dtype = args[0].dtype
     atol, rtol = _tols(dtype, atol, rtol)

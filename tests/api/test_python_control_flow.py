@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import tidu as td
-from tidu.guards import Guarded
+from tidu.api.guards import Guarded
 
 jax.config.update("jax_enable_x64", True)
 

@@ -186,7 +186,7 @@ def test_compiled_trace_helpers():
     """leaf_avals memoises per shape and exact dtype; flatten_outputs and intern_ids keep the
     Python versions' trees and errors."""
     from tidu import _core
-    from tidu.api import _leaf_aval
+    from tidu.api.jit import _leaf_aval
 
     leaves = [np.zeros((2, 3)), np.zeros((2, 3), ">f8"), np.zeros((3, 2), np.float32), 1.5,
               True, 2, 1j, np.float32(2.0), [1.0, 2.0]]

@@ -304,7 +304,7 @@ def test_static_index_plans_are_reused_with_the_same_nodes_and_errors():
 
 
 def _ops_of(f, *args):
-    from tidu.api import trace_program
+    from tidu.api.jit import trace_program
 
     prog, _ = trace_program(f, args, backend="cpu")
     return [op.name for op, _, _ in prog.executable.instructions], prog
@@ -315,7 +315,7 @@ def test_products_of_transposes_read_the_source(backend):
     """x.T @ y (and y @ w.T, batched transposes) folds the transpose into the product's axes:
     no copy is made, the values and gradients are numpy's, and a transpose used elsewhere or one
     that reorders the kept axes stays."""
-    from tidu.api import trace_program
+    from tidu.api.jit import trace_program
 
     rng = np.random.default_rng(3)
     x, y, w, v = (rng.standard_normal(s) for s in [(50, 4), (50, 3), (6, 3), (4, 3)])

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tidu import _core
+from tidu._native import _core
 from tidu.ad.rules import RuleMissing
 from tidu.graph import GraphError, ValKey, _aval_list, prim_of
 

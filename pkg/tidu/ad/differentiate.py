@@ -8,7 +8,7 @@ from typing import Hashable, Sequence
 
 import numpy as np
 
-from tidu import _core
+from tidu._native import _core
 from tidu.graph import (External, Fragment, FragmentBuilder, GraphError, Linear, Local,
                         ResolvedView,
                         ValKey, _aval_list, input_key_ids, mode_of, prim_of, resolve)

@@ -10,7 +10,7 @@ import itertools
 from dataclasses import dataclass
 from typing import Hashable, Sequence
 
-from tidu import _core
+from tidu._native import _core
 from tidu.graph import FragmentBuilder, GraphOp, OpMode, ValKey, ValRef
 
 __all__ = ["PrimitiveOp", "Tangent", "Cotangent", "tangent_of", "next_pass_id", "registry",

@@ -8,7 +8,7 @@ from typing import Sequence
 
 import numpy as np
 
-from tidu import _core
+from tidu._native import _core
 from tidu.graph import (Fragment, FragmentBuilder, GraphError, Local,
                         ValKey, mode_of, prim_of)
 from tidu.ad.rules import Cotangent, RuleMissing, next_pass_id, registry

@@ -13,7 +13,7 @@ import dataclasses
 
 import numpy as np
 
-from tidu import _core, _eval
+from tidu._native import _core, _eval
 import os
 from tidu.graph import prim_of
 from tidu.graph import aval_of

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Hashable, Sequence
 
-from tidu import _core
+from tidu._native import _core
 from tidu.graph.dtypes import AbstractValue, _aval_list
 from tidu.graph.keys import (PRIMAL, External, GraphError, GraphOp, Local, OpMode, ValKey, ValRef,
                              _input_keys, input_key_id, mode_id,

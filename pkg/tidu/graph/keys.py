@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Hashable, Iterable, Sequence
 
-from tidu import _core
+from tidu._native import _core
 from tidu.graph.dtypes import AbstractValue, _aval_list, _lock
 
 __all__ = ["GraphError", "GraphOp", "OpMode", "PRIMAL", "Linear", "ValKey", "Local", "External",

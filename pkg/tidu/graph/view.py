@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Hashable, Sequence
 
-from tidu import _core
+from tidu._native import _core
 from tidu.graph.fragment import Fragment
 from tidu.graph.keys import PRIMAL, GraphError, GraphOp, OpMode, ValKey, mode_of, prim_of
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from tidu import _core
+from tidu._native import _core
 from tidu import ops as P
 from tidu.graph import _aval_list
 from tidu.numpy import core, dispatch, indexing, ufuncs

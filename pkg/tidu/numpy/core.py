@@ -9,7 +9,7 @@ from typing import Sequence
 
 import numpy as np
 
-from tidu import _core
+from tidu._native import _core
 from tidu import ops as P
 from tidu.graph import AbstractValue, _aval_list, aval, prim_id, prim_of, shape_rule
 from tidu.graph.dtypes import BOOL, COMPLEXES, INTS

@@ -12,8 +12,13 @@ from __future__ import annotations
 
 import inspect
 import operator
+from types import SimpleNamespace
 
 import numpy as np
+
+from tidu.numpy import (contractions, core, creation, einsum, indexing, linalg, reductions, shapes,
+                        sorting, ufuncs)
+from tidu.trace.tracer import Tracer
 
 __all__ = ["array_ufunc", "array_function"]
 
@@ -41,10 +46,16 @@ _ACCUMULATE = {"add": "cumsum", "multiply": "cumprod", "maximum": "cummax",
 # numpy modules whose functions dispatch, and the tidu namespace searched for each.
 _NAMESPACES = {"numpy": "", "numpy.linalg": "linalg", "numpy.fft": "fft"}
 
-def _tidu_namespace(sub: str):
-    import tidu
+# The numpy names of tidu's face, by module in the order the face takes them (a name defined
+# twice is the first module's): numpy's functions dispatch to these, never to the transforms.
+_TOP = SimpleNamespace(**{n: getattr(m, n) for m in reversed(
+    (creation, core, reductions, ufuncs, sorting, einsum, contractions, shapes, indexing))
+    for n in m.__all__})
+_SUBS = {"linalg": linalg}
 
-    return getattr(tidu, sub, None) if sub else tidu
+
+def _tidu_namespace(sub: str):
+    return _SUBS.get(sub) if sub else _TOP
 
 
 def _find(sub: str, name: str):
@@ -121,8 +132,7 @@ def array_ufunc(ufunc, method: str, inputs, kwargs):
         dtype = kwargs.pop("dtype", None)
         res = _call(fn, what, inputs, kwargs)
         if dtype is not None:
-            from tidu import astype
-            res = astype(res, dtype)
+            res = core.astype(res, dtype)
         return res
     table = {"reduce": _REDUCE, "accumulate": _ACCUMULATE}.get(method)
     target = table.get(name) if table is not None else None
@@ -138,8 +148,6 @@ def array_ufunc(ufunc, method: str, inputs, kwargs):
 def _operator(op, inputs):
     """A ufunc that is a Python operator: the traced operand's own method, so numpy arrays on
     the other side are not sent back through numpy (which would call us again)."""
-    from tidu.trace.tracer import Tracer
-
     if len(inputs) == 1:
         return op(inputs[0])
     a, b = inputs

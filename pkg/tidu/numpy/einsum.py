@@ -17,9 +17,11 @@ from typing import Any
 import numpy as np
 
 from tidu import ops as P
+from tidu.trace.tracer import _emit as emit, _trace_of
+from tidu.trace.tracer import _dtype_of, _lift
+from tidu.trace.tracer import _compare
 
-__all__ = ["einsum", "einsum_path", "tensordot", "inner", "vdot", "outer", "kron", "trace",
-           "cross", "PathInfo"]
+__all__ = ["PathInfo", "einsum", "einsum_path"]
 
 
 # ---- parsing ----
@@ -318,8 +320,6 @@ class _Term:
 
 
 def _emit(op, *xs):
-    from tidu.trace.tracer import _emit as emit, _trace_of
-
     return emit(_trace_of(*xs), op, *xs)
 
 
@@ -394,8 +394,6 @@ def einsum(subscripts, *operands, optimize="auto", precision=None,
         ValueError: subscripts that do not match the operands' ranks, an index with two sizes,
             an output index not among the inputs.
     """
-    from tidu.trace.tracer import _dtype_of, _lift, _trace_of
-
     ins, out, ops = _parse(subscripts, operands)
     t = _trace_of(*ops)
     dt = np.result_type(*[_dtype_of(o) for o in ops]) if ops else np.dtype("float64")
@@ -428,177 +426,5 @@ def einsum(subscripts, *operands, optimize="auto", precision=None,
     perm = tuple(res.idx.index(i) for i in out)
     x = res.x if perm == tuple(range(len(perm))) else _emit(P.Transpose(perm), res.x)
     if dt == np.dtype(bool):
-        from tidu.trace.tracer import _compare
-
         x = _compare("NE", x, 0)
     return x
-
-
-# ---- contractions ----
-
-def tensordot(a, b, axes=2):
-    """``jnp.tensordot``: sum over the last ``axes`` axes of a and the first of b, or over the
-    axis lists ``axes = (a_axes, b_axes)``."""
-    from tidu.trace.tracer import _trace_of
-
-    t = _trace_of(a, b)
-    x, y = _lift_both(t, a, b)
-    if isinstance(axes, (int, np.integer)):
-        n = int(axes)
-        if n < 0 or n > min(x.ndim, y.ndim):
-            raise ValueError(f"tensordot: axes={n} out of range for shapes {x.shape} and "
-                             f"{y.shape}")
-        la, lb = tuple(range(x.ndim - n, x.ndim)), tuple(range(n))
-    else:
-        la, lb = axes
-        la = (la,) if isinstance(la, (int, np.integer)) else tuple(la)
-        lb = (lb,) if isinstance(lb, (int, np.integer)) else tuple(lb)
-        if len(la) != len(lb):
-            raise ValueError(f"tensordot: axes {la} and {lb} differ in length")
-        la = tuple(int(k) % max(x.ndim, 1) for k in la)
-        lb = tuple(int(k) % max(y.ndim, 1) for k in lb)
-    for p, q in zip(la, lb):
-        if x.shape[p] != y.shape[q]:
-            raise ValueError(f"tensordot: shape {x.shape} axis {p} does not match shape "
-                             f"{y.shape} axis {q}")
-    return _emit(P.DotGeneral(la, lb), x, y)
-
-
-def _lift_both(t, a, b):
-    from tidu.trace.tracer import _dtype_of, _lift
-
-    dt = np.result_type(_dtype_of(a), _dtype_of(b))
-    return _lift(t, a, dt), _lift(t, b, dt)
-
-
-def inner(a, b):
-    """``jnp.inner``: sum over the last axes of a and b (a product when one is a scalar)."""
-    from tidu.trace.tracer import _trace_of
-
-    t = _trace_of(a, b)
-    x, y = _lift_both(t, a, b)
-    if x.ndim == 0 or y.ndim == 0:
-        return x * y
-    if x.shape[-1] != y.shape[-1]:
-        raise ValueError(f"inner: last axes of shapes {x.shape} and {y.shape} differ")
-    return _emit(P.DotGeneral((x.ndim - 1,), (y.ndim - 1,)), x, y)
-
-
-def vdot(a, b):
-    """``jnp.vdot``: sum(conj(a) * b) over the flattened arrays."""
-    from tidu.trace.tracer import _trace_of
-    from tidu.numpy.core import conj, reshape
-
-    t = _trace_of(a, b)
-    x, y = _lift_both(t, a, b)
-    if x.size != y.size:
-        raise ValueError(f"vdot: sizes {x.size} and {y.size} differ")
-    return _emit(P.DotGeneral((0,), (0,)), conj(reshape(x, (-1,))), reshape(y, (-1,)))
-
-
-def outer(a, b):
-    """``jnp.outer``: the outer product of the flattened arrays."""
-    from tidu.trace.tracer import _trace_of
-    from tidu.numpy.core import reshape
-
-    t = _trace_of(a, b)
-    x, y = _lift_both(t, a, b)
-    return _emit(P.DotGeneral((), ()), reshape(x, (-1,)), reshape(y, (-1,)))
-
-
-def kron(a, b):
-    """``jnp.kron``: the Kronecker product (operands of different ranks padded with leading unit
-    axes)."""
-    from tidu.trace.tracer import _trace_of
-    from tidu.numpy.core import reshape
-
-    t = _trace_of(a, b)
-    x, y = _lift_both(t, a, b)
-    nd = max(x.ndim, y.ndim)
-    x = reshape(x, (1,) * (nd - x.ndim) + tuple(x.shape))
-    y = reshape(y, (1,) * (nd - y.ndim) + tuple(y.shape))
-    prod = _emit(P.DotGeneral((), ()), x, y)  # axes: x's, then y's
-    perm = tuple(k for j in range(nd) for k in (j, nd + j))
-    prod = _emit(P.Transpose(perm), prod) if nd > 1 else prod
-    return reshape(prod, tuple(p * q for p, q in zip(x.shape, y.shape)))
-
-
-def trace(a, offset=0, axis1=0, axis2=1, dtype=None):
-    """``jnp.trace``: the sum of the diagonal (``offset`` above or below it) over axis1, axis2."""
-    from tidu.trace.tracer import _lift, _trace_of
-
-    t = _trace_of(a)
-    x = _lift(t, a, None if dtype is None else np.dtype(dtype))
-    if x.ndim < 2:
-        raise ValueError(f"trace: needs at least 2 axes, got shape {x.shape}")
-    axis1, axis2 = int(axis1) % x.ndim, int(axis2) % x.ndim
-    if axis1 == axis2:
-        raise ValueError("trace: axis1 and axis2 are the same axis")
-    rest = [k for k in range(x.ndim) if k not in (axis1, axis2)]
-    x = _emit(P.Transpose(tuple(rest + [axis1, axis2])), x)
-    n, m = x.shape[-2], x.shape[-1]
-    offset = int(offset)
-    r0, c0 = (0, offset) if offset >= 0 else (-offset, 0)
-    k = max(0, min(n - r0, m - c0))
-    lead = tuple(x.shape[:-2])
-    if k == 0:
-        from tidu.numpy.core import sum as tsum
-
-        return tsum(x, axis=(x.ndim - 2, x.ndim - 1)) * 0
-    nd = x.ndim
-    x = _emit(P.Slice((0,) * (nd - 2) + (r0, c0), lead + (r0 + k, c0 + k), (1,) * nd), x)
-    d = _diagonals(_Term(x, list(range(nd - 2)) + ["_d", "_d"]))
-    if x.dtype == np.dtype(bool):
-        d = _Term(_lift(t, d.x, np.int64), d.idx)
-    return _emit(P.ReduceSum((nd - 2,)), d.x)
-
-
-def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
-    """``jnp.cross`` of 3-vectors (or 2-vectors, as numpy: the z component) along ``axisa`` /
-    ``axisb``, broadcast over the other axes; the result's vector axis at ``axisc``."""
-    from tidu.trace.tracer import _trace_of
-    from tidu.numpy.core import concatenate, reshape
-
-    if axis is not None:
-        axisa = axisb = axisc = axis
-    t = _trace_of(a, b)
-    x, y = _lift_both(t, a, b)
-    x, y = _moveaxis(x, axisa, -1), _moveaxis(y, axisb, -1)
-    if x.shape[-1] not in (2, 3) or y.shape[-1] not in (2, 3):
-        raise ValueError(f"cross: incompatible vector sizes {x.shape[-1]} and {y.shape[-1]} "
-                         f"(2 or 3 needed)")
-
-    def comp(v, k):
-        return v[..., k] if k < v.shape[-1] else None
-
-    a0, a1, a2 = comp(x, 0), comp(x, 1), comp(x, 2)
-    b0, b1, b2 = comp(y, 0), comp(y, 1), comp(y, 2)
-    if a2 is None and b2 is None:
-        return a0 * b1 - a1 * b0
-    def mul(p, q):  # noqa: E306
-        return None if p is None or q is None else p * q
-
-    def sub(p, q):
-        if p is None:
-            return -q if q is not None else None
-        return p if q is None else p - q
-
-    c = [sub(mul(a1, b2), mul(a2, b1)), sub(mul(a2, b0), mul(a0, b2)), sub(mul(a0, b1), mul(a1, b0))]
-    shape = np.broadcast_shapes(*[tuple(v.shape) for v in c if v is not None])
-    from tidu.numpy.core import broadcast_to
-
-    c = [reshape(broadcast_to(v, shape), tuple(shape) + (1,)) for v in c]
-    out = concatenate(c, axis=len(shape))
-    return _moveaxis(out, -1, axisc)
-
-
-def _moveaxis(x, src, dst):
-    from tidu.numpy.core import transpose
-
-    nd = x.ndim
-    src, dst = int(src) % nd, int(dst) % nd
-    if src == dst:
-        return x
-    order = [k for k in range(nd) if k != src]
-    order.insert(dst, src)
-    return transpose(x, tuple(order))

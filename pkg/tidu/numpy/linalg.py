@@ -13,6 +13,18 @@ import numpy as np
 
 from tidu import ops as P
 from tidu.graph.dtypes import INEXACT
+from tidu.trace.tracer import _dtype_of, _lift, _trace_of
+from tidu.numpy.core import transpose
+from tidu.numpy.core import conj
+from tidu.trace.build import apply
+from tidu.numpy.core import broadcast_to, reshape
+from tidu.numpy.core import iota, sum as sum_, where
+from tidu.numpy.core import astype, real
+from tidu.numpy.core import abs as abs_, cos, exp, log, sign
+from tidu.numpy.core import max as max_
+from tidu.numpy.core import sqrt
+from tidu.numpy.core import imag
+from tidu.numpy.core import matmul
 
 __all__ = ["cholesky", "solve_triangular", "cho_factor", "cho_solve", "diagonal", "lu_factor",
            "lu_solve", "solve", "inv", "det", "slogdet", "eigh", "eigvalsh", "qr", "svd",
@@ -23,8 +35,6 @@ __all__ = ["cholesky", "solve_triangular", "cho_factor", "cho_solve", "diagonal"
 
 def _arrays(name: str, *xs):
     """The operands traced, promoted to one inexact dtype."""
-    from tidu.trace.tracer import _dtype_of, _lift, _trace_of
-
     t = _trace_of(*xs)
     dt = np.result_type(*[_dtype_of(x) for x in xs])
     if dt not in INEXACT:
@@ -43,28 +53,20 @@ def _square(name: str, a) -> int:
 
 
 def _mT(x):
-    from tidu.numpy.core import transpose
-
     return transpose(x, tuple(range(x.ndim - 2)) + (x.ndim - 1, x.ndim - 2))
 
 
 def _conj(x):
-    from tidu.numpy.core import conj
-
     return conj(x) if x.dtype.kind == "c" else x
 
 
 def _apply(op, *xs):
-    from tidu.trace.build import apply
-
     return apply(op, *xs)
 
 
 def _batched(name: str, a, b):
     """a (..., N, N) and b (N,) or (..., N, M) with their batch axes broadcast; whether b was a
     vector."""
-    from tidu.numpy.core import broadcast_to, reshape
-
     n = _square(name, a)
     vector, shape = b.ndim == 1, b.shape
     if vector:
@@ -83,16 +85,11 @@ def _batched(name: str, a, b):
 
 
 def _unvector(x, vector: bool):
-    from tidu.numpy.core import reshape
-
     return reshape(x, x.shape[:-1]) if vector else x
 
 
 def diagonal(x):
     """The main diagonals (..., N) of x (..., N, N), as ``jax.numpy.linalg.diagonal``."""
-    from tidu.trace.tracer import _lift, _trace_of
-    from tidu.numpy.core import iota, sum as sum_, where
-
     x = _lift(_trace_of(x), x)
     n = _square("diagonal", x)
     eye = iota((n, n), "int32", 0) == iota((n, n), "int32", 1)
@@ -187,8 +184,6 @@ def _cols(x, lo, hi):
 
 def _lu(name: str, a):
     """(lu (..., N, N), pivots int32 (..., N)) of a square a."""
-    from tidu.numpy.core import astype, real, reshape
-
     n = _square(name, a)
     packed = _apply(P.LU(), a)
     piv = _cols(packed, n, n + 1)
@@ -218,9 +213,6 @@ def _lu_solve(lu, piv, b, trans: int):
 def lu_solve(lu_and_piv, b, trans=0):
     """x with op(a) x = b from ``(lu, piv) = lu_factor(a)``, as ``jax.scipy.linalg.lu_solve``;
     b is (N,) or (..., N, M); trans 0: a, 1: a^T, 2: a^H."""
-    from tidu.trace.tracer import _lift, _trace_of
-    from tidu.numpy.core import broadcast_to
-
     if trans not in (0, 1, 2):
         raise ValueError(f"lu_solve: invalid trans {trans!r} (0, 1 or 2)")
     lu, piv = lu_and_piv
@@ -248,8 +240,6 @@ def solve(a, b):
 
 
 def _eye_like(a):
-    from tidu.numpy.core import broadcast_to, iota, astype
-
     n = a.shape[-1]
     eye = astype(iota((n, n), "int32", 0) == iota((n, n), "int32", 1), a.dtype)
     return broadcast_to(eye, a.shape) if a.ndim > 2 else eye
@@ -266,8 +256,6 @@ def inv(a):
 def slogdet(a):
     """``(sign, logabsdet)`` of a (..., N, N), as ``jax.numpy.linalg.slogdet`` (from LU):
     sign 0 and logabsdet -inf where a is singular."""
-    from tidu.numpy.core import abs as abs_, astype, cos, exp, iota, log, sign, sum as sum_, where
-
     (a,) = _arrays("slogdet", a)
     n = _square("slogdet", a)
     lu, piv = _lu("slogdet", a)
@@ -292,8 +280,6 @@ def slogdet(a):
 def det(a):
     """The determinant of a (..., N, N), as ``jax.numpy.linalg.det``: sign * exp(logabsdet)
     from LU (0 where singular; its derivative there is NaN, where jax's is the cofactor)."""
-    from tidu.numpy.core import astype, exp
-
     sgn, logabs = slogdet(a)
     return sgn * astype(exp(logabs), sgn.dtype)
 
@@ -317,8 +303,6 @@ def eigh(a, UPLO=None, symmetrize_input: bool = True):
     dtype), v's columns the eigenvectors.  Factors (a + a^H) / 2 by default; with
     ``symmetrize_input=False`` only the triangle named by UPLO ('L' default) is read.  The
     derivative of v is inf/NaN where eigenvalues are equal (as jax)."""
-    from tidu.numpy.core import real, reshape
-
     a = _herm("eigh", a, UPLO, symmetrize_input)
     n = a.shape[-1]
     packed = _apply(P.Eigh(True), a)
@@ -338,8 +322,6 @@ def eigvalsh(a, UPLO="L", symmetrize_input: bool = True):
 def qr(a, mode: str = "reduced"):
     """``(q, r)`` (modes 'reduced', 'complete') or r (mode 'r'), as ``jax.numpy.linalg.qr``.
     The derivative is defined for m >= n (mode 'reduced', or square), as jax's."""
-    from tidu.numpy.core import reshape
-
     if mode not in ("reduced", "complete", "r"):
         raise ValueError(f"qr: unsupported mode {mode!r} ('reduced', 'complete' or 'r')")
     (a,) = _arrays("qr", a)
@@ -359,8 +341,6 @@ def qr(a, mode: str = "reduced"):
 # ---- SVD and what is built on it ----
 
 def _svd_parts(a, full_matrices: bool, compute_uv: bool):
-    from tidu.numpy.core import real, reshape
-
     m, n = a.shape[-2:]
     k = min(m, n)
     packed = _apply(P.SVD(bool(full_matrices), bool(compute_uv)), a)
@@ -393,23 +373,16 @@ def svdvals(x):
 
 
 def _smax(x, axis):
-    from tidu.numpy.core import max as max_
-
     return max_(x, axis=axis)
 
 
 def _smin(x, axis):
-    from tidu.numpy.core import max as max_
-
     return -max_(-x, axis=axis)
 
 
 def norm(x, ord=None, axis=None, keepdims: bool = False):  # noqa: A002 - numpy's name
     """Vector or matrix norm, as ``jax.numpy.linalg.norm``: vector orders None/2, 1, inf, -inf,
     0, any p; matrix orders None/'fro', 'nuc', 1, -1, 2, -2, inf, -inf over two axes."""
-    from tidu.trace.tracer import _lift, _trace_of
-    from tidu.numpy.core import abs as abs_, astype, reshape, sqrt, sum as sum_
-
     (x,) = _arrays("norm", x)
     nd = x.ndim
     if axis is None:
@@ -453,15 +426,12 @@ def norm(x, ord=None, axis=None, keepdims: bool = False):  # noqa: A002 - numpy'
         rs = sum_(ab, axis=c0)
         r = red(rs, r0 - (1 if r0 > c0 else 0))
     elif ord in (2, -2, "nuc"):
-        from tidu.numpy.core import transpose
-
         rest = tuple(i for i in range(nd) if i not in axes)
         y = transpose(x, rest + (r0, c0))
         s = svd(y, compute_uv=False)
         r = sum_(s, axis=-1) if ord == "nuc" else s[..., 0] if ord == 2 else s[..., -1]
     else:
         raise ValueError(f"norm: invalid order {ord!r} for matrices")
-    del _lift, _trace_of, reshape
     return _keep_dims(r, x, axes, keepdims)
 
 
@@ -470,16 +440,12 @@ def _bad_axis(a, nd):
 
 
 def _abs2(x):
-    from tidu.numpy.core import imag, real
-
     if x.dtype.kind == "c":
         return real(x) * real(x) + imag(x) * imag(x)
     return x * x
 
 
 def _keep_dims(r, x, axes, keepdims):
-    from tidu.numpy.core import reshape
-
     if not keepdims:
         return r
     return reshape(r, tuple(1 if i in axes else d for i, d in enumerate(x.shape)))
@@ -488,8 +454,6 @@ def _keep_dims(r, x, axes, keepdims):
 def pinv(a, rtol=None, hermitian: bool = False):
     """Moore-Penrose pseudo-inverse from the SVD, as ``jax.numpy.linalg.pinv``: singular
     values at most ``rtol * max(s)`` (default ``10 * max(M, N) * eps``) are dropped."""
-    from tidu.numpy.core import astype, where
-
     del hermitian
     (a,) = _arrays("pinv", a)
     if a.ndim < 2:
@@ -507,8 +471,6 @@ def pinv(a, rtol=None, hermitian: bool = False):
 
 
 def matmul_(x, y):
-    from tidu.numpy.core import matmul
-
     return matmul(x, y)
 
 
@@ -539,8 +501,6 @@ def lstsq(a, b, rcond=None):
     SVD): a (M, N), b (M,) or (M, K); singular values at most ``rcond * max(s)`` (default
     ``eps * max(M, N)``) are dropped; resid is sum |b - a x|^2 per column when rank == N and
     M > N, else an empty-as-zero array as jax returns."""
-    from tidu.numpy.core import astype, reshape, sum as sum_, where
-
     a, b = _arrays("lstsq", a, b)
     if a.ndim != 2:
         raise ValueError(f"lstsq: a of shape {a.shape} must be 2-dimensional")

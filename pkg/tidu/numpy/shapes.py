@@ -27,11 +27,9 @@ from tidu.graph.dtypes import BOOL, COMPLEXES, INTS
 from tidu.trace.tracer import Tracer
 
 __all__ = [
-    "array_split", "atleast_1d", "atleast_2d", "atleast_3d",
-    "column_stack", "diag", "diagonal", "diff", "dstack", "expand_dims",
-    "flip", "fliplr", "flipud", "hstack",
-    "meshgrid", "moveaxis", "pad", "ravel", "repeat", "roll", "select",
-    "split", "squeeze", "stack", "std", "swapaxes", "tile", "tri", "tril", "triu", "var", "vstack",
+    "array_split", "atleast_1d", "atleast_2d", "atleast_3d", "column_stack", "dstack",
+    "expand_dims", "flip", "fliplr", "flipud", "hstack", "moveaxis", "pad", "ravel", "repeat",
+    "roll", "select", "split", "squeeze", "stack", "swapaxes", "tile", "vstack",
 ]
 
 _range, _max, _min, _sum = builtins.range, builtins.max, builtins.min, builtins.sum
@@ -469,151 +467,6 @@ def repeat(a, repeats, axis=None, *, total_repeat_length=None) -> Tracer:
     return out
 
 
-# ---- diagonals and triangles ----
-
-@_numpy_outside(np.diagonal)
-def diagonal(a, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Tracer:
-    """The offset diagonal of the (axis1, axis2) planes, as a new last axis: a reshape and one
-    strided slice, no gather."""
-    x = _lift(a)
-    if x.ndim < 2:
-        raise ValueError(f"diagonal: array must have at least two dimensions, got shape {x.shape}")
-    i, j = _axis(axis1, x.ndim, "diagonal"), _axis(axis2, x.ndim, "diagonal")
-    if i == j:
-        raise ValueError("diagonal: axis1 and axis2 cannot be the same")
-    k = _static_int("diagonal", "offset", offset)
-    rest = [d for d in _range(x.ndim) if d not in (i, j)]
-    x = T.transpose(x, tuple(rest + [i, j]))
-    nd = x.ndim
-    rows, cols = x.shape[-2:]
-    r0, c0 = (0, k) if k >= 0 else (-k, 0)
-    L = _max(0, _min(rows - r0, cols - c0))
-    lead = x.shape[:-2]
-    if L == 0:
-        return _zeros(x._t, lead + (0,), x.dtype)
-    x = _slice(_slice(x, nd - 2, r0, r0 + L), nd - 1, c0, c0 + L)
-    flat = T.reshape(x, lead + (L * L,))
-    return _slice(flat, nd - 2, 0, L * L, L + 1)
-
-
-@_numpy_outside(np.diag)
-def diag(v, k: int = 0) -> Tracer:
-    """The k-th diagonal of a 2-D array, or a 2-D array with the 1-D v on its k-th diagonal."""
-    x = _lift(v)
-    k = _static_int("diag", "k", k)
-    if x.ndim == 2:
-        return diagonal(x, k)
-    if x.ndim != 1:
-        raise ValueError(f"diag: input must be 1-D or 2-D, got shape {x.shape}")
-    n = x.shape[0]
-    N = n + abs(k)
-    padded = T._emit(x._t, T._op(P.Pad, (0,), (abs(k),), (0,)), x) if k else x
-    # row i holds v[i] (k >= 0), column j holds v[j] (k < 0): broadcast, then keep the diagonal
-    full_ = T._emit(x._t, T._op(P.BroadcastInDim, (N, N), (0,) if k >= 0 else (1,)), padded)
-    mask = T._lift(x._t, np.eye(N, k=k, dtype=bool))
-    return T._emit(x._t, P.Select(), mask, full_, _zeros(x._t, (N, N), x.dtype))
-
-
-def tri(N: int, M: int | None = None, k: int = 0, dtype=None) -> np.ndarray:
-    """Ones at and below the k-th diagonal (a constant)."""
-    return np.tri(N, M, k, dtype=np.float64 if dtype is None else dtype)
-
-
-def _triangle(name, m, k, lower: bool) -> Tracer:
-    x = _lift(m)
-    k = _static_int(name, "k", k)
-    if x.ndim < 2:  # (numpy broadcasts a 1-D input to a square matrix; jax refuses it)
-        raise ValueError(f"{name}: argument must be at least 2-D, got shape {x.shape}")
-    n, mm = x.shape[-2:]
-    keep = np.tri(n, mm, k, dtype=bool) if lower else ~np.tri(n, mm, k - 1, dtype=bool)
-    if keep.all():
-        return x
-    mask = T._broadcast(x._t, T._lift(x._t, keep), x.shape)
-    return T._emit(x._t, P.Select(), mask, x, _zeros(x._t, x.shape, x.dtype))
-
-
-@_numpy_outside(np.tril)
-def tril(m, k: int = 0) -> Tracer:
-    """m with the elements above the k-th diagonal zeroed (over the last two axes)."""
-    return _triangle("tril", m, k, True)
-
-
-@_numpy_outside(np.triu)
-def triu(m, k: int = 0) -> Tracer:
-    """m with the elements below the k-th diagonal zeroed (over the last two axes)."""
-    return _triangle("triu", m, k, False)
-
-
-# ---- statistics and differences ----
-
-def _moment_axes(x, axis):
-    return tuple(_range(x.ndim)) if axis is None else _axes(axis, x.ndim, "var")
-
-
-def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
-        correction=None):
-    """Variance, mean(abs(x - mean(x))**2) * N / (N - ddof), real for complex input, float64 for
-    integer input (as ``jax.numpy.var``)."""
-    if out is not None or where is not None:
-        raise NotImplementedError("var: the out and where arguments are not supported")
-    if not _traced() and not _has_tracer((a,)):
-        return np.var(a, axis=axis, dtype=dtype, ddof=ddof if correction is None else correction,
-                      keepdims=keepdims)
-    if correction is not None:
-        if ddof != 0:
-            raise ValueError("var: ddof and correction are both given")
-        ddof = correction
-    x = _lift(a)
-    if dtype is not None:
-        x = T.astype(x, dtype)
-    elif x.dtype in INTS or x.dtype == BOOL:
-        x = T.astype(x, np.float64)
-    axes = _moment_axes(x, axis)
-    n = int(np.prod([x.shape[i] for i in axes], dtype=np.int64))
-    centered = x - T.mean(x, axes, keepdims=True)
-    sq = T.real(centered * T.conj(centered)) if x.dtype in COMPLEXES else centered * centered
-    return T.sum(sq, axes, keepdims) / float(_max(n - ddof, 0))
-
-
-def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
-        correction=None):
-    """Standard deviation, sqrt(var(...)) with var's arguments."""
-    if not _traced() and not _has_tracer((a,)):
-        return np.std(a, axis=axis, dtype=dtype, ddof=ddof if correction is None else correction,
-                      keepdims=keepdims)
-    return T.sqrt(var(a, axis, dtype, out, ddof, keepdims, where=where, correction=correction))
-
-
-@_numpy_outside(np.diff)
-def diff(a, n: int = 1, axis: int = -1, prepend=None, append=None) -> Tracer:
-    """n-th discrete difference along axis (not_equal for bool), with optional values prepended
-    or appended first (broadcast to the axis like numpy's)."""
-    x = _lift(a)
-    n = _static_int("diff", "n", n)
-    if n < 0:
-        raise ValueError(f"diff: order must be non-negative, got {n}")
-    if x.ndim == 0:
-        raise ValueError("diff: requires input that is at least one dimensional")
-    ax = _axis(axis, x.ndim, "diff")
-    def extra(v):
-        e = T._lift(x._t, v)
-        if e.ndim == 0:
-            e = T._broadcast(x._t, e, tuple(1 if i == ax else d for i, d in enumerate(x.shape)))
-        return e
-
-    parts = ([extra(prepend)] if prepend is not None else []) + [x] + \
-        ([extra(append)] if append is not None else [])
-    if len(parts) > 1:
-        x = T.concatenate(parts, axis=ax)
-    for _ in _range(n):
-        m = x.shape[ax]
-        if m == 0:
-            break
-        hi, lo = _slice(x, ax, 1, m), _slice(x, ax, 0, m - 1)
-        x = T._compare("NE", hi, lo) if x.dtype == BOOL else hi - lo
-    return x
-
-
 # ---- padding ----
 
 def _pad_widths(name, pad_width, ndim) -> list[tuple[int, int]]:
@@ -724,25 +577,3 @@ def select(condlist: Sequence, choicelist: Sequence, default=0) -> Tracer:
     return T.astype(out, dt) if isinstance(out, Tracer) and out.dtype != dt else out
 
 
-# ---- grids and constructors ----
-
-@_numpy_outside(np.meshgrid)
-def meshgrid(*xi, copy: bool = True, sparse: bool = False, indexing: str = "xy") -> list:
-    """Coordinate arrays from 1-D coordinate vectors ('xy' or 'ij' indexing)."""
-    if indexing not in ("xy", "ij"):
-        raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
-    xs = [ravel(_lift(x)) for x in xi]
-    n = len(xs)
-    shape = [x.shape[0] for x in xs]
-    if indexing == "xy" and n > 1:
-        shape[0], shape[1] = shape[1], shape[0]
-    out = []
-    for i, x in enumerate(xs):
-        pos = i
-        if indexing == "xy" and n > 1 and i < 2:
-            pos = 1 - i
-        if sparse:
-            out.append(T.reshape(x, tuple(d if k == pos else 1 for k, d in enumerate(shape))))
-        else:
-            out.append(T._emit(x._t, T._op(P.BroadcastInDim, tuple(shape), (pos,)), x))
-    return out

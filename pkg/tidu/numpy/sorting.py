@@ -11,6 +11,14 @@ import numpy as np
 
 from tidu import ops as P
 from tidu.graph.dtypes import BOOL, INTS
+from tidu.trace.tracer import _lift, _trace_of
+from tidu.trace.tracer import _emit as emit
+from tidu.numpy.core import _axes
+from tidu.numpy.core import reshape
+from tidu.trace.tracer import _compare
+from tidu.numpy.core import iota
+from tidu.trace.tracer import _const
+from tidu.trace.tracer import _broadcast
 
 __all__ = ["min", "prod", "any", "all", "argmax", "argmin", "sort", "argsort", "cumsum", "cumprod",
            "cummax", "cummin"]
@@ -19,15 +27,11 @@ _INT = np.dtype("int64")  # index dtype of argmax/argmin/argsort (numpy's; jax's
 
 
 def _traced(x):
-    from tidu.trace.tracer import _lift, _trace_of
-
     t = _trace_of(x)
     return t, _lift(t, x)
 
 
 def _emit(t, op, *xs):
-    from tidu.trace.tracer import _emit as emit
-
     return emit(t, op, *xs)
 
 
@@ -38,8 +42,6 @@ def _keep(t, y, x, axes, keepdims):
 
 
 def _reduce(cls, x, axis, keepdims):
-    from tidu.numpy.core import _axes
-
     t, x = _traced(x)
     axes = _axes(x, axis)
     return _keep(t, _emit(t, cls(axes), x), x, axes, keepdims)
@@ -47,8 +49,6 @@ def _reduce(cls, x, axis, keepdims):
 
 def _flat_axis(x, axis):
     """(x, axis) with axis=None meaning the flattened array, a negative axis normalised."""
-    from tidu.numpy.core import reshape
-
     if axis is None:
         return reshape(x, (-1,)), 0
     axis = int(axis)
@@ -62,8 +62,6 @@ def builtins_max(a, b):
 
 
 def _as_bool(t, x):
-    from tidu.trace.tracer import _compare
-
     return x if x.aval.dtype == BOOL else _compare("NE", x, 0)
 
 
@@ -87,8 +85,6 @@ def min(a, axis=None, keepdims=False):  # noqa: A001
 def prod(a, axis=None, dtype=None, keepdims=False):
     """Product over ``axis``, as ``jnp.prod`` (bool and int32 accumulate in int64, as jax under
     x64); its derivative never divides, so it is exact where elements are zero."""
-    from tidu.trace.tracer import _lift
-
     t, x = _traced(a)
     if dtype is not None:
         x = _lift(t, x, np.dtype(dtype))
@@ -110,8 +106,6 @@ def any(a, axis=None, keepdims=False):  # noqa: A001
 
 
 def _arg(cls, a, axis, keepdims):
-    from tidu.trace.tracer import _lift
-
     t, x = _traced(a)
     if x.aval.dtype.kind == "c":
         raise TypeError(f"{cls.__name__.lower()}: complex numbers have no order")
@@ -160,8 +154,6 @@ def sort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False):
 def argsort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False):
     """Indices that sort ``a`` along ``axis`` (int64), as ``jnp.argsort``: stable, NaN last;
     with ``descending`` the reverse order with ties kept in their original order."""
-    from tidu.numpy.core import iota
-
     if order is not None:
         raise TypeError("argsort: 'order' (structured arrays) is not supported")
     t, x = _traced(a)
@@ -172,16 +164,12 @@ def argsort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False)
 
 
 def _zero_index(t):
-    from tidu.trace.tracer import _const
-
     return _const(t, np.zeros((), _INT), _INT)
 
 
 # ---- cumulative ----
 
 def _cumulative(cls, a, axis, dtype, reverse=False, promote=False):
-    from tidu.trace.tracer import _lift
-
     t, x = _traced(a)
     if dtype is not None:
         x = _lift(t, x, np.dtype(dtype))
@@ -221,7 +209,6 @@ def _cum_extreme(cls, a, axis, reverse):
     if x.aval.dtype.kind == "c":
         raise TypeError(f"{cls.__name__.lower()}: complex numbers have no order")
     if x.aval.dtype == BOOL:  # through int32, back to bool
-        from tidu.trace.tracer import _lift
 
         y = _cumulative(cls, _lift(t, x, np.int32), axis, None, reverse, False)
         return _emit(t, P.Compare("NE"), y, _zeros_i32(t, y.shape))
@@ -229,6 +216,4 @@ def _cum_extreme(cls, a, axis, reverse):
 
 
 def _zeros_i32(t, shape):
-    from tidu.trace.tracer import _broadcast, _const
-
     return _broadcast(t, _const(t, np.zeros((), np.int32), np.int32), tuple(shape))

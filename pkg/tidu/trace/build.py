@@ -8,7 +8,7 @@ from typing import Any, Callable, Hashable, Sequence
 
 import numpy as np
 
-from tidu import _core
+from tidu._native import _core
 from tidu.graph import AbstractValue, Fragment, FragmentBuilder, aval, input_key_ids
 from tidu.trace.tracer import _PY_SCALARS, Tracer, _Trace, _emit, _lift, _stack, _trace_of
 

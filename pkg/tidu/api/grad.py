@@ -1,238 +1,33 @@
-"""JAX-like front end: jit (and, built on the same pipeline, the AD transforms).
-
-Every transform traces the user function into a fragment and runs the seven-step pipeline; the
-compiled program is cached per input shapes and dtypes (and by structure in the program cache).
-"""
+"""The AD transforms with JAX's signatures: grad, value_and_grad, jvp, vjp, linearize, jacfwd,
+jacrev, hessian, hvp, and ``transpose`` (a LinearFragment's VJP, or numpy's axis permutation).
+Each traces the user function and runs the seven-step pipeline (no separate code path)."""
 
 from __future__ import annotations
 
+from tidu.api.tree import flatten_args as _flatten_args, unflatten
+
 import functools
-from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 
-from tidu import _core
-from tidu.backends.program import CompiledProgram, _check_backend, compile
-from tidu.graph import Fragment, FragmentBuilder, materialize_merge, resolve
-from tidu.guards import MAX_VARIANTS, Concrete, Guarded, GuardMiss
-from tidu.trace.tracer import Tracer, _lift, _stack as _trace_stack
-from tidu.trace.build import as_aval, flatten_outputs, tracing
-from tidu.numpy.core import zeros_like
+from tidu._native import _core
+from tidu.graph import Fragment, resolve
+from tidu.trace.tracer import Tracer
+from tidu.api.jit import jit
+from tidu.api.nested import (_Ctx, _Nested, _arg_leaves, _argnums, _check_inputs, _check_outputs, _outer_trace, _tracer_of)
+from tidu import ad
+from tidu.ad import differentiate, transpose as ad_transpose
+from tidu.numpy import core as T
+from tidu.api.vmap import _inline_vmap
 
-__all__ = ["jit", "unflatten"]
-
-
-unflatten = _core.unflatten  # a function's output structure over flat values (compiled)
-
-
-# ---- jit ----
-
-# Flattening positional arguments and the signature a compiled program is cached under run on
-# every call of a transformed function: compiled (pyx/_frontend.pxi).
-_flatten_args = _core.flatten_args
-_signature = _core.signature
-
-
-def _leaf_aval(x):
-    return as_aval(np.asarray(x) if not hasattr(x, "dtype") else x)
-
-
-def trace_program(fn: Callable, args: tuple, backend: str = "auto", device=None,
-                  concrete: bool = False) -> tuple[CompiledProgram, Any]:
-    """Trace fn at the shapes/dtypes of args; returns (program over flattened args, output tree).
-
-    concrete: trace with the values of args at hand (Python control flow on traced values
-    works, tidu.guards); the program then has one more output, its guard vector, and
-    ``prog.n_guards`` says how many guards it holds."""
-    leaves, in_tree = _flatten_args(args)
-    builder = FragmentBuilder(prefix="p")
-    conc = Concrete() if concrete else None
-    with tracing(builder, conc) as t:
-        tracers = t.inputs([("arg", i) for i in range(len(leaves))],
-                           _core.leaf_avals(leaves, _leaf_aval))
-        # A transform's own trace: no user code has run in it, so the first nested call may
-        # differentiate these inputs in place (see _Nested).
-        builder.top_inputs = {x._v for x in tracers} if getattr(fn, "_own_trace", False) \
-            else None
-        if conc is not None:
-            for tr, x in zip(tracers, leaves):
-                conc.bind(tr._v, x)
-        out = fn(*unflatten(in_tree, tracers))
-        flat, out_tree = flatten_outputs(t, out)
-        guard = conc.output(t.trace) if conc is not None else None
-    keys = _core.keys_of(flat) + ([guard.key] if guard is not None else [])
-    frag = builder.build(keys)
-    prog = compile(materialize_merge(resolve([frag]), frag.outputs), backend, device)
-    prog.n_guards = len(conc.guards) if guard is not None else 0
-    return prog, out_tree
-
-
-def _output_builder(tree) -> Callable[[list], Any]:
-    """A function from a program's flat outputs to fn's output structure (the common shapes,
-    one array or a flat tuple of them, without walking the tree per call)."""
-    if tree is None:
-        return lambda res: res[0]
-    kind, children = tree
-    if kind is tuple and all(c is None for c in children):
-        return tuple
-    return functools.partial(unflatten, tree)
-
-
-def _entry(fn, args, backend, device, concrete, variants=None) -> tuple:
-    """A jit cache entry (program, output builder, input order, C++ entry point); a program
-    with guards gets a guard-checking builder (a tidu.guards.Guarded variant, one of
-    `variants`: those of this signature)."""
-    prog, out_tree = trace_program(fn, args, backend, device, concrete)
-    order = [key[1] for key in prog.inputs]  # the program's input order over the leaves
-    build = _output_builder(out_tree)
-    if prog.n_guards:
-        if variants is None or len(variants) >= MAX_VARIANTS:
-            variants = []
-        build = Guarded(len(prog.outputs) - 1, build, variants)
-    entry = (prog, build, order, prog.runner())
-    if prog.n_guards:
-        build.entry = entry
-    return entry
-
-
-def _run(entry, leaves) -> Any:
-    prog, build, order, run = entry
-    inputs = [leaves[i] for i in order]
-    if run:
-        try:  # the C++ entry point checks count, dtype, shape and contiguity itself
-            return build(run(inputs))
-        except (TypeError, ValueError):
-            pass  # CompiledProgram.eval converts, or raises an error naming the input
-    return build(prog.eval(inputs))
-
-
-def _other_path(cache, sig, fn, args, leaves, miss, backend, device):
-    """A guard differed: switch to the variant of this call's path (tracing and compiling it
-    the first time that path is taken)."""
-    for _ in range(MAX_VARIANTS):  # each hop agrees with the call on more guards
-        variant = miss.variant
-        nxt = variant.next_variant(miss.res)
-        if nxt is None:
-            break
-        try:
-            out = _run(nxt.entry, leaves)
-        except GuardMiss as again:
-            miss = again
-            continue
-        cache[sig] = nxt.entry  # the next call starts from this path
-        return out
-    entry = _entry(fn, args, backend, device, True, miss.variant.variants)
-    out = _run(entry, leaves)
-    cache[sig] = entry
-    return out
-
-
-def jit(fn: Callable | None = None, *, static_argnums=None, static_argnames=None,
-        backend: str = "auto", device=None, _concrete: bool = False) -> Callable:
-    """Compile fn once per input shapes/dtypes and evaluate it with the compiled program.
-
-    Args:
-        fn: a function of arrays (or tuples/lists/dicts of arrays) returning the same.
-        backend: "cpu" (the C++ interpreter), "xla" (StableHLO through XLA; needs the ``xla``
-            extra) or "auto" (XLA for large tensor work, the interpreter otherwise; see
-            ``tidu.xla.choose_backend``).
-        device: XLA only: None (jax's default device), a platform name or a jax Device.
-        static_argnums: an int or ints (negative counts from the end of fn's positional
-            parameters): positional arguments that are hashable Python values, not arrays; fn
-            is traced and compiled once per distinct value (``range(n)``, ``if flag:`` work).
-        static_argnames: a str or strs: the same for arguments passed by keyword.  Each of the
-            two also marks the parameter it names in fn's signature, as in jax.
-
-    Returns:
-        A function with fn's signature returning numpy arrays in fn's output structure, with
-        ``.lower(*args, **kwargs)`` giving the compiled program (tidu.api.Lowered).  Keyword
-        arguments that are not static are traced like positional ones.
-
-    Raises:
-        ValueError: unknown backend, or a static_argnums out of range of fn's parameters.
-        TypeError: fn uses a traced value in Python control flow (``if x > 0``); inside jit
-            values are abstract: use ``tidu.where``, or make the argument static.  A static
-            argument that is not hashable (a list, an array).
-    """
-    if fn is None:
-        return functools.partial(jit, static_argnums=static_argnums,
-                                 static_argnames=static_argnames, backend=backend, device=device)
-    _check_backend(backend)
-    if static_argnums is not None or static_argnames is not None:
-        from tidu.static import static_jit
-
-        return static_jit(fn, static_argnums, static_argnames, backend, device, _concrete)
-    # Transforms (grad, jvp, ...) are jits with _concrete: traced with the values at hand, under
-    # guards (tidu.guards).  A user's jit traces abstractly, also where it is inlined into a
-    # transform's trace.
-    cache: dict[tuple, tuple[CompiledProgram, Any, list[int], Any]] = {}
-
-    def wrapped(*args, **kwargs):  # the general path; `jitted` takes calls like the last one
-        if kwargs:  # traced like positional arguments, one jit per set of keyword names
-            return by_keyword()(*args, **kwargs)
-        leaves, in_tree = _flatten_args(args)
-        sig = _signature(leaves)
-        if sig is None:  # called inside a trace (a jit in a jit, a transform): inline fn
-            return fn(*args) if _concrete else _abstractly(fn, args)
-        sig = (sig, in_tree)
-        hit = cache.get(sig)
-        if hit is None:
-            hit = cache[sig] = _entry(fn, args, backend, device, _concrete)
-        prog, build, order, run = hit
-        inputs = [leaves[i] for i in order]
-        try:
-            if run:
-                try:  # the C++ entry point checks count, dtype, shape and contiguity itself
-                    out = build(run(inputs))
-                except (TypeError, ValueError):
-                    pass  # CompiledProgram.eval converts, or raises an error naming the input
-                else:
-                    if len(leaves) == len(args):  # flat arguments: the next call may go direct
-                        jitted.remember(args, order, run, build)
-                    return out
-            return build(prog.eval(inputs))
-        except GuardMiss as miss:
-            return _other_path(cache, sig, fn, args, leaves, miss, backend, device)
-
-    keyword: list = []  # the jit taking keyword arguments, made on first use (jit itself is
-                        # created per transform call, so it stays cheap)
-
-    def by_keyword():
-        if not keyword:
-            from tidu.static import static_jit
-
-            keyword.append(static_jit(fn, None, None, backend, device, _concrete))
-            jitted.keyword = keyword[0]  # keyword calls now go there directly
-        return keyword[0]
-
-    def lower(*args, **kwargs):
-        """The compiled program for these arguments (tidu.api.Lowered)."""
-        return by_keyword().lower(*args, **kwargs)
-
-    jitted = _core.Jitted(wrapped)
-    functools.update_wrapper(jitted, fn)
-    jitted.cache = cache
-    jitted.lower = lower
-    return jitted
-
-
-def _abstractly(fn, args):
-    """fn inlined into the current trace with its values abstract (a jit inside a transform)."""
-    t = _trace_stack()[-1]
-    saved, t.concrete = t.concrete, None
-    try:
-        return fn(*args)
-    finally:
-        t.concrete = saved
+__all__ = ["grad", "hessian", "hvp", "jacfwd", "jacrev", "jvp", "linearize", "transpose",
+           "value_and_grad", "vjp"]
 
 
 def transpose(x, axes=None):
     """``transpose(linear_fragment)``: the AD transpose (VJP) of a LinearFragment;
     ``transpose(traced_value, axes=None)``: numpy's axis permutation."""
-    from tidu import ad
-    from tidu.numpy import core as tracing
-
     if isinstance(x, Fragment):
         raise TypeError("transpose of a graph expects a LinearFragment (from differentiate), "
                         "got a Fragment")
@@ -240,181 +35,10 @@ def transpose(x, axes=None):
         if axes is not None:
             raise TypeError("transpose of a LinearFragment takes no axes")
         return ad.transpose(x)
-    return tracing.transpose(x, axes)
-
-
-# ---- AD transforms ------------------------------------------------------------------------------
-
-def _argnums(argnums) -> tuple[int, ...]:
-    return (argnums,) if isinstance(argnums, int) else tuple(argnums)
-
-
-# ---- transforms nested inside a trace ----
-# Called inside a trace (jit, build, another transform; on traced values or not), a transform
-# traces fn into the current trace on *fresh* inputs, differentiates with respect to those alone
-# (whatever else fn closes over, values of enclosing traces included, is a constant to it), and
-# binds the fresh inputs to the values it was called with by re-emitting what depends on them.
-
-@dataclass(frozen=True)
-class NestedArg:
-    """InputKey of a fresh input standing for a nested transform's argument leaf."""
-
-    index: int
-
-
-class _Ctx:
-    def __init__(self, trace):
-        self.trace = trace
-
-    def lift(self, x):
-        return _lift(self.trace, x)
-
-
-def _outer_trace(*trees):
-    """The trace a transform called with these arguments runs in: their Tracers', or the open
-    trace of this thread (fn may close over its values); None at top level."""
-    from tidu.trace.tracer import Tracer
-
-    for tree in trees:
-        for x in _flatten_args(tree)[0]:
-            if isinstance(x, Tracer):
-                return x._t
-    s = _trace_stack()
-    return s[-1] if s else None
-
-
-def _split_aux(out):
-    if not (isinstance(out, (tuple, list)) and len(out) == 2):
-        what = f"a {type(out).__name__} of length {len(out)}" \
-            if isinstance(out, (tuple, list)) else f"a {type(out).__name__}"
-        raise TypeError(f"has_aux=True requires fn to return a pair (output, aux), got {what}")
-    return out[0], out[1]
-
-
-class _Nested:
-    """One transform call inside a trace: fresh inputs for its argument leaves, fn traced on
-    them, and ``bind`` to replace them by the argument values in anything derived."""
-
-    def __init__(self, trace, args):
-        from tidu.trace.tracer import Tracer
-
-        ctx = _Ctx(trace)
-        leaves, self.in_tree = _flatten_args(args)
-        self.trace = trace
-        self.args = _core.lift_all(trace, leaves, ctx.lift)
-        b = trace.builder
-        self.direct = False
-        top = getattr(b, "top_inputs", None)
-        if top is not None:  # the transform whose trace this is: its arguments are fresh inputs
-            b.top_inputs = None
-            ids = [a._v for a in self.args]
-            if len(set(ids)) == len(ids) and top.issuperset(ids):
-                self.direct = True
-                self.fresh, self.mapping = self.args, {}
-                return
-        n = getattr(b, "n_nested", 0)  # fresh keys count per trace, so they recur across traces
-        b.n_nested = n + len(leaves)
-        self.fresh = []
-        for k, a in enumerate(self.args):
-            local = b.add_input(NestedArg(n + k), a.aval)
-            self.fresh.append(Tracer(trace, trace.store.global_of(local), a.aval))
-        self.mapping = {f._v: a._v for f, a in zip(self.fresh, self.args)}
-        conc = trace.concrete
-        if conc is not None:
-            conc.aliases.update(zip(self.mapping, self.args))
-
-    def call(self, fn, has_aux=False):
-        """fn on the fresh inputs: (flat outputs, out tree, aux, snapshot fragment)."""
-        conc = self.trace.concrete
-        n_guards = len(conc.guards) if conc is not None else 0
-        out = fn(*unflatten(self.in_tree, self.fresh))
-        aux = None
-        if has_aux:
-            out, aux = _split_aux(out)
-        flat, out_tree = flatten_outputs(_Ctx(self.trace), out)
-        if conc is not None and len(conc.guards) > n_guards:  # guards read the fresh inputs
-            conc.guards[n_guards:] = [x._v for x in self.bind(
-                [_val(self.trace, g) for g in conc.guards[n_guards:]])]
-        if aux is not None:
-            aux_leaves, aux_tree = _flatten_args(aux)
-            aux = unflatten(aux_tree, self._bind_any(aux_leaves))
-        snapshot = self.trace.builder.build(_core.keys_of(flat))
-        return flat, out_tree, aux, snapshot
-
-    def bind(self, xs: list) -> list:
-        """Tracers xs with the fresh inputs replaced by the argument values."""
-        if not xs or not self.mapping:
-            return list(xs)
-        keys = [x.key for x in xs]
-        mat = resolve([self.trace.builder.build(keys)]).walk(keys)
-        ids = _core.substitute(self.trace.store, mat, self.mapping)
-        return [_core.tracer_at(self.trace, v) for v in ids]
-
-    def _bind_any(self, leaves: list) -> list:
-        from tidu.trace.tracer import Tracer
-
-        idx = [i for i, x in enumerate(leaves) if isinstance(x, Tracer)]
-        bound = self.bind([leaves[i] for i in idx])
-        out = list(leaves)
-        for i, x in zip(idx, bound):
-            out[i] = x
-        return out
-
-
-def _val(trace, v: int):
-    return _core.tracer_at(trace, v)
-
-
-def _tracer_of(trace, key, like):
-    return _core.tracer_at(trace, key.id) if key is not None else zeros_like(like)
-
-
-def _check_inputs(name, holomorphic, avals_by_arg, allow_complex=True):
-    """jax's input checks of grad/jacrev (allow_complex) and jacfwd, naming the argument."""
-    for i, avs in avals_by_arg:
-        for av in avs:
-            k = av.dtype.kind
-            if k not in "fc":
-                raise TypeError(f"{name} requires real- or complex-valued inputs (input dtype "
-                                f"that is a sub-dtype of np.inexact), but got {av.dtype}: "
-                                f"argument {i}: dtype {av.dtype} is not differentiable (only "
-                                f"float and complex inputs are); leave it out of argnums")
-            if holomorphic and k != "c":
-                raise TypeError(f"{name} with holomorphic=True requires inputs with complex "
-                                f"dtype, but got {av.dtype} for argument {i}")
-            if not allow_complex and k != "f":
-                raise TypeError(f"{name} requires real-valued inputs (input dtype that is a "
-                                f"sub-dtype of np.floating), but got {av.dtype} for argument "
-                                f"{i}. For holomorphic differentiation, pass holomorphic=True.")
-
-
-def _check_outputs(name, holomorphic, avals):
-    """jax's output checks of grad/jacrev (real outputs, or complex ones when holomorphic)."""
-    for av in avals:
-        if holomorphic and av.dtype.kind != "c":
-            raise TypeError(f"{name} with holomorphic=True requires outputs with complex dtype, "
-                            f"but got {av.dtype}")
-        if not holomorphic and av.dtype.kind != "f":
-            extra = (" For holomorphic differentiation, pass holomorphic=True."
-                     if av.dtype.kind == "c" else "")
-            raise TypeError(f"{name} requires real-valued outputs (output dtype that is a "
-                            f"sub-dtype of np.floating), but got {av.dtype}.{extra}")
-
-
-def _arg_leaves(args) -> list[list[int]]:
-    """Per positional argument, the indices of its leaves among all the arguments' leaves."""
-    out, start = [], 0
-    for a in args:
-        n = len(_flatten_args(a)[0])
-        out.append(list(range(start, start + n)))
-        start += n
-    return out
+    return T.transpose(x, axes)
 
 
 def _inline_grad(trace, fn, args, argnums, has_aux, holomorphic=False):
-    from tidu.ad import differentiate, transpose as ad_transpose
-    from tidu.numpy import core as T
-
     nums = _argnums(argnums)
     for i in nums:
         if not -len(args) <= i < len(args):
@@ -452,8 +76,6 @@ def _bind_python_args(fn, args, argnums):
     """(fn, args, argnums) with the arguments not differentiated that are plain Python values
     (an int, a bool: a static argument of an enclosing jit, say) bound into fn as they are, as
     jax passes them, so that fn may use them in ``range`` or ``if``."""
-    from tidu.trace.tracer import Tracer
-
     n = len(args)
     nums = [i % n for i in _argnums(argnums)]
     bound = {i: a for i, a in enumerate(args) if i not in nums and
@@ -474,8 +96,6 @@ def _bind_python_args(fn, args, argnums):
 
 
 def _inline_jvp(trace, fn, primals, tangents, has_aux):
-    from tidu.ad import differentiate
-
     nest = _Nested(trace, primals)
     ctx = _Ctx(trace)
     t_leaves = [ctx.lift(t) for t in _flatten_args(tangents)[0]]
@@ -597,9 +217,6 @@ def _vjp_parts(trace, fn, primals, has_aux=False, holomorphic=False):
     """fn traced into the current trace and linearized: (nest, out, out tree, aux, back) with
     back(ct) the cotangents of the primals' leaves, not yet bound (nest.bind), transposed inside
     the same trace (holomorphic: conjugated, giving ct·f'(z) as jax's)."""
-    from tidu.ad import differentiate, transpose as ad_transpose
-    from tidu.numpy import core as T
-
     nest = _Nested(trace, primals)
     for p in nest.fresh:
         if p.dtype.kind not in "fc":
@@ -670,16 +287,12 @@ def vjp(fn: Callable, *primals, has_aux: bool = False):
 def _basis_stack(ctx, av):
     """The standard basis of av's space, stacked: shape (av.size,) + av.shape, built from two
     Iotas (no n x n constant in the program)."""
-    from tidu.numpy import core as T
-
     n = av.size
     eye = T.astype(T.iota((n, n), "int32", 0) == T.iota((n, n), "int32", 1), av.dtype)
     return T.reshape(eye, (n,) + av.shape)
 
 
 def _one_leaf(x, i, what):
-    from tidu.trace.tracer import Tracer
-
     if not isinstance(x, Tracer):
         raise TypeError(f"{what}: argument {i} must be a single array")
     return x
@@ -713,13 +326,9 @@ def _jac_fn(fn, argnums, has_aux, forward: bool, holomorphic: bool = False):
         # fn traced once; the JVP (forward) or VJP (reverse) derived once and mapped by vmap
         # over the basis of the argument (forward) or of each output (reverse): the program
         # holds one batched derivative, whatever the number of elements.
-        from tidu.numpy import core as T
-        from tidu.batching import _inline_vmap
 
         per_num = []  # per argnum: per output leaf, the Jacobian block
         if forward:
-            from tidu.ad import differentiate
-
             nest = _Nested(trace, tuple(xs))
             out_leaves, out_tree, aux, snap = nest.call(f_x, has_aux)
             if holomorphic:

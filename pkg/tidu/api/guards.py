@@ -19,8 +19,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-from tidu import _core
+from tidu._native import _core
 from tidu.graph import GraphError, ValKey, _aval_list, prim_of, resolve
+from tidu.numpy import core as T
+from tidu.trace.tracer import Tracer
 
 __all__ = ["Concrete", "Guarded", "GuardMiss", "MAX_VARIANTS"]
 
@@ -71,8 +73,6 @@ class Concrete:
 
     def read(self, x, kind: str):
         """bool/float/int/complex of Tracer x, recorded as a guard of the program."""
-        from tidu.numpy import core as T
-
         v = self.value(x)
         if v.size != 1:
             raise TypeError(f"{kind}() of a traced value of shape {x.shape}: only one-element "
@@ -97,9 +97,6 @@ class Concrete:
 
     def output(self, trace):
         """The guards as one bool vector (a Tracer), or None when there are none."""
-        from tidu.numpy import core as T
-        from tidu.trace.tracer import Tracer
-
         if not self.guards:
             return None
         av = _aval_list[_core.val_aval(self.guards[0])]

@@ -7,14 +7,20 @@ branch is then one op of the enclosing fragment, whatever the trip count (docs/c
 
 from __future__ import annotations
 
+
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from tidu.graph import FragmentBuilder, ValKey, aval
-from tidu.ops.control_flow import Body, Checkpoint, Cond, Scan, While, close_body, fresh_key
-from tidu.trace.tracer import Tracer, _current, _lift, _stack
+from tidu.ops.control_flow import Checkpoint, Cond, Scan, While, close_body, fresh_key
+from tidu.trace.tracer import Tracer, _lift, _stack
 from tidu.trace.build import as_aval, tracing
+from tidu.trace.tracer import _capture
+from tidu.graph import _aval_list
+from tidu.api.jit import jit
+from tidu.numpy.core import iota
+from tidu.numpy import core as T
 
 __all__ = ["scan", "fori_loop", "while_loop", "cond", "switch", "checkpoint", "remat"]
 
@@ -85,8 +91,6 @@ class _BodyBuilder(FragmentBuilder):
         self.capture_inputs: list[ValKey] = []
 
     def capture(self, x: Tracer) -> Tracer:
-        from tidu.trace.tracer import _capture
-
         if x._t is not self.outer:  # from further out: captured by the enclosing body first
             x = _capture(self.outer, x)
         hit = self.captured.get(x._v)
@@ -124,8 +128,6 @@ def _trace_body(outer, fn: Callable, arg_avals, make_args: Callable, what: str):
 
 
 def _emit_multi(t, op, args: Sequence[Tracer]) -> list[Tracer]:
-    from tidu.graph import _aval_list
-
     locals_ = t.builder.add_op(op, [ValKey(a._v) for a in args])
     return [Tracer(t, t.store.global_of(l), _aval_list[ValKey(t.store.global_of(l)).aval.id])
             for l in locals_]
@@ -133,8 +135,6 @@ def _emit_multi(t, op, args: Sequence[Tracer]) -> list[Tracer]:
 
 def _eager(fn: Callable, *args):
     """Called outside any trace: run fn under jit (the construct needs a graph to live in)."""
-    from tidu.api import jit
-
     return jit(fn)(*args)
 
 
@@ -224,7 +224,6 @@ def fori_loop(lower, upper, body_fun: Callable, init_val):
         # The counter is the scan's xs (an int64 iota), not a carry as in jax: a body that
         # ignores it then reads no integer at all, and a float64 step can take the scalar fast
         # path (docs/evaluator.md); the values are the same.
-        from tidu.numpy.core import iota
 
         n = max(hi - lo, 0)
         counter = iota((n,), "int64") + np.int64(lo) if lo else iota((n,), "int64")
@@ -290,7 +289,6 @@ def switch(index, branches: Sequence[Callable], *operands):
     if outer is None:
         return _eager(lambda i, a: switch(i, branches, *_unflatten(spec, a)), index, leaves)
     t = outer
-    from tidu.numpy import core as T
 
     idx = _lift(t, index)
     if idx.aval.ndim != 0 or idx.aval.dtype.kind not in "iub":
@@ -329,7 +327,6 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
     if outer is None:
         leaves, spec = _flatten(list(operands))
         return _eager(lambda p, a: cond(p, true_fun, false_fun, *_unflatten(spec, a)), pred, leaves)
-    from tidu.numpy import core as T
 
     p = _lift(outer, pred)
     if p.aval.ndim != 0:

@@ -12,15 +12,24 @@ program.  ``eval_batch`` stays the way to run an already compiled program over m
 
 from __future__ import annotations
 
+from tidu.api.tree import unflatten
+
 import functools
 from typing import Any, Callable
 
 import numpy as np
 
-from tidu import _core
+from tidu._native import _core
 from tidu.graph import FragmentBuilder, ValKey, aval, \
     resolve
 from tidu.ad.batch import batch_walk
+from tidu.numpy import core as T
+from tidu.api.nested import NestedArg, _Ctx, _val
+from tidu.trace.tracer import Tracer
+from tidu.numpy.core import broadcast_to
+from tidu.trace.build import flatten_outputs
+from tidu.api.nested import _outer_trace
+from tidu.api.jit import jit
 
 __all__ = ["vmap"]
 
@@ -61,8 +70,6 @@ def _norm_axis(ax: int, ndim: int, what: str) -> int:
 
 
 def _moveaxis(x, src: int, dst: int):
-    from tidu.numpy import core as T
-
     if src == dst:
         return x
     perm = [i for i in range(x.ndim) if i != src]
@@ -71,11 +78,6 @@ def _moveaxis(x, src: int, dst: int):
 
 
 def _inline_vmap(trace, fn, args, kwargs, in_axes, out_axes, axis_size):
-    from tidu.api import NestedArg, _Ctx, _val, unflatten
-    from tidu.trace.tracer import Tracer
-    from tidu.numpy.core import broadcast_to
-    from tidu.trace.build import flatten_outputs
-
     if kwargs:  # jax maps keyword arguments along their axis 0
         in_axes = (in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args)) + (0,)
         args = args + (kwargs,)
@@ -171,8 +173,6 @@ def vmap(fn: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | Non
     ``jit``, nesting); at top level the mapped function is compiled once per shapes/dtypes.
     A primitive without a batching rule raises ``RuleMissing`` naming it.
     """
-    from tidu.api import _outer_trace, jit
-
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)
     if not (_is_leaf_axis(in_axes) or isinstance(in_axes, (tuple, dict))):

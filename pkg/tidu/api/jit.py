@@ -1,14 +1,12 @@
-"""Static and keyword arguments of jit, and ``jit(f).lower``: the compiled program behind a
-jitted function for given arguments, with input names that say what each input is.
+"""jit: trace once per argument kinds (shapes, dtypes, Python scalar types), run the seven-step
+pipeline, cache the compiled program; with static and keyword arguments (one program per static
+value) and ``jit(f).lower(*args)`` (the program a call would run, to save or draw).
 
-A static argument is a hashable Python value that selects the program (``range(n)``, ``if
-flag:``), as in jax: fn is traced and compiled once per distinct static value (and per set of
-keyword names); the other arguments, positional or keyword, are traced.  Each static selection is
-a plain ``tidu.jit`` of fn with the static values bound, called with flat positional arguments,
-so it keeps jit's compiled per-call fast path.
-"""
+jit and its static-argument form share this file: each calls the other."""
 
 from __future__ import annotations
+
+from tidu.api.tree import flatten_args as _flatten_args, unflatten
 
 import functools
 import inspect
@@ -16,7 +14,213 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["Lowered", "static_jit", "lower_program", "leaf_names"]
+from tidu._native import _core
+from tidu.backends.program import CompiledProgram, _check_backend, compile
+from tidu.graph import FragmentBuilder, materialize_merge, resolve
+from tidu.api.guards import MAX_VARIANTS, Concrete, Guarded, GuardMiss
+from tidu.trace.tracer import Tracer, _stack as _trace_stack
+from tidu.trace.build import as_aval, flatten_outputs, tracing
+
+__all__ = ["Lowered", "jit", "leaf_names", "lower_program", "static_jit", "trace_program",
+           "unflatten"]
+
+
+
+# ---- jit ----
+
+# Flattening positional arguments and the signature a compiled program is cached under run on
+# every call of a transformed function: compiled (pyx/_frontend.pxi).
+_signature = _core.signature
+
+
+def _leaf_aval(x):
+    return as_aval(np.asarray(x) if not hasattr(x, "dtype") else x)
+
+
+def trace_program(fn: Callable, args: tuple, backend: str = "auto", device=None,
+                  concrete: bool = False) -> tuple[CompiledProgram, Any]:
+    """Trace fn at the shapes/dtypes of args; returns (program over flattened args, output tree).
+
+    concrete: trace with the values of args at hand (Python control flow on traced values
+    works, tidu.guards); the program then has one more output, its guard vector, and
+    ``prog.n_guards`` says how many guards it holds."""
+    leaves, in_tree = _flatten_args(args)
+    builder = FragmentBuilder(prefix="p")
+    conc = Concrete() if concrete else None
+    with tracing(builder, conc) as t:
+        tracers = t.inputs([("arg", i) for i in range(len(leaves))],
+                           _core.leaf_avals(leaves, _leaf_aval))
+        # A transform's own trace: no user code has run in it, so the first nested call may
+        # differentiate these inputs in place (see _Nested).
+        builder.top_inputs = {x._v for x in tracers} if getattr(fn, "_own_trace", False) \
+            else None
+        if conc is not None:
+            for tr, x in zip(tracers, leaves):
+                conc.bind(tr._v, x)
+        out = fn(*unflatten(in_tree, tracers))
+        flat, out_tree = flatten_outputs(t, out)
+        guard = conc.output(t.trace) if conc is not None else None
+    keys = _core.keys_of(flat) + ([guard.key] if guard is not None else [])
+    frag = builder.build(keys)
+    prog = compile(materialize_merge(resolve([frag]), frag.outputs), backend, device)
+    prog.n_guards = len(conc.guards) if guard is not None else 0
+    return prog, out_tree
+
+
+def _output_builder(tree) -> Callable[[list], Any]:
+    """A function from a program's flat outputs to fn's output structure (the common shapes,
+    one array or a flat tuple of them, without walking the tree per call)."""
+    if tree is None:
+        return lambda res: res[0]
+    kind, children = tree
+    if kind is tuple and all(c is None for c in children):
+        return tuple
+    return functools.partial(unflatten, tree)
+
+
+def _entry(fn, args, backend, device, concrete, variants=None) -> tuple:
+    """A jit cache entry (program, output builder, input order, C++ entry point); a program
+    with guards gets a guard-checking builder (a tidu.guards.Guarded variant, one of
+    `variants`: those of this signature)."""
+    prog, out_tree = trace_program(fn, args, backend, device, concrete)
+    order = [key[1] for key in prog.inputs]  # the program's input order over the leaves
+    build = _output_builder(out_tree)
+    if prog.n_guards:
+        if variants is None or len(variants) >= MAX_VARIANTS:
+            variants = []
+        build = Guarded(len(prog.outputs) - 1, build, variants)
+    entry = (prog, build, order, prog.runner())
+    if prog.n_guards:
+        build.entry = entry
+    return entry
+
+
+def _run(entry, leaves) -> Any:
+    prog, build, order, run = entry
+    inputs = [leaves[i] for i in order]
+    if run:
+        try:  # the C++ entry point checks count, dtype, shape and contiguity itself
+            return build(run(inputs))
+        except (TypeError, ValueError):
+            pass  # CompiledProgram.eval converts, or raises an error naming the input
+    return build(prog.eval(inputs))
+
+
+def _other_path(cache, sig, fn, args, leaves, miss, backend, device):
+    """A guard differed: switch to the variant of this call's path (tracing and compiling it
+    the first time that path is taken)."""
+    for _ in range(MAX_VARIANTS):  # each hop agrees with the call on more guards
+        variant = miss.variant
+        nxt = variant.next_variant(miss.res)
+        if nxt is None:
+            break
+        try:
+            out = _run(nxt.entry, leaves)
+        except GuardMiss as again:
+            miss = again
+            continue
+        cache[sig] = nxt.entry  # the next call starts from this path
+        return out
+    entry = _entry(fn, args, backend, device, True, miss.variant.variants)
+    out = _run(entry, leaves)
+    cache[sig] = entry
+    return out
+
+
+def jit(fn: Callable | None = None, *, static_argnums=None, static_argnames=None,
+        backend: str = "auto", device=None, _concrete: bool = False) -> Callable:
+    """Compile fn once per input shapes/dtypes and evaluate it with the compiled program.
+
+    Args:
+        fn: a function of arrays (or tuples/lists/dicts of arrays) returning the same.
+        backend: "cpu" (the C++ interpreter), "xla" (StableHLO through XLA; needs the ``xla``
+            extra) or "auto" (XLA for large tensor work, the interpreter otherwise; see
+            ``tidu.xla.choose_backend``).
+        device: XLA only: None (jax's default device), a platform name or a jax Device.
+        static_argnums: an int or ints (negative counts from the end of fn's positional
+            parameters): positional arguments that are hashable Python values, not arrays; fn
+            is traced and compiled once per distinct value (``range(n)``, ``if flag:`` work).
+        static_argnames: a str or strs: the same for arguments passed by keyword.  Each of the
+            two also marks the parameter it names in fn's signature, as in jax.
+
+    Returns:
+        A function with fn's signature returning numpy arrays in fn's output structure, with
+        ``.lower(*args, **kwargs)`` giving the compiled program (tidu.api.Lowered).  Keyword
+        arguments that are not static are traced like positional ones.
+
+    Raises:
+        ValueError: unknown backend, or a static_argnums out of range of fn's parameters.
+        TypeError: fn uses a traced value in Python control flow (``if x > 0``); inside jit
+            values are abstract: use ``tidu.where``, or make the argument static.  A static
+            argument that is not hashable (a list, an array).
+    """
+    if fn is None:
+        return functools.partial(jit, static_argnums=static_argnums,
+                                 static_argnames=static_argnames, backend=backend, device=device)
+    _check_backend(backend)
+    if static_argnums is not None or static_argnames is not None:
+        return static_jit(fn, static_argnums, static_argnames, backend, device, _concrete)
+    # Transforms (grad, jvp, ...) are jits with _concrete: traced with the values at hand, under
+    # guards (tidu.guards).  A user's jit traces abstractly, also where it is inlined into a
+    # transform's trace.
+    cache: dict[tuple, tuple[CompiledProgram, Any, list[int], Any]] = {}
+
+    def wrapped(*args, **kwargs):  # the general path; `jitted` takes calls like the last one
+        if kwargs:  # traced like positional arguments, one jit per set of keyword names
+            return by_keyword()(*args, **kwargs)
+        leaves, in_tree = _flatten_args(args)
+        sig = _signature(leaves)
+        if sig is None:  # called inside a trace (a jit in a jit, a transform): inline fn
+            return fn(*args) if _concrete else _abstractly(fn, args)
+        sig = (sig, in_tree)
+        hit = cache.get(sig)
+        if hit is None:
+            hit = cache[sig] = _entry(fn, args, backend, device, _concrete)
+        prog, build, order, run = hit
+        inputs = [leaves[i] for i in order]
+        try:
+            if run:
+                try:  # the C++ entry point checks count, dtype, shape and contiguity itself
+                    out = build(run(inputs))
+                except (TypeError, ValueError):
+                    pass  # CompiledProgram.eval converts, or raises an error naming the input
+                else:
+                    if len(leaves) == len(args):  # flat arguments: the next call may go direct
+                        jitted.remember(args, order, run, build)
+                    return out
+            return build(prog.eval(inputs))
+        except GuardMiss as miss:
+            return _other_path(cache, sig, fn, args, leaves, miss, backend, device)
+
+    keyword: list = []  # the jit taking keyword arguments, made on first use (jit itself is
+                        # created per transform call, so it stays cheap)
+
+    def by_keyword():
+        if not keyword:
+            keyword.append(static_jit(fn, None, None, backend, device, _concrete))
+            jitted.keyword = keyword[0]  # keyword calls now go there directly
+        return keyword[0]
+
+    def lower(*args, **kwargs):
+        """The compiled program for these arguments (tidu.api.Lowered)."""
+        return by_keyword().lower(*args, **kwargs)
+
+    jitted = _core.Jitted(wrapped)
+    functools.update_wrapper(jitted, fn)
+    jitted.cache = cache
+    jitted.lower = lower
+    return jitted
+
+
+def _abstractly(fn, args):
+    """fn inlined into the current trace with its values abstract (a jit inside a transform)."""
+    t = _trace_stack()[-1]
+    saved, t.concrete = t.concrete, None
+    try:
+        return fn(*args)
+    finally:
+        t.concrete = saved
+
 
 
 # ---- fn's signature ----
@@ -103,8 +307,6 @@ def static_jit(fn: Callable, static_argnums, static_argnames, backend: str = "au
     bound, called with the other arguments as flat positional ones.  A call like the last one
     (same count, keyword names and static values) skips all that: tidu._core.StaticJitted goes
     straight to the selected jit's compiled entry."""
-    from tidu.api import jit
-
     statics = _Statics(fn, static_argnums, static_argnames)
     plans: dict[tuple, tuple] = {}
     selections: dict[tuple, tuple] = {}
@@ -177,7 +379,6 @@ def static_jit(fn: Callable, static_argnums, static_argnames, backend: str = "au
         flat = [args[i] for i in dyn_idx] + [kwargs[k] for k in dyn_kw]
         return lower_program(g, tuple(flat), backend, device, names)
 
-    from tidu import _core
 
     entry = _core.StaticJitted(call)
     functools.update_wrapper(entry, fn)
@@ -201,9 +402,6 @@ def leaf_names(arg, name: str) -> list[str]:
 def lower_program(fn: Callable, args: tuple, backend: str, device, names) -> "Lowered":
     """fn traced abstractly at the shapes/dtypes of args and compiled (as a jit inside a trace
     is: Python control flow on traced values is an error, static arguments select it)."""
-    from tidu.api import _flatten_args, trace_program
-    from tidu.trace.tracer import Tracer
-
     leaves, _ = _flatten_args(args)
     if any(isinstance(x, Tracer) for x in leaves):
         raise TypeError("lower takes concrete arrays (or Python numbers), not traced values")
@@ -231,8 +429,6 @@ class Lowered:
     """
 
     def __init__(self, program, out_tree, flat_names: list[str]):
-        from tidu.api import _output_builder
-
         self.program = program
         self._leaf = [key[1] for key in program.inputs]  # each input's leaf index
         self.inputs = [flat_names[i] for i in self._leaf]
@@ -260,8 +456,6 @@ class Lowered:
 
     def __call__(self, *args) -> Any:
         """Evaluate at these arguments (same structure, shapes and dtypes as lowered)."""
-        from tidu.api import _flatten_args
-
         leaves, _ = _flatten_args(args)
         return self._build(self.program.eval([leaves[i] for i in self._leaf]))
 

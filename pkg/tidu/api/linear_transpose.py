@@ -9,13 +9,18 @@ plain transpose, ``a * ct`` for ``a * x``), not tidu's adjoint (``conj(a) * ct``
 
 from __future__ import annotations
 
+from tidu.api.tree import flatten_args as _flatten_args, unflatten
+
 from typing import Any, Callable
 
 import numpy as np
 
-from tidu import _core
+from tidu._native import _core
 from tidu.graph import Local
 from tidu.trace.build import as_aval, build
+from tidu.trace.tracer import Tracer
+from tidu.numpy.core import conj
+from tidu.api.grad import vjp
 
 __all__ = ["linear_transpose", "make"]
 
@@ -61,15 +66,10 @@ def check_linear(frag, name: str = "linear_transpose") -> None:
 
 
 def _conj(c):
-    from tidu.trace.tracer import Tracer
-    from tidu.numpy.core import conj
-
     return conj(c) if isinstance(c, Tracer) else np.conj(c)
 
 
 def make(fun: Callable, primals: tuple) -> Callable:
-    from tidu.api import unflatten, vjp
-
     leaves, in_tree = _core.flatten_args(primals)
     avals = [as_aval(np.asarray(x) if not hasattr(x, "shape") else x) for x in leaves]
     for i, av in enumerate(avals):
@@ -86,7 +86,6 @@ def make(fun: Callable, primals: tuple) -> Callable:
 
     def transposed(ct: Any) -> tuple:
         if complex_:  # jax's plain transpose: conj(adjoint(conj(ct)))
-            from tidu.api import _flatten_args
 
             ls, tr = _flatten_args(ct)
             res = back(unflatten(tr, [_conj(c) for c in ls]))
