@@ -16,7 +16,6 @@ and a 100-layer tanh MLP VJP with and without td.checkpoint: saved bytes and tim
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
 

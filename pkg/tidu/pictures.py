@@ -1,5 +1,6 @@
-"""The old import path of ``tidu.backends.pictures``, kept for one release: ``tidu.pictures`` is that module itself
-(docs/architecture.md, "Moved modules")."""
+"""The old import path of ``tidu.backends.pictures``, kept for one release: ``tidu.pictures`` is
+that
+module itself (docs/architecture.md, "Moved modules")."""
 
 from __future__ import annotations
 

@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
+
 import tidu as td
 
 __all__ = ["check_grads", "numerical_jvp", "gp_nll"]
@@ -74,8 +75,13 @@ def check_grads(f: Callable, args: Sequence, order: int = 2, modes=("fwd", "rev"
         cts = back(ct)
         lhs = _inner(ct, jvp_out)
         rhs = sum(_inner(c, t) for c, t in zip(cts, tangents))
-        np.testing.assert_allclose(lhs, rhs, atol=atol * max(1.0, abs(lhs)), rtol=rtol,
-                                   err_msg=f"reverse mode: <ct, J t> != <J^T ct, t> (order {order})")
+        np.testing.assert_allclose(
+            lhs,
+            rhs,
+            atol=atol * max(1.0, abs(lhs)),
+            rtol=rtol,
+            err_msg=f"reverse mode: <ct, J t> != <J^T ct, t> (order {order})",
+        )
     if order > 1:
         v = [_random_like(rng, a) for a in args]
 

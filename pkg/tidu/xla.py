@@ -1,5 +1,5 @@
-"""The old import path of ``tidu.backends.xla``, kept for one release: ``tidu.xla`` is that module itself
-(docs/architecture.md, "Moved modules")."""
+"""The old import path of ``tidu.backends.xla``, kept for one release: ``tidu.xla`` is that
+module itself (docs/architecture.md, "Moved modules")."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from _support.forge import DTYPES, parse
+from _support.forge import parse
 
 CAP = 64 << 20        # evaluate only when declared inputs, outputs and arena fit in 64 MiB ...
 ADDRESS_LIMIT = 4 << 30  # ... or when an allocation past the worker's address-space limit must fail

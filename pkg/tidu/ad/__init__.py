@@ -6,8 +6,16 @@ from __future__ import annotations
 
 from tidu.ad.batch import batch_walk
 from tidu.ad.differentiate import LinearFragment, differentiate, rule_cache_info, set_rule_cache
-from tidu.ad.rules import (Cotangent, PrimitiveOp, RuleMissing, Tangent, next_pass_id, register,
-                           registry, tangent_of)
+from tidu.ad.rules import (
+                           Cotangent,
+                           PrimitiveOp,
+                           RuleMissing,
+                           Tangent,
+                           next_pass_id,
+                           register,
+                           registry,
+                           tangent_of,
+)
 from tidu.ad.transpose import SavedValue, saved_values, transpose
 
 __all__ = [

@@ -3,16 +3,28 @@ primitive, primal values referenced as External (never copied). Generic: names n
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Hashable, Sequence
 
 import numpy as np
 
 from tidu._native import _core
-from tidu.graph import (External, Fragment, FragmentBuilder, GraphError, Linear, Local,
-                        ResolvedView,
-                        ValKey, _aval_list, input_key_ids, mode_of, prim_of, resolve)
 from tidu.ad.rules import next_pass_id, tangent_of
+from tidu.graph import (
+    External,
+    Fragment,
+    FragmentBuilder,
+    GraphError,
+    Linear,
+    Local,
+    ResolvedView,
+    ValKey,
+    _aval_list,
+    input_key_ids,
+    mode_of,
+    prim_of,
+    resolve,
+)
 
 __all__ = ["LinearFragment", "differentiate", "rule_cache_info", "set_rule_cache"]
 

@@ -7,8 +7,8 @@ concrete primitive; concrete primitives live in ``tidu.ops``.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Hashable, Sequence
 
 from tidu._native import _core
 from tidu.graph import FragmentBuilder, GraphOp, OpMode, ValKey, ValRef
@@ -72,7 +72,8 @@ Tangent = _core.Tangent
 
 @dataclass(frozen=True)
 class Cotangent:
-    """The cotangent input key seeded for linear output number `index` in transpose pass `pass_id`."""
+    """The cotangent input key seeded for linear output number `index` in transpose pass
+    `pass_id`."""
 
     index: int
     pass_id: int

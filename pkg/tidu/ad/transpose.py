@@ -3,17 +3,15 @@ cotangents accumulated by global key; and saved_values, what a VJP's backward pa
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
 from tidu._native import _core
-from tidu.graph import (Fragment, FragmentBuilder, GraphError, Local,
-                        ValKey, mode_of, prim_of)
-from tidu.ad.rules import Cotangent, RuleMissing, next_pass_id, registry
-
 from tidu.ad.differentiate import _ACTIVE2, LinearFragment, _mode_mask, _prim_flags, _ref
+from tidu.ad.rules import Cotangent, RuleMissing, next_pass_id, registry
+from tidu.graph import Fragment, FragmentBuilder, GraphError, Local, ValKey, mode_of, prim_of
 
 __all__ = ["SavedValue", "saved_values", "transpose"]
 

@@ -7,20 +7,18 @@ branch is then one op of the enclosing fragment, whatever the trip count (docs/c
 
 from __future__ import annotations
 
-
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
-from tidu.graph import FragmentBuilder, ValKey, aval
-from tidu.ops.control_flow import Checkpoint, Cond, Scan, While, close_body, fresh_key
-from tidu.trace.tracer import Tracer, _lift, _stack
-from tidu.trace.build import as_aval, tracing
-from tidu.trace.tracer import _capture
-from tidu.graph import _aval_list
 from tidu.api.jit import jit
-from tidu.numpy.core import iota
+from tidu.graph import FragmentBuilder, ValKey, _aval_list, aval
 from tidu.numpy import core as T
+from tidu.numpy.core import iota
+from tidu.ops.control_flow import Checkpoint, Cond, Scan, While, close_body, fresh_key
+from tidu.trace.build import as_aval, tracing
+from tidu.trace.tracer import Tracer, _capture, _lift, _stack
 
 __all__ = ["scan", "fori_loop", "while_loop", "cond", "switch", "checkpoint", "remat"]
 

@@ -4,22 +4,32 @@ Each traces the user function and runs the seven-step pipeline (no separate code
 
 from __future__ import annotations
 
-from tidu.api.tree import flatten_args as _flatten_args, unflatten
-
 import functools
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
-from tidu._native import _core
-from tidu.graph import Fragment, resolve
-from tidu.trace.tracer import Tracer
-from tidu.api.jit import jit
-from tidu.api.nested import (_Ctx, _Nested, _arg_leaves, _argnums, _check_inputs, _check_outputs, _outer_trace, _tracer_of)
 from tidu import ad
-from tidu.ad import differentiate, transpose as ad_transpose
-from tidu.numpy import core as T
+from tidu._native import _core
+from tidu.ad import differentiate
+from tidu.ad import transpose as ad_transpose
+from tidu.api.jit import jit
+from tidu.api.nested import (
+    _arg_leaves,
+    _argnums,
+    _check_inputs,
+    _check_outputs,
+    _Ctx,
+    _Nested,
+    _outer_trace,
+    _tracer_of,
+)
+from tidu.api.tree import flatten_args as _flatten_args
+from tidu.api.tree import unflatten
 from tidu.api.vmap import _inline_vmap
+from tidu.graph import Fragment, resolve
+from tidu.numpy import core as T
+from tidu.trace.tracer import Tracer
 
 __all__ = ["grad", "hessian", "hvp", "jacfwd", "jacrev", "jvp", "linearize", "transpose",
            "value_and_grad", "vjp"]
@@ -194,7 +204,8 @@ def _like_primals(primals, tangents):
 
 
 def jvp(fn: Callable, primals, tangents, has_aux: bool = False):
-    """Like jax.jvp: ``(fn(*primals), J·tangents)``, tangents structured like primals.  Compiled once
+    """Like jax.jvp: ``(fn(*primals), J·tangents)``, tangents structured like primals.  Compiled
+    once
     per function and shapes/dtypes."""
     primals, tangents = tuple(primals), tuple(tangents)
     if len(primals) != len(tangents):
@@ -376,7 +387,8 @@ def jacfwd(fn: Callable, argnums=0, has_aux: bool = False,
            holomorphic: bool = False) -> Callable:
     """Like jax.jacfwd: the Jacobian by forward mode, the JVP vmapped over the basis of the
     differentiated arguments (each a single array; outputs any tuple/list/dict of arrays), in
-    one program compiled once per shapes/dtypes.  Shape: output.shape + argument.shape; with a tuple of
+    one program compiled once per shapes/dtypes.  Shape: output.shape + argument.shape; with a
+    tuple of
     argnums, a tuple of those per output.  Arguments must be real, or complex with
     ``holomorphic=True`` (then outputs must be complex too)."""
     return _traced_or_compiled(fn, _jac_fn(fn, argnums, has_aux, True, holomorphic))
@@ -385,7 +397,8 @@ def jacfwd(fn: Callable, argnums=0, has_aux: bool = False,
 def jacrev(fn: Callable, argnums=0, has_aux: bool = False,
            holomorphic: bool = False) -> Callable:
     """Like jax.jacrev: the Jacobian by reverse mode, the VJP vmapped over the basis of each
-    output, in one program compiled once per shapes/dtypes.  Same arguments and result as ``jacfwd``; outputs
+    output, in one program compiled once per shapes/dtypes.  Same arguments and result as
+    ``jacfwd``; outputs
     must be real, or complex with ``holomorphic=True`` (then arguments must be complex too)."""
     return _traced_or_compiled(fn, _jac_fn(fn, argnums, has_aux, False, holomorphic))
 

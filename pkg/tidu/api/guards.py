@@ -15,14 +15,15 @@ that read no values have no guard output and pay nothing.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from tidu._native import _core
 from tidu.graph import GraphError, ValKey, _aval_list, prim_of, resolve
 from tidu.numpy import core as T
-from tidu.trace.tracer import Tracer
+from tidu.trace.tracer import Tracer, _compare
 
 __all__ = ["Concrete", "Guarded", "GuardMiss", "MAX_VARIANTS"]
 
@@ -81,13 +82,17 @@ class Concrete:
         v = v.reshape(())
         x0 = T.reshape(x, ()) if x.shape else x
         if kind == "bool":
-            pred = x0 if x0.dtype == np.bool_ else T._compare("NE", x0, np.zeros((), x0.dtype))
+            pred = x0 if x0.dtype == np.bool_ else _compare("NE", x0, np.zeros((), x0.dtype))
             out = bool(v)
             self._guard(pred, out)
             return out
         # A number read out of the trace may steer anything later: the program holds only for
         # this exact value (NaN: for NaN).
-        pred = T._compare("NE", x0, x0) if v.dtype.kind in "fc" and np.isnan(v) else T._compare("EQ", x0, v)
+        pred = (
+            _compare("NE", x0, x0)
+            if v.dtype.kind in "fc" and np.isnan(v)
+            else _compare("EQ", x0, v)
+        )
         self._guard(pred, True)
         return {"float": float, "int": int, "complex": complex}[kind](v)
 
@@ -106,6 +111,7 @@ class Concrete:
 
 # ---- variants and the per-call check ----
 
+
 class GuardMiss(Exception):
     """A guarded program's guards came out differently from its path: another variant is due."""
 
@@ -121,11 +127,11 @@ class Guarded:
     __slots__ = ("n", "expected", "build", "entry", "variants")
 
     def __init__(self, n: int, build: Callable, variants: list):
-        self.n = n                 # the function's own outputs
-        self.expected = None       # guard vector bytes; adopted from the first (tracing) call
+        self.n = n  # the function's own outputs
+        self.expected = None  # guard vector bytes; adopted from the first (tracing) call
         self.build = build
-        self.entry = None          # (prog, self, order, run): the jit cache entry
-        self.variants = variants   # all variants of this signature (shared), self included
+        self.entry = None  # (prog, self, order, run): the jit cache entry
+        self.variants = variants  # all variants of this signature (shared), self included
         variants.append(self)
 
     def __call__(self, res: list):
@@ -134,7 +140,7 @@ class Guarded:
             if self.expected is not None:
                 raise GuardMiss(self, res)
             self.expected = got
-        return self.build(res[:self.n])
+        return self.build(res[: self.n])
 
     def next_variant(self, res: list) -> "Guarded | None":
         """A variant whose path agrees with res (this variant's outputs, its guards failed) up to
@@ -142,7 +148,7 @@ class Guarded:
         got = res[self.n]
         want = np.frombuffer(self.expected, dtype=np.bool_)
         j = int(np.flatnonzero(got != want)[0])
-        prefix = self.expected[:j] + got[j:j + 1].tobytes()
+        prefix = self.expected[:j] + got[j : j + 1].tobytes()
         for v in reversed(self.variants):
             if v.expected is not None and v.expected.startswith(prefix):
                 return v

@@ -6,20 +6,22 @@ jit and its static-argument form share this file: each calls the other."""
 
 from __future__ import annotations
 
-from tidu.api.tree import flatten_args as _flatten_args, unflatten
-
 import functools
 import inspect
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from tidu._native import _core
+from tidu.api.guards import MAX_VARIANTS, Concrete, Guarded, GuardMiss
+from tidu.api.tree import flatten_args as _flatten_args
+from tidu.api.tree import unflatten
 from tidu.backends.program import CompiledProgram, _check_backend, compile
 from tidu.graph import FragmentBuilder, materialize_merge, resolve
-from tidu.api.guards import MAX_VARIANTS, Concrete, Guarded, GuardMiss
-from tidu.trace.tracer import Tracer, _stack as _trace_stack
 from tidu.trace.build import as_aval, flatten_outputs, tracing
+from tidu.trace.tracer import Tracer
+from tidu.trace.tracer import _stack as _trace_stack
 
 __all__ = ["Lowered", "jit", "leaf_names", "lower_program", "static_jit", "trace_program",
            "unflatten"]
@@ -461,4 +463,5 @@ class Lowered:
 
     def __repr__(self) -> str:
         ins = ", ".join(f"{n}: {a}" for n, a in zip(self.inputs, self.in_avals))
-        return f"Lowered({ins}) -> {self.outputs} outputs, {self.program.n_instructions} instructions"
+        n = self.program.n_instructions
+        return f"Lowered({ins}) -> {self.outputs} outputs, {n} instructions"

@@ -9,18 +9,19 @@ plain transpose, ``a * ct`` for ``a * x``), not tidu's adjoint (``conj(a) * ct``
 
 from __future__ import annotations
 
-from tidu.api.tree import flatten_args as _flatten_args, unflatten
-
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from tidu._native import _core
+from tidu.api.grad import vjp
+from tidu.api.tree import flatten_args as _flatten_args
+from tidu.api.tree import unflatten
 from tidu.graph import Local
+from tidu.numpy.core import conj
 from tidu.trace.build import as_aval, build
 from tidu.trace.tracer import Tracer
-from tidu.numpy.core import conj
-from tidu.api.grad import vjp
 
 __all__ = ["linear_transpose", "make"]
 

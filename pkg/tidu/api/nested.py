@@ -4,16 +4,16 @@ they were called with. The shared argument and output checks of the AD transform
 
 from __future__ import annotations
 
-from tidu.api.tree import flatten_args as _flatten_args, unflatten
-
 from dataclasses import dataclass
 
-
 from tidu._native import _core
+from tidu.api.tree import flatten_args as _flatten_args
+from tidu.api.tree import unflatten
 from tidu.graph import resolve
-from tidu.trace.tracer import Tracer, _lift, _stack as _trace_stack
-from tidu.trace.build import flatten_outputs
 from tidu.numpy.core import zeros_like
+from tidu.trace.build import flatten_outputs
+from tidu.trace.tracer import Tracer, _lift
+from tidu.trace.tracer import _stack as _trace_stack
 
 __all__ = ["NestedArg"]
 

@@ -12,24 +12,22 @@ program.  ``eval_batch`` stays the way to run an already compiled program over m
 
 from __future__ import annotations
 
-from tidu.api.tree import unflatten
-
 import functools
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from tidu._native import _core
-from tidu.graph import FragmentBuilder, ValKey, aval, \
-    resolve
 from tidu.ad.batch import batch_walk
+from tidu.api.jit import jit
+from tidu.api.nested import NestedArg, _Ctx, _outer_trace, _val
+from tidu.api.tree import unflatten
+from tidu.graph import FragmentBuilder, ValKey, aval, resolve
 from tidu.numpy import core as T
-from tidu.api.nested import NestedArg, _Ctx, _val
-from tidu.trace.tracer import Tracer
 from tidu.numpy.core import broadcast_to
 from tidu.trace.build import flatten_outputs
-from tidu.api.nested import _outer_trace
-from tidu.api.jit import jit
+from tidu.trace.tracer import Tracer
 
 __all__ = ["vmap"]
 
@@ -90,19 +88,23 @@ def _inline_vmap(trace, fn, args, kwargs, in_axes, out_axes, axis_size):
         if ax is None:
             continue
         if x.ndim == 0:
-            raise ValueError(f"vmap was requested to map its argument along axis {ax}, which "
-                             f"implies that its rank should be at least {ax + 1 if ax >= 0 else -ax}"
-                             f", but is only 0 (its shape is ()) (argument leaf {i})")
+            raise ValueError(
+                f"vmap was requested to map its argument along axis {ax}, which "
+                f"implies that its rank should be at least {ax + 1 if ax >= 0 else -ax}"
+                f", but is only 0 (its shape is ()) (argument leaf {i})"
+            )
         axes[i] = ax = _norm_axis(ax, x.ndim, "in_axes")
         sizes.setdefault(x.shape[ax], []).append(i)
     if axis_size is not None:
         axis_size = int(axis_size)
         if sizes and set(sizes) != {axis_size}:
-            raise ValueError(f"vmap got axis_size={axis_size} but mapped axes of sizes "
-                             f"{sorted(sizes)}")
+            raise ValueError(
+                f"vmap got axis_size={axis_size} but mapped axes of sizes {sorted(sizes)}"
+            )
     elif not sizes:
-        raise ValueError("vmap must have at least one non-None value in in_axes (or pass "
-                         "axis_size)")
+        raise ValueError(
+            "vmap must have at least one non-None value in in_axes (or pass axis_size)"
+        )
     if len(sizes) > 1:
         detail = "; ".join(f"size {n} for argument leaves {ix}" for n, ix in sizes.items())
         raise ValueError(f"vmap got inconsistent sizes for the array axes to be mapped: {detail}")
@@ -117,15 +119,18 @@ def _inline_vmap(trace, fn, args, kwargs, in_axes, out_axes, axis_size):
         if ax is None:
             inner.append(x)
             continue
-        av = aval(x.shape[:ax] + x.shape[ax + 1:], x.dtype)
+        av = aval(x.shape[:ax] + x.shape[ax + 1 :], x.dtype)
         local = b.add_input(NestedArg(base + k), av)
         fresh = Tracer(trace, trace.store.global_of(local), av)
         inner.append(fresh)
         seeds.append((fresh._v, _moveaxis(x, ax, 0)._v))
     saved, trace.concrete = trace.concrete, None  # mapped values have no single value
     try:
-        out = fn(*unflatten(in_tree, inner)) if not kwargs else \
-            fn(*unflatten(in_tree, inner)[:-1], **unflatten(in_tree, inner)[-1])
+        out = (
+            fn(*unflatten(in_tree, inner))
+            if not kwargs
+            else fn(*unflatten(in_tree, inner)[:-1], **unflatten(in_tree, inner)[-1])
+        )
     finally:
         trace.concrete = saved
     flat, out_tree = flatten_outputs(ctx, out)
@@ -137,8 +142,9 @@ def _inline_vmap(trace, fn, args, kwargs, in_axes, out_axes, axis_size):
     found = batch_walk(view, keys, seeds, nb)
     b.parents.append(nb.build([ValKey(v) for v in found if v != _core.NONE]))
 
-    oaxes = _axes_for(out_axes, unflatten(out_tree, flat) if out_tree is not None else flat[0],
-                      "out_axes")
+    oaxes = _axes_for(
+        out_axes, unflatten(out_tree, flat) if out_tree is not None else flat[0], "out_axes"
+    )
     results = []
     for o, v, ax in zip(flat, found, oaxes):
         if v == _core.NONE:  # does not depend on the mapped arguments
@@ -148,15 +154,19 @@ def _inline_vmap(trace, fn, args, kwargs, in_axes, out_axes, axis_size):
             v_t = broadcast_to(o, (n,) + o.shape)
         else:
             if ax is None:
-                raise ValueError("vmap has mapped output but out_axes is None (an output that "
-                                 "depends on a mapped argument must have an out axis)")
+                raise ValueError(
+                    "vmap has mapped output but out_axes is None (an output that "
+                    "depends on a mapped argument must have an out axis)"
+                )
             v_t = _val(trace, v)
         ax = _norm_axis(ax, v_t.ndim, "out_axes")
         results.append(_moveaxis(v_t, 0, ax))
     return unflatten(out_tree, results)
 
 
-def vmap(fn: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | None = None) -> Callable:
+def vmap(
+    fn: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | None = None
+) -> Callable:
     """Like jax.vmap: fn mapped over an axis of its arguments, as one program over batched arrays.
 
     Args:
@@ -176,17 +186,22 @@ def vmap(fn: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | Non
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)
     if not (_is_leaf_axis(in_axes) or isinstance(in_axes, (tuple, dict))):
-        raise TypeError(f"vmap in_axes must be an int, None, or a tuple of entries "
-                        f"corresponding to the positional arguments, got {in_axes!r}")
+        raise TypeError(
+            f"vmap in_axes must be an int, None, or a tuple of entries "
+            f"corresponding to the positional arguments, got {in_axes!r}"
+        )
 
     def traced(*args, **kwargs):
         if isinstance(in_axes, tuple) and len(in_axes) != len(args):
-            raise ValueError(f"vmap in_axes must be an int, None, or a tuple of entries "
-                             f"corresponding to the positional arguments passed to the "
-                             f"function, but got len(in_axes)={len(in_axes)}, "
-                             f"len(args)={len(args)}")
-        return _inline_vmap(_outer_trace(args, kwargs), fn, args, kwargs, in_axes, out_axes,
-                            axis_size)
+            raise ValueError(
+                f"vmap in_axes must be an int, None, or a tuple of entries "
+                f"corresponding to the positional arguments passed to the "
+                f"function, but got len(in_axes)={len(in_axes)}, "
+                f"len(args)={len(args)}"
+            )
+        return _inline_vmap(
+            _outer_trace(args, kwargs), fn, args, kwargs, in_axes, out_axes, axis_size
+        )
 
     compiled = jit(traced)
 

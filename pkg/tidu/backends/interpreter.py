@@ -10,13 +10,12 @@ abstract value is encoded once; a program's arrays are gathered from those encod
 from __future__ import annotations
 
 import dataclasses
+import os
 
 import numpy as np
 
 from tidu._native import _core, _eval
-import os
-from tidu.graph import prim_of
-from tidu.graph import aval_of
+from tidu.graph import aval_of, prim_of
 
 __all__ = ["encode", "has_kernels"]
 
@@ -24,7 +23,7 @@ def _load_blas() -> bool:
     """Large matrix products go to scipy-openblas32's GEMM (the OpenBLAS numpy and scipy build
     against) when it is installed; the interpreter's own loops otherwise."""
     try:
-        import scipy_openblas32 as sob
+        import scipy_openblas32 as sob  # noqa: PLC0415 - optional dependency, imported on first use
     except ImportError:
         return False
 

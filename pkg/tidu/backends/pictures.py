@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
+
 from tidu.backends.xla import MAX_FUSED_INSTRUCTIONS
 from tidu.graph import Fragment, Local, MaterializedGraph, ValKey, mode_of
 
@@ -244,7 +245,7 @@ def show(obj, path=None, format: str | None = None) -> Any:  # noqa: A002 - grap
     """
     text = to_dot(obj)
     try:
-        import graphviz
+        import graphviz  # noqa: PLC0415 - optional dependency, imported on first use
     except ImportError:
         raise ImportError("tidu.show needs the graphviz Python package (pip install "
                           "'tidu[viz]') and Graphviz's dot program; tidu's to_dot() gives the "

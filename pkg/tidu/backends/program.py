@@ -5,7 +5,8 @@ interpreter, XLA, or each op's Python ``impl``). Names no primitive."""
 from __future__ import annotations
 
 import os
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -67,7 +68,9 @@ BACKENDS = ("cpu", "xla", "auto")
 
 def _check_backend(backend: str) -> None:
     if backend not in BACKENDS:
-        raise ValueError(f"unknown backend {backend!r}; available: {', '.join(map(repr, BACKENDS))}")
+        raise ValueError(
+            f"unknown backend {backend!r}; available: {', '.join(map(repr, BACKENDS))}"
+        )
 
 
 def _input_name(key) -> str:
@@ -86,8 +89,9 @@ class CompiledProgram:
     ``backend`` is where ``eval`` runs it: ``"cpu"`` (the C++ interpreter) or ``"xla"``
     (StableHLO through XLA on ``device``)."""
 
-    def __init__(self, executable: Executable, graph: MaterializedGraph, backend: str = "cpu",
-                 device=None):
+    def __init__(
+        self, executable: Executable, graph: MaterializedGraph, backend: str = "cpu", device=None
+    ):
         self.executable = executable
         self.graph = graph
         self.backend = backend
@@ -106,8 +110,13 @@ class CompiledProgram:
         """Input i as a C-contiguous array of the program's dtype (a copy only when needed);
         a shape or unsafe dtype mismatch raises, naming the input."""
         av = self._input_avals[i]
-        if not batched and type(x) is np.ndarray and x.dtype is av.dtype and \
-                x.shape == av.shape and x.flags.c_contiguous:
+        if (
+            not batched
+            and type(x) is np.ndarray
+            and x.dtype is av.dtype
+            and x.shape == av.shape
+            and x.flags.c_contiguous
+        ):
             return x  # zero copy
         arr = np.asarray(x)
         shape = arr.shape[1:] if batched and arr.ndim else arr.shape
@@ -115,10 +124,12 @@ class CompiledProgram:
             want = f"(batch, *{av.shape})" if batched else str(av.shape)
             raise ValueError(f"input {self.inputs[i]!r}: expected shape {want}, got {arr.shape}")
         if arr.dtype != av.dtype:
-            if not np.can_cast(arr.dtype, av.dtype, casting="same_kind") or \
-                    (arr.dtype.kind == "c" and av.dtype.kind != "c"):
-                raise TypeError(f"input {self.inputs[i]!r}: expected dtype {av.dtype}, "
-                                f"got {arr.dtype}")
+            if not np.can_cast(arr.dtype, av.dtype, casting="same_kind") or (
+                arr.dtype.kind == "c" and av.dtype.kind != "c"
+            ):
+                raise TypeError(
+                    f"input {self.inputs[i]!r}: expected dtype {av.dtype}, got {arr.dtype}"
+                )
             arr = arr.astype(av.dtype)
         return np.require(arr, requirements="C")
 
@@ -133,8 +144,9 @@ class CompiledProgram:
             except (TypeError, ValueError):
                 pass  # convert below, or raise an error naming the input
         if len(inputs) != len(self.inputs):
-            raise ValueError(f"program takes {len(self.inputs)} inputs {self.inputs}, "
-                             f"got {len(inputs)}")
+            raise ValueError(
+                f"program takes {len(self.inputs)} inputs {self.inputs}, got {len(inputs)}"
+            )
         arrs = [self._check(i, x) for i, x in enumerate(inputs)]
         if self.backend == "xla":
             res = self.executable.xla(device=self.device).run(arrs)
@@ -161,9 +173,14 @@ class CompiledProgram:
         with ``batch=B`` every value has a leading axis of size B (as ``eval_batch`` runs it)."""
         return xla.lower(self.executable, batch)
 
-    def eval_batch(self, inputs: Sequence[Any], threads: int | None = None,
-                   backend: str | None = None, devices=None,
-                   exact: bool = True) -> list[np.ndarray]:
+    def eval_batch(
+        self,
+        inputs: Sequence[Any],
+        threads: int | None = None,
+        backend: str | None = None,
+        devices=None,
+        exact: bool = True,
+    ) -> list[np.ndarray]:
         """Evaluate at many points at once: every input has a leading batch axis of one length;
         the points are independent.
 
@@ -191,8 +208,9 @@ class CompiledProgram:
         if devices is not None and backend != "xla":
             raise ValueError("devices= needs backend='xla'")
         if len(inputs) != len(self.inputs):
-            raise ValueError(f"program takes {len(self.inputs)} inputs {self.inputs}, "
-                             f"got {len(inputs)}")
+            raise ValueError(
+                f"program takes {len(self.inputs)} inputs {self.inputs}, got {len(inputs)}"
+            )
         arrs, batch = [], None
         for i, x in enumerate(inputs):
             a = self._check(i, x, batched=True)
@@ -214,9 +232,19 @@ class CompiledProgram:
         n = mesh.devices.size
         padded = -(-batch // n) * n if batch else n
         if padded != batch:  # repeat the last point (or zeros for an empty batch), then drop
-            arrs = [np.concatenate([a, np.repeat(a[-1:] if batch else
-                                                 np.zeros((1,) + a.shape[1:], a.dtype),
-                                                 padded - batch, axis=0)]) for a in arrs]
+            arrs = [
+                np.concatenate(
+                    [
+                        a,
+                        np.repeat(
+                            a[-1:] if batch else np.zeros((1,) + a.shape[1:], a.dtype),
+                            padded - batch,
+                            axis=0,
+                        ),
+                    ]
+                )
+                for a in arrs
+            ]
         res = self.executable.xla(batch=padded, mesh=mesh).run(arrs)
         return [r[:batch] for r in res]
 
@@ -240,13 +268,13 @@ class CompiledProgram:
         ``self.input_names()``)."""
         ex = self.executable
         if not interpreter.has_kernels(ex.arrays["instr_prim"]):
-            raise NotImplementedError("a program holding a primitive with no C++ kernel cannot "
-                                      "be saved")
+            raise NotImplementedError(
+                "a program holding a primitive with no C++ kernel cannot be saved"
+            )
         names = self.input_names() if input_names is None else [str(n) for n in input_names]
         if len(names) != len(self.inputs):
             raise ValueError(f"save: {len(names)} input names for {len(self.inputs)} inputs")
-        native = interpreter.encode(ex.arrays, names,
-                                  [repr(k) for k in self.outputs])
+        native = interpreter.encode(ex.arrays, names, [repr(k) for k in self.outputs])
         with open(path, "wb") as f:
             f.write(native.to_bytes())
 
@@ -263,13 +291,18 @@ class CompiledProgram:
         saved = sum(avals[s].size * avals[s].dtype.itemsize for s in primal_out & read_linear)
         if native is None:  # evaluated op by op (a user primitive with no C++ kernel): no arena
             return {"saved_bytes": saved}
-        return {"arena_bytes": native.arena_bytes, "naive_bytes": native.naive_bytes,
-                "saved_bytes": saved}
+        return {
+            "arena_bytes": native.arena_bytes,
+            "naive_bytes": native.naive_bytes,
+            "saved_bytes": saved,
+        }
 
     def __call__(self, mapping: dict) -> list[np.ndarray]:
         if not isinstance(mapping, dict):
-            raise TypeError("a program is called with a dict {input_key: value}; "
-                            "use prog.eval(list) for positional inputs")
+            raise TypeError(
+                "a program is called with a dict {input_key: value}; "
+                "use prog.eval(list) for positional inputs"
+            )
         missing = [k for k in self.inputs if k not in mapping]
         if missing:
             raise KeyError(f"missing input(s) {missing}; the program takes {self.inputs}")
@@ -281,8 +314,10 @@ class CompiledProgram:
         return self.eval([mapping[k] for k in self.inputs])
 
     def __repr__(self) -> str:
-        return (f"<CompiledProgram: {len(self.inputs)} inputs, {len(self.outputs)} outputs, "
-                f"{self.n_instructions} instructions>")
+        return (
+            f"<CompiledProgram: {len(self.inputs)} inputs, {len(self.outputs)} outputs, "
+            f"{self.n_instructions} instructions>"
+        )
 
 
 def _copy_out(res: list[np.ndarray], out) -> list[np.ndarray]:
@@ -295,9 +330,11 @@ def _copy_out(res: list[np.ndarray], out) -> list[np.ndarray]:
     return list(out)
 
 
-
-def compile(graph: MaterializedGraph, backend: str = "auto",  # noqa: A001 - the seeds' name
-            device=None) -> CompiledProgram:
+def compile(
+    graph: MaterializedGraph,
+    backend: str = "auto",  # noqa: A001 - the seeds' name
+    device=None,
+) -> CompiledProgram:
     """SSA slot assignment and dense instruction arrays (C++), through the program cache.
 
     Args:
@@ -324,4 +361,3 @@ def compile(graph: MaterializedGraph, backend: str = "auto",  # noqa: A001 - the
         xla.require_jax()
         xla.check_lowerable(exe)
     return CompiledProgram(exe, graph, backend, device)
-

@@ -14,9 +14,23 @@ from tidu.graph.compile import Executable, ProgramCache, compile_arrays, program
 from tidu.graph.dtypes import AbstractValue, aval, aval_of
 from tidu.graph.dtypes import _aval_list as _aval_list  # the tracer and the transforms index it
 from tidu.graph.fragment import Fragment, FragmentBuilder, shape_rule
-from tidu.graph.keys import (PRIMAL, External, GraphError, GraphOp, Linear, Local, OpMode, ValKey,
-                             ValRef, input_key_id, input_key_ids, mode_id, mode_of, prim_id,
-                             prim_of)
+from tidu.graph.keys import (
+                             PRIMAL,
+                             External,
+                             GraphError,
+                             GraphOp,
+                             Linear,
+                             Local,
+                             OpMode,
+                             ValKey,
+                             ValRef,
+                             input_key_id,
+                             input_key_ids,
+                             mode_id,
+                             mode_of,
+                             prim_id,
+                             prim_of,
+)
 from tidu.graph.view import MaterializedGraph, ResolvedView, ValDef, materialize_merge, resolve
 
 __all__ = [

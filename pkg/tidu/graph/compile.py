@@ -4,7 +4,8 @@ runs (the interpreter, XLA) is tidu.backends."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 

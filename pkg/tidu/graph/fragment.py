@@ -3,13 +3,26 @@ shape-rule memo and the listings in the seeds' notation."""
 
 from __future__ import annotations
 
-from typing import Hashable, Sequence
+from collections.abc import Hashable, Sequence
 
 from tidu._native import _core
 from tidu.graph.dtypes import AbstractValue, _aval_list
-from tidu.graph.keys import (PRIMAL, External, GraphError, GraphOp, Local, OpMode, ValKey, ValRef,
-                             _input_keys, input_key_id, mode_id,
-                             mode_of, prim_id, prim_of)
+from tidu.graph.keys import (
+    PRIMAL,
+    External,
+    GraphError,
+    GraphOp,
+    Local,
+    OpMode,
+    ValKey,
+    ValRef,
+    _input_keys,
+    input_key_id,
+    mode_id,
+    mode_of,
+    prim_id,
+    prim_of,
+)
 
 __all__ = ["Fragment", "FragmentBuilder", "shape_rule"]
 
@@ -17,7 +30,8 @@ __all__ = ["Fragment", "FragmentBuilder", "shape_rule"]
 # ---- fragments ----
 
 class Fragment:
-    """Local values and ops plus references to others; produced by build, differentiate, transpose."""
+    """Local values and ops plus references to others; produced by build, differentiate,
+    transpose."""
 
     __slots__ = ("store", "parents", "prefix", "_inputs", "outputs", "__weakref__")
 
@@ -173,7 +187,9 @@ class FragmentBuilder:
     def aval(self, ref: ValRef | ValKey) -> AbstractValue:
         return self.key(ref).aval
 
-    def add_op(self, op: GraphOp, inputs: Sequence[ValRef | ValKey], mode: OpMode = PRIMAL) -> list[int]:
+    def add_op(
+        self, op: GraphOp, inputs: Sequence[ValRef | ValKey], mode: OpMode = PRIMAL
+    ) -> list[int]:
         """Add op over inputs in mode; returns the local ids of its outputs (existing ones if the
         same op is already local: hash-consing)."""
         store = self.store
@@ -188,8 +204,9 @@ class FragmentBuilder:
                 raise TypeError(f"expected Local, External or ValKey, got {type(r).__name__}")
         mask = mode.active_mask
         if mask is not None and len(mask) != len(ids):
-            raise GraphError(f"{op.name}: active mask {mode} has {len(mask)} entries "
-                             f"for {len(ids)} inputs")
+            raise GraphError(
+                f"{op.name}: active mask {mode} has {len(mask)} entries for {len(ids)} inputs"
+            )
         hit = shape_rule(op, tuple([_core.val_aval(v) for v in ids]))
         first = store.add_op(hit[0], mode_id(mode), ids, hit[1])
         return list(range(first, first + len(hit[1])))
@@ -201,8 +218,9 @@ class FragmentBuilder:
         ids = [store.global_of(a) if type(a) is int else a.id for a in args]
         mask = mode.active_mask
         if mask is not None and len(mask) != len(ids):
-            raise GraphError(f"{op.name}: active mask {mode} has {len(mask)} entries "
-                             f"for {len(ids)} inputs")
+            raise GraphError(
+                f"{op.name}: active mask {mode} has {len(mask)} entries for {len(ids)} inputs"
+            )
         hit = shape_rule(op, tuple([_core.val_aval(v) for v in ids]))
         return store.add_op(hit[0], mode_id(mode), ids, hit[1])
 

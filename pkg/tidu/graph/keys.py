@@ -3,14 +3,30 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Hashable, Iterable, Sequence
 
 from tidu._native import _core
 from tidu.graph.dtypes import AbstractValue, _aval_list, _lock
 
-__all__ = ["GraphError", "GraphOp", "OpMode", "PRIMAL", "Linear", "ValKey", "Local", "External",
-           "ValRef", "input_key_id", "input_key_ids", "is_input_key", "prim_id", "mode_id", "prim_of", "mode_of"]
+__all__ = [
+    "GraphError",
+    "GraphOp",
+    "OpMode",
+    "PRIMAL",
+    "Linear",
+    "ValKey",
+    "Local",
+    "External",
+    "ValRef",
+    "input_key_id",
+    "input_key_ids",
+    "is_input_key",
+    "prim_id",
+    "mode_id",
+    "prim_of",
+    "mode_of",
+]
 
 
 class GraphError(ValueError):
@@ -18,6 +34,7 @@ class GraphError(ValueError):
 
 
 # ---- ops and modes ----
+
 
 class GraphOp:
     """An immutable, hashable primitive instance: its kind plus static attributes.
@@ -110,7 +127,6 @@ class _Interned:
         except TypeError:
             i = None  # ids_of names the unhashable object
         return i if i is not None else self.ids_of((obj,))[0]
-
 
     def ids_of(self, objs: Iterable) -> list[int]:
         """id() of each of objs, under one lock (a new object is hashed once, not twice)."""

@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Hashable, Sequence
 
 from tidu._native import _core
 from tidu.graph.fragment import Fragment
@@ -130,7 +130,8 @@ class MaterializedGraph:
 
 
 def materialize_merge(view: ResolvedView, outputs: Sequence[ValKey]) -> MaterializedGraph:
-    """Flatten the view's reachable part from outputs: de-duplicated by key, one topological order."""
+    """Flatten the view's reachable part from outputs: de-duplicated by key, one topological
+    order."""
     if isinstance(view, Fragment):
         view = resolve([view])
     return MaterializedGraph(view.walk(list(outputs)))

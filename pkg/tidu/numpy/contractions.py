@@ -6,14 +6,10 @@ from __future__ import annotations
 import numpy as np
 
 from tidu import ops as P
-from tidu.numpy.einsum import _diagonals, _emit, _Term
-from tidu.trace.tracer import _trace_of
-from tidu.trace.tracer import _dtype_of, _lift
-from tidu.numpy.core import conj, reshape
+from tidu.numpy.core import broadcast_to, concatenate, conj, reshape, transpose
 from tidu.numpy.core import sum as tsum
-from tidu.numpy.core import concatenate
-from tidu.numpy.core import broadcast_to
-from tidu.numpy.core import transpose
+from tidu.numpy.einsum import _diagonals, _emit, _Term
+from tidu.trace.tracer import _dtype_of, _lift, _trace_of
 
 __all__ = ["cross", "inner", "kron", "outer", "tensordot", "trace", "vdot"]
 
@@ -145,7 +141,8 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
             return -q if q is not None else None
         return p if q is None else p - q
 
-    c = [sub(mul(a1, b2), mul(a2, b1)), sub(mul(a2, b0), mul(a0, b2)), sub(mul(a0, b1), mul(a1, b0))]
+    c = [sub(mul(a1, b2), mul(a2, b1)), sub(mul(a2, b0), mul(a0, b2)),
+         sub(mul(a0, b1), mul(a1, b0))]
     shape = np.broadcast_shapes(*[tuple(v.shape) for v in c if v is not None])
 
     c = [reshape(broadcast_to(v, shape), tuple(shape) + (1,)) for v in c]

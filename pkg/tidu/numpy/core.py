@@ -5,17 +5,27 @@ trace helpers the other numpy modules share (re-exported here so ``core`` is the
 from __future__ import annotations
 
 import builtins
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
-from tidu._native import _core
 from tidu import ops as P
-from tidu.graph import AbstractValue, _aval_list, aval, prim_id, prim_of, shape_rule
-from tidu.graph.dtypes import BOOL, COMPLEXES, INTS
-from tidu.trace.tracer import (_NONFLOAT, Tracer, _binary, _broadcast, _capture, _compare, _const,
-                               _current, _dtype_of, _emit, _innermost, _lift, _op, _promote,
-                               _singleton, _stack, _trace_of, _unary_float)
+from tidu._native import _core
+from tidu.graph import AbstractValue, _aval_list, prim_id, prim_of, shape_rule
+from tidu.graph.dtypes import BOOL, COMPLEXES
+from tidu.trace.tracer import (
+    Tracer,
+    _broadcast,
+    _compare,
+    _const,
+    _current,
+    _dtype_of,
+    _emit,
+    _lift,
+    _op,
+    _promote,
+    _trace_of,
+)
 
 __all__ = [
     "abs", "astype", "broadcast_to", "concatenate", "conj", "cos", "dot", "exp", "expm1", "imag",
@@ -133,8 +143,11 @@ reshape = _core.reshape
 def transpose(x, axes=None):
     t = _trace_of(x)
     x = _lift(t, x)
-    perm = tuple(reversed(range(x.ndim))) if axes is None else tuple(int(a) % builtins_max(x.ndim, 1)
-                                                                      for a in axes)
+    perm = (
+        tuple(reversed(range(x.ndim)))
+        if axes is None
+        else tuple(int(a) % builtins_max(x.ndim, 1) for a in axes)
+    )
     if perm == tuple(range(x.ndim)):
         return x
     op = _op(P.Transpose, perm)
@@ -164,8 +177,9 @@ def where(cond, x, y):
         c = _compare("NE", c, 0)
     a, b = _promote("where", t, x, y)
     shape = np.broadcast_shapes(c.shape, a.shape)
-    return _emit(t, P.Select(), _broadcast(t, c, shape), _broadcast(t, a, shape),
-                 _broadcast(t, b, shape))
+    return _emit(
+        t, P.Select(), _broadcast(t, c, shape), _broadcast(t, a, shape), _broadcast(t, b, shape)
+    )
 
 
 def conj(x):
@@ -193,8 +207,9 @@ def concatenate_rule(avals: Sequence[AbstractValue], axis: int):
     share one dtype: (prim id, output aval id); None otherwise (the general path's promotion)."""
     if len({a.dtype for a in avals}) != 1:
         return None
-    pid, (out,) = shape_rule(_op(P.Concatenate, int(axis) % avals[0].ndim),
-                             tuple(a.id for a in avals))
+    pid, (out,) = shape_rule(
+        _op(P.Concatenate, int(axis) % avals[0].ndim), tuple(a.id for a in avals)
+    )
     return pid, out
 
 
@@ -206,8 +221,11 @@ def concatenate_general(xs: Sequence, axis: int = 0):
         raise ValueError("concatenate: need at least one array")
     t = _trace_of(*xs)
     dts = {x.aval.dtype if type(x) is Tracer else None for x in xs}
-    dt = next(iter(dts)) if len(dts) == 1 and None not in dts else \
-        np.result_type(*[_dtype_of(x) for x in xs])
+    dt = (
+        next(iter(dts))
+        if len(dts) == 1 and None not in dts
+        else np.result_type(*[_dtype_of(x) for x in xs])
+    )
     lifted = [_lift(t, x, dt) for x in xs]
     nd = lifted[0].ndim
     if nd == 0:

@@ -10,13 +10,27 @@ import builtins
 import numpy as np
 
 from tidu import ops as P
-from tidu.numpy import core as T
 from tidu.graph.dtypes import COMPLEXES
-from tidu.numpy.shapes import (_axis, _has_tracer, _lift, _numpy_outside, _slice, _static_int,
-                               _traced, _zeros, ravel)
-from tidu.trace.tracer import Tracer
+from tidu.numpy import core as T
+from tidu.numpy.shapes import (
+    _axis,
+    _has_tracer,
+    _lift,
+    _numpy_outside,
+    _slice,
+    _static_int,
+    _traced,
+    _zeros,
+    ravel,
+)
+from tidu.trace.tracer import Tracer, _broadcast, _const, _dtype_of, _emit, _op, _promote, _trace_of
+from tidu.trace.tracer import _lift as _lift_in
 
-__all__ = ["diag", "diagonal", "meshgrid", "tri", "tril", "triu", "arange", "array", "asarray", "empty", "empty_like", "eye", "full", "full_like", "identity", "linspace", "ndim", "ones", "ones_like", "shape", "size", "zeros", "zeros_like"]
+__all__ = [
+    "diag", "diagonal", "meshgrid", "tri", "tril", "triu", "arange", "array", "asarray",
+    "empty", "empty_like", "eye", "full", "full_like", "identity", "linspace", "ndim", "ones",
+    "ones_like", "shape", "size", "zeros", "zeros_like",
+]
 
 _range, _max, _min, _sum = builtins.range, builtins.max, builtins.min, builtins.sum
 
@@ -60,7 +74,7 @@ def _like(name, a, value, dtype, shape):
     if isinstance(value, Tracer):
         return T.broadcast_to(T.astype(value, dt), sh)
     if isinstance(a, Tracer):
-        return T._broadcast(a._t, T._const(a._t, value, dt), sh)
+        return _broadcast(a._t, _const(a._t, value, dt), sh)
     return np.full(sh, value, dt)
 
 
@@ -113,8 +127,8 @@ def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = 
         raise ValueError(f"linspace: number of samples, {num}, must be non-negative")
     if not _traced() and not _has_tracer((start, stop)):
         return np.linspace(start, stop, num, endpoint, retstep, dtype, axis)
-    t = T._trace_of(start, stop)
-    s, e = T._promote("linspace", t, start, stop, min_dtype=np.float64)
+    t = _trace_of(start, stop)
+    s, e = _promote("linspace", t, start, stop, min_dtype=np.float64)
     div = (num - 1) if endpoint else num
     step = (e - s) / float(div) if div > 0 else None
     shape = s.shape
@@ -122,19 +136,19 @@ def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = 
     ax = _axis(axis, nd, "linspace")
     out_shape = shape[:ax] + (num,) + shape[ax:]
     dims = tuple(i for i in _range(nd) if i != ax)
-    iota = T._lift(t, np.arange(num, dtype=np.float64).reshape(
+    iota = _lift_in(t, np.arange(num, dtype=np.float64).reshape(
         tuple(num if i == ax else 1 for i in _range(nd))), s.dtype)
-    sb = T._emit(t, T._op(P.BroadcastInDim, out_shape, dims), s)
+    sb = _emit(t, _op(P.BroadcastInDim, out_shape, dims), s)
     if step is None:  # num <= 1 (or 0 with endpoint=False): start alone, or nothing
         res = sb
     else:
-        stb = T._emit(t, T._op(P.BroadcastInDim, out_shape, dims), step)
-        res = sb + T._broadcast(t, iota, out_shape) * stb
+        stb = _emit(t, _op(P.BroadcastInDim, out_shape, dims), step)
+        res = sb + _broadcast(t, iota, out_shape) * stb
         if endpoint and num > 1:  # the last sample is stop exactly, as numpy's
-            eb = T._emit(t, T._op(P.BroadcastInDim, out_shape, dims), e)
+            eb = _emit(t, _op(P.BroadcastInDim, out_shape, dims), e)
             last = np.zeros(out_shape, bool)
             last[tuple(num - 1 if i == ax else slice(None) for i in _range(nd))] = True
-            res = T._emit(t, P.Select(), T._lift(t, last), eb, res)
+            res = _emit(t, P.Select(), _lift_in(t, last), eb, res)
     if dtype is not None:
         res = T.astype(res, dtype)
     if retstep:
@@ -156,14 +170,14 @@ def _leaves(obj, out):
 def _build(t, obj, dtype) -> Tracer:
     if isinstance(obj, (list, tuple)):
         if not obj:
-            return T._lift(t, np.zeros((0,), dtype))
+            return _lift_in(t, np.zeros((0,), dtype))
         parts = [_build(t, o, dtype) for o in obj]
         shapes = {p.shape for p in parts}
         if len(shapes) != 1:
             raise ValueError(f"array: setting an array element with a sequence: the nested "
                              f"sequence is inhomogeneous (shapes {sorted(shapes)})")
         return T.concatenate([T.reshape(p, (1,) + p.shape) for p in parts], axis=0)
-    return T._lift(t, obj, dtype)
+    return _lift_in(t, obj, dtype)
 
 
 def asarray(a, dtype=None, order=None, *, copy=None):
@@ -176,10 +190,10 @@ def asarray(a, dtype=None, order=None, *, copy=None):
     leaves = _leaves(a, []) if isinstance(a, (list, tuple)) else [a]
     if not _has_tracer(leaves):
         return np.array(a, dtype=dtype)  # a constant; the trace lifts it where it meets a value
-    t = T._trace_of(*leaves)
+    t = _trace_of(*leaves)
     if dtype is None:
         try:
-            dtype = np.result_type(*[T._dtype_of(x) for x in leaves])
+            dtype = np.result_type(*[_dtype_of(x) for x in leaves])
         except TypeError as e:
             raise TypeError(f"array: cannot promote the elements' dtypes: {e}") from None
     dtype = np.dtype(dtype)
@@ -257,11 +271,11 @@ def diag(v, k: int = 0) -> Tracer:
         raise ValueError(f"diag: input must be 1-D or 2-D, got shape {x.shape}")
     n = x.shape[0]
     N = n + abs(k)
-    padded = T._emit(x._t, T._op(P.Pad, (0,), (abs(k),), (0,)), x) if k else x
+    padded = _emit(x._t, _op(P.Pad, (0,), (abs(k),), (0,)), x) if k else x
     # row i holds v[i] (k >= 0), column j holds v[j] (k < 0): broadcast, then keep the diagonal
-    full_ = T._emit(x._t, T._op(P.BroadcastInDim, (N, N), (0,) if k >= 0 else (1,)), padded)
-    mask = T._lift(x._t, np.eye(N, k=k, dtype=bool))
-    return T._emit(x._t, P.Select(), mask, full_, _zeros(x._t, (N, N), x.dtype))
+    full_ = _emit(x._t, _op(P.BroadcastInDim, (N, N), (0,) if k >= 0 else (1,)), padded)
+    mask = _lift_in(x._t, np.eye(N, k=k, dtype=bool))
+    return _emit(x._t, P.Select(), mask, full_, _zeros(x._t, (N, N), x.dtype))
 
 
 def tri(N: int, M: int | None = None, k: int = 0, dtype=None) -> np.ndarray:
@@ -278,8 +292,8 @@ def _triangle(name, m, k, lower: bool) -> Tracer:
     keep = np.tri(n, mm, k, dtype=bool) if lower else ~np.tri(n, mm, k - 1, dtype=bool)
     if keep.all():
         return x
-    mask = T._broadcast(x._t, T._lift(x._t, keep), x.shape)
-    return T._emit(x._t, P.Select(), mask, x, _zeros(x._t, x.shape, x.dtype))
+    mask = _broadcast(x._t, _lift_in(x._t, keep), x.shape)
+    return _emit(x._t, P.Select(), mask, x, _zeros(x._t, x.shape, x.dtype))
 
 
 @_numpy_outside(np.tril)
@@ -314,5 +328,5 @@ def meshgrid(*xi, copy: bool = True, sparse: bool = False, indexing: str = "xy")
         if sparse:
             out.append(T.reshape(x, tuple(d if k == pos else 1 for k, d in enumerate(shape))))
         else:
-            out.append(T._emit(x._t, T._op(P.BroadcastInDim, tuple(shape), (pos,)), x))
+            out.append(_emit(x._t, _op(P.BroadcastInDim, tuple(shape), (pos,)), x))
     return out

@@ -16,8 +16,18 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from tidu.numpy import (contractions, core, creation, einsum, indexing, linalg, reductions, shapes,
-                        sorting, ufuncs)
+from tidu.numpy import (
+    contractions,
+    core,
+    creation,
+    einsum,
+    indexing,
+    linalg,
+    reductions,
+    shapes,
+    sorting,
+    ufuncs,
+)
 from tidu.trace.tracer import Tracer
 
 __all__ = ["array_ufunc", "array_function"]

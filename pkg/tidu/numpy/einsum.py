@@ -1,4 +1,5 @@
-"""``td.einsum`` and ``td.einsum_path`` (as ``jax.numpy``'s) and the contractions written with them or
+"""``td.einsum`` and ``td.einsum_path`` (as ``jax.numpy``'s) and the contractions written with them
+or
 with DotGeneral: ``tensordot, inner, vdot, outer, kron, trace, cross``.
 
 An einsum is lowered to tidu's tier-1 primitives -- DotGeneral for every pairwise contraction,
@@ -17,9 +18,8 @@ from typing import Any
 import numpy as np
 
 from tidu import ops as P
-from tidu.trace.tracer import _emit as emit, _trace_of
-from tidu.trace.tracer import _dtype_of, _lift
-from tidu.trace.tracer import _compare
+from tidu.trace.tracer import _compare, _dtype_of, _lift, _trace_of
+from tidu.trace.tracer import _emit as emit
 
 __all__ = ["PathInfo", "einsum", "einsum_path"]
 
@@ -223,17 +223,24 @@ def _symbols(ins, out):
     """The einsum string of the expanded index lists, one symbol per label (opt_einsum's)."""
     labels: dict = {}
     try:
-        from opt_einsum import get_symbol
+        from opt_einsum import get_symbol  # noqa: PLC0415 - optional dependency, imported on first use
     except ImportError:  # pragma: no cover - the fallback only needs a readable string
+
         def get_symbol(k):
-            return chr(0x4E00 + k) if k >= 52 else "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"[k]
+            return (
+                chr(0x4E00 + k)
+                if k >= 52
+                else "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"[k]
+            )
 
     def sym(i):
         if i not in labels:
             labels[i] = get_symbol(len(labels))
         return labels[i]
 
-    return ",".join("".join(sym(i) for i in idx) for idx in ins) + "->" + "".join(sym(i) for i in out)
+    return (
+        ",".join("".join(sym(i) for i in idx) for idx in ins) + "->" + "".join(sym(i) for i in out)
+    )
 
 
 def _normalize_optimize(optimize):
@@ -260,7 +267,7 @@ def _find_path(ins, out, shapes, size, optimize):
         path = [(0, 1)] * (n - 1)
     else:
         try:
-            import opt_einsum
+            import opt_einsum  # noqa: PLC0415 - optional dependency, imported on first use
         except ImportError:
             opt_einsum = None
         if opt_einsum is not None:
@@ -269,9 +276,16 @@ def _find_path(ins, out, shapes, size, optimize):
             return [tuple(s) for s in path], info
         path = _greedy(ins, out, size)
     cost, largest = _path_cost(ins, out, size, path)
-    naive = _flops(frozenset().union(*[frozenset(i) for i in ins]),
-                   bool(frozenset().union(*[frozenset(i) for i in ins]) - frozenset(out)),
-                   max(n, 1), size) if n else 0
+    naive = (
+        _flops(
+            frozenset().union(*[frozenset(i) for i in ins]),
+            bool(frozenset().union(*[frozenset(i) for i in ins]) - frozenset(out)),
+            max(n, 1),
+            size,
+        )
+        if n
+        else 0
+    )
     return path, PathInfo(path, cost, naive, largest, eq)
 
 
@@ -286,6 +300,7 @@ def einsum_path(subscripts, *operands, optimize="greedy"):
         ``PathInfo`` when installed (``info.opt_cost`` the flop count), else tidu's
         ``PathInfo`` with the same fields.
     """
+
     def shaped(o):
         if isinstance(o, (list, tuple)):  # a sublist of the interleaved form
             return o
@@ -309,6 +324,7 @@ class _Shaped:
 
 
 # ---- lowering one einsum into primitives ----
+
 
 class _Term:
     """A traced value with one label per axis."""
@@ -376,8 +392,14 @@ def _contract(a: _Term, b: _Term, keep) -> _Term:
     return _Term(x, idx)
 
 
-def einsum(subscripts, *operands, optimize="auto", precision=None,
-           preferred_element_type=None, _dot_general=None):
+def einsum(
+    subscripts,
+    *operands,
+    optimize="auto",
+    precision=None,
+    preferred_element_type=None,
+    _dot_general=None,
+):
     """Einstein summation, as ``jnp.einsum``: ``td.einsum("ij,jk->ik", a, b)``, the implicit
     form (``"ij,jk"``), ellipses (``"...ij,...jk"``), repeated indices (diagonals, traces:
     ``"ii->"``), and the interleaved form ``td.einsum(a, [0, 1], b, [1, 2], [0, 2])``.
@@ -417,7 +439,7 @@ def einsum(subscripts, *operands, optimize="auto", precision=None,
             continue
         acc = taken[0]
         for k, other in enumerate(taken[1:]):
-            later = set().union(*[set(tm.idx) for tm in taken[k + 2:]])
+            later = set().union(*[set(tm.idx) for tm in taken[k + 2 :]])
             acc = _contract(acc, other, keep | later)
         terms.append(acc)
     if len(terms) != 1:

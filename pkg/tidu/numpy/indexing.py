@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import builtins
 import math
+
 import numpy as np
 
 from tidu import ops as P
 from tidu.graph import _aval_list, shape_rule
 from tidu.graph.dtypes import INTS
-from tidu.numpy.core import (astype, broadcast_to, maximum, minimum, reshape, transpose, where)
+from tidu.numpy.core import astype, broadcast_to, maximum, minimum, reshape, transpose, where
 from tidu.trace.tracer import Tracer, _emit, _lift, _trace_of
 
 __all__ = ["take", "take_along_axis", "dynamic_slice", "dynamic_update_slice", "IndexUpdateRef",

@@ -13,18 +13,28 @@ import numpy as np
 
 from tidu import ops as P
 from tidu.graph.dtypes import INEXACT
-from tidu.trace.tracer import _dtype_of, _lift, _trace_of
-from tidu.numpy.core import transpose
-from tidu.numpy.core import conj
-from tidu.trace.build import apply
-from tidu.numpy.core import broadcast_to, reshape
-from tidu.numpy.core import iota, sum as sum_, where
-from tidu.numpy.core import astype, real
-from tidu.numpy.core import abs as abs_, cos, exp, log, sign
+from tidu.numpy.core import abs as abs_
+from tidu.numpy.core import (
+    astype,
+    broadcast_to,
+    conj,
+    cos,
+    exp,
+    imag,
+    iota,
+    log,
+    matmul,
+    real,
+    reshape,
+    sign,
+    sqrt,
+    transpose,
+    where,
+)
 from tidu.numpy.core import max as max_
-from tidu.numpy.core import sqrt
-from tidu.numpy.core import imag
-from tidu.numpy.core import matmul
+from tidu.numpy.core import sum as sum_
+from tidu.trace.build import apply
+from tidu.trace.tracer import _dtype_of, _lift, _trace_of
 
 __all__ = ["cholesky", "solve_triangular", "cho_factor", "cho_solve", "diagonal", "lu_factor",
            "lu_solve", "solve", "inv", "det", "slogdet", "eigh", "eigvalsh", "qr", "svd",

@@ -12,9 +12,12 @@ import math
 import numpy as np
 
 from tidu import ops as P
+from tidu.numpy.core import abs as _abs
+from tidu.numpy.core import astype, exp, expm1, iota, log, reshape, sign, stop_gradient, tanh, where
+from tidu.numpy.core import max as _max
+from tidu.numpy.core import sum as _sum
 from tidu.numpy.ufuncs import erfc, isfinite, logaddexp
 from tidu.trace.tracer import _compare, _lift, _trace_of, _unary_float
-from tidu.numpy.core import abs as _abs, astype, exp, expm1, iota, log, max as _max, reshape, sign, stop_gradient, sum as _sum, tanh, where
 
 _where = where  # the functions below take jax's `where=` mask argument
 

@@ -10,9 +10,18 @@ import numpy as np
 
 from tidu.graph.dtypes import BOOL, COMPLEXES, INTS
 from tidu.numpy import core as T
-from tidu.numpy.shapes import (_axes, _axis, _has_tracer, _lift, _numpy_outside, _slice, _static_int,
-                               _traced)
-from tidu.trace.tracer import Tracer
+from tidu.numpy.shapes import (
+    _axes,
+    _axis,
+    _has_tracer,
+    _lift,
+    _numpy_outside,
+    _slice,
+    _static_int,
+    _traced,
+)
+from tidu.trace.tracer import Tracer, _broadcast, _compare
+from tidu.trace.tracer import _lift as _lift_in
 
 __all__ = ["diff", "std", "var"]
 
@@ -71,9 +80,9 @@ def diff(a, n: int = 1, axis: int = -1, prepend=None, append=None) -> Tracer:
         raise ValueError("diff: requires input that is at least one dimensional")
     ax = _axis(axis, x.ndim, "diff")
     def extra(v):
-        e = T._lift(x._t, v)
+        e = _lift_in(x._t, v)
         if e.ndim == 0:
-            e = T._broadcast(x._t, e, tuple(1 if i == ax else d for i, d in enumerate(x.shape)))
+            e = _broadcast(x._t, e, tuple(1 if i == ax else d for i, d in enumerate(x.shape)))
         return e
 
     parts = ([extra(prepend)] if prepend is not None else []) + [x] + \
@@ -85,5 +94,5 @@ def diff(a, n: int = 1, axis: int = -1, prepend=None, append=None) -> Tracer:
         if m == 0:
             break
         hi, lo = _slice(x, ax, 1, m), _slice(x, ax, 0, m - 1)
-        x = T._compare("NE", hi, lo) if x.dtype == BOOL else hi - lo
+        x = _compare("NE", hi, lo) if x.dtype == BOOL else hi - lo
     return x

@@ -17,14 +17,15 @@ from __future__ import annotations
 import builtins
 import functools
 import operator
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
 from tidu import ops as P
+from tidu.graph.dtypes import BOOL
 from tidu.numpy import core as T
-from tidu.graph.dtypes import BOOL, COMPLEXES, INTS
-from tidu.trace.tracer import Tracer
+from tidu.trace.tracer import Tracer, _broadcast, _const, _dtype_of, _emit, _op, _stack, _trace_of
+from tidu.trace.tracer import _lift as _lift_in
 
 __all__ = [
     "array_split", "atleast_1d", "atleast_2d", "atleast_3d", "column_stack", "dstack",
@@ -47,7 +48,7 @@ def _has_tracer(xs) -> bool:
 
 
 def _traced() -> bool:
-    return bool(T._stack())
+    return bool(_stack())
 
 
 def _numpy_outside(np_fn):
@@ -66,8 +67,8 @@ def _numpy_outside(np_fn):
 
 
 def _lift(x) -> Tracer:
-    t = T._trace_of(x)
-    return T._lift(t, x)
+    t = _trace_of(x)
+    return _lift_in(t, x)
 
 
 def _axis(axis, ndim: int, name: str) -> int:
@@ -94,22 +95,22 @@ def _slice(x: Tracer, axis: int, start: int, stop: int, step: int = 1) -> Tracer
     st = tuple(start if i == axis else 0 for i in _range(nd))
     lim = tuple(stop if i == axis else d for i, d in enumerate(x.shape))
     stride = tuple(step if i == axis else 1 for i in _range(nd))
-    return T._emit(x._t, T._op(P.Slice, st, lim, stride), x)
+    return _emit(x._t, _op(P.Slice, st, lim, stride), x)
 
 
 def _rev(x: Tracer, axes: tuple[int, ...]) -> Tracer:
     axes = tuple(a for a in axes if x.shape[a] > 1)
-    return T._emit(x._t, T._op(P.Rev, axes), x) if axes else x
+    return _emit(x._t, _op(P.Rev, axes), x) if axes else x
 
 
 def _concat(xs: list[Tracer], axis: int) -> Tracer:
-    return xs[0] if len(xs) == 1 else T._emit(xs[0]._t, T._op(P.Concatenate, axis), *xs)
+    return xs[0] if len(xs) == 1 else _emit(xs[0]._t, _op(P.Concatenate, axis), *xs)
 
 
 def _bcast_axis(x: Tracer, axis: int, n: int) -> Tracer:
     """x (size 1 along axis) broadcast to size n along axis."""
     shape = tuple(n if i == axis else d for i, d in enumerate(x.shape))
-    return T._emit(x._t, T._op(P.BroadcastInDim, shape, tuple(_range(x.ndim))), x)
+    return _emit(x._t, _op(P.BroadcastInDim, shape, tuple(_range(x.ndim))), x)
 
 
 def _take_static(x: Tracer, idx: np.ndarray, axis: int) -> Tracer:
@@ -139,7 +140,7 @@ def _take_static(x: Tracer, idx: np.ndarray, axis: int) -> Tracer:
 
 
 def _zeros(t, shape, dtype) -> Tracer:
-    return T._broadcast(t, T._const(t, 0, dtype), tuple(shape))
+    return _broadcast(t, _const(t, 0, dtype), tuple(shape))
 
 
 # ---- stacking and splitting ----
@@ -156,8 +157,8 @@ def stack(arrays: Sequence, axis: int = 0, out=None, dtype=None) -> Tracer:
     arrays = list(arrays)
     if not arrays:
         raise ValueError("stack: need at least one array to stack")
-    t = T._trace_of(*arrays)
-    xs = [T._lift(t, a) for a in arrays]
+    t = _trace_of(*arrays)
+    xs = [_lift_in(t, a) for a in arrays]
     shapes = {x.shape for x in xs}
     if len(shapes) != 1:
         raise ValueError(f"stack: all input arrays must have the same shape, got "
@@ -429,7 +430,7 @@ def tile(A, reps) -> Tracer:
     if all(r == 1 for r in reps):
         return x
     inter = tuple(v for r, d in zip(reps, x.shape) for v in (r, d))
-    b = T._emit(x._t, T._op(P.BroadcastInDim, inter, tuple(_range(1, 2 * nd, 2))), x)
+    b = _emit(x._t, _op(P.BroadcastInDim, inter, tuple(_range(1, 2 * nd, 2))), x)
     return T.reshape(b, tuple(r * d for r, d in zip(reps, x.shape)))
 
 
@@ -454,7 +455,7 @@ def repeat(a, repeats, axis=None, *, total_repeat_length=None) -> Tracer:
         k = int(r.reshape(-1)[0])
         shape = x.shape[:ax + 1] + (k,) + x.shape[ax + 1:]
         dims = tuple(i for i in _range(x.ndim + 1) if i != ax + 1)
-        b = T._emit(x._t, T._op(P.BroadcastInDim, shape, dims), x)
+        b = _emit(x._t, _op(P.BroadcastInDim, shape, dims), x)
         out = T.reshape(b, x.shape[:ax] + (n * k,) + x.shape[ax + 1:])
     else:
         if r.shape != (n,):
@@ -506,7 +507,8 @@ def pad(array, pad_width, mode: str = "constant", **kwargs) -> Tracer:
     if mode in _INDEX_MODES:
         unknown = set(kwargs) - {"reflect_type"}
         if unknown:
-            raise TypeError(f"pad: unexpected keyword arguments {sorted(unknown)} for mode {mode!r}")
+            raise TypeError(f"pad: unexpected keyword arguments {sorted(unknown)} "
+                            f"for mode {mode!r}")
         if kwargs.get("reflect_type", "even") != "even":
             raise NotImplementedError("pad: only reflect_type='even' is supported")
         for ax, (b, e) in enumerate(widths):
@@ -517,8 +519,9 @@ def pad(array, pad_width, mode: str = "constant", **kwargs) -> Tracer:
                 idx = np.pad(np.arange(n), (b, e), mode=mode)
                 x = _take_static(x, idx, ax)
         return x
-    raise NotImplementedError(f"pad: mode {mode!r} is not supported (constant, edge, reflect, "
-                              f"symmetric, wrap are)")
+    raise NotImplementedError(
+        f"pad: mode {mode!r} is not supported (constant, edge, reflect, symmetric, wrap are)"
+    )
 
 
 def _pad_constant(x: Tracer, widths, constant_values) -> Tracer:
@@ -529,16 +532,21 @@ def _pad_constant(x: Tracer, widths, constant_values) -> Tracer:
             if not any(b or e for b, e in widths):
                 return x
             lo, hi = tuple(b for b, _ in widths), tuple(e for _, e in widths)
-            return T._emit(t, T._op(P.Pad, lo, hi, (0,) * x.ndim), x)
+            return _emit(t, _op(P.Pad, lo, hi, (0,) * x.ndim), x)
         try:
             cv = np.broadcast_to(cv, (x.ndim, 2))
         except ValueError:
-            raise ValueError(f"pad: constant_values of shape {cv.shape} do not fit an array of "
-                             f"{x.ndim} dimensions") from None
-        values = [[T._lift(t, cv[i, j], x.dtype) for j in (0, 1)] for i in _range(x.ndim)]
+            raise ValueError(
+                f"pad: constant_values of shape {cv.shape} do not fit an array of "
+                f"{x.ndim} dimensions"
+            ) from None
+        values = [[_lift_in(t, cv[i, j], x.dtype) for j in (0, 1)] for i in _range(x.ndim)]
     else:
-        c = T.astype(constant_values, x.dtype) if constant_values.dtype != x.dtype \
+        c = (
+            T.astype(constant_values, x.dtype)
+            if constant_values.dtype != x.dtype
             else constant_values
+        )
         if c.ndim != 0:
             raise NotImplementedError("pad: traced constant_values must be a scalar")
         values = [[c, c] for _ in _range(x.ndim)]
@@ -549,19 +557,22 @@ def _pad_constant(x: Tracer, widths, constant_values) -> Tracer:
                 parts.append(x)
             elif w:
                 shape = tuple(w if i == ax else d for i, d in enumerate(x.shape))
-                parts.append(T._broadcast(t, v, shape))
+                parts.append(_broadcast(t, v, shape))
         x = _concat(parts, ax)
     return x
 
 
 # ---- selection ----
 
+
 def select(condlist: Sequence, choicelist: Sequence, default=0) -> Tracer:
     """choicelist[i] where condlist[i] is the first true condition, default where none is."""
     condlist, choicelist = list(condlist), list(choicelist)
     if len(condlist) != len(choicelist):
-        raise ValueError(f"select: condlist and choicelist must have the same length, got "
-                         f"{len(condlist)} and {len(choicelist)}")
+        raise ValueError(
+            f"select: condlist and choicelist must have the same length, got "
+            f"{len(condlist)} and {len(choicelist)}"
+        )
     if not condlist:
         raise ValueError("select: condlist must not be empty")
     if not _traced() and not _has_tracer(condlist + choicelist + [default]):
@@ -571,9 +582,7 @@ def select(condlist: Sequence, choicelist: Sequence, default=0) -> Tracer:
         if dt != BOOL:
             raise TypeError(f"select: condlist entries must be bool, got {dt}")
     out = default
-    dt = np.result_type(*[T._dtype_of(c) for c in choicelist + [default]])
+    dt = np.result_type(*[_dtype_of(c) for c in choicelist + [default]])
     for c, v in zip(reversed(condlist), reversed(choicelist)):
         out = T.where(c, T.astype(_lift(v), dt) if isinstance(v, Tracer) else v, out)
     return T.astype(out, dt) if isinstance(out, Tracer) and out.dtype != dt else out
-
-

@@ -11,14 +11,9 @@ import numpy as np
 
 from tidu import ops as P
 from tidu.graph.dtypes import BOOL, INTS
-from tidu.trace.tracer import _lift, _trace_of
+from tidu.numpy.core import _axes, iota, reshape
+from tidu.trace.tracer import _broadcast, _compare, _const, _lift, _trace_of
 from tidu.trace.tracer import _emit as emit
-from tidu.numpy.core import _axes
-from tidu.numpy.core import reshape
-from tidu.trace.tracer import _compare
-from tidu.numpy.core import iota
-from tidu.trace.tracer import _const
-from tidu.trace.tracer import _broadcast
 
 __all__ = ["min", "prod", "any", "all", "argmax", "argmin", "sort", "argsort", "cumsum", "cumprod",
            "cummax", "cummin"]
@@ -183,7 +178,8 @@ def _cumulative(cls, a, axis, dtype, reverse=False, promote=False):
 
 def cumsum(a, axis=None, dtype=None):
     """Running sum along ``axis`` (of the flattened array when None), as ``jnp.cumsum`` (bool
-    accumulates in int64, integers in their own dtype, wrapping).  Linear; its transpose is a cumsum from the other end."""
+    accumulates in int64, integers in their own dtype, wrapping).  Linear; its transpose is a
+    cumsum from the other end."""
     return _cumulative(P.Cumsum, a, axis, dtype)
 
 

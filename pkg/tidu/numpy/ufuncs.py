@@ -15,8 +15,18 @@ import numpy as np
 
 from tidu import ops as P
 from tidu.graph.dtypes import BOOL, COMPLEXES, INTS
-from tidu.trace.tracer import Tracer, _binary, _broadcast, _compare, _const, _emit, _lift, _promote, _trace_of, _unary_float
 from tidu.numpy.core import abs, astype, exp, imag, log, log1p, maximum, minimum, real, sqrt, where
+from tidu.trace.tracer import (
+    Tracer,
+    _binary,
+    _broadcast,
+    _const,
+    _emit,
+    _lift,
+    _promote,
+    _trace_of,
+    _unary_float,
+)
 
 __all__ = [
     "floor", "ceil", "round", "around", "rint", "trunc", "fix", "square", "reciprocal", "clip",

@@ -4,13 +4,14 @@ the transforms use."""
 from __future__ import annotations
 
 import gc
-from typing import Any, Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any
 
 import numpy as np
 
 from tidu._native import _core
 from tidu.graph import AbstractValue, Fragment, FragmentBuilder, aval, input_key_ids
-from tidu.trace.tracer import _PY_SCALARS, Tracer, _Trace, _emit, _lift, _stack, _trace_of
+from tidu.trace.tracer import _PY_SCALARS, Tracer, _emit, _lift, _stack, _Trace, _trace_of
 
 __all__ = ["apply", "as_aval", "build", "flatten_outputs", "spec", "tracing"]
 

@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from tidu._native import _core
 from tidu import ops as P
-from tidu.graph import AbstractValue, _aval_list, aval, prim_id, prim_of, shape_rule
-from tidu.graph.dtypes import BOOL, COMPLEXES, INTS
+from tidu._native import _core
+from tidu.graph import _aval_list, prim_id, shape_rule
+from tidu.graph.dtypes import BOOL, INTS
 
 __all__ = ["Tracer"]
 
@@ -187,7 +187,8 @@ def _unary_float(cls, x) -> "Tracer":
 
 
 # The compiled fast path (pyx/_tracer.pxi) takes Tracer op Tracer (one trace, one abstract value),
-# Tracer op Python float/int (a float/complex Tracer of any shape) and unary ops of a Tracer.  It emits the
+# Tracer op Python float/int (a float/complex Tracer of any shape) and unary ops of a Tracer.  It
+# emits the
 # nodes the general paths above would emit for those operands, with shape/dtype rules it asks for
 # here once per (op, abstract value) or (op, abstract value, scalar) and memoises by id:
 #   rule(av) -> (prim id, output aval) or None (the general path for this aval),

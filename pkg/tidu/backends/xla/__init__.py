@@ -7,11 +7,12 @@ instruction, written by each primitive's ``lower`` method (its block in ``tidu.o
 point, as ``eval_batch`` does), which XLA shards over devices through JAX's sharding.
 
 Compilation goes through public jax API: the text is serialised as a StableHLO portable artifact
-(``jax.extend.mlir``), wrapped as a ``jax.export.Exported`` and called under ``jax.jit``, which gives
-jit's C++ dispatch, device placement, shardings and the persistent compilation cache.  Every call
-runs under ``jax.enable_x64(True)`` (a thread-local context), so float64/complex128 programs compute
-in double precision whatever the user's global jax configuration, and the Exported's dtype check
-refuses any mismatch instead of computing in float32.
+(``jax.extend.mlir``), wrapped as a ``jax.export.Exported`` and called under ``jax.jit``,
+which gives jit's C++ dispatch, device placement, shardings and the persistent compilation
+cache.  Every call runs under ``jax.enable_x64(True)`` (a thread-local context), so
+float64/complex128 programs compute in double precision whatever the user's global jax
+configuration, and the Exported's dtype check refuses any mismatch instead of computing in
+float32.
 
 jax is imported lazily: ``import tidu`` never imports it.
 
@@ -25,24 +26,39 @@ The ``auto`` backend routes such programs to the interpreter anyway (see ``choos
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import glob
+import importlib.util
 import math
 import os
 import sys
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from tidu.backends.xla.hlo import Lowering, Value, dense_hex, i64_array, tensor_type
-import dataclasses
-from tidu.graph.dtypes import _aval_list
 from tidu.graph import prim_of
-import glob
-import importlib.util
+from tidu.graph.dtypes import _aval_list
 
-__all__ = ["lower", "Lowering", "Value", "XlaRunner", "dense_hex", "i64_array", "tensor_type", "choose_backend", "require_jax", "has_lowering",
-           "check_lowerable", "MAX_FUSED_INSTRUCTIONS", "AUTO_MIN_WORK", "AUTO_MAX_INSTRUCTIONS",
-           "LoweringMissing"]
+__all__ = [
+    "lower",
+    "Lowering",
+    "Value",
+    "XlaRunner",
+    "dense_hex",
+    "i64_array",
+    "tensor_type",
+    "choose_backend",
+    "require_jax",
+    "has_lowering",
+    "check_lowerable",
+    "MAX_FUSED_INSTRUCTIONS",
+    "AUTO_MIN_WORK",
+    "AUTO_MAX_INSTRUCTIONS",
+    "LoweringMissing",
+]
 
 # Segments of at most this many instructions are compiled separately (see the module docstring).
 # bench/xla.py (3): a 2,500-instruction chain compiled in 2.6 s as 10 segments of 250, 3.1 s as 5
@@ -76,8 +92,10 @@ def check_lowerable(exe) -> None:
     """Raise LoweringMissing naming the program's primitives that cannot be lowered."""
     missing = unlowered(exe)
     if missing:
-        raise LoweringMissing(f"primitive {', '.join(missing)} has no StableHLO lowering; "
-                              f"evaluate this program with backend='cpu'")
+        raise LoweringMissing(
+            f"primitive {', '.join(missing)} has no StableHLO lowering; "
+            f"evaluate this program with backend='cpu'"
+        )
 
 
 def lower_range(exe, lo: Lowering, env: dict[int, Value], start: int, stop: int) -> None:
@@ -94,14 +112,21 @@ def lower_range(exe, lo: Lowering, env: dict[int, Value], start: int, stop: int)
 def _function(lo: Lowering, name: str, args: list[tuple[str, str]], results: list[Value]) -> str:
     sig = ", ".join(f"{n}: {t}" for n, t in args)
     rts = ", ".join(v.type for v in results)
-    ret = (f'    "func.return"({", ".join(v.name for v in results)}) : ({rts}) -> ()')
-    return (f"  func.func public @{name}({sig}) -> ({rts}) {{\n" + "\n".join(lo.lines) +
-            ("\n" if lo.lines else "") + ret + "\n  }")
+    ret = f'    "func.return"({", ".join(v.name for v in results)}) : ({rts}) -> ()'
+    return (
+        f"  func.func public @{name}({sig}) -> ({rts}) {{\n"
+        + "\n".join(lo.lines)
+        + ("\n" if lo.lines else "")
+        + ret
+        + "\n  }"
+    )
 
 
 def _module(func: str) -> str:
-    return ("module @tidu attributes {mhlo.num_partitions = 1 : i32, "
-            "mhlo.num_replicas = 1 : i32} {\n" + func + "\n}\n")
+    return (
+        "module @tidu attributes {mhlo.num_partitions = 1 : i32, "
+        "mhlo.num_replicas = 1 : i32} {\n" + func + "\n}\n"
+    )
 
 
 def lower(exe, batch: int | None = None) -> str:
@@ -118,9 +143,12 @@ class Segment:
         self.out_slots = out_slots
 
 
-def lower_segments(exe, batch: int | None = None,
-                   max_instructions: int | None = MAX_FUSED_INSTRUCTIONS,
-                   platform: str = "cpu") -> list[Segment]:
+def lower_segments(
+    exe,
+    batch: int | None = None,
+    max_instructions: int | None = MAX_FUSED_INSTRUCTIONS,
+    platform: str = "cpu",
+) -> list[Segment]:
     """The program as consecutive segments of at most max_instructions instructions (one when
     None); each segment's inputs are the program inputs and earlier results it reads, its
     outputs the values read later or returned."""
@@ -166,30 +194,33 @@ def lower_segments(exe, batch: int | None = None,
 
 # ---- compile and run through jax ----
 
+
 def require_jax():
     """Import jax for the XLA backend, or raise naming what to install."""
     try:
-        import jax
-        from jax import export  # noqa: F401
-        from jax.extend import mlir  # noqa: F401
+        import jax  # noqa: PLC0415 - optional dependency, imported on first use
+        from jax import export  # noqa: F401, PLC0415 - optional dependency
+        from jax.extend import mlir  # noqa: F401, PLC0415 - optional dependency
     except ImportError as e:
-        raise ImportError("the XLA backend needs jax and jaxlib: pip install 'tidu[xla]' "
-                          f"(import failed: {e})") from None
+        raise ImportError(
+            f"the XLA backend needs jax and jaxlib: pip install 'tidu[xla]' (import failed: {e})"
+        ) from None
     return jax
 
 
 def _version() -> str:
-    import jaxlib.mlir.dialects.stablehlo as sh
+    import jaxlib.mlir.dialects.stablehlo as sh  # noqa: PLC0415 - optional dependency, imported on first use
 
     return sh.get_version_from_compatibility_requirement(
-        sh.StablehloCompatibilityRequirement.WEEK_4)
+        sh.StablehloCompatibilityRequirement.WEEK_4
+    )
 
 
 def _exported(text: str, in_avals, out_avals, platform: str):
     """A jax.export.Exported over our StableHLO text (serialised as a portable artifact)."""
     jax = require_jax()
-    from jax import export, tree_util
-    from jax.extend import mlir
+    from jax import export, tree_util  # noqa: PLC0415 - optional dependency, imported on first use
+    from jax.extend import mlir  # noqa: PLC0415 - optional dependency, imported on first use
 
     try:
         blob = mlir.serialize_portable_artifact(text, _version())
@@ -199,14 +230,27 @@ def _exported(text: str, in_avals, out_avals, platform: str):
     so = [jax.core.ShapedArray(tuple(a.shape), a.dtype) for a in out_avals]
     n_in, n_out = len(sa), len(so)
     fields = dict(
-        fun_name="tidu", in_tree=tree_util.tree_structure((tuple(range(n_in)), {})),
-        in_avals=tuple(sa), out_tree=tree_util.tree_structure(tuple(range(n_out))),
-        out_avals=tuple(so), _has_named_shardings=False, _in_named_shardings=(None,) * n_in,
-        _out_named_shardings=(None,) * n_out, in_shardings_hlo=(None,) * n_in,
-        out_shardings_hlo=(None,) * n_out, nr_devices=1, platforms=(platform,),
-        ordered_effects=(), unordered_effects=(), disabled_safety_checks=(),
-        mlir_module_serialized=blob, calling_convention_version=10,
-        module_kept_var_idx=tuple(range(n_in)), uses_global_constants=False, _get_vjp=None)
+        fun_name="tidu",
+        in_tree=tree_util.tree_structure((tuple(range(n_in)), {})),
+        in_avals=tuple(sa),
+        out_tree=tree_util.tree_structure(tuple(range(n_out))),
+        out_avals=tuple(so),
+        _has_named_shardings=False,
+        _in_named_shardings=(None,) * n_in,
+        _out_named_shardings=(None,) * n_out,
+        in_shardings_hlo=(None,) * n_in,
+        out_shardings_hlo=(None,) * n_out,
+        nr_devices=1,
+        platforms=(platform,),
+        ordered_effects=(),
+        unordered_effects=(),
+        disabled_safety_checks=(),
+        mlir_module_serialized=blob,
+        calling_convention_version=10,
+        module_kept_var_idx=tuple(range(n_in)),
+        uses_global_constants=False,
+        _get_vjp=None,
+    )
     return export.Exported(**_exported_fields(export.Exported, fields))
 
 
@@ -214,14 +258,21 @@ def _exported_fields(cls, fields: dict) -> dict:
     """The subset of `fields` that this jax's Exported dataclass declares: private fields come
     and go between jax releases (0.11 dropped `_has_named_shardings`). A field it requires that
     tidu does not know raises, naming it and the jax version."""
-    import jax
+    import jax  # noqa: PLC0415 - optional dependency, imported on first use
 
     declared = {f.name: f for f in dataclasses.fields(cls)}
-    missing = [n for n, f in declared.items() if n not in fields
-               and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+    missing = [
+        n
+        for n, f in declared.items()
+        if n not in fields
+        and f.default is dataclasses.MISSING
+        and f.default_factory is dataclasses.MISSING
+    ]
     if missing:
-        raise RuntimeError(f"tidu's XLA backend does not support jax {jax.__version__}: "
-                           f"jax.export.Exported needs fields {missing} that tidu does not set")
+        raise RuntimeError(
+            f"tidu's XLA backend does not support jax {jax.__version__}: "
+            f"jax.export.Exported needs fields {missing} that tidu does not set"
+        )
     return {n: v for n, v in fields.items() if n in declared}
 
 
@@ -249,7 +300,7 @@ def resolve_device(device):
 def resolve_devices(devices):
     """A list of jax devices from an int (the first n), a sequence of devices or a Mesh."""
     jax = require_jax()
-    from jax.sharding import Mesh
+    from jax.sharding import Mesh  # noqa: PLC0415 - optional dependency, imported on first use
 
     if isinstance(devices, Mesh):
         return devices
@@ -269,10 +320,16 @@ class XlaRunner:
 
     One jitted callable per segment; ``run`` feeds numpy inputs and returns numpy outputs."""
 
-    def __init__(self, exe, batch: int | None = None, device=None, mesh=None,
-                 max_instructions: int | None = MAX_FUSED_INSTRUCTIONS):
+    def __init__(
+        self,
+        exe,
+        batch: int | None = None,
+        device=None,
+        mesh=None,
+        max_instructions: int | None = MAX_FUSED_INSTRUCTIONS,
+    ):
         jax = require_jax()
-        from jax.sharding import NamedSharding, PartitionSpec, SingleDeviceSharding
+        from jax.sharding import NamedSharding, PartitionSpec, SingleDeviceSharding  # noqa: PLC0415 - optional dependency, imported on first use
 
         self.exe = exe
         self.batch = batch
@@ -292,8 +349,13 @@ class XlaRunner:
                 ins = [_Shape(lead + avals[s].shape, avals[s].dtype) for s in seg.in_slots]
                 outs = [_Shape(lead + avals[s].shape, avals[s].dtype) for s in seg.out_slots]
                 ex = _exported(seg.text, ins, outs, export_platform(dev))
-                self.calls.append(jax.jit(ex.call, in_shardings=(sharding,) * len(ins),
-                                          out_shardings=(sharding,) * len(outs)))
+                self.calls.append(
+                    jax.jit(
+                        ex.call,
+                        in_shardings=(sharding,) * len(ins),
+                        out_shardings=(sharding,) * len(outs),
+                    )
+                )
 
     def run(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         """Inputs in the program's input order; values cross segments on the device."""
@@ -317,7 +379,8 @@ def _sizes_of(aval_ids: np.ndarray) -> np.ndarray:
     if len(aval_ids) and int(aval_ids.max()) >= len(_aval_sizes):
         n = len(_aval_sizes)
         _aval_sizes = np.concatenate(
-            [_aval_sizes, np.array([a.size for a in _aval_list[n:]], np.float64)])
+            [_aval_sizes, np.array([a.size for a in _aval_list[n:]], np.float64)]
+        )
     return _aval_sizes[aval_ids]
 
 
@@ -330,7 +393,9 @@ def program_work(exe) -> float:
     out_slots, out_off = a["out_slots"], a["out_off"]
     work = float(sizes[out_slots].sum()) if len(out_slots) else 0.0
     prims, p_inv = np.unique(a["instr_prim"], return_inverse=True)
-    dots = [j for j, pid in enumerate(prims.tolist()) if type(prim_of(pid)).__name__ == "DotGeneral"]
+    dots = [
+        j for j, pid in enumerate(prims.tolist()) if type(prim_of(pid)).__name__ == "DotGeneral"
+    ]
     if not dots:
         return work
     is_dot = np.zeros(len(prims), bool)
@@ -339,9 +404,16 @@ def program_work(exe) -> float:
     lhs_aval = slot_aval[a["in_slots"][a["in_off"][idx]]]
     span = int(lhs_aval.max()) + 1
     pairs, pair_inv = np.unique(p_inv[idx].astype(np.int64) * span + lhs_aval, return_inverse=True)
-    k = np.array([math.prod(_aval_list[u % span].shape[d]
-                            for d in prim_of(int(prims[u // span])).lhs_contracting)
-                  for u in pairs.tolist()], np.float64)
+    k = np.array(
+        [
+            math.prod(
+                _aval_list[u % span].shape[d]
+                for d in prim_of(int(prims[u // span])).lhs_contracting
+            )
+            for u in pairs.tolist()
+        ],
+        np.float64,
+    )
     return work + 2.0 * float((sizes[out_slots[out_off[idx]]] * k[pair_inv.ravel()]).sum())
 
 
@@ -362,11 +434,12 @@ def default_platform() -> str:
     return require_jax().default_backend()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _accelerator_possible() -> bool:
     """Whether jax could find a GPU or TPU here, decided without importing jax (about 1 s and
     150 MB): a device node of a driver, and an installed jax plugin or TPU runtime for it.
     Decided once per process (a device attached later is not seen)."""
+
     def installed(*names):
         for n in names:
             try:
@@ -378,7 +451,9 @@ def _accelerator_possible() -> bool:
 
     gpu = glob.glob("/dev/nvidia[0-9]*") or os.path.exists("/dev/kfd")
     tpu = glob.glob("/dev/accel[0-9]*") or glob.glob("/dev/vfio/[0-9]*")
-    if gpu and installed("jax_plugins", "jax_cuda12_plugin", "jax_cuda13_plugin", "jax_rocm60_plugin"):
+    if gpu and installed(
+        "jax_plugins", "jax_cuda12_plugin", "jax_cuda13_plugin", "jax_rocm60_plugin"
+    ):
         return True
     return bool(tpu) and installed("libtpu")
 
@@ -396,7 +471,7 @@ def _platform_known() -> str | None:
     if "jax" not in sys.modules:
         return None if _accelerator_possible() else "cpu"
     try:
-        from jax._src import xla_bridge  # (private: where it moves, the answer is just None)
+        from jax._src import xla_bridge  # (private: where it moves, the answer is just None)  # noqa: PLC0415 - optional dependency, imported on first use
 
         started = xla_bridge.backends_are_initialized()
     except (ImportError, AttributeError):

@@ -3,10 +3,10 @@ the Lowering (``lo``) each primitive's ``lower`` method writes into."""
 
 from __future__ import annotations
 
-from typing import Sequence
+import json
+from collections.abc import Sequence
 
 import numpy as np
-import json
 
 __all__ = ["Lowering", "Value", "dense_hex", "i64_array", "tensor_type"]
 

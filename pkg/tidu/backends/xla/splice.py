@@ -52,7 +52,7 @@ def _lowered(key: str, fn, arg_types: tuple[str, ...], platform: str) -> tuple[s
     hit = _cache.get(ck)
     if hit is not None:
         return hit
-    import jax
+    import jax  # noqa: PLC0415 - optional dependency, imported on first use
 
     specs = [jax.ShapeDtypeStruct(*_parse_type(t)) for t in arg_types]
     with jax.enable_x64(True):

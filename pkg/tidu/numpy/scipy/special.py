@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from tidu.numpy.nn import logsumexp, sigmoid as expit
+from tidu.numpy.core import log
+from tidu.numpy.nn import logsumexp
+from tidu.numpy.nn import sigmoid as expit
 from tidu.numpy.ufuncs import erf, erfc, erfinv
 from tidu.trace.tracer import _lift, _trace_of
-from tidu.numpy.core import log
 
 __all__ = ["erf", "erfc", "erfinv", "expit", "logit", "logsumexp"]
 
