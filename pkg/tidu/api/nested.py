@@ -10,9 +10,8 @@ from tidu._native import _core
 from tidu.api.tree import flatten_args as _flatten_args
 from tidu.api.tree import unflatten
 from tidu.graph import resolve
-from tidu.numpy.core import zeros_like
 from tidu.trace.build import flatten_outputs
-from tidu.trace.tracer import Tracer, _lift
+from tidu.trace.tracer import Tracer, _broadcast, _const, _lift, _trace_of
 from tidu.trace.tracer import _stack as _trace_stack
 
 __all__ = ["NestedArg"]
@@ -134,7 +133,10 @@ def _val(trace, v: int):
 
 
 def _tracer_of(trace, key, like):
-    return _core.tracer_at(trace, key.id) if key is not None else zeros_like(like)
+    if key is not None:
+        return _core.tracer_at(trace, key.id)
+    t = _trace_of(like)  # a zero of like's shape and dtype
+    return _broadcast(t, _const(t, 0, like.dtype), like.shape)
 
 
 def _check_inputs(name, holomorphic, avals_by_arg, allow_complex=True):

@@ -29,9 +29,9 @@ from tidu.trace.tracer import (
 
 __all__ = [
     "abs", "astype", "broadcast_to", "concatenate", "conj", "cos", "dot", "exp", "expm1", "imag",
-    "iota", "log", "log1p", "matmul", "max", "maximum", "mean", "minimum", "ones_like", "power",
+    "iota", "log", "log1p", "matmul", "max", "maximum", "mean", "minimum", "power",
     "real", "reshape", "rsqrt", "sign", "sin", "sqrt", "stop_gradient", "sum", "tanh",
-    "transpose", "where", "zeros_like",
+    "transpose", "where",
 ]
 
 # ---- numpy-like functions ----
@@ -320,13 +320,3 @@ def iota(shape, dtype="int64", dimension=0):
     op = P.Iota(tuple(shape), dtype, dimension)
     out = op.abstract_eval()
     return Tracer(t, t.store.emit0(prim_id(op), out.id), out)
-
-
-def zeros_like(x):
-    t = _trace_of(x)
-    return _broadcast(t, _const(t, 0, x.dtype), x.shape)
-
-
-def ones_like(x):
-    t = _trace_of(x)
-    return _broadcast(t, _const(t, 1, x.dtype), x.shape)
