@@ -4,7 +4,7 @@ from libcpp cimport bool
 from libcpp.utility cimport pair
 from libcpp.vector cimport vector
 
-cdef extern from "tidu/flat_map.hpp" namespace "tidu" nogil:
+cdef extern from "tidu/graph/flat_map.hpp" namespace "tidu" nogil:
     ctypedef uint32_t Id
     const Id kNone
 
@@ -26,7 +26,7 @@ cdef extern from "tidu/flat_map.hpp" namespace "tidu" nogil:
         bool contains(Id key)
         void set(Id key, Id val)
 
-cdef extern from "tidu/interner.hpp" namespace "tidu" nogil:
+cdef extern from "tidu/graph/interner.hpp" namespace "tidu" nogil:
     cdef struct ValRec:
         Id op
         Id index
@@ -53,7 +53,7 @@ cdef extern from "tidu/interner.hpp" namespace "tidu" nogil:
         bool is_input(Id v)
         size_t memory_bytes()
 
-cdef extern from "tidu/graph.hpp" namespace "tidu" nogil:
+cdef extern from "tidu/graph/graph.hpp" namespace "tidu" nogil:
     cdef cppclass FragmentData:
         vector[Id] vals
         vector[Id] ops
@@ -99,7 +99,7 @@ cdef extern from "tidu/graph.hpp" namespace "tidu" nogil:
                      const vector[Id]& inputs, const Id* outputs, size_t n_out,
                      SSAProgram& p) except +
 
-cdef extern from "tidu/rule_cache.hpp" namespace "tidu" nogil:
+cdef extern from "tidu/ad/rule_cache.hpp" namespace "tidu" nogil:
     const Id kLinearizeRule
     const Id kTransposeRule
     const Id kAccumulateRule

@@ -1,4 +1,4 @@
-// tidu/gather.hpp - kernels of the indexing primitives: Gather, Scatter (set/add/mul/min/max),
+// tidu/kernels/indexing.hpp - kernels of the indexing primitives: Gather, Scatter (set/add/mul/min/max),
 // DynamicSlice, DynamicUpdateSlice.  Index operands are int32 or int64 arrays whose values come
 // from the program's inputs, so every index is clamped (Gather, the dynamic slices) or checked
 // (Scatter drops an out-of-range update) here, in the kernel: no value can make a read or write
@@ -10,9 +10,9 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "tidu/kernels.hpp"
-#include "tidu/opcodes.hpp"
-#include "tidu/program.hpp"
+#include "tidu/kernels/elementwise.hpp"
+#include "tidu/vm/opcodes.hpp"
+#include "tidu/vm/program.hpp"
 
 namespace tidu {
 namespace kern {

@@ -1,4 +1,4 @@
-// tidu/math.hpp - kernels of the elementwise math primitives beyond tier 1 (pkg/tidu/ops/math.py):
+// tidu/kernels/math.hpp - kernels of the elementwise math primitives beyond tier 1 (pkg/tidu/ops/math.py):
 // rounding, inverse and hyperbolic trigonometry, the error function and its inverse, cube root,
 // the logistic function, is_finite, C's fmod (Rem, integers too), atan2, and integer division.
 //
@@ -14,7 +14,7 @@
 #include <limits>
 #include <type_traits>
 
-#include "tidu/opcodes.hpp"
+#include "tidu/vm/opcodes.hpp"
 
 namespace tidu {
 namespace kern {

@@ -1,4 +1,4 @@
-// tidu/graph.hpp - fragments, resolved views, materialize_merge and compile to SSA.
+// tidu/graph/graph.hpp - fragments, resolved views, materialize_merge and compile to SSA.
 //
 // A fragment owns local values and ops (by global id) and refers to others by global id; an op
 // input is Local when the fragment defines that value, External otherwise.  A view indexes the
@@ -11,8 +11,8 @@
 #include <utility>
 #include <vector>
 
-#include "tidu/flat_map.hpp"
-#include "tidu/interner.hpp"
+#include "tidu/graph/flat_map.hpp"
+#include "tidu/graph/interner.hpp"
 
 namespace tidu {
 

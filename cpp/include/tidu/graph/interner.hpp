@@ -1,4 +1,4 @@
-// tidu/interner.hpp - hash-consed global identity for values and ops.
+// tidu/graph/interner.hpp - hash-consed global identity for values and ops.
 //
 // ValKey = Input(input key, abstract value) | Derived(OpKey, output slot)
 // OpKey  = (primitive, mode, input ValKeys)
@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "tidu/flat_map.hpp"
+#include "tidu/graph/flat_map.hpp"
 
 namespace tidu {
 

@@ -1,4 +1,4 @@
-// tidu/control_flow.hpp - the control-flow instructions (docs/control_flow.md): Scan, While, Cond
+// tidu/vm/control_flow.hpp - the control-flow instructions (docs/control_flow.md): Scan, While, Cond
 // and Checkpoint run nested programs (Program::subs) on their own workspaces (Workspace::sub),
 // with no allocation and no Python per iteration.  Included at the end of interpreter.hpp.
 //
@@ -16,8 +16,8 @@
 #include <cstring>
 #include <vector>
 
-#include "tidu/interpreter.hpp"
-#include "tidu/program.hpp"
+#include "tidu/vm/interpreter.hpp"
+#include "tidu/vm/program.hpp"
 
 namespace tidu {
 namespace detail {

@@ -1,4 +1,4 @@
-// tidu/scalar.hpp - the all-scalar float64 fast path's instruction, the table of what each opcode
+// tidu/vm/scalar.hpp - the all-scalar float64 fast path's instruction, the table of what each opcode
 // computes there, and (x86-64 Linux) a template JIT that turns scheduled scalar code into one
 // straight-line function: no dispatch at all, so a program runs at the speed of its chain of
 // dependent operations, as the same code compiled ahead of time would.
@@ -20,8 +20,8 @@
 #include <memory>
 #include <vector>
 
-#include "tidu/math.hpp"
-#include "tidu/opcodes.hpp"
+#include "tidu/kernels/math.hpp"
+#include "tidu/vm/opcodes.hpp"
 
 #if defined(__x86_64__) && defined(__linux__) && !defined(TIDU_NO_JIT)
 #include <sys/mman.h>

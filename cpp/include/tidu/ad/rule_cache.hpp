@@ -1,4 +1,4 @@
-// tidu/rule_cache.hpp - templates of AD rule emissions, recorded once and replayed.
+// tidu/ad/rule_cache.hpp - templates of AD rule emissions, recorded once and replayed.
 //
 // An AD rule (linearize, transpose_rule, cotangent accumulation) is a Python function of its
 // call's *shape*: which primitive instance (interned, so attributes and constant data included),
@@ -20,9 +20,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "tidu/flat_map.hpp"
-#include "tidu/graph.hpp"
-#include "tidu/interner.hpp"
+#include "tidu/graph/flat_map.hpp"
+#include "tidu/graph/graph.hpp"
+#include "tidu/graph/interner.hpp"
 
 namespace tidu {
 

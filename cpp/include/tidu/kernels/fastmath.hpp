@@ -1,4 +1,4 @@
-// tidu/fastmath.hpp - branch-free transcendental kernels (exp, expm1, log, log1p, sin, cos, tanh)
+// tidu/kernels/fastmath.hpp - branch-free transcendental kernels (exp, expm1, log, log1p, sin, cos, tanh)
 // for float and double, written so that the compiler vectorises loops over contiguous arrays.
 // They are tuned for throughput: the all-scalar fast path (interpreter.hpp) keeps the C library,
 // whose table-driven kernels have the lower latency that a chain of dependent scalars needs.

@@ -1,4 +1,4 @@
-// tidu/sort_scan.hpp - kernels of the ordering and accumulation primitives: the reductions
+// tidu/kernels/sorting.hpp - kernels of the ordering and accumulation primitives: the reductions
 // ReduceMin, ReduceProd, ReduceAnd, ReduceOr; ArgMax/ArgMin along one axis; the scans Cumsum,
 // Cumprod, Cummax, Cummin and LinearScan (s_k = a_k s_{k-1} + b_k) along one axis; Sort along one
 // axis (of one operand, or of a values operand by a keys operand).
@@ -18,8 +18,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "tidu/kernels.hpp"
-#include "tidu/program.hpp"
+#include "tidu/kernels/elementwise.hpp"
+#include "tidu/vm/program.hpp"
 
 namespace tidu {
 namespace kern {

@@ -1,4 +1,4 @@
-// tidu/parallel.hpp - the threads tidu starts: a bounded count, and work that still gets done
+// tidu/vm/parallel.hpp - the threads tidu starts: a bounded count, and work that still gets done
 // (on the caller's thread) when the process cannot start one.
 #pragma once
 

@@ -1,4 +1,4 @@
-// tidu/opcodes.hpp - the one opcode table: enum, names and (in interpreter.hpp) the dispatch are
+// tidu/vm/opcodes.hpp - the one opcode table: enum, names and (in interpreter.hpp) the dispatch are
 // all generated from TIDU_OPCODES, so adding an opcode is one line here plus its kernel.
 #pragma once
 

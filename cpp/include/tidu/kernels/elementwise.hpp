@@ -1,4 +1,4 @@
-// tidu/kernels.hpp - kernels templated on element type: elementwise maps, strided gather/scatter
+// tidu/kernels/elementwise.hpp - kernels templated on element type: elementwise maps, strided gather/scatter
 // (broadcast, transpose, slice, pad, concatenate), reductions, dot_general, converts.
 #pragma once
 
@@ -13,10 +13,10 @@
 #include <type_traits>
 #include <vector>
 
-#include "tidu/fastmath.hpp"
-#include "tidu/math.hpp"
-#include "tidu/opcodes.hpp"
-#include "tidu/parallel.hpp"
+#include "tidu/kernels/fastmath.hpp"
+#include "tidu/kernels/math.hpp"
+#include "tidu/vm/opcodes.hpp"
+#include "tidu/vm/parallel.hpp"
 
 namespace tidu {
 namespace kern {

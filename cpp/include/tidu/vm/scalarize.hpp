@@ -1,4 +1,4 @@
-// tidu/scalarize.hpp - small float64 array programs as scalar code (docs/evaluator.md).
+// tidu/vm/scalarize.hpp - small float64 array programs as scalar code (docs/evaluator.md).
 //
 // A program whose every slot is a float64 array of at most kMaxScalarElems elements, and whose
 // every instruction is elementwise arithmetic or moves elements around (reshape, slice, pad,
@@ -15,8 +15,8 @@
 #include <cstring>
 #include <vector>
 
-#include "tidu/opcodes.hpp"
-#include "tidu/scalar.hpp"
+#include "tidu/vm/opcodes.hpp"
+#include "tidu/vm/scalar.hpp"
 
 namespace tidu {
 

@@ -1,4 +1,4 @@
-// tidu/shapes.hpp - kernels of the numpy shape surface (docs/numpy.md): Rev, the reversal of
+// tidu/kernels/shapes.hpp - kernels of the numpy shape surface (docs/numpy.md): Rev, the reversal of
 // chosen axes (StableHLO reverse), as a strided copy with negative strides.
 //
 // A reversal moves elements without reading them, so it dispatches on the element width only
@@ -10,8 +10,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "tidu/kernels.hpp"
-#include "tidu/program.hpp"
+#include "tidu/kernels/elementwise.hpp"
+#include "tidu/vm/program.hpp"
 
 namespace tidu {
 namespace kern {

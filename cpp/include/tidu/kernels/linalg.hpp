@@ -1,4 +1,4 @@
-// tidu/linalg.hpp - linear-algebra kernels: triangular solve and Cholesky factorisation over
+// tidu/kernels/linalg.hpp - linear-algebra kernels: triangular solve and Cholesky factorisation over
 // row-major matrices with leading batch axes.
 //
 // Each kernel calls an optional hook (LapackHooks) when one is set and falls back to its own plain
@@ -25,8 +25,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "tidu/kernels.hpp"
-#include "tidu/program.hpp"
+#include "tidu/kernels/elementwise.hpp"
+#include "tidu/vm/program.hpp"
 
 namespace tidu {
 namespace kern {

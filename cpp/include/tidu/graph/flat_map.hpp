@@ -1,4 +1,4 @@
-// tidu/flat_map.hpp - open-addressing hash map from uint32 keys to uint32 values.
+// tidu/graph/flat_map.hpp - open-addressing hash map from uint32 keys to uint32 values.
 //
 // The graph core keys almost everything by dense 32-bit ids; this map keeps such look-ups at one
 // or two cache lines with no per-entry allocation (std::unordered_map costs ~40 bytes per entry).

@@ -1,4 +1,4 @@
-// tidu/program.hpp - an immutable compiled program: fixed-width instructions over SSA slots, each
+// tidu/vm/program.hpp - an immutable compiled program: fixed-width instructions over SSA slots, each
 // slot a byte offset in one arena chosen by a liveness-based memory plan.
 //
 // A Program is plain data (vectors of integers and a constants blob), validated when built, so a
@@ -17,10 +17,10 @@
 #include <string>
 #include <vector>
 
-#include "tidu/checked.hpp"
-#include "tidu/opcodes.hpp"
-#include "tidu/scalar.hpp"
-#include "tidu/scalarize.hpp"
+#include "tidu/vm/checked.hpp"
+#include "tidu/vm/opcodes.hpp"
+#include "tidu/vm/scalar.hpp"
+#include "tidu/vm/scalarize.hpp"
 
 namespace tidu {
 

@@ -1,4 +1,4 @@
-// tidu/validate.hpp - semantic checks of every instruction against the shapes and dtypes of its
+// tidu/vm/validate.hpp - semantic checks of every instruction against the shapes and dtypes of its
 // slots, so that no kernel can index outside a buffer, whatever a program file says.
 #pragma once
 
@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "tidu/checked.hpp"
-#include "tidu/gather.hpp"
-#include "tidu/program.hpp"
-#include "tidu/sort_scan.hpp"
+#include "tidu/vm/checked.hpp"
+#include "tidu/kernels/indexing.hpp"
+#include "tidu/vm/program.hpp"
+#include "tidu/kernels/sorting.hpp"
 
 namespace tidu {
 

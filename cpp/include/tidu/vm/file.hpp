@@ -1,4 +1,4 @@
-// tidu/file.hpp - the versioned program file (.tidu) and building a Program from plain arrays.
+// tidu/vm/file.hpp - the versioned program file (.tidu) and building a Program from plain arrays.
 //
 // Layout (little-endian):
 //   magic "TIDUPROG" | u32 version | u32 reserved (0) | u64 payload bytes | u64 FNV-1a-64 of payload
@@ -28,8 +28,8 @@
 #include <string>
 #include <vector>
 
-#include "tidu/program.hpp"
-#include "tidu/validate.hpp"
+#include "tidu/vm/program.hpp"
+#include "tidu/vm/validate.hpp"
 
 namespace tidu {
 

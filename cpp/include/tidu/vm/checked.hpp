@@ -1,4 +1,4 @@
-// tidu/checked.hpp - integer arithmetic that cannot overflow silently.
+// tidu/vm/checked.hpp - integer arithmetic that cannot overflow silently.
 //
 // Every size, offset and count that comes from outside (a program file, Python arrays) is
 // combined through these helpers, never with plain + and *: a wrapped sum is how a forged file

@@ -1,4 +1,4 @@
-// tidu/factor.hpp - matrix factorisations with several results: LU (with pivots), Eigh, QR, SVD,
+// tidu/kernels/factor.hpp - matrix factorisations with several results: LU (with pivots), Eigh, QR, SVD,
 // and the row permutation by LU pivots.
 //
 // The interpreter's instructions have one output each, so a factorisation writes all its results
@@ -35,8 +35,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "tidu/kernels.hpp"
-#include "tidu/program.hpp"
+#include "tidu/kernels/elementwise.hpp"
+#include "tidu/vm/program.hpp"
 
 namespace tidu {
 namespace kern {

@@ -1,4 +1,4 @@
-// tidu/interpreter.hpp - evaluation of a Program: one loop over fixed-width instructions, a switch
+// tidu/vm/interpreter.hpp - evaluation of a Program: one loop over fixed-width instructions, a switch
 // on the opcode into kernels templated on dtype.  A Workspace (one per thread) owns the arena;
 // after it exists an evaluation allocates nothing.
 #pragma once
@@ -14,15 +14,15 @@
 #include <thread>
 #include <vector>
 
-#include "tidu/gather.hpp"
-#include "tidu/kernels.hpp"
-#include "tidu/factor.hpp"
-#include "tidu/linalg.hpp"
-#include "tidu/opcodes.hpp"
-#include "tidu/parallel.hpp"
-#include "tidu/program.hpp"
-#include "tidu/sort_scan.hpp"
-#include "tidu/shapes.hpp"
+#include "tidu/kernels/indexing.hpp"
+#include "tidu/kernels/elementwise.hpp"
+#include "tidu/kernels/factor.hpp"
+#include "tidu/kernels/linalg.hpp"
+#include "tidu/vm/opcodes.hpp"
+#include "tidu/vm/parallel.hpp"
+#include "tidu/vm/program.hpp"
+#include "tidu/kernels/sorting.hpp"
+#include "tidu/kernels/shapes.hpp"
 
 namespace tidu {
 
@@ -991,4 +991,4 @@ inline void eval_batch(const Program& p, std::int64_t batch, const void* const* 
 
 }  // namespace tidu
 
-#include "tidu/control_flow.hpp"  // the control-flow handlers (run_control)
+#include "tidu/vm/control_flow.hpp"  // the control-flow handlers (run_control)
