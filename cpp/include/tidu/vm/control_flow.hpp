@@ -1,6 +1,6 @@
 // tidu/vm/control_flow.hpp - the control-flow instructions (docs/control_flow.md): Scan, While, Cond
 // and Checkpoint run nested programs (Program::subs) on their own workspaces (Workspace::sub),
-// with no allocation and no Python per iteration.  Included at the end of interpreter.hpp.
+// with no allocation and no Python per iteration.  Included by dispatch.hpp (handler_for).
 //
 // Attributes (validated by validate.hpp; "take" lists map a nested program's inputs to the
 // instruction's operands, since a body need not read every operand):
@@ -16,10 +16,14 @@
 #include <cstring>
 #include <vector>
 
-#include "tidu/vm/interpreter.hpp"
 #include "tidu/vm/program.hpp"
+#include "tidu/vm/workspace.hpp"
 
 namespace tidu {
+
+// Evaluates a nested program (defined in interpreter.hpp, which includes this file).
+inline void eval(const Program& p, Workspace& ws, const void* const* inputs, void* const* outputs);
+
 namespace detail {
 
 inline std::uint64_t align64(std::uint64_t b) { return (b + 63) & ~std::uint64_t{63}; }

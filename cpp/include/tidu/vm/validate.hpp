@@ -9,6 +9,7 @@
 
 #include "tidu/vm/checked.hpp"
 #include "tidu/kernels/indexing.hpp"
+#include "tidu/vm/plan.hpp"
 #include "tidu/vm/program.hpp"
 #include "tidu/kernels/sorting.hpp"
 
