@@ -15,6 +15,7 @@
 
 #include "tidu/kernels/fastmath.hpp"
 #include "tidu/kernels/math.hpp"
+#include "tidu/vm/dtype.hpp"
 #include "tidu/vm/opcodes.hpp"
 #include "tidu/vm/parallel.hpp"
 
@@ -49,6 +50,12 @@ template <class T> inline T wrap_mul(T a, T b) {
 
 [[noreturn]] inline void unsupported(Op op, DType d) {
   throw std::runtime_error(std::string("tidu: ") + op_name(op) + " has no kernel for " + dtype_name(d));
+}
+
+// f(T{}) for the float and complex dtypes (linalg.hpp, factor.hpp); unsupported(op, d) otherwise.
+template <class F>
+inline void visit_inexact(Op op, DType d, F&& f) {
+  visit_dtype_in<InexactTypes>(d, f, [&] { unsupported(op, d); });
 }
 
 // ---- elementwise ----

@@ -366,18 +366,6 @@ inline void svd(bool full, bool uv, const T* X, void* Yv, std::int64_t batch, st
 }
 
 // ---- dispatch (from interpreter.hpp's run_instr; operands checked by validate.hpp) ----
-
-template <class F>
-inline void visit_factor(Op op, DType d, F&& f) {
-  switch (d) {
-    case DType::F32: f(float{}); return;
-    case DType::F64: f(double{}); return;
-    case DType::C64: f(std::complex<float>{}); return;
-    case DType::C128: f(std::complex<double>{}); return;
-    default: unsupported(op, d);
-  }
-}
-
 // LU: no attrs.  LUPermute: inverse.  Eigh: vectors.  QR: full_matrices.  SVD: full_matrices,
 // compute_uv.  The dtype visited is the matrix operand's (Eigh values and SVD s are real).
 inline void run_factor(Op op, const Program& p, const std::uint32_t* a, const std::int64_t* at, void* y,
@@ -388,7 +376,7 @@ inline void run_factor(Op op, const Program& p, const std::uint32_t* a, const st
   const std::int64_t m = s[x.ndim - 2], n = s[x.ndim - 1];
   std::int64_t batch = 1;
   for (std::uint32_t k = 0; k + 2 < x.ndim; ++k) batch *= s[k];
-  visit_factor(op, x.dtype, [&](auto t) {
+  visit_inexact(op, x.dtype, [&](auto t) {
     using T = decltype(t);
     const T* X = static_cast<const T*>(ptr[a[perm ? 1 : 0]]);
     switch (op) {

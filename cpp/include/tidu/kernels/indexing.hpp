@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "tidu/kernels/elementwise.hpp"
+#include "tidu/vm/dtype.hpp"
 #include "tidu/vm/opcodes.hpp"
 #include "tidu/vm/program.hpp"
 
@@ -119,9 +120,7 @@ inline void scatter_axis(const I* idx, std::int64_t m, const AxisView& v, const 
 
 template <class F>
 inline void visit_index(DType d, F&& f) {
-  if (d == DType::I32) f(std::int32_t{});
-  else if (d == DType::I64) f(std::int64_t{});
-  else throw std::runtime_error("tidu: index operand is not int32/int64");
+  visit_dtype_in<IndexTypes>(d, f, [] { throw std::runtime_error("tidu: index operand is not int32/int64"); });
 }
 
 // A scalar start index, clamped to [0, dim - size].
@@ -132,21 +131,6 @@ inline std::int64_t start_index(const Program& p, std::uint32_t slot, void** ptr
   const std::int64_t hi = dim - size;  // >= 0 (validated)
   return s < 0 ? 0 : s > hi ? hi : s;
 }
-
-template <class F>
-inline void visit_any(DType d, F&& f) {
-  switch (d) {
-#define TIDU_VISIT_ANY(name, type, str) \
-  case DType::name:                     \
-    f(type{});                          \
-    return;
-    TIDU_DTYPES(TIDU_VISIT_ANY)
-#undef TIDU_VISIT_ANY
-    default:
-      throw std::runtime_error("tidu: unknown dtype");
-  }
-}
-
 // Gather/Scatter/DynamicSlice/DynamicUpdateSlice instruction: operands a, attributes at.
 inline void run_indexing(Op op, const Program& p, const std::uint32_t* a, const std::int64_t* at,
                          const Slot& out, std::uint32_t out_slot, void* y, void** ptr) {
@@ -156,7 +140,7 @@ inline void run_indexing(Op op, const Program& p, const std::uint32_t* a, const 
     case Op::Gather: {  // attrs: axis
       const AxisView v(xs, x.ndim, at[0]);
       const std::int64_t m = p.slots[a[1]].size;
-      visit_any(out.dtype, [&](auto t) {
+      visit_dtype(out.dtype, [&](auto t) {
         using T = decltype(t);
         visit_index(p.slots[a[1]].dtype, [&](auto it) {
           using I = decltype(it);
@@ -171,7 +155,7 @@ inline void run_indexing(Op op, const Program& p, const std::uint32_t* a, const 
       const std::int64_t m = p.slots[a[1]].size;
       if (out.size && y != ptr[a[0]]) std::memcpy(y, ptr[a[0]], p.nbytes(out_slot));
       const auto mode = static_cast<ScatterMode>(at[1]);
-      visit_any(out.dtype, [&](auto t) {
+      visit_dtype(out.dtype, [&](auto t) {
         using T = decltype(t);
         visit_index(p.slots[a[1]].dtype, [&](auto it) {
           using I = decltype(it);
@@ -195,7 +179,7 @@ inline void run_indexing(Op op, const Program& p, const std::uint32_t* a, const 
       std::int64_t str[16], base = 0;
       kern::row_major_strides(xs, x.ndim, str);
       for (std::uint32_t k = 0; k < x.ndim; ++k) base += start_index(p, a[1 + k], ptr, xs[k], at[1 + k]) * str[k];
-      visit_any(out.dtype, [&](auto t) {
+      visit_dtype(out.dtype, [&](auto t) {
         using T = decltype(t);
         kern::gather<T>(static_cast<const T*>(ptr[a[0]]), base, p.shape(out_slot), str, out.ndim, static_cast<T*>(y));
       });
@@ -209,7 +193,7 @@ inline void run_indexing(Op op, const Program& p, const std::uint32_t* a, const 
       std::int64_t str[16], base = 0;
       kern::row_major_strides(xs, x.ndim, str);
       for (std::uint32_t k = 0; k < x.ndim; ++k) base += start_index(p, a[2 + k], ptr, xs[k], us[k]) * str[k];
-      visit_any(out.dtype, [&](auto t) {
+      visit_dtype(out.dtype, [&](auto t) {
         using T = decltype(t);
         kern::scatter<T>(static_cast<const T*>(ptr[a[1]]), us, static_cast<T*>(y), base, str, u.ndim);
       });

@@ -210,18 +210,6 @@ inline void cholesky(const T* X, T* Y, std::int64_t batch, std::int64_t m) {
 
 
 // ---- dispatch (from interpreter.hpp's run_instr; operands checked by validate.hpp) ----
-
-template <class F>
-inline void visit_inexact(Op op, DType d, F&& f) {
-  switch (d) {
-    case DType::F32: f(float{}); return;
-    case DType::F64: f(double{}); return;
-    case DType::C64: f(std::complex<float>{}); return;
-    case DType::C128: f(std::complex<double>{}); return;
-    default: unsupported(op, d);
-  }
-}
-
 // TriangularSolve attrs: left_side, lower, transpose_a, conjugate_a, unit_diagonal; operands
 // a (..., m, m), b (..., r, c).  Cholesky: no attrs; operand (..., m, m).
 inline void run_linalg(Op op, const Program& p, const std::uint32_t* a, const std::int64_t* at, DType dt, void* y,

@@ -19,25 +19,11 @@
 #include <vector>
 
 #include "tidu/kernels/elementwise.hpp"
+#include "tidu/vm/dtype.hpp"
 #include "tidu/vm/program.hpp"
 
 namespace tidu {
 namespace kern {
-
-// Calls f(T{}) with T the C++ type of dtype d (as interpreter.hpp's visit).
-template <class F>
-inline void visit_dtype(DType d, F&& f) {
-  switch (d) {
-#define TIDU_SS_VISIT(name, type, str) \
-  case DType::name:                    \
-    f(type{});                         \
-    return;
-    TIDU_DTYPES(TIDU_SS_VISIT)
-#undef TIDU_SS_VISIT
-    default:
-      throw std::runtime_error("tidu: unknown dtype");
-  }
-}
 
 // ---- order ----
 

@@ -18,27 +18,13 @@
 #include "tidu/kernels/shapes.hpp"
 #include "tidu/kernels/sorting.hpp"
 #include "tidu/vm/control_flow.hpp"
+#include "tidu/vm/dtype.hpp"
 #include "tidu/vm/opcodes.hpp"
 #include "tidu/vm/parallel.hpp"
 #include "tidu/vm/program.hpp"
 #include "tidu/vm/workspace.hpp"
 
 namespace tidu {
-
-// Calls f(T{}) with T the C++ type of dtype d.
-template <class F>
-inline void visit(DType d, F&& f) {
-  switch (d) {
-#define TIDU_VISIT(name, type, str) \
-  case DType::name:                 \
-    f(type{});                      \
-    return;
-    TIDU_DTYPES(TIDU_VISIT)
-#undef TIDU_VISIT
-    default:
-      throw std::runtime_error("tidu: unknown dtype");
-  }
-}
 
 namespace detail {
 
@@ -75,7 +61,7 @@ inline void run_instr(const Program& p, Workspace& ws, std::size_t idx) {
     case Op::Floor: case Op::Ceil: case Op::Round: case Op::Tan: case Op::Atan: case Op::Asin:
     case Op::Acos: case Op::Sinh: case Op::Cosh: case Op::Asinh: case Op::Acosh: case Op::Atanh:
     case Op::Erf: case Op::Erfc: case Op::ErfInv: case Op::Cbrt: case Op::Logistic:  // math.hpp
-      visit(out.dtype, [&](auto t) {
+      visit_dtype(out.dtype, [&](auto t) {
         using T = decltype(t);
         if (!kern::unary<T>(in.op, static_cast<const T*>(ptr[a[0]]), static_cast<T*>(y), out.size))
           kern::unsupported(in.op, out.dtype);
@@ -83,7 +69,7 @@ inline void run_instr(const Program& p, Workspace& ws, std::size_t idx) {
       return;
     case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Pow: case Op::Max: case Op::Min:
     case Op::Rem: case Op::Atan2:  // math.hpp
-      visit(out.dtype, [&](auto t) {
+      visit_dtype(out.dtype, [&](auto t) {
         using T = decltype(t);
         if (!kern::binary<T>(in.op, static_cast<const T*>(ptr[a[0]]), static_cast<const T*>(ptr[a[1]]),
                              static_cast<T*>(y), out.size))
@@ -91,7 +77,7 @@ inline void run_instr(const Program& p, Workspace& ws, std::size_t idx) {
       });
       return;
     case Op::Real: case Op::Imag: case Op::Abs:
-      visit(x0.dtype, [&](auto t) {
+      visit_dtype(x0.dtype, [&](auto t) {
         using T = decltype(t);
         const T* x = static_cast<const T*>(ptr[a[0]]);
         if constexpr (kern::is_complex_v<T>) {
@@ -113,21 +99,21 @@ inline void run_instr(const Program& p, Workspace& ws, std::size_t idx) {
       });
       return;
     case Op::IsFinite:  // math.hpp
-      visit(x0.dtype, [&](auto t) {
+      visit_dtype(x0.dtype, [&](auto t) {
         using T = decltype(t);
         if (!kern::is_finite<T>(static_cast<const T*>(ptr[a[0]]), static_cast<bool*>(y), out.size))
           kern::unsupported(in.op, x0.dtype);
       });
       return;
     case Op::Compare:
-      visit(x0.dtype, [&](auto t) {
+      visit_dtype(x0.dtype, [&](auto t) {
         using T = decltype(t);
         kern::compare<T>(static_cast<Cmp>(at[0]), static_cast<const T*>(ptr[a[0]]),
                          static_cast<const T*>(ptr[a[1]]), static_cast<bool*>(y), out.size);
       });
       return;
     case Op::Select:
-      visit(out.dtype, [&](auto t) {
+      visit_dtype(out.dtype, [&](auto t) {
         using T = decltype(t);
         const bool* c = static_cast<const bool*>(ptr[a[0]]);
         const T* u = static_cast<const T*>(ptr[a[1]]);
@@ -137,16 +123,16 @@ inline void run_instr(const Program& p, Workspace& ws, std::size_t idx) {
       });
       return;
     case Op::Convert:
-      visit(x0.dtype, [&](auto s) {
+      visit_dtype(x0.dtype, [&](auto s) {
         using S = decltype(s);
-        visit(out.dtype, [&](auto d) {
+        visit_dtype(out.dtype, [&](auto d) {
           using D = decltype(d);
           kern::convert<S, D>(static_cast<const S*>(ptr[a[0]]), static_cast<D*>(y), out.size);
         });
       });
       return;
     case Op::ReduceSum: case Op::ReduceMax:
-      visit(out.dtype, [&](auto t) {
+      visit_dtype(out.dtype, [&](auto t) {
         using T = decltype(t);
         kern::reduce<T>(static_cast<const T*>(ptr[a[0]]), p.shape(a[0]), x0.ndim, at + 1, at[0],
                         static_cast<T*>(y), out.size, in.op == Op::ReduceMax);
@@ -157,7 +143,7 @@ inline void run_instr(const Program& p, Workspace& ws, std::size_t idx) {
       return;
     case Op::BroadcastInDim: {  // attrs: n, shape..., m, dims...
       if (x0.size == 1) {  // a fill
-        visit(out.dtype, [&](auto t) {
+        visit_dtype(out.dtype, [&](auto t) {
           using T = decltype(t);
           const T v = *static_cast<const T*>(ptr[a[0]]);
           T* r = static_cast<T*>(y);
@@ -172,7 +158,7 @@ inline void run_instr(const Program& p, Workspace& ws, std::size_t idx) {
       for (std::int64_t k = 0; k < n; ++k) src_str[k] = 0;
       for (std::uint32_t i = 0; i < x0.ndim; ++i)
         src_str[dims[i]] = p.shape(a[0])[i] == 1 ? 0 : in_str[i];
-      visit(out.dtype, [&](auto t) {
+      visit_dtype(out.dtype, [&](auto t) {
         using T = decltype(t);
         kern::gather<T>(static_cast<const T*>(ptr[a[0]]), 0, p.shape(in.out), src_str, out.ndim, static_cast<T*>(y));
       });
@@ -182,7 +168,7 @@ inline void run_instr(const Program& p, Workspace& ws, std::size_t idx) {
       std::int64_t in_str[16], src_str[16];
       kern::row_major_strides(p.shape(a[0]), x0.ndim, in_str);
       for (std::uint32_t k = 0; k < out.ndim; ++k) src_str[k] = in_str[at[1 + k]];
-      visit(out.dtype, [&](auto t) {
+      visit_dtype(out.dtype, [&](auto t) {
         using T = decltype(t);
         kern::gather<T>(static_cast<const T*>(ptr[a[0]]), 0, p.shape(in.out), src_str, out.ndim, static_cast<T*>(y));
       });
@@ -199,7 +185,7 @@ inline void run_instr(const Program& p, Workspace& ws, std::size_t idx) {
         // One element or none along k: the stride is never applied (and may be huge).
         src_str[k] = p.shape(in.out)[k] > 1 ? in_str[k] * stride[k] : 0;
       }
-      visit(out.dtype, [&](auto t) {
+      visit_dtype(out.dtype, [&](auto t) {
         using T = decltype(t);
         kern::gather<T>(static_cast<const T*>(ptr[a[0]]), base, p.shape(in.out), src_str, out.ndim, static_cast<T*>(y));
       });
@@ -209,7 +195,7 @@ inline void run_instr(const Program& p, Workspace& ws, std::size_t idx) {
       std::int64_t dst_str[16];
       const std::int64_t base = pad_window(p, in, dst_str);
       if (out.size) std::memset(y, 0, p.nbytes(in.out));
-      visit(out.dtype, [&](auto t) {
+      visit_dtype(out.dtype, [&](auto t) {
         using T = decltype(t);
         kern::scatter<T>(static_cast<const T*>(ptr[a[0]]), p.shape(a[0]), static_cast<T*>(y), base, dst_str, out.ndim);
       });
@@ -220,7 +206,7 @@ inline void run_instr(const Program& p, Workspace& ws, std::size_t idx) {
       std::int64_t out_str[16];
       kern::row_major_strides(p.shape(in.out), out.ndim, out_str);
       for (std::uint32_t i = 0; i < in.n_in; ++i) {
-        visit(out.dtype, [&](auto t) {
+        visit_dtype(out.dtype, [&](auto t) {
           using T = decltype(t);
           kern::scatter<T>(static_cast<const T*>(ptr[a[i]]), p.shape(a[i]), static_cast<T*>(y),
                            offset * out_str[axis], out_str, out.ndim);
@@ -251,7 +237,7 @@ inline void run_instr(const Program& p, Workspace& ws, std::size_t idx) {
         return kern::DotAxes{p.shape(a[0]), p.shape(a[1]), ls, rs, lfree, lc, lb, rfree, rc, rb, nlf, nc, nbt, nrf};
       };
       if (!tb.ready) kern::dot_layout(axes(), tb, false);
-      visit(out.dtype, [&](auto t) {
+      visit_dtype(out.dtype, [&](auto t) {
         using T = decltype(t);
         if constexpr (std::is_same_v<T, bool>) {
           kern::unsupported(in.op, out.dtype);
@@ -273,7 +259,7 @@ inline void run_instr(const Program& p, Workspace& ws, std::size_t idx) {
       const std::int64_t* shape = p.shape(in.out);
       std::int64_t inner = 1;
       for (std::uint32_t k = dim + 1; k < out.ndim; ++k) inner *= shape[k];
-      visit(out.dtype, [&](auto t) {
+      visit_dtype(out.dtype, [&](auto t) {
         using T = decltype(t);
         T* r = static_cast<T*>(y);
         for (std::int64_t i = 0; i < out.size; ++i) r[i] = static_cast<T>((i / inner) % shape[dim]);
@@ -357,7 +343,7 @@ inline void run_add_pad(const Program& p, Workspace& ws, std::size_t i) {
   const Slot& out = p.slots[in.out];
   std::int64_t dst_str[16];
   const std::int64_t base = pad_window(p, pad, dst_str);
-  visit(out.dtype, [&](auto t) {
+  visit_dtype(out.dtype, [&](auto t) {
     using T = decltype(t);
     kern::scatter<T, true>(static_cast<const T*>(ptr[x]), p.shape(x), static_cast<T*>(y), base, dst_str, out.ndim);
   });
@@ -370,11 +356,9 @@ inline Handler handler_for(const Program& p, std::size_t i) {
   if (!p.fused_pad.empty() && p.fused_pad[i] >= 0) return &run_add_pad;
   if (!p.pad_absorbed.empty() && p.pad_absorbed[i]) return &run_nothing;
   if (is_control(in.op)) return &run_control;
-  switch (p.slots[in.out].dtype) {
-    case DType::F64: return float_handler<double>(in.op);
-    case DType::F32: return float_handler<float>(in.op);
-    default: return &run_instr;
-  }
+  return visit_dtype_in<DTypeSet<double, float>>(
+      p.slots[in.out].dtype, [&](auto t) { return float_handler<decltype(t)>(in.op); },
+      []() -> Handler { return &run_instr; });
 }
 
 
@@ -400,20 +384,20 @@ inline void run_block(const Program& p, Workspace& ws, std::size_t idx, std::int
   switch (in.op) {
     case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Pow: case Op::Max: case Op::Min:
     case Op::Rem: case Op::Atan2:
-      visit(out.dtype, [&](auto t) {
+      visit_dtype(out.dtype, [&](auto t) {
         using T = decltype(t);
         if (!kern::binary<T>(in.op, at(0, t), at(1, t), static_cast<T*>(addr(in.out)), n))
           kern::unsupported(in.op, out.dtype);
       });
       return;
     case Op::Compare:
-      visit(xd, [&](auto t) {
+      visit_dtype(xd, [&](auto t) {
         kern::compare(static_cast<Cmp>(p.attrs[in.attr_begin]), at(0, t), at(1, t),
                       static_cast<bool*>(addr(in.out)), n);
       });
       return;
     case Op::Select:
-      visit(out.dtype, [&](auto t) {
+      visit_dtype(out.dtype, [&](auto t) {
         using T = decltype(t);
         const bool* c = static_cast<const bool*>(addr(a[0]));
         const T *u = at(1, t), *v = at(2, t);
@@ -422,9 +406,9 @@ inline void run_block(const Program& p, Workspace& ws, std::size_t idx, std::int
       });
       return;
     case Op::Convert:
-      visit(xd, [&](auto s) {
+      visit_dtype(xd, [&](auto s) {
         using S = decltype(s);
-        visit(out.dtype, [&](auto d) {
+        visit_dtype(out.dtype, [&](auto d) {
           using D = decltype(d);
           kern::convert<S, D>(at(0, s), static_cast<D*>(addr(in.out)), n);
         });
@@ -432,7 +416,7 @@ inline void run_block(const Program& p, Workspace& ws, std::size_t idx, std::int
       return;
     case Op::BroadcastInDim: {  // attrs: n, shape..., m, dims...
       if (p.slots[a[0]].size == 1) {  // a fill
-        visit(out.dtype, [&](auto t) {
+        visit_dtype(out.dtype, [&](auto t) {
           using T = decltype(t);
           const T v = *static_cast<const T*>(ptr[a[0]]);
           T* r = static_cast<T*>(addr(in.out));
@@ -458,7 +442,7 @@ inline void run_block(const Program& p, Workspace& ws, std::size_t idx, std::int
         rem /= shape[k];
         off += coord[k] * str[k];
       }
-      visit(out.dtype, [&](auto t) {
+      visit_dtype(out.dtype, [&](auto t) {
         using T = decltype(t);
         const T* src = static_cast<const T*>(ptr[a[0]]);
         T* r = static_cast<T*>(addr(in.out));
@@ -493,7 +477,7 @@ inline void run_block(const Program& p, Workspace& ws, std::size_t idx, std::int
       const std::int64_t* shape = p.shape(in.out);
       std::int64_t inner = 1;
       for (std::uint32_t k = dim + 1; k < out.ndim; ++k) inner *= shape[k];
-      visit(out.dtype, [&](auto t) {
+      visit_dtype(out.dtype, [&](auto t) {
         using T = decltype(t);
         T* r = static_cast<T*>(addr(in.out));
         for (std::int64_t i = 0; i < n; ++i) r[i] = static_cast<T>(((lo + i) / inner) % shape[dim]);
@@ -501,7 +485,7 @@ inline void run_block(const Program& p, Workspace& ws, std::size_t idx, std::int
       return;
     }
     default:  // unary maps
-      visit(out.dtype, [&](auto t) {
+      visit_dtype(out.dtype, [&](auto t) {
         using T = decltype(t);
         if (!kern::unary<T>(in.op, at(0, t), static_cast<T*>(addr(in.out)), n))
           kern::unsupported(in.op, out.dtype);

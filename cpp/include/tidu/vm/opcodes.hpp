@@ -1,4 +1,4 @@
-// tidu/vm/opcodes.hpp - the one opcode table: enum, names and (in interpreter.hpp) the dispatch are
+// tidu/vm/opcodes.hpp - the one opcode table: enum, names and (in dispatch.hpp) the dispatch are
 // all generated from TIDU_OPCODES, so adding an opcode is one line here plus its kernel.
 #pragma once
 
@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+
+#include "tidu/vm/dtype.hpp"
 
 namespace tidu {
 
@@ -112,46 +114,6 @@ inline const char* op_name(Op op) {
   };
   auto i = static_cast<unsigned>(op);
   return i < static_cast<unsigned>(Op::kCount) ? names[i] : "?";
-}
-
-// ---- dtypes ----
-
-#define TIDU_DTYPES(X)                 \
-  X(F32, float, "float32")             \
-  X(F64, double, "float64")            \
-  X(C64, std::complex<float>, "complex64")   \
-  X(C128, std::complex<double>, "complex128") \
-  X(I32, std::int32_t, "int32")        \
-  X(I64, std::int64_t, "int64")        \
-  X(Bool, bool, "bool")
-
-enum class DType : std::uint8_t {
-#define TIDU_DT_ENUM(name, type, str) name,
-  TIDU_DTYPES(TIDU_DT_ENUM)
-#undef TIDU_DT_ENUM
-      kCount
-};
-
-inline const char* dtype_name(DType d) {
-  static const char* const names[] = {
-#define TIDU_DT_NAME(name, type, str) str,
-      TIDU_DTYPES(TIDU_DT_NAME)
-#undef TIDU_DT_NAME
-  };
-  auto i = static_cast<unsigned>(d);
-  return i < static_cast<unsigned>(DType::kCount) ? names[i] : "?";
-}
-
-inline std::size_t dtype_size(DType d) {
-  switch (d) {
-#define TIDU_DT_SIZE(name, type, str) \
-  case DType::name:                   \
-    return sizeof(type);
-    TIDU_DTYPES(TIDU_DT_SIZE)
-#undef TIDU_DT_SIZE
-    default:
-      return 0;
-  }
 }
 
 // Compare directions, in the order of the Python names table.
