@@ -32,6 +32,23 @@ inline void scalar_outputs(const Program& p, const double* v, void* const* outpu
   }
 }
 
+// What the scalar path computes for opcode OP: its TIDU_SCALAR_OPS expression, or x for the
+// opcodes that are copies there.  eval_scalar's handlers are generated from TIDU_OPCODES with it.
+template <Op OP>
+struct ScalarExpr {
+  static inline double eval(double x, double, double) { return x; }
+};
+#define TIDU_SCALAR_EXPR(name, expr)                             \
+  template <>                                                    \
+  struct ScalarExpr<Op::name> {                                  \
+    static inline double eval(double x, double y, double imm) {  \
+      (void)x, (void)y, (void)imm;                               \
+      return (expr);                                             \
+    }                                                            \
+  };
+TIDU_SCALAR_OPS(TIDU_SCALAR_EXPR)
+#undef TIDU_SCALAR_EXPR
+
 // The all-scalar float64 fast path: a flat loop over 24-byte instructions (scheduled into runs of
 // one opcode, Program::schedule_scalar) and an array of doubles.
 // What each opcode computes: TIDU_SCALAR_OPS (scalar.hpp), shared with the JIT's helpers.
@@ -48,7 +65,7 @@ inline void eval_scalar(const Program& p, double* v, const void* const* inputs, 
   // Threaded dispatch (labels as values): every handler ends in its own indirect jump, so the
   // branch predictor learns which opcode tends to follow which, where a switch has one jump.
   static const void* const handler[] = {
-#define TIDU_SCALAR_LABEL(name, kind) &&op_##name,
+#define TIDU_SCALAR_LABEL(name, kind, sig) &&op_##name,
       TIDU_OPCODES(TIDU_SCALAR_LABEL)
 #undef TIDU_SCALAR_LABEL
   };
@@ -66,19 +83,13 @@ inline void eval_scalar(const Program& p, double* v, const void* const* inputs, 
   }
   if (c == end) goto done;
   goto *handler[static_cast<unsigned>(c->op)];
-#define TIDU_SCALAR_CASE(name, expr) \
-  op_##name:                         \
-  TIDU_SCALAR_NEXT(expr)
-  TIDU_SCALAR_OPS(TIDU_SCALAR_CASE)
+  // One handler per opcode, generated from the opcode table: TIDU_SCALAR_OPS' expression, or
+  // r = x for the others (build_scalar_code admits only copies among them).
+#define TIDU_SCALAR_CASE(name, kind, sig) \
+  op_##name:                              \
+  TIDU_SCALAR_NEXT((ScalarExpr<Op::name>::eval(x, y, imm)))
+  TIDU_OPCODES(TIDU_SCALAR_CASE)
 #undef TIDU_SCALAR_CASE
-  // Every other opcode (build_scalar_code admits only copies among them): r = x.
-op_Conj: op_StopGradient: op_Reshape: op_BroadcastInDim: op_Real: op_Imag: op_Compare: op_Select:
-op_Convert: op_ReduceSum: op_ReduceMax: op_Transpose: op_DotGeneral: op_Slice: op_Pad:
-op_Concatenate: op_Iota: op_TriangularSolve: op_Cholesky: op_IsFinite: op_Gather: op_Scatter:
-op_DynamicSlice: op_DynamicUpdateSlice: op_ReduceMin: op_ReduceProd: op_ReduceAnd: op_ReduceOr:
-op_ArgMax: op_ArgMin: op_Cumsum: op_Cumprod: op_Cummax: op_Cummin: op_LinearScan: op_Sort: op_LU:
-op_LUPermute: op_Eigh: op_QR: op_SVD: op_Rev: op_Scan: op_While: op_Cond: op_Checkpoint:
-  TIDU_SCALAR_NEXT(x)
 #undef TIDU_SCALAR_NEXT
 done:
 #else
