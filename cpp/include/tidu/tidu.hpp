@@ -5,9 +5,9 @@
 //   prog.eval(ws, inputs, outputs);                // const void* const* / void* const*, in order
 #pragma once
 
-#include "tidu/fastmath.hpp"
-#include "tidu/file.hpp"
-#include "tidu/interpreter.hpp"
-#include "tidu/opcodes.hpp"
-#include "tidu/program.hpp"
-#include "tidu/validate.hpp"
+#include "tidu/kernels/fastmath.hpp"
+#include "tidu/vm/file.hpp"
+#include "tidu/vm/interpreter.hpp"
+#include "tidu/vm/opcodes.hpp"
+#include "tidu/vm/program.hpp"
+#include "tidu/vm/validate.hpp"

@@ -237,11 +237,16 @@ int dtype_num(tidu::DType d) {
 
 void make_tables(py::module_& m) {
   py::list ops, dts;
-  for (unsigned i = 0; i < static_cast<unsigned>(tidu::Op::kCount); ++i)
-    ops.append(tidu::op_name(static_cast<tidu::Op>(i)));
+  py::dict sigs;  // name -> attribute signature (TIDU_OPCODES' third column, opcodes.hpp)
+  for (unsigned i = 0; i < static_cast<unsigned>(tidu::Op::kCount); ++i) {
+    const auto op = static_cast<tidu::Op>(i);
+    ops.append(tidu::op_name(op));
+    sigs[tidu::op_name(op)] = tidu::op_signature(op);
+  }
   for (unsigned i = 0; i < static_cast<unsigned>(tidu::DType::kCount); ++i)
     dts.append(tidu::dtype_name(static_cast<tidu::DType>(i)));
   m.attr("OPCODES") = ops;
+  m.attr("OPCODE_SIGNATURES") = sigs;
   m.attr("DTYPES") = dts;
   m.attr("COMPARE") = py::make_tuple("EQ", "NE", "LT", "LE", "GT", "GE");
 }

@@ -1,10 +1,11 @@
-# Extern declarations mirroring cpp/include/tidu/{flat_map,interner,graph,rule_cache}.hpp one to one.
+# pyx/graph/graph.pxd - extern declarations mirroring cpp/include/tidu/graph/{flat_map,interner,graph}.hpp
+# one to one (cimported by _core.pyx as `graph`).
 from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t
 from libcpp cimport bool
 from libcpp.utility cimport pair
 from libcpp.vector cimport vector
 
-cdef extern from "tidu/flat_map.hpp" namespace "tidu" nogil:
+cdef extern from "tidu/graph/flat_map.hpp" namespace "tidu" nogil:
     ctypedef uint32_t Id
     const Id kNone
 
@@ -26,7 +27,7 @@ cdef extern from "tidu/flat_map.hpp" namespace "tidu" nogil:
         bool contains(Id key)
         void set(Id key, Id val)
 
-cdef extern from "tidu/interner.hpp" namespace "tidu" nogil:
+cdef extern from "tidu/graph/interner.hpp" namespace "tidu" nogil:
     cdef struct ValRec:
         Id op
         Id index
@@ -53,7 +54,7 @@ cdef extern from "tidu/interner.hpp" namespace "tidu" nogil:
         bool is_input(Id v)
         size_t memory_bytes()
 
-cdef extern from "tidu/graph.hpp" namespace "tidu" nogil:
+cdef extern from "tidu/graph/graph.hpp" namespace "tidu" nogil:
     cdef cppclass FragmentData:
         vector[Id] vals
         vector[Id] ops
@@ -98,31 +99,3 @@ cdef extern from "tidu/graph.hpp" namespace "tidu" nogil:
     void compile_ssa(const KeyInterner& interner, const vector[Id]& vals, const vector[Id]& ops,
                      const vector[Id]& inputs, const Id* outputs, size_t n_out,
                      SSAProgram& p) except +
-
-cdef extern from "tidu/rule_cache.hpp" namespace "tidu" nogil:
-    const Id kLinearizeRule
-    const Id kTransposeRule
-    const Id kAccumulateRule
-
-    cdef cppclass RuleTemplate:
-        RuleTemplate()
-        size_t n_emit()
-
-    void make_rule_key(const KeyInterner& interner, Id kind, Id prim, Id mode, const Id* sym,
-                       size_t n_sym, vector[Id]& key)
-
-    cdef cppclass RuleCache:
-        RuleCache()
-        const RuleTemplate* find(const vector[Id]& key)
-        void insert(const vector[Id]& key, RuleTemplate t) except +
-        size_t size()
-        void clear()
-        size_t hits
-        size_t misses
-        size_t unrecordable
-
-    void replay_rule(KeyInterner& interner, FragmentData& f, const RuleTemplate& t, const Id* sym,
-                     Id* results, vector[Id]& scratch) except +
-    bool record_rule(const KeyInterner& interner, const vector[Id]& log, const Id* sym,
-                     size_t n_sym, const Id* results, size_t n_res, size_t n_vals_before,
-                     RuleTemplate& t) except +

@@ -1,0 +1,676 @@
+// tidu/kernels/elementwise.hpp - kernels templated on element type: elementwise maps, strided gather/scatter
+// (broadcast, transpose, slice, pad, concatenate), reductions, dot_general, converts.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <complex>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#include "tidu/kernels/fastmath.hpp"
+#include "tidu/kernels/math.hpp"
+#include "tidu/vm/dtype.hpp"
+#include "tidu/vm/opcodes.hpp"
+#include "tidu/vm/parallel.hpp"
+
+namespace tidu {
+namespace kern {
+
+template <class T> struct is_complex : std::false_type {};
+template <class T> struct is_complex<std::complex<T>> : std::true_type {};
+template <class T> inline constexpr bool is_complex_v = is_complex<T>::value;
+template <class T> inline constexpr bool is_float_v = std::is_floating_point_v<T>;
+template <class T> inline constexpr bool is_inexact_v = is_float_v<T> || is_complex_v<T>;
+template <class T> inline constexpr bool is_int_v = std::is_integral_v<T> && !std::is_same_v<T, bool>;
+
+// Integer negation, sum, difference and product wrap modulo 2^bits, as numpy's do (signed
+// overflow is undefined in C++, so they go through the unsigned type).
+template <class T> inline T wrap_neg(T a) {
+  using U = std::make_unsigned_t<T>;
+  return static_cast<T>(U(0) - static_cast<U>(a));
+}
+template <class T> inline T wrap_add(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
+}
+template <class T> inline T wrap_sub(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  return static_cast<T>(static_cast<U>(a) - static_cast<U>(b));
+}
+template <class T> inline T wrap_mul(T a, T b) {
+  using U = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
+  return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
+}
+
+[[noreturn]] inline void unsupported(Op op, DType d) {
+  throw std::runtime_error(std::string("tidu: ") + op_name(op) + " has no kernel for " + dtype_name(d));
+}
+
+// f(T{}) for the float and complex dtypes (linalg.hpp, factor.hpp); unsupported(op, d) otherwise.
+template <class F>
+inline void visit_inexact(Op op, DType d, F&& f) {
+  visit_dtype_in<InexactTypes>(d, f, [&] { unsupported(op, d); });
+}
+
+// ---- elementwise ----
+
+template <class T>
+inline bool unary(Op op, const T* x, T* y, std::int64_t n) {
+  if constexpr (is_float_v<T>) {  // polynomial kernels (fastmath.hpp), the C library out of range
+    switch (op) {
+      case Op::Exp: fm::map<fm::Fn::Exp>(x, y, n); return true;
+      case Op::Log: fm::map<fm::Fn::Log>(x, y, n); return true;
+      case Op::Sin: fm::map<fm::Fn::Sin>(x, y, n); return true;
+      case Op::Cos: fm::map<fm::Fn::Cos>(x, y, n); return true;
+      case Op::Tanh: fm::map<fm::Fn::Tanh>(x, y, n); return true;
+      case Op::Expm1: fm::map<fm::Fn::Expm1>(x, y, n); return true;
+      case Op::Log1p: fm::map<fm::Fn::Log1p>(x, y, n); return true;
+      case Op::Sqrt: fm::sqrt_map<false>(x, y, n); return true;
+      case Op::Rsqrt: fm::sqrt_map<true>(x, y, n); return true;
+      default: break;
+    }
+  }
+  if constexpr (is_inexact_v<T>) {
+    using std::cos, std::exp, std::log, std::sin, std::sqrt, std::tanh;
+    switch (op) {
+      case Op::Exp: for (std::int64_t i = 0; i < n; ++i) y[i] = exp(x[i]); return true;
+      case Op::Log: for (std::int64_t i = 0; i < n; ++i) y[i] = log(x[i]); return true;
+      case Op::Sin: for (std::int64_t i = 0; i < n; ++i) y[i] = sin(x[i]); return true;
+      case Op::Cos: for (std::int64_t i = 0; i < n; ++i) y[i] = cos(x[i]); return true;
+      case Op::Tanh: for (std::int64_t i = 0; i < n; ++i) y[i] = tanh(x[i]); return true;
+      case Op::Sqrt: for (std::int64_t i = 0; i < n; ++i) y[i] = sqrt(x[i]); return true;
+      case Op::Rsqrt: for (std::int64_t i = 0; i < n; ++i) y[i] = T(1) / sqrt(x[i]); return true;
+      case Op::Expm1:
+        if constexpr (is_float_v<T>) { for (std::int64_t i = 0; i < n; ++i) y[i] = std::expm1(x[i]); }
+        else { for (std::int64_t i = 0; i < n; ++i) y[i] = exp(x[i]) - T(1); }
+        return true;
+      case Op::Log1p:
+        if constexpr (is_float_v<T>) { for (std::int64_t i = 0; i < n; ++i) y[i] = std::log1p(x[i]); }
+        else { for (std::int64_t i = 0; i < n; ++i) y[i] = log(T(1) + x[i]); }
+        return true;
+      case Op::Conj:
+        if constexpr (is_complex_v<T>) { for (std::int64_t i = 0; i < n; ++i) y[i] = std::conj(x[i]); }
+        else if (n) { std::memcpy(y, x, n * sizeof(T)); }
+        return true;
+      default: break;
+    }
+  }
+  if constexpr (!std::is_same_v<T, bool>) {
+    switch (op) {
+      case Op::Neg:
+        if constexpr (is_int_v<T>) { for (std::int64_t i = 0; i < n; ++i) y[i] = wrap_neg(x[i]); }
+        else { for (std::int64_t i = 0; i < n; ++i) y[i] = -x[i]; }
+        return true;
+      case Op::Sign:  // NaN stays NaN, as numpy's and jax's
+        if constexpr (is_complex_v<T>) {
+          for (std::int64_t i = 0; i < n; ++i) { auto m = std::abs(x[i]); y[i] = m == 0 ? T(0) : x[i] / m; }
+        } else {
+          for (std::int64_t i = 0; i < n; ++i) y[i] = x[i] != x[i] ? x[i] : T((x[i] > T(0)) - (x[i] < T(0)));
+        }
+        return true;
+      default: break;
+    }
+  }
+  if (op == Op::StopGradient) { if (n) std::memcpy(y, x, n * sizeof(T)); return true; }
+  return math_unary<T>(op, x, y, n);  // math.hpp
+}
+
+// One element of a binary op whose opcode is known at compile time (the interpreter's
+// per-instruction handlers, and Max/Min below); Max/Min propagate NaN, as numpy's.
+template <Op OP, class T>
+inline T binary_op(T x, T y) {
+  if constexpr (OP == Op::Add) return x + y;
+  else if constexpr (OP == Op::Sub) return x - y;
+  else if constexpr (OP == Op::Mul) return x * y;
+  else if constexpr (OP == Op::Div) return x / y;
+  else if constexpr (OP == Op::Max) return (x != x || x > y) ? x : y;
+  else return (x != x || x < y) ? x : y;
+}
+
+template <class T>
+inline bool binary(Op op, const T* a, const T* b, T* y, std::int64_t n) {
+  if constexpr (is_int_v<T>) {
+    switch (op) {
+      case Op::Add: for (std::int64_t i = 0; i < n; ++i) y[i] = wrap_add(a[i], b[i]); return true;
+      case Op::Sub: for (std::int64_t i = 0; i < n; ++i) y[i] = wrap_sub(a[i], b[i]); return true;
+      case Op::Mul: for (std::int64_t i = 0; i < n; ++i) y[i] = wrap_mul(a[i], b[i]); return true;
+      default: break;
+    }
+  }
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    switch (op) {  // fastmath.hpp: the CPU's widest vectors
+      case Op::Add: fm::arith<fm::Arith::Add>(a, b, y, n); return true;
+      case Op::Sub: fm::arith<fm::Arith::Sub>(a, b, y, n); return true;
+      case Op::Mul: fm::arith<fm::Arith::Mul>(a, b, y, n); return true;
+      case Op::Div: fm::arith<fm::Arith::Div>(a, b, y, n); return true;
+      default: break;
+    }
+  }
+  if constexpr (!std::is_same_v<T, bool>) {
+    switch (op) {
+      case Op::Add: for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] + b[i]; return true;
+      case Op::Sub: for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] - b[i]; return true;
+      case Op::Mul: for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] * b[i]; return true;
+      default: break;
+    }
+  }
+  if constexpr (is_inexact_v<T>) {
+    switch (op) {
+      case Op::Div: for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] / b[i]; return true;
+      case Op::Pow: for (std::int64_t i = 0; i < n; ++i) y[i] = std::pow(a[i], b[i]); return true;
+      default: break;
+    }
+  }
+  if constexpr (!is_complex_v<T> && !std::is_same_v<T, bool>) {
+    switch (op) {  // numpy's maximum/minimum propagate NaN
+      case Op::Max: for (std::int64_t i = 0; i < n; ++i) y[i] = binary_op<Op::Max>(a[i], b[i]); return true;
+      case Op::Min: for (std::int64_t i = 0; i < n; ++i) y[i] = binary_op<Op::Min>(a[i], b[i]); return true;
+      default: break;
+    }
+  }
+  return math_binary<T>(op, a, b, y, n);  // math.hpp: Rem, Atan2, integer Div
+}
+
+template <class T>
+inline void compare(Cmp c, const T* a, const T* b, bool* y, std::int64_t n) {
+  switch (c) {
+    case Cmp::EQ: for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] == b[i]; return;
+    case Cmp::NE: for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] != b[i]; return;
+    default: break;
+  }
+  if constexpr (!is_complex_v<T>) {
+    switch (c) {
+      case Cmp::LT: for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] < b[i]; return;
+      case Cmp::LE: for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] <= b[i]; return;
+      case Cmp::GT: for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] > b[i]; return;
+      case Cmp::GE: for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] >= b[i]; return;
+      default: break;
+    }
+  }
+  throw std::runtime_error("tidu: bad compare direction for this dtype");
+}
+
+template <class S, class D>
+inline void convert(const S* x, D* y, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    if constexpr (is_complex_v<S> && is_complex_v<D>) {
+      y[i] = D(x[i]);
+    } else if constexpr (is_complex_v<S>) {
+      y[i] = static_cast<D>(x[i].real());  // unreachable from the front end (refused there)
+    } else if constexpr (is_complex_v<D>) {
+      y[i] = D(static_cast<typename D::value_type>(x[i]), 0);
+    } else if constexpr (std::is_same_v<D, bool>) {
+      y[i] = x[i] != S(0);
+    } else if constexpr (is_float_v<S> && is_int_v<D>) {
+      // Out of range is undefined in C++: saturate, and NaN -> 0 (as XLA's conversion does).
+      const S v = x[i];
+      y[i] = v != v ? D(0)
+             : v <= static_cast<S>(std::numeric_limits<D>::min()) ? std::numeric_limits<D>::min()
+             : v >= -static_cast<S>(std::numeric_limits<D>::min()) ? std::numeric_limits<D>::max()
+                                                                    : static_cast<D>(v);
+    } else {
+      y[i] = static_cast<D>(x[i]);
+    }
+  }
+}
+
+// ---- strided copies (all shapes row-major) ----
+
+inline void row_major_strides(const std::int64_t* shape, std::uint32_t ndim, std::int64_t* strides) {
+  std::int64_t s = 1;
+  for (std::uint32_t k = ndim; k-- > 0;) {
+    strides[k] = s;
+    s *= shape[k];
+  }
+}
+
+// dst[odometer over shape, contiguous] = src[base + sum idx[k] * src_stride[k]] (elements)
+template <class T>
+inline void gather(const T* src, std::int64_t base, const std::int64_t* shape, const std::int64_t* src_stride,
+                   std::uint32_t ndim, T* dst) {
+  std::int64_t n = 1;
+  for (std::uint32_t k = 0; k < ndim; ++k) n *= shape[k];
+  if (n == 0) return;
+  if (ndim == 0) { dst[0] = src[base]; return; }
+  std::int64_t idx[16] = {0};
+  std::int64_t off = base;
+  std::int64_t inner = shape[ndim - 1], inner_stride = src_stride[ndim - 1];
+  for (std::int64_t i = 0; i < n; i += inner) {
+    const T* s = src + off;
+    if (inner_stride == 1) {  // a contiguous run, or one value repeated (a broadcast axis)
+      for (std::int64_t j = 0; j < inner; ++j) dst[i + j] = s[j];
+    } else if (inner_stride == 0) {
+      const T v = s[0];
+      for (std::int64_t j = 0; j < inner; ++j) dst[i + j] = v;
+    } else {
+      for (std::int64_t j = 0; j < inner; ++j) dst[i + j] = s[j * inner_stride];
+    }
+    for (std::int64_t k = static_cast<std::int64_t>(ndim) - 2; k >= 0; --k) {
+      off += src_stride[k];
+      if (++idx[k] < shape[k]) break;
+      off -= src_stride[k] * shape[k];
+      idx[k] = 0;
+    }
+  }
+}
+
+// dst[base + sum idx[k] * dst_stride[k]] = (or += with Add) src[odometer over shape, contiguous]
+template <class T, bool Add = false>
+inline void scatter(const T* src, const std::int64_t* shape, T* dst, std::int64_t base,
+                    const std::int64_t* dst_stride, std::uint32_t ndim) {
+  std::int64_t n = 1;
+  for (std::uint32_t k = 0; k < ndim; ++k) n *= shape[k];
+  if (n == 0) return;
+  if (ndim == 0) {
+    if constexpr (Add) dst[base] += src[0];
+    else dst[base] = src[0];
+    return;
+  }
+  std::int64_t idx[16] = {0};
+  std::int64_t off = base;
+  std::int64_t inner = shape[ndim - 1], inner_stride = dst_stride[ndim - 1];
+  for (std::int64_t i = 0; i < n; i += inner) {
+    T* d = dst + off;
+    if constexpr (Add) {
+      for (std::int64_t j = 0; j < inner; ++j) d[j * inner_stride] += src[i + j];
+    } else {
+      for (std::int64_t j = 0; j < inner; ++j) d[j * inner_stride] = src[i + j];
+    }
+    for (std::int64_t k = static_cast<std::int64_t>(ndim) - 2; k >= 0; --k) {
+      off += dst_stride[k];
+      if (++idx[k] < shape[k]) break;
+      off -= dst_stride[k] * shape[k];
+      idx[k] = 0;
+    }
+  }
+}
+
+// ---- reductions ----
+
+// y (+)= x or y = max(y, x), NaN-propagating as numpy's.
+template <class T>
+inline void accumulate(T& y, T x, bool is_max) {
+  if constexpr (!is_complex_v<T>) {
+    if (is_max) {
+      y = (x > y) | (x != x) ? x : y;  // branch-free: vectorizes over the inner kept axis
+      return;
+    }
+  }
+  if constexpr (is_int_v<T>) y = wrap_add(y, x);
+  else y += x;
+}
+
+// One contiguous row of a float reduction, in 16 interleaved lanes (independent accumulators the
+// compiler keeps in vector registers) combined pairwise at the end of each 4,096-element chunk:
+// a sum is no longer one chain of dependent adds, and its rounding error stays near a pairwise
+// sum's.  Max is branch-free (so it vectorizes) and NaN-propagating as numpy's.
+template <class T>
+inline T row_sum(const T* x, std::int64_t n, T init) {
+  constexpr int L = 16;
+  constexpr std::int64_t kChunk = 4096;  // lanes restart per chunk: 256 sequential adds at most
+  // chunk sums add up in double for float32 (exact enough that the chunks' own rounding dominates)
+  std::conditional_t<std::is_same_v<T, float>, double, T> total = 0;
+  for (std::int64_t start = 0; start < n; start += kChunk) {
+    const T* c = x + start;
+    const std::int64_t len = std::min(kChunk, n - start);
+    T acc[L] = {};
+    std::int64_t i = 0;
+    for (; i + L <= len; i += L)
+      for (int k = 0; k < L; ++k) acc[k] += c[i + k];
+    for (int w = L / 2; w > 0; w /= 2)
+      for (int k = 0; k < w; ++k) acc[k] += acc[k + w];
+    for (; i < len; ++i) acc[0] += c[i];
+    total += acc[0];
+  }
+  return init + static_cast<T>(total);
+}
+
+template <class T>
+inline T row_max(const T* x, std::int64_t n, T init) {
+  constexpr int L = 16;
+  T m[L];
+  for (int k = 0; k < L; ++k) m[k] = init;
+  std::int64_t i = 0;
+  for (; i + L <= n; i += L)
+    for (int k = 0; k < L; ++k) m[k] = x[i + k] > m[k] ? x[i + k] : m[k];  // maxps: NaN skipped
+  for (; i < n; ++i) m[0] = x[i] > m[0] ? x[i] : m[0];
+  T best = m[0];
+  for (int k = 1; k < L; ++k) best = m[k] > best ? m[k] : best;
+  // then a second pass over the row (in cache) for NaN, in an integer as wide as T (vectorizes)
+  using U = std::conditional_t<sizeof(T) == 8, std::uint64_t, std::uint32_t>;
+  U nan = init != init;
+  for (i = 0; i < n; ++i) nan |= static_cast<U>(x[i] != x[i]);
+  return nan ? std::numeric_limits<T>::quiet_NaN() : best;
+}
+
+// The reduction as [outer kept] x [reduced] x [inner kept] over contiguous memory, when merging
+// adjacent axes of one kind leaves at most that (the common cases: all axes, leading axes,
+// trailing axes, one middle run): loops whose inner index is contiguous, no odometer per element.
+// y holds the initial values.  False when the shape is not of that form.
+template <class T>
+inline bool reduce_blocked(const T* x, const std::int64_t* shape, std::uint32_t ndim, const bool* reduced,
+                           T* y, bool is_max) {
+  std::int64_t size[3] = {1, 1, 1};  // outer kept, reduced, inner kept
+  int part = 0;
+  for (std::uint32_t k = 0; k < ndim; ++k) {
+    if (shape[k] == 1) continue;  // a unit axis belongs to either side
+    const int want = reduced[k] ? 1 : (part == 0 ? 0 : 2);
+    if (want < part) return false;  // kept, reduced, kept, reduced...: the general loop
+    part = want;
+    size[part] *= shape[k];
+  }
+  const std::int64_t outer = size[0], r = size[1], inner = size[2];
+  for (std::int64_t o = 0; o < outer; ++o) {
+    T* yo = y + o * inner;
+    const T* xo = x + o * r * inner;
+    if (inner == 1) {
+      if constexpr (is_float_v<T>) {
+        yo[0] = is_max ? row_max(xo, r, yo[0]) : row_sum(xo, r, yo[0]);
+        continue;
+      }
+      T acc = yo[0];
+      for (std::int64_t i = 0; i < r; ++i) accumulate(acc, xo[i], is_max);
+      yo[0] = acc;
+    } else {
+      // The kept columns a group of 16 at a time, their accumulators in registers rather than
+      // in y (a store and reload per row): each column still adds its rows in order.
+      std::int64_t j0 = 0;
+      for (; j0 + 16 <= inner; j0 += 16) {
+        T acc[16];
+        for (int j = 0; j < 16; ++j) acc[j] = yo[j0 + j];
+        if (is_max) {
+          for (std::int64_t i = 0; i < r; ++i)
+            for (int j = 0; j < 16; ++j) accumulate(acc[j], xo[i * inner + j0 + j], true);
+        } else {
+          for (std::int64_t i = 0; i < r; ++i)
+            for (int j = 0; j < 16; ++j) accumulate(acc[j], xo[i * inner + j0 + j], false);
+        }
+        for (int j = 0; j < 16; ++j) yo[j0 + j] = acc[j];
+      }
+      for (std::int64_t i = 0; i < r; ++i)
+        for (std::int64_t j = j0; j < inner; ++j) accumulate(yo[j], xo[i * inner + j], is_max);
+    }
+  }
+  return true;
+}
+
+// y[kept index] (+)= x over `axes`; is_max selects max instead of sum.
+template <class T>
+inline void reduce(const T* x, const std::int64_t* shape, std::uint32_t ndim, const std::int64_t* axes,
+                   std::int64_t n_axes, T* y, std::int64_t n_out, bool is_max) {
+  bool reduced[16] = {false};
+  for (std::int64_t a = 0; a < n_axes; ++a) reduced[axes[a]] = true;
+  // Output stride of each input axis (0 along reduced axes).
+  std::int64_t ostride[16], s = 1;
+  for (std::uint32_t k = ndim; k-- > 0;) {
+    ostride[k] = reduced[k] ? 0 : s;
+    if (!reduced[k]) s *= shape[k];
+  }
+  std::int64_t n = 1;
+  for (std::uint32_t k = 0; k < ndim; ++k) n *= shape[k];
+  if constexpr (!is_complex_v<T> && !std::is_same_v<T, bool>) {
+    if (is_max) {
+      for (std::int64_t i = 0; i < n_out; ++i) y[i] = std::numeric_limits<T>::lowest();
+      if constexpr (is_float_v<T>)
+        for (std::int64_t i = 0; i < n_out; ++i) y[i] = -std::numeric_limits<T>::infinity();
+    }
+  }
+  if (!is_max)
+    for (std::int64_t i = 0; i < n_out; ++i) y[i] = T(0);
+  if (n == 0) return;
+  if constexpr (!std::is_same_v<T, bool>) {
+    if (reduce_blocked(x, shape, ndim, reduced, y, is_max)) return;
+  }
+  std::int64_t idx[16] = {0};
+  std::int64_t o = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    if constexpr (!is_complex_v<T> && !std::is_same_v<T, bool>) {
+      if (is_max) {
+        if (x[i] > y[o] || x[i] != x[i]) y[o] = x[i];
+      } else if constexpr (is_int_v<T>) {
+        y[o] = wrap_add(y[o], x[i]);
+      } else {
+        y[o] += x[i];
+      }
+    } else {
+      if constexpr (!std::is_same_v<T, bool>) y[o] += x[i];
+    }
+    for (std::int64_t k = static_cast<std::int64_t>(ndim) - 1; k >= 0; --k) {
+      o += ostride[k];
+      if (++idx[k] < shape[k]) break;
+      o -= ostride[k] * shape[k];
+      idx[k] = 0;
+    }
+  }
+}
+
+// ---- dot_general ----
+
+// Offsets (in elements) of every combination of the given axes, row-major over those axes.
+inline void axis_offsets(const std::int64_t* shape, const std::int64_t* strides, const std::int64_t* axes,
+                         std::int64_t n_axes, std::vector<std::int64_t>& out) {
+  out.assign(1, 0);
+  for (std::int64_t a = 0; a < n_axes; ++a) {
+    std::vector<std::int64_t> next;
+    next.reserve(out.size() * shape[axes[a]]);
+    for (std::int64_t base : out)
+      for (std::int64_t i = 0; i < shape[axes[a]]; ++i) next.push_back(base + i * strides[axes[a]]);
+    out.swap(next);
+  }
+}
+
+// Optional BLAS: cblas_?gemm function pointers (row-major CBLAS signatures, 32-bit ints).  Unset,
+// dot_general uses its own loops; the Python package fills them from scipy-openblas32, and a C++
+// embedder may point them at any CBLAS (e.g. blas().dgemm = (void*)&cblas_dgemm).  cblas_?gemv,
+// where set, takes the real products with one output row or column (a GEMM there is several
+// times slower: 16x1000x1 took 20 us through OpenBLAS's dgemm, 3.5 us through its dgemv).
+struct BlasHooks {
+  void* sgemm = nullptr;
+  void* dgemm = nullptr;
+  void* cgemm = nullptr;
+  void* zgemm = nullptr;
+  void* sgemv = nullptr;
+  void* dgemv = nullptr;
+};
+inline BlasHooks& blas() {
+  static BlasHooks hooks;
+  return hooks;
+}
+enum : int { kRowMajor = 101, kNoTrans = 111, kTrans = 112 };
+template <class T>
+using real_gemm_t = void (*)(int, int, int, int, int, int, T, const T*, int, const T*, int, T, T*, int);
+using complex_gemm_t = void (*)(int, int, int, int, int, int, const void*, const void*, int, const void*,
+                                int, const void*, void*, int);
+template <class T>
+using real_gemv_t = void (*)(int, int, int, int, T, const T*, int, const T*, int, T, T*, int);
+
+// A product's layout, found at its first evaluation with a workspace: sizes, per-batch operand
+// offsets and, when both operands are plain matrices per batch, their GEMM layout (ta > 0).  The
+// per-index offset tables of the loop path are made only when the loop path runs (a product the
+// BLAS takes never needs them: they were most of a 50-layer MLP's first-evaluation memory).
+struct DotTables {
+  std::vector<std::int64_t> lb, rb;          // offsets per batch index
+  std::vector<std::int64_t> lf, lc, rf, rc;  // per free / contracting index: the loop path's
+  std::int64_t M = 0, N = 0, K = 0;          // free sizes of each operand, contracted size
+  bool ready = false, loops = false;         // layout found; loop tables made
+  int ta = 0, tb = 0, lda = 0, ldb = 0;      // a GEMM layout of both operands, when one exists (ta > 0)
+};
+
+// Whether the offsets of `axes` (row-major over them, the last fastest) are 0, step, 2 step, ...:
+// size-1 axes aside, the last axis has stride `step` and each other the stride of the next times
+// its size.
+inline bool axes_ramp(const std::int64_t* shape, const std::int64_t* strides, const std::int64_t* axes,
+                      std::int64_t n, std::int64_t step) {
+  for (std::int64_t a = n; a-- > 0;) {
+    const std::int64_t d = shape[axes[a]];
+    if (d == 1) continue;
+    if (strides[axes[a]] != step) return false;
+    step *= d;
+  }
+  return true;
+}
+
+inline std::int64_t axes_size(const std::int64_t* shape, const std::int64_t* axes, std::int64_t n) {
+  std::int64_t size = 1;
+  for (std::int64_t a = 0; a < n; ++a) size *= shape[axes[a]];
+  return size;
+}
+
+// The layout of x[lshape] . w[rshape] over lhs free / contracting / batch axes (lf, lc, lb) and
+// rhs ones (rf, rc, rb), with their row-major strides ls, rs; `loops` also makes the loop tables.
+struct DotAxes {
+  const std::int64_t *lshape, *rshape, *ls, *rs, *lf, *lc, *lb, *rf, *rc, *rb;
+  std::int64_t nlf, nc, nb, nrf;
+};
+
+inline void dot_layout(const DotAxes& d, DotTables& t, bool loops) {
+  if (!t.ready) {
+    axis_offsets(d.lshape, d.ls, d.lb, d.nb, t.lb);
+    axis_offsets(d.rshape, d.rs, d.rb, d.nb, t.rb);
+    t.M = axes_size(d.lshape, d.lf, d.nlf);
+    t.N = axes_size(d.rshape, d.rf, d.nrf);
+    t.K = axes_size(d.lshape, d.lc, d.nc);
+    t.ta = t.tb = 0;
+    const std::int64_t M = t.M, N = t.N, K = t.K;
+    if (M < (1LL << 31) && N < (1LL << 31) && K < (1LL << 31) && K > 0) {
+      if (axes_ramp(d.lshape, d.ls, d.lc, d.nc, 1) && axes_ramp(d.lshape, d.ls, d.lf, d.nlf, K))
+        t.ta = kNoTrans, t.lda = static_cast<int>(K);
+      else if (axes_ramp(d.lshape, d.ls, d.lf, d.nlf, 1) && axes_ramp(d.lshape, d.ls, d.lc, d.nc, M))
+        t.ta = kTrans, t.lda = static_cast<int>(std::max<std::int64_t>(M, 1));
+      if (axes_ramp(d.rshape, d.rs, d.rf, d.nrf, 1) && axes_ramp(d.rshape, d.rs, d.rc, d.nc, N))
+        t.tb = kNoTrans, t.ldb = static_cast<int>(std::max<std::int64_t>(N, 1));
+      else if (axes_ramp(d.rshape, d.rs, d.rc, d.nc, 1) && axes_ramp(d.rshape, d.rs, d.rf, d.nrf, K))
+        t.tb = kTrans, t.ldb = static_cast<int>(K);
+      if (!t.ta || !t.tb) t.ta = t.tb = 0;
+    }
+    t.ready = true;
+  }
+  if (loops && !t.loops) {
+    axis_offsets(d.lshape, d.ls, d.lf, d.nlf, t.lf);
+    axis_offsets(d.lshape, d.ls, d.lc, d.nc, t.lc);
+    axis_offsets(d.rshape, d.rs, d.rf, d.nrf, t.rf);
+    axis_offsets(d.rshape, d.rs, d.rc, d.nc, t.rc);
+    t.loops = true;
+  }
+}
+
+// Calls the BLAS hook for T over every batch; false when none applies.
+template <class T>
+inline bool dot_blas(const T* x, const T* w, T* y, const DotTables& t) {
+  const std::int64_t nb = t.lb.size(), M = t.M, N = t.N, K = t.K;
+  if (!t.ta || M == 0 || N == 0 || static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K) < 1024)
+    return false;
+  void* fn = nullptr;
+  if constexpr (std::is_same_v<T, float>) fn = blas().sgemm;
+  else if constexpr (std::is_same_v<T, double>) fn = blas().dgemm;
+  else if constexpr (std::is_same_v<T, std::complex<float>>) fn = blas().cgemm;
+  else if constexpr (std::is_same_v<T, std::complex<double>>) fn = blas().zgemm;
+  if (!fn) return false;
+  // Rows [r0, r1) of batch b: A's rows start r0 * lda in (r0 columns in, transposed), C's r0 * N.
+  auto gemm = [&](std::int64_t b, std::int64_t r0, std::int64_t r1) {
+    const T* A = x + t.lb[b] + r0 * (t.ta == kNoTrans ? t.lda : 1);
+    const T* B = w + t.rb[b];
+    T* C = y + b * M * N + r0 * N;
+    const int m = static_cast<int>(r1 - r0);
+    if constexpr (is_complex_v<T>) {
+      const T one(1), zero(0);
+      reinterpret_cast<complex_gemm_t>(fn)(kRowMajor, t.ta, t.tb, m, static_cast<int>(N), static_cast<int>(K),
+                                           &one, A, t.lda, B, t.ldb, &zero, C, static_cast<int>(N));
+    } else {
+      reinterpret_cast<real_gemm_t<T>>(fn)(kRowMajor, t.ta, t.tb, m, static_cast<int>(N), static_cast<int>(K),
+                                           T(1), A, t.lda, B, t.ldb, T(0), C, static_cast<int>(N));
+    }
+  };
+  // Thread policy: the BLAS itself runs single-threaded (the Python package sets OpenBLAS to one
+  // thread), and products of at least kParallelGemm multiply-adds are split over tidu's own
+  // threads, by batch or else by blocks of rows, one BLAS call each: small products never pay
+  // for waking threads, large ones use the cores, and nothing oversubscribes them.
+  constexpr double kParallelGemm = 1 << 23;
+  const double work = static_cast<double>(nb) * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
+  const std::int64_t hw = detail::cores();
+  const std::int64_t threads = std::min<std::int64_t>(
+      {hw, static_cast<std::int64_t>(std::min(work / kParallelGemm, 1e6)), std::max<std::int64_t>(nb, M / 64)});
+  if (K == 1 && threads <= 1) {  // outer products: both operands are contiguous vectors
+    for (std::int64_t b = 0; b < nb; ++b) {
+      const T *A = x + t.lb[b], *B = w + t.rb[b];
+      T* C = y + b * M * N;
+      for (std::int64_t i = 0; i < M; ++i) {
+        const T a = A[i];
+        for (std::int64_t j = 0; j < N; ++j) C[i * N + j] = a * B[j];
+      }
+    }
+    return true;
+  }
+  void* gv = nullptr;
+  if constexpr (std::is_same_v<T, float>) gv = blas().sgemv;
+  else if constexpr (std::is_same_v<T, double>) gv = blas().dgemv;
+  if (threads <= 1 && gv && (N == 1 || M == 1)) {
+    // One output column: C = op(A) b.  One output row: C^T = op(B)^T a.  (Row-major gemv over
+    // the stored matrix; the vector's stride is its leading dimension where it is a column.)
+    const auto f = reinterpret_cast<real_gemv_t<T>>(gv);
+    const int m = static_cast<int>(M), n = static_cast<int>(N), k = static_cast<int>(K);
+    for (std::int64_t b = 0; b < nb; ++b) {
+      const T *A = x + t.lb[b], *B = w + t.rb[b];
+      T* C = y + b * M * N;
+      if (N == 1) {
+        const int inc = t.tb == kNoTrans ? t.ldb : 1;
+        if (t.ta == kNoTrans) f(kRowMajor, kNoTrans, m, k, T(1), A, t.lda, B, inc, T(0), C, 1);
+        else f(kRowMajor, kTrans, k, m, T(1), A, t.lda, B, inc, T(0), C, 1);
+      } else {
+        const int inc = t.ta == kNoTrans ? 1 : t.lda;
+        if (t.tb == kNoTrans) f(kRowMajor, kTrans, k, n, T(1), B, t.ldb, A, inc, T(0), C, 1);
+        else f(kRowMajor, kNoTrans, n, k, T(1), B, t.ldb, A, inc, T(0), C, 1);
+      }
+    }
+  } else if (threads <= 1) {
+    for (std::int64_t b = 0; b < nb; ++b) gemm(b, 0, M);
+  } else if (nb >= threads) {
+    detail::parallel_for(static_cast<int>(threads), [&](int th) {
+      for (std::int64_t b = th; b < nb; b += threads) gemm(b, 0, M);
+    });
+  } else {
+    const std::int64_t rows = (M + threads - 1) / threads;
+    detail::parallel_for(static_cast<int>(threads), [&](int th) {
+      for (std::int64_t b = 0; b < nb; ++b)
+        if (th * rows < M) gemm(b, th * rows, std::min(M, (th + 1) * rows));
+    });
+  }
+  return true;
+}
+
+// The loop path: t's loop tables must be made (dot_layout with loops).
+template <class T>
+inline void dot_loops(const T* x, const T* w, T* y, const DotTables& t) {
+  const std::int64_t nb = t.lb.size(), ni = t.lf.size(), nj = t.rf.size(), nk = t.lc.size();
+  bool rf_contig = true;
+  for (std::int64_t j = 0; j < nj; ++j) rf_contig = rf_contig && t.rf[j] == t.rf[0] + j;
+  for (std::int64_t b = 0; b < nb; ++b) {
+    T* yb = y + b * ni * nj;
+    for (std::int64_t i = 0; i < ni * nj; ++i) yb[i] = T(0);
+    for (std::int64_t i = 0; i < ni; ++i) {
+      T* row = yb + i * nj;
+      const T* xi = x + t.lb[b] + t.lf[i];
+      for (std::int64_t k = 0; k < nk; ++k) {
+        const T a = xi[t.lc[k]];
+        const T* wk = w + t.rb[b] + t.rc[k];
+        if constexpr (is_int_v<T>) {  // wrapping, as numpy's
+          for (std::int64_t j = 0; j < nj; ++j) row[j] = wrap_add(row[j], wrap_mul(a, wk[t.rf[j]]));
+        } else if (rf_contig) {
+          const T* wr = wk + t.rf[0];
+          for (std::int64_t j = 0; j < nj; ++j) row[j] += a * wr[j];
+        } else {
+          for (std::int64_t j = 0; j < nj; ++j) row[j] += a * wk[t.rf[j]];
+        }
+      }
+    }
+  }
+}
+
+}  // namespace kern
+}  // namespace tidu

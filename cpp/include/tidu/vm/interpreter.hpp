@@ -1,0 +1,165 @@
+// tidu/vm/interpreter.hpp - evaluation of a Program: one loop over fixed-width instructions, a switch
+// on the opcode into kernels templated on dtype.  A Workspace (one per thread) owns the arena;
+// after it exists an evaluation allocates nothing.
+//
+// The pieces: workspace.hpp (Workspace), dispatch.hpp (one instruction), scalar_eval.hpp (the
+// all-scalar fast path), control_flow.hpp (Scan, While, Cond, Checkpoint).  eval is defined here
+// and declared in control_flow.hpp, whose nested programs it runs: the recursion is a function
+// declaration, not an include loop.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "tidu/vm/control_flow.hpp"
+#include "tidu/vm/dispatch.hpp"
+#include "tidu/vm/parallel.hpp"
+#include "tidu/vm/program.hpp"
+#include "tidu/vm/scalar_eval.hpp"
+#include "tidu/vm/workspace.hpp"
+
+namespace tidu {
+
+namespace detail {
+
+// While an evaluation runs, the program's direct outputs point at the caller's buffers; this
+// points them back at the arena when it ends, normally or by an exception, so that a pooled
+// Workspace never keeps a pointer into a buffer its caller may free.
+class DirectOutputs {
+ public:
+  DirectOutputs(const Program& p, Workspace& ws, void* const* outputs, bool on) : p_(p), ws_(ws), on_(on) {
+    if (on_)
+      for (std::size_t i = 0; i < p_.outputs.size(); ++i)
+        if (p_.output_direct[i]) ws_.ptrs()[p_.outputs[i]] = outputs[i];
+  }
+  ~DirectOutputs() {
+    if (on_)
+      for (std::size_t i = 0; i < p_.outputs.size(); ++i)
+        if (p_.output_direct[i]) ws_.reset(p_, p_.outputs[i]);
+  }
+  DirectOutputs(const DirectOutputs&) = delete;
+  DirectOutputs& operator=(const DirectOutputs&) = delete;
+
+ private:
+  const Program& p_;
+  Workspace& ws_;
+  bool on_;
+};
+
+// No output buffer overlaps an input buffer or another output buffer.
+inline bool outputs_apart(const Program& p, const void* const* inputs, void* const* outputs) {
+  auto overlap = [](const void* a, std::uint64_t na, const void* b, std::uint64_t nb) {
+    auto x = reinterpret_cast<std::uintptr_t>(a), y = reinterpret_cast<std::uintptr_t>(b);
+    return na && nb && x < y + nb && y < x + na;
+  };
+  for (std::size_t i = 0; i < p.outputs.size(); ++i) {
+    const std::uint64_t n = p.nbytes(p.outputs[i]);
+    for (std::size_t j = 0; j < p.inputs.size(); ++j)
+      if (overlap(outputs[i], n, inputs[j], p.nbytes(p.inputs[j]))) return false;
+    for (std::size_t j = 0; j < i; ++j)
+      if (overlap(outputs[i], n, outputs[j], p.nbytes(p.outputs[j]))) return false;
+  }
+  return true;
+}
+}  // namespace detail
+
+// Evaluates p with caller-owned buffers, in p.inputs / p.outputs order.
+inline void eval(const Program& p, Workspace& ws, const void* const* inputs, void* const* outputs) {
+  if (p.scalar_jit) {
+    double* v = ws.scalars();
+    detail::scalar_inputs(p, v, inputs);
+    p.scalar_jit->run(v);
+    detail::scalar_outputs(p, v, outputs);
+    return;
+  }
+  if (!p.scalar_code.empty()) {
+    detail::eval_scalar(p, ws.scalars(), inputs, outputs);
+    return;
+  }
+  void** ptr = ws.ptrs();
+  for (std::size_t i = 0; i < p.inputs.size(); ++i) ptr[p.inputs[i]] = const_cast<void*>(inputs[i]);
+  // Outputs are computed straight into the caller's buffers, saving a copy, unless a buffer
+  // overlaps an input or another output (an in-place call): those go through the arena.
+  const detail::DirectOutputs direct(p, ws, outputs, detail::outputs_apart(p, inputs, outputs));
+  for (std::size_t i = 0; i < p.instrs.size(); ++i) {
+    std::uint32_t end = p.chain_end.empty() ? 0 : p.chain_end[i];
+    if (end == 0) {
+      ws.handler(i)(p, ws, i);
+      continue;
+    }
+    // A chain of elementwise instructions over one size: all of them for block 1, then block 2,
+    // ... so intermediates stay in cache instead of streaming through memory per instruction.
+    std::int64_t size = p.slots[p.instrs[i].out].size;
+    for (std::size_t j = i; j < end; ++j)
+      if (p.instrs[j].op == Op::Constant) detail::run_instr(p, ws, j);
+    std::int64_t nblocks = (size + Program::kBlock - 1) / Program::kBlock;
+    // Blocks are independent: large chains split them over the machine's cores.
+    int threads = static_cast<int>(std::min<std::int64_t>(detail::cores(),
+                                                          nblocks / 64));
+    const std::size_t per_thread = std::size_t{p.max_locals} * Program::kBlock * Program::kMaxElemBytes;
+    std::uint8_t* scratch = ws.chain_scratch(per_thread * static_cast<std::size_t>(std::max(threads, 1)));
+    auto blocks = [&](std::int64_t first, std::int64_t last, int t) {  // block indices [first, last)
+      std::uint8_t* mine = scratch + per_thread * static_cast<std::size_t>(t);
+      for (std::int64_t b = first; b < last; ++b) {
+        std::int64_t lo = b * Program::kBlock, n = std::min<std::int64_t>(Program::kBlock, size - lo);
+        for (std::size_t j = i; j < end; ++j)
+          if (p.instrs[j].op != Op::Constant) detail::run_block(p, ws, j, lo, n, mine);
+      }
+    };
+    if (threads <= 1) {
+      blocks(0, nblocks, 0);
+    } else {
+      std::int64_t per = (nblocks + threads - 1) / threads;
+      detail::parallel_for(threads, [&](int t) { blocks(t * per, std::min(nblocks, (t + 1) * per), t); });
+    }
+    i = end - 1;
+  }
+  for (std::size_t i = 0; i < p.outputs.size(); ++i)
+    if (ptr[p.outputs[i]] != outputs[i] && p.nbytes(p.outputs[i]))
+      std::memcpy(outputs[i], ptr[p.outputs[i]], p.nbytes(p.outputs[i]));
+}
+
+inline void Program::eval(Workspace& ws, const void* const* in, void* const* out) const {
+  tidu::eval(*this, ws, in, out);
+}
+
+// Evaluates `batch` independent points (inputs and outputs with a leading batch axis) on
+// `threads` threads.  exact=false lets all-scalar programs use the SIMD kernels across points (see
+// eval_scalar_block); other programs are evaluated point by point either way.
+inline void eval_batch(const Program& p, std::int64_t batch, const void* const* inputs,
+                       void* const* outputs, int threads, bool exact = true) {
+  threads = static_cast<int>(std::max<std::int64_t>(
+      1, std::min<std::int64_t>({threads, detail::max_threads(), std::max<std::int64_t>(batch, 1)})));
+  constexpr std::int64_t K = detail::kScalarBlock;
+  auto run_range = [&](std::int64_t lo, std::int64_t hi) {
+    if (!p.scalar_code.empty() && hi - lo >= K / 2) {  // blocks of points
+      std::vector<double> V((std::size_t{p.scalar_values} + 1) * K);
+      for (std::int64_t b = lo; b < hi; b += K)
+        detail::eval_scalar_block(p, V.data(), std::min(K, hi - b), inputs, outputs, b, exact);
+      return;
+    }
+    Workspace ws(p);
+    std::vector<const void*> in(p.inputs.size());
+    std::vector<void*> out(p.outputs.size());
+    for (std::int64_t b = lo; b < hi; ++b) {
+      for (std::size_t i = 0; i < in.size(); ++i)
+        in[i] = static_cast<const std::uint8_t*>(inputs[i]) + b * p.nbytes(p.inputs[i]);
+      for (std::size_t i = 0; i < out.size(); ++i)
+        out[i] = static_cast<std::uint8_t*>(outputs[i]) + b * p.nbytes(p.outputs[i]);
+      eval(p, ws, in.data(), out.data());
+    }
+  };
+  if (threads == 1) {
+    run_range(0, batch);
+    return;
+  }
+  const std::int64_t chunk = (batch + threads - 1) / threads;
+  detail::parallel_for(threads, [&](int t) {
+    const std::int64_t lo = t * chunk, hi = std::min(batch, lo + chunk);
+    if (lo < hi) run_range(lo, hi);
+  });
+}
+
+}  // namespace tidu
