@@ -14,7 +14,7 @@ include "graph/fragment.pxi"
 include "backends/encode.pxi"
 include "ad/rules.pxi"
 
-# ---- tracing (tidu.tracing's Tracer and its hot path) ----
+# ---- tracing (tidu.trace's Tracer and its hot path) ----
 
 include "trace/tracer.pxi"
 

@@ -1,6 +1,6 @@
 # Included by _core.pyx: the per-call work of tidu's transforms (jit, grad, ...), which optimisers
 # and samplers run millions of times: flattening the positional arguments into leaves and the
-# hashable signature a compiled program is cached under.  tidu.api's _flatten_args and
+# hashable signature a compiled program is cached under.  tidu.api.tree's flatten_args and
 # _signature are these functions.
 
 from cpython.ref cimport Py_INCREF
@@ -66,7 +66,7 @@ cdef dict _leaf_aval_memo = {}
 
 
 def leaf_avals(leaves, slow):
-    """The AbstractValue of each argument leaf: slow(x) (tidu.tracing.as_aval of it) once per
+    """The AbstractValue of each argument leaf: slow(x) (tidu.trace.build.as_aval of it) once per
     ndarray shape and dtype or Python float, complex or bool type, then from a memo."""
     cdef list out = []
     cdef cnp.ndarray a
@@ -116,7 +116,7 @@ cdef object _flatten_out(Trace trace, object out, list flat, object lift):
 
 
 def flatten_outputs(Trace trace not None, out, lift):
-    """(Tracers of a traced function's result, its structure): tidu.tracing.flatten_outputs."""
+    """(Tracers of a traced function's result, its structure): tidu.trace.build.flatten_outputs."""
     cdef list flat = []
     tree = _flatten_out(trace, out, flat, lift)
     return flat, tree
@@ -152,7 +152,7 @@ cdef class Jitted:
     """A jitted function's per-call entry.  Flat arguments of the kinds seen on the last call
     (each a Python scalar of one type, or an ndarray of one dtype and shape) go straight to the
     compiled program's C++ entry point; anything else, or an error or guard miss there, takes
-    `slow` (tidu.api's general path: flatten, signature, cache, conversions), which hands the
+    `slow` (tidu.api.jit's general path: flatten, signature, cache, conversions), which hands the
     entry it used to remember()."""
 
     cdef public object slow
@@ -333,7 +333,7 @@ cdef object _unflatten_at(object tree, list flat, Py_ssize_t* pos):
 
 
 def unflatten(tree, flat):
-    """A function's output structure (tidu.tracing.flatten_outputs' tree) rebuilt over flat
+    """A function's output structure (tidu.trace.build.flatten_outputs' tree) rebuilt over flat
     values: per call of every transform with nested outputs, so compiled."""
     cdef Py_ssize_t pos = 0
     return _unflatten_at(tree, flat if type(flat) is list else list(flat), &pos)

@@ -1,4 +1,4 @@
-# Included by _core.pyx: the tracer's hot path (tidu.tracing's Tracer and trace, in Cython).
+# Included by _core.pyx: the tracer's hot path (tidu.trace.tracer's Tracer and trace, in Cython).
 #
 # Tracing a user function calls one arithmetic dunder or numpy-like function per primal op, so the
 # common cases run here without a Python frame:
@@ -8,10 +8,10 @@
 #   * x @ y, x[i], reshape and concatenate in their common forms.
 # Each emits the op(s) straight into the trace's FragmentStore and builds the result Tracer in C.
 # Everything else (promotion, broadcasting, conversion, every error) is the Python slow path of
-# tidu.tracing, which also supplies the shape/dtype rules: a rule is asked once per (op, abstract
+# tidu.trace.tracer, which also supplies the shape/dtype rules: a rule is asked once per (op, abstract
 # value) — or per (op, abstract value, scalar) — and its answer memoised here by id.
 #
-# This file knows no primitive: tidu.tracing registers, per slot below, the Python callables (rule,
+# This file knows no primitive: tidu.numpy.array_methods registers, per slot below, the Python callables (rule,
 # scalar rule, slow path) when it is imported (tracer_setup), which importing tidu does.
 
 cimport cython
@@ -19,7 +19,7 @@ from cpython.long cimport PyLong_AsLongLongAndOverflow
 from libc.stdint cimport uint64_t
 from libc.string cimport memset
 
-# Binary slots: the dunders, and tidu.tracing's maximum/minimum/power through binary().
+# Binary slots: the dunders, and tidu.numpy.core's maximum/minimum/power through binary().
 cdef enum:
     _ADD, _SUB, _MUL, _DIV, _POW, _MAX, _MIN, _N_BINARY
 # Unary slots.
@@ -66,7 +66,7 @@ cdef struct ScalarRule:
     Id out
 
 cdef bint _fast = True
-cdef object _py = None   # tidu.tracing, for the methods that are plain Python
+cdef object _py = None   # the hook table of tidu.numpy.array_methods: the methods that are plain Python
 cdef list _avals = None  # tidu.graph's interned abstract values, by id
 cdef list _bslow = [None] * _N_BINARY, _brule = [None] * _N_BINARY, _bscalar = [None] * _N_BINARY
 cdef list _uslow = [None] * _N_UNARY, _urule = [None] * _N_UNARY
@@ -77,7 +77,7 @@ cdef ScalarRule _scalar_cache[_SCALAR_CACHE]
 
 
 def tracer_setup(module, avals, binary, unary):
-    """Register tidu.tracing's Python side: `module` (the Tracer methods that stay Python look
+    """Register the Python side: `module` (tidu.numpy.array_methods.HOOKS: the Tracer methods that stay Python look
     their functions up there), `avals` (the interned AbstractValue list, by id), `binary`
     {slot: (slow(x, y), rule(aval), scalar_rule(aval, scalar))}, `unary` {slot: (slow(x),
     rule(aval))}.  rule returns (prim id, output AbstractValue), or None for the slow path;
@@ -116,7 +116,7 @@ def clear_tracer_rules():
 
 
 def set_trace_fast_path(bint enabled):
-    """Turn the compiled tracing fast path on or off (off: every op takes tidu.tracing's general
+    """Turn the compiled tracing fast path on or off (off: every op takes the general
     promotion path; the emitted nodes are the same); returns the previous setting."""
     global _fast
     prev = _fast
@@ -328,7 +328,7 @@ cdef object _binary(int k, object x, object y):
                 return res
     slow = _bslow[k]
     if slow is None:
-        raise RuntimeError("tidu.tracing is not imported")
+        raise RuntimeError("tidu.numpy is not imported (it registers the tracer's methods)")
     return slow(x, y)
 
 
@@ -342,7 +342,7 @@ cdef object _unary(int k, object x):
             return _new(a._t, _emit1(a._t, r.pid, a._v, r.out), r.out)
     slow = _uslow[k]
     if slow is None:
-        raise RuntimeError("tidu.tracing is not imported")
+        raise RuntimeError("tidu.numpy is not imported (it registers the tracer's methods)")
     return slow(x)
 
 
@@ -353,7 +353,7 @@ cdef vector[uint8_t] _transposes  # by prim id: 1 for a Transpose (tracing.trans
 
 
 def mark_transpose(Id pid):
-    """Prim pid is a Transpose: x @ y of its result takes tidu.tracing.matmul, which folds it."""
+    """Prim pid is a Transpose: x @ y of its result takes tidu.numpy.core.matmul, which folds it."""
     if _transposes.size() <= pid:
         _transposes.resize(pid + 1, 0)
     _transposes[pid] = 1
@@ -369,7 +369,7 @@ cdef inline bint _from_transpose(Id v):
 
 cdef object _matmul(object x, object y):
     """x @ y: one DotGeneral of two traced operands of rank 1 or 2 and one dtype (the rule,
-    tidu.tracing.matmul_rule, memoised per pair of abstract values), else tidu.tracing.matmul."""
+    tidu.numpy.core.matmul_rule, memoised per pair of abstract values), else tidu.numpy.core.matmul."""
     cdef Tracer a, b
     cdef uint64_t key
     if _fast and type(x) is Tracer and type(y) is Tracer:
@@ -392,7 +392,7 @@ cdef object _matmul(object x, object y):
 
 # Structural ops on the fast path: each memo maps (abstract value(s), static argument) to the
 # nodes the general path emits, as (prim id, output aval id) pairs, learnt from that path's memos
-# (tidu.tracing: _index_plans, shape_rule); None marks a case the general path keeps.
+# (tidu.numpy.indexing._index_plans, tidu.graph.shape_rule); None marks a case the general path keeps.
 cdef dict _getitem_plans = {}   # (aval id, int index) -> ((pid, out), ...)
 cdef dict _reshape_rules = {}   # (aval id, shape tuple) -> (pid, out), or () for no op
 cdef dict _concat_rules = {}    # (aval ids tuple, axis) -> (pid, out)
@@ -424,7 +424,7 @@ cdef object _getitem(Tracer x, object idx):
 
 def reshape(x, shape):
     """tidu.reshape: a Tracer and a tuple of ints (or an int) on the fast path, the general
-    path (tidu.tracing.reshape_general) for everything else and every error."""
+    path (tidu.numpy.core.reshape_general) for everything else and every error."""
     cdef Tracer a
     if _fast and type(x) is Tracer and (<Tracer>x)._t is not None and \
             (type(shape) is tuple or type(shape) is int):
@@ -448,7 +448,7 @@ def reshape(x, shape):
 
 def concatenate(xs, axis=0):
     """tidu.concatenate: a list or tuple of Tracers of one trace and one dtype along an int
-    axis on the fast path, the general path (tidu.tracing.concatenate_general) otherwise."""
+    axis on the fast path, the general path (tidu.numpy.core.concatenate_general) otherwise."""
     cdef Tracer a, first
     cdef vector[Id] args
     cdef Trace t
@@ -645,7 +645,7 @@ cdef class Tracer:
         return _concrete(self, "bool" if k == "b" else "int" if k in "iu" else
                          "complex" if k == "c" else "float")
 
-    # numpy functions on traced values call tidu's (tidu.numpy_dispatch)
+    # numpy functions on traced values call tidu's (tidu.numpy.dispatch)
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         return _numpy_dispatch().array_ufunc(ufunc, method, inputs, kwargs)
 
@@ -687,7 +687,7 @@ cdef class Tracer:
     def __pow__(self, o, mod):
         if mod is not None:
             return NotImplemented
-        if (type(o) is int or type(o) is float) and o == 2:  # tidu.tracing.power's x * x
+        if (type(o) is int or type(o) is float) and o == 2:  # tidu.numpy.core.power's x * x
             return _binary(_MUL, self, self)
         return _py.power(self, o)
 

@@ -1,4 +1,4 @@
-"""The compiled tracing fast path (pyx/_tracer.pxi) against tidu.tracing's general paths: for
+"""The compiled tracing fast path (pyx/trace/tracer.pxi) against the general paths (tidu.trace, tidu.numpy): for
 every operand kind it takes (Tracer op Tracer, Tracer op Python float/int, unary functions, Neg,
 x ** 2) the same nodes come out with the same hash-consed ids, the same errors are raised, and the
 Tracer keeps the behaviour of a Python object (attributes, numpy deferral, no hash, no truth)."""

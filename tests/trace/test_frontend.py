@@ -179,7 +179,7 @@ def test_jit_caches_per_shape_and_dtype():
 
 
 def test_jit_signature_distinguishes_every_kind_of_argument():
-    """The per-call key (compiled in pyx/_frontend.pxi): Python bool/int/float, numpy scalars,
+    """The per-call key (compiled in pyx/api/jit.pxi): Python bool/int/float, numpy scalars,
     0-d arrays of two dtypes, shapes and argument structure each get their own program, and each
     program's answer has the dtype numpy would give."""
     f = td.jit(lambda x, y: x * 2 + y)

@@ -15,7 +15,7 @@ _OPS = [lambda a, b: a + b, lambda a, b: a - b, lambda a, b: a * b, lambda a, b:
 
 @pytest.fixture
 def slow_path():
-    """Trace through tidu.tracing's general paths only (the compiled fast path off)."""
+    """Trace through the general paths (tidu.trace, tidu.numpy) only (the compiled fast path off)."""
     prev = _core.set_trace_fast_path(False)
     try:
         yield

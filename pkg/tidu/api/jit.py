@@ -31,7 +31,7 @@ __all__ = ["Lowered", "jit", "leaf_names", "lower_program", "static_jit", "trace
 # ---- jit ----
 
 # Flattening positional arguments and the signature a compiled program is cached under run on
-# every call of a transformed function: compiled (pyx/_frontend.pxi).
+# every call of a transformed function: compiled (pyx/api/jit.pxi).
 _signature = _core.signature
 
 

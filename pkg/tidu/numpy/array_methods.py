@@ -1,6 +1,6 @@
 """Hands the Tracer its methods (jax's ``register_jax_array_methods``): the compiled tracer
-(pyx/_tracer.pxi) runs the common arithmetic itself and calls the Python functions of this table
-for the general paths (promotion, indexing, ``//`` and ``%``, reductions as methods), so the
+(pyx/trace/tracer.pxi) runs the common arithmetic itself and calls the Python functions of this
+table for the general paths (promotion, indexing, ``//`` and ``%``, reductions as methods), so the
 trace layer never imports the numpy layer."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from tidu.trace.tracer import _binary_slot, _compare, _stack, _unary_slot
 
 __all__ = ["HOOKS", "register"]
 
-# The functions the compiled Tracer looks up by name (``_py.<name>`` in pyx/_tracer.pxi).
+# The functions the compiled Tracer looks up by name (``_py.<name>`` in pyx/trace/tracer.pxi).
 HOOKS = SimpleNamespace(
     _at=indexing._at,
     _compare=_compare,

@@ -39,7 +39,7 @@ __all__ = [
 # This module defines sum/max/abs with numpy's meaning; Python's own are reached through builtins.
 builtins_sum, builtins_max = builtins.sum, builtins.max
 
-# exp, log, sin, cos, tanh, sqrt, rsqrt, expm1, log1p: compiled (pyx/_tracer.pxi).
+# exp, log, sin, cos, tanh, sqrt, rsqrt, expm1, log1p: compiled (pyx/trace/tracer.pxi).
 exp, log, sin, cos, tanh = _core.exp, _core.log, _core.sin, _core.cos, _core.tanh
 sqrt, rsqrt, expm1, log1p = _core.sqrt, _core.rsqrt, _core.expm1, _core.log1p
 
@@ -117,7 +117,7 @@ def _reshape_target(av: AbstractValue, shape) -> tuple[int, ...]:
 
 
 def reshape_general(x, shape):
-    """reshape (tidu.reshape is the compiled tracer's, pyx/_tracer.pxi, which comes here for
+    """reshape (tidu.reshape is the compiled tracer's, pyx/trace/tracer.pxi, which comes here for
     what it does not take and for the errors)."""
     t = _trace_of(x)
     x = _lift(t, x)
@@ -214,7 +214,7 @@ def concatenate_rule(avals: Sequence[AbstractValue], axis: int):
 
 
 def concatenate_general(xs: Sequence, axis: int = 0):
-    """concatenate (tidu.concatenate is the compiled tracer's, pyx/_tracer.pxi, which comes
+    """concatenate (tidu.concatenate is the compiled tracer's, pyx/trace/tracer.pxi, which comes
     here for what it does not take and for the errors)."""
     xs = list(xs)
     if not xs:
@@ -271,7 +271,7 @@ def _dot_general(t, a: Tracer, b: Tracer, lc, rc, lb=(), rb=()):
 
 def matmul_rule(a: AbstractValue, b: AbstractValue):
     """(prim id, output aval) of a @ b where that is one DotGeneral of operands of rank 1 or 2
-    and one dtype (the compiled tracer's fast path, pyx/_tracer.pxi), else None: matmul takes
+    and one dtype (the compiled tracer's fast path, pyx/trace/tracer.pxi), else None: matmul takes
     every other case, and raises the errors."""
     if a.dtype is not b.dtype or not (1 <= a.ndim <= 2 and 1 <= b.ndim <= 2):
         return None

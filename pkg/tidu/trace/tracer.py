@@ -2,7 +2,7 @@
 promotion and broadcasting made explicit (``BroadcastInDim``, ``Convert``).
 
 One tracing session (the builder of the fragment being traced) and its values are extension
-types in ``_core`` (pyx/_tracer.pxi): the common arithmetic on traced values runs there, in C,
+types in ``_core`` (pyx/trace/tracer.pxi): the common arithmetic on traced values runs there, in C,
 and comes back here only for the general paths (registered by ``tidu.numpy.array_methods``).
 The numpy names on traced values are the layer above (``tidu.numpy``)."""
 
@@ -186,10 +186,9 @@ def _unary_float(cls, x) -> "Tracer":
     return _emit(t, cls(), x)
 
 
-# The compiled fast path (pyx/_tracer.pxi) takes Tracer op Tracer (one trace, one abstract value),
-# Tracer op Python float/int (a float/complex Tracer of any shape) and unary ops of a Tracer.  It
-# emits the
-# nodes the general paths above would emit for those operands, with shape/dtype rules it asks for
+# The compiled fast path (pyx/trace/tracer.pxi) takes Tracer op Tracer (one trace, one abstract
+# value), Tracer op Python float/int (a float/complex Tracer of any shape) and unary ops of a
+# Tracer.  It emits the nodes the general paths above would emit for those operands, with shape/dtype rules it asks for
 # here once per (op, abstract value) or (op, abstract value, scalar) and memoises by id:
 #   rule(av) -> (prim id, output aval) or None (the general path for this aval),
 #   scalar_rule(av, s) -> (Constant prim id, Constant aval id, BroadcastInDim prim id, its aval id
