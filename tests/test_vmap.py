@@ -81,7 +81,7 @@ def test_every_primitive_has_a_batching_rule():
 
 def test_primitive_without_rule_raises_naming_it():
     from dataclasses import dataclass
-    from tidu.ops._base import Primitive
+    from tidu.extend import Primitive
 
     @dataclass(frozen=True)
     class NoBatch(Primitive):

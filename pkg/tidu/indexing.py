@@ -21,7 +21,7 @@ import math
 import numpy as np
 
 from tidu import ops as P
-from tidu.ops._base import INTS
+from tidu.graph.dtypes import INTS
 from tidu.tracing import (Tracer, _emit, _lift, _trace_of, astype, broadcast_to, maximum, minimum,
                           reshape, transpose, where)
 

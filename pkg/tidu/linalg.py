@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from tidu import ops as P
-from tidu.ops._base import INEXACT
+from tidu.graph.dtypes import INEXACT
 
 __all__ = ["cholesky", "solve_triangular", "cho_factor", "cho_solve", "diagonal", "lu_factor",
            "lu_solve", "solve", "inv", "det", "slogdet", "eigh", "eigvalsh", "qr", "svd",

@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from tidu import ops as P
-from tidu.ops._base import BOOL, COMPLEXES, INTS
+from tidu.graph.dtypes import BOOL, COMPLEXES, INTS
 from tidu.tracing import (Tracer, _binary, _broadcast, _compare, _const, _emit, _lift, _promote,
                           _trace_of, _unary_float, abs, astype, exp, imag, log, log1p, maximum,
                           minimum, real, sqrt, where)

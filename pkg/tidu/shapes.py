@@ -23,7 +23,7 @@ import numpy as np
 
 from tidu import ops as P
 from tidu import tracing as T
-from tidu.ops._base import BOOL, COMPLEXES, INTS
+from tidu.graph.dtypes import BOOL, COMPLEXES, INTS
 from tidu.tracing import Tracer
 
 __all__ = [

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from tidu import ops as P
-from tidu.ops._base import BOOL, INTS
+from tidu.graph.dtypes import BOOL, INTS
 
 __all__ = ["min", "prod", "any", "all", "argmax", "argmin", "sort", "argsort", "cumsum", "cumprod",
            "cummax", "cummin"]

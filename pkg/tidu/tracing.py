@@ -19,7 +19,7 @@ from tidu import _core
 from tidu.graph import (AbstractValue, Fragment, FragmentBuilder, ValKey, _aval_list, aval,
                         input_key_ids, prim_id, prim_of, shape_rule)
 from tidu import ops as P
-from tidu.ops._base import BOOL, COMPLEXES, INTS
+from tidu.graph.dtypes import BOOL, COMPLEXES, INTS
 
 __all__ = [
     "Tracer", "build", "spec", "exp", "log", "sin", "cos", "tanh", "sqrt", "rsqrt", "expm1",

@@ -1,4 +1,5 @@
-"""Elementwise primitives: arithmetic, transcendental functions, comparisons.
+"""Elementwise primitives beyond the linear vocabulary of ``core``: division, powers, max/min,
+transcendental functions, abs/sign, comparisons.
 
 Operands share shape and dtype (the front end inserts BroadcastInDim and Convert first).
 """
@@ -9,55 +10,43 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tidu.graph import aval
-from tidu.ops._base import (Primitive, ALL, BOOL, COMPLEXES, INEXACT, NUMERIC, REAL, check_dtype, check_same,
-                            real_dtype)
 from tidu.ad.rules import register
-from tidu.ops._rules import A, F, add_all, bilinear, conj_fixed, const, fix, lin, scale
-from tidu.ops._batching import same_op_batched
+from tidu.graph import aval
+from tidu.ops.core import (ALL, BOOL, INEXACT, NUMERIC, REAL, A, Add, Binary, Conj, Convert, F, Mul,
+                           Primitive, Real, Unary, add_all, check_dtype, check_same, conj_fixed,
+                           const, fix, lin, real_dtype, same_op_batched, scale)
+from tidu.ops.structural import Select
 
 
-class Unary(Primitive):
-    """Elementwise f(x) with the output dtype of x; `dtypes` lists what x may be."""
-
-    dtypes = INEXACT
-    dtypes_doc = "floating or complex"
-    batch = same_op_batched
-
-    def abstract_eval(self, x):
-        check_dtype(self.name, x, self.dtypes, self.dtypes_doc)
-        return x
-
-
-class Binary(Primitive):
-    """Elementwise f(x, y) over operands of equal shape and dtype."""
-
-    dtypes = NUMERIC
-    dtypes_doc = "numeric"
-    batch = same_op_batched
-
-    def abstract_eval(self, x, y):
-        a = check_same(self.name, (x, y))
-        check_dtype(self.name, a, self.dtypes, self.dtypes_doc)
-        return a
+def int_div(x, y):
+    """Integer division truncating toward zero, defined everywhere as XLA's: x / 0 == -1 and
+    INT_MIN / -1 == INT_MIN (the numpy reference of Div on integers)."""
+    x, y = np.asarray(x), np.asarray(y)
+    safe = np.where((y == 0) | (y == -1), 1, y)
+    q = np.abs(x) // np.abs(safe) * np.where((x < 0) != (safe < 0), -1, 1)
+    with np.errstate(over="ignore"):
+        q = np.where(y == -1, -x, q)
+    return np.where(y == 0, -1, q).astype(x.dtype)
 
 
-# ---- arithmetic (linear in each operand, or bilinear) ----
+# ---- arithmetic ----
 
 @register
 @dataclass(frozen=True)
-class Add(Binary):
-    hlo = "stablehlo.add"
+class Neg(Unary):
+    hlo = "stablehlo.negate"
     linear = True
+    dtypes = NUMERIC
+    dtypes_doc = "numeric"
 
     def linearize(self, b, primal_in, primal_out, t):
-        return [lin(b, self, t, [A, A]) if None not in t else (t[0] if t[0] is not None else t[1])]
+        return [lin(b, self, t, [A])]
 
     def transpose_rule(self, b, ct, inputs, mode):
-        return [ct[0] if m else None for m in mode.active_mask]
+        return [lin(b, self, ct, [A])]
 
-    def impl(self, x, y):
-        return x + y
+    def impl(self, x):
+        return -x
 
 
 @register
@@ -78,42 +67,6 @@ class Sub(Binary):
     def impl(self, x, y):
         return x - y
 
-
-@register
-@dataclass(frozen=True)
-class Mul(Binary):
-    hlo = "stablehlo.multiply"
-    def linearize(self, b, primal_in, primal_out, t):
-        return [bilinear(self, b, primal_in, t)]
-
-    def transpose_rule(self, b, ct, inputs, mode):
-        m = mode.active_mask
-        if m[0] and m[1]:
-            raise ValueError("Mul with both operands active is not linear")
-        if m[0]:
-            return [lin(b, self, [ct[0], conj_fixed(b, inputs[1])], [A, F]), None]
-        return [None, lin(b, self, [conj_fixed(b, inputs[0]), ct[0]], [F, A])]
-
-    def impl(self, x, y):
-        return x * y
-
-
-@register
-@dataclass(frozen=True)
-class Neg(Unary):
-    hlo = "stablehlo.negate"
-    linear = True
-    dtypes = NUMERIC
-    dtypes_doc = "numeric"
-
-    def linearize(self, b, primal_in, primal_out, t):
-        return [lin(b, self, t, [A])]
-
-    def transpose_rule(self, b, ct, inputs, mode):
-        return [lin(b, self, ct, [A])]
-
-    def impl(self, x):
-        return -x
 
 
 @register
@@ -141,8 +94,6 @@ class Div(Binary):
 
     def impl(self, x, y):
         if x.dtype.kind == "i":
-            from tidu.ops.math import int_div
-
             return int_div(x, y)
         return x / y
 
@@ -155,8 +106,6 @@ class Pow(Binary):
     dtypes_doc = "floating or complex"
 
     def linearize(self, b, primal_in, primal_out, t):
-        from tidu.ops.structural import Select
-
         x, y = primal_in
         dx = dy = None
         if t[0] is not None:  # y * x ** (y - 1); 0 where y == 0 (as jax: d/dx x**0 is 0 at x = 0)
@@ -202,80 +151,8 @@ class Min(Binary):
         return np.minimum(x, y)
 
 
-# ---- complex parts ----
-
-@register
-@dataclass(frozen=True)
-class Conj(Unary):
-    """Complex conjugate; the identity on real operands."""
-
-    linear = True
-
-    def linearize(self, b, primal_in, primal_out, t):
-        return [lin(b, self, t, [A])]
-
-    def transpose_rule(self, b, ct, inputs, mode):
-        return [lin(b, self, ct, [A])]
-
-    def lower(self, lo, out, x):
-        if out.dtype.kind != "c":
-            return x
-        part = aval(out.shape, real_dtype(out.dtype))
-        re, im = lo.op("stablehlo.real", [x], part), lo.op("stablehlo.imag", [x], part)
-        return lo.op("stablehlo.complex", [re, lo.op("stablehlo.negate", [im], part)], out)
-
-    def impl(self, x):
-        return np.conj(x)
-
-
-@register
-@dataclass(frozen=True)
-class Real(Primitive):
-    hlo = "stablehlo.real"
-    linear = True
-    batch = same_op_batched
-
-    def abstract_eval(self, x):
-        check_dtype(self.name, x, COMPLEXES, "complex")
-        return aval(x.shape, real_dtype(x.dtype))
-
-    def linearize(self, b, primal_in, primal_out, t):
-        return [lin(b, self, t, [A])]
-
-    def transpose_rule(self, b, ct, inputs, mode):
-        from tidu.ops.structural import Convert
-
-        return [lin(b, Convert(inputs[0].dtype.name), ct, [A])]
-
-    def impl(self, x):
-        return np.real(x)
-
-
-@register
-@dataclass(frozen=True)
-class Imag(Primitive):
-    hlo = "stablehlo.imag"
-    linear = True
-    batch = same_op_batched
-
-    def abstract_eval(self, x):
-        check_dtype(self.name, x, COMPLEXES, "complex")
-        return aval(x.shape, real_dtype(x.dtype))
-
-    def linearize(self, b, primal_in, primal_out, t):
-        return [lin(b, self, t, [A])]
-
-    def transpose_rule(self, b, ct, inputs, mode):
-        from tidu.ops.structural import Convert
-
-        z = lin(b, Convert(inputs[0].dtype.name), ct, [A])
-        return [lin(b, Mul(), [z, const(b, 1j, inputs[0].aval)], [A, F])]
-
-    def impl(self, x):
-        return np.imag(x)
-
-
 # ---- transcendental ----
+
 
 @register
 @dataclass(frozen=True)
@@ -399,8 +276,6 @@ class Abs(Primitive):
             return [scale(b, fix(b, Sign(), x), t[0])]
         # d|z| = Re(conj(z)/|z| * dz), in differentiable ops (Sign is piecewise constant on reals),
         # dividing by 1 where |z| == 0 so that the derivative there is 0 (as jax's), not NaN.
-        from tidu.ops.structural import Convert, Select
-
         r = primal_out[0]
         safe = fix(b, Select(), fix(b, Compare("EQ"), r, const(b, 0, r.aval)), const(b, 1, r.aval), r)
         coef = fix(b, Div(), fix(b, Conj(), x), fix(b, Convert(x.dtype.name), safe))
@@ -428,6 +303,7 @@ class Sign(Unary):
 
 
 # ---- comparison ----
+
 
 _DIRECTIONS = {"EQ": np.equal, "NE": np.not_equal, "LT": np.less, "LE": np.less_equal,
                "GT": np.greater, "GE": np.greater_equal}
@@ -465,8 +341,6 @@ class Compare(Primitive):
 
 def _pick(b, direction, primal_in, t):
     """Tangent of max/min: the winner's tangent; ties share it equally (as in JAX)."""
-    from tidu.ops.structural import Select
-
     x, y = primal_in
     one, half, zero = (const(b, v, x.aval) for v in (1, 0.5, 0))
     w = fix(b, Select(), fix(b, Compare(direction), x, y), one,
