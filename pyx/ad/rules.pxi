@@ -108,7 +108,7 @@ cdef int _run_rule(FragmentStore b, vector[Id]& key, const vector[Id]& sym, vect
 
 
 cdef inline const RuleTemplate* _lookup(Id kind, Id prim, Id mode, uint8_t flags,
-                                       const vector[Id]& sym, vector[Id]& key):
+                                        const vector[Id]& sym, vector[Id]& key):
     """The template for this call shape, or NULL (also when caching is off for it); a NULL
     with caching on counts as a miss."""
     cdef const RuleTemplate* t
@@ -139,7 +139,8 @@ def linearize_ops(FragmentStore b, Materialized m, seeds, const uint8_t[::1] non
     from rule(prim, primal_in, primal_out, tangent_in) (ValKeys; tangents as local ids, ValKeys
     or None); tangents of non-differentiable avals are dropped.  prim_flags None (the batching
     pass of vmap): every op runs `rule`, without the per-primitive flags and linearize templates
-    differentiate caches, which would otherwise leak between the two walks.  Returns the tangent value id
+    differentiate caches, which would otherwise leak between the two walks.  Returns the tangent
+    value id
     (NONE: zero) of each of `outputs`."""
     cdef RangeMap* env = _range_map(m.r.vals)
     try:

@@ -54,7 +54,8 @@ def signature(leaves):
         if t is cnp.ndarray:
             a = <cnp.ndarray>x
             sig.append((x.shape, <object>cnp.PyArray_DESCR(a)))
-        elif t is float or t is int or t is _PyBool or t is complex or isinstance(x, _PY_SCALAR_TYPES):
+        elif (t is float or t is int or t is _PyBool or t is complex
+              or isinstance(x, _PY_SCALAR_TYPES)):
             sig.append(t)
         else:
             arr = x if hasattr(x, "dtype") and hasattr(x, "shape") else np.asarray(x)

@@ -131,7 +131,8 @@ cdef class ViewStore:
         return self.view.defines(v)
 
     def walk(self, outputs):
-        """Reachable (vals, ops, inputs) from outputs in one topological order, as a Materialized."""
+        """Reachable (vals, ops, inputs) from outputs in one topological order, as a
+        Materialized."""
         cdef Materialized m = Materialized()
         m.outputs = _ids(outputs)
         cdef Id bad
@@ -179,7 +180,8 @@ cdef class Materialized:
         return self.r.ops.size()
 
     def active(self, seeds, const uint8_t[::1] nondiff_aval):
-        """Values that depend on `seeds` (forward activity); non-differentiable avals stay inactive."""
+        """Values that depend on `seeds` (forward activity); non-differentiable avals stay
+        inactive."""
         cdef vector[Id] s = _ids(seeds)
         cdef FlatMap32 act = FlatMap32(64)
         cdef vector[Id] out

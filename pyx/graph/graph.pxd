@@ -1,4 +1,5 @@
-# pyx/graph/graph.pxd - extern declarations mirroring cpp/include/tidu/graph/{flat_map,interner,graph}.hpp
+# pyx/graph/graph.pxd - extern declarations mirroring
+# cpp/include/tidu/graph/{flat_map,interner,graph}.hpp
 # one to one (cimported by _core.pyx as `graph`).
 from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t
 from libcpp cimport bool

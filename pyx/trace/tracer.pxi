@@ -8,10 +8,12 @@
 #   * x @ y, x[i], reshape and concatenate in their common forms.
 # Each emits the op(s) straight into the trace's FragmentStore and builds the result Tracer in C.
 # Everything else (promotion, broadcasting, conversion, every error) is the Python slow path of
-# tidu.trace.tracer, which also supplies the shape/dtype rules: a rule is asked once per (op, abstract
+# tidu.trace.tracer, which also supplies the shape/dtype rules: a rule is asked once per (op,
+# abstract
 # value) — or per (op, abstract value, scalar) — and its answer memoised here by id.
 #
-# This file knows no primitive: tidu.numpy.array_methods registers, per slot below, the Python callables (rule,
+# This file knows no primitive: tidu.numpy.array_methods registers, per slot below, the Python
+# callables (rule,
 # scalar rule, slow path) when it is imported (tracer_setup), which importing tidu does.
 
 cimport cython
@@ -66,7 +68,8 @@ cdef struct ScalarRule:
     Id out
 
 cdef bint _fast = True
-cdef object _py = None   # the hook table of tidu.numpy.array_methods: the methods that are plain Python
+# the hook table of tidu.numpy.array_methods: the methods that are plain Python
+cdef object _py = None
 cdef list _avals = None  # tidu.graph's interned abstract values, by id
 cdef list _bslow = [None] * _N_BINARY, _brule = [None] * _N_BINARY, _bscalar = [None] * _N_BINARY
 cdef list _uslow = [None] * _N_UNARY, _urule = [None] * _N_UNARY
@@ -77,7 +80,8 @@ cdef ScalarRule _scalar_cache[_SCALAR_CACHE]
 
 
 def tracer_setup(module, avals, binary, unary):
-    """Register the Python side: `module` (tidu.numpy.array_methods.HOOKS: the Tracer methods that stay Python look
+    """Register the Python side: `module` (tidu.numpy.array_methods.HOOKS: the Tracer methods that
+    stay Python look
     their functions up there), `avals` (the interned AbstractValue list, by id), `binary`
     {slot: (slow(x, y), rule(aval), scalar_rule(aval, scalar))}, `unary` {slot: (slow(x),
     rule(aval))}.  rule returns (prim id, output AbstractValue), or None for the slow path;
@@ -369,7 +373,8 @@ cdef inline bint _from_transpose(Id v):
 
 cdef object _matmul(object x, object y):
     """x @ y: one DotGeneral of two traced operands of rank 1 or 2 and one dtype (the rule,
-    tidu.numpy.core.matmul_rule, memoised per pair of abstract values), else tidu.numpy.core.matmul."""
+    tidu.numpy.core.matmul_rule, memoised per pair of abstract values), else
+    tidu.numpy.core.matmul."""
     cdef Tracer a, b
     cdef uint64_t key
     if _fast and type(x) is Tracer and type(y) is Tracer:
@@ -392,7 +397,8 @@ cdef object _matmul(object x, object y):
 
 # Structural ops on the fast path: each memo maps (abstract value(s), static argument) to the
 # nodes the general path emits, as (prim id, output aval id) pairs, learnt from that path's memos
-# (tidu.numpy.indexing._index_plans, tidu.graph.shape_rule); None marks a case the general path keeps.
+# (tidu.numpy.indexing._index_plans, tidu.graph.shape_rule); None marks a case the general path
+# keeps.
 cdef dict _getitem_plans = {}   # (aval id, int index) -> ((pid, out), ...)
 cdef dict _reshape_rules = {}   # (aval id, shape tuple) -> (pid, out), or () for no op
 cdef dict _concat_rules = {}    # (aval ids tuple, axis) -> (pid, out)

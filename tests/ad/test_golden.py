@@ -257,7 +257,7 @@ def test_differentiate_errors():
 def test_missing_rule_names_the_primitive():
     from dataclasses import dataclass
 
-    from tidu.ops._base import Primitive
+    from tidu.extend import Primitive
     from tidu.ad.rules import RuleMissing
 
     @dataclass(frozen=True)

@@ -17,8 +17,8 @@ from hypothesis import given, settings, strategies as st
 import tidu as td
 from tidu import _core, ad
 from tidu.ops import Add, Cos, Mul
-from tidu.ops._base import INEXACT, Primitive, check_dtype
-from tidu.ops._rules import fix, scale
+from tidu.extend import INEXACT, Primitive, check_dtype
+from tidu.extend import fix, scale
 from tidu.ad.rules import register
 
 
@@ -140,7 +140,7 @@ class ScaledSin(Primitive):
         return self.k * np.sin(x)
 
     def linearize(self, b, primal_in, primal_out, t):
-        from tidu.ops._rules import const
+        from tidu.extend import const
 
         (x,) = primal_in
         return [scale(b, fix(b, Mul(), const(b, self.k, x.aval), fix(b, Cos(), x)), t[0])]

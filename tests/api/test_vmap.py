@@ -70,7 +70,7 @@ def check_rule(op, args, positive=False, xla=True):
 
 def test_primitive_without_rule_raises_naming_it():
     from dataclasses import dataclass
-    from tidu.ops._base import Primitive
+    from tidu.extend import Primitive
 
     @dataclass(frozen=True)
     class NoBatch(Primitive):

@@ -50,7 +50,7 @@ def batching():
 
 def lowering():
     """Every tier-1 primitive lowers to XLA."""
-    from tidu.ops._base import Primitive
+    from tidu.extend import Primitive
 
     missing = [name for name in P.TIER1 + P.LINALG + P.INDEXING + P.SHAPES
                if getattr(P, name).hlo is None and

@@ -38,7 +38,7 @@ class PrimitiveOp(GraphOp):
       (it gets everything through its arguments).  False always calls the rules instead.
     - ``batch(builder, primal_in, primal_out, batched_in)``: for ``vmap``, emit the op over
       operands with a leading batch axis (``batched_in``: batched values, None where an operand
-      is not batched); returns the batched outputs, batch axis leading (tidu/ops/_batching.py).
+      is not batched); returns the batched outputs, batch axis leading (tidu/ops/core.py).
     """
 
     differentiable: bool = True
@@ -60,7 +60,7 @@ class PrimitiveOp(GraphOp):
     def batch(self, builder: FragmentBuilder, primal_in: Sequence[ValKey],
               primal_out: Sequence[ValKey], batched_in: Sequence[int | ValKey | None]):
         raise RuleMissing(f"primitive {self.name} has no batching rule (vmap): define "
-                          f"{type(self).__name__}.batch (see tidu/ops/_batching.py)")
+                          f"{type(self).__name__}.batch (see tidu/ops/core.py)")
 
 
 # ---- keys ----

@@ -1,7 +1,7 @@
 """Integer-array and traced indexing: ``x[idx]`` with arrays or traced ints, ``x.at[idx]``,
 ``take``, ``take_along_axis``, ``dynamic_slice``, ``dynamic_update_slice``.
 
-Every advanced index becomes one ``Gather`` or ``Scatter`` along one axis (tidu.ops.indexing):
+Every advanced index becomes one ``Gather`` or ``Scatter`` along one axis (tidu.ops.gather):
 the indexed axes are moved next to each other, merged into one, and the index arrays (broadcast
 together, negative values wrapped once) combined into one linear index.  Static slices are applied
 first (a Slice); a scatter through slices is pasted back with Pad and Select.  Index arithmetic on

@@ -1,4 +1,5 @@
-"""Elementwise primitives: arithmetic, transcendental functions, comparisons.
+"""Elementwise primitives beyond the linear vocabulary of ``core``: division, powers, max/min,
+transcendental functions, abs/sign, comparisons.
 
 Operands share shape and dtype (the front end inserts BroadcastInDim and Convert first).
 """
@@ -9,55 +10,67 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tidu.graph import aval
-from tidu.ops._base import (Primitive, ALL, BOOL, COMPLEXES, INEXACT, NUMERIC, REAL, check_dtype, check_same,
-                            real_dtype)
 from tidu.ad.rules import register
-from tidu.ops._rules import A, F, add_all, bilinear, conj_fixed, const, fix, lin, scale
-from tidu.ops._batching import same_op_batched
+from tidu.graph import aval
+from tidu.ops.core import (
+    ALL,
+    BOOL,
+    INEXACT,
+    NUMERIC,
+    REAL,
+    A,
+    Add,
+    Binary,
+    Conj,
+    Convert,
+    F,
+    Mul,
+    Primitive,
+    Real,
+    Unary,
+    add_all,
+    check_dtype,
+    check_same,
+    conj_fixed,
+    const,
+    fix,
+    lin,
+    real_dtype,
+    same_op_batched,
+    scale,
+)
+from tidu.ops.structural import Select
 
 
-class Unary(Primitive):
-    """Elementwise f(x) with the output dtype of x; `dtypes` lists what x may be."""
-
-    dtypes = INEXACT
-    dtypes_doc = "floating or complex"
-    batch = same_op_batched
-
-    def abstract_eval(self, x):
-        check_dtype(self.name, x, self.dtypes, self.dtypes_doc)
-        return x
-
-
-class Binary(Primitive):
-    """Elementwise f(x, y) over operands of equal shape and dtype."""
-
-    dtypes = NUMERIC
-    dtypes_doc = "numeric"
-    batch = same_op_batched
-
-    def abstract_eval(self, x, y):
-        a = check_same(self.name, (x, y))
-        check_dtype(self.name, a, self.dtypes, self.dtypes_doc)
-        return a
+def int_div(x, y):
+    """Integer division truncating toward zero, defined everywhere as XLA's: x / 0 == -1 and
+    INT_MIN / -1 == INT_MIN (the numpy reference of Div on integers)."""
+    x, y = np.asarray(x), np.asarray(y)
+    safe = np.where((y == 0) | (y == -1), 1, y)
+    q = np.abs(x) // np.abs(safe) * np.where((x < 0) != (safe < 0), -1, 1)
+    with np.errstate(over="ignore"):
+        q = np.where(y == -1, -x, q)
+    return np.where(y == 0, -1, q).astype(x.dtype)
 
 
-# ---- arithmetic (linear in each operand, or bilinear) ----
+# ---- arithmetic ----
 
 @register
 @dataclass(frozen=True)
-class Add(Binary):
-    hlo = "stablehlo.add"
+class Neg(Unary):
+    hlo = "stablehlo.negate"
     linear = True
+    dtypes = NUMERIC
+    dtypes_doc = "numeric"
 
     def linearize(self, b, primal_in, primal_out, t):
-        return [lin(b, self, t, [A, A]) if None not in t else (t[0] if t[0] is not None else t[1])]
+        return [lin(b, self, t, [A])]
 
     def transpose_rule(self, b, ct, inputs, mode):
-        return [ct[0] if m else None for m in mode.active_mask]
+        return [lin(b, self, ct, [A])]
 
-    def impl(self, x, y):
-        return x + y
+    def impl(self, x):
+        return -x
 
 
 @register
@@ -78,42 +91,6 @@ class Sub(Binary):
     def impl(self, x, y):
         return x - y
 
-
-@register
-@dataclass(frozen=True)
-class Mul(Binary):
-    hlo = "stablehlo.multiply"
-    def linearize(self, b, primal_in, primal_out, t):
-        return [bilinear(self, b, primal_in, t)]
-
-    def transpose_rule(self, b, ct, inputs, mode):
-        m = mode.active_mask
-        if m[0] and m[1]:
-            raise ValueError("Mul with both operands active is not linear")
-        if m[0]:
-            return [lin(b, self, [ct[0], conj_fixed(b, inputs[1])], [A, F]), None]
-        return [None, lin(b, self, [conj_fixed(b, inputs[0]), ct[0]], [F, A])]
-
-    def impl(self, x, y):
-        return x * y
-
-
-@register
-@dataclass(frozen=True)
-class Neg(Unary):
-    hlo = "stablehlo.negate"
-    linear = True
-    dtypes = NUMERIC
-    dtypes_doc = "numeric"
-
-    def linearize(self, b, primal_in, primal_out, t):
-        return [lin(b, self, t, [A])]
-
-    def transpose_rule(self, b, ct, inputs, mode):
-        return [lin(b, self, ct, [A])]
-
-    def impl(self, x):
-        return -x
 
 
 @register
@@ -141,8 +118,6 @@ class Div(Binary):
 
     def impl(self, x, y):
         if x.dtype.kind == "i":
-            from tidu.ops.math import int_div
-
             return int_div(x, y)
         return x / y
 
@@ -155,8 +130,6 @@ class Pow(Binary):
     dtypes_doc = "floating or complex"
 
     def linearize(self, b, primal_in, primal_out, t):
-        from tidu.ops.structural import Select
-
         x, y = primal_in
         dx = dy = None
         if t[0] is not None:  # y * x ** (y - 1); 0 where y == 0 (as jax: d/dx x**0 is 0 at x = 0)
@@ -164,7 +137,8 @@ class Pow(Binary):
             ym1 = fix(b, Sub(), y, const(b, 1, y.aval))
             d = fix(b, Mul(), y, fix(b, self, x, ym1))
             dx = scale(b, fix(b, Select(), y0, const(b, 0, y.aval), d), t[0])
-        if t[1] is not None:  # log(x) * x ** y, with log(1) at x == 0 (as jax: d/dy 0**y = 0, y > 0)
+        # log(x) * x ** y, with log(1) at x == 0 (as jax: d/dy 0**y = 0, y > 0)
+        if t[1] is not None:
             x0 = fix(b, Compare("EQ"), x, const(b, 0, x.aval))
             safe = fix(b, Select(), x0, const(b, 1, x.aval), x)
             dy = scale(b, fix(b, Mul(), fix(b, Log(), safe), primal_out[0]), t[1])
@@ -202,80 +176,8 @@ class Min(Binary):
         return np.minimum(x, y)
 
 
-# ---- complex parts ----
-
-@register
-@dataclass(frozen=True)
-class Conj(Unary):
-    """Complex conjugate; the identity on real operands."""
-
-    linear = True
-
-    def linearize(self, b, primal_in, primal_out, t):
-        return [lin(b, self, t, [A])]
-
-    def transpose_rule(self, b, ct, inputs, mode):
-        return [lin(b, self, ct, [A])]
-
-    def lower(self, lo, out, x):
-        if out.dtype.kind != "c":
-            return x
-        part = aval(out.shape, real_dtype(out.dtype))
-        re, im = lo.op("stablehlo.real", [x], part), lo.op("stablehlo.imag", [x], part)
-        return lo.op("stablehlo.complex", [re, lo.op("stablehlo.negate", [im], part)], out)
-
-    def impl(self, x):
-        return np.conj(x)
-
-
-@register
-@dataclass(frozen=True)
-class Real(Primitive):
-    hlo = "stablehlo.real"
-    linear = True
-    batch = same_op_batched
-
-    def abstract_eval(self, x):
-        check_dtype(self.name, x, COMPLEXES, "complex")
-        return aval(x.shape, real_dtype(x.dtype))
-
-    def linearize(self, b, primal_in, primal_out, t):
-        return [lin(b, self, t, [A])]
-
-    def transpose_rule(self, b, ct, inputs, mode):
-        from tidu.ops.structural import Convert
-
-        return [lin(b, Convert(inputs[0].dtype.name), ct, [A])]
-
-    def impl(self, x):
-        return np.real(x)
-
-
-@register
-@dataclass(frozen=True)
-class Imag(Primitive):
-    hlo = "stablehlo.imag"
-    linear = True
-    batch = same_op_batched
-
-    def abstract_eval(self, x):
-        check_dtype(self.name, x, COMPLEXES, "complex")
-        return aval(x.shape, real_dtype(x.dtype))
-
-    def linearize(self, b, primal_in, primal_out, t):
-        return [lin(b, self, t, [A])]
-
-    def transpose_rule(self, b, ct, inputs, mode):
-        from tidu.ops.structural import Convert
-
-        z = lin(b, Convert(inputs[0].dtype.name), ct, [A])
-        return [lin(b, Mul(), [z, const(b, 1j, inputs[0].aval)], [A, F])]
-
-    def impl(self, x):
-        return np.imag(x)
-
-
 # ---- transcendental ----
+
 
 @register
 @dataclass(frozen=True)
@@ -399,10 +301,9 @@ class Abs(Primitive):
             return [scale(b, fix(b, Sign(), x), t[0])]
         # d|z| = Re(conj(z)/|z| * dz), in differentiable ops (Sign is piecewise constant on reals),
         # dividing by 1 where |z| == 0 so that the derivative there is 0 (as jax's), not NaN.
-        from tidu.ops.structural import Convert, Select
-
         r = primal_out[0]
-        safe = fix(b, Select(), fix(b, Compare("EQ"), r, const(b, 0, r.aval)), const(b, 1, r.aval), r)
+        is_zero = fix(b, Compare("EQ"), r, const(b, 0, r.aval))
+        safe = fix(b, Select(), is_zero, const(b, 1, r.aval), r)
         coef = fix(b, Div(), fix(b, Conj(), x), fix(b, Convert(x.dtype.name), safe))
         return [lin(b, Real(), [scale(b, coef, t[0])], [A])]
 
@@ -414,6 +315,7 @@ class Abs(Primitive):
 @dataclass(frozen=True)
 class Sign(Unary):
     """sign(x); x/|x| for complex x (0 at 0). Piecewise constant: no tangent flows through it."""
+
     hlo = "stablehlo.sign"
 
     dtypes = NUMERIC
@@ -429,14 +331,22 @@ class Sign(Unary):
 
 # ---- comparison ----
 
-_DIRECTIONS = {"EQ": np.equal, "NE": np.not_equal, "LT": np.less, "LE": np.less_equal,
-               "GT": np.greater, "GE": np.greater_equal}
+
+_DIRECTIONS = {
+    "EQ": np.equal,
+    "NE": np.not_equal,
+    "LT": np.less,
+    "LE": np.less_equal,
+    "GT": np.greater,
+    "GE": np.greater_equal,
+}
 
 
 @register
 @dataclass(frozen=True)
 class Compare(Primitive):
     """x <direction> y elementwise, a bool result; direction in EQ NE LT LE GT GE."""
+
     batch = same_op_batched
 
     direction: str
@@ -444,8 +354,10 @@ class Compare(Primitive):
 
     def __post_init__(self):
         if self.direction not in _DIRECTIONS:
-            raise ValueError(f"Compare: unknown direction {self.direction!r}; "
-                             f"expected one of {sorted(_DIRECTIONS)}")
+            raise ValueError(
+                f"Compare: unknown direction {self.direction!r}; "
+                f"expected one of {sorted(_DIRECTIONS)}"
+            )
 
     def abstract_eval(self, x, y):
         a = check_same(self.name, (x, y))
@@ -456,8 +368,12 @@ class Compare(Primitive):
         return aval(a.shape, BOOL)
 
     def lower(self, lo, out, x, y):
-        return lo.op("stablehlo.compare", [x, y], out,
-                     f"comparison_direction = #stablehlo<comparison_direction {self.direction}>")
+        return lo.op(
+            "stablehlo.compare",
+            [x, y],
+            out,
+            f"comparison_direction = #stablehlo<comparison_direction {self.direction}>",
+        )
 
     def impl(self, x, y):
         return _DIRECTIONS[self.direction](x, y)
@@ -465,12 +381,15 @@ class Compare(Primitive):
 
 def _pick(b, direction, primal_in, t):
     """Tangent of max/min: the winner's tangent; ties share it equally (as in JAX)."""
-    from tidu.ops.structural import Select
-
     x, y = primal_in
     one, half, zero = (const(b, v, x.aval) for v in (1, 0.5, 0))
-    w = fix(b, Select(), fix(b, Compare(direction), x, y), one,
-            fix(b, Select(), fix(b, Compare("EQ"), x, y), half, zero))
+    w = fix(
+        b,
+        Select(),
+        fix(b, Compare(direction), x, y),
+        one,
+        fix(b, Select(), fix(b, Compare("EQ"), x, y), half, zero),
+    )
     terms = []
     if t[0] is not None:
         terms.append(scale(b, w, t[0]))

@@ -25,12 +25,36 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tidu.graph import aval
-from tidu.ops._base import COMPLEXES, INEXACT, Primitive, check_dtype, real_dtype
-from tidu.ops._rules import A, F, aval_of, const, fix, lin, scale
-from tidu.ops.linalg import TriangularSolve, _conj, _keep, _mask, _matmul, _mT, _square
 from tidu.ad.rules import register
-from tidu.ops._batching import same_op_batched
+from tidu.backends.xla.splice import call_jax
+from tidu.graph import aval
+from tidu.ops.core import (
+    COMPLEXES,
+    INEXACT,
+    A,
+    Add,
+    BroadcastInDim,
+    Conj,
+    Convert,
+    F,
+    Mul,
+    Primitive,
+    Real,
+    ReduceSum,
+    Reshape,
+    Transpose,
+    aval_of,
+    check_dtype,
+    const,
+    fix,
+    lin,
+    real_dtype,
+    same_op_batched,
+    scale,
+)
+from tidu.ops.elementwise import Compare, Div, Sub
+from tidu.ops.linalg import TriangularSolve, _conj, _keep, _mask, _matmul, _mT, _square
+from tidu.ops.structural import Concatenate, Pad, Select, Slice
 
 __all__ = ["LU", "LUPermute", "Eigh", "QR", "SVD"]
 
@@ -51,9 +75,6 @@ def _lmm(b, x, y, mask):
 
 def _fH(b, x):
     """Adjoint (conjugate transpose) of a fixed matrix."""
-    from tidu.ops.elementwise import Conj
-    from tidu.ops.structural import Transpose
-
     nd = _nd(b, x)
     t = fix(b, Transpose(tuple(range(nd - 2)) + (nd - 1, nd - 2)), x)
     return fix(b, Conj(), t) if aval_of(b, x).dtype in COMPLEXES else t
@@ -66,8 +87,6 @@ def _lH(b, t):
 
 def _cols(b, x, lo: int, hi: int, active: bool = False):
     """x[..., lo:hi] (fixed or linear)."""
-    from tidu.ops.structural import Slice
-
     sh = aval_of(b, x).shape
     op = Slice((0,) * len(sh), sh[:-1] + (hi,), (1,) * len(sh))
     if lo:
@@ -76,8 +95,6 @@ def _cols(b, x, lo: int, hi: int, active: bool = False):
 
 
 def _reshape(b, x, shape, active: bool = False):
-    from tidu.ops.structural import Reshape
-
     op = Reshape(tuple(shape))
     return lin(b, op, [x], [A]) if active else fix(b, op, x)
 
@@ -91,23 +108,17 @@ def _fbin(b, op, x, y):
 
 
 def _eye(b, shape, dtype):
-    from tidu.ops.structural import Convert
-
     return fix(b, Convert(np.dtype(dtype).name), _mask(b, shape, "EQ"))
 
 
 def _bcast(b, v, shape, axis: int):
     """v (..., k) broadcast to shape (..., k, k) along `axis` (-1: v[..., None, :], -2:
     v[..., :, None])."""
-    from tidu.ops.structural import BroadcastInDim
-
     nd = len(shape)
     return fix(b, BroadcastInDim(tuple(shape), tuple(range(nd - 2)) + (nd + axis,)), v)
 
 
 def _to(b, x, dtype, active: bool = False):
-    from tidu.ops.structural import Convert
-
     if aval_of(b, x).dtype == np.dtype(dtype):
         return x
     op = Convert(np.dtype(dtype).name)
@@ -115,8 +126,6 @@ def _to(b, x, dtype, active: bool = False):
 
 
 def _real(b, x, active: bool = False):
-    from tidu.ops.elementwise import Real
-
     if aval_of(b, x).dtype not in COMPLEXES:
         return x
     return lin(b, Real(), [x], [A]) if active else fix(b, Real(), x)
@@ -124,9 +133,6 @@ def _real(b, x, active: bool = False):
 
 def _hermitian_tangent(b, t, av):
     """The Hermitian matrix that the lower triangle of t stands for (t's diagonal: real part)."""
-    from tidu.ops.elementwise import Add, Mul
-    from tidu.ops.structural import Convert
-
     below = fix(b, Convert(av.dtype.name), _mask(b, av.shape, "GT"))
     diag = fix(b, Convert(av.dtype.name), _mask(b, av.shape, "EQ"))
     weight = fix(b, Add(), below, fix(b, Mul(), diag, const(b, 0.5, av)))
@@ -135,8 +141,6 @@ def _hermitian_tangent(b, t, av):
 
 
 def _concat_last(b, parts):
-    from tidu.ops.structural import Concatenate
-
     nd = aval_of(b, parts[0]).ndim
     return lin(b, Concatenate(nd - 1), parts, [A] * len(parts))
 
@@ -152,8 +156,6 @@ def _inexact_matrix(name, x, square=True):
 
 
 def _splice(lo, out, x, key, fn):
-    from tidu.backends.xla.splice import call_jax
-
     return call_jax(lo, out, [x], key, fn)
 
 
@@ -174,9 +176,6 @@ class LU(Primitive):
 
     def linearize(self, b, primal_in, primal_out, t):
         # jax's rule: X = L^-1 P da U^-1; dL = L tril(X, -1), dU = triu(X) U
-        from tidu.ops.elementwise import Add
-        from tidu.ops.structural import Pad, Select
-
         if t[0] is None:
             return [None]
         av = primal_in[0].aval
@@ -199,8 +198,8 @@ class LU(Primitive):
 
     def lower(self, lo, out, x):
         def fn(a):
-            import jax
-            import jax.numpy as jnp
+            import jax  # noqa: PLC0415  (optional dependency)
+            import jax.numpy as jnp  # noqa: PLC0415  (optional dependency)
 
             lu, piv, perm = jax.lax.linalg.lu(a)
             cols = jnp.stack([piv, perm], axis=-1).astype(a.dtype)
@@ -209,7 +208,7 @@ class LU(Primitive):
         return _splice(lo, out, x, "lu", fn)
 
     def impl(self, x):
-        import scipy.linalg as sl
+        import scipy.linalg as sl  # noqa: PLC0415  (optional dependency)
 
         x = np.asarray(x)
         m = x.shape[-1]
@@ -226,8 +225,6 @@ class LU(Primitive):
 
 def lu_pivots(b, packed, m: int):
     """The int32 pivots (..., m) of a packed LU, as a fixed value."""
-    from tidu.ops.structural import Convert
-
     av = aval_of(b, packed)
     col = _real(b, _cols(b, packed, m, m + 1))
     return fix(b, Convert("int32"), _reshape(b, col, av.shape[:-1]))
@@ -269,16 +266,14 @@ class LUPermute(Primitive):
         inverse = self.inverse
 
         def fn(p, a):
-            import jax
-            import jax.numpy as jnp
+            import jax  # noqa: PLC0415  (optional dependency)
+            import jax.numpy as jnp  # noqa: PLC0415  (optional dependency)
 
             m = a.shape[-2]
             perm = jax.lax.linalg.lu_pivots_to_permutation(p, m)
             if inverse:
                 perm = jnp.argsort(perm, axis=-1)
             return jnp.take_along_axis(a, perm[..., None], axis=-2)
-
-        from tidu.backends.xla.splice import call_jax
 
         return call_jax(lo, out, [piv, x], f"lu_permute_{int(inverse)}", fn)
 
@@ -321,9 +316,6 @@ class Eigh(Primitive):
         # dS the Hermitian tangent; dw = Re diag(V^H dS V); dV = V (Fm * (V^H dS V)),
         # Fm[i, j] = 1 / (w_j - w_i) off the diagonal, 0 on it (inf/NaN for equal eigenvalues,
         # as jax)
-        from tidu.ops.elementwise import Add, Div, Sub
-        from tidu.ops.structural import ReduceSum
-
         if t[0] is None:
             return [None]
         av = primal_in[0].aval
@@ -352,8 +344,8 @@ class Eigh(Primitive):
         vectors = self.vectors
 
         def fn(a):
-            import jax
-            import jax.numpy as jnp
+            import jax  # noqa: PLC0415  (optional dependency)
+            import jax.numpy as jnp  # noqa: PLC0415  (optional dependency)
 
             v, w = jax.lax.linalg.eigh(a, lower=True, symmetrize_input=False)
             if not vectors:
@@ -374,8 +366,6 @@ class Eigh(Primitive):
 
 
 def _conj_fixed(b, x):
-    from tidu.ops.elementwise import Conj
-
     return fix(b, Conj(), x) if aval_of(b, x).dtype in COMPLEXES else x
 
 
@@ -407,12 +397,10 @@ class QR(Primitive):
     def linearize(self, b, primal_in, primal_out, t):
         # jax's rule (m >= n): dX = da R^-1, Qt = Q^H dX, dO = tril(Qt,-1) - tril(Qt,-1)^H
         # (+ i Im diag(Qt) for complex); dQ = Q (dO - Qt) + dX, dR = (Qt - dO) R
-        from tidu.ops.elementwise import Add, Sub
-
         if t[0] is None:
             return [None]
         av = primal_in[0].aval
-        nd, (m, n), dt = av.ndim, av.shape[-2:], av.dtype
+        (m, n), dt = av.shape[-2:], av.dtype
         if m < n or (self.full_matrices and m != n):
             raise NotImplementedError(f"{self.name}: derivative of the QR factorisation of a "
                                       f"{m}x{n} matrix with full_matrices={self.full_matrices} "
@@ -438,8 +426,8 @@ class QR(Primitive):
         full = self.full_matrices
 
         def fn(a):
-            import jax
-            import jax.numpy as jnp
+            import jax  # noqa: PLC0415  (optional dependency)
+            import jax.numpy as jnp  # noqa: PLC0415  (optional dependency)
 
             q, r = jax.lax.linalg.qr(a, full_matrices=full)
             bs = a.shape[:-2]
@@ -489,9 +477,6 @@ class SVD(Primitive):
         # jax's rule: dS = U^H da V, ds = Re diag(dS); F[i,j] = 1/(s_j^2 - s_i^2) (0 where
         # equal); dU = U (F*(dS S + S dS^H) + (dS - dS^H)/2 * diag(1/s)) (+ (I - U U^H) da V / s
         # when m > n); dV = V (F*(S dS + dS^H S)) (+ (I - V V^H) da^H U / s when n > m)
-        from tidu.ops.elementwise import Add, Compare, Div, Mul, Sub
-        from tidu.ops.structural import Convert, ReduceSum, Select
-
         if t[0] is None:
             return [None]
         av = primal_in[0].aval
@@ -553,8 +538,8 @@ class SVD(Primitive):
         full, uv = self.full_matrices, self.compute_uv
 
         def fn(a):
-            import jax
-            import jax.numpy as jnp
+            import jax  # noqa: PLC0415  (optional dependency)
+            import jax.numpy as jnp  # noqa: PLC0415  (optional dependency)
 
             if not uv:
                 return jax.lax.linalg.svd(a, full_matrices=full, compute_uv=False)
@@ -577,6 +562,4 @@ class SVD(Primitive):
 
 def s_inv_row(b, s, batch, k):
     """1/s (inf where s = 0: the m != n correction divides by s, as jax's)."""
-    from tidu.ops.elementwise import Div
-
     return fix(b, Div(), const(b, 1, aval(batch + (k,), aval_of(b, s).dtype)), s)

@@ -13,12 +13,32 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from tidu.graph import aval
-from tidu.ops._batching import same_op_batched
-from tidu.ops._base import COMPLEXES, INEXACT, Primitive, check_dtype, real_dtype
-from tidu.ops._rules import A, F, aval_of, const, fix, lin, scale
 from tidu.ad.rules import register
-
+from tidu.backends.xla.hlo import i64_array
+from tidu.graph import aval
+from tidu.ops.core import (
+    COMPLEXES,
+    INEXACT,
+    A,
+    Add,
+    BroadcastInDim,
+    Conj,
+    Convert,
+    F,
+    Mul,
+    Primitive,
+    Transpose,
+    aval_of,
+    check_dtype,
+    const,
+    fix,
+    lin,
+    real_dtype,
+    same_op_batched,
+    scale,
+)
+from tidu.ops.elementwise import Compare, Neg, Sub
+from tidu.ops.structural import DotGeneral, Iota, Select
 
 # ---- helpers: masks and matrix layout in linear fragments ----
 
@@ -32,10 +52,6 @@ def _square(name: str, x) -> int:
 
 def _mask(b, shape, direction: str) -> int:
     """A fixed bool array of `shape` (..., m, m): row <direction> column (GE: lower triangle)."""
-    from tidu.ops.elementwise import Compare
-    from tidu.ops.sources import Iota
-    from tidu.ops.structural import BroadcastInDim
-
     m2 = tuple(shape[-2:])
     rows, cols = fix(b, Iota(m2, "int32", 0)), fix(b, Iota(m2, "int32", 1))
     m = fix(b, Compare(direction), rows, cols)
@@ -45,28 +61,20 @@ def _mask(b, shape, direction: str) -> int:
 
 def _keep(b, mask, t, av) -> int:
     """The linear value t where mask holds, zero elsewhere."""
-    from tidu.ops.structural import Select
-
     return lin(b, Select(), [mask, t, const(b, 0, av)], [F, A, F])
 
 
 def _mT(b, t, nd: int) -> int:
     """Swap the last two axes of a linear value."""
-    from tidu.ops.structural import Transpose
-
     return lin(b, Transpose(tuple(range(nd - 2)) + (nd - 1, nd - 2)), [t], [A])
 
 
 def _conj(b, t, av) -> int:
-    from tidu.ops.elementwise import Conj
-
     return lin(b, Conj(), [t], [A]) if av.dtype in COMPLEXES else t
 
 
 def _matmul(nd: int):
     """DotGeneral of (..., i, k) by (..., k, j) with nd axes each."""
-    from tidu.ops.structural import DotGeneral
-
     batch = tuple(range(nd - 2))
     return DotGeneral((nd - 1,), (nd - 2,), batch, batch)
 
@@ -114,8 +122,6 @@ class TriangularSolve(Primitive):
         av, nd = a.aval, a.aval.ndim
         rhs = t[1]
         if t[0] is not None:
-            from tidu.ops.elementwise import Neg, Sub
-
             read = ("GT" if self.lower_a else "LT") if self.unit_diagonal else \
                 ("GE" if self.lower_a else "LE")
             da = _keep(b, _mask(b, av.shape, read), t[0], av)
@@ -141,8 +147,6 @@ class TriangularSolve(Primitive):
     def lower(self, lo, out, a, x):
         cplx = out.dtype in COMPLEXES
         if self.conjugate_a and cplx and not self.transpose_a:
-            from tidu.ops.elementwise import Conj
-
             m = out.shape[-2] if self.left_side else out.shape[-1]
             a = Conj().lower(lo, aval(out.shape[:-2] + (m, m), out.dtype), a)
         ta = "NO_TRANSPOSE" if not self.transpose_a else \
@@ -200,9 +204,6 @@ class Cholesky(Primitive):
         # dS the Hermitian matrix that da's lower triangle stands for: W*da + (W*da)^H, with W
         # the weight of Phi (1 below the diagonal, 1/2 on it, 0 above; the real part of da's
         # diagonal is what is read).
-        from tidu.ops.elementwise import Add, Mul
-        from tidu.ops.structural import Convert
-
         if t[0] is None:
             return [None]
         L = primal_out[0]
@@ -218,8 +219,6 @@ class Cholesky(Primitive):
         return [lin(b, _matmul(nd), [L, scale(b, weight, inner)], [F, A])]
 
     def lower(self, lo, out, x):
-        from tidu.backends.xla import i64_array
-
         nd, dt = len(out.shape), out.dtype
         mask = lambda d: self._iota_mask(lo, out, d)  # noqa: E731
         fac = lo.op("stablehlo.cholesky", [x], out, "lower = true")

@@ -16,12 +16,27 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tidu.graph import aval
-from tidu.ops._base import FLOATS, REAL, Primitive, check_dtype
-from tidu.ops._rules import A, F, add_all, const, fix, lin, scale
-from tidu.ops.elementwise import Abs, Add, Binary, Div, Exp, Mul, Neg, Rsqrt, Sign, Sub, Unary
 from tidu.ad.rules import register
-from tidu.ops._batching import same_op_batched
+from tidu.graph import aval
+from tidu.ops.core import (
+    FLOATS,
+    REAL,
+    A,
+    Add,
+    Binary,
+    F,
+    Mul,
+    Primitive,
+    Unary,
+    add_all,
+    check_dtype,
+    const,
+    fix,
+    lin,
+    same_op_batched,
+    scale,
+)
+from tidu.ops.elementwise import Abs, Div, Exp, Neg, Rsqrt, Sign, Sub, int_div
 
 __all__ = ["Floor", "Ceil", "Round", "Tan", "Atan", "Asin", "Acos", "Sinh", "Cosh", "Asinh",
            "Acosh", "Atanh", "Erf", "Erfc", "ErfInv", "Cbrt", "Logistic", "IsFinite", "Rem",
@@ -176,7 +191,8 @@ class Acosh(Unary):
     def linearize(self, b, primal_in, primal_out, t):  # 1 / (sqrt(x - 1) sqrt(x + 1)), as jax
         x = primal_in[0]
         one = _c(b, 1, x)
-        r = fix(b, Mul(), fix(b, Rsqrt(), fix(b, Sub(), x, one)), fix(b, Rsqrt(), fix(b, Add(), x, one)))
+        r = fix(b, Mul(), fix(b, Rsqrt(), fix(b, Sub(), x, one)),
+                fix(b, Rsqrt(), fix(b, Add(), x, one)))
         return [scale(b, r, t[0])]
 
     def impl(self, x):
@@ -214,7 +230,7 @@ class Erf(_FloatUnary):
         return [scale(b, d, t[0])]
 
     def impl(self, x):
-        from scipy.special import erf  # noqa: PLC0415 - the reference only
+        from scipy.special import erf  # noqa: PLC0415  (optional dependency)
 
         return erf(x).astype(x.dtype)
 
@@ -230,7 +246,7 @@ class Erfc(_FloatUnary):
         return [scale(b, d, t[0])]
 
     def impl(self, x):
-        from scipy.special import erfc  # noqa: PLC0415
+        from scipy.special import erfc  # noqa: PLC0415  (optional dependency)
 
         return erfc(x).astype(x.dtype)
 
@@ -246,7 +262,7 @@ class ErfInv(_FloatUnary):
         return [scale(b, d, t[0])]
 
     def impl(self, x):
-        from scipy.special import erfinv  # noqa: PLC0415
+        from scipy.special import erfinv  # noqa: PLC0415  (optional dependency)
 
         return erfinv(x).astype(x.dtype)
 
@@ -282,6 +298,7 @@ class Logistic(_FloatUnary):
 
 # ---- predicates ----
 
+
 @register
 @dataclass(frozen=True)
 class IsFinite(Primitive):
@@ -301,16 +318,6 @@ class IsFinite(Primitive):
 
 
 # ---- binary ----
-
-def int_div(x, y):
-    """Integer division truncating toward zero, defined everywhere as XLA's: x / 0 == -1 and
-    INT_MIN / -1 == INT_MIN (the numpy reference of Div on integers)."""
-    x, y = np.asarray(x), np.asarray(y)
-    safe = np.where((y == 0) | (y == -1), 1, y)
-    q = np.abs(x) // np.abs(safe) * np.where((x < 0) != (safe < 0), -1, 1)
-    with np.errstate(over="ignore"):
-        q = np.where(y == -1, -x, q)
-    return np.where(y == 0, -1, q).astype(x.dtype)
 
 
 def int_rem(x, y):
@@ -363,4 +370,3 @@ class Atan2(Binary):
 
     def impl(self, x, y):
         return np.arctan2(x, y)
-

@@ -10,12 +10,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tidu.graph import aval
-from tidu.ops._base import Primitive, ALL, check_axes, check_dtype, ints
-from tidu.ops._rules import A, lin
 from tidu.ad.rules import register
-from tidu.ops._batching import shifted
-
+from tidu.backends.xla.hlo import i64_array
+from tidu.graph import aval
+from tidu.ops.core import ALL, A, Primitive, check_axes, check_dtype, ints, lin, shifted
 
 # ---- Rev ----
 
@@ -44,8 +42,6 @@ class Rev(Primitive):
         return [lin(b, self, ct, [A])]
 
     def lower(self, lo, out, x):
-        from tidu.backends.xla import i64_array
-
         return lo.op("stablehlo.reverse", [x], out, f"dimensions = {i64_array(lo.ax(self.dims))}")
 
     def impl(self, x):

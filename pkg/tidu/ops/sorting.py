@@ -1,5 +1,5 @@
-"""Ordering and accumulation primitives: ReduceMin, ReduceProd, ReduceAnd, ReduceOr, ArgMax, ArgMin,
-Cumsum, Cumprod, Cummax, Cummin, LinearScan and Sort (C++ kernels: ``sort_scan.hpp``).
+"""Ordering and accumulation primitives: Cumsum, Cumprod, Cummax, Cummin, LinearScan and Sort
+(the reductions built on them are in ``reductions``) (C++ kernels: ``sort_scan.hpp``).
 
 Order is numpy's: NaN above every number (sorted last, propagated by min and the cumulative
 min/max, the first NaN is both argmax and argmin), complex numbers by real then imaginary part.
@@ -22,21 +22,35 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tidu.graph import aval
-from tidu.ops._base import (BOOL, INEXACT, INTS, NUMERIC, REAL, ALL, Primitive,
-                            check_axes, check_dtype, ints)
-from tidu.ops._rules import A, F, aval_of, const, conj_fixed, fix, lin, scale
 from tidu.ad.rules import register
-from tidu.ops._batching import shifted
+from tidu.backends.xla.hlo import Value, i64_array, tensor_type
+from tidu.graph import aval
+from tidu.ops.core import (
+    ALL,
+    INEXACT,
+    NUMERIC,
+    REAL,
+    A,
+    Convert,
+    F,
+    Primitive,
+    add_all,
+    aval_of,
+    check_dtype,
+    conj_fixed,
+    const,
+    fix,
+    lin,
+    scale,
+    shifted,
+)
+from tidu.ops.elementwise import Compare
+from tidu.ops.structural import Concatenate, Iota, Slice
 
-__all__ = ["ReduceMin", "ReduceProd", "ReduceAnd", "ReduceOr", "ArgMax", "ArgMin", "Cumsum",
-           "Cumprod", "Cummax", "Cummin", "LinearScan", "Sort"]
+__all__ = ["Cumsum", "Cumprod", "Cummax", "Cummin", "LinearScan", "Sort"]
 
 
 # ---- helpers ----
-
-def _kept_shape(x, axes):
-    return tuple(d for i, d in enumerate(x.shape) if i not in axes)
 
 
 def _check_axis(name: str, axis: int, x) -> None:
@@ -47,8 +61,6 @@ def _check_axis(name: str, axis: int, x) -> None:
 def _shift(b, x, axis: int, toward_end: bool, fill):
     """x moved one place along axis (toward higher indices when toward_end), the vacated end
     filled with `fill`: a fixed value from a fixed one."""
-    from tidu.ops.structural import Concatenate, Slice
-
     av = aval_of(b, x)
     n = av.shape[axis]
     if n == 0:
@@ -87,8 +99,6 @@ def _hlo_un(lo_, op, a, ty, out_ty):
 
 def _less(rg, a, b, dtype) -> str:
     """i1: a < b in numpy's sort order (NaN last, complex lexicographic) on rank-0 tensors."""
-    from tidu.backends.xla import tensor_type
-
     dt = np.dtype(dtype)
     ty = tensor_type((), dt)
     if dt.kind == "c":
@@ -124,240 +134,27 @@ def _region(lo, args, build) -> str:
             f'      "stablehlo.return"({", ".join(n for n, _ in rets)}) : ({tys}) -> ()\n    ')
 
 
-def _reduce_axes_rule(name, x, axes):
-    check_axes(name, axes, x.ndim, x.shape)
-    return aval(_kept_shape(x, axes), x.dtype)
+_EL = {"f32": "float32", "f64": "float64", "i32": "int32", "i64": "int64", "i1": "bool",
+       "complex<f32>": "complex64", "complex<f64>": "complex128"}
 
 
-# ---- reductions ----
-
-@register
-@dataclass(frozen=True)
-class ReduceMin(Primitive):
-    """Minimum over `axes` (removed); NaN propagates; a reduced axis must be non-empty."""
-
-    axes: tuple[int, ...]
-    batch = shifted("axes")
-
-    def __post_init__(self):
-        object.__setattr__(self, "axes", tuple(sorted(ints(self.axes))))
-
-    def abstract_eval(self, x):
-        check_dtype(self.name, x, REAL, "real (float or int)")
-        if any(0 <= a < x.ndim and x.shape[a] == 0 for a in self.axes):
-            raise ValueError(f"{self.name}: cannot reduce an empty axis of shape {x.shape}")
-        return _reduce_axes_rule(self.name, x, self.axes)
-
-    def linearize(self, b, primal_in, primal_out, t):
-        # Ties share the tangent equally (as in JAX): w = (x == min) / count.
-        from tidu.ops.elementwise import Compare, Div
-        from tidu.ops.structural import BroadcastInDim, Convert, ReduceSum
-
-        x = primal_in[0]
-        kept = tuple(i for i in range(x.ndim) if i not in self.axes)
-        ymin = fix(b, BroadcastInDim(x.shape, kept), primal_out[0])
-        hit = fix(b, Convert(x.dtype.name), fix(b, Compare("EQ"), x, ymin))
-        count = fix(b, BroadcastInDim(x.shape, kept), fix(b, ReduceSum(self.axes), hit))
-        return [lin(b, ReduceSum(self.axes), [scale(b, fix(b, Div(), hit, count), t[0])], [A])]
-
-    def lower(self, lo, out, x):
-        dt = out.dtype
-        high = np.inf if dt.kind == "f" else np.iinfo(dt).max
-        return lo.reduce(x, lo.scalar(high, dt), "stablehlo.minimum", self.axes, out)
-
-    def impl(self, x):
-        return np.min(x, axis=self.axes)
+def _type_dtype(ty: str) -> str:
+    """The dtype name of a ranked tensor type string ``tensor<2x3xf64>``."""
+    body = ty[len("tensor<"):-1]
+    if "complex" in body:
+        return _EL[body[body.index("complex"):]]
+    return _EL[body.rsplit("x", 1)[-1]]
 
 
-@register
-@dataclass(frozen=True)
-class ReduceProd(Primitive):
-    """Product over `axes` (removed); 1 over an empty axis; integers wrap."""
-
-    axes: tuple[int, ...]
-    batch = shifted("axes")
-
-    def __post_init__(self):
-        object.__setattr__(self, "axes", tuple(sorted(ints(self.axes))))
-
-    def abstract_eval(self, x):
-        check_dtype(self.name, x, NUMERIC, "numeric")
-        return _reduce_axes_rule(self.name, x, self.axes)
-
-    def linearize(self, b, primal_in, primal_out, t):
-        # d prod = sum_i w_i dx_i, w_i = (product before i) * (product after i) over the reduced
-        # elements in row-major order: exclusive Cumprods, no division.
-        from tidu.ops.elementwise import Mul
-        from tidu.ops.structural import ReduceSum, Reshape, Transpose
-
-        x = primal_in[0]
-        shape, axes = x.shape, self.axes
-        kept = tuple(i for i in range(x.ndim) if i not in axes)
-        n = int(np.prod([shape[a] for a in axes], dtype=np.int64))
-        if n <= 1 or t[0] is None:
-            return [lin(b, ReduceSum(axes), t, [A]) if t[0] is not None else None]
-        perm = kept + axes
-        xt = x if perm == tuple(range(x.ndim)) else fix(b, Transpose(perm), x)
-        tshape = tuple(shape[p] for p in perm)
-        flat = tuple(shape[k] for k in kept) + (n,)
-        xr = fix(b, Reshape(flat), xt)
-        last = len(flat) - 1
-        before = _shift(b, fix(b, Cumprod(last, False), xr), last, True, 1)
-        after = _shift(b, fix(b, Cumprod(last, True), xr), last, False, 1)
-        w = fix(b, Reshape(tshape), fix(b, Mul(), before, after))
-        if perm != tuple(range(x.ndim)):
-            w = fix(b, Transpose(tuple(int(i) for i in np.argsort(perm))), w)
-        return [lin(b, ReduceSum(axes), [scale(b, w, t[0])], [A])]
-
-    def lower(self, lo, out, x):
-        return lo.reduce(x, lo.scalar(1, out.dtype), "stablehlo.multiply", self.axes, out)
-
-    def impl(self, x):
-        return np.prod(x, axis=self.axes, dtype=x.dtype)
-
-
-@dataclass(frozen=True)
-class _BoolReduce(Primitive):
-    axes: tuple[int, ...]
-    differentiable = False
-    _hlo_body = ""
-    _init = False
-
-    batch = shifted("axes")
-
-    def __post_init__(self):
-        object.__setattr__(self, "axes", tuple(sorted(ints(self.axes))))
-
-    def abstract_eval(self, x):
-        check_dtype(self.name, x, frozenset({BOOL}), "bool")
-        return _reduce_axes_rule(self.name, x, self.axes)
-
-    def lower(self, lo, out, x):
-        return lo.reduce(x, lo.scalar(self._init, "bool"), self._hlo_body, self.axes, out)
-
-
-@register
-@dataclass(frozen=True)
-class ReduceAnd(_BoolReduce):
-    """Logical and over `axes` (True over an empty axis)."""
-
-    _hlo_body = "stablehlo.and"
-    _init = True
-
-    def impl(self, x):
-        return np.all(x, axis=self.axes)
-
-
-@register
-@dataclass(frozen=True)
-class ReduceOr(_BoolReduce):
-    """Logical or over `axes` (False over an empty axis)."""
-
-    _hlo_body = "stablehlo.or"
-    _init = False
-
-    def impl(self, x):
-        return np.any(x, axis=self.axes)
-
-
-# ---- argmax / argmin ----
-
-@dataclass(frozen=True)
-class _ArgExtreme(Primitive):
-    axis: int
-    dtype: str = "int64"
-    differentiable = False
-    _gt = True
-
-    batch = shifted("axis")
-
-    def __post_init__(self):
-        object.__setattr__(self, "axis", int(self.axis))
-        dt = np.dtype(self.dtype)
-        if dt not in INTS:
-            raise TypeError(f"{self.name}: index dtype {dt} is not int32 or int64")
-        object.__setattr__(self, "dtype", dt.name)
-
-    def abstract_eval(self, x):
-        check_dtype(self.name, x, REAL, "real (float or int)")
-        _check_axis(self.name, self.axis, x)
-        if x.shape[self.axis] == 0:
-            raise ValueError(f"{self.name}: cannot take the {self.name[3:].lower()} of an empty "
-                             f"axis of shape {x.shape}")
-        return aval(_kept_shape(x, (self.axis,)), self.dtype)
-
-    def lower(self, lo, out, x):
-        from tidu.ops.sources import Iota
-        from tidu.backends.xla import i64_array, tensor_type
-
-        dt_x = np.dtype(_type_dtype(x.type))
-        shape = _type_shape(x.type)[lo.nb:]
-        idx = Iota(shape, self.dtype, self.axis).lower(lo, aval(shape, self.dtype))
-        tx, ti = tensor_type((), dt_x), tensor_type((), self.dtype)
-        # init (lowest, 0) / (highest, 0): index 0 is the right answer whenever it ties
-        init_x = lo.scalar(-np.inf if self._gt else np.inf, dt_x) if dt_x.kind == "f" else \
-            lo.scalar(np.iinfo(dt_x).min if self._gt else np.iinfo(dt_x).max, dt_x)
-        init_i = lo.scalar(0, self.dtype)
-        a, c, bb, d = lo.fresh(), lo.fresh(), lo.fresh(), lo.fresh()  # (a, ia), (b, ib)
-        b1 = "tensor<i1>"
-
-        def body():
-            better = _hlo_cmp(lo, a, c, "GT" if self._gt else "LT", tx)
-            if dt_x.kind == "f":  # NaN wins; two NaNs / equal values: the lower index
-                a_nan, c_nan = _hlo_cmp(lo, a, a, "NE", tx), _hlo_cmp(lo, c, c, "NE", tx)
-                not_c_nan = _hlo_un(lo, "not", c_nan, b1, b1)
-                better = _hlo_bin(lo, "or", _hlo_bin(lo, "and", better, _hlo_un(
-                    lo, "not", a_nan, b1, b1), b1), _hlo_bin(lo, "and", a_nan, not_c_nan, b1),
-                    b1)
-                same = _hlo_bin(lo, "or", _hlo_cmp(lo, a, c, "EQ", tx),
-                                _hlo_bin(lo, "and", a_nan, c_nan, b1), b1)
-            else:
-                same = _hlo_cmp(lo, a, c, "EQ", tx)
-            first = _hlo_cmp(lo, bb, d, "LT", ti)
-            take = _hlo_bin(lo, "or", better, _hlo_bin(lo, "and", same, first, b1), b1)
-            vx, vi = lo.fresh(), lo.fresh()
-            lo.lines.append(f'      {vx} = "stablehlo.select"({take}, {a}, {c}) : '
-                            f'({b1}, {tx}, {tx}) -> {tx}')
-            lo.lines.append(f'      {vi} = "stablehlo.select"({take}, {bb}, {d}) : '
-                            f'({b1}, {ti}, {ti}) -> {ti}')
-            return [(vx, tx), (vi, ti)]
-
-        region = _region(lo, [(a, tx), (bb, ti), (c, tx), (d, ti)], body)  # accumulators first
-        r = lo.fresh()
-        out_x = lo.type(aval(out.shape, dt_x))
-        out_i = lo.type(out)
-        lo.lines.append(
-            f'    {r}:2 = "stablehlo.reduce"({x.name}, {idx.name}, {init_x.name}, {init_i.name}) '
-            f'({{\n{region}}}) {{dimensions = {i64_array(lo.ax((self.axis,)))}}} : '
-            f'({x.type}, {idx.type}, {init_x.type}, {init_i.type}) -> ({out_x}, {out_i})')
-        from tidu.backends.xla import Value
-
-        return Value(f"{r}#1", out_i)
-
-
-@register
-@dataclass(frozen=True)
-class ArgMax(_ArgExtreme):
-    """Index of the maximum along `axis` (the first one; the first NaN); never differentiable."""
-
-    _gt = True
-
-    def impl(self, x):
-        return np.argmax(x, axis=self.axis).astype(self.dtype)
-
-
-@register
-@dataclass(frozen=True)
-class ArgMin(_ArgExtreme):
-    """Index of the minimum along `axis` (the first one; the first NaN); never differentiable."""
-
-    _gt = False
-
-    def impl(self, x):
-        return np.argmin(x, axis=self.axis).astype(self.dtype)
+def _type_shape(ty: str) -> tuple[int, ...]:
+    body = ty[len("tensor<"):-1]
+    if "complex" in body:
+        body = body[:body.index("complex")] + "c"
+    return tuple(int(d) for d in body.split("x")[:-1])
 
 
 # ---- scans ----
+
 
 @dataclass(frozen=True)
 class _Scan(Primitive):
@@ -381,8 +178,6 @@ class _Scan(Primitive):
 
     def lower(self, lo, out, x):
         # as jax on CPU/GPU: a reduce_window whose window covers the whole axis, padded before
-        from tidu.backends.xla import i64_array, tensor_type
-
         nd, n = len(out.shape), out.shape[self.axis]
         win = lo.lead(1) + tuple(n if i == self.axis else 1 for i in range(nd))
         pad = [[0, 0]] * lo.nb + [[0, 0] if i != self.axis else
@@ -457,9 +252,6 @@ class _CumExtreme(_Scan):
     def linearize(self, b, primal_in, primal_out, t):
         # the tangent of the element where the running extreme was last attained:
         # s_k = (1 - m_k) s_{k-1} + m_k dx_k, m_k = (x_k == y_k)
-        from tidu.ops.elementwise import Compare
-        from tidu.ops.structural import Convert
-
         if t[0] is None:
             return [None]
         x, y = primal_in[0], primal_out[0]
@@ -531,8 +323,6 @@ class LinearScan(Primitive):
 
     def linearize(self, b, primal_in, primal_out, t):
         # ds_k = a_k ds_{k-1} + (da_k s_{k-1} + db_k)
-        from tidu.ops._rules import add_all
-
         a, s = primal_in[0], primal_out[0]
         terms = [t[1]]
         if t[0] is not None:
@@ -551,8 +341,6 @@ class LinearScan(Primitive):
     def lower(self, lo, out, a, x):
         # log-depth (Hillis-Steele) scan of the pairs (a, b) with (a1, b1) then (a2, b2) =
         # (a1 a2, a2 b1 + b2): ceil(log2 n) rounds of shifted multiply-adds
-        from tidu.backends.xla import i64_array
-
         nd, n = len(out.shape), out.shape[self.axis]
         ax = self.axis + lo.nb
         full = lo.shape(out.shape)
@@ -572,8 +360,6 @@ class LinearScan(Primitive):
                 limit[ax] = full[ax] - d
                 low[ax] = d
             part_shape = tuple(limit[i] - start[i] for i in range(len(full)))
-            from tidu.backends.xla import tensor_type
-
             pty = tensor_type(part_shape, out.dtype)
             part = lo.op("stablehlo.slice", [v], pty,
                          f"start_indices = {i64_array(start)}, limit_indices = "
@@ -604,6 +390,7 @@ class LinearScan(Primitive):
 
 
 # ---- sort ----
+
 
 @register
 @dataclass(frozen=True)
@@ -638,8 +425,6 @@ class Sort(Primitive):
         return [lin(b, Sort(self.axis, self.descending), [primal_in[0], t[-1]], [F, A])]
 
     def transpose_rule(self, b, ct, inputs, mode):
-        from tidu.ops.sources import Iota
-
         if len(inputs) != 2 or mode.active_mask[0]:
             raise ValueError("Sort is linear in its values only; the keys must be fixed")
         keys = inputs[0]
@@ -648,8 +433,6 @@ class Sort(Primitive):
         return [None, lin(b, Sort(self.axis, False), [perm, ct[0]], [F, A])]
 
     def lower(self, lo, out, *xs):
-        from tidu.backends.xla import Value, tensor_type
-
         keys = xs[0]
         kdt = np.dtype(_type_dtype(keys.type))
         names = [lo.fresh() for _ in range(2 * len(xs))]
@@ -680,22 +463,3 @@ class Sort(Primitive):
         else:
             perm = np.argsort(keys, axis=self.axis, kind="stable")
         return np.take_along_axis(np.asarray(xs[-1]), perm, axis=self.axis)
-
-
-_EL = {"f32": "float32", "f64": "float64", "i32": "int32", "i64": "int64", "i1": "bool",
-       "complex<f32>": "complex64", "complex<f64>": "complex128"}
-
-
-def _type_dtype(ty: str) -> str:
-    """The dtype name of a ranked tensor type string ``tensor<2x3xf64>``."""
-    body = ty[len("tensor<"):-1]
-    if "complex" in body:
-        return _EL[body[body.index("complex"):]]
-    return _EL[body.rsplit("x", 1)[-1]]
-
-
-def _type_shape(ty: str) -> tuple[int, ...]:
-    body = ty[len("tensor<"):-1]
-    if "complex" in body:
-        body = body[:body.index("complex")] + "c"
-    return tuple(int(d) for d in body.split("x")[:-1])

@@ -1,223 +1,41 @@
-"""Shape-changing primitives: reductions, broadcast, reshape, transpose, dot_general, convert,
-select, slice, pad, concatenate."""
+"""Structural primitives: dot_general, select, slice, pad, concatenate, and the sources with no
+differentiable operand (Iota, StopGradient)."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from tidu.graph import aval
-from tidu.ops._base import (Primitive, ALL, BOOL, COMPLEXES, NUMERIC, REAL, check_axes, check_dtype,
-                            check_same, ints)
 from tidu.ad.rules import register
-from tidu.ops._rules import A, F, bilinear, aval_of, conj_fixed, const, fix, lin, linear_self, scale
-from tidu.ops._batching import all_batched, batch_size, move_to_front, same_op_batched, shifted
-
-
-def _frozen_ints(obj, *names):
-    for n in names:
-        object.__setattr__(obj, n, ints(getattr(obj, n)))
-
-
-# ---- reductions ----
-
-@register
-@dataclass(frozen=True)
-class ReduceSum(Primitive):
-    """Sum over `axes` (the reduced axes are removed)."""
-
-    axes: tuple[int, ...]
-    linear = True
-
-    def __post_init__(self):
-        object.__setattr__(self, "axes", tuple(sorted(ints(self.axes))))
-
-    def abstract_eval(self, x):
-        check_dtype(self.name, x, NUMERIC, "numeric")
-        check_axes(self.name, self.axes, x.ndim, x.shape)
-        return aval(tuple(d for i, d in enumerate(x.shape) if i not in self.axes), x.dtype)
-
-    batch = shifted("axes")
-
-    def linearize(self, b, primal_in, primal_out, t):
-        return [lin(b, self, t, [A])]
-
-    def transpose_rule(self, b, ct, inputs, mode):
-        shape = inputs[0].shape
-        kept = tuple(i for i in range(len(shape)) if i not in self.axes)
-        return [lin(b, BroadcastInDim(shape, kept), ct, [A])]
-
-    def lower(self, lo, out, x):
-        return lo.reduce(x, lo.scalar(0, out.dtype), "stablehlo.add", self.axes, out)
-
-    def impl(self, x):
-        return np.sum(x, axis=self.axes, dtype=x.dtype)
-
-
-@register
-@dataclass(frozen=True)
-class ReduceMax(Primitive):
-    """Maximum over `axes` (the reduced axes are removed); a reduced axis must be non-empty."""
-
-    axes: tuple[int, ...]
-
-    def __post_init__(self):
-        object.__setattr__(self, "axes", tuple(sorted(ints(self.axes))))
-
-    def abstract_eval(self, x):
-        check_dtype(self.name, x, REAL, "real")
-        check_axes(self.name, self.axes, x.ndim, x.shape)
-        if any(x.shape[a] == 0 for a in self.axes):
-            raise ValueError(f"{self.name}: cannot reduce an empty axis of shape {x.shape}")
-        return aval(tuple(d for i, d in enumerate(x.shape) if i not in self.axes), x.dtype)
-
-    batch = shifted("axes")
-
-    def linearize(self, b, primal_in, primal_out, t):
-        # Ties share the tangent equally (as in JAX): w = (x == max) / count.
-        from tidu.ops.elementwise import Compare, Div
-
-        x = primal_in[0]
-        kept = tuple(i for i in range(x.ndim) if i not in self.axes)
-        ymax = fix(b, BroadcastInDim(x.shape, kept), primal_out[0])
-        hit = fix(b, Convert(x.dtype.name), fix(b, Compare("EQ"), x, ymax))
-        count = fix(b, BroadcastInDim(x.shape, kept), fix(b, ReduceSum(self.axes), hit))
-        return [lin(b, ReduceSum(self.axes), [scale(b, fix(b, Div(), hit, count), t[0])], [A])]
-
-    def lower(self, lo, out, x):
-        dt = out.dtype
-        low = -np.inf if dt.kind == "f" else np.iinfo(dt).min
-        return lo.reduce(x, lo.scalar(low, dt), "stablehlo.maximum", self.axes, out)
-
-    def impl(self, x):
-        return np.max(x, axis=self.axes)
-
-
-# ---- layout ----
-
-@register
-@dataclass(frozen=True)
-class BroadcastInDim(Primitive):
-    """Operand axis i becomes output axis dims[i] (size equal or 1); other axes are broadcast."""
-
-    shape: tuple[int, ...]
-    dims: tuple[int, ...]
-    linear = True
-
-    def __post_init__(self):
-        _frozen_ints(self, "shape", "dims")
-
-    def abstract_eval(self, x):
-        check_dtype(self.name, x, ALL, "supported")
-        if len(self.dims) != x.ndim:
-            raise ValueError(f"{self.name}: dims {self.dims} do not match operand shape {x.shape}")
-        if any(not 0 <= d < len(self.shape) for d in self.dims) or \
-                any(b <= a for a, b in zip(self.dims, self.dims[1:])):
-            raise ValueError(f"{self.name}: dims {self.dims} must be increasing axes of "
-                             f"output shape {self.shape}")
-        for i, d in enumerate(self.dims):
-            if x.shape[i] not in (1, self.shape[d]):
-                raise ValueError(f"{self.name}: operand shape {x.shape} cannot broadcast to "
-                                 f"{self.shape} with dims {self.dims}")
-        return aval(self.shape, x.dtype)
-
-    def batch(self, b, primal_in, primal_out, bt):
-        n = batch_size(b, bt)
-        return [fix(b, BroadcastInDim((n,) + self.shape, (0,) + tuple(d + 1 for d in self.dims)),
-                    bt[0])]
-
-    def linearize(self, b, primal_in, primal_out, t):
-        return [lin(b, self, t, [A])]
-
-    def transpose_rule(self, b, ct, inputs, mode):
-        in_shape = inputs[0].shape
-        summed = [i for i in range(len(self.shape)) if i not in self.dims]
-        summed += [d for i, d in enumerate(self.dims) if in_shape[i] == 1 and self.shape[d] != 1]
-        out = lin(b, ReduceSum(tuple(summed)), ct, [A]) if summed else ct[0]
-        if aval_of(b, out).shape != in_shape:
-            out = lin(b, Reshape(in_shape), [out], [A])
-        return [out]
-
-    def lower(self, lo, out, x):
-        dims = tuple(range(lo.nb)) + lo.ax(self.dims)
-        return lo.op("stablehlo.broadcast_in_dim", [x], out,
-                     f"broadcast_dimensions = {i64_array(dims)}")
-
-    def impl(self, x):
-        expanded = [1] * len(self.shape)
-        for i, d in enumerate(self.dims):
-            expanded[d] = x.shape[i]
-        return np.broadcast_to(np.reshape(x, expanded), self.shape)
-
-
-@register
-@dataclass(frozen=True)
-class Reshape(Primitive):
-    shape: tuple[int, ...]
-    linear = True
-
-    def __post_init__(self):
-        _frozen_ints(self, "shape")
-
-    def abstract_eval(self, x):
-        check_dtype(self.name, x, ALL, "supported")
-        if math.prod(self.shape) != x.size:
-            raise ValueError(f"{self.name}: cannot reshape {x.shape} ({x.size} elements) "
-                             f"to {self.shape}")
-        return aval(self.shape, x.dtype)
-
-    def batch(self, b, primal_in, primal_out, bt):
-        return [fix(b, Reshape((batch_size(b, bt),) + self.shape), bt[0])]
-
-    def linearize(self, b, primal_in, primal_out, t):
-        return [lin(b, self, t, [A])]
-
-    def transpose_rule(self, b, ct, inputs, mode):
-        return [lin(b, Reshape(inputs[0].shape), ct, [A])]
-
-    def lower(self, lo, out, x):
-        return lo.op("stablehlo.reshape", [x], out)
-
-    def impl(self, x):
-        return np.reshape(x, self.shape)
-
-
-@register
-@dataclass(frozen=True)
-class Transpose(Primitive):
-    """Output axis i is operand axis perm[i]."""
-
-    perm: tuple[int, ...]
-    linear = True
-
-    def __post_init__(self):
-        _frozen_ints(self, "perm")
-
-    def abstract_eval(self, x):
-        check_dtype(self.name, x, ALL, "supported")
-        if sorted(self.perm) != list(range(x.ndim)):
-            raise ValueError(f"{self.name}: perm {self.perm} is not a permutation of the axes "
-                             f"of shape {x.shape}")
-        return aval(tuple(x.shape[p] for p in self.perm), x.dtype)
-
-    def batch(self, b, primal_in, primal_out, bt):
-        return [fix(b, Transpose((0,) + tuple(p + 1 for p in self.perm)), bt[0])]
-
-    def linearize(self, b, primal_in, primal_out, t):
-        return [lin(b, self, t, [A])]
-
-    def transpose_rule(self, b, ct, inputs, mode):
-        inverse = tuple(sorted(range(len(self.perm)), key=self.perm.__getitem__))
-        return [lin(b, Transpose(inverse), ct, [A])]
-
-    def lower(self, lo, out, x):
-        perm = tuple(range(lo.nb)) + lo.ax(self.perm)
-        return lo.op("stablehlo.transpose", [x], out, f"permutation = {i64_array(perm)}")
-
-    def impl(self, x):
-        return np.transpose(x, self.perm)
+from tidu.backends.xla.hlo import i64_array
+from tidu.graph import aval
+from tidu.ops.core import (
+    ALL,
+    BOOL,
+    NUMERIC,
+    A,
+    F,
+    Primitive,
+    Transpose,
+    _frozen_ints,
+    all_batched,
+    aval_of,
+    batch_size,
+    bilinear,
+    check_axes,
+    check_dtype,
+    check_same,
+    conj_fixed,
+    const,
+    fix,
+    ints,
+    lin,
+    linear_self,
+    move_to_front,
+    same_op_batched,
+    shifted,
+)
 
 
 @register
@@ -317,50 +135,6 @@ class DotGeneral(Primitive):
 
 @register
 @dataclass(frozen=True)
-class Convert(Primitive):
-    """Cast to `dtype`; complex to real is refused (take Real first)."""
-
-    dtype: str
-
-    def __post_init__(self):
-        dt = np.dtype(self.dtype)
-        check_dtype(self.name, aval((), dt), ALL, "supported")
-        object.__setattr__(self, "dtype", dt.name)
-
-    linear = True
-
-    def abstract_eval(self, x):
-        check_dtype(self.name, x, ALL, "supported")
-        if x.dtype in COMPLEXES and np.dtype(self.dtype) not in COMPLEXES:
-            raise TypeError(f"{self.name}: cannot convert {x.dtype} to {self.dtype} "
-                            f"(take real() first)")
-        return aval(x.shape, self.dtype)
-
-    batch = same_op_batched
-
-    def linearize(self, b, primal_in, primal_out, t):
-        return [lin(b, self, t, [A])]
-
-    def transpose_rule(self, b, ct, inputs, mode):
-        src = inputs[0].dtype
-        out = ct[0]
-        if src.kind != "c" and np.dtype(self.dtype).kind == "c":  # adjoint of embedding: Re
-            from tidu.ops.elementwise import Real
-
-            out = lin(b, Real(), [out], [A])
-        if aval_of(b, out).dtype != src:
-            out = lin(b, Convert(src.name), [out], [A])
-        return [out]
-
-    def lower(self, lo, out, x):
-        return lo.op("stablehlo.convert", [x], out)
-
-    def impl(self, x):
-        return np.asarray(x).astype(self.dtype)
-
-
-@register
-@dataclass(frozen=True)
 class Select(Primitive):
     """pred ? on_true : on_false elementwise; pred is bool of the same shape."""
 
@@ -369,7 +143,8 @@ class Select(Primitive):
             raise TypeError(f"{self.name}: predicate dtype {pred.dtype} is not bool")
         a = check_same(self.name, (on_true, on_false))
         if pred.shape != a.shape:
-            raise ValueError(f"{self.name}: predicate shape {pred.shape} vs operand shape {a.shape}")
+            raise ValueError(f"{self.name}: predicate shape {pred.shape} vs operand shape "
+                             f"{a.shape}")
         return a
 
     batch = same_op_batched
@@ -377,8 +152,9 @@ class Select(Primitive):
     def linearize(self, b, primal_in, primal_out, t):
         if t[1] is None and t[2] is None:
             return [None]
-        args = [primal_in[0]] + [ti if ti is not None else const(b, 0, x.aval)
-                                 for x, ti in zip(primal_in[1:], t[1:])]
+        args = [primal_in[0]] + [
+            ti if ti is not None else const(b, 0, x.aval) for x, ti in zip(primal_in[1:], t[1:])
+        ]
         return [lin(b, self, args, [F, t[1] is not None, t[2] is not None])]
 
     def transpose_rule(self, b, ct, inputs, mode):
@@ -402,6 +178,7 @@ class Select(Primitive):
 
 # ---- indexing ----
 
+
 @register
 @dataclass(frozen=True)
 class Slice(Primitive):
@@ -418,15 +195,21 @@ class Slice(Primitive):
     def abstract_eval(self, x):
         check_dtype(self.name, x, ALL, "supported")
         if not len(self.start) == len(self.limit) == len(self.stride) == x.ndim:
-            raise ValueError(f"{self.name}: start/limit/stride lengths "
-                             f"{len(self.start)}/{len(self.limit)}/{len(self.stride)} do not match "
-                             f"operand shape {x.shape}")
+            raise ValueError(
+                f"{self.name}: start/limit/stride lengths "
+                f"{len(self.start)}/{len(self.limit)}/{len(self.stride)} do not match "
+                f"operand shape {x.shape}"
+            )
         for s, l, st, d in zip(self.start, self.limit, self.stride, x.shape):
             if not (0 <= s <= l <= d and st >= 1):
-                raise ValueError(f"{self.name}: bounds start={self.start} limit={self.limit} "
-                                 f"stride={self.stride} invalid for shape {x.shape}")
-        return aval(tuple(-(-(l - s) // st) for s, l, st in
-                          zip(self.start, self.limit, self.stride)), x.dtype)
+                raise ValueError(
+                    f"{self.name}: bounds start={self.start} limit={self.limit} "
+                    f"stride={self.stride} invalid for shape {x.shape}"
+                )
+        return aval(
+            tuple(-(-(l - s) // st) for s, l, st in zip(self.start, self.limit, self.stride)),
+            x.dtype,
+        )
 
     def batch(self, b, primal_in, primal_out, bt):
         n = batch_size(b, bt)
@@ -448,10 +231,14 @@ class Slice(Primitive):
 
     def lower(self, lo, out, x):
         b = lo.batch
-        return lo.op("stablehlo.slice", [x], out,
-                     f"start_indices = {i64_array(lo.lead(0) + self.start)}, "
-                     f"limit_indices = {i64_array(lo.lead(b) + self.limit)}, "
-                     f"strides = {i64_array(lo.lead(1) + self.stride)}")
+        return lo.op(
+            "stablehlo.slice",
+            [x],
+            out,
+            f"start_indices = {i64_array(lo.lead(0) + self.start)}, "
+            f"limit_indices = {i64_array(lo.lead(b) + self.limit)}, "
+            f"strides = {i64_array(lo.lead(1) + self.stride)}",
+        )
 
     def impl(self, x):
         return x[tuple(slice(s, l, st) for s, l, st in zip(self.start, self.limit, self.stride))]
@@ -473,13 +260,21 @@ class Pad(Primitive):
     def abstract_eval(self, x):
         check_dtype(self.name, x, ALL, "supported")
         if not len(self.low) == len(self.high) == len(self.interior) == x.ndim:
-            raise ValueError(f"{self.name}: low/high/interior lengths do not match operand "
-                             f"shape {x.shape}")
+            raise ValueError(
+                f"{self.name}: low/high/interior lengths do not match operand shape {x.shape}"
+            )
         if any(v < 0 for v in self.low + self.high + self.interior):
-            raise ValueError(f"{self.name}: negative padding low={self.low} high={self.high} "
-                             f"interior={self.interior}")
-        return aval(tuple(lo + hi + d + max(d - 1, 0) * it for lo, hi, it, d in
-                          zip(self.low, self.high, self.interior, x.shape)), x.dtype)
+            raise ValueError(
+                f"{self.name}: negative padding low={self.low} high={self.high} "
+                f"interior={self.interior}"
+            )
+        return aval(
+            tuple(
+                lo + hi + d + max(d - 1, 0) * it
+                for lo, hi, it, d in zip(self.low, self.high, self.interior, x.shape)
+            ),
+            x.dtype,
+        )
 
     def batch(self, b, primal_in, primal_out, bt):
         args = all_batched(b, primal_in, bt)
@@ -490,23 +285,31 @@ class Pad(Primitive):
 
     def transpose_rule(self, b, ct, inputs, mode):
         start = tuple(self.low)
-        limit = tuple(lo + ((d - 1) * (it + 1) + 1 if d else 0)
-                      for lo, it, d in zip(self.low, self.interior, inputs[0].shape))
+        limit = tuple(
+            lo + ((d - 1) * (it + 1) + 1 if d else 0)
+            for lo, it, d in zip(self.low, self.interior, inputs[0].shape)
+        )
         stride = tuple(it + 1 for it in self.interior)
         return [lin(b, Slice(start, limit, stride), ct, [A])]
 
     def lower(self, lo, out, x):
         z = lo.lead(0)
-        return lo.op("stablehlo.pad", [x, lo.scalar(0, out.dtype)], out,
-                     f"edge_padding_low = {i64_array(z + self.low)}, "
-                     f"edge_padding_high = {i64_array(z + self.high)}, "
-                     f"interior_padding = {i64_array(z + self.interior)}")
+        return lo.op(
+            "stablehlo.pad",
+            [x, lo.scalar(0, out.dtype)],
+            out,
+            f"edge_padding_low = {i64_array(z + self.low)}, "
+            f"edge_padding_high = {i64_array(z + self.high)}, "
+            f"interior_padding = {i64_array(z + self.interior)}",
+        )
 
     def impl(self, x):
         out_shape = self.abstract_eval(aval(x.shape, x.dtype)).shape
         out = np.zeros(out_shape, dtype=x.dtype)
-        idx = tuple(slice(lo, lo + (d - 1) * (it + 1) + 1 if d else lo, it + 1)
-                    for lo, it, d in zip(self.low, self.interior, x.shape))
+        idx = tuple(
+            slice(lo, lo + (d - 1) * (it + 1) + 1 if d else lo, it + 1)
+            for lo, it, d in zip(self.low, self.interior, x.shape)
+        )
         out[idx] = x
         return out
 
@@ -529,10 +332,12 @@ class Concatenate(Primitive):
         for x in xs[1:]:
             if x.dtype != first.dtype:
                 raise TypeError(f"{self.name}: dtype mismatch {first.dtype} vs {x.dtype}")
-            if x.ndim != first.ndim or any(a != b for i, (a, b) in
-                                           enumerate(zip(x.shape, first.shape)) if i != self.axis):
-                raise ValueError(f"{self.name}: shape mismatch {first.shape} vs {x.shape} "
-                                 f"off axis {self.axis}")
+            if x.ndim != first.ndim or any(
+                a != b for i, (a, b) in enumerate(zip(x.shape, first.shape)) if i != self.axis
+            ):
+                raise ValueError(
+                    f"{self.name}: shape mismatch {first.shape} vs {x.shape} off axis {self.axis}"
+                )
         shape = list(first.shape)
         shape[self.axis] = sum(x.shape[self.axis] for x in xs)
         return aval(tuple(shape), first.dtype)
@@ -556,21 +361,73 @@ class Concatenate(Primitive):
         return out
 
     def lower(self, lo, out, *xs):
-        return lo.op("stablehlo.concatenate", xs, out,
-                     f"dimension = {self.axis + lo.nb} : i64")
+        return lo.op("stablehlo.concatenate", xs, out, f"dimension = {self.axis + lo.nb} : i64")
 
     def impl(self, *xs):
         return np.concatenate(xs, axis=self.axis)
 
 
+# ---- no differentiable operand ----
+
+
+@register
+@dataclass(frozen=True)
+class Iota(Primitive):
+    """0, 1, 2, ... along `dimension`, broadcast over the other axes of `shape`."""
+
+    shape: tuple[int, ...]
+    dtype: str
+    dimension: int
+    differentiable = False
+
+    def __post_init__(self):
+        object.__setattr__(self, "shape", ints(self.shape))
+        object.__setattr__(self, "dtype", np.dtype(self.dtype).name)
+
+    def abstract_eval(self):
+        a = aval(self.shape, self.dtype)
+        check_dtype(self.name, a, NUMERIC, "numeric")
+        if not 0 <= self.dimension < len(self.shape):
+            raise ValueError(
+                f"{self.name}: dimension {self.dimension} out of range for shape {self.shape}"
+            )
+        return a
+
+    def lower(self, lo, out):
+        return lo.source("stablehlo.iota", f"iota_dimension = {self.dimension} : i64", out)
+
+    def impl(self):
+        idx = np.arange(self.shape[self.dimension], dtype=self.dtype)
+        expanded = [1] * len(self.shape)
+        expanded[self.dimension] = self.shape[self.dimension]
+        return np.broadcast_to(idx.reshape(expanded), self.shape)
+
+
+@register
+@dataclass(frozen=True)
+class StopGradient(Primitive):
+    """The identity on values; no tangent flows through it."""
+
+    batch = same_op_batched
+
+    differentiable = False
+
+    def abstract_eval(self, x):
+        check_dtype(self.name, x, ALL, "supported")
+        return x
+
+    def lower(self, lo, out, x):
+        return x
+
+    def impl(self, x):
+        return x
+
+
+# ---- helpers ----
+
+
 def _csv(xs) -> str:
     return ", ".join(map(str, xs))
-
-
-def i64_array(xs) -> str:
-    from tidu.backends.xla import i64_array as arr
-
-    return arr(xs)
 
 
 def primal_shape(b, local):

@@ -188,8 +188,9 @@ def _unary_float(cls, x) -> "Tracer":
 
 # The compiled fast path (pyx/trace/tracer.pxi) takes Tracer op Tracer (one trace, one abstract
 # value), Tracer op Python float/int (a float/complex Tracer of any shape) and unary ops of a
-# Tracer.  It emits the nodes the general paths above would emit for those operands, with shape/dtype rules it asks for
-# here once per (op, abstract value) or (op, abstract value, scalar) and memoises by id:
+# Tracer.  It emits the nodes the general paths above would emit for those operands, with
+# shape/dtype rules it asks for here once per (op, abstract value) or (op, abstract value,
+# scalar) and memoises by id:
 #   rule(av) -> (prim id, output aval) or None (the general path for this aval),
 #   scalar_rule(av, s) -> (Constant prim id, Constant aval id, BroadcastInDim prim id, its aval id
 #   (None, None at rank 0), prim id, output aval): numpy 2's weak scalar promotion keeps the

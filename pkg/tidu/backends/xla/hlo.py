@@ -69,7 +69,8 @@ class Lowering:
         self.lines: list[str] = []
         self._n = 0
         self.platform = platform  # the target, for rules that splice platform-specific code
-        self.funcs: dict[str, str] = {}  # private func.func definitions by name (ops/_splice.py)
+        # private func.func definitions by name (backends/xla/splice.py)
+        self.funcs: dict[str, str] = {}
 
     # -- naming and types --
     def fresh(self) -> str:

@@ -1,5 +1,6 @@
-"""Gather/scatter primitives: Gather, Scatter (set/add/mul/min/max), DynamicSlice,
-DynamicUpdateSlice.  Index operands are integer arrays (int32/int64) and never carry a tangent.
+"""Gather/scatter primitives: Gather, Scatter (set/add/mul/min/max); DynamicSlice and
+DynamicUpdateSlice (``dynamic_slice``) build on their helpers.  Index operands are integer arrays
+(int32/int64) and never carry a tangent.
 
 Out-of-range rules (the StableHLO ones, which are also jax's defaults):
 
@@ -22,28 +23,52 @@ from enum import IntEnum
 
 import numpy as np
 
-from tidu.graph import aval
-from tidu.ops._base import (ALL, INTS, NUMERIC, REAL, Primitive, check_dtype, ints)
-from tidu.ops._rules import A, F, add_all, aval_of, conj_fixed, const, fix, lin, scale
 from tidu.ad.rules import register
+from tidu.backends.xla.hlo import i64_array, tensor_type
+from tidu.graph import aval
+from tidu.ops.core import (
+    ALL,
+    INTS,
+    NUMERIC,
+    REAL,
+    A,
+    Add,
+    BroadcastInDim,
+    Convert,
+    F,
+    Mul,
+    Primitive,
+    Reshape,
+    Transpose,
+    add_all,
+    aval_of,
+    batch_size,
+    broadcast_batch,
+    check_dtype,
+    conj_fixed,
+    const,
+    fix,
+    lin,
+    move_to_front,
+    scale,
+)
+from tidu.ops.elementwise import Compare, Div, Max, Min
+from tidu.ops.structural import Iota, Select
 
-__all__ = ["Gather", "Scatter", "ScatterMode", "DynamicSlice", "DynamicUpdateSlice"]
+__all__ = ["Gather", "Scatter", "ScatterMode"]
 
 
 # ---- helpers: fixed index arithmetic inside rules ----
 
+
 def _clamp(b, idx, n: int):
     """idx clamped to [0, n - 1] (a fixed value)."""
-    from tidu.ops.elementwise import Max, Min
-
     av = aval_of(b, idx)
     return fix(b, Min(), fix(b, Max(), idx, const(b, 0, av)), const(b, max(n - 1, 0), av))
 
 
 def _bcast(b, v, shape, first: int):
     """A fixed value of shape I put at axes [first, first + len(I)) of `shape`."""
-    from tidu.ops.structural import BroadcastInDim
-
     nd = aval_of(b, v).ndim
     if tuple(shape) == aval_of(b, v).shape:
         return v
@@ -52,8 +77,6 @@ def _bcast(b, v, shape, first: int):
 
 def _in_range(b, idx, n: int, shape, axis: int):
     """Bool mask over `shape` (an update's shape): its index lies in [0, n)."""
-    from tidu.ops.elementwise import Compare
-
     return _bcast(b, fix(b, Compare("EQ"), idx, _clamp(b, idx, n)), shape, axis)
 
 
@@ -92,14 +115,13 @@ def _lower_dims(lo, xnd: int, qnd: int, axis: int, kind: str) -> str:
 
 def _index_vector(lo, idx_av, idx):
     """Indices of shape I as I + (1,) (the index vector StableHLO reads)."""
-    from tidu.backends.xla import i64_array
-
     q = idx_av.ndim
     return lo.op("stablehlo.broadcast_in_dim", [idx], aval(idx_av.shape + (1,), idx_av.dtype),
                  f"broadcast_dimensions = {i64_array(range(lo.nb + q))}")
 
 
 # ---- gather ----
+
 
 @register
 @dataclass(frozen=True)
@@ -133,8 +155,6 @@ class Gather(Primitive):
         return [_zeros_scatter(b, self.axis, x.aval, _clamp(b, idx, n), ct[0]), None]
 
     def lower(self, lo, out, x, idx):
-        from tidu.backends.xla import i64_array
-
         x_av, i_av = _unbatched(x, lo), _unbatched(idx, lo)
         sizes = lo.lead(1) + tuple(1 if k == self.axis else d for k, d in enumerate(x_av.shape))
         dims = _lower_dims(lo, x_av.ndim, i_av.ndim, self.axis, "gather")
@@ -157,6 +177,7 @@ def _unbatched(v, lo):
 
 # ---- scatter ----
 
+
 class ScatterMode(IntEnum):
     """How a Scatter combines an update with the value it lands on."""
 
@@ -175,6 +196,8 @@ class ScatterMode(IntEnum):
 _MODE_DTYPES = {ScatterMode.SET: (ALL, "supported"), ScatterMode.ADD: (NUMERIC, "numeric"),
                 ScatterMode.MUL: (NUMERIC, "numeric"), ScatterMode.MIN: (REAL, "real"),
                 ScatterMode.MAX: (REAL, "real")}
+
+
 _HLO_COMBINE = {ScatterMode.ADD: "stablehlo.add", ScatterMode.MUL: "stablehlo.multiply",
                 ScatterMode.MIN: "stablehlo.minimum", ScatterMode.MAX: "stablehlo.maximum"}
 
@@ -239,9 +262,6 @@ class Scatter(Primitive):
     def _mul_du(self, b, x, idx, u, tu):
         """d/du of x[p] * prod u[k]: c[k] du[k] scattered, c[k] = x[p] * prod_{j != k} u[j]
         without dividing by zero (jax's rule assumes unique indices; this one does not)."""
-        from tidu.ops.elementwise import Compare, Div
-        from tidu.ops.structural import Convert, Select
-
         n = x.aval.shape[self.axis]
         ci = _clamp(b, idx, n)
         nz = fix(b, Compare("NE"), u, const(b, 0, u.aval))
@@ -249,33 +269,46 @@ class Scatter(Primitive):
         u1 = fix(b, Select(), nz, u, one_u)
         prod_nz = fix(b, Scatter(self.axis, "mul"), const(b, 1, x.aval), idx, u1)
         zeros_i = fix(b, Convert("int64"), fix(b, Compare("EQ"), u, const(b, 0, u.aval)))
-        zc = fix(b, Scatter(self.axis, "add"), const(b, 0, aval(x.aval.shape, "int64")), idx, zeros_i)
+        zc = fix(b, Scatter(self.axis, "add"), const(b, 0, aval(x.aval.shape, "int64")), idx,
+                 zeros_i)
         zk = fix(b, Gather(self.axis), zc, ci)
         zero_k = const(b, 0, aval_of(b, zk))
         one_k = const(b, 1, aval_of(b, zk))
         zero_u = const(b, 0, u.aval)
-        w = fix(b, Select(), nz,
-                fix(b, Select(), fix(b, Compare("EQ"), zk, zero_k), fix(b, Div(), one_u, u1), zero_u),
-                fix(b, Select(), fix(b, Compare("EQ"), zk, one_k), one_u, zero_u))
-        from tidu.ops.elementwise import Mul
-
-        c = fix(b, Mul(), fix(b, Mul(), fix(b, Gather(self.axis), x, ci),
-                               fix(b, Gather(self.axis), prod_nz, ci)), w)
+        w = fix(
+            b,
+            Select(),
+            nz,
+            fix(b, Select(), fix(b, Compare("EQ"), zk, zero_k), fix(b, Div(), one_u, u1), zero_u),
+            fix(b, Select(), fix(b, Compare("EQ"), zk, one_k), one_u, zero_u),
+        )
+        c = fix(
+            b,
+            Mul(),
+            fix(b, Mul(), fix(b, Gather(self.axis), x, ci), fix(b, Gather(self.axis), prod_nz, ci)),
+            w,
+        )
         return _zeros_scatter(b, self.axis, x.aval, idx, scale(b, c, tu))
 
     def _extremal(self, b, x, idx, u, r, tx, tu):
         """min/max: the tangent of whichever of x and the updates equals the result; ties share
         it equally (as jax's scatter_min/max JVP)."""
-        from tidu.ops.elementwise import Compare, Div, Add
-        from tidu.ops.structural import Convert, Select
-
         n = x.aval.shape[self.axis]
         ci = _clamp(b, idx, n)
         dt = x.aval.dtype.name
         valid = _in_range(b, idx, n, u.aval.shape, self.axis)
         rk = fix(b, Gather(self.axis), r, ci)
-        hu = fix(b, Convert(dt), fix(b, Select(), valid, fix(b, Compare("EQ"), u, rk),
-                                     const(b, False, aval(u.aval.shape, "bool"))))
+        hu = fix(
+            b,
+            Convert(dt),
+            fix(
+                b,
+                Select(),
+                valid,
+                fix(b, Compare("EQ"), u, rk),
+                const(b, False, aval(u.aval.shape, "bool")),
+            ),
+        )
         hx = fix(b, Convert(dt), fix(b, Compare("EQ"), x, r))
         cnt = fix(b, Add(), hx, fix(b, Scatter(self.axis, "add"), const(b, 0, x.aval), idx, hu))
         terms = []
@@ -287,10 +320,6 @@ class Scatter(Primitive):
         return add_all(b, terms)
 
     def transpose_rule(self, b, ct, inputs, mode):
-        from tidu.ops.elementwise import Compare
-        from tidu.ops.sources import Iota
-        from tidu.ops.structural import Reshape, Select
-
         x, idx, u = inputs
         m = mode.active_mask
         if m[1]:
@@ -331,19 +360,27 @@ class Scatter(Primitive):
         if self.mode == ScatterMode.SET:
             body = f'      "stablehlo.return"({c}) : ({st}) -> ()\n'
         else:
-            body = (f'      {s} = "{_HLO_COMBINE[self.mode]}"({a}, {c}) : ({st}, {st}) -> {st}\n'
-                    f'      "stablehlo.return"({s}) : ({st}) -> ()\n')
+            body = (
+                f'      {s} = "{_HLO_COMBINE[self.mode]}"({a}, {c}) : ({st}, {st}) -> {st}\n'
+                f'      "stablehlo.return"({s}) : ({st}) -> ()\n'
+            )
         region = f"    ^bb0({a}: {st}, {c}: {st}):\n{body}    "
-        return lo.op("stablehlo.scatter", [x, _index_vector(lo, i_av, idx), u], out,
-                     f"scatter_dimension_numbers = #stablehlo.scatter<{dims}>, "
-                     f"indices_are_sorted = false, unique_indices = false", region=region)
+        return lo.op(
+            "stablehlo.scatter",
+            [x, _index_vector(lo, i_av, idx), u],
+            out,
+            f"scatter_dimension_numbers = #stablehlo.scatter<{dims}>, "
+            f"indices_are_sorted = false, unique_indices = false",
+            region=region,
+        )
 
     def impl(self, x, idx, u):
         out = np.array(x, copy=True)
         n = x.shape[self.axis]
         xa = np.moveaxis(out, self.axis, 0)
-        ua = np.moveaxis(u, list(range(self.axis, self.axis + idx.ndim)),
-                         list(range(idx.ndim))).reshape((idx.size,) + xa.shape[1:])
+        ua = np.moveaxis(
+            u, list(range(self.axis, self.axis + idx.ndim)), list(range(idx.ndim))
+        ).reshape((idx.size,) + xa.shape[1:])
         for j, p in enumerate(np.asarray(idx).reshape(-1).tolist()):
             if not 0 <= p < n:
                 continue
@@ -362,242 +399,26 @@ class Scatter(Primitive):
 
 
 def _el(dtype) -> str:
-    from tidu.backends.xla import tensor_type
-
-    return tensor_type((), dtype)[len("tensor<"):-1]
-
-
-# ---- dynamic slices ----
-
-def _csv(xs) -> str:
-    return ", ".join(map(str, xs))
-
-
-def _same_type(lo, starts):
-    """Unbatched scalar starts with one element type (StableHLO's rule): int64 when mixed."""
-    if len({s.type for s in starts}) <= 1:
-        return list(starts)
-    return [s if _unbatched(s, lo).dtype == np.dtype("int64") else
-            lo.op("stablehlo.convert", [s], aval((), "int64")) for s in starts]
-
-
-def _start_vector(lo, starts):
-    """Batched scalar starts (each of shape (B,)) as one (B, r) int64 index tensor."""
-    cols = []
-    for s in starts:
-        if _unbatched(s, lo).dtype != np.dtype("int64"):
-            s = lo.op("stablehlo.convert", [s], aval((), "int64"))
-        cols.append(lo.op("stablehlo.reshape", [s], aval((1,), "int64")))
-    if len(cols) == 1:
-        return cols[0]
-    return lo.op("stablehlo.concatenate", cols, aval((len(cols),), "int64"), "dimension = 1 : i64")
-
-
-def _starts(name, x, starts):
-    if len(starts) != x.ndim:
-        raise ValueError(f"{name}: {len(starts)} start indices for operand shape {x.shape} "
-                         f"(one per axis)")
-    for k, s in enumerate(starts):
-        if s.dtype not in INTS or s.ndim:
-            raise TypeError(f"{name}: start index {k} must be a scalar int32/int64, got {s}")
-
-
-@register
-@dataclass(frozen=True)
-class DynamicSlice(Primitive):
-    """x[s0:s0+sizes[0], s1:s1+sizes[1], ...] with traced scalar starts, each clamped to
-    [0, dim - size] (as StableHLO/jax)."""
-
-    sizes: tuple[int, ...]
-    linear = True  # in x
-
-    def __post_init__(self):
-        object.__setattr__(self, "sizes", ints(self.sizes))
-
-    def abstract_eval(self, x, *starts):
-        check_dtype(self.name, x, ALL, "supported")
-        _starts(self.name, x, starts)
-        if len(self.sizes) != x.ndim or any(not 0 <= s <= d for s, d in zip(self.sizes, x.shape)):
-            raise ValueError(f"{self.name}: slice sizes {self.sizes} do not fit operand shape "
-                             f"{x.shape}")
-        return aval(self.sizes, x.dtype)
-
-    def batch(self, b, primal_in, primal_out, bt):
-        # Starts shared by the batch: one DynamicSlice with a leading full window.  Starts per
-        # element: one Gather per axis with the positions each window covers.
-        from tidu.ops._batching import batch_size
-
-        x, starts, bx, bs = primal_in[0], primal_in[1:], bt[0], bt[1:]
-        n_b = batch_size(b, bt)
-        if all(s is None for s in bs):
-            z = const(b, 0, starts[0].aval if starts else aval((), "int64"))
-            return [fix(b, DynamicSlice((n_b,) + self.sizes), bx, z, *starts)]
-        cur, bcur = x, bx
-        for d, (size, dim) in enumerate(zip(self.sizes, x.aval.shape)):
-            if bs[d] is None:
-                idx = _window_index(b, starts[d], size, dim)
-                if bcur is None:
-                    cur = fix(b, Gather(d), cur, idx)
-                else:
-                    bcur = _gather_batch(d, b, None, idx, bcur, None)
-            else:
-                bcur = _gather_batch(d, b, cur, None, bcur, _window_index(b, bs[d], size, dim))
-        return [bcur]
-
-    def linearize(self, b, primal_in, primal_out, t):
-        if t[0] is None:
-            return [None]
-        return [lin(b, self, [t[0], *primal_in[1:]], [A] + [F] * (len(primal_in) - 1))]
-
-    def transpose_rule(self, b, ct, inputs, mode):
-        if any(mode.active_mask[1:]):
-            raise ValueError("DynamicSlice: start indices are never active")
-        x = inputs[0]
-        z = const(b, 0, x.aval)
-        return [lin(b, DynamicUpdateSlice(), [z, ct[0], *inputs[1:]],
-                    [F, A] + [F] * (len(inputs) - 1))] + [None] * (len(inputs) - 1)
-
-    def lower(self, lo, out, x, *starts):
-        from tidu.backends.xla import i64_array
-
-        if lo.nb and starts:  # per-point starts: a gather (which clamps the same way)
-            r = len(starts)
-            dims = (f"offset_dims = [{_csv(range(1, r + 1))}], operand_batching_dims = [0], "
-                    f"start_indices_batching_dims = [0], start_index_map = "
-                    f"[{_csv(range(1, r + 1))}], index_vector_dim = 1")
-            return lo.op("stablehlo.gather", [x, _start_vector(lo, starts)], out,
-                         f"dimension_numbers = #stablehlo.gather<{dims}>, indices_are_sorted = "
-                         f"false, slice_sizes = {i64_array((1,) + self.sizes)}")
-        return lo.op("stablehlo.dynamic_slice", [x, *_same_type(lo, starts)], out,
-                     f"slice_sizes = {i64_array(lo.lead(lo.batch) + self.sizes)}")
-
-    def impl(self, x, *starts):
-        s = [int(np.clip(v, 0, d - n)) for v, d, n in zip(starts, x.shape, self.sizes)]
-        return x[tuple(slice(a, a + n) for a, n in zip(s, self.sizes))]
-
-
-@register
-@dataclass(frozen=True)
-class DynamicUpdateSlice(Primitive):
-    """x with the window starting at (s0, s1, ...) replaced by `update`; starts clamped to
-    [0, dim - update dim] (as StableHLO/jax)."""
-
-    linear = True  # in (x, update) jointly
-
-    def abstract_eval(self, x, upd, *starts):
-        check_dtype(self.name, x, ALL, "supported")
-        if upd.dtype != x.dtype:
-            raise TypeError(f"{self.name}: update dtype {upd.dtype} does not match operand dtype "
-                            f"{x.dtype}")
-        _starts(self.name, x, starts)
-        if upd.ndim != x.ndim or any(u > d for u, d in zip(upd.shape, x.shape)):
-            raise ValueError(f"{self.name}: update shape {upd.shape} does not fit operand shape "
-                             f"{x.shape}")
-        return x
-
-    def batch(self, b, primal_in, primal_out, bt):
-        # Starts shared by the batch: one DynamicUpdateSlice with a leading full window.  Starts
-        # per element: a Scatter(set) of the flattened update at the flat positions it covers.
-        from tidu.ops._batching import batch_size, broadcast_batch
-        from tidu.ops.elementwise import Add, Mul
-        from tidu.ops.sources import Iota
-        from tidu.ops.structural import BroadcastInDim, Convert, Reshape
-
-        (x, u), starts = primal_in[:2], primal_in[2:]
-        n_b = batch_size(b, bt)
-        bx = bt[0] if bt[0] is not None else broadcast_batch(b, x, n_b)
-        bu = bt[1] if bt[1] is not None else broadcast_batch(b, u, n_b)
-        bs = bt[2:]
-        if all(s is None for s in bs):
-            z = const(b, 0, starts[0].aval if starts else aval((), "int64"))
-            return [fix(b, DynamicUpdateSlice(), bx, bu, z, *starts)]
-        shape, ushape = x.aval.shape, u.aval.shape
-        full = (n_b,) + ushape
-        flat = None
-        stride = 1
-        for d in reversed(range(len(shape))):
-            s = bs[d] if bs[d] is not None else starts[d]
-            s = fix(b, Convert("int64"), s) if aval_of(b, s).dtype != np.dtype("int64") else s
-            sc = _clamp(b, s, shape[d] - ushape[d] + 1)
-            sc = fix(b, BroadcastInDim(full, (0,) if bs[d] is not None else ()), sc)
-            pos = fix(b, Add(), sc, fix(b, Iota(full, "int64", d + 1)))
-            term = fix(b, Mul(), pos, const(b, stride, aval(full, "int64"))) if stride != 1 else pos
-            flat = term if flat is None else fix(b, Add(), flat, term)
-            stride *= shape[d]
-        m = int(np.prod(ushape, dtype=np.int64))
-        xf = fix(b, Reshape((n_b, stride)), bx)
-        out = _scatter_batch(Scatter(0, "set"), b, None, None, None, xf,
-                             fix(b, Reshape((n_b, m)), flat), fix(b, Reshape((n_b, m)), bu))
-        return [fix(b, Reshape((n_b,) + shape), out)]
-
-    def linearize(self, b, primal_in, primal_out, t):
-        x, u = primal_in[:2]
-        if t[0] is None and t[1] is None:
-            return [None]
-        args = [t[0] if t[0] is not None else const(b, 0, x.aval),
-                t[1] if t[1] is not None else const(b, 0, u.aval), *primal_in[2:]]
-        return [lin(b, self, args, [t[0] is not None, t[1] is not None] +
-                    [F] * (len(primal_in) - 2))]
-
-    def transpose_rule(self, b, ct, inputs, mode):
-        if any(mode.active_mask[2:]):
-            raise ValueError("DynamicUpdateSlice: start indices are never active")
-        x, u, starts = inputs[0], inputs[1], list(inputs[2:])
-        fixed = [F] * len(starts)
-        ct_x = ct_u = None
-        if mode.active_mask[0]:
-            ct_x = lin(b, self, [ct[0], const(b, 0, u.aval), *starts], [A, F] + fixed)
-        if mode.active_mask[1]:
-            ct_u = lin(b, DynamicSlice(u.shape), [ct[0], *starts], [A] + fixed)
-        return [ct_x, ct_u] + [None] * len(starts)
-
-    def lower(self, lo, out, x, upd, *starts):
-        if lo.nb and starts:  # per-point starts: starts clamped, then a scatter that sets
-            u_av, r = _unbatched(upd, lo), len(starts)
-            clamped = []
-            for s, d, n in zip(starts, out.shape, u_av.shape):
-                el = _unbatched(s, lo).dtype
-                clamped.append(lo.op("stablehlo.clamp", [lo.scalar(0, el), s,
-                                                         lo.scalar(d - n, el)], aval((), el)))
-            dims = (f"update_window_dims = [{_csv(range(1, r + 1))}], input_batching_dims = [0], "
-                    f"scatter_indices_batching_dims = [0], scatter_dims_to_operand_dims = "
-                    f"[{_csv(range(1, r + 1))}], index_vector_dim = 1")
-            st = f"tensor<{_el(out.dtype)}>"
-            a, c = lo.fresh(), lo.fresh()
-            region = f'    ^bb0({a}: {st}, {c}: {st}):\n      "stablehlo.return"({c}) : ({st}) -> ()\n    '
-            return lo.op("stablehlo.scatter", [x, _start_vector(lo, clamped), upd], out,
-                         f"scatter_dimension_numbers = #stablehlo.scatter<{dims}>, "
-                         f"indices_are_sorted = false, unique_indices = false", region=region)
-        return lo.op("stablehlo.dynamic_update_slice", [x, upd, *_same_type(lo, starts)], out)
-
-    def impl(self, x, upd, *starts):
-        out = np.array(x, copy=True)
-        s = [int(np.clip(v, 0, d - n)) for v, d, n in zip(starts, x.shape, upd.shape)]
-        out[tuple(slice(a, a + n) for a, n in zip(s, upd.shape))] = upd
-        return out
+    return tensor_type((), dtype)[len("tensor<") : -1]
 
 
 # ---- batching (vmap) ----
 
+
 def _flatten_batch(b, x, axis: int):
     """x of shape (B,) + s with its batch axis folded into axis `axis` of s: shape
     s[:axis] + (B * s[axis],) + s[axis+1:] (element b's positions come b * s[axis] later)."""
-    from tidu.ops.structural import Reshape, Transpose
-
     shape = aval_of(b, x).shape
     n_b, rest = shape[0], shape[1:]
     perm = tuple(range(1, axis + 1)) + (0,) + tuple(range(axis + 1, len(shape)))
     xt = fix(b, Transpose(perm), x) if axis else x
-    return fix(b, Reshape(rest[:axis] + (n_b * rest[axis],) + rest[axis + 1:]), xt)
+    return fix(b, Reshape(rest[:axis] + (n_b * rest[axis],) + rest[axis + 1 :]), xt)
 
 
 def _unflatten_batch(b, y, axis: int, n_b: int):
     """The inverse of _flatten_batch: batch axis back in front."""
-    from tidu.ops._batching import move_to_front
-    from tidu.ops.structural import Reshape
-
     shape = aval_of(b, y).shape
-    y = fix(b, Reshape(shape[:axis] + (n_b, shape[axis] // n_b) + shape[axis + 1:]), y)
+    y = fix(b, Reshape(shape[:axis] + (n_b, shape[axis] // n_b) + shape[axis + 1 :]), y)
     return move_to_front(b, y, axis)
 
 
@@ -605,10 +426,6 @@ def _batch_offsets(b, idx, n: int, drop: bool):
     """Batched indices idx (B,) + I made global over a batch folded into an axis of size n:
     idx + b * n, element b's own index clamped to [0, n) first (a gather), or sent out of range
     where it was out of range (a scatter, which drops it)."""
-    from tidu.ops.elementwise import Add, Compare, Mul
-    from tidu.ops.sources import Iota
-    from tidu.ops.structural import Select
-
     av = aval_of(b, idx)
     off = fix(b, Mul(), fix(b, Iota(av.shape, av.dtype.name, 0)), const(b, n, av))
     if not drop:
@@ -619,21 +436,17 @@ def _batch_offsets(b, idx, n: int, drop: bool):
 
 def _gather_batch(axis, b, x, idx, bx, bidx):
     """Gather(axis) over batched operands (batch axis leading in and out)."""
-    from tidu.ops._batching import batch_size, broadcast_batch, move_to_front
-
     if bidx is None:
         return fix(b, Gather(axis + 1), bx, idx)
     if bx is None:
         return move_to_front(b, fix(b, Gather(axis), x, bidx), axis)
-    n_b, n = batch_size(b, [bx]), aval_of(b, bx).shape[axis + 1]
+    n = aval_of(b, bx).shape[axis + 1]
     out = fix(b, Gather(axis), _flatten_batch(b, bx, axis), _batch_offsets(b, bidx, n, False))
     return move_to_front(b, out, axis)
 
 
 def _scatter_batch(op, b, x, idx, u, bx, bidx, bu):
     """Scatter(axis, mode) over batched operands (batch axis leading in and out)."""
-    from tidu.ops._batching import batch_size, broadcast_batch
-
     axis = op.axis
     n_b = batch_size(b, [bx, bidx, bu])
     bx = bx if bx is not None else broadcast_batch(b, x, n_b)
@@ -643,22 +456,9 @@ def _scatter_batch(op, b, x, idx, u, bx, bidx, bu):
     n = aval_of(b, bx).shape[axis + 1]
     uf = bu
     if axis:  # (B,) + o + I + i  ->  o + (B,) + I + i
-        from tidu.ops.structural import Transpose
         nd = aval_of(b, bu).ndim
         uf = fix(b, Transpose(tuple(range(1, axis + 1)) + (0,) + tuple(range(axis + 1, nd))), bu)
-    out = fix(b, Scatter(axis, op.mode), _flatten_batch(b, bx, axis),
-              _batch_offsets(b, bidx, n, True), uf)
+    out = fix(
+        b, Scatter(axis, op.mode), _flatten_batch(b, bx, axis), _batch_offsets(b, bidx, n, True), uf
+    )
     return _unflatten_batch(b, out, axis, n_b)
-
-
-def _window_index(b, s, size: int, dim: int):
-    """clamp(s, 0, dim - size) + iota(size): the positions a window of `size` starting at s
-    covers, shape s.shape + (size,)."""
-    from tidu.ops.elementwise import Add
-    from tidu.ops.sources import Iota
-    from tidu.ops.structural import BroadcastInDim
-
-    av = aval_of(b, s)
-    shape = av.shape + (size,)
-    sc = fix(b, BroadcastInDim(shape, tuple(range(av.ndim))), _clamp(b, s, dim - size + 1))
-    return fix(b, Add(), sc, fix(b, Iota(shape, av.dtype.name, av.ndim)))
