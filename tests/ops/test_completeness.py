@@ -1,8 +1,10 @@
 """Every built-in primitive has the rules the transforms and backends need: linearize and
-transpose (AD), batch (vmap), a lowering (XLA), and a good and a bad case in the shape-rule
-table. One table, one row per rule; a primitive added without the rule fails its row by name."""
+transpose (AD), batch (vmap), a lowering (XLA), a good and a bad case in the shape-rule table,
+and fields that match its opcode's attribute signature (the interpreter). One table, one row per rule; a primitive added without the rule fails its row by name."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import pytest
 
@@ -68,12 +70,43 @@ def shape_rule_cases():
     assert everything - bad == {"Constant", "StopGradient"}
 
 
+def opcode_signature():
+    """Every primitive with a C++ kernel has its fields laid out by its opcode's attribute
+    signature (one letter per dataclass field, in order: cpp/include/tidu/vm/opcodes.hpp), the one
+    home of the layout both the encoder and the kernels read; every opcode names a primitive."""
+    from tidu._native import _eval
+
+    kinds = {"t": "tuple", "d": "str", "c": "str", "b": "bytes"}  # "i": int, bool or an enum
+    sigs = dict(_eval.OPCODE_SIGNATURES)
+    assert sorted(sigs) == sorted(_eval.OPCODES)
+    builtin = {n: c for n, c in registry.items() if c.__module__.startswith("tidu.ops")}
+    assert set(sigs) <= set(builtin), f"opcodes naming no primitive: {set(sigs) - set(builtin)}"
+    wrong = []
+    for name, sig in sigs.items():
+        cls = builtin[name]
+        if sig == "k":
+            if not callable(getattr(cls, "kernel_attrs", None)):
+                wrong.append(f"{name}: signature k but no kernel_attrs()")
+            continue
+        fields = dataclasses.fields(cls) if dataclasses.is_dataclass(cls) else ()
+        letters = "" if sig == "_" else sig
+        if len(fields) != len(letters):
+            wrong.append(f"{name}: fields {[f.name for f in fields]} vs signature {sig!r}")
+            continue
+        for f, letter in zip(fields, letters):
+            want = kinds.get(letter)
+            if want is not None and want not in str(f.type):
+                wrong.append(f"{name}.{f.name}: {f.type} under signature letter {letter!r}")
+    assert wrong == []
+
+
 # rule -> the check that every primitive has it
 RULES = {
     "linearize_and_transpose": linearize_and_transpose,
     "batching_rule": batching,
     "xla_lowering": lowering,
     "shape_rule_cases": shape_rule_cases,
+    "opcode_signature": opcode_signature,
 }
 
 

@@ -25,9 +25,6 @@ from tidu.trace.tracer import Tracer
 
 __all__ = ["linear_transpose", "make"]
 
-# primitives whose listed operands are coefficients (may be inputs-free) and whose others are
-# the linear ones; Select's predicate is bool (never active)
-_BILINEAR = {"Mul": None, "DotGeneral": None, "Div": (1,)}
 
 
 def _zero_constant(op) -> bool:
@@ -47,9 +44,9 @@ def check_linear(frag, name: str = "linear_transpose") -> None:
                 zero.update(outs)
             continue
         kind = op.name
-        if kind in _BILINEAR:
-            fixed = _BILINEAR[kind]
-            if sum(act) > 1 or (fixed is not None and any(act[i] for i in fixed)):
+        bilinear_in = getattr(op, "bilinear_in", ())  # Mul, DotGeneral, Div (by a fixed divisor)
+        if bilinear_in:
+            if sum(act) > 1 or any(a and i not in bilinear_in for i, a in enumerate(act)):
                 raise TypeError(f"{name}: the function is not linear: {kind} multiplies or "
                                 f"divides by a value that depends on the inputs")
         elif not getattr(op, "linear", False):

@@ -1,10 +1,14 @@
 """Bridge from a compiled SSA program to the C++ interpreter (``tidu._eval``).
 
-Op attributes are encoded generically from each primitive's dataclass fields, in field order:
-a tuple of ints as ``[len, *values]``, an int as ``[value]``, a dtype name or a Compare direction
-as its code, Constant bytes as ``[offset, nbytes]`` into the constants blob.  The C++ kernels read
-them in that order, so no primitive needs evaluator code of its own.  Each interned op and
-abstract value is encoded once; a program's arrays are gathered from those encodings.
+Op attributes are encoded from the opcode table's attribute signature
+(``_eval.OPCODE_SIGNATURES``, one letter per dataclass field of the primitive, in field order;
+cpp/include/tidu/vm/opcodes.hpp): ``t`` a tuple of ints as ``[len, *values]``, ``i`` an int as
+``[value]``, ``d`` a dtype name and ``c`` a Compare direction as their codes, ``b`` Constant bytes
+as ``[offset, nbytes]`` into the constants blob, ``k`` the primitive's own ``kernel_attrs()``
+(control flow). The table is the one home of the layout the C++ kernels read, so no primitive
+needs evaluator code of its own, and a primitive whose fields disagree with its row is refused.
+Each interned op and abstract value is encoded once; a program's arrays are gathered from those
+encodings.
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ import numpy as np
 from tidu._native import _core, _eval
 from tidu.graph import aval_of, prim_of
 
-__all__ = ["encode", "has_kernels"]
+__all__ = ["SIGNATURE", "encode", "has_kernels"]
+
 
 def _load_blas() -> bool:
     """Large matrix products go to scipy-openblas32's GEMM (the OpenBLAS numpy and scipy build
@@ -43,11 +48,11 @@ def ensure_blas() -> bool:
         BLAS = _load_blas()
     return BLAS
 
+
 OPCODE = {name: i for i, name in enumerate(_eval.OPCODES)}
-_BLAS_OPS = [OPCODE[n] for n in ("DotGeneral", "TriangularSolve", "Cholesky", "LU", "Eigh", "QR",
-                                  "SVD")]  # use the hooks
 DTYPE = {name: i for i, name in enumerate(_eval.DTYPES)}
 COMPARE = {name: i for i, name in enumerate(_eval.COMPARE)}
+SIGNATURE: dict[str, str] = dict(_eval.OPCODE_SIGNATURES)  # opcode name -> attribute letters
 
 
 def has_kernels(prims) -> bool:
@@ -72,35 +77,43 @@ _prim_codes: dict[int, tuple[int, np.ndarray, tuple, tuple]] = {}
 
 
 def _encode_attrs(op) -> tuple[list[int], list[tuple[int, bytes]], list[tuple[int, object]]]:
-    """op's attributes as ints; Constant bytes as a placeholder pair [offset, nbytes] (the offset
-    is the program's) listed with their position; the nested programs of control flow as a
-    placeholder (the program's index of the nested program) listed with their position.
+    """op's attributes as ints, laid out by its opcode's signature; Constant bytes as a
+    placeholder pair [offset, nbytes] (the offset is the program's) listed with their position;
+    the nested programs of control flow as a placeholder (the program's index of the nested
+    program) listed with their position.
 
-    A primitive with a ``kernel_attrs()`` method (control flow) gives its attribute list itself:
-    ints, and Body objects where a nested program goes (cpp/include/tidu/control_flow.hpp)."""
+    Signature ``k`` (control flow): the primitive's ``kernel_attrs()`` gives the list itself, ints
+    and Body objects where a nested program goes (cpp/include/tidu/vm/control_flow.hpp)."""
+    sig = SIGNATURE[op.name]
     out: list[int] = []
     blobs: list[tuple[int, bytes]] = []
-    hook = getattr(op, "kernel_attrs", None)
-    if hook is not None:
+    if sig == "k":
         bodies = []
-        for v in hook():
+        for v in op.kernel_attrs():
             if isinstance(v, (int, np.integer)):
                 out.append(int(v))
             else:
                 bodies.append((len(out), v))
                 out.append(0)
         return out, blobs, bodies
-    for f in dataclasses.fields(op):
+    fields = dataclasses.fields(op) if dataclasses.is_dataclass(op) else ()
+    letters = "" if sig == "_" else sig
+    if len(fields) != len(letters):
+        raise ValueError(f"{op.name}: fields {[f.name for f in fields]} do not match the opcode's "
+                         f"attribute signature {sig!r} (cpp/include/tidu/vm/opcodes.hpp)")
+    for f, letter in zip(fields, letters):
         v = getattr(op, f.name)
-        if isinstance(v, bytes):
+        if letter == "b":
             blobs.append((len(out), v))
             out += [0, len(v)]
-        elif isinstance(v, tuple):
+        elif letter == "t":
             out.append(len(v))
             out += [int(x) for x in v]
-        elif isinstance(v, str):
-            out.append(DTYPE[v] if f.name == "dtype" else COMPARE[v])
-        else:
+        elif letter == "d":
+            out.append(DTYPE[np.dtype(v).name])
+        elif letter == "c":
+            out.append(COMPARE[v])
+        else:  # "i": an int, a bool or an enum's code
             out.append(int(v))
     return out, blobs, []
 
@@ -135,7 +148,7 @@ def encode(arrays: dict, input_names=(), output_names=()) -> "_eval.Program":
     slot_dtype, ndim, shapes, opcode, attr_off, attrs, prims, p_inv = _core.encode_gather(
         arrays["slot_aval"], arrays["instr_prim"], _aval_code, _prim_code)
     p_codes = [_prim_code(p) for p in prims]
-    if BLAS is None and any(c in _BLAS_OPS for c, _, _, _ in p_codes):
+    if BLAS is None and any(getattr(prim_of(int(p)), "uses_blas", False) for p in prims):
         ensure_blas()
     consts = bytearray()
     has_blob = np.array([bool(b) for _, _, b, _ in p_codes], bool)

@@ -79,6 +79,11 @@ class Primitive(PrimitiveOp):
     """Base of tidu's primitives: cotangents accumulate with Add; an elementwise primitive names
     its StableHLO op in ``hlo``, any other overrides ``lower``."""
 
+    # Properties the backends and transforms read instead of names: ``uses_blas``, a product
+    # or factorisation the interpreter hands to the BLAS/LAPACK hook; ``bilinear_in``, the operands
+    # in which the op is linear while the others are fixed (linear_transpose's check).
+    uses_blas = False
+    bilinear_in = ()
     hlo: str | None = None
 
     def lower(self, lo, out, *args):
@@ -275,6 +280,7 @@ class Add(Binary):
 @register
 @dataclass(frozen=True)
 class Mul(Binary):
+    bilinear_in = (0, 1)
     hlo = "stablehlo.multiply"
     def linearize(self, b, primal_in, primal_out, t):
         return [bilinear(self, b, primal_in, t)]

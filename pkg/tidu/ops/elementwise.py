@@ -99,6 +99,8 @@ class Div(Binary):
     """x / y; on integers (never differentiable) truncating toward zero as lax.div, with x / 0 == -1
     and INT_MIN / -1 == INT_MIN as XLA's (the front end's // and % build numpy's rules on it)."""
 
+    bilinear_in = (0,)  # linear in the dividend, for a fixed divisor
+
     hlo = "stablehlo.divide"
     dtypes = NUMERIC
     dtypes_doc = "numeric"

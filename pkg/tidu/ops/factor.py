@@ -168,6 +168,8 @@ class LU(Primitive):
     ``[L\\U | pivots | permutation]`` (..., m, m + 2); pivots are LAPACK's (0-based row swaps),
     the permutation maps rows of P a to rows of a."""
 
+    uses_blas = True
+
     batch = same_op_batched  # leading axes are batch axes
 
     def abstract_eval(self, x):
@@ -299,6 +301,8 @@ class Eigh(Primitive):
     of its diagonal): ``[V | w]`` (..., m, m + 1), eigenvalues ascending, when `vectors`; the
     eigenvalues alone, of the real dtype, otherwise."""
 
+    uses_blas = True
+
     vectors: bool = True
 
     batch = same_op_batched  # leading axes are batch axes
@@ -383,6 +387,8 @@ class QR(Primitive):
     triangular, kq = min(m, n) (or m when `full_matrices`), packed flat: Q then R (..., m*kq +
     kq*n).  Householder (LAPACK ?geqrf), so R's diagonal may be negative, as jax/numpy."""
 
+    uses_blas = True
+
     full_matrices: bool = False
 
     batch = same_op_batched  # leading axes are batch axes
@@ -456,6 +462,8 @@ class SVD(Primitive):
     """a = U diag(s) Vh for (..., m, n), s descending (LAPACK ?gesdd): packed flat s, U (m x ku),
     Vh (kv x n) (..., k + m*ku + kv*n) when `compute_uv`, ku = kv = k = min(m, n) or (m, n) when
     `full_matrices`; s alone, of the real dtype, otherwise."""
+
+    uses_blas = True
 
     full_matrices: bool = False
     compute_uv: bool = True

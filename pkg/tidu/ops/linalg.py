@@ -88,6 +88,8 @@ class TriangularSolve(Primitive):
     op(a) is a, a^T, conj(a) or a^H by transpose_a / conjugate_a.  a: (..., m, m); b: (..., m, n)
     or (..., n, m)."""
 
+    uses_blas = True
+
     batch = same_op_batched  # leading axes are batch axes
 
     left_side: bool
@@ -191,6 +193,8 @@ class TriangularSolve(Primitive):
 class Cholesky(Primitive):
     """The lower factor L (zeros above the diagonal) with a = L L^H, reading only the lower
     triangle of a (..., m, m); a factor of all NaN where a is not positive definite."""
+
+    uses_blas = True
 
     batch = same_op_batched  # leading axes are batch axes
 

@@ -43,6 +43,9 @@ from tidu.ops.core import (
 class DotGeneral(Primitive):
     """Contraction with batch dims; output axes: batch, then lhs free, then rhs free."""
 
+    uses_blas = True
+    bilinear_in = (0, 1)
+
     lhs_contracting: tuple[int, ...]
     rhs_contracting: tuple[int, ...]
     lhs_batch: tuple[int, ...] = ()
