@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tidu.ad.rules import PrimitiveOp, register
-from tidu.backends.xla.hlo import dense_hex, i64_array, tensor_type
+from tidu.backends.xla.hlo import i64_array
 from tidu.graph import PRIMAL, AbstractValue, External, FragmentBuilder, Linear, Local, ValKey, aval
 from tidu.graph.dtypes import (
     ALL,
@@ -455,7 +455,7 @@ class BroadcastInDim(Primitive):
     def lower(self, lo, out, x):
         dims = tuple(range(lo.nb)) + lo.ax(self.dims)
         return lo.op("stablehlo.broadcast_in_dim", [x], out,
-                     f"broadcast_dimensions = {i64_array(dims)}")
+                     f"broadcast_dimensions = {lo.i64_array(dims)}")
 
     def impl(self, x):
         expanded = [1] * len(self.shape)
@@ -526,7 +526,7 @@ class Transpose(Primitive):
 
     def lower(self, lo, out, x):
         perm = tuple(range(lo.nb)) + lo.ax(self.perm)
-        return lo.op("stablehlo.transpose", [x], out, f"permutation = {i64_array(perm)}")
+        return lo.op("stablehlo.transpose", [x], out, f"permutation = {lo.i64_array(perm)}")
 
     def impl(self, x):
         return np.transpose(x, self.perm)
@@ -604,9 +604,8 @@ class Constant(Primitive):
         return aval(self.shape, self.dtype)
 
     def lower(self, lo, out):
-        return lo.source("stablehlo.constant",
-                         f"value = {dense_hex(self.value)} : {tensor_type(self.shape, self.dtype)}",
-                         out)
+        ty = lo.tensor_type(self.shape, self.dtype)
+        return lo.source("stablehlo.constant", f"value = {lo.dense_hex(self.value)} : {ty}", out)
 
     def impl(self):
         return self.value

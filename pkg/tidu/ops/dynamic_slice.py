@@ -13,7 +13,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from tidu.ad.rules import register
-from tidu.backends.xla.hlo import i64_array
 from tidu.graph import aval
 from tidu.ops.core import (
     ALL,
@@ -150,9 +149,9 @@ class DynamicSlice(Primitive):
                     f"[{_csv(range(1, r + 1))}], index_vector_dim = 1")
             return lo.op("stablehlo.gather", [x, _start_vector(lo, starts)], out,
                          f"dimension_numbers = #stablehlo.gather<{dims}>, indices_are_sorted = "
-                         f"false, slice_sizes = {i64_array((1,) + self.sizes)}")
+                         f"false, slice_sizes = {lo.i64_array((1,) + self.sizes)}")
         return lo.op("stablehlo.dynamic_slice", [x, *_same_type(lo, starts)], out,
-                     f"slice_sizes = {i64_array(lo.lead(lo.batch) + self.sizes)}")
+                     f"slice_sizes = {lo.i64_array(lo.lead(lo.batch) + self.sizes)}")
 
     def impl(self, x, *starts):
         s = [int(np.clip(v, 0, d - n)) for v, d, n in zip(starts, x.shape, self.sizes)]

@@ -24,7 +24,7 @@ from enum import IntEnum
 import numpy as np
 
 from tidu.ad.rules import register
-from tidu.backends.xla.hlo import i64_array, tensor_type
+from tidu.backends.xla.hlo import tensor_type
 from tidu.graph import aval
 from tidu.ops.core import (
     ALL,
@@ -117,7 +117,7 @@ def _index_vector(lo, idx_av, idx):
     """Indices of shape I as I + (1,) (the index vector StableHLO reads)."""
     q = idx_av.ndim
     return lo.op("stablehlo.broadcast_in_dim", [idx], aval(idx_av.shape + (1,), idx_av.dtype),
-                 f"broadcast_dimensions = {i64_array(range(lo.nb + q))}")
+                 f"broadcast_dimensions = {lo.i64_array(range(lo.nb + q))}")
 
 
 # ---- gather ----
@@ -160,7 +160,7 @@ class Gather(Primitive):
         dims = _lower_dims(lo, x_av.ndim, i_av.ndim, self.axis, "gather")
         return lo.op("stablehlo.gather", [x, _index_vector(lo, i_av, idx)], out,
                      f"dimension_numbers = #stablehlo.gather<{dims}>, indices_are_sorted = false, "
-                     f"slice_sizes = {i64_array(sizes)}")
+                     f"slice_sizes = {lo.i64_array(sizes)}")
 
     def impl(self, x, idx):
         n = x.shape[self.axis]

@@ -14,7 +14,6 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from tidu.ad.rules import register
-from tidu.backends.xla.hlo import i64_array
 from tidu.graph import aval
 from tidu.ops.core import (
     COMPLEXES,
@@ -243,7 +242,7 @@ class Cholesky(Primitive):
         ok = lo.reduce(ok, lo.scalar(True, "bool"), "stablehlo.and", (nd - 2, nd - 1), batch)
         dims = tuple(range(lo.nb)) + lo.ax(range(nd - 2))
         ok = lo.op("stablehlo.broadcast_in_dim", [ok], b_av,
-                   f"broadcast_dimensions = {i64_array(dims)}")
+                   f"broadcast_dimensions = {lo.i64_array(dims)}")
         nan = lo.op("stablehlo.broadcast_in_dim", [lo.scalar(np.nan, dt)], out,
                     "broadcast_dimensions = array<i64>")
         return lo.op("stablehlo.select", [ok, fac, nan], out)

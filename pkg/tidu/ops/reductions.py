@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tidu.ad.rules import register
-from tidu.backends.xla.hlo import Value, i64_array, tensor_type
+from tidu.backends.xla.hlo import Value
 from tidu.graph import aval
 from tidu.ops.core import (
     BOOL,
@@ -260,7 +260,7 @@ class _ArgExtreme(Primitive):
         dt_x = np.dtype(_type_dtype(x.type))
         shape = _type_shape(x.type)[lo.nb:]
         idx = Iota(shape, self.dtype, self.axis).lower(lo, aval(shape, self.dtype))
-        tx, ti = tensor_type((), dt_x), tensor_type((), self.dtype)
+        tx, ti = lo.tensor_type((), dt_x), lo.tensor_type((), self.dtype)
         # init (lowest, 0) / (highest, 0): index 0 is the right answer whenever it ties
         init_x = lo.scalar(-np.inf if self._gt else np.inf, dt_x) if dt_x.kind == "f" else \
             lo.scalar(np.iinfo(dt_x).min if self._gt else np.iinfo(dt_x).max, dt_x)
@@ -295,7 +295,7 @@ class _ArgExtreme(Primitive):
         out_i = lo.type(out)
         lo.lines.append(
             f'    {r}:2 = "stablehlo.reduce"({x.name}, {idx.name}, {init_x.name}, {init_i.name}) '
-            f'({{\n{region}}}) {{dimensions = {i64_array(lo.ax((self.axis,)))}}} : '
+            f'({{\n{region}}}) {{dimensions = {lo.i64_array(lo.ax((self.axis,)))}}} : '
             f'({x.type}, {idx.type}, {init_x.type}, {init_i.type}) -> ({out_x}, {out_i})')
         return Value(f"{r}#1", out_i)
 

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from tidu.ad.rules import register
-from tidu.backends.xla.hlo import i64_array
 from tidu.graph import aval
 from tidu.ops.core import ALL, A, Primitive, check_axes, check_dtype, ints, lin, shifted
 
@@ -42,7 +41,8 @@ class Rev(Primitive):
         return [lin(b, self, ct, [A])]
 
     def lower(self, lo, out, x):
-        return lo.op("stablehlo.reverse", [x], out, f"dimensions = {i64_array(lo.ax(self.dims))}")
+        dims = lo.i64_array(lo.ax(self.dims))
+        return lo.op("stablehlo.reverse", [x], out, f"dimensions = {dims}")
 
     def impl(self, x):
         return np.flip(x, axis=self.dims) if self.dims else np.asarray(x)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tidu.ad.rules import register
-from tidu.backends.xla.hlo import Value, i64_array, tensor_type
+from tidu.backends.xla.hlo import Value, tensor_type
 from tidu.graph import aval
 from tidu.ops.core import (
     ALL,
@@ -185,14 +185,14 @@ class _Scan(Primitive):
         pad_ty = f"tensor<{nd + lo.nb}x2xi64>"
         pad_txt = "[" + ", ".join(f"[{p}, {q}]" for p, q in pad) + "]"
         init = lo.scalar(self._init(out.dtype), out.dtype)
-        st = tensor_type((), out.dtype)
+        st = lo.tensor_type((), out.dtype)
         u, v, s = lo.fresh(), lo.fresh(), lo.fresh()
         region = (f"    ^bb0({u}: {st}, {v}: {st}):\n"
                   f'      {s} = "{self._body}"({u}, {v}) : ({st}, {st}) -> {st}\n'
                   f'      "stablehlo.return"({s}) : ({st}) -> ()\n    ')
         return lo.op("stablehlo.reduce_window", [x, init], out,
-                     f"window_dimensions = {i64_array(win)}, "
-                     f"window_strides = {i64_array((1,) * (nd + lo.nb))}, "
+                     f"window_dimensions = {lo.i64_array(win)}, "
+                     f"window_strides = {lo.i64_array((1,) * (nd + lo.nb))}, "
                      f"padding = dense<{pad_txt}> : {pad_ty}", region=region)
 
     def impl(self, x):
@@ -360,13 +360,14 @@ class LinearScan(Primitive):
                 limit[ax] = full[ax] - d
                 low[ax] = d
             part_shape = tuple(limit[i] - start[i] for i in range(len(full)))
-            pty = tensor_type(part_shape, out.dtype)
+            pty = lo.tensor_type(part_shape, out.dtype)
             part = lo.op("stablehlo.slice", [v], pty,
-                         f"start_indices = {i64_array(start)}, limit_indices = "
-                         f"{i64_array(limit)}, strides = {i64_array([1] * len(full))}")
+                         f"start_indices = {lo.i64_array(start)}, limit_indices = "
+                         f"{lo.i64_array(limit)}, strides = {lo.i64_array([1] * len(full))}")
             return lo.op("stablehlo.pad", [part, fill], out,
-                         f"edge_padding_low = {i64_array(low)}, edge_padding_high = "
-                         f"{i64_array(high)}, interior_padding = {i64_array([0] * len(full))}")
+                         f"edge_padding_low = {lo.i64_array(low)}, edge_padding_high = "
+                         f"{lo.i64_array(high)}, "
+                         f"interior_padding = {lo.i64_array([0] * len(full))}")
 
         s, coef, d = x, a, 1
         del nd
@@ -438,7 +439,7 @@ class Sort(Primitive):
         names = [lo.fresh() for _ in range(2 * len(xs))]
         args = []
         for v, (p, q) in zip(xs, zip(names[::2], names[1::2])):
-            st = tensor_type((), _type_dtype(v.type))
+            st = lo.tensor_type((), _type_dtype(v.type))
             args += [(p, st), (q, st)]
         p, q = names[0], names[1]
 

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from tidu.ad.rules import register
-from tidu.backends.xla.hlo import i64_array
 from tidu.graph import aval
 from tidu.ops.core import (
     ALL,
@@ -238,9 +237,9 @@ class Slice(Primitive):
             "stablehlo.slice",
             [x],
             out,
-            f"start_indices = {i64_array(lo.lead(0) + self.start)}, "
-            f"limit_indices = {i64_array(lo.lead(b) + self.limit)}, "
-            f"strides = {i64_array(lo.lead(1) + self.stride)}",
+            f"start_indices = {lo.i64_array(lo.lead(0) + self.start)}, "
+            f"limit_indices = {lo.i64_array(lo.lead(b) + self.limit)}, "
+            f"strides = {lo.i64_array(lo.lead(1) + self.stride)}",
         )
 
     def impl(self, x):
@@ -301,9 +300,9 @@ class Pad(Primitive):
             "stablehlo.pad",
             [x, lo.scalar(0, out.dtype)],
             out,
-            f"edge_padding_low = {i64_array(z + self.low)}, "
-            f"edge_padding_high = {i64_array(z + self.high)}, "
-            f"interior_padding = {i64_array(z + self.interior)}",
+            f"edge_padding_low = {lo.i64_array(z + self.low)}, "
+            f"edge_padding_high = {lo.i64_array(z + self.high)}, "
+            f"interior_padding = {lo.i64_array(z + self.interior)}",
         )
 
     def impl(self, x):

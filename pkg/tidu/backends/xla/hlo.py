@@ -72,6 +72,11 @@ class Lowering:
         # private func.func definitions by name (backends/xla/splice.py)
         self.funcs: dict[str, str] = {}
 
+    # -- text helpers, so a primitive's lower needs no imports --
+    tensor_type = staticmethod(tensor_type)
+    i64_array = staticmethod(i64_array)
+    dense_hex = staticmethod(dense_hex)
+
     # -- naming and types --
     def fresh(self) -> str:
         self._n += 1

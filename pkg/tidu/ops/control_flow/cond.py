@@ -14,7 +14,6 @@ import numpy as np
 
 from tidu.ad import LinearFragment, transpose
 from tidu.ad.rules import register
-from tidu.backends.xla.hlo import i64_array
 from tidu.graph import PRIMAL, Linear, ValKey, aval
 from tidu.ops.control_flow.body import (
     Body,
@@ -198,13 +197,13 @@ def lower_cond(op: Cond, lo, index, args):
         for j in range(len(op.branches) - 2, -1, -1):
             jv = lo.scalar(j, np.int32)
             jb = lo.op("stablehlo.broadcast_in_dim", [jv], index.type,
-                       f"broadcast_dimensions = {i64_array(())}")
+                       f"broadcast_dimensions = {lo.i64_array(())}")
             hit = lo.op("stablehlo.compare", [index, jb], index.type.replace("i32", "i1"),
                         "comparison_direction = #stablehlo<comparison_direction LE>")
             for k in range(n_out):
                 av = op.branches[0].out_avals[k]
                 h = lo.op("stablehlo.broadcast_in_dim", [hit], tensor_type_of(
-                    lo.shape(av.shape), "bool"), f"broadcast_dimensions = {i64_array((0,))}")
+                    lo.shape(av.shape), "bool"), f"broadcast_dimensions = {lo.i64_array((0,))}")
                 out[k] = lo.op("stablehlo.select", [h, results[j][k], out[k]], av)
         return out if n_out != 1 else out[0]
     regions = []

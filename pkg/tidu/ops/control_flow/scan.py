@@ -15,7 +15,7 @@ import numpy as np
 
 from tidu.ad import LinearFragment, transpose
 from tidu.ad.rules import RuleMissing, register
-from tidu.backends.xla.hlo import Value, i64_array
+from tidu.backends.xla.hlo import Value
 from tidu.graph import PRIMAL, FragmentBuilder, Linear, ValKey, aval
 from tidu.ops.control_flow.body import (
     Body,
@@ -345,7 +345,8 @@ def lower_scan(op: Scan, lo, args):
     for av in ys_avals:
         z = lo.scalar(0, av.dtype)
         ys0.append(
-            lo.op("stablehlo.broadcast_in_dim", [z], av, f"broadcast_dimensions = {i64_array(())}")
+            lo.op("stablehlo.broadcast_in_dim", [z], av,
+                  f"broadcast_dimensions = {lo.i64_array(())}")
         )
     if n == 0:  # no step: the carries as given, empty ys (a slice of an empty xs is invalid)
         outs = list(args[nc : nc + nk]) + ys0
@@ -384,7 +385,7 @@ def lower_scan(op: Scan, lo, args):
             "stablehlo.dynamic_slice",
             [x] + starts,
             tensor_type_of(sizes, av.dtype),
-            f"slice_sizes = {i64_array(sizes)}",
+            f"slice_sizes = {lo.i64_array(sizes)}",
         )
         slices.append(bc.op("stablehlo.reshape", [s1], av))
     outs = lower_body(bc, body, list(consts) + list(carry) + slices)
