@@ -352,8 +352,8 @@ def compile(
         ValueError: unknown backend.
         ImportError: backend "xla" without jax installed.
     """
+    _check_backend(backend)  # before the SSA pass, not after it
     arrays, canon = compile_arrays(graph)
-    _check_backend(backend)
     exe = program_cache.get_or_build(canon, arrays, Executable)
     if backend == "auto":
         backend = exe.auto_backend() if device is None else "xla"
