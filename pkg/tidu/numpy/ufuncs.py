@@ -240,7 +240,10 @@ def hypot(x1, x2):
         raise TypeError(f"hypot: not defined for complex operands ({a.dtype})")
     a, b = abs(a), abs(b)
     inf = _or(isinf(a), isinf(b))
-    hi, lo = maximum(a, b), minimum(a, b)
+    # one select picks hi, lo (not maximum/minimum): at a tie maximum's 0.5 split would make the
+    # second derivative 0 (jax's is); the chosen branch is the analytic function itself
+    first = a >= b
+    hi, lo = where(first, a, b), where(first, b, a)
     safe = where(hi == 0, 1, hi)
     r = where(hi == 0, hi, hi * sqrt(1 + square(lo / safe)))
     return where(inf, np.inf, r)
@@ -298,9 +301,14 @@ def logaddexp(x1, x2):
     a, b = _promote("logaddexp", t, x1, x2, min_dtype=np.float32)
     if a.dtype in _NONFLOAT:
         a, b = astype(a, np.float64), astype(b, np.float64)
-    amax = maximum(a, b)
-    delta = a - b
-    return where(isnan(delta), a + b, amax + log1p(exp(-abs(delta))))
+    # hi + log1p(exp(lo - hi)) with hi, lo picked by one select, not maximum(a, b) and abs(a - b):
+    # each branch is the analytic function itself, so the select's derivative (the chosen
+    # branch's) is right to every order at a tie, where maximum's 0.5 split and abs'(0) = 0
+    # would cut the curvature (issue #28: the second derivative at a == b was 0, not 0.25).
+    # lo - hi <= 0, so neither branch overflows.
+    first = a >= b
+    hi, lo = where(first, a, b), where(first, b, a)
+    return where(isnan(a - b), a + b, hi + log1p(exp(lo - hi)))
 
 
 def logaddexp2(x1, x2):

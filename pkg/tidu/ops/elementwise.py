@@ -134,11 +134,20 @@ class Pow(Binary):
     def linearize(self, b, primal_in, primal_out, t):
         x, y = primal_in
         dx = dy = None
-        if t[0] is not None:  # y * x ** (y - 1); 0 where y == 0 (as jax: d/dx x**0 is 0 at x = 0)
+        if t[0] is not None:
+            # y * x ** (y - 1), jax's float rule, built from primitives so that its own
+            # derivatives (in x and in y) are right to every order. The one special case is
+            # x == y == 0, where it would be 0 * inf: there d/dx x**0 is 0 (x**0 == 1 for every
+            # x), and x is replaced by 1 inside so no inf reaches a transposed Mul. The guard
+            # must not be y == 0 alone: a select there cuts the y-dependence, and d2/dydx of
+            # x**y at y = 0 came out 0 instead of 1/x (issue #28).
+            x0 = fix(b, Compare("EQ"), x, const(b, 0, x.aval))
             y0 = fix(b, Compare("EQ"), y, const(b, 0, y.aval))
+            both0 = fix(b, Select(), x0, y0, const(b, False, aval(y.aval.shape, BOOL)))
+            xs = fix(b, Select(), both0, const(b, 1, x.aval), x)
             ym1 = fix(b, Sub(), y, const(b, 1, y.aval))
-            d = fix(b, Mul(), y, fix(b, self, x, ym1))
-            dx = scale(b, fix(b, Select(), y0, const(b, 0, y.aval), d), t[0])
+            d = fix(b, Mul(), y, fix(b, self, xs, ym1))
+            dx = scale(b, fix(b, Select(), both0, const(b, 0, y.aval), d), t[0])
         # log(x) * x ** y, with log(1) at x == 0 (as jax: d/dy 0**y = 0, y > 0)
         if t[1] is not None:
             x0 = fix(b, Compare("EQ"), x, const(b, 0, x.aval))

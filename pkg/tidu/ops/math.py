@@ -272,9 +272,12 @@ class ErfInv(_FloatUnary):
 class Cbrt(_FloatUnary):
     hlo = "stablehlo.cbrt"
 
-    def linearize(self, b, primal_in, primal_out, t):  # 1 / (3 y^2)
+    def linearize(self, b, primal_in, primal_out, t):
+        # (1/3) (1/y)^2, as jax's: its own derivative at 0 is -inf (as jax's), where
+        # t / (3 y^2) differentiated to 0 * inf / 0 = nan
         y = primal_out[0]
-        return [lin(b, Div(), [t[0], fix(b, Mul(), _c(b, 3, y), _sq(b, y))], [A, F])]
+        r = fix(b, Div(), _c(b, 1, y), y)
+        return [scale(b, fix(b, Mul(), _c(b, 1 / 3, y), _sq(b, r)), t[0])]
 
     def impl(self, x):
         return np.cbrt(x)
