@@ -68,6 +68,33 @@ cdef struct ScalarRule:
     Id out
 
 cdef bint _fast = True
+# While a control-flow body is being traced (tidu.api.control_flow), an op on values of an
+# enclosing trace belongs to the body (as in jax: a branch's sqrt runs only in that branch), so it
+# takes the general path, which captures them (tidu.trace.tracer._emit).  The fast path stays
+# for the innermost body's own values: _n_bodies counts the bodies open over all threads and
+# _body_top is the one opened last; another thread's values only lose the fast path meanwhile.
+cdef Py_ssize_t _n_bodies = 0
+cdef object _body_top = None
+
+
+cdef inline bint _here(Trace t):
+    """t's values may take the fast path: no body open, or t is the innermost one."""
+    return _n_bodies == 0 or t is _body_top
+
+
+def body_enter(Trace t not None):
+    """A body's trace t opens; returns what body_exit restores."""
+    global _n_bodies, _body_top
+    prev = _body_top
+    _n_bodies += 1
+    _body_top = t
+    return prev
+
+
+def body_exit(prev):
+    global _n_bodies, _body_top
+    _n_bodies -= 1
+    _body_top = prev
 # the hook table of tidu.numpy.array_methods: the methods that are plain Python
 cdef object _py = None
 cdef list _avals = None  # tidu.graph's interned abstract values, by id
@@ -262,7 +289,7 @@ cdef object _scalar(int k, Tracer x, object s, bint left):
     cdef int overflow = 0
     cdef uint8_t tag
     cdef ScalarRule* e
-    if x._t is None or not _scalar_ok(x):  # None: a Tracer made by Tracer.__new__ alone
+    if x._t is None or not _here(x._t) or not _scalar_ok(x):  # None: Tracer.__new__ alone
         return None
     if type(s) is float:
         d = s
@@ -318,7 +345,7 @@ cdef object _binary(int k, object x, object y):
             a = <Tracer>x
             if type(y) is Tracer:
                 b = <Tracer>y
-                if a._t is b._t and a.aval is b.aval and a._t is not None:
+                if a._t is b._t and a.aval is b.aval and a._t is not None and _here(a._t):
                     _rule(_r2, _brule, k, a, &r)
                     if r.state == 1:
                         return _new(a._t, _emit2(a._t, r.pid, a._v, b._v, r.out), r.out)
@@ -339,7 +366,7 @@ cdef object _binary(int k, object x, object y):
 cdef object _unary(int k, object x):
     cdef Tracer a
     cdef Rule r
-    if _fast and type(x) is Tracer and (<Tracer>x)._t is not None:
+    if _fast and type(x) is Tracer and (<Tracer>x)._t is not None and _here((<Tracer>x)._t):
         a = <Tracer>x
         _rule(_r1, _urule, k, a, &r)
         if r.state == 1:
@@ -380,7 +407,7 @@ cdef object _matmul(object x, object y):
     if _fast and type(x) is Tracer and type(y) is Tracer:
         a = <Tracer>x
         b = <Tracer>y
-        if a._t is b._t and a._t is not None and not _from_transpose(a._v) and \
+        if a._t is b._t and a._t is not None and _here(a._t) and not _from_transpose(a._v) and \
                 not _from_transpose(b._v):
             key = (<uint64_t>a._aid << 32) | b._aid
             hit = _mm_rules.get(key, 0)
@@ -415,7 +442,7 @@ cdef object _emit_plan(Tracer x, tuple plan):
 
 cdef object _getitem(Tracer x, object idx):
     """x[i] for a Python int i through the plan the general path made for it."""
-    if _fast and type(idx) is int and x._t is not None:
+    if _fast and type(idx) is int and x._t is not None and _here(x._t):
         key = (x._aid, idx)
         plan = _getitem_plans.get(key)
         if plan is not None:
@@ -433,7 +460,7 @@ def reshape(x, shape):
     path (tidu.numpy.core.reshape_general) for everything else and every error."""
     cdef Tracer a
     if _fast and type(x) is Tracer and (<Tracer>x)._t is not None and \
-            (type(shape) is tuple or type(shape) is int):
+            _here((<Tracer>x)._t) and (type(shape) is tuple or type(shape) is int):
         a = <Tracer>x
         key = (a._aid, shape)
         try:
@@ -461,7 +488,8 @@ def concatenate(xs, axis=0):
     cdef Py_ssize_t n
     if _fast and (type(xs) is list or type(xs) is tuple) and type(axis) is int:
         n = len(xs)
-        if n > 0 and type(xs[0]) is Tracer and (<Tracer>xs[0])._t is not None:
+        if n > 0 and type(xs[0]) is Tracer and (<Tracer>xs[0])._t is not None and \
+                _here((<Tracer>xs[0])._t):
             first = <Tracer>xs[0]
             t = first._t
             avs = []

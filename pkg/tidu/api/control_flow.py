@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from tidu._native import _core
 from tidu.api.jit import jit
 from tidu.graph import FragmentBuilder, ValKey, _aval_list, aval
 from tidu.numpy import core as T
@@ -113,7 +114,11 @@ def _trace_body(outer, fn: Callable, arg_avals, make_args: Callable, what: str):
     with tracing(builder) as t:
         builder.trace = t.trace
         ins = [t.input(fresh_key(), av) for av in arg_avals]
-        out = fn(*make_args(ins))
+        prev = _core.body_enter(t.trace)  # ops on outer values go into the body (_home)
+        try:
+            out = fn(*make_args(ins))
+        finally:
+            _core.body_exit(prev)
         leaves, spec = _flatten(out)
         flat = []
         for x in leaves:
@@ -132,8 +137,19 @@ def _emit_multi(t, op, args: Sequence[Tracer]) -> list[Tracer]:
 
 
 def _eager(fn: Callable, *args):
-    """Called outside any trace: run fn under jit (the construct needs a graph to live in)."""
-    return jit(fn)(*args)
+    """Called outside any trace: run fn under jit (the construct needs a graph to live in).
+
+    The result goes through jit as its flat list of leaves, so any of this module's pytrees
+    comes back (None and empty structures included, which jit's outputs do not take)."""
+    spec = []
+
+    def flat(*a):
+        leaves, s = _flatten(fn(*a))
+        spec.append(s)
+        return list(leaves)
+
+    leaves = jit(flat)(*args)
+    return _unflatten(spec[-1], leaves)
 
 
 def _leaf_aval(x):
@@ -202,6 +218,8 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
         if o.aval is not a:
             raise TypeError(f"scan: carry leaf {k} enters the body as {a} but the body returns "
                             f"{o.aval}; the carry's shape and dtype must stay fixed")
+    if not flat:  # no carry and no ys: nothing to compute (jax returns the empty structures)
+        return _unflatten(i_spec, []), _unflatten(y_spec, [])
     caps = builder.capture_list
     body = close_body([x.key for x in flat], builder.capture_inputs + in_keys)
     op = Scan(body, n, bool(reverse), len(caps), n_c)
@@ -265,6 +283,8 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
         if o.aval is not a:
             raise TypeError(f"while_loop: carry leaf {k} enters body_fun as {a} but it returns "
                             f"{o.aval}; the carry's shape and dtype must stay fixed")
+    if not b_flat:  # an empty carry: the loop has no result (and no effect) to compute
+        return _unflatten(spec, [])
     c_caps, b_caps = cb.capture_list, bb.capture_list
     c_body = close_body([c_flat[0].key], cb.capture_inputs + [x.aval for x in b_caps] + c_keys)
     b_body = close_body([x.key for x in b_flat],
@@ -307,6 +327,8 @@ def switch(index, branches: Sequence[Callable], *operands):
                 f"({', '.join(str(x.aval) for x in flat)}), branch 0 returns "
                 f"{_tree_str(out_spec)} of ({', '.join(map(str, out_avals))}); all branches must "
                 f"return the same structure, shapes and dtypes")
+    if not out_avals:  # the branches return an empty structure: no op to emit
+        return _unflatten(out_spec, [])
     caps = [x for b, _, _, _ in traced for x in b.capture_list]
     bodies = []
     for j, (b, keys, flat, _) in enumerate(traced):
@@ -360,6 +382,8 @@ def checkpoint(fn: Callable, policy=None, prevent_cse: bool = True, static_argnu
         avals = [x.aval for x in ins_t]
         bld, keys, flat, out_spec = _trace_body(t, fn, avals, lambda ins: _unflatten(spec, ins),
                                                 "the checkpointed function")
+        if not flat:  # fn returns an empty structure
+            return _unflatten(out_spec, [])
         caps = bld.capture_list
         body = close_body([x.key for x in flat], bld.capture_inputs + keys)
         outs = _emit_multi(t, Checkpoint(body), list(caps) + ins_t)

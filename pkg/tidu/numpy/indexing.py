@@ -26,7 +26,7 @@ from tidu import ops as P
 from tidu.graph import _aval_list, shape_rule
 from tidu.graph.dtypes import INTS
 from tidu.numpy.core import astype, broadcast_to, maximum, minimum, reshape, transpose, where
-from tidu.trace.tracer import Tracer, _emit, _lift, _trace_of
+from tidu.trace.tracer import Tracer, _emit, _home, _lift, _trace_of
 
 __all__ = ["take", "take_along_axis", "dynamic_slice", "dynamic_update_slice", "IndexUpdateRef",
            "advanced_getitem"]
@@ -70,7 +70,10 @@ def _getitem(x: Tracer, idx) -> Tracer:
         plan = _index_plan(x, idx)
         if key is not None:
             _index_plans[(x.aval.id, key)] = plan
-    t, v = x._t, x._v
+    t = _home(x._t)
+    if t is not x._t:  # inside a control-flow body: the body's own value
+        x = _lift(t, x)
+    v = x._v
     for pid, out in plan:
         v = t.store.emit(pid, 0, [v], out)
     return Tracer(t, v, _aval_list[plan[-1][1]]) if plan else x

@@ -47,7 +47,28 @@ def _current() -> _Trace:
 
 # ---- emitting ----
 
+def _home(t: _Trace) -> _Trace:
+    """The trace an op on values of t goes into: t, or the control-flow body being traced
+    inside t (directly or through bodies only).  An op in a branch or loop body belongs to that
+    body even when it reads only closed-over values of the traces around it (as in jax): a
+    branch's ``sqrt(v)`` then runs, and is differentiated, only where the branch is taken."""
+    s = _stack()
+    if not s or s[-1] is t:
+        return t
+    top = u = s[-1]
+    while True:
+        outer = getattr(u.builder, "outer", None)  # only a body's builder has one
+        if outer is None or getattr(u.builder, "capture", None) is None:
+            return t
+        if outer is t:
+            return top
+        u = outer
+
+
 def _emit(t: _Trace, op, *args: "Tracer") -> "Tracer":
+    home = _home(t)
+    if home is not t:
+        t, args = home, tuple(_lift(home, a) for a in args)
     pid, (out,) = shape_rule(op, tuple([a.aval.id for a in args]))
     return Tracer(t, t.store.emit(pid, 0, [a._v for a in args], out), _aval_list[out])
 
@@ -78,6 +99,7 @@ def _singleton(cls) -> tuple:
 
 
 def _const(t: _Trace, value, dtype) -> "Tracer":
+    t = _home(t)
     c = P.Constant.of(value, dtype)
     out = c.abstract_eval()
     return Tracer(t, t.store.emit0(prim_id(c), out.id), out)
@@ -90,7 +112,7 @@ def _trace_of(*xs) -> _Trace:
             for y in xs:
                 if isinstance(y, Tracer) and y._t is not t:
                     return _innermost([z._t for z in xs if isinstance(z, Tracer)])
-            return t
+            return _home(t)
     return _current()
 
 

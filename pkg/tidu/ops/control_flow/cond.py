@@ -34,9 +34,20 @@ from tidu.ops.control_flow.body import (
     lower_body,
     tensor_type_of,
 )
-from tidu.ops.core import A, BroadcastInDim, F, Primitive, aval_of, batch_size, const, fix
+from tidu.ops.core import (
+    A,
+    BroadcastInDim,
+    F,
+    Primitive,
+    aval_of,
+    batch_size,
+    broadcast_batch,
+    const,
+    fix,
+    is_differentiable,
+)
 from tidu.ops.elementwise import Compare, Max, Min
-from tidu.ops.structural import Select
+from tidu.ops.structural import Select, StopGradient
 
 # ---- Cond ----
 
@@ -99,14 +110,28 @@ class Cond(Primitive):
         av = aval_of(b, idx)
         idx = fix(b, Min(), fix(b, Max(), idx, const(b, 0, av)), const(b, len(branches) - 1, av))
         zero = const(b, 0, aval((), "int32"))
-        per = [_add_multi(b, replace(self, branches=(br,)), [zero] + ops) for br in branches]
+        # Each branch runs on every element, so a branch's derivative at the elements that do
+        # not take it must not reach the result: a branch singular there (sqrt, log, 1/x at 0)
+        # gives inf, and 0 * inf is NaN.  As jax does (jax#1052), each branch reads its
+        # differentiable operands through select(taken, x, stop_gradient(x)): the same values,
+        # but the tangent a branch sees is zero where it is not taken and the cotangent it
+        # returns is selected away there (a select's transpose writes zeros, not 0 * inf).
+        # Unbatched differentiable operands are broadcast so they can be masked per element.
+        diff = [is_differentiable(aval_of(b, x).dtype) for x in primal_in[1:]]
+        ops = [broadcast_batch(b, x, n) if d and not m else x
+               for x, d, m in zip(ops, diff, mask)]
+        full = [m or d for m, d in zip(mask, diff)]
+        if full != mask:
+            branches = tuple(batch_body(br, full, n) for br in self.branches)
+        hits = [fix(b, Compare("EQ"), idx, const(b, j, av)) for j in range(len(branches))]
+        per = []
+        for j, br in enumerate(branches):
+            ops_j = [_masked(b, hits[j], x) if d else x for x, d in zip(ops, diff)]
+            per.append(_add_multi(b, replace(self, branches=(br,)), [zero] + ops_j))
         outs = list(per[0])
         for j in range(1, len(branches)):
-            hit = fix(b, Compare("EQ"), idx, const(b, j, av))
             for k, o in enumerate(per[j]):
-                shape = aval_of(b, o).shape
-                pred = fix(b, BroadcastInDim(shape, (0,)), hit)
-                outs[k] = fix(b, Select(), pred, o, outs[k])
+                outs[k] = fix(b, Select(), _per_element(b, hits[j], o), o, outs[k])
         return outs
 
     def linearize(self, b, primal_in, primal_out, t):
@@ -187,6 +212,16 @@ class Cond(Primitive):
 
     def lower(self, lo, out, index, *args):
         return lower_cond(self, lo, index, args)
+
+
+def _per_element(b, hit, x):
+    """hit (one bool per batch element) broadcast to x's shape."""
+    return fix(b, BroadcastInDim(aval_of(b, x).shape, (0,)), hit)
+
+
+def _masked(b, hit, x):
+    """x where hit, else x with no derivative: x's value, x's tangent only where hit."""
+    return fix(b, Select(), _per_element(b, hit, x), x, fix(b, StopGradient(), x))
 
 
 def lower_cond(op: Cond, lo, index, args):
