@@ -28,6 +28,7 @@ from tidu.numpy.core import (
     reshape,
     sign,
     sqrt,
+    stop_gradient,
     transpose,
     where,
 )
@@ -461,9 +462,38 @@ def _keep_dims(r, x, axes, keepdims):
     return reshape(r, tuple(1 if i in axes else d for i, d in enumerate(x.shape)))
 
 
+def _pinv_svd(a, rtol):
+    """The pseudo-inverse's value from the SVD (its derivative is not used: see pinv)."""
+    u, s, vh = _svd_parts(a, False, True)
+    keep = s > s[..., 0:1] * rtol
+    sinv = where(keep, 1 / where(keep, s, 1), 0)
+    return matmul_(_conj(_mT(vh)) * astype(sinv[..., None, :], a.dtype), _conj(_mT(u)))
+
+
+def _pinv_tangent(p, a, d):
+    """The derivative of pinv at a along d, with p = pinv(a) (Golub and Pereyra 1973, jax's
+    ``_pinv_jvp``, products associated as there): -p d p + p p^H d^H (I - a p)
+    + (I - p a) d^H p^H p."""
+    ph, dh = _conj(_mT(p)), _conj(_mT(d))
+    m, n = a.shape[-2:]
+    if m >= n:
+        s = matmul_(matmul_(p, ph), dh)
+        t = matmul_(matmul_(dh, ph), p)
+        return (-matmul_(matmul_(p, d), p) + s - matmul_(matmul_(s, a), p) + t
+                - matmul_(matmul_(p, a), t))
+    s = matmul_(p, matmul_(ph, dh))
+    t = matmul_(dh, matmul_(ph, p))
+    return (-matmul_(p, matmul_(d, p)) + s - matmul_(s, matmul_(a, p)) + t
+            - matmul_(p, matmul_(a, t)))
+
+
 def pinv(a, rtol=None, hermitian: bool = False):
     """Moore-Penrose pseudo-inverse from the SVD, as ``jax.numpy.linalg.pinv``: singular
-    values at most ``rtol * max(s)`` (default ``10 * max(M, N) * eps``) are dropped."""
+    values at most ``rtol * max(s)`` (default ``10 * max(M, N) * eps``) are dropped.
+
+    The derivative is pinv's own (jax's custom JVP, Golub-Pereyra), not the SVD's: the SVD
+    rule cannot give it where singular values repeat (at the identity it gave 0 for
+    d pinv / d a_01, issue #28).  Derivatives of orders 1 to 3 equal jax's; see below."""
     del hermitian
     (a,) = _arrays("pinv", a)
     if a.ndim < 2:
@@ -471,13 +501,26 @@ def pinv(a, rtol=None, hermitian: bool = False):
     m, n = a.shape[-2:]
     if rtol is None:
         rtol = 10 * max(m, n) * np.finfo(a.dtype).eps
-    u, s, vh = _svd_parts(a, False, True)
     if min(m, n) == 0:
         return _mT(_conj(a))
-    cutoff = s[..., 0:1] * rtol
-    keep = s > cutoff
-    sinv = where(keep, 1 / where(keep, s, 1), 0)
-    return matmul_(_conj(_mT(vh)) * astype(sinv[..., None, :], a.dtype), _conj(_mT(u)))
+    # tidu has no custom_jvp, so the output is written as an expression whose derivatives are
+    # jax's.  jax's pinv has the JVP dp = G(p, a, da) (_pinv_tangent), with p = pinv(a) again
+    # (so differentiable to any order): along a line a(t) = a0 + t d, pinv is the solution of
+    # the ODE p'(t) = G(p(t), a(t), d), p(0) = pinv(a0).  Here p0 = pinv(a0) comes from the
+    # SVD under stop_gradient, delta = a - stop_gradient(a) is 0 in value (d in derivative),
+    # and the output is one explicit Runge-Kutta step of that ODE from 0 to 1 (Kutta's
+    # third-order method).  Its value is p0 exactly (every stage is linear in delta = 0), and a
+    # step of order 3 matches the ODE's solution to O(|delta|^4): the first, second and third
+    # derivatives are jax's (fourth and higher are not).  The stages cost 3 x 7 matrix products
+    # more than the SVD formula alone, in the forward program too.
+    a0 = stop_gradient(a)
+    p0 = stop_gradient(_pinv_svd(a0, rtol))
+    delta = a - a0
+    half = delta * 0.5
+    k1 = _pinv_tangent(p0, a0, delta)
+    k2 = _pinv_tangent(p0 + k1 * 0.5, a0 + half, delta)
+    k3 = _pinv_tangent(p0 - k1 + k2 * 2.0, a, delta)
+    return p0 + (k1 + k2 * 4.0 + k3) * (1.0 / 6.0)
 
 
 def matmul_(x, y):

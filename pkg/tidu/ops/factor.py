@@ -318,8 +318,13 @@ class Eigh(Primitive):
 
     def linearize(self, b, primal_in, primal_out, t):
         # dS the Hermitian tangent; dw = Re diag(V^H dS V); dV = V (Fm * (V^H dS V)),
-        # Fm[i, j] = 1 / (w_j - w_i) off the diagonal, 0 on it (inf/NaN for equal eigenvalues,
-        # as jax)
+        # Fm[i, j] = 1 / (w_j - w_i) where w_j != w_i, 0 where they are equal (the diagonal and
+        # equal eigenvalues), as jax's SVD rule masks equal singular values.  jax's Eigh rule
+        # leaves inf there and relies on symbolic zeros: grad of a function of w alone never
+        # transposes the dV branch.  Here dV and dw share one packed tangent, so the cotangent
+        # of V reaching Fm is a dense zero, and an inf in Fm would turn it into 0 * inf = NaN
+        # in the eigenvalue gradient (issue #28: grad of sum(eigh(eye(3))[0]) was all NaN).
+        # dw never reads Fm.
         if t[0] is None:
             return [None]
         av = primal_in[0].aval
@@ -336,9 +341,9 @@ class Eigh(Primitive):
         w = _real(b, _reshape(b, _cols(b, packed, m, m + 1), av.shape[:-1]))
         rav = aval(av.shape, rdt)
         wj, wi = _bcast(b, w, av.shape, -1), _bcast(b, w, av.shape, -2)
-        eye = _eye(b, av.shape, rdt)
-        fm = _fbin(b, Sub(), _fbin(b, Div(), const(b, 1, rav),
-                                   _fbin(b, Add(), eye, _fbin(b, Sub(), wj, wi))), eye)
+        gaps = _fbin(b, Sub(), wj, wi)
+        is0 = fix(b, Convert(rdt.name), fix(b, Compare("EQ"), gaps, const(b, 0, rav)))
+        fm = _fbin(b, Sub(), _fbin(b, Div(), const(b, 1, rav), _fbin(b, Add(), gaps, is0)), is0)
         dV = _lmm(b, V, scale(b, _to(b, fm, dt), inner), [F, A])
         dw = lin(b, ReduceSum((nd - 1,)), [_keep(b, _mask(b, av.shape, "EQ"), inner, av)], [A])
         dw = _to(b, _real(b, dw, active=True), dt, active=True)
