@@ -81,11 +81,52 @@ def _reduce(cls, x, axis, keepdims, name):
     t = _trace_of(x)
     x = _lift(t, x)
     axes = _axes(x, axis)
-    if cls is P.ReduceSum and x.aval.dtype == BOOL:
-        x = _lift(t, x, np.int64)
+    if cls is P.ReduceSum and x.aval.dtype in (BOOL, np.dtype("int32")):
+        x = _lift(t, x, np.int64)  # numpy's and jax's (x64) sum: bool and int32 in int64
+    elif cls is P.ReduceMax and x.aval.dtype == BOOL:
+        cls = P.ReduceOr  # max of bools is any (as min is all)
+    elif cls is P.ReduceMax and x.aval.dtype in COMPLEXES:
+        return lex_extreme(x, axes, keepdims, largest=True)
     y = _emit(t, _op(cls, axes), x)
     if keepdims:
         y = _emit(t, _op(P.Reshape, tuple(1 if i in axes else d for i, d in enumerate(x.shape))), y)
+    return y
+
+
+def lex_index(x, largest: bool):
+    """Index along the last axis of complex x of its first lexicographic extreme (real part,
+    then imaginary part: numpy's and jax's order), int64; a NaN in either part wins, as
+    ArgMin/ArgMax's first NaN."""
+    t = _trace_of(x)
+    last = x.ndim - 1
+    re, im = real(x), imag(x)
+    ext = _emit(t, _op(P.ReduceMax if largest else P.ReduceMin, (last,)), re)
+    ext = _emit(t, P.BroadcastInDim(x.shape, tuple(range(last))), ext)
+    key = where(re == ext, im, -np.inf if largest else np.inf)
+    key = where(re != re, np.nan, where(im != im, np.nan, key))
+    return _emit(t, (P.ArgMax if largest else P.ArgMin)(last, "int64"), key)
+
+
+def lex_extreme(x, axes, keepdims, largest: bool):
+    """min/max of complex x over axes in lexicographic order: the extreme element itself, picked
+    by a one-hot sum (exact: the other terms are -0-0j)."""
+    t = _trace_of(x)
+    axes = tuple(sorted(axes))
+    keep = [a for a in range(x.ndim) if a not in axes]
+    n = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
+    if n == 0:
+        raise ValueError(f"{'max' if largest else 'min'}: zero-size array to reduction operation "
+                         f"(shape {x.shape}, axes {axes})")
+    kshape = tuple(x.shape[a] for a in keep)
+    xf = transpose(x, tuple(keep) + axes) if keep + list(axes) != list(range(x.ndim)) else x
+    xf = reshape(xf, kshape + (n,))
+    idx = lex_index(xf, largest)
+    hit = _compare("EQ", iota(xf.shape, "int64", xf.ndim - 1),
+                   _emit(t, P.BroadcastInDim(xf.shape, tuple(range(len(kshape)))), idx))
+    y = _emit(t, _op(P.ReduceSum, (xf.ndim - 1,)),
+              where(hit, xf, np.asarray(complex(-0.0, -0.0), x.aval.dtype)))
+    if keepdims:
+        y = reshape(y, tuple(1 if i in axes else d for i, d in enumerate(x.shape)))
     return y
 
 

@@ -250,6 +250,14 @@ class _Plan:
         n_real = sum(1 for i in items if i is not None and i is not Ellipsis)
         if n_real > x.ndim:
             raise IndexError(f"too many indices ({n_real}) for shape {x.shape}")
+        # numpy's rule for where the broadcast index axes go: in place of the advanced indices
+        # when these are adjacent in the index as written, else first.  A slice, None or an
+        # ellipsis between two of them separates them, even an ellipsis that covers no axis, so
+        # adjacency is decided here, before the ellipsis is expanded.
+        written = [k for k, i in enumerate(items)
+                   if i is not None and i is not Ellipsis and not isinstance(i, slice)]
+        self.adjacent = written == list(range(written[0], written[0] + len(written))) \
+            if written else True
         ell = [k for k, i in enumerate(items) if i is Ellipsis]
         if ell:
             pos = ell[0]
@@ -264,14 +272,16 @@ class _Plan:
         items = [slice(None) if i is None else i for i in items]
         self.exp_shape = tuple(exp_shape)
         xe = x if self.exp_shape == x.shape else reshape(x, self.exp_shape)
-        self.x_exp = xe
-        # static slices first
-        start, limit, stride, adv = [], [], [], []
+        # static slices first; a negative step is a Rev of its axis, then a positive step
+        start, limit, stride, adv, rev = [], [], [], [], []
         for ax, (i, d) in enumerate(zip(items, self.exp_shape)):
             if isinstance(i, slice):
                 s, e, st = i.indices(d)
-                if st < 0:
-                    raise IndexError("negative slice steps are not supported")
+                if st < 0:  # numpy's elements s, s+st, ...: from d-1-s on in the reversed axis
+                    n = len(range(s, e, st))
+                    rev.append(ax)
+                    s, st = (d - 1 - s, -st) if n else (0, -st)
+                    e = s + (n - 1) * st + 1 if n else 0
                 e = max(e, s)
                 start.append(s), limit.append(e), stride.append(st)
             elif _is_array_index(i):
@@ -280,6 +290,10 @@ class _Plan:
             else:
                 raise IndexError(f"unsupported index {i!r} of type {type(i).__name__} (ints, "
                                  f"slices, None, ..., integer arrays and traced integers are)")
+        self.rev = tuple(rev)
+        if rev:
+            xe = _emit(t, P.Rev(self.rev), xe)
+        self.x_exp = xe  # x with its None axes, reversed where a slice steps backwards
         self.slicing = (tuple(start), tuple(limit), tuple(stride))
         self.sliced = self.slicing != ((0,) * len(start), self.exp_shape, (1,) * len(start))
         xs = _emit(t, P.Slice(*self.slicing), xe) if self.sliced else xe
@@ -305,7 +319,8 @@ class _Plan:
             merged = math.prod(dims)
             self.valid = _and(lin >= 0, lin < merged)
         k = len(adv)
-        contiguous = adv == list(range(adv[0], adv[0] + k))
+        # advanced axes that are already first need no transpose either way
+        contiguous = self.adjacent or adv == list(range(k))
         rest = [a for a in range(len(sl_shape)) if a not in adv]
         if contiguous:
             self.perm = None
@@ -344,6 +359,8 @@ class _Plan:
             pad = P.Pad(tuple(low), tuple(high), tuple(interior))
             hit = _emit(t, pad, _lift(t, np.ones(y.shape, bool)))
             y = where(hit, _emit(t, pad, y), self.x_exp)
+        if self.rev:
+            y = _emit(t, P.Rev(self.rev), y)
         if y.shape != self.orig_shape:
             y = reshape(y, self.orig_shape)
         return y

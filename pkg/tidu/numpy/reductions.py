@@ -41,8 +41,8 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     if out is not None or where is not None:
         raise NotImplementedError("var: the out and where arguments are not supported")
     if not _traced() and not _has_tracer((a,)):
-        return np.var(a, axis=axis, dtype=dtype, ddof=ddof if correction is None else correction,
-                      keepdims=keepdims)
+        return _no_dof_nan(np.var, a, axis, dtype, ddof if correction is None else correction,
+                           keepdims)
     if correction is not None:
         if ddof != 0:
             raise ValueError("var: ddof and correction are both given")
@@ -56,15 +56,28 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     n = int(np.prod([x.shape[i] for i in axes], dtype=np.int64))
     centered = x - T.mean(x, axes, keepdims=True)
     sq = T.real(centered * T.conj(centered)) if x.dtype in COMPLEXES else centered * centered
-    return T.sum(sq, axes, keepdims) / float(_max(n - ddof, 0))
+    # N - ddof <= 0: NaN, as jax (numpy divides by max(N - ddof, 0): inf, with a warning)
+    return T.sum(sq, axes, keepdims) / (float(n - ddof) if n - ddof > 0 else np.nan)
+
+
+def _no_dof_nan(f, a, axis, dtype, ddof, keepdims):
+    """numpy's var/std outside a trace, NaN where N - ddof <= 0 (jax's value and the traced
+    one; numpy gives inf there, or NaN for constant data, with a warning)."""
+    a = np.asarray(a)
+    n = a.size if axis is None else int(np.prod([a.shape[i] for i in _moment_axes(a, axis)]))
+    if n - ddof > 0:
+        return f(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        y = f(a, axis=axis, dtype=dtype, ddof=0, keepdims=keepdims)
+    return np.full_like(y, np.nan)[()]
 
 
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
         correction=None):
     """Standard deviation, sqrt(var(...)) with var's arguments."""
     if not _traced() and not _has_tracer((a,)):
-        return np.std(a, axis=axis, dtype=dtype, ddof=ddof if correction is None else correction,
-                      keepdims=keepdims)
+        return _no_dof_nan(np.std, a, axis, dtype, ddof if correction is None else correction,
+                           keepdims)
     return T.sqrt(var(a, axis, dtype, out, ddof, keepdims, where=where, correction=correction))
 
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from tidu import ops as P
 from tidu.graph.dtypes import BOOL, INTS
-from tidu.numpy.core import _axes, iota, reshape
+from tidu.numpy.core import _axes, iota, lex_extreme, lex_index, reshape, transpose
 from tidu.trace.tracer import _broadcast, _compare, _const, _lift, _trace_of
 from tidu.trace.tracer import _emit as emit
 
@@ -67,13 +67,12 @@ def min(a, axis=None, keepdims=False):  # noqa: A001
 
     Raises:
         ValueError: a reduced axis is empty, or an axis is out of range.
-        TypeError: complex input (no order).
     """
     t, x = _traced(a)
     if x.aval.dtype == BOOL:
         return _reduce(P.ReduceAnd, x, axis, keepdims)
-    if x.aval.dtype.kind == "c":
-        raise TypeError("min: complex numbers have no order")
+    if x.aval.dtype.kind == "c":  # lexicographic, as numpy and jax
+        return lex_extreme(x, _axes(x, axis), keepdims, largest=False)
     return _reduce(P.ReduceMin, x, axis, keepdims)
 
 
@@ -102,8 +101,6 @@ def any(a, axis=None, keepdims=False):  # noqa: A001
 
 def _arg(cls, a, axis, keepdims):
     t, x = _traced(a)
-    if x.aval.dtype.kind == "c":
-        raise TypeError(f"{cls.__name__.lower()}: complex numbers have no order")
     if x.aval.dtype == BOOL:
         x = _lift(t, x, np.int32)
     nd = x.ndim
@@ -111,7 +108,12 @@ def _arg(cls, a, axis, keepdims):
     if flat.shape[ax] == 0:
         raise ValueError(f"{cls.__name__.lower()}: attempt to get the {cls.__name__[3:].lower()} "
                          f"of an empty sequence (shape {x.shape})")
-    y = _emit(t, cls(ax, _INT.name), flat)
+    if x.aval.dtype.kind == "c":  # lexicographic, as numpy (jax refuses complex here)
+        last = flat.ndim - 1
+        perm = tuple(i for i in range(flat.ndim) if i != ax) + (ax,)
+        y = lex_index(transpose(flat, perm) if ax != last else flat, cls is P.ArgMax)
+    else:
+        y = _emit(t, cls(ax, _INT.name), flat)
     if keepdims:
         shape = (1,) * nd if axis is None else tuple(1 if i == ax else d
                                                      for i, d in enumerate(x.shape))

@@ -1,0 +1,148 @@
+"""Reductions over every input dtype against jax.numpy in x64 (and numpy): result dtypes, shapes
+and values of sum, mean, var, std, min, max, prod, argmin, argmax, any, all over bool, int32,
+int64, float32, float64, complex64 and complex128 inputs, every axis form, keepdims, and var/std's
+ddof at and beyond the number of elements.
+
+Where tidu differs from jax x64 on purpose (docs/numpy.md), the table says so and checks numpy:
+- mean/var/std of bool and int32 inputs are float64 (numpy's; jax x64 gives float32);
+- argmin/argmax of complex inputs order lexicographically (numpy's; jax refuses complex);
+- any/all of complex inputs: a purely imaginary element is true (numpy's; jax 0.10 reduces such
+  elements as false: jnp.any(np.array([1j])) is False)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import tidu as td
+
+jax = pytest.importorskip("jax")
+import jax.numpy as jnp  # noqa: E402
+
+jax.config.update("jax_enable_x64", True)
+rng = np.random.default_rng(5)
+
+DTYPES = ("bool", "int32", "int64", "float32", "float64", "complex64", "complex128")
+NAMES = ("sum", "mean", "var", "std", "min", "max", "prod", "argmin", "argmax", "any", "all")
+AXES = (None, 0, 1, -1, (0, 2), (0, 1, 2))
+SHAPE = (3, 4, 2)
+
+
+def _data(dtype):
+    """Small values with ties (first-occurrence rules), zeros (any/all), and for complex equal
+    real parts with different imaginary parts (the lexicographic order)."""
+    if dtype == "bool":
+        return rng.random(SHAPE) > 0.4
+    if dtype.startswith("int"):
+        return rng.integers(-3, 4, SHAPE).astype(dtype)
+    if dtype.startswith("float"):
+        return np.round(rng.standard_normal(SHAPE), 1).astype(dtype)
+    re = rng.integers(-2, 2, SHAPE)
+    im = rng.integers(-2, 2, SHAPE)
+    return (re + 1j * im).astype(dtype)
+
+
+DATA = {dt: _data(dt) for dt in DTYPES}
+# documented differences from jax x64: (name, dtype) -> numpy is the reference
+NUMPY_DTYPE = {(n, dt) for n in ("mean", "var", "std") for dt in ("bool", "int32")}
+NUMPY_ONLY = {(n, dt) for n in ("argmin", "argmax") for dt in ("complex64", "complex128")}
+JAX_WRONG = {(n, dt) for n in ("any", "all") for dt in ("complex64", "complex128")}
+
+
+def _tol(dtype):
+    return 2e-5 if dtype in ("float32", "complex64") else 1e-12
+
+
+def _cases():
+    out = []
+    for name in NAMES:
+        for dt in DTYPES:
+            for axis in AXES:
+                if name.startswith("arg") and isinstance(axis, tuple):
+                    continue
+                for keepdims in (False, True):
+                    out.append((name, dt, axis, keepdims))
+    return out
+
+
+CASES = _cases()
+
+
+@pytest.mark.parametrize("name,dtype,axis,keepdims", CASES,
+                         ids=[f"{n}-{d}-{a}-{k}" for n, d, a, k in CASES])
+def test_reduction_table(name, dtype, axis, keepdims):
+    x = DATA[dtype]
+    got = np.asarray(td.jit(lambda x: getattr(td, name)(x, axis=axis, keepdims=keepdims))(x))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want_np = np.asarray(getattr(np, name)(x, axis=axis, keepdims=keepdims))
+    if (name, dtype) in NUMPY_ONLY:
+        with pytest.raises(TypeError):
+            getattr(jnp, name)(jnp.asarray(x), axis=axis, keepdims=keepdims)
+        want = want_np
+    elif (name, dtype) in JAX_WRONG:
+        want = want_np
+    else:
+        want = np.asarray(getattr(jnp, name)(jnp.asarray(x), axis=axis, keepdims=keepdims))
+    if (name, dtype) in NUMPY_DTYPE:
+        assert want.dtype == np.float32 and got.dtype == want_np.dtype == np.float64
+        np.testing.assert_allclose(got, want_np, rtol=1e-12)
+        np.testing.assert_allclose(got, want, rtol=2e-6)
+        return
+    assert got.dtype == want.dtype, (got.dtype, want.dtype)
+    assert got.shape == want.shape == want_np.shape
+    tol = _tol(str(got.dtype))
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+    if name not in ("sum", "prod", "mean") or dtype != "bool":  # numpy: different int dtypes
+        np.testing.assert_allclose(got, want_np, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("name", ["var", "std"])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("axis", [None, 1, (0, 2)])
+def test_ddof_edges(name, dtype, axis):
+    """ddof from 0 to N + 1: N - ddof <= 0 gives NaN, as jax (numpy gives inf with a warning)."""
+    x = DATA[dtype]
+    n = x.size if axis is None else int(np.prod([SHAPE[a] for a in np.atleast_1d(axis)]))
+    for ddof in (0, 1, n - 1, n, n + 1):
+        got = np.asarray(td.jit(lambda x: getattr(td, name)(x, axis=axis, ddof=ddof))(x))
+        want = np.asarray(getattr(jnp, name)(jnp.asarray(x), axis=axis, ddof=ddof))
+        if (name, dtype) in NUMPY_DTYPE:
+            assert got.dtype == np.float64
+        else:
+            assert got.dtype == want.dtype, (ddof, got.dtype, want.dtype)
+        np.testing.assert_allclose(got, want, rtol=2e-6 if want.dtype == np.float32 else 1e-12,
+                                   err_msg=f"ddof={ddof}")
+        assert np.isnan(got).all() == (n - ddof <= 0)
+        # outside a trace: the same values (numpy's, NaN where N - ddof <= 0)
+        eager = np.asarray(getattr(td, name)(x, axis=axis, ddof=ddof))
+        np.testing.assert_allclose(eager, got, rtol=2e-6 if got.dtype == np.float32 else 1e-12)
+
+
+def test_issue_28_reproducers():
+    """Issue #28 (10): var/std with N - ddof <= 0 is NaN (was inf); complex min/max/sort order
+    lexicographically (min/max raised "complex numbers have no order"); var of bool is float64."""
+    for f in (td.var, td.std):
+        assert np.isnan(f(np.arange(2.), ddof=2)) and np.isnan(jnp.var(np.arange(2.), ddof=2))
+        assert np.isnan(td.jit(lambda x, f=f: f(x, ddof=2))(np.arange(2.)))
+    z = np.array([1 + 2j, 1 - 1j, -1 + 5j, -1 + 3j, 2 - 7j])
+    for name in ("min", "max", "sort", "argmin", "argmax"):
+        got = td.jit(getattr(td, name))(z)
+        np.testing.assert_array_equal(got, getattr(np, name)(z))
+        if not name.startswith("arg"):
+            np.testing.assert_array_equal(got, getattr(jnp, name)(z))
+    assert td.jit(td.var)(np.array([True, False])).dtype == np.float64
+
+
+def test_complex_extremes_keep_the_element():
+    """min/max of complex return the element itself (signed zeros, infinities), NaN wins."""
+    z = np.array([complex(0.0, -0.0), complex(0.0, np.inf), complex(-0.0, -np.inf)])
+    for name in ("min", "max"):
+        got = complex(td.jit(getattr(td, name))(z))
+        want = complex(getattr(np, name)(z))
+        assert got == want and np.signbit(got.imag) == np.signbit(want.imag), (name, got, want)
+    zn = np.array([1 + 1j, complex(np.nan, 0), 0j, complex(0, np.nan)])
+    assert np.isnan(complex(td.jit(td.min)(zn)).real)
+    assert int(td.jit(td.argmax)(zn)) == int(np.argmax(zn)) == 1
