@@ -108,7 +108,6 @@ from tidu.numpy.creation import (
     zeros_like,
 )
 from tidu.numpy.einsum import einsum, einsum_path
-from tidu.numpy.indexing import dynamic_slice, dynamic_update_slice, take, take_along_axis
 from tidu.numpy.reductions import diff, std, var
 from tidu.numpy.shapes import (
     array_split,
@@ -149,6 +148,7 @@ from tidu.numpy.sorting import (
     prod,
     sort,
 )
+from tidu.numpy.take import dynamic_slice, dynamic_update_slice, take, take_along_axis
 from tidu.numpy.ufuncs import (
     angle,
     arccos,

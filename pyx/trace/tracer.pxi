@@ -95,6 +95,8 @@ def body_exit(prev):
     global _n_bodies, _body_top
     _n_bodies -= 1
     _body_top = prev
+
+
 # the hook table of tidu.numpy.array_methods: the methods that are plain Python
 cdef object _py = None
 cdef list _avals = None  # tidu.graph's interned abstract values, by id

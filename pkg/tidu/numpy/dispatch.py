@@ -21,11 +21,11 @@ from tidu.numpy import (
     core,
     creation,
     einsum,
-    indexing,
     linalg,
     reductions,
     shapes,
     sorting,
+    take,
     ufuncs,
 )
 from tidu.trace.tracer import Tracer
@@ -59,7 +59,7 @@ _NAMESPACES = {"numpy": "", "numpy.linalg": "linalg", "numpy.fft": "fft"}
 # The numpy names of tidu's face, by module in the order the face takes them (a name defined
 # twice is the first module's): numpy's functions dispatch to these, never to the transforms.
 _TOP = SimpleNamespace(**{n: getattr(m, n) for m in reversed(
-    (creation, core, reductions, ufuncs, sorting, einsum, contractions, shapes, indexing))
+    (creation, core, reductions, ufuncs, sorting, einsum, contractions, shapes, take))
     for n in m.__all__})
 _SUBS = {"linalg": linalg}
 

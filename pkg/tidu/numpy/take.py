@@ -1,0 +1,138 @@
+"""take, take_along_axis, dynamic_slice and dynamic_update_slice on traced values, as
+``jax.numpy`` / ``jax.lax`` spell them, over the Gather/Scatter plans of ``tidu.numpy.indexing``
+(the out-of-range rules are in docs/numpy.md)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tidu import ops as P
+from tidu.graph.dtypes import INTS
+from tidu.numpy.core import astype, broadcast_to, reshape, where
+from tidu.numpy.indexing import _bcast, _gather, _index_value, _is_static_int, _max, _min
+from tidu.trace.tracer import Tracer, _emit, _lift, _trace_of
+
+__all__ = ["dynamic_slice", "dynamic_update_slice", "take", "take_along_axis"]
+
+# ---- numpy / lax functions ----
+
+def _norm_axis(axis: int, ndim: int, name: str) -> int:
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"{name}: axis {axis} is out of bounds for an array of rank {ndim}")
+    return axis % ndim
+
+
+def take(a, indices, axis=None, mode=None, fill_value=None):
+    """numpy/jax ``take``: elements of `a` at `indices` along `axis` (flattened when None).
+    Out-of-range indices: mode None or 'fill' gives fill_value (NaN for inexact dtypes, as jax),
+    'clip' clamps (negative indices then clamp to 0, as jax's 'clip'), 'wrap' wraps modulo."""
+    t = _trace_of(a, indices)
+    a = _lift(t, a)
+    if axis is None:
+        a, axis = reshape(a, (a.size,)), 0
+    axis = _norm_axis(axis, a.ndim, "take")
+    idx = _index_value(indices, a.shape[axis])
+    n = a.shape[axis]
+    if mode == "wrap":
+        idx = idx % n if isinstance(idx, np.ndarray) else _wrap_mod(idx, n)
+        mode = "clip"
+    elif mode == "clip":  # jax: no wrapping of negatives, clamp to [0, n-1]
+        idx = _min(_max(idx, 0), max(n - 1, 0))
+    elif mode not in (None, "fill", "promise_in_bounds"):
+        raise ValueError(f"take: unknown mode {mode!r}; expected None, 'fill', 'clip' or 'wrap'")
+    full = (slice(None),) * axis + (idx,)
+    return _gather(a, full, "clip" if mode in ("clip", "promise_in_bounds") else "fill",
+                   fill_value)
+
+
+def _wrap_mod(idx, n):
+    """idx modulo n (a traced integer): idx - n * floor(idx / n), exact for |idx| < 2^52."""
+    q = astype(idx, "float64") / float(n)
+    tr = astype(astype(q, "int64"), "float64")  # truncation, then a step down below zero
+    fl = where(tr > q, tr - 1.0, tr)
+    return idx - astype(fl, idx.dtype) * n
+
+
+def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
+    """numpy/jax ``take_along_axis``: out[..., j, ...] = arr[..., indices[..., j, ...], ...]
+    along `axis`; the other axes of `indices` broadcast against arr's.  Out-of-range: as take."""
+    t = _trace_of(arr, indices)
+    arr = _lift(t, arr)
+    if axis is None:
+        arr, axis = reshape(arr, (arr.size,)), 0
+    axis = _norm_axis(axis, arr.ndim, "take_along_axis")
+    idx = _index_value(indices, arr.shape[axis])
+    if idx.ndim != arr.ndim:
+        raise ValueError(f"take_along_axis: indices of rank {idx.ndim} do not match the rank "
+                         f"{arr.ndim} of arr")
+    shape = []
+    for k, (di, da) in enumerate(zip(idx.shape, arr.shape)):
+        if k == axis:
+            shape.append(di)
+        elif di == da or di == 1 or da == 1:
+            shape.append(max(di, da))
+        else:
+            raise ValueError(f"take_along_axis: indices shape {idx.shape} does not broadcast "
+                             f"against arr shape {arr.shape} off axis {axis}")
+    arr_shape = tuple(s if k != axis else arr.shape[axis] for k, s in enumerate(shape))
+    arr = broadcast_to(arr, arr_shape) if arr.shape != arr_shape else arr
+    idx = _bcast(idx, tuple(shape))
+    if mode == "clip":
+        idx = _min(_max(idx, 0), max(arr.shape[axis] - 1, 0))
+    # every other axis indexed by an iota: one gather over the merged axes
+    full = []
+    for k in range(arr.ndim):
+        if k == axis:
+            full.append(idx)
+        else:
+            io = np.arange(shape[k]).reshape([-1 if j == k else 1 for j in range(arr.ndim)])
+            full.append(np.broadcast_to(io, shape))
+    return _gather(arr, tuple(full), "clip" if mode in ("clip", "promise_in_bounds") else "fill",
+                   fill_value)
+
+
+def _starts_of(t, x, start_indices, name):
+    if len(start_indices) != x.ndim:
+        raise ValueError(f"{name}: {len(start_indices)} start indices for operand shape "
+                         f"{x.shape} (one per axis)")
+    out = []
+    for k, s in enumerate(start_indices):
+        if isinstance(s, Tracer):
+            if s.ndim or s.dtype not in INTS:
+                raise TypeError(f"{name}: start index {k} must be a scalar integer, got {s.aval}")
+            d = x.shape[k]
+            out.append(where(s < 0, s + d, s))  # jax wraps a negative start once
+        else:
+            if not _is_static_int(s):
+                a = np.asarray(s)
+                if a.ndim or a.dtype.kind not in "iu":
+                    raise TypeError(f"{name}: start index {k} must be a scalar integer, got {s!r}")
+                s = int(a)
+            s = int(s)
+            s = s + x.shape[k] if s < 0 else s
+            out.append(_lift(t, np.asarray(s, np.int64)))
+    if len({s.dtype for s in out}) > 1:  # one index type for all starts (StableHLO's rule)
+        out = [astype(s, "int64") for s in out]
+    return out
+
+
+def dynamic_slice(operand, start_indices, slice_sizes):
+    """jax.lax.dynamic_slice: operand[s0:s0+n0, ...] with (traced) scalar starts; a negative
+    start wraps once, then each start is clamped to [0, dim - size]."""
+    t = _trace_of(operand, *start_indices)
+    x = _lift(t, operand)
+    sizes = tuple(int(s) for s in slice_sizes)
+    return _emit(t, P.DynamicSlice(sizes), x, *_starts_of(t, x, start_indices, "dynamic_slice"))
+
+
+def dynamic_update_slice(operand, update, start_indices):
+    """jax.lax.dynamic_update_slice: operand with update written at the (traced) starts; a
+    negative start wraps once, then each start is clamped so the update fits."""
+    t = _trace_of(operand, update, *start_indices)
+    x = _lift(t, operand)
+    u = _lift(t, update)
+    if u.dtype != x.dtype:
+        u = astype(u, x.dtype)
+    return _emit(t, P.DynamicUpdateSlice(), x, u,
+                 *_starts_of(t, x, start_indices, "dynamic_update_slice"))
+
