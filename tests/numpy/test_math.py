@@ -396,3 +396,49 @@ def test_bad_operands_name_the_problem():
         td.jit(td.arctan2)(np.ones(2), np.ones(3))
     with pytest.raises(TypeError, match="traced values"):
         td.erf(0.5)
+
+
+# ---- sigmoid of complex values (issue #28, class 11) ----
+# Reproducer: td.nn.sigmoid(z) for complex z raised "operand dtype complex128 is not floating";
+# jax's lax.logistic (jax.nn.sigmoid) takes complex64/complex128.
+
+_Z = np.array([0.3 + 0.7j, -2.0 + 1.0j, 5.0 - 3.0j, -0.4 - 2.5j, 1e-3 + 0.0j, 12.0 + 0.2j])
+
+
+@pytest.mark.parametrize("dtype, tol", [("complex128", 1e-12), ("complex64", 2e-5)])
+def test_sigmoid_complex_values_jvp_vjp_as_jax(dtype, tol):
+    z = _Z.astype(dtype)
+    t = ((1 + 2j) * np.linspace(0.5, 1.5, z.size)).astype(dtype)
+    got = td.jit(td.nn.sigmoid)(z)
+    assert got.dtype == np.dtype(dtype)
+    np.testing.assert_allclose(got, jax.nn.sigmoid(z), rtol=tol, atol=tol)
+    (p, tan), (jp, jtan) = td.jvp(td.nn.sigmoid, (z,), (t,)), jax.jvp(jax.nn.sigmoid, (z,), (t,))
+    np.testing.assert_allclose(p, jp, rtol=tol, atol=tol)
+    np.testing.assert_allclose(tan, jtan, rtol=tol, atol=tol)
+    # tidu's vjp is the adjoint under the real inner product (docs/frontend.md): ct·conj(f'(z)),
+    # i.e. conj of jax's vjp at conj(ct)
+    (ct,) = td.vjp(td.nn.sigmoid, z)[1](t)
+    (jct,) = jax.vjp(jax.nn.sigmoid, z)[1](np.conj(t))
+    np.testing.assert_allclose(ct, np.conj(jct), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("z", list(_Z))
+def test_sigmoid_complex_holomorphic_grad_as_jax(z):
+    g = td.grad(td.nn.sigmoid, holomorphic=True)(z)
+    np.testing.assert_allclose(g, jax.grad(jax.nn.sigmoid, holomorphic=True)(z),
+                               rtol=1e-12, atol=1e-12)
+    # the second derivative too (through the composed Exp/Add/Div)
+    g2 = td.grad(td.grad(td.nn.sigmoid, holomorphic=True), holomorphic=True)(z)
+    j2 = jax.grad(jax.grad(jax.nn.sigmoid, holomorphic=True), holomorphic=True)(z)
+    np.testing.assert_allclose(g2, j2, rtol=1e-12, atol=1e-12)
+
+
+def test_sigmoid_real_is_still_the_logistic_primitive():
+    x = normal()
+    np.testing.assert_allclose(td.jit(td.nn.sigmoid)(x), jax.nn.sigmoid(x), rtol=1e-14)
+    np.testing.assert_allclose(td.grad(lambda v: td.sum(td.nn.sigmoid(v)))(x),
+                               jax.grad(lambda v: jnp.sum(jax.nn.sigmoid(v)))(x), rtol=1e-12)
+    from tidu import ops as P
+    from tidu.graph.dtypes import aval
+    with pytest.raises(TypeError, match="complex128 is not floating"):  # the primitive: real
+        P.Logistic().abstract_eval(aval((3,), np.dtype("complex128")))

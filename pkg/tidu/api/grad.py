@@ -51,19 +51,33 @@ def transpose(x, axes=None):
 def _inline_grad(trace, fn, args, argnums, has_aux, holomorphic=False):
     nums = _argnums(argnums)
     for i in nums:
-        if not -len(args) <= i < len(args):
-            raise ValueError(f"argnums {i} out of range for {len(args)} arguments")
+        if not -len(args) <= i < len(args):  # jax's TypeError: too few positional arguments
+            need = i + 1 if i >= 0 else -i
+            raise TypeError(
+                f"grad: differentiating with respect to argnums={argnums} needs at least {need} "
+                f"positional argument{'s' if need != 1 else ''} to differentiate, but the "
+                f"function was called with {len(args)} (argnums {i} out of range)")
     fn, args, argnums = _bind_python_args(fn, args, argnums)
     nums = _argnums(argnums)
     arg_leaves = _arg_leaves(args)
     nest = _Nested(trace, args)
     _check_inputs("grad", holomorphic,
                   [(i, [nest.fresh[l].aval for l in arg_leaves[i]]) for i in nums])
-    flat, _, aux, snap = nest.call(fn, has_aux)
-    if len(flat) != 1 or flat[0].shape != ():
+    flat, out_tree, aux, snap = nest.call(fn, has_aux)
+    if len(flat) != 1 or flat[0].shape != () or out_tree is not None:
         kind = "complex" if holomorphic else "real"
-        raise TypeError(f"grad requires a {kind} scalar output, got "
-                        f"{[str(o.aval) for o in flat]}")
+        got = [str(o.aval) for o in flat]
+        if out_tree is not None:  # a tuple/list/dict, even of one scalar (jax's TypeError too)
+            what = "the output (the pair's first element) is" if has_aux else "fn returned"
+            hint = "" if has_aux else \
+                "; to return auxiliary data along with the scalar, use has_aux=True"
+            raise TypeError(f"grad requires a {kind} scalar output, got {got}: {what} "
+                            f"a container of {len(flat)} value{'s' if len(flat) != 1 else ''}, "
+                            f"not a scalar (gradient only defined for scalar-output functions)"
+                            f"{hint}")
+        raise TypeError(f"grad requires a {kind} scalar output, got {got}: an output of shape "
+                        f"{flat[0].shape}, not a scalar (gradient only defined for "
+                        f"scalar-output functions)")
     _check_outputs("grad", holomorphic, [flat[0].aval])
     wrt = [nest.fresh[l] for i in nums for l in arg_leaves[i]]
     lin = differentiate(resolve([snap]), [flat[0].key], [w.key for w in wrt])
@@ -224,15 +238,30 @@ def linearize(fn: Callable, *primals):
     return out, lambda *tangents: jvp(fn, primals, tangents)[1]
 
 
+def _check_vjp_primals(primals, dtypes=None):
+    """A TypeError naming the first argument with an integer or bool leaf: tidu never
+    differentiates those (jax's vjp gives them float0 cotangents; docs/frontend.md)."""
+    k = 0
+    for i, a in enumerate(primals):
+        leaves = _flatten_args(a)[0]
+        for leaf in leaves:
+            dt = np.dtype(dtypes[k]) if dtypes is not None else \
+                np.dtype(leaf.dtype if hasattr(leaf, "dtype") else np.asarray(leaf).dtype)
+            k += 1
+            if dt.kind not in "fc":
+                raise TypeError(
+                    f"vjp: cannot differentiate with respect to argument {i} (primals[{i}]), of "
+                    f"dtype {dt}: only float and complex inputs are differentiable (tidu never "
+                    f"differentiates integer or bool arguments, where jax gives float0 "
+                    f"cotangents); pass it as a float, or close over it in fn")
+
+
 def _vjp_parts(trace, fn, primals, has_aux=False, holomorphic=False):
     """fn traced into the current trace and linearized: (nest, out, out tree, aux, back) with
     back(ct) the cotangents of the primals' leaves, not yet bound (nest.bind), transposed inside
     the same trace (holomorphic: conjugated, giving ct·f'(z) as jax's)."""
     nest = _Nested(trace, primals)
-    for p in nest.fresh:
-        if p.dtype.kind not in "fc":
-            raise TypeError(f"vjp: cannot differentiate with respect to an input of dtype "
-                            f"{p.dtype} (only float and complex inputs are)")
+    _check_vjp_primals(primals, [p.dtype for p in nest.fresh])
     flat, out_tree, aux, snap = nest.call(fn, has_aux)
     lin = differentiate(resolve([snap]), [o.key for o in flat], [p.key for p in nest.fresh])
     trace.builder.parents.append(lin.fragment)
@@ -275,6 +304,7 @@ def vjp(fn: Callable, *primals, has_aux: bool = False):
     if trace is not None:
         out, back, aux = _inline_vjp(trace, fn, primals, has_aux)
         return (out, back, aux) if has_aux else (out, back)
+    _check_vjp_primals(primals)  # now, not when vjp_fn is first called
     fwd = _jitted(("fwd", fn), lambda: fn, own=False)
     res = fwd(*primals)
     out, aux = res if has_aux else (res, None)

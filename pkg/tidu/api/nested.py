@@ -56,8 +56,12 @@ def _outer_trace(*trees):
 
 def _split_aux(out):
     if not (isinstance(out, (tuple, list)) and len(out) == 2):
-        what = f"a {type(out).__name__} of length {len(out)}" \
-            if isinstance(out, (tuple, list)) else f"a {type(out).__name__}"
+        if isinstance(out, (tuple, list)):
+            what = f"a {type(out).__name__} of length {len(out)}"
+        elif hasattr(out, "aval") or hasattr(out, "dtype") or isinstance(out, (int, float)):
+            what = "a single value, not a pair"
+        else:
+            what = f"a {type(out).__name__}"
         raise TypeError(f"has_aux=True requires fn to return a pair (output, aux), got {what}")
     return out[0], out[1]
 

@@ -2,7 +2,8 @@
 
 Numerically stable as jax's: ``logsumexp``, ``softmax`` and ``log_softmax`` subtract the
 (stop-gradient) maximum first, so values near 700 do not overflow; ``sigmoid`` is the Logistic
-primitive (no overflow for either sign); ``relu``'s derivative at 0 is 0 (jax's choice).
+primitive (no overflow for either sign) on real inputs and 1 / (1 + exp(-x)) on complex ones;
+``relu``'s derivative at 0 is 0 (jax's choice).
 """
 
 from __future__ import annotations
@@ -43,7 +44,15 @@ def relu6(x):
 
 
 def sigmoid(x):
-    """1 / (1 + exp(-x)) (the Logistic primitive)."""
+    """1 / (1 + exp(-x)): the Logistic primitive on real dtypes.
+
+    Complex inputs (jax's ``lax.logistic`` takes them) are the formula itself, written with
+    Exp, Add and Div, which are holomorphic on complex dtypes; the Logistic primitive and its
+    kernels stay real-only.  Values are infinite/NaN at the poles x = i(2k+1)pi, as jax's.
+    """
+    x = _tr(x)
+    if np.issubdtype(x.aval.dtype, np.complexfloating):
+        return 1 / (1 + exp(-x))
     return _unary_float(P.Logistic, x)
 
 
