@@ -412,9 +412,11 @@ def jacrev(fn: Callable, argnums=0, has_aux: bool = False,
 
 def hessian(fn: Callable, argnums=0, has_aux: bool = False,
             holomorphic: bool = False) -> Callable:
-    """Like jax.hessian: forward over reverse (jacfwd of the gradient), one program compiled
-    once per shapes/dtypes; fn must return a real scalar (complex with holomorphic=True)."""
-    g = grad(fn, argnums, has_aux, holomorphic)
+    """Like jax.hessian: forward over reverse (jacfwd of jacrev), one program compiled once per
+    shapes/dtypes.  As jax's, fn's arguments and output may be pytrees (real outputs, complex
+    with holomorphic=True): the result is the Jacobian's structure nested twice, leaves of shape
+    out.shape + in.shape + in.shape."""
+    g = jacrev(fn, argnums, has_aux, holomorphic)
     return jacfwd(g, argnums, has_aux=has_aux, holomorphic=holomorphic)
 
 
