@@ -29,6 +29,7 @@ from tidu.api.tree import unflatten
 from tidu.api.vmap import _inline_vmap
 from tidu.graph import Fragment, resolve
 from tidu.numpy import core as T
+from tidu.numpy.creation import zeros_like as _zeros_like
 from tidu.trace.tracer import Tracer
 
 __all__ = ["grad", "hessian", "hvp", "jacfwd", "jacrev", "jvp", "linearize", "transpose",
@@ -234,7 +235,10 @@ def jvp(fn: Callable, primals, tangents, has_aux: bool = False):
 
 def linearize(fn: Callable, *primals):
     """Like jax.linearize: ``(fn(*primals), f_jvp)`` where ``f_jvp(*tangents) = J·tangents``."""
-    out = jvp(fn, primals, [np.zeros_like(np.asarray(p)) for p in primals])[0]
+    leaves, tree = _flatten_args(primals)  # primals are pytrees: zeros leaf by leaf
+    zeros = unflatten(tree, [_zeros_like(p) if isinstance(p, Tracer)
+                             else np.zeros_like(np.asarray(p)) for p in leaves])
+    out = jvp(fn, primals, zeros)[0]
     return out, lambda *tangents: jvp(fn, primals, tangents)[1]
 
 
@@ -333,30 +337,36 @@ def _basis_stack(ctx, av):
     return T.reshape(eye, (n,) + av.shape)
 
 
-def _one_leaf(x, i, what):
-    if not isinstance(x, Tracer):
-        raise TypeError(f"{what}: argument {i} must be a single array")
-    return x
-
-
 def _jac_fn(fn, argnums, has_aux, forward: bool, holomorphic: bool = False):
     """The traced Jacobian: the JVP (forward) or VJP (reverse) of fn, vmapped over the basis of
-    each differentiated argument (forward) or of each output (reverse), in one program whose
-    size does not grow with the number of elements.  Complex arguments
-    (jacfwd) and outputs (jacrev) need holomorphic=True, as in jax: without it the two modes
-    would silently disagree (J vs its conjugate)."""
-    nums = _argnums(argnums)
+    each differentiated input leaf (forward) or of each output leaf (reverse), in one program
+    whose size does not grow with the number of elements.  As in jax, arguments and outputs may
+    be pytrees: the Jacobian is shaped like the output, each of its leaves shaped like the
+    differentiated argument (a tuple of them for a tuple of argnums), with leaves of shape
+    out_leaf.shape + in_leaf.shape.  Complex arguments (jacfwd) and outputs (jacrev) need
+    holomorphic=True, as in jax: without it the two modes would silently disagree (J vs its
+    conjugate)."""
     what = "jacfwd" if forward else "jacrev"
 
     def jac(*args, **kwargs):  # keyword arguments are not differentiated (as in jax)
         fn_kw = _bind_kw(fn, kwargs)
         trace = _outer_trace(args, kwargs)
         ctx = _Ctx(trace)
-        args = [ctx.lift(a) if i in nums or i - len(args) in nums else a
-                for i, a in enumerate(args)]
-        xs = [_one_leaf(args[i], i, what) for i in nums]
-        _check_inputs(what, holomorphic, [(i, [x.aval]) for i, x in zip(nums, xs)],
-                      allow_complex=not forward or holomorphic)
+        n = len(args)
+        for i in _argnums(argnums):
+            if not -n <= i < n:
+                raise ValueError(f"argnums {i} out of range for {n} arguments")
+        nums = [i % n for i in _argnums(argnums)]
+        # each differentiated argument is a pytree: its leaves lifted one by one (lifting the
+        # tuple/dict itself would ask a traced leaf for a concrete value)
+        trees, x_args = [], []
+        for i in nums:
+            leaves, tree = _flatten_args(args[i])
+            lifted = [ctx.lift(leaf) for leaf in leaves]
+            trees.append((tree, len(lifted)))
+            x_args.append(unflatten(tree, lifted))
+            _check_inputs(what, holomorphic, [(i, [x.aval for x in lifted])],
+                          allow_complex=not forward or holomorphic)
 
         def f_x(*xv):
             a = list(args)
@@ -365,16 +375,17 @@ def _jac_fn(fn, argnums, has_aux, forward: bool, holomorphic: bool = False):
             return fn_kw(*a)
 
         # fn traced once; the JVP (forward) or VJP (reverse) derived once and mapped by vmap
-        # over the basis of the argument (forward) or of each output (reverse): the program
-        # holds one batched derivative, whatever the number of elements.
+        # over the basis of each input leaf (forward) or of each output leaf (reverse): the
+        # program holds one batched derivative per leaf, whatever the number of elements.
 
-        per_num = []  # per argnum: per output leaf, the Jacobian block
+        blocks = []  # per output leaf: per input leaf (of all argnums, in order), the block
         if forward:
-            nest = _Nested(trace, tuple(xs))
+            nest = _Nested(trace, tuple(x_args))
             out_leaves, out_tree, aux, snap = nest.call(f_x, has_aux)
             if holomorphic:
                 _check_outputs(what, True, [o.aval for o in out_leaves])
             view = resolve([snap])
+            blocks = [[] for _ in out_leaves]
             for x in nest.fresh:
                 def push(t, x=x):
                     lin = differentiate(view, [o.key for o in out_leaves], [x.key],
@@ -383,31 +394,27 @@ def _jac_fn(fn, argnums, has_aux, forward: bool, holomorphic: bool = False):
                     return [_tracer_of(trace, k, o)
                             for k, o in zip(lin.tangent_outputs, out_leaves)]
                 cols = _inline_vmap(trace, push, (_basis_stack(ctx, x.aval),), {}, 0, -1, None)
-                per_num.append([T.reshape(c, o.shape + x.shape)
-                                for c, o in zip(cols, out_leaves)])
+                for m, (c, o) in enumerate(zip(cols, out_leaves)):
+                    blocks[m].append(T.reshape(c, o.shape + x.shape))
         else:
-            nest, out_leaves, out_tree, aux, back = _vjp_parts(trace, f_x, tuple(xs), has_aux,
-                                                               holomorphic)
+            nest, out_leaves, out_tree, aux, back = _vjp_parts(trace, f_x, tuple(x_args),
+                                                               has_aux, holomorphic)
             _check_outputs(what, holomorphic, [o.aval for o in out_leaves])
-            rows = []  # per output leaf: the cotangent of each x, stacked over the basis
             for m, o in enumerate(out_leaves):
                 def pull(e, m=m):
                     ct = [e if q == m else np.zeros(p.shape, p.dtype)
                           for q, p in enumerate(out_leaves)]
                     return list(back(unflatten(out_tree, ct)))
-                rows.append(_inline_vmap(trace, pull, (_basis_stack(ctx, o.aval),), {}, 0, 0,
-                                         None))
-            for k, x in enumerate(xs):
-                per_num.append([T.reshape(rows[m][k], o.shape + x.shape)
-                                for m, o in enumerate(out_leaves)])
-        flat_blocks = nest.bind([b for blocks in per_num for b in blocks])
-        it = iter(flat_blocks)
-        per_num = [[next(it) for _ in blocks] for blocks in per_num]
-        if isinstance(argnums, int):
-            leaves = per_num[0]
-        else:
-            leaves = [tuple(blocks[m] for blocks in per_num) for m in range(len(per_num[0]))]
-        result = unflatten(out_tree, leaves)
+                # the cotangent of each input leaf, stacked over the basis of output leaf m
+                row = _inline_vmap(trace, pull, (_basis_stack(ctx, o.aval),), {}, 0, 0, None)
+                blocks.append([T.reshape(r, o.shape + x.shape)
+                               for r, x in zip(row, nest.fresh)])
+        it = iter(nest.bind([b for row in blocks for b in row]))
+        per_out = []
+        for _ in out_leaves:  # each output leaf's Jacobian, structured like the arguments
+            per_arg = [unflatten(tree, [next(it) for _ in range(k)]) for tree, k in trees]
+            per_out.append(per_arg[0] if isinstance(argnums, int) else tuple(per_arg))
+        result = unflatten(out_tree, per_out)
         return (result, aux) if has_aux else result
 
     return jac
@@ -435,9 +442,11 @@ def jacrev(fn: Callable, argnums=0, has_aux: bool = False,
 
 def hessian(fn: Callable, argnums=0, has_aux: bool = False,
             holomorphic: bool = False) -> Callable:
-    """Like jax.hessian: forward over reverse (jacfwd of the gradient), one program compiled
-    once per shapes/dtypes; fn must return a real scalar (complex with holomorphic=True)."""
-    g = grad(fn, argnums, has_aux, holomorphic)
+    """Like jax.hessian: forward over reverse (jacfwd of jacrev), one program compiled once per
+    shapes/dtypes.  As jax's, fn's arguments and output may be pytrees (real outputs, complex
+    with holomorphic=True): the result is the Jacobian's structure nested twice, leaves of shape
+    out.shape + in.shape + in.shape."""
+    g = jacrev(fn, argnums, has_aux, holomorphic)
     return jacfwd(g, argnums, has_aux=has_aux, holomorphic=holomorphic)
 
 
