@@ -405,8 +405,12 @@ def _jac_fn(fn, argnums, has_aux, forward: bool, holomorphic: bool = False):
                     ct = [e if q == m else np.zeros(p.shape, p.dtype)
                           for q, p in enumerate(out_leaves)]
                     return list(back(unflatten(out_tree, ct)))
-                # the cotangent of each input leaf, stacked over the basis of output leaf m
-                row = _inline_vmap(trace, pull, (_basis_stack(ctx, o.aval),), {}, 0, 0, None)
+                # the cotangent of each input leaf, stacked over the basis of output leaf m; a
+                # one-element output (a scalar loss, hessian's inner jacrev) is one plain VJP
+                if o.aval.size == 1:
+                    row = pull(np.ones(o.shape, o.dtype))
+                else:
+                    row = _inline_vmap(trace, pull, (_basis_stack(ctx, o.aval),), {}, 0, 0, None)
                 blocks.append([T.reshape(r, o.shape + x.shape)
                                for r, x in zip(row, nest.fresh)])
         it = iter(nest.bind([b for row in blocks for b in row]))
@@ -425,8 +429,7 @@ def jacfwd(fn: Callable, argnums=0, has_aux: bool = False,
     """Like jax.jacfwd: the Jacobian by forward mode, the JVP vmapped over the basis of the
     differentiated arguments (each a single array; outputs any tuple/list/dict of arrays), in
     one program compiled once per shapes/dtypes.  Shape: output.shape + argument.shape; with a
-    tuple of
-    argnums, a tuple of those per output.  Arguments must be real, or complex with
+    tuple of argnums, a tuple of those per output.  Arguments must be real, or complex with
     ``holomorphic=True`` (then outputs must be complex too)."""
     return _traced_or_compiled(fn, _jac_fn(fn, argnums, has_aux, True, holomorphic))
 
