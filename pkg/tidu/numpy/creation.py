@@ -32,7 +32,7 @@ __all__ = [
     "ones_like", "shape", "size", "zeros", "zeros_like",
 ]
 
-_range, _max, _min, _sum = builtins.range, builtins.max, builtins.min, builtins.sum
+_range, _max, _min = builtins.range, builtins.max, builtins.min
 
 
 def _static_shape(name, shape) -> tuple[int, ...]:

@@ -25,7 +25,7 @@ from tidu.trace.tracer import _lift as _lift_in
 
 __all__ = ["diff", "std", "var"]
 
-_range, _max, _min, _sum = builtins.range, builtins.max, builtins.min, builtins.sum
+_range = builtins.range
 
 
 # ---- statistics and differences ----

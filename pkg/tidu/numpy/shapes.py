@@ -33,7 +33,7 @@ __all__ = [
     "roll", "select", "split", "squeeze", "stack", "swapaxes", "tile", "vstack",
 ]
 
-_range, _max, _min, _sum = builtins.range, builtins.max, builtins.min, builtins.sum
+_range, _max, _min = builtins.range, builtins.max, builtins.min
 
 
 # ---- helpers ----
