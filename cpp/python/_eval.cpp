@@ -134,7 +134,7 @@ class PyProgram {
                               std::to_string(given.size()));
     }
     for (std::size_t i = 0; i < outs.size(); ++i) {
-      py::array a = out.is_none() ? new_array(p_.outputs[i], 0)
+      py::array a = out.is_none() ? new_array(p_.outputs[i], -1)
                                   : checked_array(p_, given[i], p_.outputs[i], -1, "out[" + std::to_string(i) + "]", true);
       outs[i] = a.mutable_data();
       result.append(a);
@@ -185,10 +185,12 @@ class PyProgram {
   }
 
  private:
+  // A fresh output array for slot (with a leading axis of `batch` when batch >= 0: an empty
+  // batch gives a (0, ...) array, never the unbatched shape).
   py::array new_array(std::uint32_t slot, std::int64_t batch) const {
     const tidu::Slot& s = p_.slots[slot];
     std::vector<py::ssize_t> shape;
-    if (batch > 0) shape.push_back(batch);
+    if (batch >= 0) shape.push_back(batch);
     for (std::uint32_t k = 0; k < s.ndim; ++k) shape.push_back(p_.shape(slot)[k]);
     return py::array(py::dtype(dtype_num(s.dtype)), shape);  // by type number: no name parsing
   }
