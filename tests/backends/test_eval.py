@@ -358,9 +358,9 @@ def test_zero_copy_out_and_input_errors():
     res = prog.eval([feed[k] for k in order], out=out)
     assert res[0] is out[0] and list(out[0]) == [3.0, 6.0]
     np.testing.assert_array_equal(prog({"x": np.arange(4.0)[::2], "n": 2})[0], [0.0, 4.0])
-    with pytest.raises(ValueError, match=r"input 'x': expected shape \(2,\), got \(3,\)"):
+    with pytest.raises(ValueError, match=r"input 0 \('x'\): expected shape \(2,\), got \(3,\)"):
         prog({"x": np.ones(3), "n": 1})
-    with pytest.raises(TypeError, match="input 'n': expected dtype int32, got float64"):
+    with pytest.raises(TypeError, match=r"input 1 \('n'\): expected dtype int32, got float64"):
         prog({"x": np.ones(2), "n": 1.5})
     with pytest.raises(KeyError, match="missing input"):
         prog({"x": np.ones(2)})
@@ -556,7 +556,7 @@ def test_eval_batch_applies_the_same_dtype_rules():
     order = prog.inputs
     good = {"x": np.ones((2, 3)), "a": np.ones(2), ct: np.ones(2)}
     bad = dict(good, x=np.ones((2, 3), np.complex128))
-    with pytest.raises(TypeError, match="input 'x': expected dtype float64, got complex128"):
+    with pytest.raises(TypeError, match=r"input \d \('x'\): expected dtype float64, got complex128"):
         prog.eval_batch([bad[k] for k in order])
     ints = dict(good, a=np.ones(2, np.int64))  # a safe cast is still taken
     np.testing.assert_array_equal(prog.eval_batch([ints[k] for k in order])[0],

@@ -19,6 +19,7 @@ import os
 import numpy as np
 
 from tidu._native import _core, _eval
+from tidu.backends.inputs import check_inputs
 from tidu.graph import aval_of, prim_of
 
 __all__ = ["SIGNATURE", "encode", "has_kernels"]
@@ -189,19 +190,11 @@ class LoadedProgram:
         self._dtypes = [np.dtype(d) for d in native.input_dtypes]
 
     def _arrays(self, inputs, batch=False):
-        if len(inputs) != len(self.inputs):
-            raise ValueError(f"program takes {len(self.inputs)} inputs {self.inputs}, "
-                             f"got {len(inputs)}")
-        out = []
-        for name, shape, dt, x in zip(self.inputs, self._shapes, self._dtypes, inputs):
-            a = np.require(np.asarray(x, dtype=dt), requirements="C")
-            if (a.shape[1:] if batch else a.shape) != shape:
-                raise ValueError(f"input {name}: expected shape {shape}, got {a.shape}")
-            out.append(a)
-        return out
+        """Inputs checked as CompiledProgram checks them (tidu.backends.inputs)."""
+        return check_inputs(self.inputs, self._shapes, self._dtypes, inputs, batch)
 
     def eval(self, inputs, out=None):
-        return self.native.run(self._arrays(inputs), out)
+        return self.native.run(self._arrays(inputs)[0], out)
 
     def __call__(self, mapping: dict):
         missing = [k for k in self.inputs if k not in mapping]
@@ -211,9 +204,8 @@ class LoadedProgram:
 
     def eval_batch(self, inputs, threads=None, exact=True):
         """As ``CompiledProgram.eval_batch`` (interpreter only)."""
-        arrs = self._arrays(inputs, batch=True)
-        return self.native.run_batch(arrs, arrs[0].shape[0] if arrs else 0,
-                                     threads or os.cpu_count() or 1, exact)
+        arrs, batch = self._arrays(inputs, batch=True)
+        return self.native.run_batch(arrs, batch, threads or os.cpu_count() or 1, exact)
 
 
 def load(path) -> LoadedProgram:

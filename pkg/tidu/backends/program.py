@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from tidu.backends import interpreter, pictures, xla
+from tidu.backends.inputs import check_inputs
 from tidu.graph import compile as graph_compile
 from tidu.graph.compile import compile_arrays, program_cache
 from tidu.graph.keys import is_input_key, mode_of
@@ -106,32 +107,11 @@ class CompiledProgram:
     def n_instructions(self) -> int:
         return len(self.executable.arrays["instr_prim"])
 
-    def _check(self, i: int, x, batched: bool = False) -> np.ndarray:
-        """Input i as a C-contiguous array of the program's dtype (a copy only when needed);
-        a shape or unsafe dtype mismatch raises, naming the input."""
-        av = self._input_avals[i]
-        if (
-            not batched
-            and type(x) is np.ndarray
-            and x.dtype is av.dtype
-            and x.shape == av.shape
-            and x.flags.c_contiguous
-        ):
-            return x  # zero copy
-        arr = np.asarray(x)
-        shape = arr.shape[1:] if batched and arr.ndim else arr.shape
-        if shape != av.shape or (batched and arr.ndim != av.ndim + 1):
-            want = f"(batch, *{av.shape})" if batched else str(av.shape)
-            raise ValueError(f"input {self.inputs[i]!r}: expected shape {want}, got {arr.shape}")
-        if arr.dtype != av.dtype:
-            if not np.can_cast(arr.dtype, av.dtype, casting="same_kind") or (
-                arr.dtype.kind == "c" and av.dtype.kind != "c"
-            ):
-                raise TypeError(
-                    f"input {self.inputs[i]!r}: expected dtype {av.dtype}, got {arr.dtype}"
-                )
-            arr = arr.astype(av.dtype)
-        return np.require(arr, requirements="C")
+    def _check_all(self, inputs, batched: bool = False) -> tuple[list[np.ndarray], int]:
+        """Inputs as C-contiguous arrays of the program's dtypes (tidu.backends.inputs, the
+        checks LoadedProgram shares), and the batch length when ``batched``."""
+        return check_inputs(self.inputs, [av.shape for av in self._input_avals],
+                            [av.dtype for av in self._input_avals], inputs, batched)
 
     def eval(self, inputs: Sequence[Any], out=None) -> list[np.ndarray]:
         """Evaluate with inputs in ``self.inputs`` order; returns a list of numpy arrays."""
@@ -143,11 +123,7 @@ class CompiledProgram:
                 return run(inputs)
             except (TypeError, ValueError):
                 pass  # convert below, or raise an error naming the input
-        if len(inputs) != len(self.inputs):
-            raise ValueError(
-                f"program takes {len(self.inputs)} inputs {self.inputs}, got {len(inputs)}"
-            )
-        arrs = [self._check(i, x) for i, x in enumerate(inputs)]
+        arrs, _ = self._check_all(inputs)
         if self.backend == "xla":
             res = self.executable.xla(device=self.device).run(arrs)
             return res if out is None else _copy_out(res, out)
@@ -207,23 +183,13 @@ class CompiledProgram:
             backend = self.executable.auto_backend()
         if devices is not None and backend != "xla":
             raise ValueError("devices= needs backend='xla'")
-        if len(inputs) != len(self.inputs):
-            raise ValueError(
-                f"program takes {len(self.inputs)} inputs {self.inputs}, got {len(inputs)}"
-            )
-        arrs, batch = [], None
-        for i, x in enumerate(inputs):
-            a = self._check(i, x, batched=True)
-            if batch is not None and a.shape[0] != batch:
-                raise ValueError(f"input {self.inputs[i]!r}: batch {a.shape[0]} != {batch}")
-            batch = a.shape[0]
-            arrs.append(a)
+        arrs, batch = self._check_all(inputs, batched=True)
         if backend == "xla":
-            return self._eval_batch_xla(arrs, batch or 0, devices)
+            return self._eval_batch_xla(arrs, batch, devices)
         native = self.executable.native
         if native is None:
             raise NotImplementedError("eval_batch needs C++ kernels for every op")
-        return native.run_batch(arrs, batch or 0, threads or os.cpu_count() or 1, exact)
+        return native.run_batch(arrs, batch, threads or os.cpu_count() or 1, exact)
 
     def _eval_batch_xla(self, arrs: list[np.ndarray], batch: int, devices) -> list[np.ndarray]:
         if devices is None:

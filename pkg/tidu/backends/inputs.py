@@ -1,0 +1,102 @@
+"""Checking what a caller hands a program: one path for CompiledProgram and LoadedProgram,
+``eval`` and ``eval_batch`` alike.
+
+An input becomes a C-contiguous array of the program's dtype (copied only when needed). A value
+that would change on the way is refused, naming the input: a float into an integer input
+(truncation), a complex into a real one (the imaginary part), an integer out of the input's
+range (wrapping), or a shape that differs (with both shapes shown)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["check_input", "check_inputs"]
+
+
+def _label(i: int, name) -> str:
+    return f"input {i} ({name!r})"
+
+
+def _describe(shape: tuple) -> str:
+    return f"{shape} (a scalar)" if shape == () else str(shape)
+
+
+def _as_array(x, label: str) -> np.ndarray:
+    try:
+        arr = np.asarray(x)
+    except OverflowError:
+        arr = None
+    if arr is None or arr.dtype == object:
+        if isinstance(x, int) and not isinstance(x, bool):
+            raise OverflowError(f"{label}: the Python int {x} is out of range of every integer "
+                                "dtype tidu has (int64 at most)")
+        raise TypeError(f"{label}: expected a number or numeric array, got "
+                        f"{type(x).__name__} (numpy holds it as dtype object)")
+    return arr
+
+
+def _convert(arr: np.ndarray, dtype: np.dtype, label: str) -> np.ndarray:
+    """arr as dtype, refusing any cast that changes a value's kind or wraps an integer."""
+    src = arr.dtype
+    if dtype.kind in "iu" and src.kind in "iub":
+        if src.kind != "b" and not np.can_cast(src, dtype, casting="safe") and arr.size:
+            info = np.iinfo(dtype)
+            lo, hi = arr.min(), arr.max()
+            if lo < info.min or hi > info.max:
+                bad = lo if lo < info.min else hi
+                raise OverflowError(f"{label}: the value {bad} is out of range of {dtype} "
+                                    f"[{info.min}, {info.max}] (got dtype {src})")
+        return arr.astype(dtype)
+    if not np.can_cast(src, dtype, casting="same_kind") or (
+            src.kind == "c" and dtype.kind != "c") or (src.kind not in "biufc"):
+        raise TypeError(f"{label}: expected dtype {dtype}, got {src}"
+                        + (" (casting would drop or truncate part of the value)"
+                           if src.kind in "fc" else ""))
+    return arr.astype(dtype)
+
+
+def check_input(i: int, name, x, shape: tuple, dtype: np.dtype,
+                batch: int | None = -1) -> np.ndarray:
+    """Input i (called ``name`` in errors) as a C-contiguous array of ``dtype`` and ``shape``;
+    with ``batch`` not -1, with a leading batch axis of that length (None: any length, the first
+    batched input sets it).  ValueError for a shape, TypeError for a dtype, OverflowError for an
+    integer out of range, each naming the input by position and name."""
+    if (batch == -1 and type(x) is np.ndarray and x.dtype == dtype and x.shape == shape
+            and x.flags.c_contiguous):
+        return x  # zero copy
+    label = _label(i, name)
+    arr = _as_array(x, label)
+    if batch == -1:
+        if arr.shape != shape:
+            raise ValueError(f"{label}: expected shape {_describe(shape)}, "
+                             f"got {_describe(arr.shape)}")
+    elif arr.ndim != len(shape) + 1 or arr.shape[1:] != shape or (
+            batch is not None and arr.shape[0] != batch):
+        dims = ["batch" if batch is None else str(batch)] + [str(d) for d in shape]
+        want = f"({', '.join(dims)}{',' if not shape else ''})"
+        why = ""
+        if arr.ndim == len(shape):
+            why = " (the leading batch axis is missing)"
+        elif batch is not None and arr.ndim == len(shape) + 1 and arr.shape[1:] == shape:
+            why = f" (a batch of {arr.shape[0]}, not {batch} as the inputs before it)"
+        raise ValueError(f"{label}: expected shape {want}, got {_describe(arr.shape)}{why}")
+    if arr.dtype != dtype:
+        arr = _convert(arr, dtype, label)
+    return np.require(arr, requirements="C")
+
+
+def check_inputs(names, shapes, dtypes, inputs, batched: bool = False
+                 ) -> tuple[list[np.ndarray], int]:
+    """All inputs checked (``check_input``), in order; with ``batched``, every input shares one
+    leading batch length, returned with them (0 for a program with no inputs)."""
+    names = list(names)
+    if len(inputs) != len(names):
+        raise ValueError(f"program takes {len(names)} inputs {names}, got {len(inputs)}")
+    batch: int | None = None if batched else -1
+    out = []
+    for i, (name, shape, dt, x) in enumerate(zip(names, shapes, dtypes, inputs)):
+        a = check_input(i, name, x, shape, dt, batch)
+        if batched and batch is None:
+            batch = a.shape[0]
+        out.append(a)
+    return out, (batch or 0) if batched else -1
