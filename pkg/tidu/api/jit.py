@@ -35,7 +35,13 @@ __all__ = ["Lowered", "jit", "leaf_names", "lower_program", "static_jit", "trace
 _signature = _core.signature
 
 
+_INT64 = np.iinfo(np.int64)
+
+
 def _leaf_aval(x):
+    if type(x) is int and not _INT64.min <= x <= _INT64.max:  # as jax (x64): an OverflowError
+        raise OverflowError(f"an argument of a transformed function is the Python int {x}, "
+                            f"outside int64 [{_INT64.min}, {_INT64.max}]")
     return as_aval(np.asarray(x) if not hasattr(x, "dtype") else x)
 
 
