@@ -230,10 +230,17 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
 def fori_loop(lower, upper, body_fun: Callable, init_val):
     """``jax.lax.fori_loop``: ``val = body_fun(i, val)`` for i in [lower, upper).
 
-    Static (Python int) bounds give a scan (differentiable in both modes); traced bounds give a
-    while_loop (forward mode only)."""
-    if isinstance(lower, (int, np.integer)) and isinstance(upper, (int, np.integer)):
-        lo, hi = int(lower), int(upper)
+    Static bounds (anything not traced, converted by ``int()`` as jax does: float bounds
+    truncate) give a scan (differentiable in both modes); traced bounds give a while_loop
+    (forward mode only).  The bounds' dtypes must agree, as in jax: a Python int beside an integer
+    array takes its dtype; fori_loop(0, 3.5, ...) is a TypeError."""
+    _fori_bounds_dtype(lower, upper)
+    if not isinstance(lower, Tracer) and not isinstance(upper, Tracer):
+        try:
+            lo, hi = int(lower), int(upper)
+        except TypeError as e:  # complex, or not a number at all
+            raise TypeError(f"fori_loop: bounds must be integers (or numbers int() takes), "
+                            f"got {lower!r} and {upper!r}") from e
         if _outer_trace() is None:  # called eagerly: trace and run it through td.jit
             leaves, spec = _flatten(init_val)
             return _eager(lambda a: fori_loop(lo, hi, body_fun, _unflatten(spec, a)), leaves)
@@ -254,6 +261,21 @@ def fori_loop(lower, upper, body_fun: Callable, init_val):
         return i + 1, u, body_fun(i, v)
 
     return while_loop(cond_fun, body2, (lower, upper, init_val))[2]
+
+
+def _fori_bounds_dtype(lower, upper) -> None:
+    """jax.lax.fori_loop's rule: lower and upper of one dtype, except that a Python int (weakly
+    typed) beside a signed integer array or scalar takes that one's dtype."""
+    def dtype(b):
+        return b.aval.dtype if isinstance(b, Tracer) else np.asarray(b).dtype
+
+    dl, du = dtype(lower), dtype(upper)
+    if dl == du:
+        return
+    weak_l, weak_u = type(lower) is int, type(upper) is int
+    if dl.kind == du.kind == "i" and weak_l != weak_u:
+        return
+    raise TypeError(f"fori_loop: lower and upper must have equal types, got {dl} and {du}")
 
 
 # ---- while_loop ----
