@@ -217,3 +217,27 @@ def test_lower_of_a_transform_of_a_jitted_function_is_the_transform():
     np.testing.assert_allclose(low(X, 2.0), 2.0 * np.exp(2.0 * X), rtol=1e-14)
     np.testing.assert_allclose(td.jit(td.grad(jf)).lower(X, 2.0)(X, 2.0), 2.0 * np.exp(2.0 * X),
                                rtol=1e-14)
+
+
+@pytest.mark.parametrize("names,bad", [("m", "m"), (("n", "m"), "m")])
+def test_static_argnames_not_a_parameter_is_refused_as_jax(names, bad):
+    """Was: td.jit(f, static_argnames='m') for an f with no parameter m was accepted."""
+    with pytest.raises(ValueError, match="invalid argnames"):
+        jax.jit(power_sum_jax, static_argnames=names)
+    with pytest.raises(ValueError, match=rf"static_argnames \['{bad}'\] are not parameters"):
+        td.jit(power_sum, static_argnames=names)
+
+
+def test_static_argnames_positional_only_refused_and_kwargs_accepted_as_jax():
+    def posonly(x, /, n):
+        return x * n
+
+    def kwargs(x, **kw):
+        return x * kw["n"]
+
+    with pytest.raises(ValueError, match="positional-only"):
+        jax.jit(posonly, static_argnames="x")
+    with pytest.raises(ValueError, match="positional-only"):
+        td.jit(posonly, static_argnames="x")
+    np.testing.assert_allclose(td.jit(kwargs, static_argnames="n")(X, n=3), X * 3)
+    np.testing.assert_allclose(jax.jit(kwargs, static_argnames="n")(X, n=3), X * 3)

@@ -248,6 +248,25 @@ def _positional_names(fn) -> tuple[list[str], bool] | None:
     return names, varargs
 
 
+def _check_argnames(fn, names) -> None:
+    """static_argnames must name parameters fn takes by keyword, as jax requires (any name
+    where fn takes **kwargs; no check where fn has no signature to read)."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return
+    keyword = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    positional_only = {p.name for p in params if p.kind is p.POSITIONAL_ONLY}
+    bad = [n for n in names if n not in keyword]
+    if bad:
+        why = ("positional-only parameters of it" if set(bad) <= positional_only
+               else "not parameters of it")
+        raise ValueError(f"jit of {_name(fn)}: static_argnames {bad} are {why}; it takes "
+                         f"{sorted(keyword)} by keyword")
+
+
 def _as_tuple(x, kind, what) -> tuple:
     if x is None:
         return ()
@@ -267,6 +286,7 @@ class _Statics:
     def __init__(self, fn, static_argnums, static_argnames):
         nums = _as_tuple(static_argnums, int, "static_argnums")
         names = _as_tuple(static_argnames, str, "static_argnames")
+        _check_argnames(fn, names)
         sig = _positional_names(fn)
         self.params = sig[0] if sig else None
         n_pos = len(sig[0]) if sig and not sig[1] else None
