@@ -119,6 +119,56 @@ def test_at_modes_and_get():
               jnp.asarray(x).at[i].get(mode="fill", fill_value=-3.0))
 
 
+# int64 indices far beyond 2^53, where a modulo through float64 goes wrong
+HUGE = np.array([2**63 - 1, -2**63, -2**62 - 3, 7, -1, 2**53 + 1])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("mode", ["wrap", "clip"])
+@pytest.mark.parametrize("traced", [True, False])
+def test_take_wrap_and_clip_of_huge_int64_indices_are_exact(backend, mode, traced):
+    """Was: take(mode="wrap") with indices [2**63-1, -2**63, -2**62-3] on 5 elements gave
+    [0, 4, 4] (a modulo through float64), not [2, 2, 3]."""
+    x = np.arange(5.0) * 10
+    want = np.asarray(jnp.take(x, HUGE, mode=mode))
+    exact = [int(i) % 5 if mode == "wrap" else min(max(int(i), 0), 4) for i in HUGE]
+    np.testing.assert_array_equal(want, x[exact])  # jax (x64) as Python's int arithmetic
+
+    def f(x, i):
+        return td.take(x, i if traced else HUGE, mode=mode)
+
+    np.testing.assert_array_equal(run(f, x, HUGE, backend=backend), want)
+    m = np.stack([x, -x])
+    np.testing.assert_array_equal(
+        run(lambda m, i: td.take(m, i, axis=1, mode=mode), m, HUGE, backend=backend),
+        np.asarray(jnp.take(m, HUGE, axis=1, mode=mode)))
+    # the gradient scatters to the same wrapped or clamped positions
+    w = np.arange(HUGE.size, dtype=np.float64)
+    got = run(td.grad(lambda x, i: td.sum(td.take(x, i, mode=mode) * w)), x, HUGE,
+              backend=backend)
+    np.testing.assert_array_equal(
+        got, np.asarray(jax.grad(lambda x: jnp.sum(jnp.take(x, HUGE, mode=mode) * w))(x)))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_take_along_axis_wrap_is_integer_modulo(backend):
+    """take_along_axis(mode="wrap") filled every position with NaN (the mode was not read);
+    jax's take_along_axis has no 'wrap': tidu wraps as take does."""
+    x = rng.standard_normal((2, 5))
+    j = np.stack([HUGE, HUGE[::-1]])
+    got = run(lambda x, j: td.take_along_axis(x, j, axis=1, mode="wrap"), x, j, backend=backend)
+    np.testing.assert_array_equal(got, np.take_along_axis(x, j % 5, axis=1))
+    with pytest.raises(ValueError, match="unknown mode 'bogus'"):
+        run(lambda x: td.take_along_axis(x, j, axis=1, mode="bogus"), x)
+
+
+def test_take_wrap_into_an_empty_axis_is_an_index_error_as_jax():
+    with pytest.raises(IndexError, match="non-empty"):
+        jnp.take(jnp.zeros(0), np.array([1]), mode="wrap")
+    with pytest.raises(IndexError, match="non-empty take from an empty axis"):
+        run(lambda x: td.take(x, np.array([1]), mode="wrap"), np.zeros(0))
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_take_and_take_along_axis_match_jax(backend):
     x = rng.standard_normal((3, 4))

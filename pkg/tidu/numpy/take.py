@@ -34,7 +34,7 @@ def take(a, indices, axis=None, mode=None, fill_value=None):
     idx = _index_value(indices, a.shape[axis])
     n = a.shape[axis]
     if mode == "wrap":
-        idx = idx % n if isinstance(idx, np.ndarray) else _wrap_mod(idx, n)
+        idx = _wrap(idx, n, "take")
         mode = "clip"
     elif mode == "clip":  # jax: no wrapping of negatives, clamp to [0, n-1]
         idx = _min(_max(idx, 0), max(n - 1, 0))
@@ -45,12 +45,14 @@ def take(a, indices, axis=None, mode=None, fill_value=None):
                    fill_value)
 
 
-def _wrap_mod(idx, n):
-    """idx modulo n (a traced integer): idx - n * floor(idx / n), exact for |idx| < 2^52."""
-    q = astype(idx, "float64") / float(n)
-    tr = astype(astype(q, "int64"), "float64")  # truncation, then a step down below zero
-    fl = where(tr > q, tr - 1.0, tr)
-    return idx - astype(fl, idx.dtype) * n
+def _wrap(idx, n: int, name: str):
+    """Indices wrapped modulo the axis length n (numpy's and jax's 'wrap'), in integer
+    arithmetic for traced ones too (``%`` is tidu.remainder: Rem, exact for every int64)."""
+    if n == 0:
+        if idx.size:
+            raise IndexError(f"{name}: cannot do a non-empty take from an empty axis")
+        return idx
+    return idx % n
 
 
 def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
@@ -77,8 +79,14 @@ def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
     arr_shape = tuple(s if k != axis else arr.shape[axis] for k, s in enumerate(shape))
     arr = broadcast_to(arr, arr_shape) if arr.shape != arr_shape else arr
     idx = _bcast(idx, tuple(shape))
-    if mode == "clip":
+    if mode == "wrap":  # an extension: jax's take_along_axis has no 'wrap'
+        idx = _wrap(idx, arr.shape[axis], "take_along_axis")
+        mode = "clip"
+    elif mode == "clip":
         idx = _min(_max(idx, 0), max(arr.shape[axis] - 1, 0))
+    elif mode not in (None, "fill", "promise_in_bounds"):
+        raise ValueError(f"take_along_axis: unknown mode {mode!r}; expected None, 'fill', "
+                         "'clip' or 'wrap'")
     # every other axis indexed by an iota: one gather over the merged axes
     full = []
     for k in range(arr.ndim):
