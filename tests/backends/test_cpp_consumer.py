@@ -5,6 +5,7 @@ with AddressSanitizer and UndefinedBehaviorSanitizer)."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -65,6 +66,50 @@ def test_cpp_evaluates_saved_loop_program_like_python(builds, kind, tmp_path):
                          capture_output=True, text=True)
     assert res.returncode == 0, res.stdout + res.stderr
     assert f"eval_saved: ok (2 inputs, {len(outs)} outputs)" in res.stdout
+
+
+def _not_programs(tmp, tmp_path):
+    """Paths that are no program file: a device that never ends, a directory, a FIFO (open
+    would block), a file whose header claims more payload than it holds."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    good = (tmp / "grad.tidu").read_bytes()
+    short = tmp_path / "short.tidu"
+    short.write_bytes(good[:16] + (2**62).to_bytes(8, "little") + good[24:])
+    return {"/dev/zero": "not a regular file", str(tmp_path): "not a regular file",
+            str(fifo): "not a regular file", str(short): "payload size 4611686018427387904 in "
+            "the header does not match the file's"}
+
+
+def test_cpp_loader_refuses_what_is_not_a_program_file(cpp_build, saved, tmp_path):
+    """Was: tidu::Program::load("/dev/zero") read until memory ran out."""
+    tmp, *_ = saved
+    for path, msg in _not_programs(tmp, tmp_path).items():
+        res = subprocess.run([str(cpp_build("release") / "eval_saved"), path, "x", "y"],
+                             capture_output=True, text=True, timeout=60)
+        assert res.returncode == 3 and msg in res.stderr, (path, res.returncode, res.stderr)
+
+
+def test_python_load_refuses_what_is_not_a_program_file(saved, tmp_path):
+    """Was: td.load('/dev/zero') read until MemoryError; td.load(fd) read a file descriptor
+    and closed it."""
+    tmp, *_ = saved
+    for path, msg in _not_programs(tmp, tmp_path).items():
+        with pytest.raises(ValueError, match=re.escape(msg)):
+            td.load(path)
+    fd = os.open(tmp / "grad.tidu", os.O_RDONLY)
+    try:
+        with pytest.raises(TypeError, match="expected a path .* got int"):
+            td.load(fd)
+        os.fstat(fd)  # still open
+    finally:
+        os.close(fd)
+    with open(tmp / "grad.tidu", "rb") as f, pytest.raises(TypeError, match="got BufferedReader"):
+        td.load(f)
+    with pytest.raises(FileNotFoundError):
+        td.load(tmp_path / "missing.tidu")
+    for p in (str(tmp / "grad.tidu"), tmp / "grad.tidu", os.fsencode(tmp / "grad.tidu")):
+        assert td.load(p).inputs == td.load(tmp / "grad.tidu").inputs
 
 
 def test_python_round_trip_is_exact(saved):

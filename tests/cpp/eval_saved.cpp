@@ -5,6 +5,7 @@
 #include <cmath>
 #include <complex>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <vector>
@@ -21,7 +22,14 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: eval_saved prog.tidu inputs.bin expected.bin [repeats]\n");
     return 2;
   }
-  tidu::Program prog = tidu::Program::load(argv[1]);
+  tidu::Program prog = [&] {
+    try {
+      return tidu::Program::load(argv[1]);
+    } catch (const tidu::ProgramError& e) {  // a bad file: say why, exit 3 (tests check it)
+      std::fprintf(stderr, "eval_saved: %s\n", e.what());
+      std::exit(3);
+    }
+  }();
   tidu::Workspace ws(prog);
   std::vector<std::uint8_t> in = read(argv[2]), want = read(argv[3]);
   std::vector<const void*> ins;

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import stat
 
 import numpy as np
 
@@ -208,8 +209,38 @@ class LoadedProgram:
         return self.native.run_batch(arrs, batch, threads or os.cpu_count() or 1, exact)
 
 
+_HEADER = 32  # magic (8) | version (4) | reserved (4) | payload bytes (8) | checksum (8)
+
+
 def load(path) -> LoadedProgram:
-    """Read a program saved by ``CompiledProgram.save``; raises ValueError on a bad file."""
+    """Read a program saved by ``CompiledProgram.save``.
+
+    Args:
+        path: a path (str, bytes or os.PathLike) to a regular file; open files and file
+            descriptors are refused.
+
+    Raises:
+        TypeError: ``path`` is not a path.  FileNotFoundError / PermissionError: as ``open``.
+        ValueError (``tidu._eval.ProgramError``): not a regular file, or a bad file: the header
+        gives the payload's size, which must match the file's before anything more is read.
+    """
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        raise TypeError(f"load: expected a path (str, bytes or os.PathLike), got "
+                        f"{type(path).__name__}")
+    shown = os.fsdecode(os.fspath(path))
+    if not stat.S_ISREG(os.stat(path).st_mode):  # before open: a FIFO would block there
+        raise _eval.ProgramError(f"tidu program file: {shown} is not a regular file")
     ensure_blas()  # the file may hold a matrix product
     with open(path, "rb") as f:
-        return LoadedProgram(_eval.Program(f.read()))
+        size = os.fstat(f.fileno()).st_size
+        head = f.read(_HEADER)
+        if len(head) == _HEADER and head[:8] == b"TIDUPROG":
+            payload = int.from_bytes(head[16:24], "little")
+            if payload != size - _HEADER:
+                raise _eval.ProgramError(
+                    f"tidu program file: {shown}: payload size {payload} in the header does not "
+                    f"match the file's {max(size - _HEADER, 0)} bytes after it")
+            data = head + f.read(payload + 1)  # one more: a file grown since is refused below
+        else:
+            data = head  # too short or bad magic: the C++ loader says which
+    return LoadedProgram(_eval.Program(data))

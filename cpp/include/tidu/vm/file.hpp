@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -270,10 +271,31 @@ inline Program Program::load_from_memory(const void* data, std::size_t n) {
   return build_program(deserialize(data, n));
 }
 
+// Reads a regular file only (a FIFO or device would block or never end), and no more bytes than
+// the header's payload size, which must match the file's size before the payload is read.
 inline Program Program::load(const std::string& path) {
+  std::error_code ec;
+  const auto st = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(st)) throw ProgramError("tidu program file: cannot open " + path);
+  if (!std::filesystem::is_regular_file(st)) throw ProgramError("tidu program file: " + path + " is not a regular file");
+  const std::uint64_t size = std::filesystem::file_size(path, ec);
+  if (ec) throw ProgramError("tidu program file: cannot open " + path);
   std::ifstream f(path, std::ios::binary);
   if (!f) throw ProgramError("tidu program file: cannot open " + path);
-  std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::vector<std::uint8_t> bytes(32);
+  f.read(reinterpret_cast<char*>(bytes.data()), 32);
+  bytes.resize(static_cast<std::size_t>(f.gcount()));
+  if (bytes.size() == 32 && std::memcmp(bytes.data(), kMagic, 8) == 0) {
+    std::uint64_t payload = 0;
+    std::memcpy(&payload, bytes.data() + 16, 8);  // little-endian, as the writer's hosts
+    if (payload != size - 32)
+      throw ProgramError("tidu program file: " + path + ": payload size " + std::to_string(payload) +
+                         " in the header does not match the file's " + std::to_string(size - 32) +
+                         " bytes after it");
+    bytes.resize(32 + payload + 1);  // one more: a file grown since is refused by deserialize
+    f.read(reinterpret_cast<char*>(bytes.data()) + 32, static_cast<std::streamsize>(payload + 1));
+    bytes.resize(32 + static_cast<std::size_t>(f.gcount()));
+  }
   return load_from_memory(bytes.data(), bytes.size());
 }
 
