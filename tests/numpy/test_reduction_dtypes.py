@@ -146,3 +146,43 @@ def test_complex_extremes_keep_the_element():
     zn = np.array([1 + 1j, complex(np.nan, 0), 0j, complex(0, np.nan)])
     assert np.isnan(complex(td.jit(td.min)(zn)).real)
     assert int(td.jit(td.argmax)(zn)) == int(np.argmax(zn)) == 1
+
+
+# ---- accumulation dtypes of small integers, at values that overflow int32 ----
+
+BIG = np.array([[2**31 - 1, 1, 5], [7, 2**31 - 2, 2**30]], np.int32)
+ACCUMULATE = {  # name -> (tidu function, jax function); each checked against jax (x64)
+    "sum": (lambda a: td.sum(a), lambda a: jnp.sum(a)),
+    "sum_axis0": (lambda a: td.sum(a, axis=0), lambda a: jnp.sum(a, axis=0)),
+    "method_sum": (lambda a: a.sum(axis=1), lambda a: a.sum(axis=1)),
+    "mean": (lambda a: td.mean(a), lambda a: jnp.mean(a.astype(jnp.float64))),
+    "trace": (lambda a: td.trace(a[:, :2]), lambda a: jnp.trace(a[:, :2])),
+    "trace_offset": (lambda a: td.trace(a, offset=1), lambda a: jnp.trace(a, offset=1)),
+    "trace_dtype": (lambda a: td.trace(a[:, :2], dtype="int32"),
+                    lambda a: jnp.trace(a[:, :2], dtype="int32")),
+    "prod": (lambda a: td.prod(a[:, :2]), lambda a: jnp.prod(a[:, :2])),
+    # jax (x64) keeps these in int32 and wraps: so does tidu (docs/numpy.md)
+    "cumsum": (lambda a: td.cumsum(a), lambda a: jnp.cumsum(a)),
+    "cumprod": (lambda a: td.cumprod(a), lambda a: jnp.cumprod(a)),
+    "dot": (lambda a: td.dot(a[0], a[1]), lambda a: jnp.dot(a[0], a[1])),
+    "matmul": (lambda a: a @ a.T, lambda a: a @ a.T),
+    "einsum": (lambda a: td.einsum("ij,ij->", a, a), lambda a: jnp.einsum("ij,ij->", a, a)),
+}
+
+
+@pytest.mark.parametrize("backend", ["cpu", "xla"])
+@pytest.mark.parametrize("name", sorted(ACCUMULATE))
+def test_int32_accumulation_follows_jax_x64(name, backend):
+    """Was: td.trace of int32 summed in int32 and wrapped (jax: int64, as sum); sum and mean
+    of int32 (td.sum gave -2147483648 for [2**31-1, 1]) are checked on the same data."""
+    f, g = ACCUMULATE[name]
+    got = np.asarray(td.jit(f, backend=backend)(BIG))
+    want = np.asarray(jax.jit(g)(jnp.asarray(BIG)))
+    assert got.dtype == want.dtype, (got.dtype, want.dtype)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_int32_sum_and_mean_of_the_issue():
+    x = np.array([2**31 - 1, 1], np.int32)
+    assert int(td.jit(td.sum)(x)) == 2**31 == int(np.sum(x))
+    assert float(td.jit(td.mean)(x)) == 2**30 == float(np.mean(x))

@@ -105,12 +105,13 @@ def trace(a, offset=0, axis1=0, axis2=1, dtype=None):
     k = max(0, min(n - r0, m - c0))
     lead = tuple(x.shape[:-2])
     if k == 0:
-        return tsum(x, axis=(x.ndim - 2, x.ndim - 1)) * 0
+        zero = tsum(x, axis=(x.ndim - 2, x.ndim - 1)) * 0
+        return zero if dtype is None else _lift(t, zero, np.dtype(dtype))
     nd = x.ndim
     x = _emit(P.Slice((0,) * (nd - 2) + (r0, c0), lead + (r0 + k, c0 + k), (1,) * nd), x)
     d = _diagonals(_Term(x, list(range(nd - 2)) + ["_d", "_d"]))
-    if x.dtype == np.dtype(bool):
-        d = _Term(_lift(t, d.x, np.int64), d.idx)
+    if dtype is None and x.dtype in (np.dtype(bool), np.dtype(np.int32)):
+        d = _Term(_lift(t, d.x, np.int64), d.idx)  # as sum: jax (x64) accumulates in int64
     return _emit(P.ReduceSum((nd - 2,)), d.x)
 
 
