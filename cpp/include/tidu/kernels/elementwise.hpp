@@ -196,11 +196,26 @@ inline void compare(Cmp c, const T* a, const T* b, bool* y, std::int64_t n) {
   throw std::runtime_error("tidu: bad compare direction for this dtype");
 }
 
+// A float as integer type D: out of range is undefined in C++, so saturate, and NaN -> 0 (as
+// XLA's conversion does). -min (a power of two) is exact in every float type; max may not be.
+template <class D, class S>
+inline D saturating_int(S v) {
+  return v != v ? D(0)
+         : v <= static_cast<S>(std::numeric_limits<D>::min()) ? std::numeric_limits<D>::min()
+         : v >= -static_cast<S>(std::numeric_limits<D>::min()) ? std::numeric_limits<D>::max()
+                                                                : static_cast<D>(v);
+}
+
 template <class S, class D>
 inline void convert(const S* x, D* y, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) {
     if constexpr (is_complex_v<S> && is_complex_v<D>) {
       y[i] = D(x[i]);
+    } else if constexpr (is_complex_v<S> && std::is_same_v<D, bool>) {
+      y[i] = x[i] != S(0);
+    } else if constexpr (is_complex_v<S> && is_int_v<D>) {
+      // the real part, as jax's astype (the front end refuses it; a loaded file may hold it)
+      y[i] = saturating_int<D>(x[i].real());
     } else if constexpr (is_complex_v<S>) {
       y[i] = static_cast<D>(x[i].real());  // unreachable from the front end (refused there)
     } else if constexpr (is_complex_v<D>) {
@@ -208,12 +223,7 @@ inline void convert(const S* x, D* y, std::int64_t n) {
     } else if constexpr (std::is_same_v<D, bool>) {
       y[i] = x[i] != S(0);
     } else if constexpr (is_float_v<S> && is_int_v<D>) {
-      // Out of range is undefined in C++: saturate, and NaN -> 0 (as XLA's conversion does).
-      const S v = x[i];
-      y[i] = v != v ? D(0)
-             : v <= static_cast<S>(std::numeric_limits<D>::min()) ? std::numeric_limits<D>::min()
-             : v >= -static_cast<S>(std::numeric_limits<D>::min()) ? std::numeric_limits<D>::max()
-                                                                    : static_cast<D>(v);
+      y[i] = saturating_int<D>(x[i]);
     } else {
       y[i] = static_cast<D>(x[i]);
     }
