@@ -249,10 +249,19 @@ def test_gp_likelihood_value_gradient_and_hessian_match_jax(backend):
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("dtype", ("float64", "complex64"))
 def test_not_positive_definite_gives_nan_for_that_matrix_only(backend, dtype):
+    """NaN on and below the diagonal (both parts of a complex), zeros above it, as jax's on CPU.
+    Was: all NaN (and nan+0j for complex), while docs/linalg.md said "as jax"."""
     good = spd(np.random.default_rng(11), (3, 3), dtype)
     bad = good - 10 * np.eye(3, dtype=dtype)
     got = td.jit(td.linalg.cholesky, backend=backend)(np.stack([good, bad, good]))
-    assert np.isnan(got[1]).all()
+    want = np.asarray(jnp.linalg.cholesky(np.stack([good, bad, good])))
+    for part in (np.real, np.imag):
+        np.testing.assert_array_equal(part(got[1]), part(want[1]))
+    assert np.isnan(np.real(got[1])[np.tril_indices(3)]).all()
+    assert (got[1][np.triu_indices(3, 1)] == 0).all()
+    upper = td.jit(lambda a: td.linalg.cholesky(a, upper=True), backend=backend)(bad)
+    np.testing.assert_array_equal(np.isnan(upper), np.isnan(jnp.linalg.cholesky(bad, upper=True)))
+    np.testing.assert_array_equal(P.Cholesky().impl(bad), got[1])  # the Python reference too
     close(got[0], np.linalg.cholesky(good), dtype)
     close(got[2], np.linalg.cholesky(good), dtype)
     grad = td.jit(td.grad(lambda a: td.sum(td.real(td.linalg.cholesky(a)))),

@@ -187,11 +187,18 @@ class TriangularSolve(Primitive):
 
 # ---- Cholesky ----
 
+def _nan_of(dt):
+    """NaN of dtype dt; complex: NaN in both parts (jax's Cholesky of a matrix that is not
+    positive definite)."""
+    return complex(np.nan, np.nan) if np.dtype(dt).kind == "c" else np.nan
+
+
 @register
 @dataclass(frozen=True)
 class Cholesky(Primitive):
     """The lower factor L (zeros above the diagonal) with a = L L^H, reading only the lower
-    triangle of a (..., m, m); a factor of all NaN where a is not positive definite."""
+    triangle of a (..., m, m); where a is not positive definite, NaN on and below the diagonal
+    (complex: nan+nanj) and zeros above it, as jax's."""
 
     uses_blas = True
 
@@ -243,8 +250,9 @@ class Cholesky(Primitive):
         dims = tuple(range(lo.nb)) + lo.ax(range(nd - 2))
         ok = lo.op("stablehlo.broadcast_in_dim", [ok], b_av,
                    f"broadcast_dimensions = {lo.i64_array(dims)}")
-        nan = lo.op("stablehlo.broadcast_in_dim", [lo.scalar(np.nan, dt)], out,
+        nan = lo.op("stablehlo.broadcast_in_dim", [lo.scalar(_nan_of(dt), dt)], out,
                     "broadcast_dimensions = array<i64>")
+        nan = lo.op("stablehlo.select", [mask("GE"), nan, zero], out)  # jax's: 0 above
         return lo.op("stablehlo.select", [ok, fac, nan], out)
 
     @staticmethod
@@ -268,5 +276,5 @@ class Cholesky(Primitive):
             try:
                 out[i] = np.linalg.cholesky(h)
             except np.linalg.LinAlgError:
-                out[i] = np.nan
+                out[i] = np.tril(np.full((m, m), _nan_of(out.dtype), out.dtype))
         return out.reshape(x.shape)

@@ -14,7 +14,8 @@
 //
 // Conventions (as jax.lax.linalg): a triangular solve reads only the triangle of A named by `lower`
 // (and not its diagonal when unit_diagonal); Cholesky reads only the lower triangle, writes zeros
-// above the diagonal, and a matrix that is not positive definite gives a factor of all NaN.
+// above the diagonal, and a matrix that is not positive definite gives NaN on and below the
+// diagonal (NaN in both parts of a complex) and zeros above it, as jax's.
 #pragma once
 
 #include <cmath>
@@ -198,9 +199,14 @@ inline void cholesky(const T* X, T* Y, std::int64_t batch, std::int64_t m) {
     } else {
       ok = potrf_loop(L, m);
     }
-    if (!ok) {
-      const T nan(std::numeric_limits<double>::quiet_NaN());
-      for (std::int64_t i = 0; i < n; ++i) L[i] = nan;
+    if (!ok) {  // as jax's: NaN on and below the diagonal (both parts of a complex), 0 above
+      using R = decltype(std::real(T{}));
+      const R q = std::numeric_limits<R>::quiet_NaN();
+      T nan;
+      if constexpr (std::is_floating_point_v<T>) nan = q;
+      else nan = T(q, q);
+      for (std::int64_t i = 0; i < m; ++i)
+        for (std::int64_t j = 0; j < m; ++j) L[i * m + j] = j <= i ? nan : T(0);
       continue;
     }
     for (std::int64_t i = 0; i < m; ++i)
