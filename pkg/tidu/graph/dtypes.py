@@ -11,7 +11,8 @@ from typing import Any
 import numpy as np
 
 __all__ = ["AbstractValue", "aval", "aval_of", "MAX_ELEMENTS", "FLOATS", "COMPLEXES", "INTS",
-           "BOOL", "INEXACT", "NUMERIC", "REAL", "ALL", "real_dtype", "is_differentiable"]
+           "BOOL", "INEXACT", "NUMERIC", "REAL", "ALL", "real_dtype", "is_differentiable",
+           "saturating_int"]
 
 
 _DTYPES = {np.dtype(n) for n in
@@ -106,3 +107,13 @@ def real_dtype(dt: np.dtype) -> np.dtype:
 
 def is_differentiable(dt: np.dtype) -> bool:
     return dt in INEXACT
+
+
+def saturating_int(v: np.ndarray, dt: np.dtype) -> np.ndarray:
+    """Floats as integer dtype dt: out of range saturates, NaN is 0 (XLA's and the interpreter's
+    Convert; numpy's astype leaves those undefined)."""
+    lo = v.dtype.type(np.iinfo(dt).min)  # -lo, a power of two, is exact in every float type
+    out = np.where((v > lo) & (v < -lo), v, 0).astype(dt)
+    out[v <= lo] = np.iinfo(dt).min
+    out[v >= -lo] = np.iinfo(dt).max
+    return out

@@ -32,6 +32,7 @@ from tidu.graph.dtypes import (
     REAL,
     is_differentiable,
     real_dtype,
+    saturating_int,
 )
 
 __all__ = ["A", "ALL", "Add", "BOOL", "Binary", "BroadcastInDim", "COMPLEXES", "Conj", "Constant",
@@ -573,21 +574,8 @@ class Convert(Primitive):
     def impl(self, x):
         x, dt = np.asarray(x), np.dtype(self.dtype)
         if dt.kind == "i" and x.dtype.kind in "fc":  # as the C++ kernel: saturate, NaN -> 0
-            return _saturating_int(x.real, dt)
-        if dt.kind == "b" and x.dtype.kind == "c":
-            return x != 0
-        return x.astype(dt)
-
-
-def _saturating_int(v: np.ndarray, dt: np.dtype) -> np.ndarray:
-    """Floats as integer dtype dt: out of range saturates, NaN is 0 (XLA's and the interpreter's
-    rule; numpy's astype leaves those undefined)."""
-    lo = v.dtype.type(np.iinfo(dt).min)  # -lo, a power of two, is exact in every float type
-    inside = (v > lo) & (v < -lo)
-    out = np.where(inside, v, 0).astype(dt)
-    out[v <= lo] = np.iinfo(dt).min
-    out[v >= -lo] = np.iinfo(dt).max
-    return out
+            return saturating_int(x.real, dt)
+        return (x != 0) if dt.kind == "b" and x.dtype.kind == "c" else x.astype(dt)
 
 
 @register
