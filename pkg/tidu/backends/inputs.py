@@ -1,10 +1,11 @@
 """Checking what a caller hands a program: one path for CompiledProgram and LoadedProgram,
 ``eval`` and ``eval_batch`` alike.
 
-An input becomes a C-contiguous array of the program's dtype (copied only when needed). A value
-that would change on the way is refused, naming the input: a float into an integer input
-(truncation), a complex into a real one (the imaginary part), an integer out of the input's
-range (wrapping), or a shape that differs (with both shapes shown)."""
+An input becomes a C-contiguous array of the program's dtype (copied only when needed; numpy's
+same-kind casts, so a float64 into a float32 input rounds). A cast that would lose more is
+refused, naming the input: a float into an integer input (truncation), a complex into a real one
+(the imaginary part), an integer out of the input's range (wrapping); so is a shape that differs
+(with both shapes shown)."""
 
 from __future__ import annotations
 
