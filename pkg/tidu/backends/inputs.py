@@ -13,6 +13,8 @@ import numpy as np
 
 __all__ = ["check_input", "check_inputs"]
 
+_IINFO = {np.dtype(t): np.iinfo(t) for t in (np.int32, np.int64)}
+
 
 def _label(i: int, name) -> str:
     return f"input {i} ({name!r})"
@@ -41,8 +43,8 @@ def _convert(arr: np.ndarray, dtype: np.dtype, label: str) -> np.ndarray:
     src = arr.dtype
     if dtype.kind in "iu" and src.kind in "iub":
         if src.kind != "b" and not np.can_cast(src, dtype, casting="safe") and arr.size:
-            info = np.iinfo(dtype)
-            lo, hi = arr.min(), arr.max()
+            info = _IINFO.get(dtype) or np.iinfo(dtype)
+            lo, hi = (arr.item(),) * 2 if arr.ndim == 0 else (arr.min(), arr.max())
             if lo < info.min or hi > info.max:
                 bad = lo if lo < info.min else hi
                 raise OverflowError(f"{label}: the value {bad} is out of range of {dtype} "
