@@ -8,6 +8,8 @@ from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 
 cdef object _PyBool = type(True)  # `bool` here is C++'s (libcpp)
 cdef tuple _PY_SCALAR_TYPES = (_PyBool, int, float, complex)
+# None is a pytree node with no children, as in jax (unflatten rebuilds it: NoneType() is None)
+cdef tuple _NONE_TREE = (type(None), ())
 
 
 cdef object _flatten_into(object x, list leaves):
@@ -16,7 +18,9 @@ cdef object _flatten_into(object x, list leaves):
     if isinstance(x, (tuple, list)):
         trees = []
         for a in x:
-            if isinstance(a, (tuple, list, dict)):
+            if a is None:
+                trees.append(_NONE_TREE)
+            elif isinstance(a, (tuple, list, dict)):
                 trees.append(_flatten_into(a, leaves))
             else:
                 leaves.append(a)
@@ -27,6 +31,8 @@ cdef object _flatten_into(object x, list leaves):
         for k in x:
             trees.append((k, _flatten_into(x[k], leaves)))
         return (dict, tuple(trees))
+    if x is None:
+        return _NONE_TREE
     leaves.append(x)
     return None
 
@@ -102,6 +108,8 @@ cdef object _flatten_out(Trace trace, object out, list flat, object lift):
         for k in out:
             trees.append((k, _flatten_out(trace, out[k], flat, lift)))
         return (dict, trees)
+    if out is None:
+        return _NONE_TREE
     if isinstance(out, Tracer):
         if (<Tracer>out)._t is not trace:
             raise ValueError("the function returned a value from another trace")

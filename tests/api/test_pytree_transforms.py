@@ -15,6 +15,7 @@ import tidu as td
 jax = pytest.importorskip("jax")
 jax.config.update("jax_enable_x64", True)
 jnp = jax.numpy
+jnp = jax.numpy
 
 
 def _same(got, want):
@@ -159,3 +160,38 @@ def test_table(tr, inp, out):
         _same(getattr(td, tr)(tf)(p), getattr(jax, tr)(jf)(p))
     else:
         _same(td.hessian(tf)(p), jax.hessian(jf)(p))
+
+
+# ---- None is an empty pytree node, as in jax (arguments and outputs of every transform) ----
+
+_NONE_CASES = {
+    "jit_out": lambda ns, x: ns.jit(lambda x: (x * 2, None, {"a": None}))(x),
+    "jit_only_none": lambda ns, x: ns.jit(lambda x: None)(x),
+    "jit_arg": lambda ns, x: ns.jit(lambda x, n: x + 1)(x, None),
+    "jit_dict_arg": lambda ns, x: ns.jit(lambda d: d["a"] * 2)({"a": x, "b": None}),
+    "vmap_out": lambda ns, x: ns.vmap(lambda x: (x, None))(ns.stack([x, x])),
+    "vmap_arg": lambda ns, x: ns.vmap(lambda x, n: x * 2, in_axes=(0, None))(ns.stack([x, x]),
+                                                                             None),
+    "grad_dict": lambda ns, x: ns.grad(lambda d: d["a"] * 2)({"a": x, "b": None}),
+    "grad_arg": lambda ns, x: ns.grad(lambda x, n: x * x)(x, None),
+    "jacfwd_out": lambda ns, x: ns.jacfwd(lambda x: (x * 3, None))(x),
+    "jacrev_out": lambda ns, x: ns.jacrev(lambda x: (x * 3, None))(x),
+    "jvp_out": lambda ns, x: ns.jvp(lambda x: (x * 2, None), (x,), (1.5,)),
+    "vjp_out": lambda ns, x: ns.vjp(lambda x: (x * 2, None), x)[1]((1.5, None)),
+    "hessian_arg": lambda ns, x: ns.hessian(lambda x, n: x ** 3)(x, None),
+}
+
+
+class _JaxNone:
+    def __getattr__(self, name):
+        return getattr(jax, name) if hasattr(jax, name) else getattr(jnp, name)
+
+
+@pytest.mark.parametrize("case", sorted(_NONE_CASES))
+def test_none_is_an_empty_pytree(case):
+    x = np.float64(2.0)
+    got = _NONE_CASES[case](td, x)
+    want = _NONE_CASES[case](_JaxNone(), x)
+    assert jax.tree_util.tree_structure(got) == jax.tree_util.tree_structure(want), (got, want)
+    for g, w in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-12)

@@ -130,6 +130,13 @@ def _trace_body(outer, fn: Callable, arg_avals, make_args: Callable, what: str):
     return builder, [x.key for x in ins], flat, spec
 
 
+def _forwarded(body_ins: Sequence, outer_vals: Sequence[Tracer], body_outs: Sequence[Tracer]):
+    """For each body output, the outer value it is when the body returns one of its inputs
+    unchanged (None otherwise): body_ins[i] is the body's input for outer_vals[i]."""
+    src = {k: v for k, v in zip(body_ins, outer_vals)}
+    return [src.get(x.key) for x in body_outs]
+
+
 def _emit_multi(t, op, args: Sequence[Tracer]) -> list[Tracer]:
     locals_ = t.builder.add_op(op, [ValKey(a._v) for a in args])
     return [Tracer(t, t.store.global_of(l), _aval_list[ValKey(t.store.global_of(l)).aval.id])
@@ -224,6 +231,10 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
     body = close_body([x.key for x in flat], builder.capture_inputs + in_keys)
     op = Scan(body, n, bool(reverse), len(caps), n_c)
     outs = _emit_multi(t, op, list(caps) + init_t + xs_t)
+    # A carry the body returns unchanged is its initial value (jax forwards it too): under vmap an
+    # unbatched read-only carry then stays unbatched, and AD sees no dependence on the loop.
+    fwd = _forwarded(in_keys[:n_c], init_t, flat[:n_c])
+    outs[:n_c] = [o if f is None else f for o, f in zip(outs[:n_c], fwd)]
     return _unflatten(i_spec, outs[:n_c]), _unflatten(y_spec, outs[n_c:])
 
 
@@ -291,6 +302,8 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
                         [x.aval for x in c_caps] + bb.capture_inputs + b_keys)
     op = While(c_body, b_body, len(c_caps), len(b_caps))
     outs = _emit_multi(t, op, list(c_caps) + list(b_caps) + init_t)
+    fwd = _forwarded(b_keys, init_t, b_flat)  # read-only carries are their initial values
+    outs = [o if f is None else f for o, f in zip(outs, fwd)]
     return _unflatten(spec, outs)
 
 
@@ -338,6 +351,14 @@ def switch(index, branches: Sequence[Callable], *operands):
         bodies.append(close_body([x.key for x in flat], inputs + keys))
     op = Cond(tuple(bodies))
     outs = _emit_multi(t, op, [idx] + caps + ops_t)
+    # An output every branch returns as the same outer value (an operand or a captured value,
+    # unchanged) is that value, whichever branch runs: jax forwards operands the same way, so a
+    # vmapped cond keeps an unbatched pass-through unbatched (out_axes=None works).
+    fwds = [_forwarded(b.capture_inputs + keys, b.capture_list + ops_t, flat)
+            for b, keys, flat, _ in traced]
+    for m, f0 in enumerate(fwds[0]):
+        if f0 is not None and all(f[m] is not None and f[m]._v == f0._v for f in fwds[1:]):
+            outs[m] = f0
     return _unflatten(out_spec, outs)
 
 

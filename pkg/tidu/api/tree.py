@@ -1,6 +1,7 @@
 """The pytree convention the transforms share (compiled in tidu._core): a function's arguments
 flattened to leaves, and its output structure rebuilt over flat values. Tuples, lists, dicts (in
-insertion order) and NamedTuples are nodes; everything else is a leaf."""
+insertion order), NamedTuples and None (no children, as in jax) are nodes; everything else is a
+leaf."""
 
 from __future__ import annotations
 
