@@ -191,12 +191,16 @@ def _binary(cls, name: str, x, y, float_only=False) -> "Tracer":
     """x op y by the general path: numpy promotion and broadcasting made explicit."""
     t = _trace_of(x, y)
     a, b = _promote(name, t, x, y, min_dtype=np.float32 if float_only else None)
+    if a.aval.dtype == BOOL and cls in _BOOL_AS:  # numpy's and jax's bool + (or) and * (and)
+        return _emit(t, P.Select(), a, a, b) if _BOOL_AS[cls] else _emit(t, P.Select(), a, b, a)
     if float_only and a.aval.dtype in _NONFLOAT:
         a, b = _lift(t, a, np.float64), _lift(t, b, np.float64)
     return _emit(t, cls(), a, b)
 
 
 _NONFLOAT = INTS | {BOOL}
+# bool operands: x + y and max(x, y) are x or y (select(x, x, y)), x * y and min(x, y) x and y
+_BOOL_AS = {P.Add: True, P.Max: True, P.Mul: False, P.Min: False}
 
 
 def _unary_float(cls, x) -> "Tracer":
@@ -224,7 +228,7 @@ def _binary_slot(cls, name: str, float_only=False):
         return _binary(cls, name, x, y, float_only)
 
     def rule(av):
-        if float_only and av.dtype in _NONFLOAT:
+        if float_only and av.dtype in _NONFLOAT or av.dtype == BOOL and cls in _BOOL_AS:
             return None
         op, pid = _singleton(cls)
         return pid, op.abstract_eval(av, av)
