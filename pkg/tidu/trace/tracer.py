@@ -192,15 +192,15 @@ def _binary(cls, name: str, x, y, float_only=False) -> "Tracer":
     t = _trace_of(x, y)
     a, b = _promote(name, t, x, y, min_dtype=np.float32 if float_only else None)
     if a.aval.dtype == BOOL and cls in _BOOL_AS:  # numpy's and jax's bool + (or) and * (and)
-        return _emit(t, P.Select(), a, a, b) if _BOOL_AS[cls] else _emit(t, P.Select(), a, b, a)
+        return _emit(t, _BOOL_AS[cls](), a, b)
     if float_only and a.aval.dtype in _NONFLOAT:
         a, b = _lift(t, a, np.float64), _lift(t, b, np.float64)
     return _emit(t, cls(), a, b)
 
 
 _NONFLOAT = INTS | {BOOL}
-# bool operands: x + y and max(x, y) are x or y (select(x, x, y)), x * y and min(x, y) x and y
-_BOOL_AS = {P.Add: True, P.Max: True, P.Mul: False, P.Min: False}
+# bool operands: x + y and max(x, y) are x or y, x * y and min(x, y) x and y
+_BOOL_AS = {P.Add: P.Or, P.Max: P.Or, P.Mul: P.And, P.Min: P.And}
 
 
 def _unary_float(cls, x) -> "Tracer":
