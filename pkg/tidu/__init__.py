@@ -49,6 +49,13 @@ from tidu.graph import (
     program_cache,
     resolve,
 )
+from tidu.graph.memory import (
+    FreedGraphError,
+    cache_limits,
+    clear_caches,
+    memory_stats,
+    set_cache_limits,
+)
 from tidu.numpy import linalg, nn, scipy
 from tidu.numpy.contractions import cross, inner, kron, outer, tensordot, trace, vdot
 from tidu.numpy.core import (
@@ -206,23 +213,23 @@ __all__ = [
     "abs", "AbstractValue", "all", "angle", "any", "apply", "arange", "arccos", "arccosh",
     "arcsin", "arcsinh", "arctan", "arctan2", "arctanh", "argmax", "argmin", "argsort",
     "around", "array", "array_split", "asarray", "astype", "atleast_1d", "atleast_2d",
-    "atleast_3d", "aval", "broadcast_to", "build", "cbrt", "ceil", "checkpoint", "clip",
+    "atleast_3d", "aval", "broadcast_to", "build", "cache_limits", "cbrt", "ceil", "checkpoint", "clear_caches", "clip",
     "column_stack", "compile", "CompiledProgram", "concatenate", "cond", "conj", "cos", "cosh",
     "cross", "cummax", "cummin", "cumprod", "cumsum", "deg2rad", "degrees", "diag", "diagonal",
     "diff", "differentiate", "divmod", "dot", "dstack", "dynamic_slice", "dynamic_update_slice",
     "einsum", "einsum_path", "empty", "empty_like", "erf", "erfc", "erfinv", "exp", "exp2",
     "expand_dims", "expm1", "External", "eye", "fix", "flip", "fliplr", "flipud", "floor",
-    "floor_divide", "fmax", "fmin", "fmod", "fori_loop", "Fragment", "FragmentBuilder", "full",
+    "floor_divide", "fmax", "fmin", "fmod", "fori_loop", "Fragment", "FragmentBuilder", "FreedGraphError", "full",
     "full_like", "get_cmake_dir", "get_include", "grad", "GraphError", "hessian", "hstack",
     "hvp", "hypot", "identity", "imag", "inner", "iota", "isfinite", "isinf", "isnan", "jacfwd",
     "jacrev", "jit", "jvp", "kron", "linalg", "Linear", "linear_transpose", "LinearFragment",
     "linearize", "linspace", "load", "LoadedProgram", "Local", "log", "log10", "log1p", "log2",
     "logaddexp", "logaddexp2", "materialize_merge", "MaterializedGraph", "matmul", "max",
-    "maximum", "mean", "meshgrid", "min", "minimum", "mod", "moveaxis", "nan_to_num", "ndim",
+    "maximum", "mean", "memory_stats", "meshgrid", "min", "minimum", "mod", "moveaxis", "nan_to_num", "ndim",
     "nn", "ones", "ones_like", "OpMode", "ops", "outer", "pad", "power", "PRIMAL", "prod",
     "program_cache", "rad2deg", "radians", "ravel", "real", "reciprocal", "remainder", "remat",
     "repeat", "reshape", "resolve", "ResolvedView", "rint", "roll", "round", "rsqrt",
-    "saved_values", "SavedValue", "scan", "scipy", "select", "shape", "show", "sign", "sin",
+    "saved_values", "SavedValue", "scan", "scipy", "select", "set_cache_limits", "shape", "show", "sign", "sin",
     "sinh", "size", "sort", "spec", "split", "sqrt", "square", "squeeze", "stack", "std",
     "stop_gradient", "sum", "swapaxes", "switch", "take", "take_along_axis", "tan", "tanh",
     "tensordot", "tile", "to_dot", "trace", "Tracer", "transpose", "tri", "tril", "triu",

@@ -20,6 +20,7 @@ import numpy as np
 
 from tidu._native import _core, _eval
 from tidu.graph import aval_of, prim_of
+from tidu.graph.memory import register_cache
 
 __all__ = ["SIGNATURE", "encode", "has_kernels"]
 
@@ -73,6 +74,7 @@ def has_kernels(prims) -> bool:
 # (_core.encode_gather), so encoding costs no Python work per instruction.
 
 _prim_codes: dict[int, tuple[int, np.ndarray, tuple, tuple]] = {}
+register_cache("interpreter_prims", _prim_codes, holds_ids=True)
 # prim id -> (opcode, attrs, constant blobs, nested bodies)
 
 
@@ -129,6 +131,7 @@ def _prim_code(pid: int) -> tuple[int, np.ndarray, tuple, tuple]:
 
 
 _aval_codes: dict[int, tuple[int, tuple[int, ...]]] = {}  # aval id -> (dtype code, shape)
+register_cache("interpreter_avals", _aval_codes)
 
 
 def _aval_code(aid: int) -> tuple[int, tuple[int, ...]]:
