@@ -21,6 +21,10 @@ cdef class FragmentStore:
         if self.counted:
             _live_holders -= 1
 
+    def __reduce__(self):
+        raise TypeError("a fragment store holds interned ids of this process: it cannot be "
+                        "converted to a picklable form (save a compiled program instead)")
+
     cdef inline int check(self) except -1:
         if self.epoch != _epoch:
             _freed("this fragment")
@@ -195,6 +199,10 @@ cdef class Materialized:
         global _live_holders
         if self.counted:
             _live_holders -= 1
+
+    def __reduce__(self):
+        raise TypeError("a walk holds interned ids of this process: it cannot be converted "
+                        "to a picklable form (save a compiled program instead)")
 
     cdef inline int check(self) except -1:
         if self.epoch != _epoch:

@@ -363,8 +363,6 @@ def vjp(fn: Callable, *primals, has_aux: bool = False):
     fwd = _jitted(fn, ("fwd",), lambda fn_: fn_, own=False)
     res = fwd(*primals)
     out, aux = res if has_aux else (res, None)
-    bwd = _jitted(fn, ("vjp", has_aux),
-                  lambda fn_: lambda p, ct: _inline_vjp(_outer_trace(p), fn_, p, has_aux)[1](ct))
 
     out_leaves = _flatten_args(out)[0] if isinstance(out, (tuple, list, dict)) else [out]
 
@@ -375,6 +373,9 @@ def vjp(fn: Callable, *primals, has_aux: bool = False):
             leaves = [c if hasattr(c, "_t") else np.asarray(c, np.asarray(o).dtype)
                       for c, o in zip(leaves, out_leaves)]
             ct = unflatten(tree, leaves)
+        # looked up per call: vjp_fn holds fn, the cache holds it only weakly
+        bwd = _jitted(fn, ("vjp", has_aux),
+                      lambda fn_: lambda p, c: _inline_vjp(_outer_trace(p), fn_, p, has_aux)[1](c))
         return bwd(primals, ct)
 
     return (out, vjp_fn, aux) if has_aux else (out, vjp_fn)

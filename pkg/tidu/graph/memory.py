@@ -49,7 +49,7 @@ _LIMITS = {
     "program_cache": 1024,
     # the automatic reclaim runs when nothing holds interned ids and the interner with its
     # tables of primitives and input keys holds about this many bytes (0: never automatically)
-    "reclaim_bytes": 32 << 20,
+    "reclaim_bytes": 16 << 20,
 }
 
 
@@ -68,7 +68,7 @@ def set_cache_limits(**limits: int) -> dict[str, int]:
         program_cache: executables ``td.program_cache`` keeps by structure (default 1024).
         reclaim_bytes: the interner is emptied automatically, when no fragment or program holds
             its ids, once it (with its tables of primitives and input keys) holds about this many
-            bytes; 0 turns the automatic reclaim off (``td.clear_caches()`` still empties it).
+            bytes (default 16 MiB); 0 turns the automatic reclaim off (``td.clear_caches()`` still empties it).
 
     Raises:
         TypeError: an unknown limit name.  ValueError: a negative limit, or a zero cache bound.
@@ -120,15 +120,33 @@ def _id_tables() -> list:
         + [c for c, _, holds, _ in _CACHES.values() if holds]
 
 
+_held = [0, 0]  # primitives looked at, and the bytes they and the input keys hold (estimated)
+
+
 def _prims_bytes() -> int:
-    return 256 * len(_keys._prims.objs) + 128 * len(_keys._input_keys.objs)
+    """About what the tables of primitives and input keys hold: a few hundred bytes per entry,
+    plus the data of constants (counted once per primitive, as they come)."""
+    objs = _keys._prims.objs
+    n = len(objs)
+    if _held[0] > n:  # emptied since
+        _held[0] = _held[1] = 0
+    acc = _held[1]
+    for i in range(_held[0], n):
+        data = getattr(objs[i], "data", None)
+        acc += 256 + (len(data) if isinstance(data, (bytes, bytearray)) else
+                      int(getattr(data, "nbytes", 0) or 0))
+    _held[0], _held[1] = n, acc
+    return acc + 128 * len(_keys._input_keys.objs)
 
 
 def reclaim() -> bool:
     """Empty the interner, the tables of primitives and input keys and every memo of their ids,
     if no fragment, walk or program holds interned ids; returns whether it did."""
     with _lock:
-        return _core.reset_interner(_id_tables())
+        done = _core.reset_interner(_id_tables())
+    if done:
+        _held[0] = _held[1] = 0
+    return done
 
 
 def maybe_reclaim() -> None:
@@ -165,6 +183,7 @@ def memory_stats() -> dict[str, dict]:
     """What each cache and the interner hold, e.g. ``memory_stats()["interner"]["bytes"]``.
 
     Keys: ``interner`` (``bytes``, ``n_vals``, ``n_ops``, ``primitives``, ``input_keys``,
+    ``tables_bytes``: about what those two tables hold, constants' data included,
     ``live_holders``: fragments and walks alive that keep it from being emptied, ``epoch``: how
     many times it was emptied), ``jit`` (``functions``, ``entries``), ``rule_templates``,
     ``tracer_rules``, ``leaf_avals`` and each registered cache (``entries``, ``bytes`` where
@@ -174,6 +193,7 @@ def memory_stats() -> dict[str, dict]:
         "interner": {
             "bytes": _core.interner_bytes(), "n_vals": _core.n_vals(), "n_ops": _core.n_ops(),
             "primitives": len(_keys._prims.objs), "input_keys": len(_keys._input_keys.objs),
+            "tables_bytes": _prims_bytes(),
             "live_holders": _core.live_holders(), "epoch": _core.epoch(),
         },
         "jit": {"functions": len(caches), "entries": sum(len(c) for c in caches)},
