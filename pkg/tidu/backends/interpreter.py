@@ -132,6 +132,11 @@ def _prim_code(pid: int) -> tuple[int, np.ndarray, tuple, tuple]:
 
 _aval_codes: dict[int, tuple[int, tuple[int, ...]]] = {}  # aval id -> (dtype code, shape)
 register_cache("interpreter_avals", _aval_codes)
+# Evaluation arenas idle programs lend back for reuse (at most 64 MiB, tidu/vm/workspace.hpp):
+# entries is 1 while it keeps any
+register_cache("arena_pool", _eval.release_arena_pool,
+               lambda: {"entries": int(_eval.arena_pool_bytes() > 0),
+                        "bytes": _eval.arena_pool_bytes()})
 
 
 def _aval_code(aid: int) -> tuple[int, tuple[int, ...]]:

@@ -48,8 +48,9 @@ _LIMITS = {
     # td.program_cache: executables by normalised structure
     "program_cache": 1024,
     # the automatic reclaim runs when nothing holds interned ids and the interner with its
-    # tables of primitives and input keys holds about this many bytes (0: never automatically)
-    "reclaim_bytes": 16 << 20,
+    # tables of primitives and input keys and the program cache hold about this many bytes
+    # (0: never automatically)
+    "reclaim_bytes": 8 << 20,
 }
 
 
@@ -68,7 +69,8 @@ def set_cache_limits(**limits: int) -> dict[str, int]:
         program_cache: executables ``td.program_cache`` keeps by structure (default 1024).
         reclaim_bytes: the interner is emptied automatically, when no fragment or program holds
             its ids, once it (with its tables of primitives and input keys) holds about this many
-            bytes (default 16 MiB); 0 turns the automatic reclaim off (``td.clear_caches()`` still empties it).
+            bytes (default 8 MiB, an estimate that counts the program cache too); 0 turns the
+            automatic reclaim off (``td.clear_caches()`` still empties it).
 
     Raises:
         TypeError: an unknown limit name.  ValueError: a negative limit, or a zero cache bound.
@@ -120,12 +122,17 @@ def _id_tables() -> list:
         + [c for c, _, holds, _ in _CACHES.values() if holds]
 
 
-_held = [0, 0]  # primitives looked at, and the bytes they and the input keys hold (estimated)
+_held = [0, 0]  # primitives looked at, and the bytes they hold (estimated)
+
+# Rough sizes behind one entry (measured by bench/memory_soak.py: a primitive with its Python
+# object, a control-flow op's body and its compiled program; an input key; an executable with its
+# arrays and C++ program): what the automatic reclaim weighs against reclaim_bytes.
+_PRIM_BYTES, _KEY_BYTES, _PROGRAM_BYTES = 1024, 512, 8192
 
 
 def _prims_bytes() -> int:
-    """About what the tables of primitives and input keys hold: a few hundred bytes per entry,
-    plus the data of constants (counted once per primitive, as they come)."""
+    """About what the tables of primitives and input keys hold, the data of constants included
+    (counted once per primitive, as they come)."""
     objs = _keys._prims.objs
     n = len(objs)
     if _held[0] > n:  # emptied since
@@ -133,10 +140,17 @@ def _prims_bytes() -> int:
     acc = _held[1]
     for i in range(_held[0], n):
         data = getattr(objs[i], "data", None)
-        acc += 256 + (len(data) if isinstance(data, (bytes, bytearray)) else
-                      int(getattr(data, "nbytes", 0) or 0))
+        acc += _PRIM_BYTES + (len(data) if isinstance(data, (bytes, bytearray)) else
+                              int(getattr(data, "nbytes", 0) or 0))
     _held[0], _held[1] = n, acc
-    return acc + 128 * len(_keys._input_keys.objs)
+    return acc + _KEY_BYTES * len(_keys._input_keys.objs)
+
+
+def _held_bytes() -> int:
+    """What an emptying would give back, about: the interner, its tables, the program cache."""
+    programs = _CACHES.get("program_cache")
+    n_prog = len(programs[0]) if programs is not None else 0
+    return _core.interner_bytes() + _prims_bytes() + _PROGRAM_BYTES * n_prog
 
 
 def reclaim() -> bool:
@@ -154,7 +168,7 @@ def maybe_reclaim() -> None:
     nothing (one count and one size)."""
     if _core.live_holders() == 0:
         limit = _LIMITS["reclaim_bytes"]
-        if limit and _core.interner_bytes() + _prims_bytes() >= limit:
+        if limit and _held_bytes() >= limit:
             reclaim()
 
 
@@ -184,6 +198,7 @@ def memory_stats() -> dict[str, dict]:
 
     Keys: ``interner`` (``bytes``, ``n_vals``, ``n_ops``, ``primitives``, ``input_keys``,
     ``tables_bytes``: about what those two tables hold, constants' data included,
+    ``reclaimable_bytes``: about what emptying would give back, weighed against reclaim_bytes,
     ``live_holders``: fragments and walks alive that keep it from being emptied, ``epoch``: how
     many times it was emptied), ``jit`` (``functions``, ``entries``), ``rule_templates``,
     ``tracer_rules``, ``leaf_avals`` and each registered cache (``entries``, ``bytes`` where
@@ -193,7 +208,7 @@ def memory_stats() -> dict[str, dict]:
         "interner": {
             "bytes": _core.interner_bytes(), "n_vals": _core.n_vals(), "n_ops": _core.n_ops(),
             "primitives": len(_keys._prims.objs), "input_keys": len(_keys._input_keys.objs),
-            "tables_bytes": _prims_bytes(),
+            "tables_bytes": _prims_bytes(), "reclaimable_bytes": _held_bytes(),
             "live_holders": _core.live_holders(), "epoch": _core.epoch(),
         },
         "jit": {"functions": len(caches), "entries": sum(len(c) for c in caches)},
