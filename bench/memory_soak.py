@@ -69,17 +69,20 @@ def closures(n: int) -> float:
     r0 = rss_mb()
     fs = []
     for i in range(n):
-        c = float(i) + 0.5
-
-        def body(carry, x, c=c):
-            return carry * 0.5 + c * x, carry
-
-        f = td.jit(lambda s: td.scan(body, s, xs)[0])
+        f = _closure(float(i) + 0.5, xs)
         f(1.0)
         fs.append(f)
     per = (rss_mb() - r0) * 1024 / n
-    del fs, f, body
+    del fs, f
     return per
+
+
+def _closure(c: float, xs: np.ndarray):
+    """A jitted scan closure of its own (its body captures the constant c)."""
+    def body(carry, x):
+        return carry * 0.5 + c * x, carry
+
+    return td.jit(lambda s: td.scan(body, s, xs)[0])
 
 
 def builds(m: int) -> None:
@@ -110,13 +113,16 @@ def gradient(k: int) -> None:
 
 def constant() -> bool:
     """Whether an 8 MB array captured by a traced closure is freed with the function."""
-    big = np.random.default_rng(0).standard_normal(1 << 20)
-    ref = weakref.ref(big)
-    f = td.jit(lambda x: td.sum(x * big))
+    f, ref = _capturing(np.random.default_rng(0).standard_normal(1 << 20))
     f(np.ones(1 << 20))
-    del f, big
+    del f
     gc.collect()
     return ref() is None
+
+
+def _capturing(big: np.ndarray):
+    """A jitted closure capturing big, and a weak reference to big."""
+    return td.jit(lambda x: td.sum(x * big)), weakref.ref(big)
 
 
 def steady(c: int) -> tuple[float, float]:

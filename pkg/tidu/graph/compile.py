@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from tidu.graph.dtypes import AbstractValue, _aval_list
 from tidu._native import _core
+from tidu.graph.dtypes import AbstractValue, _aval_list
 from tidu.graph.keys import GraphOp, prim_of
 from tidu.graph.memory import _LIMITS, register_cache
 from tidu.graph.view import MaterializedGraph

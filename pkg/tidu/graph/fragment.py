@@ -23,7 +23,6 @@ from tidu.graph.keys import (
     prim_id,
     prim_of,
 )
-
 from tidu.graph.memory import maybe_reclaim, register_cache
 
 __all__ = ["Fragment", "FragmentBuilder", "shape_rule"]
