@@ -2,6 +2,9 @@
 # disowning, and emptying the interner with every C++-side memo of its ids.  Included last by
 # _core.pyx (it clears the rule cache and the tracer's memos, defined in the files before it).
 
+from collections import OrderedDict as _OrderedDict
+
+
 def live_holders():
     """Fragment stores and walks (Materialized) alive that count as holders of interned ids."""
     return _live_holders
@@ -40,14 +43,18 @@ def reset_interner(tables=()):
     cdef list held = []
     tables = list(tables)
     for t in tables:
-        if type(t) is not dict and type(t) is not list:
-            raise TypeError(f"reset_interner: {type(t).__name__} is not a dict or list")
+        if type(t) is not dict and type(t) is not list and type(t) is not _OrderedDict:
+            raise TypeError(f"reset_interner: {type(t).__name__} is not a dict, OrderedDict or "
+                            f"list")
     if _live_holders != 0:
         return False
     for t in tables:
         if type(t) is dict:
             held.append((<dict>t).copy())
             (<dict>t).clear()
+        elif type(t) is _OrderedDict:  # its C methods: no Python code runs
+            held.append(dict(t))
+            t.clear()
         else:
             held.append((<list>t)[:])
             del (<list>t)[:]

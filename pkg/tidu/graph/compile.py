@@ -4,6 +4,7 @@ runs (the interpreter, XLA) is tidu.backends."""
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -84,20 +85,24 @@ class ProgramCache:
     hold primitive ids: the cache is emptied with the interner (tidu.graph.memory)."""
 
     def __init__(self):
-        self._table: dict[bytes, Executable] = {}
+        self._table: OrderedDict[bytes, Executable] = OrderedDict()
         self.hits = 0
         self.misses = 0
 
     def get_or_build(self, canon: bytes, arrays: dict[str, np.ndarray],
                      make: Callable[[dict], Executable] = Executable) -> Executable:
         """The executable of structure ``canon``, made from ``arrays`` by ``make`` on a miss."""
-        exe = self._table.pop(canon, None)
+        table = self._table
+        exe = table.get(canon)
         if exe is None:
             self.misses += 1
-            exe = make(arrays)
+            exe = table.setdefault(canon, make(arrays))
         else:
             self.hits += 1
-        self._table[canon] = exe  # most recently used last
+        try:
+            table.move_to_end(canon)  # most recently used last
+        except KeyError:  # evicted by another thread meanwhile
+            pass
         self.trim()
         return exe
 
@@ -106,7 +111,10 @@ class ProgramCache:
         limit = _LIMITS["program_cache"]
         table = self._table
         while len(table) > limit:
-            table.pop(next(iter(table)), None)
+            try:
+                table.popitem(last=False)
+            except KeyError:  # emptied by another thread meanwhile
+                break
 
     def stats(self) -> dict:
         return {"entries": len(self._table), "hits": self.hits, "misses": self.misses,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import gc
 import weakref
+from collections import OrderedDict
 from collections.abc import Callable
 
 from tidu._native import _core
@@ -104,13 +105,14 @@ def register_cache(name: str, cache, stats: Callable[[], dict] | None = None, *,
                    holds_ids: bool = False, trim: Callable[[], None] | None = None) -> None:
     """Register one of tidu's caches for ``clear_caches`` and ``memory_stats``.
 
-    holds_ids: its entries hold interned primitive or value ids; ``cache`` is then the dict or
-    list itself, emptied together with the interner.  Otherwise ``cache`` is a dict or list, or a
+    holds_ids: its entries hold interned primitive or value ids; ``cache`` is then the dict,
+    OrderedDict or list itself, emptied together with the interner.  Otherwise ``cache`` is a dict or list, or a
     function that empties it.  stats() gives at least ``entries`` (and ``bytes`` where known);
     by default, the length of the dict or list.
     """
-    if holds_ids and not isinstance(cache, (dict, list)):
-        raise TypeError(f"{name}: a cache holding interned ids must be a dict or list")
+    if holds_ids and type(cache) not in (dict, OrderedDict, list):
+        raise TypeError(f"{name}: a cache holding interned ids must be a dict, OrderedDict or "
+                        f"list")
     if stats is None:
         def stats(c=cache):
             return {"entries": len(c)}
@@ -236,12 +238,14 @@ def _forget(key: int, ref) -> None:
         del _all[key]
 
 
-class FunctionCache(dict):
+class FunctionCache(OrderedDict):
     """The compiled entries of one jitted or transformed function by call signature: least
     recently used first, at most ``jit_per_function`` of them, and at most ``jit_total`` over
-    every live FunctionCache together.  It dies with its function (the jitted object owns it)."""
+    every live FunctionCache together.  It dies with its function (the jitted object owns it).
+    (An OrderedDict: marking an entry used is one C call, so a thread looking it up meanwhile
+    still finds it.)"""
 
-    __slots__ = ("forget", "__weakref__")
+    __slots__ = ("forget",)
 
     def __init__(self, forget: Callable[[], None] | None = None):
         super().__init__()
@@ -251,9 +255,12 @@ class FunctionCache(dict):
 
     def lookup(self, sig):
         """The entry for sig (marked most recently used), or None."""
-        entry = dict.pop(self, sig, None)
+        entry = self.get(sig)
         if entry is not None:
-            dict.__setitem__(self, sig, entry)
+            try:
+                self.move_to_end(sig)
+            except KeyError:  # evicted by another thread meanwhile: the entry is still good
+                pass
             self._touch()
         return entry
 
@@ -265,8 +272,8 @@ class FunctionCache(dict):
 
     def __setitem__(self, sig, entry) -> None:
         fresh = sig not in self
-        dict.pop(self, sig, None)
-        dict.__setitem__(self, sig, entry)
+        OrderedDict.__setitem__(self, sig, entry)
+        self.move_to_end(sig)
         self._touch()
         if fresh:
             self.trim()
@@ -278,12 +285,12 @@ class FunctionCache(dict):
         """Evict the least recently used entries beyond jit_per_function."""
         limit = _LIMITS["jit_per_function"]
         while len(self) > limit:
-            dict.pop(self, next(iter(self)))
+            self.popitem(last=False)
             if self.forget is not None:
                 self.forget()
 
     def clear(self) -> None:
-        dict.clear(self)
+        OrderedDict.clear(self)
         if self.forget is not None:
             self.forget()
 
@@ -298,7 +305,10 @@ def _enforce_total() -> None:
         if total <= limit:
             break
         while len(c) and total > limit:
-            dict.pop(c, next(iter(c)))
+            try:
+                c.popitem(last=False)
+            except KeyError:  # emptied by another thread meanwhile
+                break
             total -= 1
         if c.forget is not None:
             c.forget()
