@@ -106,9 +106,9 @@ def register_cache(name: str, cache, stats: Callable[[], dict] | None = None, *,
     """Register one of tidu's caches for ``clear_caches`` and ``memory_stats``.
 
     holds_ids: its entries hold interned primitive or value ids; ``cache`` is then the dict,
-    OrderedDict or list itself, emptied together with the interner.  Otherwise ``cache`` is a dict or list, or a
-    function that empties it.  stats() gives at least ``entries`` (and ``bytes`` where known);
-    by default, the length of the dict or list.
+    OrderedDict or list itself, emptied together with the interner.  Otherwise ``cache`` is a
+    dict or list, or a function that empties it.  stats() gives at least ``entries`` (and
+    ``bytes`` where known); by default, the length of the dict or list.
     """
     if holds_ids and type(cache) not in (dict, OrderedDict, list):
         raise TypeError(f"{name}: a cache holding interned ids must be a dict, OrderedDict or "
