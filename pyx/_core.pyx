@@ -21,3 +21,7 @@ include "trace/tracer.pxi"
 # ---- the transforms' per-call work (tidu.api) ----
 
 include "api/jit.pxi"
+
+# ---- giving memory back (tidu.graph.memory) ----
+
+include "graph/memory.pxi"

@@ -5,6 +5,8 @@ Each traces the user function and runs the seven-step pipeline (no separate code
 from __future__ import annotations
 
 import functools
+import types
+import weakref
 from collections.abc import Callable
 
 import numpy as np
@@ -28,6 +30,7 @@ from tidu.api.tree import flatten_args as _flatten_args
 from tidu.api.tree import unflatten
 from tidu.api.vmap import _inline_vmap
 from tidu.graph import Fragment, resolve
+from tidu.graph.memory import register_cache
 from tidu.numpy import core as T
 from tidu.numpy.creation import zeros_like as _zeros_like
 from tidu.trace.tracer import Tracer
@@ -184,24 +187,72 @@ def grad(fn: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = Fal
 
 
 # Top-level jvp/vjp/hvp calls go through a jit of the inline (traced) path, kept per function
-# here, so each (function, shapes/dtypes) is traced and compiled once.  Bounded: functions made
-# afresh per call (lambdas) recycle the oldest entries instead of growing it.
-_TRANSFORMS: "dict[tuple, Callable]" = {}
+# here, so each (function, shapes/dtypes) is traced and compiled once.  Kept weakly: the jits go
+# when the function does (their traced functions reach it through a weak reference, not
+# holding it).  A function that cannot be weakly referenced or hashed is kept strongly, at most
+# _TRANSFORMS_MAX of them, the least recently used going first.
+_TRANSFORMS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # owner -> {key: jit}
+_STRONG: "dict[tuple, Callable]" = {}
 _TRANSFORMS_MAX = 512
 
 
-def _jitted(key: tuple, make: Callable[[], Callable], own: bool = True) -> Callable:
-    """The jit of make() (a transform's traced function; own=False: the user's function)."""
-    f = _TRANSFORMS.pop(key, None)
+def _clear_transforms() -> None:
+    _TRANSFORMS.clear()
+    _STRONG.clear()
+
+
+register_cache("transforms", _clear_transforms,
+               lambda: {"entries": sum(len(t) for t in list(_TRANSFORMS.values())) + len(_STRONG),
+                        "functions": len(_TRANSFORMS) + len(_STRONG)})
+
+
+def _weakly(fn: Callable):
+    """(object to key on weakly, the rest of its key, a function calling fn without holding it),
+    or None when fn cannot be referenced weakly."""
+    try:
+        if isinstance(fn, types.MethodType):  # made afresh per attribute access: key on its parts
+            ref, owner, part = weakref.WeakMethod(fn), fn.__self__, fn.__func__
+        else:
+            ref, owner, part = weakref.ref(fn), fn, None
+        hash(owner)
+    except TypeError:
+        return None
+
+    def call(*args, **kwargs):
+        return ref()(*args, **kwargs)
+
+    return owner, part, call
+
+
+def _make_jit(traced: Callable, own: bool) -> Callable:
+    if own:
+        traced = functools.partial(traced)  # (a lambda's attributes are its own; user fns not)
+        traced._own_trace = True
+    return jit(traced, _concrete=True)
+
+
+def _jitted(fn: Callable, key: tuple, make: Callable[[Callable], Callable],
+            own: bool = True) -> Callable:
+    """The jit of make(fn) (a transform's traced function; own=False: the user's function),
+    made once per (fn, key)."""
+    weak = _weakly(fn)
+    if weak is not None:
+        owner, part, call = weak
+        table = _TRANSFORMS.get(owner)
+        if table is None:
+            table = _TRANSFORMS[owner] = {}
+        key = (part, *key)
+        f = table.get(key)
+        if f is None:
+            f = table[key] = _make_jit(make(call), own)
+        return f
+    key = (fn, *key)
+    f = _STRONG.pop(key, None)
     if f is None:
-        if len(_TRANSFORMS) >= _TRANSFORMS_MAX:
-            del _TRANSFORMS[next(iter(_TRANSFORMS))]
-        traced = make()
-        if own:
-            traced = functools.partial(traced)  # (a lambda's attributes are its own; user fns not)
-            traced._own_trace = True
-        f = jit(traced, _concrete=True)
-    _TRANSFORMS[key] = f  # most recently used last
+        if len(_STRONG) >= _TRANSFORMS_MAX:
+            del _STRONG[next(iter(_STRONG))]
+        f = _make_jit(make(fn), own)
+    _STRONG[key] = f  # most recently used last
     return f
 
 
@@ -228,8 +279,8 @@ def jvp(fn: Callable, primals, tangents, has_aux: bool = False):
     trace = _outer_trace(primals, tangents)
     if trace is not None:
         return _inline_jvp(trace, fn, primals, tangents, has_aux)
-    f = _jitted(("jvp", fn, has_aux),
-                lambda: lambda p, t: jvp(fn, p, t, has_aux=has_aux))
+    f = _jitted(fn, ("jvp", has_aux),
+                lambda fn_: lambda p, t: jvp(fn_, p, t, has_aux=has_aux))
     return f(primals, _like_primals(primals, tangents))
 
 
@@ -309,11 +360,9 @@ def vjp(fn: Callable, *primals, has_aux: bool = False):
         out, back, aux = _inline_vjp(trace, fn, primals, has_aux)
         return (out, back, aux) if has_aux else (out, back)
     _check_vjp_primals(primals)  # now, not when vjp_fn is first called
-    fwd = _jitted(("fwd", fn), lambda: fn, own=False)
+    fwd = _jitted(fn, ("fwd",), lambda fn_: fn_, own=False)
     res = fwd(*primals)
     out, aux = res if has_aux else (res, None)
-    bwd = _jitted(("vjp", fn, has_aux),
-                  lambda: lambda p, ct: _inline_vjp(_outer_trace(p), fn, p, has_aux)[1](ct))
 
     out_leaves = _flatten_args(out)[0] if isinstance(out, (tuple, list, dict)) else [out]
 
@@ -324,6 +373,9 @@ def vjp(fn: Callable, *primals, has_aux: bool = False):
             leaves = [c if hasattr(c, "_t") else np.asarray(c, np.asarray(o).dtype)
                       for c, o in zip(leaves, out_leaves)]
             ct = unflatten(tree, leaves)
+        # looked up per call: vjp_fn holds fn, the cache holds it only weakly
+        bwd = _jitted(fn, ("vjp", has_aux),
+                      lambda fn_: lambda p, c: _inline_vjp(_outer_trace(p), fn_, p, has_aux)[1](c))
         return bwd(primals, ct)
 
     return (out, vjp_fn, aux) if has_aux else (out, vjp_fn)
@@ -453,6 +505,17 @@ def hessian(fn: Callable, argnums=0, has_aux: bool = False,
     return jacfwd(g, argnums, has_aux=has_aux, holomorphic=holomorphic)
 
 
+def _hv(fn: Callable, argnums: int) -> Callable:
+    """(p, t) -> H(p)·t of fn wrt argument argnums (forward over reverse), traced inline."""
+    def hv(p, t):
+        def g_i(xi):
+            a = list(p)
+            a[argnums] = xi
+            return grad(fn, argnums)(*a)
+        return jvp(g_i, (p[argnums],), (t,))[1]
+    return hv
+
+
 def hvp(fn: Callable, primals, tangents, argnums: int = 0):
     """Hessian-vector product H(primals)·v of a real scalar fn with respect to argument
     `argnums` (forward over reverse), v = tangents[argnums] (or `tangents` itself when it is a
@@ -460,14 +523,7 @@ def hvp(fn: Callable, primals, tangents, argnums: int = 0):
     primals = tuple(primals)
     v = tangents[argnums] if isinstance(tangents, (tuple, list)) else tangents
 
-    def hv(p, t):
-        def g_i(xi):
-            a = list(p)
-            a[argnums] = xi
-            return grad(fn, argnums)(*a)
-        return jvp(g_i, (p[argnums],), (t,))[1]
-
     if _outer_trace(primals, v) is not None:
-        return hv(primals, v)
-    f = _jitted(("hvp", fn, argnums), lambda: hv)
+        return _hv(fn, argnums)(primals, v)
+    f = _jitted(fn, ("hvp", argnums), lambda fn_: _hv(fn_, argnums))
     return f(primals, _like_primals((primals[argnums],), (v,))[0])

@@ -19,6 +19,7 @@ from tidu.api.tree import flatten_args as _flatten_args
 from tidu.api.tree import unflatten
 from tidu.backends.program import CompiledProgram, _check_backend, compile
 from tidu.graph import FragmentBuilder, materialize_merge, resolve
+from tidu.graph.memory import FunctionCache, register_cache
 from tidu.trace.build import as_aval, flatten_outputs, tracing
 from tidu.trace.tracer import Tracer
 from tidu.trace.tracer import _stack as _trace_stack
@@ -33,6 +34,8 @@ __all__ = ["Lowered", "jit", "leaf_names", "lower_program", "static_jit", "trace
 # Flattening positional arguments and the signature a compiled program is cached under run on
 # every call of a transformed function: compiled (pyx/api/jit.pxi).
 _signature = _core.signature
+register_cache("leaf_avals", _core.clear_leaf_aval_memo,
+               lambda: {"entries": _core.memo_sizes()["leaf_avals"]})
 
 
 def _leaf_aval(x):
@@ -165,7 +168,9 @@ def jit(fn: Callable | None = None, *, static_argnums=None, static_argnames=None
     # Transforms (grad, jvp, ...) are jits with _concrete: traced with the values at hand, under
     # guards (tidu.guards).  A user's jit traces abstractly, also where it is inlined into a
     # transform's trace.
-    cache: dict[tuple, tuple[CompiledProgram, Any, list[int], Any]] = {}
+    # (program, output builder, input order, C++ entry) by call signature: bounded, LRU
+    # (tidu.graph.memory.FunctionCache); it lives as long as the jitted function does
+    cache = FunctionCache()
 
     def wrapped(*args, **kwargs):  # the general path; `jitted` takes calls like the last one
         if kwargs:  # traced like positional arguments, one jit per set of keyword names
@@ -175,7 +180,7 @@ def jit(fn: Callable | None = None, *, static_argnums=None, static_argnames=None
         if sig is None:  # called inside a trace (a jit in a jit, a transform): inline fn
             return fn(*args) if _concrete else _abstractly(fn, args)
         sig = (sig, in_tree)
-        hit = cache.get(sig)
+        hit = cache.lookup(sig)
         if hit is None:
             hit = cache[sig] = _entry(fn, args, backend, device, _concrete)
         prog, build, order, run = hit
@@ -210,6 +215,7 @@ def jit(fn: Callable | None = None, *, static_argnums=None, static_argnames=None
     jitted = _core.Jitted(wrapped)
     functools.update_wrapper(jitted, fn)
     jitted.cache = cache
+    cache.forget = jitted.forget  # an evicted entry may be the remembered fast path
     jitted.lower = lower
     return jitted
 
@@ -311,7 +317,7 @@ def static_jit(fn: Callable, static_argnums, static_argnames, backend: str = "au
     straight to the selected jit's compiled entry."""
     statics = _Statics(fn, static_argnums, static_argnames)
     plans: dict[tuple, tuple] = {}
-    selections: dict[tuple, tuple] = {}
+    selections = FunctionCache()  # a plain jit per static values: bounded as compiled entries
 
     def plan_of(n: int, kw_names: tuple) -> tuple:
         pos = statics.positions(n)
@@ -330,7 +336,7 @@ def static_jit(fn: Callable, static_argnums, static_argnames, backend: str = "au
         key = (pkey,) + tuple([(type(args[i]), args[i]) for i in spos]) + \
             tuple([(type(kwargs[k]), kwargs[k]) for k in skw])
         try:
-            hit = selections.get(key)
+            hit = selections.lookup(key)
         except TypeError:  # a static value that does not hash: name it
             for i in spos:
                 try:

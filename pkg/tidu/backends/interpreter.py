@@ -20,6 +20,7 @@ import numpy as np
 
 from tidu._native import _core, _eval
 from tidu.graph import aval_of, prim_of
+from tidu.graph.memory import register_cache
 
 __all__ = ["SIGNATURE", "encode", "has_kernels"]
 
@@ -73,6 +74,7 @@ def has_kernels(prims) -> bool:
 # (_core.encode_gather), so encoding costs no Python work per instruction.
 
 _prim_codes: dict[int, tuple[int, np.ndarray, tuple, tuple]] = {}
+register_cache("interpreter_prims", _prim_codes, holds_ids=True)
 # prim id -> (opcode, attrs, constant blobs, nested bodies)
 
 
@@ -129,6 +131,12 @@ def _prim_code(pid: int) -> tuple[int, np.ndarray, tuple, tuple]:
 
 
 _aval_codes: dict[int, tuple[int, tuple[int, ...]]] = {}  # aval id -> (dtype code, shape)
+register_cache("interpreter_avals", _aval_codes)
+# Evaluation arenas idle programs lend back for reuse (at most 64 MiB, tidu/vm/workspace.hpp):
+# entries is 1 while it keeps any
+register_cache("arena_pool", _eval.release_arena_pool,
+               lambda: {"entries": int(_eval.arena_pool_bytes() > 0),
+                        "bytes": _eval.arena_pool_bytes()})
 
 
 def _aval_code(aid: int) -> tuple[int, tuple[int, ...]]:

@@ -34,6 +34,7 @@ class Executable(graph_compile.Executable):
         """The C++ program (tidu._eval.Program), or None when some op has no C++ kernel
         (a user primitive evaluated by its Python ``impl``)."""
         if self._native is None:
+            self.check_live()
             try:  # encode raises NotImplementedError at the first op with no C++ kernel
                 self._native = interpreter.encode(self.arrays)
             except NotImplementedError:
@@ -53,6 +54,7 @@ class Executable(graph_compile.Executable):
         key = (batch, device if mesh is None else ("mesh", mesh))  # equal meshes share one
         runner = self._xla.get(key)
         if runner is None:
+            self.check_live()
             runner = self._xla.setdefault(key, xla.XlaRunner(self, batch, device, mesh))
         return runner
 

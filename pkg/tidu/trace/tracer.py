@@ -18,6 +18,7 @@ from tidu import ops as P
 from tidu._native import _core
 from tidu.graph import _aval_list, prim_id, shape_rule
 from tidu.graph.dtypes import BOOL, INTS
+from tidu.graph.memory import register_cache
 
 __all__ = ["Tracer"]
 
@@ -88,6 +89,8 @@ def _op(cls, *attrs):
 
 # Field-less primitives are singletons: cache (instance, id) for the hot binary/unary paths.
 _SINGLETONS: dict[type, tuple] = {}
+register_cache("tracer_ops", _OPS)
+register_cache("tracer_singletons", _SINGLETONS, holds_ids=True)
 
 
 def _singleton(cls) -> tuple:
