@@ -20,4 +20,5 @@ include "trace/tracer.pxi"
 
 # ---- the transforms' per-call work (tidu.api) ----
 
+include "api/tree.pxi"
 include "api/jit.pxi"

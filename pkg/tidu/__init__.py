@@ -25,6 +25,7 @@ from tidu.api.grad import (
     vjp,
 )
 from tidu.api.jit import jit
+from tidu.api import tree_util
 from tidu.api.linear_transpose import linear_transpose
 from tidu.api.vmap import vmap
 from tidu.backends import xla
@@ -225,7 +226,7 @@ __all__ = [
     "saved_values", "SavedValue", "scan", "scipy", "select", "shape", "show", "sign", "sin",
     "sinh", "size", "sort", "spec", "split", "sqrt", "square", "squeeze", "stack", "std",
     "stop_gradient", "sum", "swapaxes", "switch", "take", "take_along_axis", "tan", "tanh",
-    "tensordot", "tile", "to_dot", "trace", "Tracer", "transpose", "tri", "tril", "triu",
-    "trunc", "ValKey", "value_and_grad", "var", "vdot", "vjp", "vmap", "vstack", "where",
+    "tensordot", "tile", "to_dot", "trace", "Tracer", "transpose", "tree_util", "tri", "tril",
+    "triu", "trunc", "ValKey", "value_and_grad", "var", "vdot", "vjp", "vmap", "vstack", "where",
     "while_loop", "xla", "zeros", "zeros_like",
 ]

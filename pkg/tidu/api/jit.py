@@ -74,8 +74,7 @@ def _output_builder(tree) -> Callable[[list], Any]:
     one array or a flat tuple of them, without walking the tree per call)."""
     if tree is None:
         return lambda res: res[0]
-    kind, children = tree
-    if kind is tuple and all(c is None for c in children):
+    if tree[0] is tuple and all(c is None for c in tree[1]):
         return tuple
     return functools.partial(unflatten, tree)
 
