@@ -11,6 +11,7 @@ from __future__ import annotations
 from tidu import ops
 from tidu._paths import get_cmake_dir, get_include
 from tidu.ad import LinearFragment, SavedValue, differentiate, saved_values
+from tidu.api import tree_util
 from tidu.api.control_flow import checkpoint, cond, fori_loop, remat, scan, switch, while_loop
 from tidu.api.grad import (
     grad,
@@ -25,7 +26,6 @@ from tidu.api.grad import (
     vjp,
 )
 from tidu.api.jit import jit
-from tidu.api import tree_util
 from tidu.api.linear_transpose import linear_transpose
 from tidu.api.vmap import vmap
 from tidu.backends import xla

@@ -161,7 +161,7 @@ def _node_repr(t) -> str:
         return "None"
     if _core.node_kind(kind) == _NAMEDTUPLE:
         return f"CustomNode(namedtuple[{kind.__name__}], [{inner}])"
-    return f"CustomNode({kind.__name__}[{t[2]!r}], [{inner}])"
+    return f"CustomNode({kind.__name__}[{t[2]}], [{inner}])"
 
 
 class PyTreeDef:
@@ -385,7 +385,8 @@ def _leaf_problem(x) -> str | None:
         return f"is a {type(x).__name__}"
     dt = getattr(x, "dtype", None)
     if dt is None or not hasattr(x, "shape"):
-        return f"is a {type(x).__name__}"
+        name = type(x).__name__
+        return f"is {'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
     try:
         dt = np.dtype(dt)
     except TypeError:
@@ -412,9 +413,11 @@ def check_leaves(what: str, args: tuple, names=None) -> None:
         why = _leaf_problem(x)
         if why is None:
             continue
-        hint = ("; pass it as a static argument (static_argnums/static_argnames), close over it, "
-                "or make its class a pytree node with td.tree_util.register_pytree_node "
-                "(td.tree_util.register_dataclass for a dataclass)")
+        static = "pass it as a static argument (static_argnums/static_argnames), " \
+            if what.startswith("td.jit") else ""
+        hint = (f"; {static}close over it, or make its class a pytree node with "
+                f"td.tree_util.register_pytree_node (td.tree_util.register_dataclass for a "
+                f"dataclass)")
         if why.startswith("has dtype") or why.startswith("is an array of dtype"):
             hint = f"; tidu supports {', '.join(sorted(d.name for d in _DTYPES))}"
         raise TypeError(f"{what}: {arg_path(path, names)} {why}; the leaves of a transformed "
