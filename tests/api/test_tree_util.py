@@ -138,9 +138,9 @@ def test_tree_map_and_friends_match_jax():
 
 
 def test_tree_map_names_where_the_structures_differ():
-    with pytest.raises(ValueError, match=r"dict at the root has keys \['b'\] where keys \['a'\]"):
+    with pytest.raises(ValueError, match=r"dict at the root has keys \['b'\] \(expected keys \['a'\]\)"):
         tu.tree_map(lambda x, y: x + y, {"a": 1}, {"b": 2})
-    with pytest.raises(ValueError, match=r"a list at \['k'\] where a tuple was expected"):
+    with pytest.raises(ValueError, match=r"a list at \['k'\] \(expected a tuple\)"):
         tu.tree_map(lambda x, y: x + y, {"k": (1, 2)}, {"k": [1, 2]})
     with pytest.raises(ValueError, match=r"Box at \[1\] has 2 children and metadata 'b'"):
         tu.tree_map(lambda x, y: x, [0, Box(1, 2, "a")], [0, Box(1, 2, "b")])

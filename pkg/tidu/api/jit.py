@@ -83,13 +83,17 @@ def _described(fn) -> tuple[str, list | None]:
     if names is None:
         sig = _positional_names(user)
         names = sig[0] if sig and not sig[1] else None
-    return getattr(fn, "_tidu_what", None) or f"td.jit({_name(user)})", names
+    return getattr(fn, "_tidu_what", None) or f"td.jit({_short(user)})", names
+
+
+def _short(fn) -> str:
+    return getattr(fn, "__name__", None) or _name(fn)
 
 
 def describe(fn, what: str, user, names=None):
     """Mark fn (a transform's traced function) as `what` of the user's function `user` (errors
     about its arguments name them so), with the names of its positional arguments."""
-    fn._tidu_what = f"td.{what}({_name(user)})"
+    fn._tidu_what = f"td.{what}({_short(user)})"
     fn._tidu_fn = user
     if names is not None:
         fn._tidu_names = list(names)

@@ -215,13 +215,12 @@ def _up_to(t, x, path: tuple, out: list, what: str) -> None:
     where = keystr(path) or "the root"
     if type(x) is not kind:
         raise ValueError(f"pytree structure error: {what} has a {_type_name(type(x))} at "
-                         f"{where} where a {_type_name(kind)} was expected")
+                         f"{where} (expected a {_type_name(kind)})")
     pairs, aux = _keyed_children(x, _core.node_kind(kind))
     if len(pairs) != len(t[1]) or (len(t) == 3 and aux != t[2]):
         raise ValueError(f"pytree structure error: {what}'s {_type_name(kind)} at {where} has "
-                         f"{_node_data(kind, aux, len(pairs))} where "
-                         f"{_node_data(kind, t[2] if len(t) == 3 else None, len(t[1]))} was "
-                         f"expected")
+                         f"{_node_data(kind, aux, len(pairs))} (expected "
+                         f"{_node_data(kind, t[2] if len(t) == 3 else None, len(t[1]))})")
     for (k, c), sub in zip(pairs, t[1]):
         _up_to(sub, c, path + (k,), out, what)
 
@@ -413,12 +412,12 @@ def check_leaves(what: str, args: tuple, names=None) -> None:
         why = _leaf_problem(x)
         if why is None:
             continue
+        if why.startswith(("has dtype", "is an array of dtype")):
+            raise TypeError(f"{what}: {arg_path(path, names)} {why}; tidu supports "
+                            f"{', '.join(sorted(d.name for d in _DTYPES))}")
         static = "pass it as a static argument (static_argnums/static_argnames), " \
             if what.startswith("td.jit") else ""
-        hint = (f"; {static}close over it, or make its class a pytree node with "
-                f"td.tree_util.register_pytree_node (td.tree_util.register_dataclass for a "
-                f"dataclass)")
-        if why.startswith("has dtype") or why.startswith("is an array of dtype"):
-            hint = f"; tidu supports {', '.join(sorted(d.name for d in _DTYPES))}"
         raise TypeError(f"{what}: {arg_path(path, names)} {why}; the leaves of a transformed "
-                        f"function's arguments must be arrays or scalars{hint}")
+                        f"function's arguments must be arrays or scalars: {static}close over it, "
+                        f"or make its class a pytree node with td.tree_util.register_pytree_node "
+                        f"(td.tree_util.register_dataclass for a dataclass)")
