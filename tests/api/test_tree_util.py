@@ -6,7 +6,6 @@ from __future__ import annotations
 import collections
 import dataclasses
 
-import numpy as np
 import pytest
 
 import tidu as td

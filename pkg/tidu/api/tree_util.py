@@ -168,18 +168,27 @@ class PyTreeDef:
     """A pytree's structure (jax.tree_util.PyTreeDef): equal, hashable, with ``num_leaves``,
     ``num_nodes`` and ``unflatten``."""
 
-    __slots__ = ("_tree", "num_leaves", "num_nodes")
+    __slots__ = ("_n", "_tree")
 
-    def __init__(self, tree):
+    def __init__(self, tree, num_leaves: int | None = None):
         self._tree = tree
-        self.num_leaves, self.num_nodes = _core.tree_size(tree)
+        self._n = _core.tree_size(tree)[0] if num_leaves is None else num_leaves
+
+    @property
+    def num_leaves(self) -> int:
+        return self._n
+
+    @property
+    def num_nodes(self) -> int:
+        return _core.tree_size(self._tree)[1]
 
     def unflatten(self, leaves: Iterable) -> Any:
         """The tree of this structure over leaves (as many as num_leaves)."""
-        leaves = list(leaves)
-        if len(leaves) != self.num_leaves:
-            many = "many" if len(leaves) > self.num_leaves else "few"
-            raise ValueError(f"Too {many} leaves for PyTreeDef; expected {self.num_leaves}, "
+        if type(leaves) is not list:
+            leaves = list(leaves)
+        if len(leaves) != self._n:
+            many = "many" if len(leaves) > self._n else "few"
+            raise ValueError(f"Too {many} leaves for PyTreeDef; expected {self._n}, "
                              f"got {len(leaves)}")
         return _core.unflatten(self._tree, leaves)
 
@@ -244,7 +253,7 @@ def treedef_is_leaf(treedef: PyTreeDef) -> bool:
 def tree_flatten(tree, is_leaf: Callable[[Any], bool] | None = None) -> tuple[list, PyTreeDef]:
     """(leaves in order, PyTreeDef); is_leaf(x) True makes x a leaf."""
     leaves, t = _core.tree_flatten(tree, is_leaf)
-    return leaves, PyTreeDef(t)
+    return leaves, PyTreeDef(t, len(leaves))
 
 
 def tree_unflatten(treedef: PyTreeDef, leaves: Iterable) -> Any:
@@ -268,7 +277,7 @@ def tree_map(f: Callable, tree, *rest, is_leaf: Callable[[Any], bool] | None = N
     leaves, t = _core.tree_flatten(tree, is_leaf)
     if not rest:
         return _core.unflatten(t, [f(x) for x in leaves])
-    treedef = PyTreeDef(t)
+    treedef = PyTreeDef(t, len(leaves))
     others = [treedef.flatten_up_to(r) for r in rest]
     return _core.unflatten(t, [f(*xs) for xs in zip(leaves, *others)])
 
