@@ -20,6 +20,7 @@ include "trace/tracer.pxi"
 
 # ---- the transforms' per-call work (tidu.api) ----
 
+include "api/tree.pxi"
 include "api/jit.pxi"
 
 # ---- giving memory back (tidu.graph.memory) ----

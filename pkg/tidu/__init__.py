@@ -11,6 +11,7 @@ from __future__ import annotations
 from tidu import ops
 from tidu._paths import get_cmake_dir, get_include
 from tidu.ad import LinearFragment, SavedValue, differentiate, saved_values
+from tidu.api import tree_util
 from tidu.api.control_flow import checkpoint, cond, fori_loop, remat, scan, switch, while_loop
 from tidu.api.grad import (
     grad,
@@ -299,10 +300,10 @@ __all__ = [
     "prod", "program_cache", "ptp", "quantile", "rad2deg", "radians", "ravel", "real",
     "reciprocal", "remainder", "remat", "repeat", "reshape", "resolve", "ResolvedView",
     "right_shift", "rint", "roll", "round", "rsqrt", "saved_values", "SavedValue", "scan", "scipy",
-    "searchsorted", "select", "set_cache_limits", "shape",
-    "show", "sign", "sin", "sinh", "size", "sort", "spec", "split", "sqrt", "square", "squeeze",
-    "stack", "std", "stop_gradient", "sum", "swapaxes", "switch", "take", "take_along_axis", "tan",
-    "tanh", "tensordot", "tile", "to_dot", "trace", "Tracer", "transpose", "tri", "tril", "triu",
-    "trunc", "ValKey", "value_and_grad", "var", "vdot", "vjp", "vmap", "vstack", "where",
+    "searchsorted", "select", "set_cache_limits", "shape", "show", "sign", "sin", "sinh", "size",
+    "sort", "spec", "split", "sqrt", "square", "squeeze", "stack", "std", "stop_gradient", "sum",
+    "swapaxes", "switch", "take", "take_along_axis", "tan", "tanh", "tensordot", "tile", "to_dot",
+    "trace", "Tracer", "transpose", "tree_util", "tri", "tril", "triu", "trunc", "ValKey",
+    "value_and_grad", "var", "vdot", "vjp", "vmap", "vstack", "where",
     "while_loop", "xla", "zeros", "zeros_like",
 ]
