@@ -156,11 +156,11 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
 
 
 def _and(p, q):
-    return T.where(p, q, False)
+    return p & q
 
 
 def _or(p, q):
-    return T.where(p, True, q)
+    return p | q
 
 
 @_numpy_outside(np.allclose)
@@ -387,20 +387,20 @@ def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
     n = arr.shape[0]
     dt = np.result_type(arr.dtype, val.dtype)
     arr, val = T.astype(arr, dt), T.astype(val, dt)
-    lo = _lift(t, zeros_like(val, dtype=np.int64))
+    lo = _lift(t, zeros_like(val, dtype=np.int32))
     hi = lo + n
+    last = max(n - 1, 0)
+    nan_v = isnan(val) if val.dtype.kind == "f" else None
     for _ in range(max(n, 1).bit_length()):
         go = lo < hi
-        mid = (lo + hi) // 2
-        am = take(arr, T.minimum(mid, max(n - 1, 0)), mode="clip") if n else val
+        mid = (lo + hi) >> 1
+        am = take(arr, T.minimum(mid, last), mode="promise_in_bounds") if n else val
         right = (am < val) if side == "left" else (am <= val)
-        if val.dtype.kind == "f":  # NaN sorts last, as numpy
-            right = _or(right, _and(~isnan(am), isnan(val))) if side == "left" else \
-                _or(right, isnan(val))
-        step = _and(go, right)
-        lo = T.where(step, mid + 1, lo)
-        hi = T.where(_and(go, ~right), mid, hi)
-    return T.astype(lo, np.int32)
+        if nan_v is not None:  # NaN sorts last, as numpy
+            right = right | (~isnan(am) & nan_v) if side == "left" else right | nan_v
+        lo = T.where(go & right, mid + 1, lo)
+        hi = T.where(go & ~right, mid, hi)
+    return lo
 
 
 @_numpy_outside(np.digitize)
