@@ -125,22 +125,24 @@ bool on_main_thread() { return PyThread_get_thread_ident() == g_main_thread; }
 // Elements an evaluation of p writes, roughly: a scan's body counts `length` times, a while
 // loop (or anything past 2^62) is unbounded.  Evaluations of at least kWatchWork are watched
 // for Ctrl-C; shorter ones end within about a millisecond anyway.
+// Each nested program is measured once (linear in the file, whatever the nesting).
 constexpr double kWatchWork = 1 << 20;
 double work(const tidu::Program& p) {
-  double w = 0;
+  std::vector<double> sub(p.subs.size());
+  double w = 0, all_subs = 0;
+  for (std::size_t k = 0; k < sub.size(); ++k) all_subs += sub[k] = work(p.subs[k]);
+  bool calls = false;
   for (const tidu::Instr& in : p.instrs) {
     for (std::uint32_t k = 0; k < in.n_out; ++k) w += static_cast<double>(p.slots[p.outs[in.out_begin + k]].size);
     const std::int64_t* at = p.attrs.data() + in.attr_begin;
     switch (in.op) {
       case tidu::Op::While: return std::numeric_limits<double>::infinity();
-      case tidu::Op::Scan: w += static_cast<double>(at[1]) * (1 + work(p.subs[at[0]])); break;
-      case tidu::Op::Cond: case tidu::Op::Checkpoint:
-        for (const tidu::Program& sub : p.subs) w += work(sub);  // every branch: an upper bound
-        break;
+      case tidu::Op::Scan: w += static_cast<double>(at[1]) * (1 + sub[static_cast<std::size_t>(at[0])]); break;
+      case tidu::Op::Cond: case tidu::Op::Checkpoint: calls = true; break;
       default: break;
     }
   }
-  return w;
+  return calls ? w + all_subs : w;  // every branch once: an upper bound
 }
 
 // Runs f() (an evaluation that may throw tidu::Cancelled) with the GIL released, watching for
