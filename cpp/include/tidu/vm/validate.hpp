@@ -502,6 +502,7 @@ inline void finalize(Program& p) {
   p.validate();
   validate_instructions(p);
   p.plan();
+  p.measure();
 }
 
 }  // namespace tidu
