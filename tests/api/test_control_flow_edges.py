@@ -196,12 +196,7 @@ class _JaxT:
     jit, vmap, grad = staticmethod(jax.jit), staticmethod(jax.vmap), staticmethod(jax.grad)
 
 
-# jit's and vmap's own outputs take no None leaf (a limit of td.jit's pytrees, not of the
-# constructs, which return None fine when called eagerly or inside a trace)
-_JIT_NONE = {"while_loop_in_jit", "fori_loop_traced", "vmap_cond"}
-EMPTY_CASES = [pytest.param(k, c, marks=pytest.mark.xfail(
-    reason="td.jit/td.vmap outputs take no None", raises=TypeError, strict=True))
-    if k == "none" and c in _JIT_NONE else (k, c) for k in EMPTIES for c in _empty_cases(())]
+EMPTY_CASES = [(k, c) for k in EMPTIES for c in _empty_cases(())]
 
 
 @pytest.mark.parametrize("empty,case", EMPTY_CASES)
@@ -210,3 +205,59 @@ def test_empty_pytrees(empty, case):
     got = _empty_cases(e)[case](td, _TdNs)
     want = _empty_cases(e)[case](lax, _JaxT)
     same(got, want)
+
+
+# ---- (8) vmap out_axes=None for values a construct passes through unchanged ----
+
+def _passthrough_cases():
+    """Constructs returning an unbatched operand unchanged, written against (lax, vmap)."""
+    return {
+        # the reproducer: td.vmap(lambda x, y: td.cond(x < 3, lambda x, y: (x * 2, y),
+        # lambda x, y: (x * 3, y), x, y), in_axes=(0, None), out_axes=(0, None)) raised
+        # "vmap has mapped output but out_axes is None"
+        "cond": lambda L, x, y: L.cond(x < 3, lambda x, y: (x * 2, y), lambda x, y: (x * 3, y),
+                                       x, y),
+        "switch3": lambda L, x, y: L.switch(
+            (x % 3).astype("int32"), [lambda x, y: (x, y), lambda x, y: (x + 1, y),
+                                      lambda x, y: (x * x, y)], x, y),
+        "cond_swapped_args": lambda L, x, y: L.cond(x < 3, lambda y, x: (x * 2, y),
+                                                    lambda y, x: (x - 1, y), y, x),
+        "while": lambda L, x, y: L.while_loop(lambda c: c[0] < 5, lambda c: (c[0] + 1, c[1]),
+                                              (x, y)),
+        "fori_traced": lambda L, x, y: L.fori_loop(
+            x.astype("int32"), 4, lambda i, c: (c[0] * 2, c[1]), (x, y)),
+        "scan": lambda L, x, y: L.scan(lambda c, t: ((c[0] + t, c[1]), t), (x, y),
+                                       np.arange(3.0))[0],
+        "fori_static": lambda L, x, y: L.fori_loop(0, 3, lambda i, c: (c[0] + c[1], c[1]),
+                                                   (x, y)),
+        "nested": lambda L, x, y: L.cond(
+            x < 2, lambda x, y: L.while_loop(lambda c: c[0] < 4, lambda c: (c[0] + 1, c[1]),
+                                             (x, y)),
+            lambda x, y: (x, y), x, y),
+    }
+
+
+@pytest.mark.parametrize("case", sorted(_passthrough_cases()))
+def test_issue28_vmap_out_axes_none_passthrough(case):
+    f = _passthrough_cases()[case]
+    x, y = np.arange(5.0), np.array(3.0)
+    got = td.vmap(lambda x, y: f(td, x, y), in_axes=(0, None), out_axes=(0, None))(x, y)
+    want = jax.vmap(lambda x, y: f(lax, x, y), in_axes=(0, None), out_axes=(0, None))(x, y)
+    same(got, want)
+    # the pass-through is the operand itself: forward- and reverse-mode derivatives see it
+    dt = td.jvp(lambda y: td.vmap(lambda x, y: f(td, x, y), in_axes=(0, None),
+                                  out_axes=(0, None))(x, y)[1], (y,), (np.array(1.0),))
+    same(dt, (y, np.array(1.0)))
+
+
+def test_passthrough_only_when_every_branch_passes_the_same_value():
+    # one branch returns y, the other x: the output depends on the branch, so it is batched
+    def f(L, ns):
+        return ns.vmap(lambda x, y: L.cond(x < 3, lambda x, y: y, lambda x, y: x, x, y),
+                       in_axes=(0, None))
+
+    x, y = np.arange(5.0), np.array(3.0)
+    same(f(td, td)(x, y), f(lax, jax)(x, y))
+    with pytest.raises(ValueError, match="out_axes is None"):
+        td.vmap(lambda x, y: td.cond(x < 3, lambda x, y: y, lambda x, y: x, x, y),
+                in_axes=(0, None), out_axes=None)(x, y)

@@ -6,6 +6,8 @@ eigenvalues, trace of pinv, a norm, ...), written once for both libraries (``lib
 
 - ``MATCH``: both finite and equal;
 - ``NONFINITE``: jax's derivative is NaN/inf there (undefined); tidu's is not finite either;
+- ``FD``: jax's derivative is NaN there though the function is differentiable; tidu's equals
+  central finite differences;
 - a string: the row is not compared, for the reason written there.
 """
 
@@ -21,7 +23,7 @@ import jax.numpy as jnp  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 
-MATCH, NONFINITE = "match", "nonfinite-both"
+MATCH, NONFINITE, FD = "match", "nonfinite-both", "finite-differences"
 
 I3 = np.eye(3)
 REP = np.diag([2.0, 2.0, 5.0])                        # a repeated eigenvalue / singular value
@@ -40,6 +42,10 @@ def _gauge(lib, v, w):
     return lib.sum((v * w[None, :]) @ v.T)
 
 
+def _proj(lib, v):
+    return v @ v.T
+
+
 TABLE = [
     # name, f(lib, x), input, expectation
     ("eigh w sum, identity (#28)", lambda lib, x: lib.sum(lib.linalg.eigh(x)[0]), I3, MATCH),
@@ -53,6 +59,13 @@ TABLE = [
      lambda lib, x: _gauge(lib, lib.linalg.eigh(x)[1], lib.linalg.eigh(x)[0]), REP_ROT,
      "jax NaN (eigenvector derivative undefined at equal eigenvalues); tidu finite: the gap "
      "term is masked (0), as jax's SVD rule does"),
+    # functions of an (exactly) degenerate eigenspace as a whole (its projector) are
+    # differentiable; jax gives NaN
+    ("eigh projector of the repeated pair",
+     lambda lib, x: lib.sum(_proj(lib, lib.linalg.eigh((x + x.T) / 2)[1][:, :2]) * RANK2),
+     REP, FD),
+    ("svd projector of the repeated pair",
+     lambda lib, x: lib.sum(_proj(lib, lib.linalg.svd(x)[0][:, 1:]) * RANK2), REP, FD),
     ("eigh v diag(w) v^H, distinct",
      lambda lib, x: _gauge(lib, lib.linalg.eigh(x)[1], lib.linalg.eigh(x)[0]),
      np.diag([1.0, 2.0, 5.0]) + 0.1, MATCH),
@@ -116,12 +129,11 @@ TABLE = [
      MATCH),
     ("lstsq x, distinct", lambda lib, x: lib.sum(lib.linalg.lstsq(x, B)[0]),
      np.diag([1.0, 2.0, 4.0]) + 0.1, MATCH),
-    ("lstsq x, identity", lambda lib, x: lib.sum(lib.linalg.lstsq(x, B)[0]), I3,
-     "jax NaN (its lstsq differentiates through the SVD at equal singular values); tidu "
-     "finite but wrong, through the SVD rule as pinv was (listed as left in issue #28)"),
-    ("lstsq x, tall equal s", lambda lib, x: lib.sum(lib.linalg.lstsq(x, B)[0]), TALL,
-     "jax NaN (its lstsq differentiates through the SVD at equal singular values); tidu "
-     "finite but wrong, through the SVD rule as pinv was (listed as left in issue #28)"),
+    # lstsq differentiates as pinv(a) b (pinv's derivative): jax goes through its SVD
+    ("lstsq x, identity (#28)", lambda lib, x: lib.sum(lib.linalg.lstsq(x, B)[0]), I3, FD),
+    ("lstsq x, repeated", lambda lib, x: lib.sum(lib.linalg.lstsq(x, B)[0]), REP_ROT, FD),
+    ("lstsq x, tall equal s", lambda lib, x: lib.sum(lib.linalg.lstsq(x, B)[0]), TALL, FD),
+    ("lstsq resid, tall equal s", lambda lib, x: lib.linalg.lstsq(x, B)[1].sum(), TALL, FD),
     ("lstsq x, rank 1", lambda lib, x: lib.sum(lib.linalg.lstsq(x, B)[0]), RANKDEF,
      "jax's lstsq differentiates through its SVD (no pinv JVP) and gives a different finite "
      "value; rank-deficient least squares derivatives are basis dependent"),
@@ -144,6 +156,15 @@ TABLE = [
 ]
 
 
+def _central_fd(f, x, eps=1e-6):
+    g = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        e = np.zeros_like(x)
+        e[i] = eps
+        g[i] = (f(x + e) - f(x - e)) / (2 * eps)
+    return g
+
+
 @pytest.mark.parametrize("name,f,x,expect", TABLE, ids=[r[0] for r in TABLE])
 def test_degenerate_grad_against_jax(name, f, x, expect):
     want = np.asarray(jax.grad(lambda a: f(jnp, a))(jnp.asarray(x)))
@@ -151,6 +172,10 @@ def test_degenerate_grad_against_jax(name, f, x, expect):
     if expect == MATCH:
         assert np.all(np.isfinite(want)), f"{name}: jax is not finite; the row is wrong"
         np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9, err_msg=name)
+    elif expect == FD:
+        assert not np.all(np.isfinite(want)), f"{name}: jax is finite; the row is wrong"
+        np.testing.assert_allclose(got, _central_fd(lambda a: f(np, a), x), rtol=1e-6,
+                                   atol=1e-6, err_msg=name)
     elif expect == NONFINITE:
         assert not np.all(np.isfinite(want)), f"{name}: jax is finite; the row is wrong"
         assert not np.all(np.isfinite(got)), name
@@ -217,3 +242,21 @@ def test_pinv_higher_derivatives_against_jax(x):
     jh = np.asarray(jax.hessian(lambda a: f(jnp, a))(jnp.asarray(x))).reshape(n, n)
     th = np.asarray(td.hessian(lambda a: f(td, a))(x)).reshape(n, n)
     np.testing.assert_allclose(th, (jh + jh.T) / 2, rtol=1e-8, atol=1e-8)
+
+
+@pytest.mark.parametrize("x", [np.arange(12.0).reshape(4, 3) ** 0.5, np.diag([1.0, 2.0, 4.0]) + 0.1],
+                         ids=["tall", "square"])
+def test_lstsq_higher_derivatives_against_jax(x):
+    # lstsq is pinv(a) b with pinv's derivative: orders 1-3 in a and b equal jax's where
+    # jax's (through the SVD) is defined
+    rng = np.random.default_rng(3)
+    b = rng.standard_normal((x.shape[0], 2))
+    d, db = rng.standard_normal(x.shape), rng.standard_normal(b.shape)
+
+    def f(lib, t):
+        return lib.sum(lib.linalg.lstsq(x + t * d, b + t * db)[0] ** 2)
+
+    tf, jf = (lambda t: f(td, t)), (lambda t: f(jnp, t))
+    for k in range(1, 4):
+        tf, jf = td.grad(tf), jax.grad(jf)
+        np.testing.assert_allclose(tf(0.0), jf(0.0), rtol=1e-8, atol=1e-8, err_msg=f"order {k}")

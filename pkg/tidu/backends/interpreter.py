@@ -22,8 +22,9 @@ import numpy as np
 from tidu._native import _core, _eval
 from tidu.backends.inputs import check_inputs
 from tidu.graph import aval_of, prim_of
+from tidu.graph.memory import register_cache
 
-__all__ = ["SIGNATURE", "encode", "has_kernels"]
+__all__ = ["SIGNATURE", "encode", "has_kernels", "memory_report"]
 
 
 def _load_blas() -> bool:
@@ -75,6 +76,7 @@ def has_kernels(prims) -> bool:
 # (_core.encode_gather), so encoding costs no Python work per instruction.
 
 _prim_codes: dict[int, tuple[int, np.ndarray, tuple, tuple]] = {}
+register_cache("interpreter_prims", _prim_codes, holds_ids=True)
 # prim id -> (opcode, attrs, constant blobs, nested bodies)
 
 
@@ -131,6 +133,12 @@ def _prim_code(pid: int) -> tuple[int, np.ndarray, tuple, tuple]:
 
 
 _aval_codes: dict[int, tuple[int, tuple[int, ...]]] = {}  # aval id -> (dtype code, shape)
+register_cache("interpreter_avals", _aval_codes)
+# Evaluation arenas idle programs lend back for reuse (at most 64 MiB, tidu/vm/workspace.hpp):
+# entries is 1 while it keeps any
+register_cache("arena_pool", _eval.release_arena_pool,
+               lambda: {"entries": int(_eval.arena_pool_bytes() > 0),
+                        "bytes": _eval.arena_pool_bytes()})
 
 
 def _aval_code(aid: int) -> tuple[int, tuple[int, ...]]:
@@ -179,6 +187,12 @@ def encode(arrays: dict, input_names=(), output_names=()) -> "_eval.Program":
                          arrays["output_slots"], list(input_names), list(output_names), subs)
 
 
+def memory_report(native: "_eval.Program") -> dict:
+    """The interpreter's sizes of a program (``CompiledProgram.memory_report`` adds its own)."""
+    return {"arena_bytes": native.arena_bytes, "naive_bytes": native.naive_bytes,
+            "workspace_bytes": native.workspace_bytes, "instructions": native.instructions}
+
+
 class LoadedProgram:
     """A program read from a .tidu file: ``eval(list)``, ``prog({name: value})``, ``eval_batch``.
 
@@ -202,6 +216,12 @@ class LoadedProgram:
                 pass  # convert below, or raise an error naming the input
         return self.native.run(self._arrays(inputs)[0], out)
 
+    def memory_report(self) -> dict:
+        """``arena_bytes``: this program's own memory plan; ``workspace_bytes``: what an
+        evaluation allocates, nested programs and loop buffers included (what ``load``'s
+        ``max_bytes`` caps); ``instructions``: nested programs' included."""
+        return memory_report(self.native)
+
     def __call__(self, mapping: dict):
         missing = [k for k in self.inputs if k not in mapping]
         if missing:
@@ -217,18 +237,27 @@ class LoadedProgram:
 _HEADER = 32  # magic (8) | version (4) | reserved (4) | payload bytes (8) | checksum (8)
 
 
-def load(path) -> LoadedProgram:
+def load(path, *, max_bytes: int | None = None,
+         max_instructions: int | None = None) -> LoadedProgram:
     """Read a program saved by ``CompiledProgram.save``.
 
     Args:
         path: a path (str, bytes or os.PathLike) to a regular file; open files and file
             descriptors are refused.
+        max_bytes: refuse (ValueError) a program whose evaluation needs more workspace than this
+            many bytes, nested programs (loop bodies, branches) included: its
+            ``memory_report()["workspace_bytes"]``. ``eval_batch`` takes that much per thread.
+        max_instructions: refuse a program of more instructions than this, nested programs
+            included (``memory_report()["instructions"]``).
 
     Raises:
         TypeError: ``path`` is not a path.  FileNotFoundError / PermissionError: as ``open``.
         ValueError (``tidu._eval.ProgramError``): not a regular file, or a bad file: the header
         gives the payload's size, which must match the file's before anything more is read.
     """
+    for name, v in (("max_bytes", max_bytes), ("max_instructions", max_instructions)):
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
+            raise ValueError(f"{name} must be a non-negative int or None, got {v!r}")
     if not isinstance(path, (str, bytes, os.PathLike)):
         raise TypeError(f"load: expected a path (str, bytes or os.PathLike), got "
                         f"{type(path).__name__}")
@@ -248,4 +277,7 @@ def load(path) -> LoadedProgram:
             data = head + f.read(payload + 1)  # one more: a file grown since is refused below
         else:
             data = head  # too short or bad magic: the C++ loader says which
-    return LoadedProgram(_eval.Program(data))
+    big = 2**64 - 1  # larger caps cap nothing
+    return LoadedProgram(_eval.Program(
+        data, None if max_bytes is None else min(max_bytes, big),
+        None if max_instructions is None else min(max_instructions, big)))

@@ -513,8 +513,13 @@ def pinv(a, rtol=None, hermitian: bool = False):
     # step of order 3 matches the ODE's solution to O(|delta|^4): the first, second and third
     # derivatives are jax's (fourth and higher are not).  The stages cost 3 x 7 matrix products
     # more than the SVD formula alone, in the forward program too.
+    return _pinv_rk3(a, stop_gradient(_pinv_svd(stop_gradient(a), rtol)))
+
+
+def _pinv_rk3(a, p0):
+    """pinv(a), given its value p0 (without derivative), with jax's derivatives to order 3: one
+    Runge-Kutta step of the ODE p' = G(p, a, delta) (see pinv)."""
     a0 = stop_gradient(a)
-    p0 = stop_gradient(_pinv_svd(a0, rtol))
     delta = a - a0
     half = delta * 0.5
     k1 = _pinv_tangent(p0, a0, delta)
@@ -569,8 +574,15 @@ def lstsq(a, b, rcond=None):
     keep = s >= s[0:1] * rcond if min(m, n) else s > 0
     rank = sum_(astype(keep, "int32"))
     sinv = where(keep, 1 / where(keep, s, 1), 0)
-    utb = matmul_(_conj(_mT(u)), b)
-    x = matmul_(_conj(_mT(vh)), astype(sinv[:, None], a.dtype) * utb)
+    if min(m, n):
+        # x = pinv(a) b with pinv's derivative, not the SVD's (which cannot give it where
+        # singular values repeat: at a = I it gave a diagonal gradient, jax NaN, issue #28).
+        # The value is the SVD formula's; p0 comes from the same SVD as s.
+        p0 = stop_gradient(matmul_(_conj(_mT(vh)) * astype(sinv[None, :], a.dtype),
+                                   _conj(_mT(u))))
+        x = matmul_(_pinv_rk3(a, p0), b)
+    else:
+        x = matmul_(_conj(_mT(vh)), astype(sinv[:, None], a.dtype) * matmul_(_conj(_mT(u)), b))
     r = b - matmul_(a, x)
     resid = sum_(_abs2(r), axis=0)
     full = astype(rank == n, resid.dtype) if m > n else astype(rank < 0, resid.dtype)

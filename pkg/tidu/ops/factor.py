@@ -319,7 +319,7 @@ class Eigh(Primitive):
     def linearize(self, b, primal_in, primal_out, t):
         # dS the Hermitian tangent; dw = Re diag(V^H dS V); dV = V (Fm * (V^H dS V)),
         # Fm[i, j] = 1 / (w_j - w_i) where w_j != w_i, 0 where they are equal (the diagonal and
-        # equal eigenvalues), as jax's SVD rule masks equal singular values.  jax's Eigh rule
+        # equal eigenvalues; docs/linalg.md says what that gives at degenerate spectra).  jax's rule
         # leaves inf there and relies on symbolic zeros: grad of a function of w alone never
         # transposes the dV branch.  Here dV and dw share one packed tangent, so the cotangent
         # of V reaching Fm is a dense zero, and an inf in Fm would turn it into 0 * inf = NaN
