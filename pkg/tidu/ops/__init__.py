@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tidu.ops.bitwise import And, Not, Or, ShiftLeft, ShiftRightArithmetic, ShiftRightLogical, Xor
+from tidu.ops.conv import Conv
 from tidu.ops.control_flow import Checkpoint, Cond, Scan, While
 from tidu.ops.core import (
                                   Add,
@@ -95,11 +96,13 @@ SHAPES = ("Rev",)  # the numpy shape surface (docs/numpy.md)
 BITWISE = ("And", "Or", "Xor", "Not", "ShiftLeft", "ShiftRightArithmetic", "ShiftRightLogical")
 # primitives holding sub-programs (docs/control_flow.md)
 CONTROL_FLOW = ("Scan", "Cond", "While", "Checkpoint")
+# convolution (ops/conv.py, docs/conv.md)
+CONV = ("Conv",)
 
 __all__ = [
     "Abs", "Acos", "Acosh", "Add", "And", "ArgMax", "ArgMin", "Asin", "Asinh", "Atan", "Atan2",
     "Atanh", "BroadcastInDim", "Cbrt", "Ceil", "Checkpoint", "Cholesky", "Compare", "Concatenate",
-    "Cond", "Conj", "Constant", "Convert", "Cos", "Cosh", "Cummax", "Cummin", "Cumprod", "Cumsum",
+    "Cond", "Conj", "Constant", "Conv", "Convert", "Cos", "Cosh", "Cummax", "Cummin", "Cumprod", "Cumsum",
     "Div", "DotGeneral", "DynamicSlice", "DynamicUpdateSlice", "Eigh", "Erf", "ErfInv", "Erfc",
     "Exp", "Expm1", "Floor", "Gather", "Imag", "Iota", "IsFinite", "LU", "LUPermute", "LinearScan",
     "Log", "Log1p", "Logistic", "Max", "Min", "Mul", "Neg", "Not", "Or", "Pad", "Pow", "QR",

@@ -116,7 +116,8 @@ namespace tidu {
   X(Not, E1, _)                   \
   X(ShiftLeft, E2, _)             \
   X(ShiftRightArithmetic, E2, _)  \
-  X(ShiftRightLogical, E2, _)
+  X(ShiftRightLogical, E2, _)     \
+  X(Conv, S, tttttii)
 
 enum class Op : std::uint8_t {
 #define TIDU_ENUM(name, kind, sig) name,
