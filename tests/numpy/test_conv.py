@@ -217,7 +217,8 @@ def test_conv_and_general_padding_and_transpose_match_jax():
 def test_conv_dimension_numbers_match_jax():
     for dn in [None, ("NCHW", "OIHW", "NCHW"), ("NHWC", "HWIO", "NHWC"),
                ("NCHW", "HWIO", "NHWC"), ((0, 3, 1, 2), (3, 2, 0, 1), (0, 3, 1, 2))]:
-        want = lax.conv_dimension_numbers((1, 2, 3, 4), (1, 2, 3, 4), dn)
+        jdn = lax.ConvDimensionNumbers(*dn) if dn and not isinstance(dn[0], str) else dn
+        want = lax.conv_dimension_numbers((1, 2, 3, 4), (1, 2, 3, 4), jdn)
         got = conv_dimension_numbers((1, 2, 3, 4), (1, 2, 3, 4), dn)
         assert tuple(map(tuple, got)) == tuple(map(tuple, want))
 

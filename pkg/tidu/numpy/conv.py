@@ -309,6 +309,8 @@ def _np_mode(a, v, mode: str, name: str, conj: bool):
         out = full
     elif mode == "same":
         size, start = builtins.max(n, m), (builtins.min(n, m) - 1) // 2
+        if conj and n < m:  # numpy correlates the swapped pair and reverses it
+            start = n // 2
         out = full[start:start + size]
     elif mode == "valid":
         size, start = builtins.max(n, m) - builtins.min(n, m) + 1, builtins.min(n, m) - 1
