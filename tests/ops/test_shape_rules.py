@@ -257,7 +257,7 @@ BAD += [(P.ShiftLeft(), [A((2,), "bool"), A((2,), "bool")], TypeError,
 
 # convolution (ops/conv.py): canonical layout lhs (N, C, *S), rhs (O, I, *K)
 _CONV = P.Conv((2, 1), (1, 0), (1, 0), (1, 1), (1, 2))
-GOOD += [(_CONV, [A((2, 3, 7, 6)), A((4, 3, 3, 2))], A((2, 4, 3, 4))),
+GOOD += [(_CONV, [A((2, 3, 7, 6)), A((4, 3, 3, 2))], A((2, 4, 4, 4))),
          (P.Conv((1,), (0,), (0,), (2,), (1,), 2, 1), [A((1, 4, 3), "float32"),
                                                        A((6, 2, 2), "float32")],
           A((1, 6, 4), "float32")),
