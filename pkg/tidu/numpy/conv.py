@@ -17,7 +17,8 @@ from tidu.trace.tracer import Tracer, _emit, _op, _stack, _trace_of
 from tidu.trace.tracer import _lift as _lift_in
 
 __all__ = ["ConvDimensionNumbers", "conv", "conv_dimension_numbers", "conv_general_dilated",
-           "conv_transpose", "conv_with_general_padding", "convolve", "correlate"]
+           "conv_transpose", "conv_with_general_padding", "convolve", "correlate",
+           "reduce_window"]
 
 _range = builtins.range
 
@@ -275,6 +276,71 @@ def conv_transpose(lhs, rhs, strides, padding, rhs_dilation=None, dimension_numb
     return conv_general_dilated(lhs, rhs, (1,) * ns, pads, strides, rd, dn,
                                 precision=precision,
                                 preferred_element_type=preferred_element_type)
+
+
+# ---- reduce_window ----
+
+_COMPUTATIONS = {"add": "ReduceWindowSum", "sum": "ReduceWindowSum", "max": "ReduceWindowMax",
+                 "maximum": "ReduceWindowMax", "min": "ReduceWindowMin",
+                 "minimum": "ReduceWindowMin"}
+
+
+def _computation(computation) -> str:
+    """The primitive's name for an add/max/min body given as a name, a numpy ufunc, a tidu or
+    jax.lax function, or operator.add / builtins max, min."""
+    name = computation if isinstance(computation, str) else getattr(computation, "__name__", "")
+    prim = _COMPUTATIONS.get(name)
+    if prim is None:
+        raise NotImplementedError(
+            f"reduce_window: computation {computation!r} is not supported; tidu reduces windows "
+            f"with add, max or min (a traced body is not supported yet)")
+    return prim
+
+
+def reduce_window(operand, init_value, computation, window_dimensions, window_strides,
+                  padding, base_dilation=None, window_dilation=None):
+    """jax.lax.reduce_window for add, max and min: one ReduceWindow primitive.
+
+    Args:
+        operand: the array.
+        init_value: the computation's identity (0 for add, -inf or the dtype's minimum for max,
+            +inf or its maximum for min), as jax's reduce_window_sum/max/min take it.
+        computation: add, max or min (a name, np.add/np.maximum/np.minimum, tidu's or
+            jax.lax's add/max/min).
+        window_dimensions, window_strides: per axis.
+        padding: 'SAME', 'SAME_LOWER', 'VALID' or one (low, high) pair per axis.
+        base_dilation, window_dilation: per axis (default 1).
+
+    Raises:
+        NotImplementedError for another computation or a non-identity init_value;
+        ValueError naming a bad window, stride, padding or dilation.
+    """
+    name = _computation(computation)
+    live = _live(operand)
+    shape = tuple(operand.shape) if isinstance(operand, Tracer) else np.shape(operand)
+    dt = _dtype_of(operand)
+    nd = len(shape)
+    prim = getattr(P, name)
+    if isinstance(init_value, Tracer):
+        raise NotImplementedError("reduce_window: a traced init_value is not supported")
+    wd = _tuple("window_dimensions", window_dimensions, nd)
+    st = _tuple("window_strides", window_strides, nd)
+    bd = _tuple("base_dilation", base_dilation, nd)
+    wdl = _tuple("window_dilation", window_dilation, nd)
+    eff = tuple(1 + r * (k - 1) for k, r in zip(wd, wdl))  # jax pads for the dilated window
+    pads = _pads(padding, shape, eff, st)
+    op = _op(prim, wd, st, tuple(p for p, _ in pads), tuple(q for _, q in pads), bd, wdl)
+    ident = op.init(dt)
+    iv = np.asarray(init_value)
+    if iv.shape != () or not (iv == ident or (np.isnan(ident) and np.isnan(iv))):
+        raise NotImplementedError(
+            f"reduce_window: init_value {init_value!r} is not the identity {ident!r} of "
+            f"{name[len('ReduceWindow'):].lower()} for {dt}; only the identity is supported")
+    if not live:
+        return op.impl(np.asarray(operand))
+    t = _trace_of(operand)
+    x = _lift_in(t, operand, None)
+    return _emit(x._t, op, x)
 
 
 # ---- numpy: convolve, correlate ----

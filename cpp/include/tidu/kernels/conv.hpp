@@ -10,6 +10,9 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
+#include <type_traits>
 #include <complex>
 #include <cstdint>
 #include <stdexcept>
@@ -216,6 +219,87 @@ inline void run_conv(const Program& p, const std::uint32_t* a, std::uint32_t out
                                  static_cast<const std::complex<double>*>(ptr[a[1]]), static_cast<std::complex<double>*>(y), g);
       return;
     default: throw std::runtime_error("tidu: Conv of a dtype that is not floating or complex");
+  }
+}
+
+
+// ---- ReduceWindowSum / Max / Min ----
+// y[p] = reduce over window offsets k of x at dilated coordinate p * stride + k * window
+// dilation - low padding, read only where it falls on an element (not padding, not a hole of
+// base dilation); elsewhere the identity.  Max and min propagate NaN (XLA's maximum/minimum).
+template <class T>
+inline void reduce_window(Op op, const T* x, const std::int64_t* xs, std::uint32_t nd, const std::int64_t* at,
+                          const std::int64_t* ys, T* y) {
+  const std::int64_t n = at[0];
+  const std::int64_t *wd = at + 1, *st = wd + n + 1, *lo = st + n + 1, *bd = lo + 2 * (n + 1),
+                     *wdil = bd + n + 1;
+  std::int64_t xstr[16], out_size = 1, win = 1;
+  row_major_strides(xs, nd, xstr);
+  for (std::uint32_t d = 0; d < nd; ++d) out_size *= ys[d], win *= wd[d];
+  T ident;
+  if (op == Op::ReduceWindowSum) ident = T(0);
+  else if constexpr (std::is_floating_point_v<T>)
+    ident = op == Op::ReduceWindowMax ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity();
+  else if constexpr (std::is_integral_v<T>)
+    ident = op == Op::ReduceWindowMax ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max();
+  else
+    ident = T(0);
+  std::int64_t pidx[16] = {0};
+  for (std::int64_t o = 0; o < out_size; ++o) {
+    T acc = ident;
+    std::int64_t kidx[16] = {0};
+    for (std::int64_t k = 0; k < win; ++k) {
+      std::int64_t off = 0;
+      bool ok = true;
+      for (std::uint32_t d = 0; d < nd && ok; ++d) {
+        const std::int64_t q = pidx[d] * st[d] + kidx[d] * wdil[d] - lo[d];
+        if (q < 0 || q % bd[d]) ok = false;
+        else if (q / bd[d] >= xs[d]) ok = false;
+        else off += (q / bd[d]) * xstr[d];
+      }
+      if (ok) {
+        const T v = x[off];
+        if (op == Op::ReduceWindowSum) acc += v;
+        else if constexpr (std::is_floating_point_v<T> || std::is_integral_v<T>) {
+          if constexpr (std::is_floating_point_v<T>) {
+            if (std::isnan(v) || std::isnan(acc)) acc = std::numeric_limits<T>::quiet_NaN();
+            else if (op == Op::ReduceWindowMax ? v > acc : v < acc) acc = v;
+          } else if (op == Op::ReduceWindowMax ? v > acc : v < acc) {
+            acc = v;
+          }
+        }
+      }
+      for (std::uint32_t d = nd; d-- > 0;) {
+        if (++kidx[d] < wd[d]) break;
+        kidx[d] = 0;
+      }
+    }
+    y[o] = acc;
+    for (std::uint32_t d = nd; d-- > 0;) {
+      if (++pidx[d] < ys[d]) break;
+      pidx[d] = 0;
+    }
+  }
+}
+
+inline void run_reduce_window(Op op, const Program& p, const std::uint32_t* a, std::uint32_t out, const std::int64_t* at,
+                              DType dt, void* y, void** ptr) {
+  const std::int64_t* xs = p.shape(a[0]);
+  const std::int64_t* ys = p.shape(out);
+  const std::uint32_t nd = p.slots[a[0]].ndim;
+  switch (dt) {
+#define TIDU_RW(code, type)                                                                                   \
+  case DType::code:                                                                                           \
+    reduce_window<type>(op, static_cast<const type*>(ptr[a[0]]), xs, nd, at, ys, static_cast<type*>(y)); \
+    return;
+    TIDU_RW(F32, float)
+    TIDU_RW(F64, double)
+    TIDU_RW(C64, std::complex<float>)
+    TIDU_RW(C128, std::complex<double>)
+    TIDU_RW(I32, std::int32_t)
+    TIDU_RW(I64, std::int64_t)
+#undef TIDU_RW
+    default: throw std::runtime_error("tidu: reduce_window of an unsupported dtype");
   }
 }
 

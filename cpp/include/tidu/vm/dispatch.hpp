@@ -290,6 +290,9 @@ inline void run_instr(const Program& p, Workspace& ws, std::size_t idx) {
     case Op::Conv:  // conv.hpp
       kern::run_conv(p, a, in.out, at, out.dtype, y, ptr);
       return;
+    case Op::ReduceWindowSum: case Op::ReduceWindowMax: case Op::ReduceWindowMin:  // conv.hpp
+      kern::run_reduce_window(in.op, p, a, in.out, at, out.dtype, y, ptr);
+      return;
     default:
       throw std::runtime_error(std::string("tidu: no kernel for opcode ") + op_name(in.op));
   }
