@@ -281,6 +281,21 @@ BAD += [(_CONV, [A((2, 3, 7, 6)), A((4, 2, 3, 2))], ValueError,
          "Conv: lhs batch size 3 is not divisible by batch_group_count 2")]
 
 
+# windowed reductions (ops/window.py)
+_RW = ((2, 1, 3), (2, 1, 1), (0, 1, 1), (1, 0, 1), (1, 2, 1), (1, 1, 2))
+GOOD += [(P.ReduceWindowSum(*_RW), [A((5, 3, 7))], A((3, 6, 5))),
+         (P.ReduceWindowMax(*_RW), [A((5, 3, 7), "int32")], A((3, 6, 5), "int32")),
+         (P.ReduceWindowMin(*_RW), [A((5, 3, 7), "float32")], A((3, 6, 5), "float32"))]
+BAD += [(P.ReduceWindowSum((2,), (1,), (0,), (0,), (1,), (1,)), [A((2, 3))], ValueError,
+         r"ReduceWindowSum: window_dimensions \(2,\) does not have one entry per axis"),
+        (P.ReduceWindowMax((2,), (0,), (0,), (0,), (1,), (1,)), [A((3,))], ValueError,
+         r"ReduceWindowMax: window_strides \(0,\) must be positive"),
+        (P.ReduceWindowMin((2,), (1,), (-1,), (0,), (1,), (1,)), [A((3,))], ValueError,
+         "ReduceWindowMin: negative padding"),
+        (P.ReduceWindowMax((2,), (1,), (0,), (0,), (1,), (1,)), [A((3,), "complex128")],
+         TypeError, "ReduceWindowMax: operand dtype complex128 is not real")]
+
+
 @pytest.mark.parametrize("op,avals,expected", GOOD, ids=lambda x: getattr(x, "name", None))
 def test_shape_rule(op, avals, expected):
     assert op.abstract_eval(*avals) is expected
