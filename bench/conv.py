@@ -3,13 +3,13 @@ XLA against jax.jit (and torch, if installed).
 
     python bench/conv.py [--repeat 7] [--quick]
 
-- LeNet-5-like: batch 64, 1x28x28 input, conv 5x5 (6, SAME) - relu - 2x2 average pool - conv 5x5
-  (16, VALID) - relu - pool - dense 120 - 84 - 10, softmax cross-entropy; the gradient wrt every
-  parameter (value and grad).
+- LeNet-5-like: batch 64, 1x28x28 input, conv 5x5 (6, SAME) - relu - 2x2 max pool - conv 5x5
+  (16, VALID) - relu - 2x2 average pool - dense 120 - 84 - 10, softmax cross-entropy; the
+  gradient wrt every parameter (value and grad).  Pools are reduce_window (one instruction each).
 - ResNet-style block: batch 16, 64 channels, 32x32, conv 3x3 - batch norm - relu - conv 3x3 -
   batch norm + skip - relu, a squared loss; the gradient wrt both kernels.
 
-Pooling is a reshape and a mean (tidu has no ReduceWindow yet: docs/conv.md).  cold: the first
+cold: the first
 call of a fresh jit (trace, differentiate, compile, first evaluation); warm: the median of
 `repeat` later calls.  Ratios are tidu / jax (lower is better).
 """
@@ -22,19 +22,19 @@ import numpy as np
 
 import tidu as td
 from tidu.numpy.conv import conv_general_dilated as td_conv
+from tidu.numpy.conv import reduce_window as td_rw
 
 from _timing import timed
 
 
-def lenet(m, conv):
-    def pool(x):  # NCHW, 2x2 average
-        n, c, h, w = x.shape
-        return m.mean(m.reshape(x, (n, c, h // 2, 2, w // 2, 2)), axis=(3, 5))
+def lenet(m, conv, rw):
+    w2x2 = (1, 1, 2, 2)
 
     def loss(params, x, y):
         k1, k2, w1, w2, w3 = params
-        h = pool(m.maximum(conv(x, k1, (1, 1), "SAME"), 0.0))
-        h = pool(m.maximum(conv(h, k2, (1, 1), "VALID"), 0.0))
+        h = rw(m.maximum(conv(x, k1, (1, 1), "SAME"), 0.0), -np.inf, "max", w2x2, w2x2, "VALID")
+        h = rw(m.maximum(conv(h, k2, (1, 1), "VALID"), 0.0), 0.0, "add", w2x2, w2x2, "VALID")
+        h = h * 0.25
         h = m.reshape(h, (h.shape[0], -1))
         h = m.maximum(h @ w1, 0.0)
         h = m.maximum(h @ w2, 0.0)
@@ -57,7 +57,7 @@ def lenet_data(rng):
     return params, x, y
 
 
-def resblock(m, conv):
+def resblock(m, conv, rw):
     def bn(h):
         mu = m.mean(h, axis=(0, 2, 3), keepdims=True)
         var = m.mean((h - mu) ** 2, axis=(0, 2, 3), keepdims=True)
@@ -93,19 +93,21 @@ def main(argv=None):
     rng = np.random.default_rng(0)
     jconv = lambda x, k, s, p: lax.conv_general_dilated(x, k, s, p)
     tconv = lambda x, k, s, p: td_conv(x, k, s, p)
+    jops = {"max": (lax.max, -np.inf), "add": (lax.add, 0.0)}
+    jrw = lambda x, init, c, wd, st, p: lax.reduce_window(x, jops[c][1], jops[c][0], wd, st, p)
     cases = [("LeNet-5 step, batch 64", lenet, lenet_data(rng)),
              ("ResNet block, 16x64x32x32", resblock, resblock_data(rng))]
     print(f"{'':28} {'':5} {'jax.jit':>10} {'tidu':>10} {'tidu cpu':>10} {'tidu xla':>10}"
           f" {'torch':>10}   ratios tidu/jax (default, cpu, xla)")
     for name, model, data in cases:
         rows = {}
-        jf = jax.jit(jax.value_and_grad(model(jnp, jconv)))
+        jf = jax.jit(jax.value_and_grad(model(jnp, jconv, jrw)))
         _, jcold, jwarm = timed(lambda: jax.block_until_ready(jf(*data)), args.repeat)
         rows["jax"] = (jcold, jwarm)
         want = jf(*data)
         for label, backend in (("tidu", None), ("cpu", "cpu"), ("xla", "xla")):
             kw = {} if backend is None else {"backend": backend}
-            tf = td.jit(td.value_and_grad(model(td, tconv)), **kw)
+            tf = td.jit(td.value_and_grad(model(td, tconv, td_rw)), **kw)
             got, cold, warm = timed(lambda: tf(*data), args.repeat)
             np.testing.assert_allclose(got[0], want[0], rtol=2e-3)
             rows[label] = (cold, warm)
@@ -132,7 +134,7 @@ def _torch(name, data, repeat):
         if name.startswith("LeNet"):
             params, x, y = data
             k1, k2, w1, w2, w3 = tensors(params)
-            h = F.avg_pool2d(F.relu(F.conv2d(torch.tensor(x), k1, padding=2)), 2)
+            h = F.max_pool2d(F.relu(F.conv2d(torch.tensor(x), k1, padding=2)), 2)
             h = F.avg_pool2d(F.relu(F.conv2d(h, k2)), 2).reshape(64, -1)
             z = F.relu(F.relu(h @ w1) @ w2) @ w3
             loss = -(F.log_softmax(z, 1) * torch.tensor(y)).sum(1).mean()

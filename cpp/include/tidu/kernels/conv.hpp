@@ -228,54 +228,92 @@ inline void run_conv(const Program& p, const std::uint32_t* a, std::uint32_t out
 // dilation - low padding, read only where it falls on an element (not padding, not a hole of
 // base dilation); elsewhere the identity.  Max and min propagate NaN (XLA's maximum/minimum).
 template <class T>
+inline T window_identity(Op op) {
+  if (op == Op::ReduceWindowSum) return T(0);
+  if constexpr (std::is_floating_point_v<T>)
+    return op == Op::ReduceWindowMax ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity();
+  else if constexpr (std::is_integral_v<T>)
+    return op == Op::ReduceWindowMax ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max();
+  else
+    return T(0);
+}
+
+template <class T>
+inline void window_step(Op op, T& acc, T v) {
+  if (op == Op::ReduceWindowSum) {
+    acc += v;
+  } else if constexpr (std::is_floating_point_v<T>) {
+    if (std::isnan(v) || std::isnan(acc)) acc = std::numeric_limits<T>::quiet_NaN();
+    else if (op == Op::ReduceWindowMax ? v > acc : v < acc) acc = v;
+  } else if constexpr (std::is_integral_v<T>) {
+    if (op == Op::ReduceWindowMax ? v > acc : v < acc) acc = v;
+  }
+}
+
+// Per axis d a table of (window index, output index) -> input index or -1 (padding, a hole of
+// base dilation); the outer axes walk an odometer, the last axis is a tight loop over the table.
+template <class T>
 inline void reduce_window(Op op, const T* x, const std::int64_t* xs, std::uint32_t nd, const std::int64_t* at,
                           const std::int64_t* ys, T* y) {
   const std::int64_t n = at[0];
   const std::int64_t *wd = at + 1, *st = wd + n + 1, *lo = st + n + 1, *bd = lo + 2 * (n + 1),
                      *wdil = bd + n + 1;
-  std::int64_t xstr[16], out_size = 1, win = 1;
+  std::int64_t xstr[16], out_size = 1;
   row_major_strides(xs, nd, xstr);
-  for (std::uint32_t d = 0; d < nd; ++d) out_size *= ys[d], win *= wd[d];
-  T ident;
-  if (op == Op::ReduceWindowSum) ident = T(0);
-  else if constexpr (std::is_floating_point_v<T>)
-    ident = op == Op::ReduceWindowMax ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity();
-  else if constexpr (std::is_integral_v<T>)
-    ident = op == Op::ReduceWindowMax ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max();
-  else
-    ident = T(0);
+  for (std::uint32_t d = 0; d < nd; ++d) out_size *= ys[d];
+  const T ident = window_identity<T>(op);
+  if (out_size == 0) return;
+  if (nd == 0) {
+    y[0] = ident;
+    window_step(op, y[0], x[0]);
+    return;
+  }
+  std::vector<std::int64_t> tabs;
+  std::int64_t toff[16];
+  for (std::uint32_t d = 0; d < nd; ++d) {
+    toff[d] = static_cast<std::int64_t>(tabs.size());
+    for (std::int64_t k = 0; k < wd[d]; ++k)
+      for (std::int64_t p = 0; p < ys[d]; ++p) {
+        const std::int64_t q = p * st[d] + k * wdil[d] - lo[d];
+        tabs.push_back(q < 0 || q % bd[d] || q / bd[d] >= xs[d] ? -1 : (q / bd[d]) * xstr[d]);
+      }
+  }
+  const std::uint32_t last = nd - 1;
+  const std::int64_t pl = ys[last], kl = wd[last];
+  const std::int64_t* tl = tabs.data() + toff[last];
+  const std::int64_t outer = out_size / pl;
+  std::int64_t win_outer = 1;
+  for (std::uint32_t d = 0; d < last; ++d) win_outer *= wd[d];
   std::int64_t pidx[16] = {0};
-  for (std::int64_t o = 0; o < out_size; ++o) {
-    T acc = ident;
+  for (std::int64_t o = 0; o < outer; ++o) {
+    T* yr = y + o * pl;
+    for (std::int64_t j = 0; j < pl; ++j) yr[j] = ident;
     std::int64_t kidx[16] = {0};
-    for (std::int64_t k = 0; k < win; ++k) {
-      std::int64_t off = 0;
+    for (std::int64_t w = 0; w < win_outer; ++w) {
+      std::int64_t base = 0;
       bool ok = true;
-      for (std::uint32_t d = 0; d < nd && ok; ++d) {
-        const std::int64_t q = pidx[d] * st[d] + kidx[d] * wdil[d] - lo[d];
-        if (q < 0 || q % bd[d]) ok = false;
-        else if (q / bd[d] >= xs[d]) ok = false;
-        else off += (q / bd[d]) * xstr[d];
+      for (std::uint32_t d = 0; d < last; ++d) {
+        const std::int64_t v = tabs[toff[d] + kidx[d] * ys[d] + pidx[d]];
+        if (v < 0) {
+          ok = false;
+          break;
+        }
+        base += v;
       }
       if (ok) {
-        const T v = x[off];
-        if (op == Op::ReduceWindowSum) acc += v;
-        else if constexpr (std::is_floating_point_v<T> || std::is_integral_v<T>) {
-          if constexpr (std::is_floating_point_v<T>) {
-            if (std::isnan(v) || std::isnan(acc)) acc = std::numeric_limits<T>::quiet_NaN();
-            else if (op == Op::ReduceWindowMax ? v > acc : v < acc) acc = v;
-          } else if (op == Op::ReduceWindowMax ? v > acc : v < acc) {
-            acc = v;
-          }
+        const T* xb = x + base;
+        for (std::int64_t k = 0; k < kl; ++k) {
+          const std::int64_t* tk = tl + k * pl;
+          for (std::int64_t j = 0; j < pl; ++j)
+            if (tk[j] >= 0) window_step(op, yr[j], xb[tk[j]]);
         }
       }
-      for (std::uint32_t d = nd; d-- > 0;) {
+      for (std::uint32_t d = last; d-- > 0;) {
         if (++kidx[d] < wd[d]) break;
         kidx[d] = 0;
       }
     }
-    y[o] = acc;
-    for (std::uint32_t d = nd; d-- > 0;) {
+    for (std::uint32_t d = last; d-- > 0;) {
       if (++pidx[d] < ys[d]) break;
       pidx[d] = 0;
     }
