@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from tidu.ops.bitwise import And, Not, Or, ShiftLeft, ShiftRightArithmetic, ShiftRightLogical, Xor
-from tidu.ops.conv import Conv
 from tidu.ops.control_flow import Checkpoint, Cond, Scan, While
+from tidu.ops.conv import Conv
 from tidu.ops.core import (
                                   Add,
                                   BroadcastInDim,
@@ -103,11 +103,13 @@ CONV = ("Conv", "ReduceWindowSum", "ReduceWindowMax", "ReduceWindowMin")
 __all__ = [
     "Abs", "Acos", "Acosh", "Add", "And", "ArgMax", "ArgMin", "Asin", "Asinh", "Atan", "Atan2",
     "Atanh", "BroadcastInDim", "Cbrt", "Ceil", "Checkpoint", "Cholesky", "Compare", "Concatenate",
-    "Cond", "Conj", "Constant", "Conv", "Convert", "Cos", "Cosh", "Cummax", "Cummin", "Cumprod", "Cumsum",
+    "Cond", "Conj", "Constant", "Conv", "Convert", "Cos", "Cosh", "Cummax", "Cummin", "Cumprod",
+    "Cumsum",
     "Div", "DotGeneral", "DynamicSlice", "DynamicUpdateSlice", "Eigh", "Erf", "ErfInv", "Erfc",
     "Exp", "Expm1", "Floor", "Gather", "Imag", "Iota", "IsFinite", "LU", "LUPermute", "LinearScan",
     "Log", "Log1p", "Logistic", "Max", "Min", "Mul", "Neg", "Not", "Or", "Pad", "Pow", "QR",
-    "Real", "ReduceAnd", "ReduceMax", "ReduceMin", "ReduceOr", "ReduceProd", "ReduceSum", "ReduceWindowMax", "ReduceWindowMin", "ReduceWindowSum", "Rem",
+    "Real", "ReduceAnd", "ReduceMax", "ReduceMin", "ReduceOr", "ReduceProd", "ReduceSum",
+    "ReduceWindowMax", "ReduceWindowMin", "ReduceWindowSum", "Rem",
     "Reshape", "Rev", "Round", "Rsqrt", "SVD", "Scan", "Scatter", "Select", "ShiftLeft",
     "ShiftRightArithmetic", "ShiftRightLogical", "Sign", "Sin", "Sinh", "Slice", "Sort", "Sqrt",
     "StopGradient", "Sub", "Tan", "Tanh", "Transpose", "TriangularSolve", "While", "Xor"

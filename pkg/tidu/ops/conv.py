@@ -23,13 +23,12 @@ from tidu.ad.rules import register
 from tidu.graph import aval
 from tidu.ops.core import (
     INEXACT,
-    BroadcastInDim,
-    Mul,
-    ReduceSum,
-    i64_array,
     A,
+    BroadcastInDim,
     F,
+    Mul,
     Primitive,
+    ReduceSum,
     Reshape,
     Transpose,
     aval_of,
@@ -38,6 +37,7 @@ from tidu.ops.core import (
     conj_fixed,
     const,
     fix,
+    i64_array,
     ints,
     lin,
 )
@@ -303,7 +303,8 @@ class Conv(Primitive):
                 f"lhs_dilation = {i64_array(op.lhs_dilation)}, {pad_attr}"
                 f"rhs_dilation = {i64_array(op.rhs_dilation)}, "
                 f"window_strides = {i64_array(op.window_strides)}, "
-                f"precision_config = [#stablehlo<precision HIGHEST>, #stablehlo<precision HIGHEST>]")
+                f"precision_config = [#stablehlo<precision HIGHEST>, "
+                f"#stablehlo<precision HIGHEST>]")
 
     # ---- reference ----
 
@@ -313,7 +314,6 @@ class Conv(Primitive):
         x, w = np.asarray(x), np.asarray(w)
         out_av = self.abstract_eval(aval(x.shape, x.dtype), aval(w.shape, w.dtype))
         fg, bg = self.feature_group_count, self.batch_group_count
-        ns = x.ndim - 2
         # the input dilated and padded (negative padding crops)
         ld = self.lhs_dilation
         dil = np.zeros(x.shape[:2] + dilate_shape(x.shape[2:], ld), x.dtype)
