@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 
 import tidu as td
+from _support.values import one_op_graph
+from tidu import ops as P
 from tidu.numpy.conv import reduce_window
 
 jax = pytest.importorskip("jax")
@@ -165,3 +167,26 @@ def test_bad_windows_name_the_problem():
         td.jit(lambda a: reduce_window(a, 0.0, "add", (2,), (1, 1), "VALID"))(np.zeros((3, 3)))
     with pytest.raises(ValueError, match="window_strides \\(0,\\) must be positive"):
         td.jit(lambda a: reduce_window(a, 0.0, np.add, (2,), (0,), "VALID"))(np.zeros(3))
+
+
+# ---- the batched XLA lowering (eval_batch: every value with a leading axis) ----
+
+
+@pytest.mark.parametrize("op,shapes", [
+    (P.Conv((2, 1), (1, 0), (0, 2), (1, 2), (2, 1)), [(2, 3, 7, 5), (4, 3, 2, 3)]),
+    (P.Conv((1,), (1,), (1,), (1,), (1,), 2, 1), [(2, 4, 6), (6, 2, 3)]),
+    (P.Conv((1,), (0,), (0,), (1,), (1,), 1, 2), [(4, 2, 6), (6, 2, 3)]),
+    (P.ReduceWindowMax((2, 2), (1, 2), (1, 0), (0, 1), (1, 2), (1, 1)), [(4, 5)]),
+    (P.ReduceWindowSum((3,), (2,), (1,), (1,), (2,), (1,)), [(6,)]),
+], ids=lambda v: getattr(v, "name", None))
+def test_eval_batch_on_xla_matches_the_interpreter(op, shapes):
+    r = np.random.default_rng(10)
+    g = one_op_graph(op, [td.aval(s, "float64") for s in shapes])
+    cpu, acc = td.compile(g, backend="cpu"), td.compile(g, backend="xla")
+    stacked = [r.standard_normal((3,) + s) for s in shapes]
+    (want,) = cpu.eval_batch(stacked)
+    (got,) = acc.eval_batch(stacked)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    for i in range(3):
+        np.testing.assert_allclose(want[i], op.impl(*[s[i] for s in stacked]), rtol=1e-12,
+                                   atol=1e-12)
