@@ -6,7 +6,9 @@
 // or a hole of lhs dilation; negative padding crops), and the group's kernel rows, a contiguous
 // [O / groups] x [I * prod(K)] matrix, multiply it through the BLAS hook (elementwise.hpp's
 // BlasHooks) or, without one, a plain i-k-j loop.  Chunks run on tidu's threads, each with its
-// own patch buffer (thread_local, grown once and reused by later evaluations).
+// own patch buffer (thread_local: the calling thread's is grown once and kept, up to about
+// 4M elements plus the product; parallel_for's worker threads are started per call, so theirs
+// are allocated per evaluation).
 #pragma once
 
 #include <algorithm>
@@ -60,8 +62,7 @@ inline void conv_gemm(const T* A, const T* B, T* Cm, std::int64_t m, std::int64_
   for (std::int64_t i = 0; i < m; ++i) {
     T* c = Cm + i * n;
     for (std::int64_t q = 0; q < k; ++q) {
-      const T a = A[i * k + q];
-      if (a == T(0)) continue;
+      const T a = A[i * k + q];  // no skip of zeros: 0 * inf must stay NaN, as in the BLAS
       const T* bq = B + q * n;
       for (std::int64_t j = 0; j < n; ++j) c[j] += a * bq[j];
     }
