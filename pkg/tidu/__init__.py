@@ -77,6 +77,7 @@ from tidu.numpy.constants import (
     pi,
 )
 from tidu.numpy.contractions import cross, inner, kron, outer, tensordot, trace, vdot
+from tidu.numpy.conv import convolve, correlate
 from tidu.numpy.core import (
     abs,
     astype,
@@ -280,7 +281,8 @@ __all__ = [
     "bitwise_not", "bitwise_or", "bitwise_right_shift", "bitwise_xor", "bool_", "broadcast_to",
     "build", "cache_limits", "cbrt", "ceil", "checkpoint", "clear_caches", "clip", "column_stack",
     "compile", "CompiledProgram", "complex128", "complex64", "concatenate", "cond", "conj",
-    "corrcoef", "cos", "cosh", "count_nonzero", "cov", "cross", "cummax", "cummin", "cumprod",
+    "convolve", "corrcoef", "correlate", "cos", "cosh", "count_nonzero", "cov", "cross",
+    "cummax", "cummin", "cumprod",
     "cumsum", "deg2rad", "degrees", "diag", "diagonal", "diff", "differentiate", "digitize",
     "divmod", "dot", "dstack", "dtype", "dynamic_slice", "dynamic_update_slice", "e", "einsum",
     "einsum_path", "empty", "empty_like", "erf", "erfc", "erfinv", "euler_gamma", "exp", "exp2",

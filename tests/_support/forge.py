@@ -37,7 +37,8 @@ OPCODES = ["Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Neg", "Conj", "Exp"
            "Ceil", "Round", "Tan", "Atan", "Asin", "Acos", "Sinh", "Cosh", "Asinh", "Acosh",
            "Atanh", "Erf", "Erfc", "ErfInv", "Cbrt", "Logistic", "IsFinite", "Rem", "Atan2", "LU",
            "LUPermute", "Eigh", "QR", "SVD", "Rev", "Scan", "While", "Cond", "Checkpoint", "And",
-           "Or", "Xor", "Not", "ShiftLeft", "ShiftRightArithmetic", "ShiftRightLogical"]
+           "Or", "Xor", "Not", "ShiftLeft", "ShiftRightArithmetic", "ShiftRightLogical",
+           "Conv", "ReduceWindowSum", "ReduceWindowMax", "ReduceWindowMin"]
 DTYPES = ["float32", "float64", "complex64", "complex128", "int32", "int64", "bool"]
 OP = {n: i for i, n in enumerate(OPCODES)}
 DT = {n: i for i, n in enumerate(DTYPES)}
@@ -191,7 +192,10 @@ def attr_roles(op: int, at: list[int]) -> list[tuple[int, str]]:
              "BroadcastInDim": ["shape", "bdim"], "Slice": ["start", "limit", "stride"],
              "Pad": ["lo", "hi", "interior"], "DotGeneral": ["lc", "rc", "lb", "rb"],
              "Iota": ["shape"], "DynamicSlice": ["shape"], "Rev": ["dim"], "ReduceMin": ["axis"],
-             "ReduceProd": ["axis"], "ReduceAnd": ["axis"], "ReduceOr": ["axis"]}
+             "ReduceProd": ["axis"], "ReduceAnd": ["axis"], "ReduceOr": ["axis"],
+             "Conv": ["stride", "lo", "hi", "ldil", "rdil"],
+             **{n: ["window", "stride", "lo", "hi", "bdil", "wdil"]
+                for n in ("ReduceWindowSum", "ReduceWindowMax", "ReduceWindowMin")}}
     fixed = {"Compare": ["dir"], "Concatenate": ["axis"], "Constant": ["offset", "nbytes"],
              "TriangularSolve": ["flag"] * 5, "Gather": ["axis"], "Scatter": ["axis", "mode"],
              "LUPermute": ["flag"], "Eigh": ["flag"], "QR": ["flag"], "SVD": ["flag"] * 2,

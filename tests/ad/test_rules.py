@@ -11,6 +11,7 @@ import pytest
 
 import tidu as td
 from tidu import ops as P
+from tidu.numpy.conv import conv_general_dilated, reduce_window
 from tidu.testing import check_grads
 
 rng = np.random.default_rng(0)
@@ -84,6 +85,22 @@ TABLE = {
                         lambda d: [(arr((3, 3), d) + 4 * np.eye(3)).astype(d), arr((3, 2), d)],
                         ALL),
     "Rev": (lambda x: x[::-1, ::-2] * td.flip(x)[:, :2], lambda d: [arr((3, 4), d)], ALL),
+    # convolution (ops/conv.py; tests/numpy/test_conv.py checks values against jax)
+    "Conv": (lambda x, w: conv_general_dilated(x, w * w, (2, 1), [(1, 0), (0, 1)], (1, 2), (2, 1)),
+             lambda d: [arr((2, 2, 3, 3), d), arr((3, 2, 2, 2), d)], ALL),
+    "Conv groups": (lambda x, w: conv_general_dilated(x, w, (1,), "SAME",
+                                                      feature_group_count=2) * x[:, :1],
+                    lambda d: [arr((1, 4, 3), d), arr((2, 2, 2), d)], ALL),
+    "Conv batch groups": (lambda x, w: conv_general_dilated(x * x, w, (1,), "VALID",
+                                                            batch_group_count=2),
+                          lambda d: [arr((4, 2, 3), d), arr((4, 2, 2), d)], ALL),
+    "ReduceWindowSum": (lambda x: reduce_window(x * x, 0.0, "add", (2, 2), (1, 2), "SAME",
+                                                (2, 1), (1, 2)),
+                        lambda d: [arr((3, 4), d)], ALL),
+    "ReduceWindowMax": (lambda x: reduce_window(x * x, -np.inf, "max", (2, 2), (1, 2), "SAME"),
+                        lambda d: [spread((3, 4), d)], REAL),
+    "ReduceWindowMin": (lambda x: reduce_window(x, np.inf, "min", (3,), (2,), [(1, 1)], (2,)),
+                        lambda d: [spread((5,), d)], REAL),
     "Cholesky": (lambda a: td.apply(P.Cholesky(), a),
                  lambda d: [(arr((3, 3), d) + 6 * np.eye(3)).astype(d)], ALL),
     # indexing (tests/numpy/test_indexing.py has the front end's cases)

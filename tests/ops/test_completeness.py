@@ -54,7 +54,7 @@ def lowering():
     """Every tier-1 primitive lowers to XLA."""
     from tidu.extend import Primitive
 
-    missing = [name for name in P.TIER1 + P.LINALG + P.INDEXING + P.SHAPES + P.BITWISE
+    missing = [name for name in P.TIER1 + P.LINALG + P.INDEXING + P.SHAPES + P.BITWISE + P.CONV
                if getattr(P, name).hlo is None and
                getattr(P, name).lower is Primitive.lower]
     assert not missing

@@ -255,6 +255,47 @@ BAD += [(P.ShiftLeft(), [A((2,), "bool"), A((2,), "bool")], TypeError,
         (P.Not(), [A((2,), "complex64")], TypeError, "Not: operand dtype complex64")]
 
 
+# convolution (ops/conv.py): canonical layout lhs (N, C, *S), rhs (O, I, *K)
+_CONV = P.Conv((2, 1), (1, 0), (1, 0), (1, 1), (1, 2))
+GOOD += [(_CONV, [A((2, 3, 7, 6)), A((4, 3, 3, 2))], A((2, 4, 4, 4))),
+         (P.Conv((1,), (0,), (0,), (2,), (1,), 2, 1), [A((1, 4, 3), "float32"),
+                                                       A((6, 2, 2), "float32")],
+          A((1, 6, 4), "float32")),
+         (P.Conv((1,), (-1,), (0,), (1,), (1,), 1, 2), [A((4, 2, 5)), A((6, 2, 2))],
+          A((2, 6, 3))),
+         (P.Conv((), (), (), (), ()), [A((3, 2), "complex128"), A((5, 2), "complex128")],
+          A((3, 5), "complex128"))]
+BAD += [(_CONV, [A((2, 3, 7, 6)), A((4, 2, 3, 2))], ValueError,
+         r"Conv: lhs feature size 3 is not rhs input features 2 times feature_group_count 1"),
+        (_CONV, [A((2, 3, 7)), A((4, 3, 3))], ValueError, r"Conv: lhs shape \(2, 3, 7\) and rhs "
+         r"shape \(4, 3, 3\) must both have rank 4"),
+        (_CONV, [A((2, 3, 7, 6), "int32"), A((4, 3, 3, 2), "int32")], TypeError,
+         "Conv: operand dtype int32 is not floating or complex"),
+        (_CONV, [A((2, 3, 7, 6)), A((4, 3, 3, 2), "float32")], TypeError,
+         "Conv: dtype mismatch float64 vs float32"),
+        (P.Conv((0,), (0,), (0,), (1,), (1,)), [A((1, 1, 3)), A((1, 1, 2))], ValueError,
+         r"Conv: window_strides \(0,\) must be positive"),
+        (P.Conv((1,), (0,), (0,), (1,), (1,), 2, 2), [A((2, 2, 3)), A((2, 1, 2))], ValueError,
+         "Conv: feature_group_count 2 and batch_group_count 2 cannot both exceed 1"),
+        (P.Conv((1,), (0,), (0,), (1,), (1,), 1, 2), [A((3, 2, 3)), A((2, 2, 2))], ValueError,
+         "Conv: lhs batch size 3 is not divisible by batch_group_count 2")]
+
+
+# windowed reductions (ops/window.py)
+_RW = ((2, 1, 3), (2, 1, 1), (0, 1, 1), (1, 0, 1), (1, 2, 1), (1, 1, 2))
+GOOD += [(P.ReduceWindowSum(*_RW), [A((5, 3, 7))], A((3, 6, 5))),
+         (P.ReduceWindowMax(*_RW), [A((5, 3, 7), "int32")], A((3, 6, 5), "int32")),
+         (P.ReduceWindowMin(*_RW), [A((5, 3, 7), "float32")], A((3, 6, 5), "float32"))]
+BAD += [(P.ReduceWindowSum((2,), (1,), (0,), (0,), (1,), (1,)), [A((2, 3))], ValueError,
+         r"ReduceWindowSum: window_dimensions \(2,\) does not have one entry per axis"),
+        (P.ReduceWindowMax((2,), (0,), (0,), (0,), (1,), (1,)), [A((3,))], ValueError,
+         r"ReduceWindowMax: window_strides \(0,\) must be positive"),
+        (P.ReduceWindowMin((2,), (1,), (-1,), (0,), (1,), (1,)), [A((3,))], ValueError,
+         "ReduceWindowMin: negative padding"),
+        (P.ReduceWindowMax((2,), (1,), (0,), (0,), (1,), (1,)), [A((3,), "complex128")],
+         TypeError, "ReduceWindowMax: operand dtype complex128 is not real")]
+
+
 @pytest.mark.parametrize("op,avals,expected", GOOD, ids=lambda x: getattr(x, "name", None))
 def test_shape_rule(op, avals, expected):
     assert op.abstract_eval(*avals) is expected

@@ -18,6 +18,7 @@ import numpy as np
 
 from tidu.numpy import (
     contractions,
+    conv,
     core,
     creation,
     einsum,
@@ -59,7 +60,7 @@ _NAMESPACES = {"numpy": "", "numpy.linalg": "linalg", "numpy.fft": "fft"}
 # The numpy names of tidu's face, by module in the order the face takes them (a name defined
 # twice is the first module's): numpy's functions dispatch to these, never to the transforms.
 _TOP = SimpleNamespace(**{n: getattr(m, n) for m in reversed(
-    (creation, core, reductions, ufuncs, sorting, einsum, contractions, shapes, take))
+    (creation, core, reductions, ufuncs, sorting, einsum, contractions, shapes, take, conv))
     for n in m.__all__})
 _SUBS = {"linalg": linalg}
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from tidu.ops.bitwise import And, Not, Or, ShiftLeft, ShiftRightArithmetic, ShiftRightLogical, Xor
 from tidu.ops.control_flow import Checkpoint, Cond, Scan, While
+from tidu.ops.conv import Conv
 from tidu.ops.core import (
                                   Add,
                                   BroadcastInDim,
@@ -75,6 +76,7 @@ from tidu.ops.reductions import (
 from tidu.ops.shapes import Rev
 from tidu.ops.sorting import Cummax, Cummin, Cumprod, Cumsum, LinearScan, Sort
 from tidu.ops.structural import Concatenate, DotGeneral, Iota, Pad, Select, Slice, StopGradient
+from tidu.ops.window import ReduceWindowMax, ReduceWindowMin, ReduceWindowSum
 
 # The groups of primitives, by the docs that describe them.
 TIER1 = ("Abs", "Add", "BroadcastInDim", "Compare", "Concatenate", "Conj", "Constant", "Convert",
@@ -95,15 +97,19 @@ SHAPES = ("Rev",)  # the numpy shape surface (docs/numpy.md)
 BITWISE = ("And", "Or", "Xor", "Not", "ShiftLeft", "ShiftRightArithmetic", "ShiftRightLogical")
 # primitives holding sub-programs (docs/control_flow.md)
 CONTROL_FLOW = ("Scan", "Cond", "While", "Checkpoint")
+# convolution (ops/conv.py, docs/conv.md)
+CONV = ("Conv", "ReduceWindowSum", "ReduceWindowMax", "ReduceWindowMin")
 
 __all__ = [
     "Abs", "Acos", "Acosh", "Add", "And", "ArgMax", "ArgMin", "Asin", "Asinh", "Atan", "Atan2",
     "Atanh", "BroadcastInDim", "Cbrt", "Ceil", "Checkpoint", "Cholesky", "Compare", "Concatenate",
-    "Cond", "Conj", "Constant", "Convert", "Cos", "Cosh", "Cummax", "Cummin", "Cumprod", "Cumsum",
+    "Cond", "Conj", "Constant", "Conv", "Convert", "Cos", "Cosh", "Cummax", "Cummin", "Cumprod",
+    "Cumsum",
     "Div", "DotGeneral", "DynamicSlice", "DynamicUpdateSlice", "Eigh", "Erf", "ErfInv", "Erfc",
     "Exp", "Expm1", "Floor", "Gather", "Imag", "Iota", "IsFinite", "LU", "LUPermute", "LinearScan",
     "Log", "Log1p", "Logistic", "Max", "Min", "Mul", "Neg", "Not", "Or", "Pad", "Pow", "QR",
-    "Real", "ReduceAnd", "ReduceMax", "ReduceMin", "ReduceOr", "ReduceProd", "ReduceSum", "Rem",
+    "Real", "ReduceAnd", "ReduceMax", "ReduceMin", "ReduceOr", "ReduceProd", "ReduceSum",
+    "ReduceWindowMax", "ReduceWindowMin", "ReduceWindowSum", "Rem",
     "Reshape", "Rev", "Round", "Rsqrt", "SVD", "Scan", "Scatter", "Select", "ShiftLeft",
     "ShiftRightArithmetic", "ShiftRightLogical", "Sign", "Sin", "Sinh", "Slice", "Sort", "Sqrt",
     "StopGradient", "Sub", "Tan", "Tanh", "Transpose", "TriangularSolve", "While", "Xor"

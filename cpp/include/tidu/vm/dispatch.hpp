@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "tidu/kernels/conv.hpp"
 #include "tidu/kernels/elementwise.hpp"
 #include "tidu/kernels/factor.hpp"
 #include "tidu/kernels/indexing.hpp"
@@ -285,6 +286,12 @@ inline void run_instr(const Program& p, Workspace& ws, std::size_t idx) {
       return;
     case Op::Rev:  // shapes.hpp
       kern::run_shape(in.op, p, a, at, out.dtype, y, ptr);
+      return;
+    case Op::Conv:  // conv.hpp
+      kern::run_conv(p, a, in.out, at, out.dtype, y, ptr);
+      return;
+    case Op::ReduceWindowSum: case Op::ReduceWindowMax: case Op::ReduceWindowMin:  // conv.hpp
+      kern::run_reduce_window(in.op, p, a, in.out, at, out.dtype, y, ptr);
       return;
     default:
       throw std::runtime_error(std::string("tidu: no kernel for opcode ") + op_name(in.op));

@@ -116,7 +116,11 @@ namespace tidu {
   X(Not, E1, _)                   \
   X(ShiftLeft, E2, _)             \
   X(ShiftRightArithmetic, E2, _)  \
-  X(ShiftRightLogical, E2, _)
+  X(ShiftRightLogical, E2, _)     \
+  X(Conv, S, tttttii)             \
+  X(ReduceWindowSum, S, tttttt)   \
+  X(ReduceWindowMax, S, tttttt)   \
+  X(ReduceWindowMin, S, tttttt)
 
 enum class Op : std::uint8_t {
 #define TIDU_ENUM(name, kind, sig) name,

@@ -487,6 +487,62 @@ inline void validate_instructions(const Program& p) {
         }
         break;
       }
+      case Op::Conv: {  // conv.hpp; attrs: n, strides..., n, low..., n, high..., n, ld..., n, rd..., G, BG
+        arity(2);
+        need(slot(0).dtype == o.dtype && slot(1).dtype == o.dtype, "operand dtype mismatch");
+        need(o.dtype == DType::F32 || o.dtype == DType::F64 || o.dtype == DType::C64 || o.dtype == DType::C128,
+             "conv needs floating or complex operands");
+        const std::int64_t n = count(0);
+        need(n <= 8 && na == 5 * (n + 1) + 2, "attribute lengths");
+        for (std::int64_t f = 1; f < 5; ++f) need(count(f * (n + 1)) == n, "attribute lengths");
+        need(slot(0).ndim == n + 2 && slot(1).ndim == n + 2 && o.ndim == n + 2, "operand ranks");
+        const std::int64_t *st = at + 1, *lo = st + n + 1, *hi = lo + n + 1, *ld = hi + n + 1, *rd = ld + n + 1;
+        const std::int64_t G = rd[n], BG = rd[n + 1];
+        const std::int64_t *xs = p.shape(a[0]), *ws = p.shape(a[1]);
+        need(G >= 1 && BG >= 1 && (G == 1 || BG == 1), "group counts");
+        need(ws[1] >= 0 && xs[1] == ws[1] * G && ws[0] % G == 0 && ws[0] % BG == 0 && xs[0] % BG == 0,
+             "feature or batch sizes do not match the group counts");
+        need(oshape[0] == xs[0] / BG && oshape[1] == ws[0], "conv output shape");
+        for (std::int64_t d = 0; d < n; ++d) {
+          need(st[d] >= 1 && ld[d] >= 1 && rd[d] >= 1 && st[d] < (1LL << 32) && ld[d] < (1LL << 32) &&
+                   rd[d] < (1LL << 32),
+               "strides and dilations must be positive");
+          need(lo[d] > -(1LL << 40) && lo[d] < (1LL << 40) && hi[d] > -(1LL << 40) && hi[d] < (1LL << 40),
+               "padding out of range");
+          const std::int64_t s = xs[2 + d], k = ws[2 + d];
+          need(s < (1LL << 31) && k < (1LL << 31), "conv spatial size out of range");
+          const std::int64_t sd = s == 0 ? 0 : (s - 1) * ld[d] + 1, kd = k == 0 ? 0 : (k - 1) * rd[d] + 1;
+          const std::int64_t len = sd + lo[d] + hi[d];
+          need(oshape[2 + d] == (len < kd ? 0 : (len - kd) / st[d] + 1), "conv output shape");
+        }
+        break;
+      }
+      case Op::ReduceWindowSum: case Op::ReduceWindowMax: case Op::ReduceWindowMin: {
+        // conv.hpp; attrs: n, window..., n, strides..., n, low..., n, high..., n, base dil..., n, window dil...
+        arity(1);
+        need(slot(0).dtype == o.dtype, "operand dtype mismatch");
+        const DType dt = o.dtype;
+        const bool real = dt == DType::F32 || dt == DType::F64 || dt == DType::I32 || dt == DType::I64;
+        need(real || (in.op == Op::ReduceWindowSum && (dt == DType::C64 || dt == DType::C128)),
+             "reduce_window dtype");
+        const std::int64_t n = slot(0).ndim;
+        need(o.ndim == n && na == 6 * (n + 1), "attribute lengths");
+        for (std::int64_t f = 0; f < 6; ++f) need(count(f * (n + 1)) == n, "attribute lengths");
+        const std::int64_t *wd = at + 1, *st = wd + n + 1, *lo = st + n + 1, *hi = lo + n + 1, *bd = hi + n + 1,
+                           *wdl = bd + n + 1;
+        const std::int64_t* xs = p.shape(a[0]);
+        for (std::int64_t d = 0; d < n; ++d) {
+          need(wd[d] >= 1 && st[d] >= 1 && bd[d] >= 1 && wdl[d] >= 1 && wd[d] < (1LL << 31) &&
+                   st[d] < (1LL << 31) && bd[d] < (1LL << 31) && wdl[d] < (1LL << 31),
+               "window sizes, strides and dilations must be positive");
+          need(lo[d] >= 0 && hi[d] >= 0 && lo[d] < (1LL << 40) && hi[d] < (1LL << 40), "reduce_window padding");
+          need(xs[d] < (1LL << 31), "reduce_window operand size out of range");
+          const std::int64_t sd = xs[d] == 0 ? 0 : (xs[d] - 1) * bd[d] + 1, kd = (wd[d] - 1) * wdl[d] + 1;
+          const std::int64_t len = sd + lo[d] + hi[d];
+          need(oshape[d] == (len < kd ? 0 : (len - kd) / st[d] + 1), "reduce_window output shape");
+        }
+        break;
+      }
       case Op::Scan: case Op::While: case Op::Cond: case Op::Checkpoint:
         validate_control(p, in, fail);
         break;

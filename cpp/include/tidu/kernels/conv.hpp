@@ -1,0 +1,346 @@
+// tidu/kernels/conv.hpp - Conv (XLA's ConvGeneralDilated) in the canonical layout the Python
+// primitive uses: lhs (N, C, *S), rhs (O, I, *K), output (N / BG, O, *S').
+//
+// im2col + GEMM: for a chunk of output batch indices and one group, the patches of the input are
+// laid out as a [I * prod(K)] x [chunk * prod(S')] matrix (zeros where a window reaches padding
+// or a hole of lhs dilation; negative padding crops), and the group's kernel rows, a contiguous
+// [O / groups] x [I * prod(K)] matrix, multiply it through the BLAS hook (elementwise.hpp's
+// BlasHooks) or, without one, a plain i-k-j loop.  Chunks run on tidu's threads, each with its
+// own patch buffer (thread_local: the calling thread's is grown once and kept, up to about
+// 4M elements plus the product; parallel_for's worker threads are started per call, so theirs
+// are allocated per evaluation).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <type_traits>
+#include <complex>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "tidu/kernels/elementwise.hpp"
+#include "tidu/vm/parallel.hpp"
+#include "tidu/vm/program.hpp"
+
+namespace tidu {
+namespace kern {
+
+struct ConvGeom {
+  std::int64_t ns = 0;                       // spatial axes
+  std::int64_t N = 0, C = 0, O = 0, I = 0;   // lhs batch and features, rhs out / in features
+  std::int64_t N1 = 0;                       // output batch (N / BG)
+  std::int64_t G = 1, BG = 1;                // feature / batch groups
+  std::int64_t S[8], K[8], P[8];             // input, window, output spatial sizes
+  std::int64_t st[8], lo[8], ld[8], rd[8];   // strides, low padding, lhs and rhs dilation
+  std::int64_t Sp = 1, Kp = 1, Pp = 1;       // their products
+};
+
+// C[m x n] = A[m x k] . B[k x n], row-major, through the BLAS hook when set.
+template <class T>
+inline void conv_gemm(const T* A, const T* B, T* Cm, std::int64_t m, std::int64_t n, std::int64_t k) {
+  void* fn = nullptr;
+  if constexpr (std::is_same_v<T, float>) fn = blas().sgemm;
+  else if constexpr (std::is_same_v<T, double>) fn = blas().dgemm;
+  else if constexpr (std::is_same_v<T, std::complex<float>>) fn = blas().cgemm;
+  else if constexpr (std::is_same_v<T, std::complex<double>>) fn = blas().zgemm;
+  if (fn && m > 0 && n > 0 && k > 0 && m < (1LL << 31) && n < (1LL << 31) && k < (1LL << 31)) {
+    const int mi = static_cast<int>(m), ni = static_cast<int>(n), ki = static_cast<int>(k);
+    if constexpr (is_complex_v<T>) {
+      const T one(1), zero(0);
+      reinterpret_cast<complex_gemm_t>(fn)(kRowMajor, kNoTrans, kNoTrans, mi, ni, ki, &one, A, ki, B, ni, &zero,
+                                           Cm, ni);
+    } else {
+      reinterpret_cast<real_gemm_t<T>>(fn)(kRowMajor, kNoTrans, kNoTrans, mi, ni, ki, T(1), A, ki, B, ni, T(0), Cm,
+                                           ni);
+    }
+    return;
+  }
+  for (std::int64_t i = 0; i < m * n; ++i) Cm[i] = T(0);
+  for (std::int64_t i = 0; i < m; ++i) {
+    T* c = Cm + i * n;
+    for (std::int64_t q = 0; q < k; ++q) {
+      const T a = A[i * k + q];  // no skip of zeros: 0 * inf must stay NaN, as in the BLAS
+      const T* bq = B + q * n;
+      for (std::int64_t j = 0; j < n; ++j) c[j] += a * bq[j];
+    }
+  }
+}
+
+// One row of the patch matrix: for window offset `off` (per axis), the input plane `x` (one
+// batch index and feature, S row-major) read at every output position, written to `row` (Pp).
+// tab[d] holds, per (window index, output index) of axis d, the input index or -1.
+template <class T>
+inline void conv_row(const T* x, const ConvGeom& g, const std::int64_t* const* tab, const std::int64_t* off,
+                     const std::int64_t* in_str, T* row) {
+  const std::int64_t ns = g.ns;
+  if (ns == 0) {
+    row[0] = x[0];
+    return;
+  }
+  // odometer over the output positions of axes 0..ns-2, the last axis a tight loop
+  std::int64_t idx[8] = {0};
+  const std::int64_t last = ns - 1, pl = g.P[last];
+  const std::int64_t* tl = tab[last] + off[last] * pl;
+  std::int64_t outer = g.Pp / std::max<std::int64_t>(pl, 1);
+  if (pl == 0) return;
+  for (std::int64_t o = 0; o < outer; ++o) {
+    std::int64_t base = 0;
+    bool valid = true;
+    for (std::int64_t d = 0; d < last; ++d) {
+      const std::int64_t v = tab[d][off[d] * g.P[d] + idx[d]];
+      if (v < 0) {
+        valid = false;
+        break;
+      }
+      base += v * in_str[d];
+    }
+    T* r = row + o * pl;
+    if (!valid) {
+      for (std::int64_t j = 0; j < pl; ++j) r[j] = T(0);
+    } else {
+      const T* xb = x + base;
+      for (std::int64_t j = 0; j < pl; ++j) r[j] = tl[j] >= 0 ? xb[tl[j]] : T(0);
+    }
+    for (std::int64_t d = last; d-- > 0;) {
+      if (++idx[d] < g.P[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+template <class T>
+inline void conv(const T* x, const T* w, T* y, const ConvGeom& g) {
+  const std::int64_t ns = g.ns, k = std::max(g.G, g.BG), og = g.O / k, IK = g.I * g.Kp;
+  const std::int64_t out_size = g.N1 * g.O * g.Pp;
+  if (out_size == 0) return;
+  if (IK == 0 || g.Pp == 0) {
+    for (std::int64_t i = 0; i < out_size; ++i) y[i] = T(0);
+    return;
+  }
+  // per spatial axis: the input index read by window index kk at output index p, or -1
+  std::vector<std::int64_t> tabs;
+  std::int64_t tab_off[8], in_str[8];
+  for (std::int64_t d = 0; d < ns; ++d) {
+    tab_off[d] = static_cast<std::int64_t>(tabs.size());
+    const std::int64_t dil_len = g.S[d] == 0 ? 0 : (g.S[d] - 1) * g.ld[d] + 1;
+    for (std::int64_t kk = 0; kk < g.K[d]; ++kk)
+      for (std::int64_t p = 0; p < g.P[d]; ++p) {
+        const std::int64_t q = p * g.st[d] + kk * g.rd[d] - g.lo[d];
+        tabs.push_back(q < 0 || q >= dil_len || q % g.ld[d] ? -1 : q / g.ld[d]);
+      }
+  }
+  const std::int64_t* tab[8];
+  for (std::int64_t d = 0; d < ns; ++d) tab[d] = tabs.data() + tab_off[d];
+  in_str[ns > 0 ? ns - 1 : 0] = 1;
+  for (std::int64_t d = ns - 1; d-- > 0;) in_str[d] = in_str[d + 1] * g.S[d + 1];
+  // chunks of output batch indices: a patch matrix of at most ~4M elements each
+  const std::int64_t per = std::max<std::int64_t>(1, (std::int64_t{1} << 22) / std::max<std::int64_t>(IK * g.Pp, 1));
+  const std::int64_t chunk = std::min(per, g.N1);
+  const std::int64_t n_chunks = (g.N1 + chunk - 1) / chunk;
+  const std::int64_t tasks = n_chunks * k;
+  const double work = static_cast<double>(out_size) * static_cast<double>(IK);
+  const std::int64_t threads = std::min<std::int64_t>({detail::cores(), tasks,
+                                                       static_cast<std::int64_t>(std::min(work / (1 << 22), 1e6)) + 1});
+  auto run = [&](std::int64_t task) {
+    thread_local std::vector<T> buf;
+    const std::int64_t grp = task % k, c0 = task / k * chunk, nc = std::min(chunk, g.N1 - c0);
+    const std::int64_t cols = nc * g.Pp;
+    if (static_cast<std::int64_t>(buf.size()) < IK * cols + og * cols) buf.resize(IK * cols + og * cols);
+    T* col = buf.data();
+    T* res = col + IK * cols;
+    const std::int64_t cin0 = g.G > 1 ? grp * g.I : 0;
+    std::int64_t off[8];
+    for (std::int64_t i = 0; i < g.I; ++i) {
+      for (std::int64_t kf = 0; kf < g.Kp; ++kf) {
+        std::int64_t rem = kf;
+        for (std::int64_t d = ns; d-- > 0;) {
+          off[d] = rem % g.K[d];
+          rem /= g.K[d];
+        }
+        T* row = col + (i * g.Kp + kf) * cols;
+        for (std::int64_t b = 0; b < nc; ++b) {
+          const std::int64_t n = (g.BG > 1 ? grp * g.N1 : 0) + c0 + b;
+          const T* plane = x + (n * g.C + cin0 + i) * g.Sp;
+          conv_row<T>(plane, g, tab, off, in_str, row + b * g.Pp);
+        }
+      }
+    }
+    conv_gemm<T>(w + grp * og * IK, col, res, og, cols, IK);
+    for (std::int64_t b = 0; b < nc; ++b)
+      for (std::int64_t o = 0; o < og; ++o) {
+        const T* src = res + o * cols + b * g.Pp;
+        T* dst = y + ((c0 + b) * g.O + grp * og + o) * g.Pp;
+        std::copy(src, src + g.Pp, dst);
+      }
+  };
+  if (threads <= 1) {
+    for (std::int64_t t = 0; t < tasks; ++t) run(t);
+  } else {
+    detail::parallel_for(static_cast<int>(threads), [&](int th) {
+      for (std::int64_t t = th; t < tasks; t += threads) run(t);
+    });
+  }
+}
+
+// The geometry from the instruction (attrs: n, strides..., n, low..., n, high..., n, lhs
+// dilation..., n, rhs dilation..., feature groups, batch groups; validated by validate.hpp).
+inline ConvGeom conv_geom(const Program& p, const std::uint32_t* a, std::uint32_t out, const std::int64_t* at) {
+  ConvGeom g;
+  g.ns = at[0];
+  const std::int64_t n = g.ns;
+  const std::int64_t *st = at + 1, *lo = st + n + 1, *ld = lo + 2 * (n + 1), *rd = ld + n + 1;
+  const std::int64_t* xs = p.shape(a[0]);
+  const std::int64_t* ws = p.shape(a[1]);
+  const std::int64_t* ys = p.shape(out);
+  g.N = xs[0], g.C = xs[1], g.O = ws[0], g.I = ws[1], g.N1 = ys[0];
+  g.G = rd[n], g.BG = rd[n + 1];
+  for (std::int64_t d = 0; d < n; ++d) {
+    g.S[d] = xs[2 + d], g.K[d] = ws[2 + d], g.P[d] = ys[2 + d];
+    g.st[d] = st[d], g.lo[d] = lo[d], g.ld[d] = ld[d], g.rd[d] = rd[d];
+    g.Sp *= g.S[d], g.Kp *= g.K[d], g.Pp *= g.P[d];
+  }
+  return g;
+}
+
+inline void run_conv(const Program& p, const std::uint32_t* a, std::uint32_t out, const std::int64_t* at, DType dt,
+                     void* y, void** ptr) {
+  const ConvGeom g = conv_geom(p, a, out, at);
+  switch (dt) {
+    case DType::F32: conv<float>(static_cast<const float*>(ptr[a[0]]), static_cast<const float*>(ptr[a[1]]), static_cast<float*>(y), g); return;
+    case DType::F64: conv<double>(static_cast<const double*>(ptr[a[0]]), static_cast<const double*>(ptr[a[1]]), static_cast<double*>(y), g); return;
+    case DType::C64:
+      conv<std::complex<float>>(static_cast<const std::complex<float>*>(ptr[a[0]]),
+                                static_cast<const std::complex<float>*>(ptr[a[1]]), static_cast<std::complex<float>*>(y), g);
+      return;
+    case DType::C128:
+      conv<std::complex<double>>(static_cast<const std::complex<double>*>(ptr[a[0]]),
+                                 static_cast<const std::complex<double>*>(ptr[a[1]]), static_cast<std::complex<double>*>(y), g);
+      return;
+    default: throw std::runtime_error("tidu: Conv of a dtype that is not floating or complex");
+  }
+}
+
+
+// ---- ReduceWindowSum / Max / Min ----
+// y[p] = reduce over window offsets k of x at dilated coordinate p * stride + k * window
+// dilation - low padding, read only where it falls on an element (not padding, not a hole of
+// base dilation); elsewhere the identity.  Max and min propagate NaN (XLA's maximum/minimum).
+template <class T>
+inline T window_identity(Op op) {
+  if (op == Op::ReduceWindowSum) return T(0);
+  if constexpr (std::is_floating_point_v<T>)
+    return op == Op::ReduceWindowMax ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity();
+  else if constexpr (std::is_integral_v<T>)
+    return op == Op::ReduceWindowMax ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max();
+  else
+    return T(0);
+}
+
+template <class T>
+inline void window_step(Op op, T& acc, T v) {
+  if (op == Op::ReduceWindowSum) {
+    acc += v;
+  } else if constexpr (std::is_floating_point_v<T>) {
+    if (std::isnan(v) || std::isnan(acc)) acc = std::numeric_limits<T>::quiet_NaN();
+    else if (op == Op::ReduceWindowMax ? v > acc : v < acc) acc = v;
+  } else if constexpr (std::is_integral_v<T>) {
+    if (op == Op::ReduceWindowMax ? v > acc : v < acc) acc = v;
+  }
+}
+
+// Per axis d a table of (window index, output index) -> input index or -1 (padding, a hole of
+// base dilation); the outer axes walk an odometer, the last axis is a tight loop over the table.
+template <class T>
+inline void reduce_window(Op op, const T* x, const std::int64_t* xs, std::uint32_t nd, const std::int64_t* at,
+                          const std::int64_t* ys, T* y) {
+  const std::int64_t n = at[0];
+  const std::int64_t *wd = at + 1, *st = wd + n + 1, *lo = st + n + 1, *bd = lo + 2 * (n + 1),
+                     *wdil = bd + n + 1;
+  std::int64_t xstr[16], out_size = 1;
+  row_major_strides(xs, nd, xstr);
+  for (std::uint32_t d = 0; d < nd; ++d) out_size *= ys[d];
+  const T ident = window_identity<T>(op);
+  if (out_size == 0) return;
+  if (nd == 0) {
+    y[0] = ident;
+    window_step(op, y[0], x[0]);
+    return;
+  }
+  std::vector<std::int64_t> tabs;
+  std::int64_t toff[16];
+  for (std::uint32_t d = 0; d < nd; ++d) {
+    toff[d] = static_cast<std::int64_t>(tabs.size());
+    for (std::int64_t k = 0; k < wd[d]; ++k)
+      for (std::int64_t p = 0; p < ys[d]; ++p) {
+        const std::int64_t q = p * st[d] + k * wdil[d] - lo[d];
+        tabs.push_back(q < 0 || q % bd[d] || q / bd[d] >= xs[d] ? -1 : (q / bd[d]) * xstr[d]);
+      }
+  }
+  const std::uint32_t last = nd - 1;
+  const std::int64_t pl = ys[last], kl = wd[last];
+  const std::int64_t* tl = tabs.data() + toff[last];
+  const std::int64_t outer = out_size / pl;
+  std::int64_t win_outer = 1;
+  for (std::uint32_t d = 0; d < last; ++d) win_outer *= wd[d];
+  std::int64_t pidx[16] = {0};
+  for (std::int64_t o = 0; o < outer; ++o) {
+    T* yr = y + o * pl;
+    for (std::int64_t j = 0; j < pl; ++j) yr[j] = ident;
+    std::int64_t kidx[16] = {0};
+    for (std::int64_t w = 0; w < win_outer; ++w) {
+      std::int64_t base = 0;
+      bool ok = true;
+      for (std::uint32_t d = 0; d < last; ++d) {
+        const std::int64_t v = tabs[toff[d] + kidx[d] * ys[d] + pidx[d]];
+        if (v < 0) {
+          ok = false;
+          break;
+        }
+        base += v;
+      }
+      if (ok) {
+        const T* xb = x + base;
+        for (std::int64_t k = 0; k < kl; ++k) {
+          const std::int64_t* tk = tl + k * pl;
+          for (std::int64_t j = 0; j < pl; ++j)
+            if (tk[j] >= 0) window_step(op, yr[j], xb[tk[j]]);
+        }
+      }
+      for (std::uint32_t d = last; d-- > 0;) {
+        if (++kidx[d] < wd[d]) break;
+        kidx[d] = 0;
+      }
+    }
+    for (std::uint32_t d = last; d-- > 0;) {
+      if (++pidx[d] < ys[d]) break;
+      pidx[d] = 0;
+    }
+  }
+}
+
+inline void run_reduce_window(Op op, const Program& p, const std::uint32_t* a, std::uint32_t out, const std::int64_t* at,
+                              DType dt, void* y, void** ptr) {
+  const std::int64_t* xs = p.shape(a[0]);
+  const std::int64_t* ys = p.shape(out);
+  const std::uint32_t nd = p.slots[a[0]].ndim;
+  switch (dt) {
+#define TIDU_RW(code, type)                                                                                   \
+  case DType::code:                                                                                           \
+    reduce_window<type>(op, static_cast<const type*>(ptr[a[0]]), xs, nd, at, ys, static_cast<type*>(y)); \
+    return;
+    TIDU_RW(F32, float)
+    TIDU_RW(F64, double)
+    TIDU_RW(C64, std::complex<float>)
+    TIDU_RW(C128, std::complex<double>)
+    TIDU_RW(I32, std::int32_t)
+    TIDU_RW(I64, std::int64_t)
+#undef TIDU_RW
+    default: throw std::runtime_error("tidu: reduce_window of an unsupported dtype");
+  }
+}
+
+}  // namespace kern
+}  // namespace tidu

@@ -1,0 +1,288 @@
+"""Convolution (ops/conv.py, numpy/conv.py) against jax.lax in x64: values on the interpreter and
+XLA, first- and second-order derivatives, vmap, over a table of configurations drawn from jax's
+lax_test conv cases (strides, SAME/VALID/explicit padding, lhs/rhs dilation, feature and batch
+groups, NCHW/NHWC dimension numbers, 1-D/2-D/3-D); numpy's convolve/correlate against numpy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tidu as td
+from tidu.numpy.conv import (
+    conv,
+    conv_dimension_numbers,
+    conv_general_dilated,
+    conv_transpose,
+    conv_with_general_padding,
+)
+
+jax = pytest.importorskip("jax")
+import jax.numpy as jnp  # noqa: E402
+from jax import lax  # noqa: E402
+
+jax.config.update("jax_enable_x64", True)
+
+BACKENDS = ("cpu", "xla")
+CANON = ("NCHW", "OIHW", "NCHW")
+
+
+def _spec(nsp, spec):
+    """The 2-D spec strings widened to nsp spatial axes (H, W, D)."""
+    sp = "HWD"[:nsp]
+    return tuple(s if len(s) == nsp + 2 else s.replace("HW", sp) for s in spec)
+
+
+def _layout(shape, spec, canon):
+    """A canonical-order shape (N/O, C/I, spatial...) laid out in `spec`'s order."""
+    pos = {c: shape[i] for i, c in enumerate(canon)}
+    return tuple(pos[c] for c in spec)
+
+
+# (id, lhs (N, C, *S), rhs (O, I, *K), strides, padding, lhs_dil, rhs_dil, dn, fg, bg)
+CASES = [
+    ("2d-valid", (2, 3, 9, 6), (4, 3, 4, 5), (1, 1), "VALID", None, None, CANON, 1, 1),
+    ("2d-strided-explicit", (1, 2, 9, 7), (2, 2, 4, 5), (2, 1), [(1, 2), (2, 0)], None, None,
+     CANON, 1, 1),
+    ("2d-lhs-dil", (2, 1, 9, 5), (2, 1, 4, 5), (1, 2), [(0, 0), (0, 0)], (2, 1), None, CANON,
+     1, 1),
+    ("2d-rhs-dil-same", (1, 2, 9, 6), (3, 2, 3, 2), (1, 1), "SAME", None, (2, 2), CANON, 1, 1),
+    ("2d-all", (2, 2, 9, 6), (2, 2, 4, 3), (2, 1), [(1, 2), (2, 0)], (2, 1), (2, 2), CANON, 1, 1),
+    ("2d-nhwc", (2, 3, 8, 6), (4, 3, 3, 3), (1, 2), "SAME", None, None,
+     ("NHWC", "HWIO", "NHWC"), 1, 1),
+    ("2d-mixed-dn", (1, 2, 7, 6), (3, 2, 3, 2), (2, 2), "SAME_LOWER", None, (1, 2),
+     ("NCHW", "HWIO", "NHWC"), 1, 1),
+    ("2d-feature-groups", (2, 4, 7, 6), (6, 2, 3, 3), (1, 1), [(1, 1), (0, 2)], None, None,
+     CANON, 2, 1),
+    ("2d-depthwise-nhwc", (1, 3, 6, 5), (3, 1, 3, 3), (2, 1), "SAME", None, None,
+     ("NHWC", "HWIO", "NHWC"), 3, 1),
+    ("2d-batch-groups", (4, 2, 6, 5), (6, 2, 3, 2), (1, 1), "VALID", None, None, CANON, 1, 2),
+    ("2d-negative-pad", (1, 2, 8, 7), (2, 2, 3, 3), (1, 1), [(-1, 2), (1, -2)], None, None,
+     CANON, 1, 1),
+    ("1d", (3, 2, 11), (4, 2, 3), (2,), "SAME", None, (2,), ("NCH", "OIH", "NCH"), 1, 1),
+    ("1d-nwc-transposed", (2, 2, 7), (3, 2, 4), (1,), [(2, 2)], (3,), None,
+     ("NHC", "HIO", "NHC"), 1, 1),
+    ("3d", (1, 2, 5, 4, 5), (2, 2, 2, 3, 2), (1, 2, 1), "SAME", None, None,
+     ("NCHWD", "OIHWD", "NCHWD"), 1, 1),
+]
+IDS = [c[0] for c in CASES]
+
+
+def _operands(case, dtype="float64", seed=0):
+    _, ls, rs, _, _, _, _, dn, _, _ = case
+    nsp = len(ls) - 2
+    dn = _spec(nsp, dn) if isinstance(dn[0], str) else dn
+    r = np.random.default_rng(seed)
+    x = r.standard_normal(_layout(ls, dn[0], "NC" + "HWD"[:nsp]))
+    w = r.standard_normal(_layout(rs, dn[1], "OI" + "HWD"[:nsp]))
+    if np.dtype(dtype).kind == "c":
+        x = x + 1j * r.standard_normal(x.shape)
+        w = w + 1j * r.standard_normal(w.shape)
+    return x.astype(dtype), w.astype(dtype), dn
+
+
+def _fn(case, lib):
+    _, _, _, strides, padding, ld, rd, _, fg, bg = case
+    f = lax.conv_general_dilated if lib == "jax" else conv_general_dilated
+
+    def call(x, w, dn):
+        return f(x, w, strides, padding, lhs_dilation=ld, rhs_dilation=rd,
+                 dimension_numbers=dn, feature_group_count=fg, batch_group_count=bg)
+    return call
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_values_match_jax(case, backend):
+    x, w, dn = _operands(case)
+    want = np.asarray(_fn(case, "jax")(x, w, dn))
+    got = td.jit(lambda a, b: _fn(case, "td")(a, b, dn), backend=backend)(x, w)
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_numpy_path_matches_jax(case):
+    """Outside a trace the front end computes with Conv's numpy reference."""
+    x, w, dn = _operands(case)
+    want = np.asarray(_fn(case, "jax")(x, w, dn))
+    np.testing.assert_allclose(_fn(case, "td")(x, w, dn), want, rtol=1e-12, atol=1e-12)
+
+
+def _loss(case, lib):
+    f = _fn(case, lib)
+    m = jnp if lib == "jax" else td
+    return lambda x, w, dn: m.sum(m.sin(f(x, w, dn)) * f(x * x, w, dn))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_gradients_match_jax(case, backend):
+    x, w, dn = _operands(case, seed=1)
+    want = jax.grad(lambda a, b: _loss(case, "jax")(a, b, dn), argnums=(0, 1))(x, w)
+    got = td.jit(td.grad(lambda a, b: _loss(case, "td")(a, b, dn), argnums=(0, 1)),
+                 backend=backend)(x, w)
+    for g, j in zip(got, want):
+        np.testing.assert_allclose(g, np.asarray(j), rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_second_order_matches_jax(case):
+    x, w, dn = _operands(case, seed=2)
+    r = np.random.default_rng(3)
+    vx, vw = r.standard_normal(x.shape), r.standard_normal(w.shape)
+
+    def hvp(lib):
+        m = jnp if lib == "jax" else td
+        grad = jax.grad if lib == "jax" else td.grad
+        g = grad(lambda a, b: _loss(case, lib)(a, b, dn), argnums=(0, 1))
+        return grad(lambda a, b: m.sum(g(a, b)[0] * vx) + m.sum(g(a, b)[1] * vw),
+                    argnums=(0, 1))
+
+    want = hvp("jax")(x, w)
+    got = td.jit(hvp("td"))(x, w)
+    for g, j in zip(got, want):
+        np.testing.assert_allclose(g, np.asarray(j), rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("axes", [(0, 0), (0, None), (None, 0)])
+@pytest.mark.parametrize("case", [c for c in CASES if c[0] in ("2d-all", "2d-feature-groups",
+                                                               "2d-batch-groups", "1d",
+                                                               "2d-nhwc")],
+                         ids=lambda c: c[0])
+def test_vmap_matches_jax(case, axes):
+    x, w, dn = _operands(case, seed=4)
+    r = np.random.default_rng(5)
+    xs = np.stack([x, r.standard_normal(x.shape)]) if axes[0] == 0 else x
+    ws = np.stack([w, r.standard_normal(w.shape)]) if axes[1] == 0 else w
+    want = jax.vmap(lambda a, b: _fn(case, "jax")(a, b, dn), in_axes=axes)(xs, ws)
+    got = td.jit(td.vmap(lambda a, b: _fn(case, "td")(a, b, dn), in_axes=axes))(xs, ws)
+    np.testing.assert_allclose(got, np.asarray(want), rtol=1e-12, atol=1e-12)
+    # and the gradient of the vmapped function
+    gwant = jax.grad(lambda a, b: jnp.sum(jnp.sin(jax.vmap(
+        lambda p, q: _fn(case, "jax")(p, q, dn), in_axes=axes)(a, b))), argnums=(0, 1))(xs, ws)
+    ggot = td.jit(td.grad(lambda a, b: td.sum(td.sin(td.vmap(
+        lambda p, q: _fn(case, "td")(p, q, dn), in_axes=axes)(a, b))), argnums=(0, 1)))(xs, ws)
+    for g, j in zip(ggot, gwant):
+        np.testing.assert_allclose(g, np.asarray(j), rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "complex128", "complex64"])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_other_dtypes(dtype, backend):
+    case = CASES[4]
+    x, w, dn = _operands(case, dtype)
+    want = np.asarray(_fn(case, "jax")(x, w, dn))
+    got = td.jit(lambda a, b: _fn(case, "td")(a, b, dn), backend=backend)(x, w)
+    assert got.dtype == np.dtype(dtype)
+    tol = 1e-4 if dtype in ("float32", "complex64") else 1e-12
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+
+
+def test_complex_gradient_follows_the_conj_convention():
+    """tidu's gradient of a real loss in a complex z is conj(jax.grad) (DESIGN.md section 5)."""
+    case = CASES[7]
+    x, w, dn = _operands(case, "complex128", seed=6)
+    want = jax.grad(lambda a, b: jnp.sum(jnp.abs(_fn(case, "jax")(a, b, dn)) ** 2),
+                    argnums=(0, 1))(x, w)
+    got = td.jit(td.grad(lambda a, b: td.sum(td.abs(_fn(case, "td")(a, b, dn)) ** 2),
+                         argnums=(0, 1)))(x, w)
+    for g, j in zip(got, want):
+        np.testing.assert_allclose(g, np.conj(np.asarray(j)), rtol=1e-10, atol=1e-10)
+
+
+# ---- the other jax names ----
+
+
+def test_conv_and_general_padding_and_transpose_match_jax():
+    r = np.random.default_rng(7)
+    x, w = r.standard_normal((2, 3, 8, 7)), r.standard_normal((4, 3, 3, 2))
+    f = td.jit(lambda a, b: conv(a, b, (2, 1), "SAME"))
+    np.testing.assert_allclose(f(x, w), lax.conv(x, w, (2, 1), "SAME"), rtol=1e-12, atol=1e-12)
+    f = td.jit(lambda a, b: conv_with_general_padding(a, b, (1, 2), [(1, 0), (2, 1)], (2, 1),
+                                                      (1, 2)))
+    np.testing.assert_allclose(
+        f(x, w), lax.conv_with_general_padding(x, w, (1, 2), [(1, 0), (2, 1)], (2, 1), (1, 2)),
+        rtol=1e-12, atol=1e-12)
+    xt, wt = r.standard_normal((2, 5, 6, 3)), r.standard_normal((3, 2, 3, 4))
+    for pad in ("SAME", "VALID", [(1, 2), (0, 1)]):
+        for tk in (False, True):
+            wk = wt if not tk else r.standard_normal((3, 2, 4, 3))
+            want = lax.conv_transpose(xt, wk, (2, 2), pad, transpose_kernel=tk)
+            got = td.jit(lambda a, b: conv_transpose(a, b, (2, 2), pad, transpose_kernel=tk))(
+                xt, wk)
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_conv_dimension_numbers_match_jax():
+    for dn in [None, ("NCHW", "OIHW", "NCHW"), ("NHWC", "HWIO", "NHWC"),
+               ("NCHW", "HWIO", "NHWC"), ((0, 3, 1, 2), (3, 2, 0, 1), (0, 3, 1, 2))]:
+        jdn = lax.ConvDimensionNumbers(*dn) if dn and not isinstance(dn[0], str) else dn
+        want = lax.conv_dimension_numbers((1, 2, 3, 4), (1, 2, 3, 4), jdn)
+        got = conv_dimension_numbers((1, 2, 3, 4), (1, 2, 3, 4), dn)
+        assert tuple(map(tuple, got)) == tuple(map(tuple, want))
+
+
+@pytest.mark.parametrize("bad,err,match", [
+    (dict(padding="FULL"), ValueError, "unknown padding 'FULL'"),
+    (dict(padding=[(1, 1)]), ValueError, r"padding \[\(1, 1\)\] must be 2 \(low, high\) pairs"),
+    (dict(window_strides=(1,)), ValueError, "window_strides .* must have 2 entries"),
+    (dict(dimension_numbers=("NCHW", "OIHW")), TypeError, "dimension_numbers"),
+    (dict(dimension_numbers=("NCHW", "OIXW", "NCHW")), ValueError, "spatial axes"),
+    (dict(feature_group_count=2), ValueError, "lhs feature size 3 is not rhs input features 3"),
+])
+def test_bad_arguments_name_the_problem(bad, err, match):
+    x, w = np.zeros((1, 3, 5, 5)), np.zeros((2, 3, 2, 2))
+    kw = dict(window_strides=(1, 1), padding="VALID") | bad
+    with pytest.raises(err, match=match):
+        td.jit(lambda a, b: conv_general_dilated(a, b, **kw))(x, w)
+
+
+def test_integer_operands_are_refused_with_a_clear_error():
+    x, w = np.zeros((1, 1, 3), np.int32), np.zeros((1, 1, 2), np.int32)
+    with pytest.raises(TypeError, match="not floating or complex"):
+        td.jit(lambda a, b: conv_general_dilated(a, b, (1,), "VALID"))(x, w)
+
+
+# ---- numpy's convolve / correlate ----
+
+
+@pytest.mark.parametrize("mode", ["full", "same", "valid"])
+@pytest.mark.parametrize("n,m", [(7, 3), (6, 4), (3, 7), (4, 6), (5, 5), (1, 4), (4, 1)])
+@pytest.mark.parametrize("fn", ["convolve", "correlate"])
+def test_convolve_correlate_match_numpy(fn, n, m, mode):
+    r = np.random.default_rng(n * 10 + m)
+    a = r.standard_normal(n) + 1j * r.standard_normal(n)
+    v = r.standard_normal(m) + 1j * r.standard_normal(m)
+    want = getattr(np, fn)(a, v, mode)
+    got = td.jit(lambda p, q: getattr(td, fn)(p, q, mode))(a, v)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    # numpy's function on traced values dispatches to tidu's
+    got = td.jit(lambda p, q: getattr(np, fn)(p, q, mode))(a.real, v.real)
+    np.testing.assert_allclose(got, getattr(np, fn)(a.real, v.real, mode), rtol=1e-12,
+                               atol=1e-12)
+
+
+def test_convolve_of_integers_stays_integer():
+    a, v = np.array([1, 2, 3, 4]), np.array([2, -1])
+    got = td.jit(lambda p, q: td.convolve(p, q))(a, v)
+    assert got.dtype == np.convolve(a, v).dtype
+    np.testing.assert_array_equal(got, np.convolve(a, v))
+
+
+def test_convolve_gradient_matches_jax():
+    r = np.random.default_rng(8)
+    a, v = r.standard_normal(6), r.standard_normal(3)
+    want = jax.grad(lambda p, q: jnp.sum(jnp.convolve(p, q, "same") ** 2), argnums=(0, 1))(a, v)
+    got = td.jit(td.grad(lambda p, q: td.sum(td.convolve(p, q, "same") ** 2),
+                         argnums=(0, 1)))(a, v)
+    for g, j in zip(got, want):
+        np.testing.assert_allclose(g, np.asarray(j), rtol=1e-12, atol=1e-12)
+
+
+def test_one_conv_instruction_per_convolution():
+    """The convolution is one Conv node (no Python per window): the jaxpr-like listing of a
+    traced 2-D convolution names Conv once."""
+    F = td.build(lambda x, w: conv(x, w, (1, 1), "SAME"), x=td.spec((2, 3, 8, 8), "float32"),
+                 w=td.spec((4, 3, 3, 3), "float32"))
+    assert str(F).count("Conv(") == 1
