@@ -11,7 +11,9 @@ from __future__ import annotations
 from tidu import ops
 from tidu._paths import get_cmake_dir, get_include
 from tidu.ad import LinearFragment, SavedValue, differentiate, saved_values
+from tidu.api import lax
 from tidu.api.control_flow import checkpoint, cond, fori_loop, remat, scan, switch, while_loop
+from tidu.api.custom import custom_jvp, custom_vjp
 from tidu.api.grad import (
     grad,
     hessian,
@@ -208,14 +210,14 @@ __all__ = [
     "around", "array", "array_split", "asarray", "astype", "atleast_1d", "atleast_2d",
     "atleast_3d", "aval", "broadcast_to", "build", "cbrt", "ceil", "checkpoint", "clip",
     "column_stack", "compile", "CompiledProgram", "concatenate", "cond", "conj", "cos", "cosh",
-    "cross", "cummax", "cummin", "cumprod", "cumsum", "deg2rad", "degrees", "diag", "diagonal",
+    "cross", "cummax", "custom_jvp", "custom_vjp", "cummin", "cumprod", "cumsum", "deg2rad", "degrees", "diag", "diagonal",
     "diff", "differentiate", "divmod", "dot", "dstack", "dynamic_slice", "dynamic_update_slice",
     "einsum", "einsum_path", "empty", "empty_like", "erf", "erfc", "erfinv", "exp", "exp2",
     "expand_dims", "expm1", "External", "eye", "fix", "flip", "fliplr", "flipud", "floor",
     "floor_divide", "fmax", "fmin", "fmod", "fori_loop", "Fragment", "FragmentBuilder", "full",
     "full_like", "get_cmake_dir", "get_include", "grad", "GraphError", "hessian", "hstack",
     "hvp", "hypot", "identity", "imag", "inner", "iota", "isfinite", "isinf", "isnan", "jacfwd",
-    "jacrev", "jit", "jvp", "kron", "linalg", "Linear", "linear_transpose", "LinearFragment",
+    "jacrev", "jit", "jvp", "kron", "lax", "linalg", "Linear", "linear_transpose", "LinearFragment",
     "linearize", "linspace", "load", "LoadedProgram", "Local", "log", "log10", "log1p", "log2",
     "logaddexp", "logaddexp2", "materialize_merge", "MaterializedGraph", "matmul", "max",
     "maximum", "mean", "meshgrid", "min", "minimum", "mod", "moveaxis", "nan_to_num", "ndim",

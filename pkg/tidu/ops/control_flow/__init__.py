@@ -7,7 +7,7 @@ hash-consed, so two bodies traced from equal functions at equal abstract values 
 Body, and the ops holding them are one interned op: CSE and the program cache see through them.
 
 Primitives: :class:`Scan` (``scan.py``), :class:`Cond` and :class:`Checkpoint` (``cond.py``),
-:class:`While` (``while_loop.py``); the bodies and their shared rules are in ``body.py``.
+:class:`While` (``while_loop.py``), :class:`CustomJVP` and :class:`CustomVJP` (``custom.py``); the bodies and their shared rules are in ``body.py``.
 
 Evaluation: the interpreter runs each body as its own compiled program (docs/control_flow.md);
 XLA lowers to ``stablehlo.while`` / ``stablehlo.case``.
@@ -17,12 +17,14 @@ from __future__ import annotations
 
 from tidu.ops.control_flow.body import Body, BodyArg, batch_body, close_body, fresh_key, lower_body
 from tidu.ops.control_flow.cond import Checkpoint, Cond
+from tidu.ops.control_flow.custom import CustomJVP, CustomVJP, CustomVJPLin
 from tidu.ops.control_flow.scan import Scan
 from tidu.ops.control_flow.while_loop import ReverseModeUnsupported, While
 
-__all__ = ["Body", "BodyArg", "Checkpoint", "Cond", "ReverseModeUnsupported", "Scan", "While",
+__all__ = ["Body", "BodyArg", "Checkpoint", "Cond", "CustomJVP", "CustomVJP", "CustomVJPLin",
+           "ReverseModeUnsupported", "Scan", "While",
            "batch_body", "close_body", "fresh_key", "lower_body"]
 
 # their public home, as before the split (reprs, pickles)
-for _cls in (Checkpoint, Cond, Scan, While):
+for _cls in (Checkpoint, Cond, CustomJVP, CustomVJP, CustomVJPLin, Scan, While):
     _cls.__module__ = __name__

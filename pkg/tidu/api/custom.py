@@ -1,0 +1,458 @@
+"""Custom derivative rules with jax's API: ``td.custom_jvp`` and ``td.custom_vjp``.
+
+Calling a decorated function inside a trace traces it once into a Body and emits one op
+(``tidu.ops.control_flow.CustomJVP`` / ``CustomVJP``) that runs the body.  The op holds a *rule*
+object of this module, which traces the user's rules lazily (when a transform asks for them,
+at the operands' abstract values, once per abstract values) into closed Bodies: a rule may call
+the decorated function itself.  Values of enclosing traces a rule reads become fixed operands.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import weakref
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from tidu._native import _core
+from tidu.api.control_flow import (
+    _eager,
+    _emit_multi,
+    _flatten,
+    _outer_trace,
+    _trace_body,
+    _tree_str,
+    _unflatten,
+)
+from tidu.graph import AbstractValue, FragmentBuilder, ValKey
+from tidu.numpy import core as T
+from tidu.ops.control_flow import CustomJVP, CustomVJP, close_body, fresh_key
+from tidu.ops.core import is_differentiable
+from tidu.trace.build import tracing
+from tidu.trace.tracer import Tracer, _lift
+
+__all__ = ["custom_jvp", "custom_vjp"]
+
+
+# ---- tracing a rule ----
+
+
+class _RuleBuilder(FragmentBuilder):
+    """The builder of a rule being traced: any value of another trace it reads becomes an input
+    (the op's builder reads it as a fixed operand, by its key)."""
+
+    def __init__(self):
+        super().__init__(prefix="r")
+        self.trace = None
+        self.captured: dict[int, Tracer] = {}
+        self.capture_inputs: list[ValKey] = []
+        self.capture_keys: list[ValKey] = []
+
+    def capture(self, x: Tracer) -> Tracer:
+        hit = self.captured.get(x._v)
+        if hit is None:
+            local = self.add_input(fresh_key(), x.aval)
+            hit = Tracer(self.trace, self.store.global_of(local), x.aval)
+            self.captured[x._v] = hit
+            self.capture_inputs.append(hit.key)
+            self.capture_keys.append(ValKey(x._v))
+        return hit
+
+
+def _trace_rule(fn: Callable, avals: Sequence[AbstractValue], what: str, check: Callable):
+    """fn traced on fresh inputs of avals: fn(inputs) returns a list of output leaves (check
+    turns fn's result into it, given the lift); returns (Body over caps + inputs, cap keys)."""
+    builder = _RuleBuilder()
+    with tracing(builder) as t:
+        builder.trace = t.trace
+        ins = [t.input(fresh_key(), av) for av in avals]
+        prev = _core.body_enter(t.trace)
+        try:
+            out = fn(ins)
+        finally:
+            _core.body_exit(prev)
+        flat = check(out, lambda x, av: _leaf(t.trace, x, av, what))
+    body = close_body([x.key for x in flat], builder.capture_inputs + [x.key for x in ins])
+    return body, builder.capture_keys
+
+
+def _leaf(trace, x, av: AbstractValue | None, what: str) -> Tracer:
+    """A rule's output leaf as a traced value; a Python number (or None: zero) takes av's dtype
+    and shape."""
+    if av is not None and (x is None or isinstance(x, (bool, int, float, complex))):
+        return _lift(trace, np.broadcast_to(np.asarray(x or 0, av.dtype), av.shape))
+    try:
+        return _lift(trace, x)
+    except TypeError:
+        raise TypeError(f"{what} must return arrays or tuples/lists/dicts of them, got "
+                        f"{type(x).__name__}") from None
+
+
+def _tree(x) -> str:
+    return _tree_str(_flatten(x)[1])
+
+
+# ---- the rules the ops hold ----
+
+_rules: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+
+
+def _rule(cls, key, *args):
+    """One rule object per (decorated function, rule functions, static arguments, trees): equal
+    calls give equal ops (CSE, the program cache); unhashable static arguments get a fresh one."""
+    try:
+        hit = _rules.get(key)
+    except TypeError:
+        return cls(*args)
+    if hit is None:
+        hit = cls(*args)
+        _rules[key] = hit
+    return hit
+
+
+class _Rule:
+    kind = ""
+
+    def __init__(self, fn, nondiff: dict, in_spec, out_spec, out_avals):
+        self.fn, self.nondiff = fn, nondiff
+        self.in_spec, self.out_spec, self.out_avals = in_spec, out_spec, tuple(out_avals)
+        self.name = getattr(fn.fun, "__name__", "<function>")
+        self._cache: dict = {}
+
+    def args(self, leaves) -> list:
+        """The diff arguments rebuilt from leaves (a list in argument order)."""
+        return _unflatten(self.in_spec, leaves)
+
+    def full_args(self, diff: list) -> list:
+        """All arguments: the static (nondiff_argnums) ones at their positions."""
+        out, it = [], iter(diff)
+        for i in range(len(diff) + len(self.nondiff)):
+            out.append(self.nondiff[i] if i in self.nondiff else next(it))
+        return out
+
+    def static(self) -> list:
+        return [self.nondiff[i] for i in sorted(self.nondiff)]
+
+    def check_outs(self, out, what: str) -> None:
+        if _tree(out) != _tree_str(self.out_spec):
+            raise TypeError(f"{what} must produce outputs with the same container (pytree) "
+                            f"structure as the function {self.name}: expected "
+                            f"{_tree_str(self.out_spec)}, got {_tree(out)}")
+
+
+class _JVPRule(_Rule):
+    kind = "custom_jvp"
+
+    def jvp_body(self, avals):
+        hit = self._cache.get(avals)
+        if hit is None:
+            hit = self._cache[avals] = self._trace_jvp(avals)
+        return hit
+
+    def _trace_jvp(self, avals):
+        n = len(avals)
+        rule = self.fn.jvp
+        rname = getattr(rule, "__name__", "<rule>")
+
+        def run(ins):
+            primals, tangents = self.args(ins[:n]), self.args(ins[n:])
+            return rule(*self.static(), tuple(primals), tuple(tangents))
+
+        def check(out, leaf):
+            if not (isinstance(out, (tuple, list)) and len(out) == 2):
+                raise TypeError(f"Custom JVP rule must produce a pair (list or tuple of length "
+                                f"two) representing primal and tangent outputs, but got {out}.")
+            p, t = out
+            if _tree(p) != _tree(t):
+                raise TypeError(
+                    f"Custom JVP rule {rname} for function {self.name} must produce primal and "
+                    f"tangent outputs with equal container (pytree) structures, but got "
+                    f"{_tree(p)} and {_tree(t)} respectively.")
+            self.check_outs(p, f"Custom JVP rule {rname} for function {self.name}")
+            ps = [leaf(x, av) for x, av in zip(_flatten(p)[0], self.out_avals)]
+            ts = [leaf(x, av) for x, av in zip(_flatten(t)[0], self.out_avals)]
+            for x, want in zip(ps, self.out_avals):
+                if x.aval is not want:
+                    raise TypeError(
+                        f"Custom JVP rule must produce primal outputs with the same shapes and "
+                        f"dtypes as the function {self.name}: expected {want}, got {x.aval}.")
+            for x, want in zip(ts, self.out_avals):
+                if x.aval is not want:
+                    raise TypeError(
+                        f"Custom JVP rule must produce primal and tangent outputs with "
+                        f"corresponding shapes and dtypes. Expected {want} (tangent type of "
+                        f"{want}) but got {x.aval}.")
+            return ps + ts
+
+        return _trace_rule(run, list(avals) * 2, f"the JVP rule of {self.name}", check)
+
+
+class _VJPRule(_Rule):
+    kind = "custom_vjp"
+
+    def fwd_body(self, avals):
+        hit = self._cache.get(("fwd", avals))
+        if hit is None:
+            hit = self._cache[("fwd", avals)] = self._trace_fwd(avals)
+        return hit[:3]
+
+    def _trace_fwd(self, avals):
+        fwd = self.fn.fwd
+        res_spec = []
+
+        def run(ins):
+            return fwd(*self.full_args(self.args(ins)))
+
+        def check(out, leaf):
+            if not (isinstance(out, (tuple, list)) and len(out) == 2):
+                raise TypeError(f"Custom VJP fwd rule {getattr(fwd, '__name__', '')} for "
+                                f"function {self.name} must produce a pair (list or tuple of "
+                                f"length two) where the first element represents the primal "
+                                f"output (equal to the output of the custom_vjp-decorated "
+                                f"function {self.name}) and the second element represents "
+                                f"residuals (i.e. values stored from the forward pass for use "
+                                f"on the backward pass), but got {out}.")
+            y, res = out
+            self.check_outs(y, f"Custom VJP fwd rule of {self.name}")
+            ys = [leaf(x, av) for x, av in zip(_flatten(y)[0], self.out_avals)]
+            for x, want in zip(ys, self.out_avals):
+                if x.aval is not want:
+                    raise TypeError(f"Custom VJP fwd rule of {self.name} must produce primal "
+                                    f"outputs of the function's shapes and dtypes: expected "
+                                    f"{want}, got {x.aval}")
+            r_leaves, spec = _flatten(res)
+            res_spec.append(spec)
+            return ys + [leaf(x, None) for x in r_leaves]
+
+        body, caps = _trace_rule(run, list(avals), f"the fwd rule of {self.name}", check)
+        return body, caps, len(self.out_avals), res_spec[0]
+
+    def bwd_body(self, avals, ct_avals):
+        hit = self._cache.get(("bwd", avals))
+        if hit is None:
+            hit = self._cache[("bwd", avals)] = self._trace_bwd(avals, ct_avals)
+        return hit
+
+    def _trace_bwd(self, avals, ct_avals):
+        fbody, _, n_out, res_spec = self._cache[("fwd", avals)]
+        res_avals = fbody.out_avals[n_out:]
+        bwd = self.fn.bwd
+        n_res = len(res_avals)
+        diff = _unflatten(self.in_spec, list(avals))  # the args' structure (avals as leaves)
+        n_args = len(diff)
+
+        def run(ins):
+            res = _unflatten(res_spec, ins[:n_res])
+            cts = iter(ins[n_res:])
+            g = _unflatten(self.out_spec, [next(cts) if is_differentiable(av.dtype) else
+                                           np.zeros(av.shape, av.dtype) for av in self.out_avals])
+            return bwd(*self.static(), res, g)
+
+        def check(out, leaf):
+            if not isinstance(out, (tuple, list)) or len(out) != n_args:
+                got = _tree(out) if isinstance(out, (tuple, list)) else type(out).__name__
+                raise TypeError(
+                    f"Custom VJP bwd rule must produce an output with the same container "
+                    f"(pytree) structure as the args tuple of the primal function, and in "
+                    f"particular must produce a tuple of length equal to the number of "
+                    f"arguments to the primal function, but got bwd output structure {got} "
+                    f"for primal input structure {_tree(tuple(diff))}.")
+            flat = []
+            for k, (o, a) in enumerate(zip(out, diff)):
+                a_leaves = _flatten(a)[0]
+                if o is None:
+                    flat += [leaf(None, av) for av in a_leaves]
+                    continue
+                if _tree(o) != _tree(a):
+                    raise TypeError(f"Custom VJP bwd rule must produce an output with the same "
+                                    f"container (pytree) structure as the args tuple of the "
+                                    f"primal function: at output[{k}] got {_tree(o)}, the "
+                                    f"argument is {_tree(a)}")
+                for x, av in zip(_flatten(o)[0], a_leaves):
+                    v = leaf(x, av)
+                    if v.aval.shape != av.shape:
+                        raise ValueError(
+                            f"Custom VJP bwd rule must produce an output with the same type as "
+                            f"the args tuple of the primal function, but at output[{k}] the bwd "
+                            f"rule produced an output of type {v.aval} corresponding to an input "
+                            f"of type {av}, so the shapes do not match")
+                    flat.append(T.astype(v, av.dtype) if v.aval.dtype != av.dtype else v)
+            return flat
+
+        ct_in = [av for av in ct_avals]
+        return _trace_rule(run, list(res_avals) + ct_in, f"the bwd rule of {self.name}", check)
+
+
+# ---- the decorators ----
+
+
+class _Custom:
+    """What custom_jvp and custom_vjp share: the argument handling and the primal op."""
+
+    op = None
+    rule_cls = None
+
+    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = tuple(sorted(int(i) for i in nondiff_argnums))
+
+    def __get__(self, obj, objtype=None):
+        return self if obj is None else functools.partial(self, obj)
+
+    def _bind(self, args, kwargs) -> tuple:
+        if kwargs:
+            try:
+                bound = inspect.signature(self.fun).bind(*args, **kwargs)
+            except (TypeError, ValueError) as e:
+                raise TypeError(f"{self.__name__}: {e}") from None
+            if bound.kwargs:
+                raise TypeError(f"{self.__name__}: keyword-only arguments are not supported by "
+                                f"{type(self).__name__}")
+            args = bound.args
+        return tuple(args)
+
+    def _rule_fns(self) -> tuple:
+        raise NotImplementedError
+
+    def __call__(self, *args, **kwargs):
+        self._check_defined()
+        args = self._bind(args, kwargs)
+        for i in self.nondiff_argnums:
+            if i >= len(args):
+                raise TypeError(f"{self.__name__}: nondiff_argnums={self.nondiff_argnums} but "
+                                f"called with {len(args)} positional arguments")
+        nondiff = {i: args[i] for i in self.nondiff_argnums}
+        diff = [a for i, a in enumerate(args) if i not in nondiff]
+        leaves, in_spec = _flatten(diff)
+        outer = _outer_trace()
+        if outer is None:  # called eagerly: run it under jit
+            return _eager(lambda a: self(*_merge(nondiff, _unflatten(in_spec, a))), leaves)
+        t = outer
+        ins = [_lift(t, x) for x in leaves]
+
+        def fn(*d):
+            return self.fun(*_merge(nondiff, list(d)))
+
+        bld, keys, flat, out_spec = _trace_body(t, fn, [x.aval for x in ins],
+                                                lambda i: _unflatten(in_spec, i),
+                                                f"the {type(self).__name__} function")
+        if not flat:
+            return _unflatten(out_spec, [])
+        caps = bld.capture_list
+        body = close_body([x.key for x in flat], bld.capture_inputs + keys)
+        key = (type(self), self, self._rule_fns(), _static_key(nondiff), _tree_str(in_spec),
+               _tree_str(out_spec), body.out_avals)
+        rule = _rule(self.rule_cls, key, self, nondiff, in_spec, out_spec,
+                     [x.aval for x in flat])
+        outs = _emit_multi(t, self.op(body, rule, len(caps)), list(caps) + ins)
+        return _unflatten(out_spec, outs)
+
+
+def _merge(nondiff: dict, diff: list) -> list:
+    out, it = [], iter(diff)
+    for i in range(len(diff) + len(nondiff)):
+        out.append(nondiff[i] if i in nondiff else next(it))
+    return out
+
+
+def _static_key(nondiff: dict):
+    return tuple(sorted(nondiff.items(), key=lambda kv: kv[0]))
+
+
+class custom_jvp(_Custom):
+    """``jax.custom_jvp``: a function with a custom JVP rule.
+
+    Decorate ``f`` and give the rule with ``f.defjvp(f_jvp)``; ``f_jvp(primals, tangents)``
+    (``f_jvp(*nondiff, primals, tangents)`` with ``nondiff_argnums``) returns
+    ``(primal_out, tangent_out)``, the tangent linear in ``tangents``.  Reverse mode transposes
+    the rule; tangents of arguments not differentiated are zeros.  The rule is traced once per
+    argument shapes, the first time a transform asks for it, and may call ``f`` itself.
+
+    Args:
+        fun: the primal function (pytrees of arrays in and out).
+        nondiff_argnums: positions of static arguments (functions, Python values) passed to the
+            rule first and never differentiated.
+    """
+
+    op = CustomJVP
+    rule_cls = _JVPRule
+
+    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
+        super().__init__(fun, nondiff_argnums)
+        self.jvp = None
+
+    def _rule_fns(self):
+        return (self.jvp,)
+
+    def _check_defined(self):
+        if self.jvp is None:
+            raise AttributeError(f"No JVP defined for custom_jvp function {self.__name__} using "
+                                 f"defjvp.")
+
+    def defjvp(self, jvp: Callable, symbolic_zeros: bool = False) -> Callable:
+        """Set the JVP rule ``jvp(primals, tangents) -> (primal_out, tangent_out)``."""
+        if symbolic_zeros:
+            raise NotImplementedError("custom_jvp.defjvp: symbolic_zeros=True is not supported; "
+                                      "tangents of arguments not differentiated are zeros")
+        self.jvp = jvp
+        return jvp
+
+    def defjvps(self, *jvps: Callable | None) -> None:
+        """One rule per argument: ``jvp_i(tangent_i, primal_out, *primals)`` gives argument i's
+        contribution to the output tangent (None: the output does not depend on argument i)."""
+        if self.nondiff_argnums:
+            raise TypeError("Can't use ``defjvps`` with ``nondiff_argnums``.")
+
+        def jvp(primals, tangents):
+            out = self(*primals)
+            parts = [rule(t, out, *primals) for rule, t in zip(jvps, tangents)
+                     if rule is not None]
+            leaves, spec = _flatten(out)
+            if not parts:
+                return out, _unflatten(spec, [x * 0 for x in leaves])
+            total = _flatten(parts[0])[0]
+            for p in parts[1:]:
+                total = [a + b for a, b in zip(total, _flatten(p)[0])]
+            return out, _unflatten(spec, total)
+
+        self.defjvp(jvp)
+
+
+class custom_vjp(_Custom):
+    """``jax.custom_vjp``: a function with a custom VJP rule.
+
+    Decorate ``f`` and give the rule with ``f.defvjp(fwd, bwd)``: ``fwd(*args)`` returns
+    ``(out, residuals)`` and ``bwd(residuals, g)`` (``bwd(*nondiff, residuals, g)`` with
+    ``nondiff_argnums``) returns one cotangent per differentiated argument (a tuple; None for a
+    zero).  ``grad``/``vjp`` run fwd and bwd; forward mode (``jvp``, ``jacfwd``) raises
+    TypeError, as jax does.  Both rules are traced once per argument shapes, when first needed.
+
+    Args:
+        fun: the primal function (pytrees of arrays in and out).
+        nondiff_argnums: positions of static arguments passed to bwd first and given no
+            cotangent.
+    """
+
+    op = CustomVJP
+    rule_cls = _VJPRule
+
+    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
+        super().__init__(fun, nondiff_argnums)
+        self.fwd = self.bwd = None
+
+    def _rule_fns(self):
+        return (self.fwd, self.bwd)
+
+    def _check_defined(self):
+        if self.fwd is None:
+            raise AttributeError(f"No VJP defined for custom_vjp function {self.__name__} using "
+                                 f"defvjp.")
+
+    def defvjp(self, fwd: Callable, bwd: Callable, symbolic_zeros: bool = False) -> None:
+        """Set the rules: ``fwd(*args) -> (out, residuals)``, ``bwd(residuals, g) -> cts``."""
+        if symbolic_zeros:
+            raise NotImplementedError("custom_vjp.defvjp: symbolic_zeros=True is not supported")
+        self.fwd, self.bwd = fwd, bwd
