@@ -28,12 +28,12 @@ from tidu.api.control_flow import (
 )
 from tidu.graph import AbstractValue, FragmentBuilder, ValKey
 from tidu.numpy import core as T
-from tidu.ops.control_flow import CustomJVP, CustomVJP, close_body, fresh_key
+from tidu.ops.control_flow import CustomJVP, CustomVJP, close_body, fresh_key, inline_body
 from tidu.ops.core import is_differentiable
 from tidu.trace.build import tracing
 from tidu.trace.tracer import Tracer, _lift
 
-__all__ = ["custom_jvp", "custom_vjp"]
+__all__ = ["apply_body", "closure_convert", "custom_jvp", "custom_vjp"]
 
 
 # ---- tracing a rule ----
@@ -293,6 +293,7 @@ class _Custom:
 
     op = None
     rule_cls = None
+    caps_fixed = False  # values the function closes over get no tangent (lax.custom_root)
 
     def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
         functools.update_wrapper(self, fun)
@@ -347,7 +348,10 @@ class _Custom:
                _tree_str(out_spec), body.out_avals)
         rule = _rule(self.rule_cls, key, self, nondiff, in_spec, out_spec,
                      [x.aval for x in flat])
-        outs = _emit_multi(t, self.op(body, rule, len(caps)), list(caps) + ins)
+        op = self.op(body, rule, len(caps))
+        if self.caps_fixed:
+            op = CustomJVP(body, rule, len(caps), True)
+        outs = _emit_multi(t, op, list(caps) + ins)
         return _unflatten(out_spec, outs)
 
 
@@ -456,3 +460,43 @@ class custom_vjp(_Custom):
         if symbolic_zeros:
             raise NotImplementedError("custom_vjp.defvjp: symbolic_zeros=True is not supported")
         self.fwd, self.bwd = fwd, bwd
+
+
+# ---- closure conversion ----
+
+
+def closure_convert(fun: Callable, *example_args):
+    """``jax.closure_convert``: ``(converted, consts)`` with ``converted(*args, *consts)`` equal
+    to ``fun(*args)`` and ``consts`` the traced values fun closes over, made explicit (so a
+    custom rule can differentiate with respect to them).  Outside a trace consts is empty."""
+    outer = _outer_trace()
+    if outer is None:
+        return (lambda *a: fun(*a[:len(example_args)])), []
+    t = outer
+    leaves, spec = _flatten(list(example_args))
+    ins = [_lift(t, x) for x in leaves]
+    bld, keys, flat, out_spec = _trace_body(t, fun, [x.aval for x in ins],
+                                            lambda i: _unflatten(spec, i), "the converted function")
+    body = close_body([x.key for x in flat], bld.capture_inputs + keys)
+    n = len(example_args)
+
+    def converted(*args_and_consts):
+        args, consts = args_and_consts[:n], args_and_consts[n:]
+        a_leaves = _flatten(list(args))[0]
+        return _unflatten(out_spec, apply_body(body, list(consts) + a_leaves))
+
+    return converted, list(bld.capture_list)
+
+
+def apply_body(body, values) -> list[Tracer]:
+    """body's outputs on values (traced or not), inlined into the current trace."""
+    t = _outer_trace()
+    if t is None:
+        return _eager(lambda v: apply_body(body, v), list(values))
+    vals = [_lift(t, v) for v in values]
+    for v, av in zip(vals, body.in_avals):
+        if v.aval is not av:
+            raise TypeError(f"closure_convert: the converted function was traced for {av}, "
+                            f"called with {v.aval}")
+    outs = inline_body(t.builder, body, [ValKey(v._v) for v in vals])
+    return [Tracer(t, o.id, o.aval) for o in outs]

@@ -17,14 +17,21 @@ from __future__ import annotations
 
 from tidu.ops.control_flow.body import Body, BodyArg, batch_body, close_body, fresh_key, lower_body
 from tidu.ops.control_flow.cond import Checkpoint, Cond
-from tidu.ops.control_flow.custom import CustomJVP, CustomVJP, CustomVJPLin
+from tidu.ops.control_flow.custom import (
+    CustomJVP,
+    CustomLinear,
+    CustomVJP,
+    CustomVJPLin,
+    inline_body,
+)
 from tidu.ops.control_flow.scan import Scan
 from tidu.ops.control_flow.while_loop import ReverseModeUnsupported, While
 
-__all__ = ["Body", "BodyArg", "Checkpoint", "Cond", "CustomJVP", "CustomVJP", "CustomVJPLin",
+__all__ = ["Body", "BodyArg", "Checkpoint", "Cond", "CustomJVP", "CustomLinear", "CustomVJP", "CustomVJPLin",
            "ReverseModeUnsupported", "Scan", "While",
-           "batch_body", "close_body", "fresh_key", "lower_body"]
+           "batch_body", "close_body", "fresh_key", "inline_body", "lower_body"]
 
 # their public home, as before the split (reprs, pickles)
-for _cls in (Checkpoint, Cond, CustomJVP, CustomVJP, CustomVJPLin, Scan, While):
+for _cls in (Checkpoint, Cond, CustomJVP, CustomLinear, CustomVJP, CustomVJPLin, Scan,
+             While):
     _cls.__module__ = __name__

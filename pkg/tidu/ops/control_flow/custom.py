@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 
 from tidu.ad.rules import register
 from tidu.graph import FragmentBuilder, Linear, ValKey, aval
+from tidu.ops.control_flow.cond import Checkpoint
 from tidu.ops.control_flow.body import (
     Body,
     _add_multi,
@@ -43,13 +44,14 @@ from tidu.ops.core import (
     Primitive,
     ReduceSum,
     Reshape,
+    add_all,
     batch_size,
     const,
     fix,
     is_differentiable,
 )
 
-__all__ = ["BatchedRule", "CustomJVP", "CustomVJP", "CustomVJPLin", "inline_body"]
+__all__ = ["BatchedRule", "CustomJVP", "CustomLinear", "CustomVJP", "CustomVJPLin", "inline_body"]
 
 _FORWARD_MODE = "can't apply forward-mode autodiff (jvp) to a custom_vjp function."
 
@@ -145,10 +147,12 @@ class CustomJVP(_BodyCall):
     body: Body
     rule: object
     n_caps: int = 0
+    caps_fixed: bool = False  # the captured values are constants to the rule (custom_root)
 
     def linearize(self, b, primal_in, primal_out, t):
         nc = self.n_caps
-        _check_caps(self.rule, primal_in[:nc], t[:nc])
+        if not self.caps_fixed:
+            _check_caps(self.rule, primal_in[:nc], t[:nc])
         args, targs = primal_in[nc:], t[nc:]
         active = _active(args, targs)
         if not any(active):
@@ -275,6 +279,71 @@ class CustomVJPLin(Primitive):
         for j, i in enumerate(self.act):
             if mode.active_mask[n_res + j]:
                 result[n_res + j] = _local(b, outs[i])
+        return result
+
+
+# ---- CustomLinear: a linear function with its own transpose ----
+
+
+@register
+@dataclass(frozen=True)
+class CustomLinear(_BodyCall):
+    """``body(*fixed, *x)``, linear in x, whose transpose is ``tbody(*fixed, *ct)`` (jax's
+    ``linear_call``; ``td.lax.custom_linear_solve`` is built on it).  ``tbody`` None: no
+    transpose (reverse mode raises)."""
+
+    body: Body
+    tbody: Body | None
+    n_fixed: int
+    message: str = ""  # the error when tbody is None
+
+    def attrs(self) -> list[str]:
+        return [f"n_fixed={self.n_fixed}"]
+
+    def batch(self, b, primal_in, primal_out, bt):
+        n = batch_size(b, bt)
+        ops, mask = _operands(b, primal_in, bt, n, always=range(len(primal_in)))
+        body = batch_body(self.body, mask, n)
+        tb = None if self.tbody is None else batch_body(self.tbody, [True] * len(mask), n)
+        return _add_multi(b, replace(self, body=body, tbody=tb), ops)
+
+    def linearize(self, b, primal_in, primal_out, t):
+        nf = self.n_fixed
+        terms = [[] for _ in range(self.n_outputs)]
+        if any(ti is not None for ti in t[nf:]):  # linear in x: the op itself
+            xs = [ti if ti is not None else const(b, 0, x.aval)
+                  for x, ti in zip(primal_in[nf:], t[nf:])]
+            first = b.emit(self, list(primal_in[:nf]) + xs,
+                           Linear([F] * nf + [A] * len(xs)))
+            for k in range(self.n_outputs):
+                terms[k].append(first + k)
+        active = [ti is not None for ti in t[:nf]] + [False] * (len(t) - nf)
+        if any(active):  # through the fixed operands: the body differentiated (as Checkpoint)
+            lf, tin = _lin_body(self.body, active)
+            t_out = [k for k, o in enumerate(lf.tangent_outputs) if o is not None]
+            act = [i for i, a in enumerate(active) if a]
+            if t_out:
+                lbody = close_body([lf.tangent_outputs[k] for k in t_out],
+                                   list(self.body.inputs) + [tin[i] for i in act])
+                lop = Checkpoint(lbody, tuple([False] * len(primal_in) + [True] * len(act)))
+                first = b.emit(lop, list(primal_in) + [t[i] for i in act],
+                               Linear([F] * len(primal_in) + [A] * len(act)))
+                for j, k in enumerate(t_out):
+                    terms[k].append(first + j)
+        return [add_all(b, ts) for ts in terms]
+
+    def transpose_rule(self, b, ct, inputs, mode):
+        if self.tbody is None:
+            raise TypeError(self.message or "this linear function has no transpose")
+        nf = self.n_fixed
+        cts = [c if c is not None else const(b, 0, av) for c, av in zip(ct, self.body.out_avals)]
+        op = CustomLinear(self.tbody, self.body, nf)
+        first = b.emit(op, [b.key(r) for r in inputs[:nf]] + cts,
+                       Linear([F] * nf + [A] * len(cts)))
+        result: list = [None] * len(inputs)
+        for j in range(len(inputs) - nf):
+            if mode.active_mask[nf + j]:
+                result[nf + j] = first + j
         return result
 
 
