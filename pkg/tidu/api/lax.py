@@ -142,8 +142,9 @@ def custom_root(f: Callable, initial_guess, solve: Callable, tangent_solve: Call
 # ---- custom_linear_solve ----
 
 
-def custom_linear_solve(matvec: Callable, b, solve: Callable, transpose_solve: Callable | None = None,
-                        symmetric: bool = False, has_aux: bool = False):
+def custom_linear_solve(matvec: Callable, b, solve: Callable,
+                        transpose_solve: Callable | None = None, symmetric: bool = False,
+                        has_aux: bool = False):
     """``jax.lax.custom_linear_solve``: ``solve(matvec, b)``, the x with ``matvec(x) = b``,
     differentiated implicitly: ``dx = solve(matvec, db - dmatvec(x))``, transposed with
     ``transpose_solve(vecmat, ct)`` (``solve`` itself when symmetric).

@@ -7,7 +7,8 @@ hash-consed, so two bodies traced from equal functions at equal abstract values 
 Body, and the ops holding them are one interned op: CSE and the program cache see through them.
 
 Primitives: :class:`Scan` (``scan.py``), :class:`Cond` and :class:`Checkpoint` (``cond.py``),
-:class:`While` (``while_loop.py``), :class:`CustomJVP` and :class:`CustomVJP` (``custom.py``); the bodies and their shared rules are in ``body.py``.
+:class:`While` (``while_loop.py``), :class:`CustomJVP`, :class:`CustomVJP` and
+:class:`CustomLinear` (``custom.py``); the bodies and their shared rules are in ``body.py``.
 
 Evaluation: the interpreter runs each body as its own compiled program (docs/control_flow.md);
 XLA lowers to ``stablehlo.while`` / ``stablehlo.case``.
@@ -27,8 +28,8 @@ from tidu.ops.control_flow.custom import (
 from tidu.ops.control_flow.scan import Scan
 from tidu.ops.control_flow.while_loop import ReverseModeUnsupported, While
 
-__all__ = ["Body", "BodyArg", "Checkpoint", "Cond", "CustomJVP", "CustomLinear", "CustomVJP", "CustomVJPLin",
-           "ReverseModeUnsupported", "Scan", "While",
+__all__ = ["Body", "BodyArg", "Checkpoint", "Cond", "CustomJVP", "CustomLinear", "CustomVJP",
+           "CustomVJPLin", "ReverseModeUnsupported", "Scan", "While",
            "batch_body", "close_body", "fresh_key", "inline_body", "lower_body"]
 
 # their public home, as before the split (reprs, pickles)

@@ -27,7 +27,6 @@ from dataclasses import dataclass, replace
 
 from tidu.ad.rules import register
 from tidu.graph import FragmentBuilder, Linear, ValKey, aval
-from tidu.ops.control_flow.cond import Checkpoint
 from tidu.ops.control_flow.body import (
     Body,
     _add_multi,
@@ -38,6 +37,7 @@ from tidu.ops.control_flow.body import (
     close_body,
     lower_body,
 )
+from tidu.ops.control_flow.cond import Checkpoint
 from tidu.ops.core import (
     A,
     F,
