@@ -263,6 +263,9 @@ class CustomVJPLin(Primitive):
     def impl(self, *xs):
         raise TypeError(_FORWARD_MODE)
 
+    def linearize(self, b, primal_in, primal_out, t):
+        raise TypeError(_FORWARD_MODE)
+
     def lower(self, lo, out, *args):
         raise TypeError(_FORWARD_MODE)
 
