@@ -168,14 +168,12 @@ class CustomJVP(_BodyCall):
         return result
 
 
-_lin_cache: dict = {}
-
-
 def _jvp_linearized(rule, avals, active):
     """The rule's tangent outputs linearized in the active tangents: (Body over caps + primals
-    + tangent points + active tangents, caps, indices of the outputs with a tangent)."""
-    key = (rule, avals, active)
-    hit = _lin_cache.get(key)
+    + tangent points + active tangents, caps, indices of the outputs with a tangent); cached
+    on the rule (``rule._cache``), which lives as long as the ops holding it."""
+    key = ("lin", avals, active)
+    hit = rule._cache.get(key)
     if hit is not None:
         return hit
     body, caps = rule.jvp_body(avals)
@@ -189,7 +187,7 @@ def _jvp_linearized(rule, avals, active):
     t_out = [k for k in range(n_out) if lf.tangent_outputs[n_out + k] is not None]
     lbody = close_body([lf.tangent_outputs[n_out + k] for k in t_out],
                        list(body.inputs) + [tin[p] for p in pos])
-    hit = _lin_cache[key] = (lbody, tuple(caps), t_out)
+    hit = rule._cache[key] = (lbody, tuple(caps), t_out)
     return hit
 
 
