@@ -1,6 +1,6 @@
-"""``td.lax``: jax.lax's names that tidu has (control flow, stop_gradient) and the implicit
-differentiation of roots and linear solves, ``custom_root`` and ``custom_linear_solve``, built on
-``td.custom_jvp`` (docs/frontend.md)."""
+"""``td.lax``: jax.lax's names that tidu has (control flow, stop_gradient, dynamic slices) and
+the implicit differentiation of roots and linear solves, ``custom_root`` and
+``custom_linear_solve``, built on ``td.custom_jvp`` (docs/frontend.md)."""
 
 from __future__ import annotations
 
@@ -22,11 +22,12 @@ from tidu.api.control_flow import (
 from tidu.api.custom import closure_convert, custom_jvp
 from tidu.api.grad import jvp, vjp
 from tidu.numpy.core import stop_gradient
+from tidu.numpy.take import dynamic_slice, dynamic_update_slice
 from tidu.ops.control_flow import CustomLinear, close_body
 from tidu.trace.tracer import _lift
 
-__all__ = ["cond", "custom_linear_solve", "custom_root", "fori_loop", "linear_call", "scan",
-           "stop_gradient", "switch", "while_loop"]
+__all__ = ["cond", "custom_linear_solve", "custom_root", "dynamic_slice", "dynamic_update_slice",
+           "fori_loop", "linear_call", "scan", "stop_gradient", "switch", "while_loop"]
 
 
 def _tree_map(fn, *trees):
