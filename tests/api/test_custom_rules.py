@@ -251,6 +251,15 @@ def test_two_argument_rule_and_defjvps(defjvps):
     close(td.vmap(td.grad(ft))(x, y), jax.vmap(jax.grad(fj))(x, y))
     close(td.vmap(td.grad(ft), in_axes=(0, None))(x, 2.0),
           jax.vmap(jax.grad(fj), in_axes=(0, None))(x, 2.0))
+    # vmap first: the rule is batched with the op (an unbatched argument's tangent too)
+    lt = lambda x, y: td.sum(td.vmap(ft, in_axes=(0, None))(x, y))  # noqa: E731
+    lj = lambda x, y: jnp.sum(jax.vmap(fj, in_axes=(0, None))(x, y))  # noqa: E731
+    close(td.grad(lt, argnums=(0, 1))(x, 2.0), jax.grad(lj, argnums=(0, 1))(x, 2.0))
+    close(td.jvp(lambda y: td.vmap(ft, in_axes=(0, None))(x, y), (2.0,), (1.0,)),
+          jax.jvp(lambda y: jax.vmap(fj, in_axes=(0, None))(x, y), (2.0,), (1.0,)))
+    a = np.linspace(0, 1, 6).reshape(2, 3)
+    close(td.grad(lambda a: td.sum(td.vmap(td.vmap(ft))(a, a)))(a),
+          jax.grad(lambda a: jnp.sum(jax.vmap(jax.vmap(fj))(a, a)))(a))
 
 
 def test_rule_that_is_not_autodiff_of_the_function_is_used():
@@ -543,3 +552,11 @@ def test_transform_inside_a_loop_body_on_a_captured_value():
         return td.while_loop(lambda c: c < 10.0, body, 0.0)
 
     assert td.jit(g)(1.0) == 12.0
+
+
+def test_lax_namespace():
+    x = np.arange(5.0)
+    assert td.jit(lambda x: td.lax.dynamic_slice(x, (1,), (2,)))(x).tolist() == [1.0, 2.0]
+    close(td.jit(lambda x: td.lax.scan(lambda c, v: (c + v, c), 0.0, x))(x),
+          lax.scan(lambda c, v: (c + v, c), 0.0, x))
+    assert td.grad(lambda x: td.lax.stop_gradient(x) * x)(3.0) == 3.0
