@@ -457,6 +457,21 @@ def test_custom_linear_solve(symmetric):
           jax.vmap(jax.grad(lj, argnums=1), in_axes=(None, 0))(a, bs))
 
 
+def test_implicit_derivatives_on_xla():
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal((3, 3)), rng.standard_normal(3)
+    ft, fj = linear_solve(td, td.lax, False), linear_solve(jnp, lax, False)
+    lt = lambda a, b: td.sum(ft(a, b) ** 2)  # noqa: E731
+    lj = lambda a, b: jnp.sum(fj(a, b) ** 2)  # noqa: E731
+    close(td.jit(td.grad(lt, argnums=(0, 1)), backend="xla")(a, b),
+          jax.grad(lj, argnums=(0, 1))(a, b))
+    close(td.jit(lambda a, b: td.jvp(ft, (a, b), (b[:, None] * a, b)), backend="xla")(a, b),
+          jax.jvp(fj, (a, b), (b[:, None] * a, b)))
+    rt = newton_root(td, td.lax, td.jvp, td.fori_loop)
+    close(td.jit(td.grad(rt), backend="xla")(0.7),
+          jax.grad(newton_root(jnp, lax, jax.jvp, lax.fori_loop))(0.7))
+
+
 def test_custom_linear_solve_without_transpose_refuses_reverse_mode():
     def f(b):
         return td.lax.custom_linear_solve(lambda x: 2.0 * x, b, lambda mv, b: b / 2.0)
