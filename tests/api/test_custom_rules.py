@@ -575,3 +575,29 @@ def test_lax_namespace():
     close(td.jit(lambda x: td.lax.scan(lambda c, v: (c + v, c), 0.0, x))(x),
           lax.scan(lambda c, v: (c + v, c), 0.0, x))
     assert td.grad(lambda x: td.lax.stop_gradient(x) * x)(3.0) == 3.0
+
+
+def test_rules_closing_over_traced_values_inside_loops_and_vmap():
+    """A rule reading a value of the enclosing trace: the op gets it as an operand, so the rule
+    traced later inside a scan body, or batched by vmap, reads the body's (batched) value."""
+    def make(kind):
+        def outer(x, s):
+            if kind == "jvp":
+                f = td.custom_jvp(lambda x: x * 2.0)
+                f.defjvp(lambda p, t: (f(p[0]), t[0] * s * 10))
+            else:
+                f = td.custom_vjp(lambda x: x * 2.0)
+                f.defvjp(lambda x: (f(x), None), lambda r, g: (g * s * 10,))
+            return f, td.scan(lambda c, v: (f(c) + v, None), x, np.ones(2))[0]
+
+        return outer
+
+    for kind in ("jvp", "vjp"):
+        outer = make(kind)
+        assert td.jit(td.grad(lambda x, s: outer(x, s)[1]))(2.0, 3.0) == 900.0  # (10 s)^2
+        s = np.array([1.0, 2.0])
+        one = lambda x, s: outer(x, s)[0](x)  # noqa: E731
+        close(td.grad(lambda x: td.sum(td.vmap(one)(x, s)))(np.ones(2)), np.array([10.0, 20.0]))
+        close(td.grad(lambda x: td.sum(td.vmap(one, in_axes=(None, 0))(x, s)))(1.0), 30.0)
+        with pytest.raises(TypeError, match="closes over a value being differentiated"):
+            td.grad(lambda s: outer(2.0, s)[1])(3.0)

@@ -31,7 +31,7 @@ from tidu.numpy import core as T
 from tidu.ops.control_flow import CustomJVP, CustomVJP, close_body, fresh_key, inline_body
 from tidu.ops.core import is_differentiable
 from tidu.trace.build import tracing
-from tidu.trace.tracer import Tracer, _lift
+from tidu.trace.tracer import Tracer, _lift, _stack
 
 __all__ = ["apply_body", "closure_convert", "custom_jvp", "custom_vjp"]
 
@@ -342,17 +342,79 @@ class _Custom:
                                                 f"the {type(self).__name__} function")
         if not flat:
             return _unflatten(out_spec, [])
-        caps = bld.capture_list
-        body = close_body([x.key for x in flat], bld.capture_inputs + keys)
+        caps = list(bld.capture_list)
+        cap_ids = [_origins(t, x._v) for x in caps]
+        # values of enclosing traces the rules close over become operands too (unread by the
+        # body): a rule traced later inside a loop body reads them through the op
+        extra = []
+        live = {id(tr) for tr in _stack()}
+        for x in _closure_tracers(self._rule_fns(), nondiff):
+            if id(x._t) not in live or x._t.store.local_of(x._v) < 0 or \
+                    any(x._v in ids for ids in cap_ids):
+                continue  # a value of a finished trace, or one the function captured
+            try:
+                xt = _lift(t, x)
+            except (TypeError, ValueError):  # not a value of a trace around this one
+                continue
+            extra.append(xt)
+            caps.append(xt)
+            cap_ids.append(_origins(t, xt._v) | {x._v})
+        body = close_body([x.key for x in flat],
+                          bld.capture_inputs + [x.aval for x in extra] + keys)
         key = (type(self), self, self._rule_fns(), _static_key(nondiff), _tree_str(in_spec),
                _tree_str(out_spec), body.out_avals)
         rule = _rule(self.rule_cls, key, self, nondiff, in_spec, out_spec,
                      [x.aval for x in flat])
-        op = self.op(body, rule, len(caps))
-        if self.caps_fixed:
-            op = CustomJVP(body, rule, len(caps), True)
-        outs = _emit_multi(t, op, list(caps) + ins)
+        if self.op is CustomJVP:
+            op = CustomJVP(body, rule, len(caps), self.caps_fixed, tuple(cap_ids))
+        else:
+            op = CustomVJP(body, rule, len(caps), tuple(cap_ids))
+        outs = _emit_multi(t, op, caps + ins)
         return _unflatten(out_spec, outs)
+
+
+def _origins(t, v: int) -> frozenset:
+    """The ids of the values v (a value of trace t) stands for: itself and, where t is a
+    control-flow body, the values of the traces around it it captures."""
+    ids = {v}
+    b = t.builder
+    captured, outer = getattr(b, "captured", None), getattr(b, "outer", None)
+    if captured and outer is not None:
+        for orig, hit in captured.items():
+            if hit._v == v:
+                ids |= _origins(outer, orig)
+    return frozenset(ids)
+
+
+def _closure_tracers(fns, nondiff: dict) -> list[Tracer]:
+    """Traced values the rule functions close over directly (a closure cell holding one, or a
+    partial's argument) and the static arguments hold (in tuples, lists, dicts).  Containers in
+    closure cells are not searched: one may hold values of finished traces (a list a rule
+    appends its tangents to), whose ids are reused."""
+    found: dict[int, Tracer] = {}
+
+    def visit(v, depth):
+        if isinstance(v, Tracer):
+            found.setdefault(v._v, v)
+        elif depth and isinstance(v, (tuple, list)):
+            for y in v:
+                visit(y, depth - 1)
+        elif depth and isinstance(v, dict):
+            for y in v.values():
+                visit(y, depth - 1)
+
+    for fn in fns:
+        if isinstance(fn, functools.partial):
+            visit(fn.args, 1)
+            fn = fn.func
+        for cell in getattr(fn, "__closure__", None) or ():
+            try:
+                visit(cell.cell_contents, 0)
+            except ValueError:  # an empty cell
+                pass
+    for v in nondiff.values():
+        visit(v, 3)
+    return list(found.values())
 
 
 def _merge(nondiff: dict, diff: list) -> list:

@@ -74,6 +74,21 @@ def _local(b, v: ValKey) -> int:
     return local if local >= 0 else fix(b, Reshape(v.aval.shape), v)
 
 
+def _map_caps(caps, cap_ids, operands) -> list:
+    """A rule's captured values (keys of enclosing traces) as the op's own operands where the op
+    captured the same value: inside a loop body the outer value is not readable, the body's
+    input standing for it is.  cap_ids[i]: the ids operand i stands for."""
+    out = []
+    for c in caps:
+        for ids, x in zip(cap_ids, operands):
+            if c.id in ids:
+                out.append(x)
+                break
+        else:
+            out.append(c)
+    return out
+
+
 def _check_caps(rule, caps, t) -> None:
     for x, ti in zip(caps, t):
         if ti is not None:
@@ -127,7 +142,8 @@ class _BodyCall(Primitive):
         nc = self.n_caps
         args = [aval(x.shape[1:], x.dtype) if m else x
                 for x, m in zip(self.body.in_avals[nc:], mask[nc:])]
-        rule = BatchedRule(self.rule, tuple(args), tuple(mask[nc:]), n)
+        batched_caps = frozenset().union(*[ids for ids, m in zip(self.cap_ids, mask[:nc]) if m])
+        rule = BatchedRule(self.rule, tuple(args), tuple(mask[nc:]), n, batched_caps)
         return _add_multi(b, replace(self, body=batch_body(self.body, mask, n), rule=rule), ops)
 
     def lower(self, lo, out, *args):
@@ -148,6 +164,7 @@ class CustomJVP(_BodyCall):
     rule: object
     n_caps: int = 0
     caps_fixed: bool = False  # the captured values are constants to the rule (custom_root)
+    cap_ids: tuple = ()  # per captured operand, the ids of the values it stands for
 
     def linearize(self, b, primal_in, primal_out, t):
         nc = self.n_caps
@@ -159,6 +176,7 @@ class CustomJVP(_BodyCall):
             return [None] * self.n_outputs
         avals = tuple(a.aval for a in args)
         lbody, caps, t_out = _jvp_linearized(self.rule, avals, active)
+        caps = _map_caps(caps, self.cap_ids, primal_in[:nc])
         zeros = [const(b, 0, av) for av in avals]
         tans = [targs[i] for i in range(len(args)) if active[i]]
         outs = inline_body(b, lbody, list(caps) + list(args) + zeros + tans)
@@ -204,6 +222,7 @@ class CustomVJP(_BodyCall):
     body: Body
     rule: object
     n_caps: int = 0
+    cap_ids: tuple = ()  # per captured operand, the ids of the values it stands for
 
     def linearize(self, b, primal_in, primal_out, t):
         nc = self.n_caps
@@ -214,6 +233,7 @@ class CustomVJP(_BodyCall):
             return [None] * self.n_outputs
         avals = tuple(a.aval for a in args)
         fbody, caps, n_out = self.rule.fwd_body(avals)
+        caps = _map_caps(caps, self.cap_ids, primal_in[:nc])
         vals = inline_body(b, fbody, list(caps) + list(args))
         res = vals[n_out:]
         t_out = tuple(k for k, o in enumerate(self.body.out_avals) if is_differentiable(o.dtype))
@@ -221,9 +241,11 @@ class CustomVJP(_BodyCall):
             return [None] * self.n_outputs
         act = [i for i in range(len(args)) if active[i]]
         lop = CustomVJPLin(self.rule, avals, tuple(act), tuple(r.aval for r in res),
-                           tuple(self.body.out_avals[k] for k in t_out))
-        first = b.emit(lop, list(res) + [targs[i] for i in act],
-                       Linear([F] * len(res) + [A] * len(act)))
+                           tuple(self.body.out_avals[k] for k in t_out),
+                           tuple(x.aval for x in primal_in[:nc]), self.cap_ids)
+        fixed = list(primal_in[:nc]) + list(res)
+        first = b.emit(lop, fixed + [targs[i] for i in act],
+                       Linear([F] * len(fixed) + [A] * len(act)))
         result: list = [None] * self.n_outputs
         for j, k in enumerate(t_out):
             result[k] = first + j
@@ -234,14 +256,17 @@ class CustomVJP(_BodyCall):
 @dataclass(frozen=True)
 class CustomVJPLin(Primitive):
     """The tangent of a custom_vjp function's outputs: linear in its last ``len(act)``
-    operands (the tangents of primal operands ``act``), fixed in the residuals before them.
-    It cannot be evaluated (jax's forward-mode error); its transpose is the bwd rule."""
+    operands (the tangents of primal operands ``act``), fixed in the captured values and the
+    residuals before them.  It cannot be evaluated (jax's forward-mode error); its transpose is
+    the bwd rule."""
 
     rule: object
     avals: tuple  # the primal operands' abstract values (after the captured ones)
     act: tuple
     res_avals: tuple
     out_avals: tuple
+    cap_avals: tuple = ()
+    cap_ids: tuple = ()
     rule_cache = False
 
     @property
@@ -252,7 +277,7 @@ class CustomVJPLin(Primitive):
         return [f"rule={self.rule.name}"]
 
     def abstract_eval(self, *xs):
-        want = self.res_avals + tuple(self.avals[i] for i in self.act)
+        want = self.cap_avals + self.res_avals + tuple(self.avals[i] for i in self.act)
         if tuple(xs) != want:
             raise TypeError(f"CustomVJPLin: takes ({', '.join(map(str, want))}), given "
                             f"({', '.join(map(str, xs))})")
@@ -271,15 +296,17 @@ class CustomVJPLin(Primitive):
         raise TypeError(_FORWARD_MODE)
 
     def transpose_rule(self, b, ct, inputs, mode):
-        n_res = len(self.res_avals)
+        nc = len(self.cap_avals)
+        n_fixed = nc + len(self.res_avals)
         bbody, caps = self.rule.bwd_body(self.avals, self.out_avals)
         cts = [c if c is not None else const(b, 0, av) for c, av in zip(ct, self.out_avals)]
-        res = [b.key(r) for r in inputs[:n_res]]
-        outs = inline_body(b, bbody, list(caps) + res + cts)
+        fixed = [b.key(r) for r in inputs[:n_fixed]]
+        caps = _map_caps(caps, self.cap_ids, fixed[:nc])
+        outs = inline_body(b, bbody, list(caps) + fixed[nc:] + cts)
         result: list = [None] * len(inputs)
         for j, i in enumerate(self.act):
-            if mode.active_mask[n_res + j]:
-                result[n_res + j] = _local(b, outs[i])
+            if mode.active_mask[n_fixed + j]:
+                result[n_fixed + j] = _local(b, outs[i])
         return result
 
 
@@ -355,10 +382,11 @@ class BatchedRule:
     """``inner`` traced at the unbatched abstract values ``avals`` and batched: operand i has a
     leading batch axis of size n where mask[i] (every output is batched)."""
 
-    def __init__(self, inner, avals: tuple, mask: tuple, n: int):
+    def __init__(self, inner, avals: tuple, mask: tuple, n: int, batched_caps=frozenset()):
         self.inner, self.avals, self.mask, self.n = inner, avals, mask, n
+        self.batched_caps = batched_caps  # ids of captured values batched in the op
         self.kind, self.name = inner.kind, inner.name
-        self._key = (inner, avals, mask, n)
+        self._key = (inner, avals, mask, n, batched_caps)
         self._cache: dict = {}
 
     def __eq__(self, other):
@@ -367,11 +395,15 @@ class BatchedRule:
     def __hash__(self):
         return hash(("BatchedRule", self._key))
 
+    def _cap_mask(self, caps) -> list[bool]:
+        """A captured value is batched where the op's operand standing for it is."""
+        return [c.id in self.batched_caps for c in caps]
+
     def jvp_body(self, avals):
         hit = self._cache.get("jvp")
         if hit is None:
             body, caps = self.inner.jvp_body(self.avals)
-            m = [False] * len(caps) + list(self.mask) * 2
+            m = self._cap_mask(caps) + list(self.mask) * 2
             hit = self._cache["jvp"] = (batch_body(body, m, self.n), caps)
         return hit
 
@@ -379,7 +411,7 @@ class BatchedRule:
         hit = self._cache.get("fwd")
         if hit is None:
             body, caps, n_out = self.inner.fwd_body(self.avals)
-            m = [False] * len(caps) + list(self.mask)
+            m = self._cap_mask(caps) + list(self.mask)
             hit = self._cache["fwd"] = (batch_body(body, m, self.n), caps, n_out)
         return hit
 
@@ -388,7 +420,7 @@ class BatchedRule:
         if hit is None:
             inner_ct = tuple(aval(c.shape[1:], c.dtype) for c in ct_avals)
             body, caps = self.inner.bwd_body(self.avals, inner_ct)
-            m = [False] * len(caps) + [True] * (len(body.in_avals) - len(caps))
+            m = self._cap_mask(caps) + [True] * (len(body.in_avals) - len(caps))
             bb = batch_body(body, m, self.n)
             # an operand shared by the batch gets the sum of its per-element cotangents
             fb = FragmentBuilder(parents=[bb.fragment], prefix="vb")
