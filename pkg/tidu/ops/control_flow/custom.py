@@ -14,7 +14,10 @@ abstract values of the op's operands:
 - ``rule.bwd_body(avals, ct_avals) -> (Body, caps)``: inputs ``caps + residuals (of fwd at
   avals) + cotangents``, one output per primal operand (custom_vjp).
 
-``caps`` are values of enclosing traces a rule reads (ValKeys, fixed operands).  A traced rule is
+``caps`` are values of enclosing traces a rule reads (ValKeys, fixed operands); where the op
+has an operand standing for the same value (``cap_ids``: the function captured it, or the front
+end found it in the rule's closure), the rule reads that operand, which inside a loop body is
+the body's own input.  A traced rule is
 inlined into the builder of the transform that asked for it: the JVP rule as its linearization in
 the tangents (so the tangent part is Linear-mode ops, transposable), the fwd rule as fixed nodes,
 the bwd rule as it is (it need not be linear: clip_gradient).  vmap batches the body and wraps
