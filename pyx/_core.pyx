@@ -20,4 +20,9 @@ include "trace/tracer.pxi"
 
 # ---- the transforms' per-call work (tidu.api) ----
 
+include "api/tree.pxi"
 include "api/jit.pxi"
+
+# ---- giving memory back (tidu.graph.memory) ----
+
+include "graph/memory.pxi"

@@ -1,10 +1,16 @@
 // tidu._eval: the evaluator binding (few large calls: run a program on numpy buffers, GIL released).
 #include <dlfcn.h>
+#include <signal.h>
+
+#include <atomic>
+#include <cmath>
+#include <limits>
 
 #include <algorithm>
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -63,6 +69,102 @@ py::array checked_array(const tidu::Program& p, py::handle h, std::uint32_t slot
   return a;
 }
 
+// ---- Ctrl-C during an evaluation ----
+// An evaluation runs with the GIL released, so Python's SIGINT handler only marks the signal
+// and the KeyboardInterrupt would wait for the evaluation to end (forever, for a while loop
+// that never does).  While a long evaluation runs on the main thread, SigintWatch puts a
+// handler in front of Python's: it sets g_interrupted, which the interpreter polls (cancel.hpp),
+// and calls Python's handler as before.  The evaluation throws tidu::Cancelled; the binding
+// takes the GIL back and runs Python's handlers (PyErr_CheckSignals), which raise
+// KeyboardInterrupt (or whatever a handler of the user's raises; one that raises nothing lets
+// the evaluation start again).  Only the main thread runs Python's signal handlers, so only
+// its evaluations are watched; eval_batch's threads all watch the same flag.
+std::atomic<bool> g_interrupted{false};
+struct sigaction g_python_sigint;  // the action SigintWatch replaced, called by on_sigint
+unsigned long g_main_thread = 0;   // threading.main_thread().ident
+
+extern "C" void on_sigint(int sig, siginfo_t* info, void* ctx) {
+  g_interrupted.store(true, std::memory_order_relaxed);
+  const struct sigaction& py = g_python_sigint;
+  if (py.sa_flags & SA_SIGINFO)
+    py.sa_sigaction(sig, info, ctx);
+  else if (py.sa_handler != SIG_DFL && py.sa_handler != SIG_IGN)
+    py.sa_handler(sig);
+}
+
+// Installs on_sigint for its lifetime (on the main thread, when Python's handler is a function:
+// SIG_DFL and SIG_IGN are left alone) and restores the action it replaced.  Two system calls
+// (about a microsecond), so only evaluations that may run long are watched (PyProgram::work).
+class SigintWatch {
+ public:
+  explicit SigintWatch(bool on) {
+    if (!on) return;
+    struct sigaction cur;
+    if (sigaction(SIGINT, nullptr, &cur) != 0) return;
+    const bool fn = (cur.sa_flags & SA_SIGINFO) ? cur.sa_sigaction != nullptr
+                                                 : cur.sa_handler != SIG_DFL && cur.sa_handler != SIG_IGN;
+    if (!fn || ((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == on_sigint)) return;
+    g_python_sigint = cur;
+    struct sigaction mine = cur;
+    mine.sa_sigaction = on_sigint;
+    mine.sa_flags = (cur.sa_flags & ~SA_RESETHAND) | SA_SIGINFO;
+    on_ = sigaction(SIGINT, &mine, nullptr) == 0;
+  }
+  ~SigintWatch() {
+    if (on_) sigaction(SIGINT, &g_python_sigint, nullptr);
+  }
+  SigintWatch(const SigintWatch&) = delete;
+  SigintWatch& operator=(const SigintWatch&) = delete;
+
+ private:
+  bool on_ = false;
+};
+
+bool on_main_thread() { return PyThread_get_thread_ident() == g_main_thread; }
+
+// Elements an evaluation of p writes, roughly: a scan's body counts `length` times, a while
+// loop (or anything past 2^62) is unbounded.  Evaluations of at least kWatchWork are watched
+// for Ctrl-C; shorter ones end within about a millisecond anyway.
+// Each nested program is measured once (linear in the file, whatever the nesting).
+constexpr double kWatchWork = 1 << 20;
+double work(const tidu::Program& p) {
+  std::vector<double> sub(p.subs.size());
+  double w = 0, all_subs = 0;
+  for (std::size_t k = 0; k < sub.size(); ++k) all_subs += sub[k] = work(p.subs[k]);
+  bool calls = false;
+  for (const tidu::Instr& in : p.instrs) {
+    for (std::uint32_t k = 0; k < in.n_out; ++k) w += static_cast<double>(p.slots[p.outs[in.out_begin + k]].size);
+    const std::int64_t* at = p.attrs.data() + in.attr_begin;
+    switch (in.op) {
+      case tidu::Op::While: return std::numeric_limits<double>::infinity();
+      case tidu::Op::Scan: w += static_cast<double>(at[1]) * (1 + sub[static_cast<std::size_t>(at[0])]); break;
+      case tidu::Op::Cond: case tidu::Op::Checkpoint: calls = true; break;
+      default: break;
+    }
+  }
+  return calls ? w + all_subs : w;  // every branch once: an upper bound
+}
+
+// Runs f() (an evaluation that may throw tidu::Cancelled) with the GIL released, watching for
+// Ctrl-C when `watch`; on a SIGINT, runs Python's handlers with the GIL held: their exception
+// (KeyboardInterrupt) propagates, and when they raise none f runs again.
+template <class F>
+void run_interruptible(bool watch, F&& f) {
+  watch = watch && on_main_thread();
+  for (;;) {
+    if (watch && PyErr_CheckSignals() != 0) throw py::error_already_set();  // one that came just before
+    try {
+      if (watch) g_interrupted.store(false, std::memory_order_relaxed);
+      const SigintWatch sigint(watch);
+      py::gil_scoped_release nogil;
+      f(watch ? &g_interrupted : nullptr);
+      return;
+    } catch (const tidu::Cancelled&) {
+      if (!watch) throw;
+    }
+  }
+}
+
 template <class T>
 std::vector<T> to_vec(const py::array_t<T>& in) {
   auto a = py::array_t<T, py::array::c_style | py::array::forcecast>::ensure(in);
@@ -91,13 +193,15 @@ class PyProgram {
     a_.input_names = std::move(input_names), a_.output_names = std::move(output_names);
     p_ = tidu::build_program(a_);
     small_ = is_small(p_);
+    work_ = work(p_);
   }
 
-  explicit PyProgram(const py::bytes& data) {
+  PyProgram(const py::bytes& data, const tidu::LoadLimits& limits) {
     std::string_view v = data;
     a_ = tidu::deserialize(v.data(), v.size());
-    p_ = tidu::build_program(a_);
+    p_ = tidu::build_program(a_, limits);
     small_ = is_small(p_);
+    work_ = work(p_);
   }
 
   py::bytes to_bytes() const {
@@ -142,10 +246,13 @@ class PyProgram {
     auto ws = take();
     try {
       if (small_) {  // a few microseconds at most: releasing the GIL would cost more than it frees
+        ws->watch(nullptr);
         tidu::eval(p_, *ws, in.data(), outs.data());
       } else {
-        py::gil_scoped_release nogil;
-        tidu::eval(p_, *ws, in.data(), outs.data());
+        run_interruptible(work_ >= kWatchWork, [&](const std::atomic<bool>* stop) {
+          ws->watch(stop);
+          tidu::eval(p_, *ws, in.data(), outs.data());
+        });
       }
     } catch (...) {
       give(std::move(ws));
@@ -177,10 +284,9 @@ class PyProgram {
       outs[i] = a.mutable_data();
       result.append(a);
     }
-    {
-      py::gil_scoped_release nogil;
-      tidu::eval_batch(p_, batch, in.data(), outs.data(), threads, exact);
-    }
+    run_interruptible(work_ * static_cast<double>(batch) >= kWatchWork, [&](const std::atomic<bool>* stop) {
+      tidu::eval_batch(p_, batch, in.data(), outs.data(), threads, exact, stop);
+    });
     return result;
   }
 
@@ -223,6 +329,7 @@ class PyProgram {
   tidu::ProgramArrays a_;
   tidu::Program p_;
   bool small_ = false;
+  double work_ = 0;  // work(p_): whether an evaluation is watched for Ctrl-C
   std::mutex mu_;
   std::vector<std::unique_ptr<tidu::Workspace>> pool_;
 };
@@ -309,7 +416,14 @@ void make_program(py::module_& m) {
            py::arg("attr_off"), py::arg("attrs"), py::arg("consts"), py::arg("inputs"),
            py::arg("outputs"), py::arg("input_names") = std::vector<std::string>(),
            py::arg("output_names") = std::vector<std::string>(), py::arg("subs") = py::list())
-      .def(py::init<const py::bytes&>(), py::arg("data"))
+      .def(py::init([](const py::bytes& data, std::optional<std::uint64_t> max_bytes,
+                       std::optional<std::uint64_t> max_instructions) {
+             tidu::LoadLimits lim;
+             if (max_bytes) lim.max_bytes = *max_bytes;
+             if (max_instructions) lim.max_instructions = *max_instructions;
+             return std::make_unique<PyProgram>(data, lim);
+           }),
+           py::arg("data"), py::arg("max_bytes") = py::none(), py::arg("max_instructions") = py::none())
       .def("to_bytes", &PyProgram::to_bytes)
       .def_property_readonly("input_names", [](const PyProgram& p) { return p.program().input_names; })
       .def_property_readonly("input_shapes", [](const PyProgram& p) {
@@ -327,6 +441,13 @@ void make_program(py::module_& m) {
            py::arg("exact") = true)
       .def_property_readonly("arena_bytes", [](const PyProgram& p) { return p.program().arena_bytes; })
       .def_property_readonly("naive_bytes", [](const PyProgram& p) { return p.program().naive_bytes; })
+      .def_property_readonly(
+          "workspace_bytes", [](const PyProgram& p) { return p.program().workspace_bytes; },
+          "Bytes an evaluation's workspace allocates: this program's arena, loop carry buffers and "
+          "tables, and the workspaces of its nested programs (loop bodies, branches), recursively.")
+      .def_property_readonly(
+          "instructions", [](const PyProgram& p) { return p.program().total_instructions; },
+          "Instructions, nested programs' included.")
       .def_property_readonly(
           "scalar_runs",
           [](const PyProgram& p) {
@@ -384,4 +505,6 @@ PYBIND11_MODULE(_eval, m) {
   m.doc() = "tidu's C++ interpreter";
   make_tables(m);
   make_program(m);
+  g_main_thread = py::module_::import("threading").attr("main_thread")().attr("ident").cast<unsigned long>();
+  py::register_exception<tidu::Cancelled>(m, "Cancelled", PyExc_RuntimeError);
 }

@@ -11,7 +11,7 @@ from __future__ import annotations
 from tidu import ops
 from tidu._paths import get_cmake_dir, get_include
 from tidu.ad import LinearFragment, SavedValue, differentiate, saved_values
-from tidu.api import lax
+from tidu.api import lax, tree_util
 from tidu.api.control_flow import checkpoint, cond, fori_loop, remat, scan, switch, while_loop
 from tidu.api.custom import custom_jvp, custom_vjp
 from tidu.api.grad import (
@@ -51,7 +51,32 @@ from tidu.graph import (
     program_cache,
     resolve,
 )
+from tidu.graph.memory import (
+    FreedGraphError,
+    cache_limits,
+    clear_caches,
+    memory_stats,
+    set_cache_limits,
+)
 from tidu.numpy import linalg, nn, scipy
+from tidu.numpy.constants import (
+    bool_,
+    complex64,
+    complex128,
+    dtype,
+    e,
+    euler_gamma,
+    finfo,
+    float32,
+    float64,
+    iinfo,
+    inf,
+    int32,
+    int64,
+    nan,
+    newaxis,
+    pi,
+)
 from tidu.numpy.contractions import cross, inner, kron, outer, tensordot, trace, vdot
 from tidu.numpy.core import (
     abs,
@@ -110,6 +135,22 @@ from tidu.numpy.creation import (
     zeros_like,
 )
 from tidu.numpy.einsum import einsum, einsum_path
+from tidu.numpy.logical import (
+    bitwise_and,
+    bitwise_invert,
+    bitwise_left_shift,
+    bitwise_not,
+    bitwise_or,
+    bitwise_right_shift,
+    bitwise_xor,
+    invert,
+    left_shift,
+    logical_and,
+    logical_not,
+    logical_or,
+    logical_xor,
+    right_shift,
+)
 from tidu.numpy.reductions import diff, std, var
 from tidu.numpy.shapes import (
     array_split,
@@ -149,6 +190,34 @@ from tidu.numpy.sorting import (
     min,
     prod,
     sort,
+)
+from tidu.numpy.statistics import (
+    allclose,
+    average,
+    corrcoef,
+    count_nonzero,
+    cov,
+    digitize,
+    interp,
+    isclose,
+    median,
+    nanargmax,
+    nanargmin,
+    nanmax,
+    nanmean,
+    nanmedian,
+    nanmin,
+    nanpercentile,
+    nanprod,
+    nanquantile,
+    nanstd,
+    nansum,
+    nanvar,
+    percentile,
+    polyval,
+    ptp,
+    quantile,
+    searchsorted,
 )
 from tidu.numpy.take import dynamic_slice, dynamic_update_slice, take, take_along_axis
 from tidu.numpy.ufuncs import (
@@ -205,30 +274,37 @@ from tidu.trace.tracer import Tracer
 __version__ = "0.1.0"
 
 __all__ = [
-    "abs", "AbstractValue", "all", "angle", "any", "apply", "arange", "arccos", "arccosh",
-    "arcsin", "arcsinh", "arctan", "arctan2", "arctanh", "argmax", "argmin", "argsort",
+    "abs", "AbstractValue", "all", "allclose", "angle", "any", "apply", "arange", "arccos",
+    "arccosh", "arcsin", "arcsinh", "arctan", "arctan2", "arctanh", "argmax", "argmin", "argsort",
     "around", "array", "array_split", "asarray", "astype", "atleast_1d", "atleast_2d",
-    "atleast_3d", "aval", "broadcast_to", "build", "cbrt", "ceil", "checkpoint", "clip",
-    "column_stack", "compile", "CompiledProgram", "concatenate", "cond", "conj", "cos", "cosh",
-    "cross", "cummax", "cummin", "cumprod", "cumsum", "custom_jvp", "custom_vjp", "deg2rad",
-    "degrees", "diag", "diagonal",
-    "diff", "differentiate", "divmod", "dot", "dstack", "dynamic_slice", "dynamic_update_slice",
-    "einsum", "einsum_path", "empty", "empty_like", "erf", "erfc", "erfinv", "exp", "exp2",
-    "expand_dims", "expm1", "External", "eye", "fix", "flip", "fliplr", "flipud", "floor",
-    "floor_divide", "fmax", "fmin", "fmod", "fori_loop", "Fragment", "FragmentBuilder", "full",
-    "full_like", "get_cmake_dir", "get_include", "grad", "GraphError", "hessian", "hstack",
-    "hvp", "hypot", "identity", "imag", "inner", "iota", "isfinite", "isinf", "isnan", "jacfwd",
-    "jacrev", "jit", "jvp", "kron", "lax", "linalg", "Linear", "linear_transpose", "LinearFragment",
-    "linearize", "linspace", "load", "LoadedProgram", "Local", "log", "log10", "log1p", "log2",
-    "logaddexp", "logaddexp2", "materialize_merge", "MaterializedGraph", "matmul", "max",
-    "maximum", "mean", "meshgrid", "min", "minimum", "mod", "moveaxis", "nan_to_num", "ndim",
-    "nn", "ones", "ones_like", "OpMode", "ops", "outer", "pad", "power", "PRIMAL", "prod",
-    "program_cache", "rad2deg", "radians", "ravel", "real", "reciprocal", "remainder", "remat",
-    "repeat", "reshape", "resolve", "ResolvedView", "rint", "roll", "round", "rsqrt",
-    "saved_values", "SavedValue", "scan", "scipy", "select", "shape", "show", "sign", "sin",
-    "sinh", "size", "sort", "spec", "split", "sqrt", "square", "squeeze", "stack", "std",
-    "stop_gradient", "sum", "swapaxes", "switch", "take", "take_along_axis", "tan", "tanh",
-    "tensordot", "tile", "to_dot", "trace", "Tracer", "transpose", "tri", "tril", "triu",
-    "trunc", "ValKey", "value_and_grad", "var", "vdot", "vjp", "vmap", "vstack", "where",
-    "while_loop", "xla", "zeros", "zeros_like",
+    "atleast_3d", "aval", "average", "bitwise_and", "bitwise_invert", "bitwise_left_shift",
+    "bitwise_not", "bitwise_or", "bitwise_right_shift", "bitwise_xor", "bool_", "broadcast_to",
+    "build", "cache_limits", "cbrt", "ceil", "checkpoint", "clear_caches", "clip", "column_stack",
+    "compile", "CompiledProgram", "complex128", "complex64", "concatenate", "cond", "conj",
+    "corrcoef", "cos", "cosh", "count_nonzero", "cov", "cross", "cummax", "cummin", "cumprod",
+    "cumsum", "custom_jvp", "custom_vjp", "deg2rad", "degrees", "diag", "diagonal", "diff",
+    "differentiate", "digitize", "divmod", "dot", "dstack", "dtype", "dynamic_slice",
+    "dynamic_update_slice", "e", "einsum", "einsum_path", "empty", "empty_like", "erf", "erfc",
+    "erfinv", "euler_gamma", "exp", "exp2", "expand_dims", "expm1", "External", "eye", "finfo",
+    "fix", "flip", "fliplr", "flipud", "float32", "float64", "floor", "floor_divide", "fmax",
+    "fmin", "fmod", "fori_loop", "Fragment", "FragmentBuilder", "FreedGraphError", "full",
+    "full_like", "get_cmake_dir", "get_include", "grad", "GraphError", "hessian", "hstack", "hvp",
+    "hypot", "identity", "iinfo", "imag", "inf", "inner", "int32", "int64", "interp", "invert",
+    "iota", "isclose", "isfinite", "isinf", "isnan", "jacfwd", "jacrev", "jit", "jvp", "kron",
+    "lax", "left_shift", "linalg", "Linear", "linear_transpose", "LinearFragment", "linearize",
+    "linspace", "load", "LoadedProgram", "Local", "log", "log10", "log1p", "log2", "logaddexp",
+    "logaddexp2", "logical_and", "logical_not", "logical_or", "logical_xor", "materialize_merge",
+    "MaterializedGraph", "matmul", "max", "maximum", "mean", "median", "memory_stats", "meshgrid",
+    "min", "minimum", "mod", "moveaxis", "nan", "nan_to_num", "nanargmax", "nanargmin", "nanmax",
+    "nanmean", "nanmedian", "nanmin", "nanpercentile", "nanprod", "nanquantile", "nanstd",
+    "nansum", "nanvar", "ndim", "newaxis", "nn", "ones", "ones_like", "OpMode", "ops", "outer",
+    "pad", "percentile", "pi", "polyval", "power", "PRIMAL", "prod", "program_cache", "ptp",
+    "quantile", "rad2deg", "radians", "ravel", "real", "reciprocal", "remainder", "remat",
+    "repeat", "reshape", "resolve", "ResolvedView", "right_shift", "rint", "roll", "round",
+    "rsqrt", "saved_values", "SavedValue", "scan", "scipy", "searchsorted", "select",
+    "set_cache_limits", "shape", "show", "sign", "sin", "sinh", "size", "sort", "spec", "split",
+    "sqrt", "square", "squeeze", "stack", "std", "stop_gradient", "sum", "swapaxes", "switch",
+    "take", "take_along_axis", "tan", "tanh", "tensordot", "tile", "to_dot", "trace", "Tracer",
+    "transpose", "tree_util", "tri", "tril", "triu", "trunc", "ValKey", "value_and_grad", "var",
+    "vdot", "vjp", "vmap", "vstack", "where", "while_loop", "xla", "zeros", "zeros_like",
 ]

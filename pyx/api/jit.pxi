@@ -1,48 +1,12 @@
 # Included by _core.pyx: the per-call work of tidu's transforms (jit, grad, ...), which optimisers
-# and samplers run millions of times: flattening the positional arguments into leaves and the
-# hashable signature a compiled program is cached under.  tidu.api.tree's flatten_args and
-# _signature are these functions.
+# and samplers run millions of times: the hashable signature a compiled program is cached under,
+# the outputs' flattening, the jitted call's entry (the pytree convention is api/tree.pxi).
 
 from cpython.ref cimport Py_INCREF
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 
 cdef object _PyBool = type(True)  # `bool` here is C++'s (libcpp)
 cdef tuple _PY_SCALAR_TYPES = (_PyBool, int, float, complex)
-# None is a pytree node with no children, as in jax (unflatten rebuilds it: NoneType() is None)
-cdef tuple _NONE_TREE = (type(None), ())
-
-
-cdef object _flatten_into(object x, list leaves):
-    """Appends x's leaves; returns x's tree (None for a leaf)."""
-    cdef list trees
-    if isinstance(x, (tuple, list)):
-        trees = []
-        for a in x:
-            if a is None:
-                trees.append(_NONE_TREE)
-            elif isinstance(a, (tuple, list, dict)):
-                trees.append(_flatten_into(a, leaves))
-            else:
-                leaves.append(a)
-                trees.append(None)
-        return (type(x), tuple(trees))
-    if isinstance(x, dict):
-        trees = []
-        for k in x:
-            trees.append((k, _flatten_into(x[k], leaves)))
-        return (dict, tuple(trees))
-    if x is None:
-        return _NONE_TREE
-    leaves.append(x)
-    return None
-
-
-def flatten_args(args):
-    """Leaves (arrays/scalars) of positional args that may be tuples/lists/dicts, and their tree
-    (nested tuples, hashable: it is part of the transforms' cache keys)."""
-    cdef list leaves = []
-    tree = _flatten_into(args, leaves)
-    return leaves, tree
 
 
 def signature(leaves):
@@ -95,40 +59,26 @@ def leaf_avals(leaves, slow):
     return out
 
 
-cdef object _flatten_out(Trace trace, object out, list flat, object lift):
-    """Appends out's Tracers (lift of any other leaf) to flat; returns out's tree."""
-    cdef list trees
-    if isinstance(out, (tuple, list)):
-        trees = []
-        for o in out:
-            trees.append(_flatten_out(trace, o, flat, lift))
-        return (type(out), trees)
-    if isinstance(out, dict):
-        trees = []
-        for k in out:
-            trees.append((k, _flatten_out(trace, out[k], flat, lift)))
-        return (dict, trees)
-    if out is None:
-        return _NONE_TREE
-    if isinstance(out, Tracer):
-        if (<Tracer>out)._t is not trace:
-            raise ValueError("the function returned a value from another trace")
-        flat.append(out)
-        return None
-    try:
-        x = lift(out)
-    except TypeError:
-        raise TypeError(f"a traced function must return arrays or tuples/lists/dicts of them, "
-                        f"got {type(out).__name__}") from None
-    flat.append(x)
-    return None
-
-
 def flatten_outputs(Trace trace not None, out, lift):
-    """(Tracers of a traced function's result, its structure): tidu.trace.build.flatten_outputs."""
-    cdef list flat = []
-    tree = _flatten_out(trace, out, flat, lift)
-    return flat, tree
+    """(Tracers of a traced function's result, its structure): tidu.trace.build.flatten_outputs.
+    Leaves that are not Tracers are lifted (lift); a Tracer of another trace is an error."""
+    cdef list leaves = []
+    cdef Py_ssize_t i
+    tree = _flatten_into(out, leaves, None)
+    for i in range(len(leaves)):
+        x = leaves[i]
+        if type(x) is Tracer or isinstance(x, Tracer):
+            if (<Tracer>x)._t is not trace:
+                raise ValueError("the function returned a value from another trace")
+            continue
+        try:
+            leaves[i] = lift(x)
+        except TypeError:
+            raise TypeError(f"a traced function must return arrays or tuples/lists/dicts of them, "
+                            f"got {type(x).__name__} (output leaf {i}); a class of its own is a "
+                            f"pytree node once registered with "
+                            f"td.tree_util.register_pytree_node") from None
+    return leaves, tree
 
 
 def keys_of(tracers):
@@ -323,26 +273,3 @@ cdef class StaticJitted:
             Py_INCREF(x)
             PyTuple_SET_ITEM(flat, n_pos + j, x)
         return self._inner.call_flat(flat)
-
-
-cdef object _unflatten_at(object tree, list flat, Py_ssize_t* pos):
-    if tree is None:
-        x = flat[pos[0]]
-        pos[0] += 1
-        return x
-    kind, children = tree
-    if kind is dict:
-        return {k: _unflatten_at(c, flat, pos) for k, c in children}
-    vals = [_unflatten_at(c, flat, pos) for c in children]
-    if kind is tuple:
-        return tuple(vals)
-    if kind is list:
-        return vals
-    return kind(*vals)  # a namedtuple
-
-
-def unflatten(tree, flat):
-    """A function's output structure (tidu.trace.build.flatten_outputs' tree) rebuilt over flat
-    values: per call of every transform with nested outputs, so compiled."""
-    cdef Py_ssize_t pos = 0
-    return _unflatten_at(tree, flat if type(flat) is list else list(flat), &pos)

@@ -4,11 +4,35 @@
 # ---- fragments ----
 
 cdef class FragmentStore:
-    """Local values and ops of one fragment, as global ids; C++ owns the storage."""
+    """Local values and ops of one fragment, as global ids; C++ owns the storage.  Alive, it
+    keeps the interner from being emptied (it counts as a holder unless disowned)."""
     cdef FragmentData data
+    cdef unsigned long long epoch
+    cdef bint counted
+
+    def __cinit__(self):
+        global _live_holders
+        self.epoch = _epoch
+        self.counted = True
+        _live_holders += 1
+
+    def __dealloc__(self):
+        global _live_holders
+        if self.counted:
+            _live_holders -= 1
+
+    def __reduce__(self):
+        raise TypeError("a fragment store holds interned ids of this process: it cannot be "
+                        "converted to a picklable form (save a compiled program instead)")
+
+    cdef inline int check(self) except -1:
+        if self.epoch != _epoch:
+            _freed("this fragment")
+        return 0
 
     def add_input(self, Id v):
         """Declare Input value v as an input; returns its local id."""
+        self.check()
         if v >= _I.n_vals():
             raise IndexError(f"no value with id {v}")
         return self.data.add_input(_I[0], v)
@@ -16,6 +40,7 @@ cdef class FragmentStore:
     def add_inputs(self, key_ids, aval_ids):
         """Declare Input(key_ids[i]) at abstract value aval_ids[i] as inputs; returns their
         local ids (add_input(intern_input(k, a)) for each pair, in one call)."""
+        self.check()
         cdef vector[Id] k = _ids(key_ids), a = _ids(aval_ids)
         cdef size_t i
         if k.size() != a.size():
@@ -27,27 +52,32 @@ cdef class FragmentStore:
 
     def add_op(self, Id prim, Id mode, args, out_avals):
         """Intern the op and make it local; returns the local id of output slot 0."""
+        self.check()
         cdef vector[Id] a = _ids(args)
         cdef vector[Id] o = _ids(out_avals)
         return self.data.add_op(_I[0], prim, mode, a.data(), a.size(), o.data(), o.size())
 
     def emit(self, Id prim, Id mode, args, Id aval):
         """Single-output op; returns the global id of its output."""
+        self.check()
         cdef vector[Id] a = _ids(args)
         cdef Id l = self.data.add_op(_I[0], prim, mode, a.data(), a.size(), &aval, 1)
         return self.data.vals[l]
 
     def emit0(self, Id prim, Id aval):
+        self.check()
         cdef Id l = self.data.add_op(_I[0], prim, 0, NULL, 0, &aval, 1)
         return self.data.vals[l]
 
     def emit1(self, Id prim, Id mode, Id a, Id aval):
+        self.check()
         if a >= _I.n_vals():
             raise IndexError(f"no value with id {a}")
         cdef Id l = self.data.add_op(_I[0], prim, mode, &a, 1, &aval, 1)
         return self.data.vals[l]
 
     def emit2(self, Id prim, Id mode, Id a, Id b, Id aval):
+        self.check()
         cdef Id args[2]
         args[0] = a
         args[1] = b
@@ -58,16 +88,19 @@ cdef class FragmentStore:
 
     def local_of(self, Id v):
         """Local id of global value v, or -1 when v is not defined here (External)."""
+        self.check()
         cdef Id l = self.data.local_of(v)
         return -1 if l == kNone else l
 
     def global_of(self, Id local):
+        self.check()
         if local >= self.data.vals.size():
             raise IndexError(f"no local value t{local}")
         return self.data.vals[local]
 
     def globals_of(self, locals_):
         """global_of of each local id."""
+        self.check()
         cdef vector[Id] l = _ids(locals_)
         cdef size_t n = self.data.vals.size()
         out = []
@@ -86,12 +119,15 @@ cdef class FragmentStore:
         return self.data.ops.size()
 
     def vals(self):
+        self.check()
         return _array(self.data.vals)
 
     def ops(self):
+        self.check()
         return _array(self.data.ops)
 
     def inputs(self):
+        self.check()
         return _array(self.data.inputs)
 
     def outputs(self):
@@ -121,6 +157,7 @@ cdef class ViewStore:
         cdef FragmentStore s
         self.stores = list(stores)
         for s in self.stores:
+            s.check()
             ptrs.push_back(&s.data)
         self.view = new View(ptrs)
 
@@ -145,33 +182,62 @@ cdef class ViewStore:
 
 
 cdef class Materialized:
-    """C++-held result of a walk: reachable values and ops in topological order."""
+    """C++-held result of a walk: reachable values and ops in topological order (a holder of
+    interned ids, like FragmentStore)."""
     cdef Reachable r
     cdef vector[Id] outputs
+    cdef unsigned long long epoch
+    cdef bint counted
+
+    def __cinit__(self):
+        global _live_holders
+        self.epoch = _epoch
+        self.counted = True
+        _live_holders += 1
+
+    def __dealloc__(self):
+        global _live_holders
+        if self.counted:
+            _live_holders -= 1
+
+    def __reduce__(self):
+        raise TypeError("a walk holds interned ids of this process: it cannot be converted "
+                        "to a picklable form (save a compiled program instead)")
+
+    cdef inline int check(self) except -1:
+        if self.epoch != _epoch:
+            _freed("this walk (a materialized graph)")
+        return 0
 
     @property
     def vals(self):
+        self.check()
         return _array(self.r.vals)
 
     @property
     def ops(self):
+        self.check()
         return _array(self.r.ops)
 
     @property
     def inputs(self):
+        self.check()
         return _array(self.r.inputs)
 
     @property
     def outputs(self):
+        self.check()
         return _array(self.outputs)
 
     def input_keys(self):
         """The ValKey of each input."""
+        self.check()
         cdef Id v
         return [ValKey(v) for v in self.r.inputs]
 
     def output_keys(self):
         """The ValKey of each output."""
+        self.check()
         cdef Id v
         return [ValKey(v) for v in self.outputs]
 
@@ -182,6 +248,7 @@ cdef class Materialized:
     def active(self, seeds, const uint8_t[::1] nondiff_aval):
         """Values that depend on `seeds` (forward activity); non-differentiable avals stay
         inactive."""
+        self.check()
         cdef vector[Id] s = _ids(seeds)
         cdef FlatMap32 act = FlatMap32(64)
         cdef vector[Id] out
@@ -196,6 +263,7 @@ cdef class Materialized:
 
     def compile(self):
         """SSA arrays (dict of uint32 arrays) and the normalised structure key (bytes)."""
+        self.check()
         cdef SSAProgram p
         compile_ssa(_I[0], self.r.vals, self.r.ops, self.r.inputs, self.outputs.data(),
                     self.outputs.size(), p)
@@ -217,6 +285,7 @@ cdef class Materialized:
         """Ops (topological) with at least one active input, where activity flows forward from
         `seeds` and never into a non-differentiable abstract value: the ops `differentiate`
         must linearize; every other op has a zero tangent."""
+        self.check()
         cdef vector[Id] s = _ids(seeds)
         cdef FlatMap32 act = FlatMap32(64)
         cdef vector[Id] out
@@ -248,6 +317,8 @@ def substitute(FragmentStore b, Materialized m, mapping):
     cdef const Id* ins
     cdef size_t k
     cdef bint changed
+    b.check()
+    m.check()
     for a, c in mapping.items():
         sub.insert(<Id>a, <Id>c)
     for o in m.r.ops:

@@ -54,6 +54,7 @@ cdef extern from "tidu/graph/interner.hpp" namespace "tidu" nogil:
         const Id* op_inputs(Id o)
         bool is_input(Id v)
         size_t memory_bytes()
+        void truncate(size_t n_vals, size_t n_ops) except +
 
 cdef extern from "tidu/graph/graph.hpp" namespace "tidu" nogil:
     cdef cppclass FragmentData:

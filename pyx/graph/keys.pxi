@@ -23,6 +23,23 @@ cdef KeyInterner* _I = new KeyInterner()
 
 NONE = kNone
 
+# Reclaiming (graph/memory.pxi, tidu.graph.memory): the interner is emptied only when no fragment
+# store and no walk (Materialized) that holds its ids is alive; each emptying starts a new epoch,
+# and a ValKey (which does not count as a holder) made in an earlier epoch raises FreedGraphError
+# instead of naming whatever value took its id.
+cdef unsigned long long _epoch = 0
+cdef Py_ssize_t _live_holders = 0
+
+
+class FreedGraphError(ReferenceError):
+    """A key, fragment or walk refers to graph nodes that tidu.clear_caches() (or the automatic
+    reclaim of an unreferenced interner) has freed."""
+
+
+cdef int _freed(object what) except -1:
+    raise FreedGraphError(f"{what} belongs to a graph whose nodes were freed (tidu.clear_caches "
+                          f"or the automatic reclaim ran while nothing held them): build it again")
+
 
 class DanglingReference(LookupError):
     """A reachable value is defined by no fragment of the view; .val is its global id."""
@@ -130,24 +147,34 @@ cdef class ValKey:
     so construction, hash (``id ^ 0x5BD1E9955BD1E995``: no tuple per call) and equality are
     compiled, and the collector does not track them."""
 
-    cdef readonly object id
+    cdef object _id
     cdef Py_hash_t _hash
+    cdef unsigned long long _epoch
 
     def __cinit__(self, id_):
         if type(id_) is not int:
             id_ = int(id_)
-        self.id = id_
+        self._id = id_
+        self._epoch = _epoch
         if 0 <= id_ < 0x1000000000000:  # Python's hash of (id ^ K): that int mod 2**61 - 1
             self._hash = <Py_hash_t>((<unsigned long long>id_ ^ 0x5BD1E9955BD1E995ULL)
                                      % 0x1FFFFFFFFFFFFFFFULL)
         else:
             self._hash = hash(id_ ^ 0x5BD1E9955BD1E995)
 
+    @property
+    def id(self):
+        """The interned value id (FreedGraphError once its graph has been freed)."""
+        if self._epoch != _epoch:
+            _freed(f"ValKey #{self._id}")
+        return self._id
+
     def __eq__(self, other):
-        return type(other) is ValKey and (<ValKey>other).id == self.id
+        return (type(other) is ValKey and (<ValKey>other)._id == self._id
+                and (<ValKey>other)._epoch == self._epoch)
 
     def __ne__(self, other):
-        return not (type(other) is ValKey and (<ValKey>other).id == self.id)
+        return not self.__eq__(other)
 
     def __hash__(self):
         return self._hash
@@ -156,6 +183,8 @@ cdef class ValKey:
         return ValKey, (self.id,)
 
     def __repr__(self):
+        if self._epoch != _epoch:
+            return f"ValKey({self._id}, freed)"
         return _key_hooks[2](self)
 
     @property

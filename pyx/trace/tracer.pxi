@@ -738,6 +738,19 @@ cdef class Tracer:
     def __pos__(self): return self
     def __abs__(self): return _py.abs(self)
 
+    # logical/bitwise (tidu.numpy.logical)
+    def __and__(self, o): return _py.bitwise_and(self, o)
+    def __rand__(self, o): return _py.bitwise_and(o, self)
+    def __or__(self, o): return _py.bitwise_or(self, o)
+    def __ror__(self, o): return _py.bitwise_or(o, self)
+    def __xor__(self, o): return _py.bitwise_xor(self, o)
+    def __rxor__(self, o): return _py.bitwise_xor(o, self)
+    def __invert__(self): return _py.invert(self)
+    def __lshift__(self, o): return _py.left_shift(self, o)
+    def __rlshift__(self, o): return _py.left_shift(o, self)
+    def __rshift__(self, o): return _py.right_shift(self, o)
+    def __rrshift__(self, o): return _py.right_shift(o, self)
+
     # comparisons (a Tracer is unhashable, like a numpy array)
     def __lt__(self, o): return _py._compare("LT", self, o)
     def __le__(self, o): return _py._compare("LE", self, o)
@@ -770,3 +783,7 @@ cdef class Tracer:
     @property
     def at(self):  # jax's indexed updates: x.at[idx].set/add/mul/min/max/get
         return _py._at(self)
+
+    def __getattr__(self, name):
+        # the other jax.Array methods (x.min(), x.std(), x.clip(), ...): tidu.numpy.array_methods
+        return _py.method(self, name)

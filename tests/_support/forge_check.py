@@ -14,7 +14,7 @@ import numpy as np
 
 from _support.forge import parse
 
-CAP = 64 << 20        # evaluate only when declared inputs, outputs and arena fit in 64 MiB ...
+CAP = 64 << 20        # evaluate only when declared inputs, outputs and workspace fit in 64 MiB ...
 ADDRESS_LIMIT = 4 << 30  # ... or when an allocation past the worker's address-space limit must fail
 PER_FILE_S = 20       # SIGALRM (a failure) for a file that hangs
 
@@ -64,12 +64,28 @@ def check_one(data: bytes, same_as: bytes | None = None) -> str | None:
     in_bytes = sum(int(np.prod(s, dtype=object)) * np.dtype(d).itemsize
                    for s, d in zip(shapes, dtypes))
     out_bytes = sum(a.nbytes(int(s)) for s in a.a["outputs"])
-    big = [b for b in (out_bytes, int(p.arena_bytes)) if b > CAP]
+    # workspace_bytes counts nested programs (loop bodies, branches) and loop buffers: what
+    # the evaluation allocates.  load's max_bytes must refuse exactly the programs over it.
+    ws_bytes = int(p.workspace_bytes)
+    if ws_bytes < int(p.arena_bytes):
+        return f"workspace_bytes {ws_bytes} below arena_bytes {int(p.arena_bytes)}"
+    try:
+        _eval.Program(data, max_bytes=CAP)
+        capped = False
+    except ValueError:
+        capped = True
+    if capped != (ws_bytes > CAP):
+        return (f"max_bytes={CAP} {'refused' if capped else 'accepted'} a program whose "
+                f"workspace_bytes is {ws_bytes}")
+    big = [b for b in (out_bytes, ws_bytes) if b > CAP]
     if in_bytes > CAP or any(b < ADDRESS_LIMIT for b in big):
         return None  # loading was the test; evaluating would take too much time or memory
     try:
         outs = p.run(_inputs(shapes, dtypes))
     except MemoryError:
+        if not big:  # the worker may map 4 GiB: the program allocated far more than it declared
+            return (f"ran out of memory evaluating a program that declared {ws_bytes} bytes "
+                    f"of workspace | arena_bytes {int(p.arena_bytes)}")
         return None
     except Exception:  # noqa: BLE001
         if big:

@@ -369,11 +369,49 @@ def edit_raw(data: bytes, rng) -> tuple[bytes, str]:
     return seal(bytes(pay[:n])), f"raw truncated payload to {n} bytes"
 
 
+def add_dead_iota(q: Prog, dt: str, elements: int) -> int:
+    """Appends to q an Iota of `elements` elements that nothing reads (it still gets a buffer and
+    runs); returns its slot."""
+    a = q.a
+    slot = len(a["slot_dtype"])
+    a["slot_dtype"] = np.append(a["slot_dtype"], np.uint8(DT[dt]))
+    a["slot_ndim"] = np.append(a["slot_ndim"], np.uint32(1))
+    a["shapes"] = np.append(a["shapes"], np.int64(elements))
+    a["opcode"] = np.append(a["opcode"], np.uint8(OP["Iota"]))
+    a["in_off"] = np.append(a["in_off"], a["in_off"][-1])
+    a["out_slots"] = np.append(a["out_slots"], np.uint32(slot))
+    a["out_off"] = np.append(a["out_off"], np.uint32(len(a["out_slots"])))
+    a["attrs"] = np.append(a["attrs"], np.array([1, elements, DT[dt], 0], np.int64))
+    a["attr_off"] = np.append(a["attr_off"], np.uint32(len(a["attrs"])))
+    return slot
+
+
+def craft_nested_arena(rng) -> tuple[Prog, str]:
+    """A loop program whose nested programs (a body, a condition, a branch, at any depth) hold
+    dead Iotas of 1 GiB to 2^51 bytes: the top-level plan stays small while an evaluation
+    would allocate the nested arenas, so workspace_bytes (and load's max_bytes) must count
+    them (issue #29: a 968-byte file with arena_bytes 64 allocated 1 GiB)."""
+    name = str(pick(rng, ["control_flow", "while_cond"]))
+    q = parse(seeds()[name])
+    path, node = [], q
+    while node.subs and (not path or rng.random() < 0.5):
+        k = int(rng.integers(len(node.subs)))
+        path.append(k)
+        node = node.subs[k]
+    dt = str(pick(rng, ["float64", "int64"]))
+    sizes = [int(pick(rng, [2**27, 2**33, 2**45, 2**48])) for _ in range(int(rng.integers(1, 3)))]
+    for e in sizes:
+        add_dead_iota(node, dt, e)
+    return q, f"craft nested_arena {name} sub {path}: dead {dt} iotas of {sizes} elements"
+
+
 CRAFTED = {"pad": craft_pad, "slice": craft_slice, "concat": craft_concat,
-           "arena": craft_arena, "zero": craft_zero_extent, "walk": craft_attr_walk}
+           "arena": craft_arena, "zero": craft_zero_extent, "walk": craft_attr_walk,
+           "nested_arena": craft_nested_arena}
 # (kind, weight): seed edits, crafted programs (one in 500 an arena wrap: those files are big)
 PLAN = [("field", 40), ("attr", 20), ("nested", 8), ("pad_seed", 3), ("pad", 3), ("slice", 4), ("concat", 3),
-        ("zero", 6), ("walk", 1), ("arena", 0.2), ("names", 4), ("same", 3), ("raw", 8)]
+        ("zero", 6), ("walk", 1), ("arena", 0.2), ("nested_arena", 2), ("names", 4), ("same", 3),
+        ("raw", 8)]
 
 
 def forge(index: int, seed: int = 0) -> tuple[str, bytes, str]:

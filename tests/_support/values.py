@@ -35,6 +35,11 @@ BINARY = [(P.Add, NUMERIC, False), (P.Sub, NUMERIC, False), (P.Mul, NUMERIC, Fal
           (P.Min, FLOATS + INTS, False)]
 # integer Div truncates (x / 0 == -1, as XLA's); Rem is C's fmod (x % 0 == x for integers)
 BINARY += [(P.Div, INTS, False), (P.Rem, FLOATS + INTS, True), (P.Atan2, FLOATS, False)]
+# bitwise (ops/bitwise.py): small ints of both signs, so shifts by negative amounts are covered
+BINARY += [(P.And, INTS + ("bool",), False), (P.Or, INTS + ("bool",), False),
+           (P.Xor, INTS + ("bool",), False), (P.ShiftLeft, INTS, False),
+           (P.ShiftRightArithmetic, INTS, False), (P.ShiftRightLogical, INTS, False)]
+UNARY += [(P.Not, INTS + ("bool",), False)]
 
 # Ordering and accumulation primitives (tidu.ops.sorting): (op, dtypes, positive); run by
 # tests/numpy/test_sorting.py on both backends against each op's numpy reference.

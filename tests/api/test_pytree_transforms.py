@@ -195,3 +195,189 @@ def test_none_is_an_empty_pytree(case):
     assert jax.tree_util.tree_structure(got) == jax.tree_util.tree_structure(want), (got, want)
     for g, w in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-12)
+
+
+# ---- one convention for every transform (td.tree_util): sorted dicts, registered nodes ----
+
+import collections  # noqa: E402
+import dataclasses  # noqa: E402
+
+jtu = jax.tree_util
+
+
+@dataclasses.dataclass
+class _Layer:
+    w: object
+    b: object
+    act: str = dataclasses.field(default="tanh", metadata={"static": True})
+
+
+td.tree_util.register_dataclass(_Layer)
+jtu.register_dataclass(_Layer)
+
+
+@td.tree_util.register_pytree_node_class
+@jtu.register_pytree_node_class
+class _Scaled:
+    def __init__(self, v, k):
+        self.v, self.k = v, k
+
+    def tree_flatten(self):
+        return (self.v,), self.k
+
+    @classmethod
+    def tree_unflatten(cls, k, children):
+        return cls(children[0], k)
+
+
+_Pair = collections.namedtuple("_Pair", "u v")
+
+
+def _same_tree(got, want):
+    """jax's structure (types rebuilt as themselves, dict keys in jax's order) and close leaves."""
+    assert jtu.tree_structure(got) == jtu.tree_structure(want), (jtu.tree_structure(got),
+                                                                 jtu.tree_structure(want))
+    for path, g in jtu.tree_leaves_with_path(got):
+        assert isinstance(g, np.ndarray | float | np.generic), (jtu.keystr(path), type(g))
+    jtu.tree_map(lambda g, w: np.testing.assert_allclose(np.asarray(g), np.asarray(w),
+                                                         rtol=1e-12, atol=1e-12), got, want)
+    dicts_g = [x for x in jtu.tree_leaves(got, is_leaf=lambda x: isinstance(x, dict))
+               if isinstance(x, dict)]
+    dicts_w = [x for x in jtu.tree_leaves(want, is_leaf=lambda x: isinstance(x, dict))
+               if isinstance(x, dict)]
+    assert [list(d) for d in dicts_g] == [list(d) for d in dicts_w]
+
+
+def _loss(np_):
+    def loss(p, x):
+        lay, sc, pair = p["z_layer"], p["a_scaled"], p["m_pair"]
+        h = np_.tanh(lay.w @ x + lay.b) * sc.k
+        return np_.sum(h * h) * np_.sum(sc.v ** 2) + np_.sum(pair.u * pair.v) + \
+            (0.0 if p["none"] is None else 1.0)
+    return loss
+
+
+def _params(x):
+    rng = np.random.default_rng(0)
+    return {"z_layer": _Layer(rng.normal(size=(2, 3)), rng.normal(size=2)),
+            "a_scaled": _Scaled(rng.normal(size=2), 0.5),
+            "m_pair": _Pair(rng.normal(size=3), x), "none": None}
+
+
+def test_grad_family_on_every_node_kind_matches_jax():
+    x = np.linspace(0.1, 0.3, 3)
+    p = _params(x)
+    f, jf = _loss(td), _loss(jnp)
+    _same_tree(td.grad(f)(p, x), jax.grad(jf)(p, x))
+    _same_tree(td.value_and_grad(f)(p, x), jax.value_and_grad(jf)(p, x))
+    _same_tree(td.jit(td.grad(f))(p, x), jax.grad(jf)(p, x))
+    out, back = td.vjp(f, p, x)
+    j_out, j_back = jax.vjp(jf, p, x)
+    _same_tree(back(1.0), j_back(1.0))
+    _same_tree(td.jvp(f, (p, x), (p, x)), jax.jvp(jf, (p, x), (p, x)))
+    _same_tree(td.linearize(f, p, x)[1](p, x), jax.linearize(jf, p, x)[1](p, x))
+    for tr, jtr in [(td.jacfwd, jax.jacfwd), (td.jacrev, jax.jacrev), (td.hessian, jax.hessian)]:
+        _same_tree(tr(f)(p, x), jtr(jf)(p, x))
+
+
+def test_jit_returns_registered_nodes_and_sorted_dicts():
+    x = np.arange(3.0)
+    f = lambda p: {"z": _Layer(p["w"] * 2, None, "relu"), "a": _Pair(p["w"], _Scaled(x, 3)),
+                   "m": None}
+    got = td.jit(f)({"w": x})
+    assert list(got) == ["a", "m", "z"] and got["m"] is None
+    assert type(got["z"]) is _Layer and got["z"].act == "relu" and got["z"].b is None
+    assert type(got["a"]) is _Pair and type(got["a"].v) is _Scaled and got["a"].v.k == 3
+    np.testing.assert_allclose(got["z"].w, 2 * x)
+
+
+def test_hessian_of_a_dict_argument_is_a_dict_of_dicts_as_jax():
+    f = lambda p: jnp.sum(p["b"] ** 2 * p["a"][0]) + jnp.sum(jnp.sin(p["a"]))
+    tf = lambda p: td.sum(p["b"] ** 2 * p["a"][0]) + td.sum(td.sin(p["a"]))
+    p = {"b": np.array([1.0, 2.0]), "a": np.array([0.5, 0.25, 3.0])}
+    got, want = td.hessian(tf)(p), jax.hessian(f)(p)
+    assert list(got) == ["a", "b"] and all(list(got[k]) == ["a", "b"] for k in got)
+    _same_tree(got, want)
+
+
+def test_vmap_axes_are_tree_prefixes_of_registered_nodes():
+    w, b = np.arange(12.0).reshape(4, 3), np.ones(3)
+    lay = _Layer(w, b)
+    f = lambda lay, s: lay.w * s + lay.b
+    jf = f
+    for in_axes in [(_Layer(0, None), None), ({"w": 0}, None)][:1]:
+        got = td.vmap(f, in_axes=in_axes)(lay, 2.0)
+        np.testing.assert_allclose(got, jax.vmap(jf, in_axes=in_axes)(lay, 2.0))
+    got = td.vmap(lambda d: {"z": d["b"], "a": _Pair(d["a"], None)}, in_axes=({"a": 0, "b": 1},),
+                  out_axes={"z": 1, "a": _Pair(0, None)})({"b": w.T, "a": w})
+    want = jax.vmap(lambda d: {"z": d["b"], "a": _Pair(d["a"], None)}, in_axes=({"a": 0, "b": 1},),
+                    out_axes={"z": 1, "a": _Pair(0, None)})({"b": w.T, "a": w})
+    _same_tree(got, want)
+    with pytest.raises(ValueError, match=r"in_axes specification must be a tree prefix.*"
+                                         r"has keys \['a', 'b'\] \(expected keys \['a', 'c'\]\)"):
+        td.vmap(lambda d: d["a"], in_axes=({"a": 0, "c": 1},))({"a": w, "b": w})
+
+
+def test_scan_cond_while_carry_registered_nodes():
+    def step(c, x):
+        return _Layer(c.w + x, c.b * 2.0, c.act), {"s": c.w.sum(), "n": None}
+
+    init = _Layer(np.zeros(2), np.ones(2), "id")
+    xs = np.arange(6.0).reshape(3, 2)
+    c, ys = td.scan(step, init, xs)
+    jc, jys = jax.lax.scan(step, init, xs)
+    _same_tree((c, ys), (jc, jys))
+    assert c.act == "id"
+    got = td.cond(True, lambda p: _Pair(p.v, p.u), lambda p: p, _Pair(np.ones(2), np.zeros(2)))
+    assert type(got) is _Pair and np.all(got.u == 0)
+    got = td.while_loop(lambda s: s.v < 5.0, lambda s: _Scaled(s.v + 1.0, s.k), _Scaled(0.0, 7))
+    assert type(got) is _Scaled and float(got.v) == 5.0 and got.k == 7
+    with pytest.raises(TypeError, match=r"scan: the function returns a carry of structure "
+                                        r"PyTreeDef\(\(\*, \*\)\), but init has "
+                                        r"PyTreeDef\(CustomNode\(namedtuple\[_Pair\]"):
+        td.scan(lambda c, x: ((c.u, c.v), x), _Pair(0.0, 1.0), xs)
+
+
+# ---- errors that name the leaf, its path and the argument ----
+
+def test_a_leaf_that_is_not_an_array_names_its_path_and_argument():
+    def f(params, x):
+        return td.sum(params["w1"] * x)
+
+    params = {"w1": np.ones(2), "w2": "relu"}
+    x = np.ones(2)
+    hint = "register_pytree_node"
+    for what, call in [
+        ("td.jit(f)", lambda: td.jit(f)(params, x)),
+        ("td.grad(f)", lambda: td.grad(f)(params, x)),
+        ("td.value_and_grad(f)", lambda: td.value_and_grad(f)(params, x)),
+        ("td.jacrev(f)", lambda: td.jacrev(f)(params, x)),
+        ("td.hessian(f)", lambda: td.hessian(f)(params, x)),
+        ("td.vmap(f)", lambda: td.vmap(f, in_axes=(None, 0))(params, np.ones((3, 2)))),
+    ]:
+        with pytest.raises(TypeError, match=rf"{re_escape(what)}: argument params\['w2'\] is a "
+                                            rf"str; .*{hint}"):
+            call()
+
+    @dataclasses.dataclass
+    class Unregistered:
+        w: object
+
+    with pytest.raises(TypeError, match=r"td.grad\(g\): argument p\[0\] is an Unregistered; .*"
+                                        r"register_dataclass"):
+        def g(p):
+            return td.sum(p[0].w)
+        td.grad(g)((Unregistered(np.ones(2)),))
+    with pytest.raises(TypeError, match=r"td.scan: argument init\['tag'\] is a str"):
+        td.scan(lambda c, x: (c, x), {"a": 0.0, "tag": "t"}, np.ones(3))
+    with pytest.raises(TypeError, match=r"td.jit\(f\): argument params\['w1'\] is an array of "
+                                        r"dtype uint8; tidu supports"):
+        td.jit(f)({"w1": np.ones(2, np.uint8)}, x)
+    with pytest.raises(TypeError, match=r"jvp: primal and tangent arguments must have the same "
+                                        r"tree structure"):
+        td.jvp(lambda p: p["a"], ({"a": 1.0},), ({"b": 1.0},))
+
+
+def re_escape(s):
+    import re
+    return re.escape(s)

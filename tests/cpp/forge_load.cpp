@@ -3,6 +3,8 @@
 // of the declared sizes.  Built with -fsanitize=address,undefined -fno-sanitize-recover=all by the
 // tests: any sanitizer report aborts the run (the test restarts it after the file that did so).
 // Loading must throw tidu::ProgramError or succeed; evaluating may throw any std::exception.
+// Programs are evaluated when their workspace_bytes (nested programs included) fit in 64 MiB: one
+// that allocates more than it declares (a nested arena left out) aborts under ASan.
 //   forge_load <dir> <list> <progress>: the files whose indices <list> holds (one per line), in
 //   order, each index written to <progress> before its file is read.
 #include <algorithm>
@@ -62,7 +64,18 @@ int main(int argc, char** argv) {
     try {
       tidu::Program p = tidu::Program::load_from_memory(b.data(), b.size());
       ++loaded;
-      bool small = p.arena_bytes <= kCap;
+      // workspace_bytes counts nested programs and loop buffers (what a Workspace allocates):
+      // a cap of kCap refuses exactly the programs over it.
+      bool capped = false;
+      try {
+        tidu::Program::load_from_memory(b.data(), b.size(), tidu::LoadLimits{kCap, UINT64_MAX});
+      } catch (const tidu::ProgramError&) {
+        capped = true;
+      }
+      if (capped != (p.workspace_bytes > kCap) || p.workspace_bytes < p.arena_bytes)
+        std::printf("FAIL\t%ld\tworkspace_bytes %llu and a load cap of %llu disagree\n", i,
+                    static_cast<unsigned long long>(p.workspace_bytes), static_cast<unsigned long long>(kCap));
+      bool small = p.workspace_bytes <= kCap;
       for (std::size_t k = 0; k < p.n_inputs(); ++k) small = small && p.input_bytes(k) <= kCap;
       for (std::size_t k = 0; k < p.n_outputs(); ++k) small = small && p.output_bytes(k) <= kCap;
       if (!small) continue;  // loading was the test: evaluating needs more than the cap

@@ -260,6 +260,19 @@ BAD += [(P.IsFinite(), [A((2,), "int64")], TypeError, "IsFinite: operand dtype i
         (P.Atan2(), [A((2,), "int32"), A((2,), "int32")], TypeError, "Atan2: operand dtype int32")]
 
 
+# bitwise (ops/bitwise.py)
+_BITWISE2 = [P.And, P.Or, P.Xor]
+_SHIFTS = [P.ShiftLeft, P.ShiftRightArithmetic, P.ShiftRightLogical]
+GOOD += [(c(), [A((2,), "bool"), A((2,), "bool")], A((2,), "bool")) for c in _BITWISE2]
+GOOD += [(c(), [A((2,), "int32"), A((2,), "int32")], A((2,), "int32")) for c in _SHIFTS]
+GOOD += [(P.Not(), [A((3,), "int64")], A((3,), "int64"))]
+BAD += [(c(), [A((2,)), A((2,))], TypeError, f"{c.__name__}: operand dtype float64")
+        for c in _BITWISE2 + _SHIFTS]
+BAD += [(P.ShiftLeft(), [A((2,), "bool"), A((2,), "bool")], TypeError,
+         "ShiftLeft: operand dtype bool"),
+        (P.Not(), [A((2,), "complex64")], TypeError, "Not: operand dtype complex64")]
+
+
 @pytest.mark.parametrize("op,avals,expected", GOOD, ids=lambda x: getattr(x, "name", None))
 def test_shape_rule(op, avals, expected):
     assert op.abstract_eval(*avals) is expected

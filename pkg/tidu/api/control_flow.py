@@ -7,13 +7,15 @@ branch is then one op of the enclosing fragment, whatever the trip count (docs/c
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import numpy as np
 
 from tidu._native import _core
 from tidu.api.jit import jit
+from tidu.api.tree import check_leaves
+from tidu.api.tree_util import PyTreeDef
 from tidu.graph import FragmentBuilder, ValKey, _aval_list, aval
 from tidu.numpy import core as T
 from tidu.numpy.core import iota
@@ -24,55 +26,15 @@ from tidu.trace.tracer import Tracer, _capture, _lift, _stack
 __all__ = ["scan", "fori_loop", "while_loop", "cond", "switch", "checkpoint", "remat"]
 
 
-# ---- pytrees (tuples, lists, dicts, None, leaves) ----
+# ---- pytrees: the transforms' one convention (tidu.api.tree, jax's) ----
 
-def _flatten(tree) -> tuple[list, Any]:
-    if tree is None:
-        return [], ("none",)
-    if isinstance(tree, (tuple, list)):
-        leaves, subs = [], []
-        for x in tree:
-            l, s = _flatten(x)
-            leaves += l
-            subs.append(s)
-        return leaves, (type(tree), subs)
-    if isinstance(tree, dict):
-        leaves, subs = [], []
-        for k in sorted(tree):
-            l, s = _flatten(tree[k])
-            leaves += l
-            subs.append((k, s))
-        return leaves, (dict, subs)
-    return [tree], ("leaf",)
-
-
-def _unflatten(spec, leaves):
-    it = iter(leaves)
-
-    def go(s):
-        kind = s[0]
-        if kind == "none":
-            return None
-        if kind == "leaf":
-            return next(it)
-        if kind is dict:
-            return {k: go(sub) for k, sub in s[1]}
-        vals = [go(sub) for sub in s[1]]
-        return kind(vals) if kind in (tuple, list) else kind(*vals)
-
-    return go(spec)
+_flatten = _core.tree_flatten  # tree -> (leaves, spec)
+_unflatten = _core.unflatten  # (spec, leaves) -> tree
 
 
 def _tree_str(spec) -> str:
-    kind = spec[0]
-    if kind == "none":
-        return "None"
-    if kind == "leaf":
-        return "*"
-    if kind is dict:
-        return "{" + ", ".join(f"{k!r}: {_tree_str(s)}" for k, s in spec[1]) + "}"
-    inner = ", ".join(_tree_str(s) for s in spec[1])
-    return f"[{inner}]" if kind is list else f"({inner}{',' if len(spec[1]) == 1 else ''})"
+    """A structure as jax prints it: ``PyTreeDef((*, {'a': *}))``."""
+    return repr(PyTreeDef(spec))
 
 
 # ---- tracing bodies ----
@@ -143,7 +105,34 @@ def _emit_multi(t, op, args: Sequence[Tracer]) -> list[Tracer]:
             for l in locals_]
 
 
-def _eager(fn: Callable, *args):
+def _checker(what: str, args: Sequence, names: Sequence[str]) -> Callable[[], None]:
+    """A check, run when a construct's operands fail to lift, that names the leaf at fault
+    (tidu.api.tree.check_leaves): `args` are the user's operands, called `names`."""
+    return lambda: check_leaves(what, tuple(args), list(names))
+
+
+def _lifted(t, leaves: Sequence, check: Callable[[], None]) -> list:
+    try:
+        return [_lift(t, x) for x in leaves]
+    except TypeError:
+        check()
+        raise
+
+
+def _arg_names(fn: Callable, n: int) -> list[str]:
+    try:
+        params = [p.name for p in inspect.signature(fn).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        params = []
+    return [params[i] if i < len(params) else f"args[{i}]" for i in range(n)]
+
+
+def _operand_names(n: int) -> list[str]:
+    return [f"operands[{i}]" for i in range(n)]
+
+
+def _eager(fn: Callable, *args, check: Callable[[], None] | None = None):
     """Called outside any trace: run fn under jit (the construct needs a graph to live in).
 
     The result goes through jit as its flat list of leaves, so any of this module's pytrees
@@ -155,7 +144,12 @@ def _eager(fn: Callable, *args):
         spec.append(s)
         return list(leaves)
 
-    leaves = jit(flat)(*args)
+    try:
+        leaves = jit(flat)(*args)
+    except TypeError:
+        if check is not None:
+            check()
+        raise
     return _unflatten(spec[-1], leaves)
 
 
@@ -183,16 +177,17 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
     """
     del unroll
     outer = _outer_trace()
+    check = _checker("td.scan", (init, xs), ("init", "xs"))
     if outer is None:
         i_leaves, i_spec = _flatten(init)
         x_leaves, x_spec = _flatten(xs)
         return _eager(lambda a, b: scan(f, _unflatten(i_spec, a), _unflatten(x_spec, b), length,
-                                        reverse), i_leaves, x_leaves)
+                                        reverse), i_leaves, x_leaves, check=check)
     t = outer
     i_leaves, i_spec = _flatten(init)
     x_leaves, x_spec = _flatten(xs)
-    init_t = [_lift(t, x) for x in i_leaves]
-    xs_t = [_lift(t, x) for x in x_leaves]
+    init_t = _lifted(t, i_leaves, check)
+    xs_t = _lifted(t, x_leaves, check)
     lengths = {x.shape[0] if x.aval.ndim else None for x in xs_t}
     if None in lengths:
         raise ValueError("scan: every leaf of xs needs a leading axis to scan over, got a scalar")
@@ -214,11 +209,11 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
 
     builder, in_keys, flat, spec = _trace_body(t, lambda c, x: f(c, x), c_avals + x_avals, make,
                                                "the scanned function")
-    if spec[0] not in (tuple, list) or len(spec[1]) != 2:
+    if spec is None or spec[0] not in (tuple, list) or len(spec[1]) != 2:
         raise TypeError("scan: the scanned function must return a pair (carry, y)")
     c_out_spec, y_spec = spec[1]
     n_c = len(c_avals)
-    if _tree_str(c_out_spec) != _tree_str(i_spec):
+    if c_out_spec != i_spec:
         raise TypeError(f"scan: the function returns a carry of structure "
                         f"{_tree_str(c_out_spec)}, but init has {_tree_str(i_spec)}")
     for k, (o, a) in enumerate(zip(flat[:n_c], c_avals)):
@@ -247,7 +242,8 @@ def fori_loop(lower, upper, body_fun: Callable, init_val):
         lo, hi = int(lower), int(upper)
         if _outer_trace() is None:  # called eagerly: trace and run it through td.jit
             leaves, spec = _flatten(init_val)
-            return _eager(lambda a: fori_loop(lo, hi, body_fun, _unflatten(spec, a)), leaves)
+            return _eager(lambda a: fori_loop(lo, hi, body_fun, _unflatten(spec, a)), leaves,
+                          check=_checker("td.fori_loop", (init_val,), ("init_val",)))
         # The counter is the scan's xs (an int64 iota), not a carry as in jax: a body that
         # ignores it then reads no integer at all, and a float64 step can take the scalar fast
         # path (docs/evaluator.md); the values are the same.
@@ -276,10 +272,12 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
     bounds or ``scan`` as the alternatives (as jax does)."""
     outer = _outer_trace()
     leaves, spec = _flatten(init_val)
+    check = _checker("td.while_loop", (init_val,), ("init_val",))
     if outer is None:
-        return _eager(lambda a: while_loop(cond_fun, body_fun, _unflatten(spec, a)), leaves)
+        return _eager(lambda a: while_loop(cond_fun, body_fun, _unflatten(spec, a)), leaves,
+                      check=check)
     t = outer
-    init_t = [_lift(t, x) for x in leaves]
+    init_t = _lifted(t, leaves, check)
     avals = [x.aval for x in init_t]
     make = lambda ins: (_unflatten(spec, ins),)  # noqa: E731
     cb, c_keys, c_flat, c_spec = _trace_body(t, cond_fun, avals, make, "cond_fun")
@@ -287,7 +285,7 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
         got = ", ".join(str(x.aval) for x in c_flat)
         raise TypeError(f"while_loop: cond_fun must return a boolean scalar, got {got}")
     bb, b_keys, b_flat, b_spec = _trace_body(t, body_fun, avals, make, "body_fun")
-    if _tree_str(b_spec) != _tree_str(spec):
+    if b_spec != spec:
         raise TypeError(f"while_loop: body_fun returns structure {_tree_str(b_spec)}, but "
                         f"init_val has {_tree_str(spec)}")
     for k, (o, a) in enumerate(zip(b_flat, avals)):
@@ -318,7 +316,8 @@ def switch(index, branches: Sequence[Callable], *operands):
     outer = _outer_trace()
     leaves, spec = _flatten(list(operands))
     if outer is None:
-        return _eager(lambda i, a: switch(i, branches, *_unflatten(spec, a)), index, leaves)
+        return _eager(lambda i, a: switch(i, branches, *_unflatten(spec, a)), index, leaves,
+                      check=_checker("td.switch", operands, _operand_names(len(operands))))
     t = outer
 
     idx = _lift(t, index)
@@ -327,14 +326,14 @@ def switch(index, branches: Sequence[Callable], *operands):
     idx = T.astype(idx, "int32")
     if len(branches) > 1:  # clamped, as jax does
         idx = T.minimum(T.maximum(idx, 0), len(branches) - 1)
-    ops_t = [_lift(t, x) for x in leaves]
+    ops_t = _lifted(t, leaves, _checker("td.switch", operands, _operand_names(len(operands))))
     avals = [x.aval for x in ops_t]
     make = lambda ins: _unflatten(spec, ins)  # noqa: E731
     traced = [_trace_body(t, br, avals, make, f"branch {i}") for i, br in enumerate(branches)]
     out_spec = traced[0][3]
     out_avals = [x.aval for x in traced[0][2]]
     for i, (_, _, flat, s) in enumerate(traced[1:], 1):
-        if _tree_str(s) != _tree_str(out_spec) or [x.aval for x in flat] != out_avals:
+        if s != out_spec or [x.aval for x in flat] != out_avals:
             raise TypeError(
                 f"switch/cond: branch {i} returns {_tree_str(s)} of "
                 f"({', '.join(str(x.aval) for x in flat)}), branch 0 returns "
@@ -367,7 +366,8 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
     outer = _outer_trace()
     if outer is None:
         leaves, spec = _flatten(list(operands))
-        return _eager(lambda p, a: cond(p, true_fun, false_fun, *_unflatten(spec, a)), pred, leaves)
+        return _eager(lambda p, a: cond(p, true_fun, false_fun, *_unflatten(spec, a)), pred, leaves,
+                      check=_checker("td.cond", operands, _operand_names(len(operands))))
 
     p = _lift(outer, pred)
     if p.aval.ndim != 0:
@@ -397,9 +397,10 @@ def checkpoint(fn: Callable, policy=None, prevent_cse: bool = True, static_argnu
         outer = _outer_trace()
         leaves, spec = _flatten(list(args))
         if outer is None:
-            return _eager(lambda a: wrapped(*_unflatten(spec, a)), leaves)
+            return _eager(lambda a: wrapped(*_unflatten(spec, a)), leaves,
+                          check=_checker("td.checkpoint", args, _arg_names(fn, len(args))))
         t = outer
-        ins_t = [_lift(t, x) for x in leaves]
+        ins_t = _lifted(t, leaves, _checker("td.checkpoint", args, _arg_names(fn, len(args))))
         avals = [x.aval for x in ins_t]
         bld, keys, flat, out_spec = _trace_body(t, fn, avals, lambda ins: _unflatten(spec, ins),
                                                 "the checkpointed function")

@@ -5,6 +5,8 @@ Each traces the user function and runs the seven-step pipeline (no separate code
 from __future__ import annotations
 
 import functools
+import types
+import weakref
 from collections.abc import Callable
 
 import numpy as np
@@ -13,7 +15,7 @@ from tidu import ad
 from tidu._native import _core
 from tidu.ad import differentiate
 from tidu.ad import transpose as ad_transpose
-from tidu.api.jit import jit
+from tidu.api.jit import describe, jit
 from tidu.api.nested import (
     _arg_leaves,
     _argnums,
@@ -24,10 +26,12 @@ from tidu.api.nested import (
     _outer_trace,
     _tracer_of,
 )
+from tidu.api.tree import check_leaves, unflatten
 from tidu.api.tree import flatten_args as _flatten_args
-from tidu.api.tree import unflatten
+from tidu.api.tree_util import PyTreeDef
 from tidu.api.vmap import _inline_vmap
 from tidu.graph import Fragment, resolve
+from tidu.graph.memory import register_cache
 from tidu.numpy import core as T
 from tidu.numpy.creation import zeros_like as _zeros_like
 from tidu.trace.tracer import Tracer
@@ -61,7 +65,7 @@ def _inline_grad(trace, fn, args, argnums, has_aux, holomorphic=False):
     fn, args, argnums = _bind_python_args(fn, args, argnums)
     nums = _argnums(argnums)
     arg_leaves = _arg_leaves(args)
-    nest = _Nested(trace, args)
+    nest = _Nested(trace, args, "td.grad")
     _check_inputs("grad", holomorphic,
                   [(i, [nest.fresh[l].aval for l in arg_leaves[i]]) for i in nums])
     flat, out_tree, aux, snap = nest.call(fn, has_aux)
@@ -121,11 +125,10 @@ def _bind_python_args(fn, args, argnums):
 
 
 def _inline_jvp(trace, fn, primals, tangents, has_aux):
-    nest = _Nested(trace, primals)
+    _same_structure(_flatten_args(primals)[1], _flatten_args(tangents)[1])
+    nest = _Nested(trace, primals, "td.jvp")
     ctx = _Ctx(trace)
     t_leaves = [ctx.lift(t) for t in _flatten_args(tangents)[0]]
-    if len(t_leaves) != len(nest.fresh):
-        raise ValueError(f"jvp: tangents have {len(t_leaves)} leaves, primals {len(nest.fresh)}")
     pairs = [(p, t) for p, t in zip(nest.fresh, t_leaves) if p.dtype.kind in "fc"]
     for p, t in pairs:
         if p.aval is not t.aval:
@@ -145,10 +148,12 @@ def _bind_kw(fn: Callable, kwargs: dict) -> Callable:
     return functools.partial(fn, **kwargs) if kwargs else fn
 
 
-def _traced_or_compiled(fn: Callable, traced: Callable) -> Callable:
-    """A transform of fn: a jit of `traced` with concrete values (Python control flow on them
-    works, under guards), which jit inlines when called inside a trace."""
+def _traced_or_compiled(fn: Callable, traced: Callable, what: str) -> Callable:
+    """A transform of fn (`what`: its name, for errors): a jit of `traced` with concrete values
+    (Python control flow on them works, under guards), which jit inlines when called inside a
+    trace."""
     traced._own_trace = True
+    describe(traced, what, fn)
     jitted = jit(traced, _concrete=True)
     own = jitted.cache, jitted.lower
     functools.update_wrapper(jitted, fn)  # (fn's __dict__ too: a jitted fn's cache and lower)
@@ -169,7 +174,7 @@ def value_and_grad(fn: Callable, argnums=0, has_aux: bool = False,
                                      argnums, has_aux, holomorphic)
         return ((value, aux), g) if has_aux else (value, g)
 
-    return _traced_or_compiled(fn, traced)
+    return _traced_or_compiled(fn, traced, "value_and_grad")
 
 
 def grad(fn: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False) -> Callable:
@@ -180,42 +185,98 @@ def grad(fn: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = Fal
                                  argnums, has_aux, holomorphic)
         return (g, aux) if has_aux else g
 
-    return _traced_or_compiled(fn, traced)
+    return _traced_or_compiled(fn, traced, "grad")
 
 
 # Top-level jvp/vjp/hvp calls go through a jit of the inline (traced) path, kept per function
-# here, so each (function, shapes/dtypes) is traced and compiled once.  Bounded: functions made
-# afresh per call (lambdas) recycle the oldest entries instead of growing it.
-_TRANSFORMS: "dict[tuple, Callable]" = {}
+# here, so each (function, shapes/dtypes) is traced and compiled once.  Kept weakly: the jits go
+# when the function does (their traced functions reach it through a weak reference, not
+# holding it).  A function that cannot be weakly referenced or hashed is kept strongly, at most
+# _TRANSFORMS_MAX of them, the least recently used going first.
+_TRANSFORMS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # owner -> {key: jit}
+_STRONG: "dict[tuple, Callable]" = {}
 _TRANSFORMS_MAX = 512
 
 
-def _jitted(key: tuple, make: Callable[[], Callable], own: bool = True) -> Callable:
-    """The jit of make() (a transform's traced function; own=False: the user's function)."""
-    f = _TRANSFORMS.pop(key, None)
+def _clear_transforms() -> None:
+    _TRANSFORMS.clear()
+    _STRONG.clear()
+
+
+register_cache("transforms", _clear_transforms,
+               lambda: {"entries": sum(len(t) for t in list(_TRANSFORMS.values())) + len(_STRONG),
+                        "functions": len(_TRANSFORMS) + len(_STRONG)})
+
+
+def _weakly(fn: Callable):
+    """(object to key on weakly, the rest of its key, a function calling fn without holding it),
+    or None when fn cannot be referenced weakly."""
+    try:
+        if isinstance(fn, types.MethodType):  # made afresh per attribute access: key on its parts
+            ref, owner, part = weakref.WeakMethod(fn), fn.__self__, fn.__func__
+        else:
+            ref, owner, part = weakref.ref(fn), fn, None
+        hash(owner)
+    except TypeError:
+        return None
+
+    def call(*args, **kwargs):
+        return ref()(*args, **kwargs)
+
+    return owner, part, call
+
+
+def _make_jit(traced: Callable, own: bool, what: str, fn: Callable, names) -> Callable:
+    if own:
+        traced = functools.partial(traced)  # (a lambda's attributes are its own; user fns not)
+        traced._own_trace = True
+        describe(traced, what, fn, names)  # errors name td.<what>(fn) and these arguments
+    return jit(traced, _concrete=True)
+
+
+def _jitted(fn: Callable, key: tuple, make: Callable[[Callable], Callable],
+            own: bool = True, names: tuple | None = None) -> Callable:
+    """The jit of make(fn) (a transform's traced function `key[0]` of fn, taking arguments
+    called `names`; own=False: the user's function), made once per (fn, key)."""
+    weak = _weakly(fn)
+    if weak is not None:
+        owner, part, call = weak
+        table = _TRANSFORMS.get(owner)
+        if table is None:
+            table = _TRANSFORMS[owner] = {}
+        key = (part, *key)
+        f = table.get(key)
+        if f is None:
+            f = table[key] = _make_jit(make(call), own, key[1], fn, names)
+        return f
+    key = (fn, *key)
+    f = _STRONG.pop(key, None)
     if f is None:
-        if len(_TRANSFORMS) >= _TRANSFORMS_MAX:
-            del _TRANSFORMS[next(iter(_TRANSFORMS))]
-        traced = make()
-        if own:
-            traced = functools.partial(traced)  # (a lambda's attributes are its own; user fns not)
-            traced._own_trace = True
-        f = jit(traced, _concrete=True)
-    _TRANSFORMS[key] = f  # most recently used last
+        if len(_STRONG) >= _TRANSFORMS_MAX:
+            del _STRONG[next(iter(_STRONG))]
+        f = _make_jit(make(fn), own, key[1], fn, names)
+    _STRONG[key] = f  # most recently used last
     return f
 
 
 def _like_primals(primals, tangents):
     """Tangent leaves as arrays of their primal's dtype (a Python float for a float32 primal)."""
-    p_leaves, _ = _flatten_args(primals)
+    p_leaves, p_tree = _flatten_args(primals)
     t_leaves, t_tree = _flatten_args(tangents)
-    if len(p_leaves) != len(t_leaves):
-        raise ValueError(f"jvp: tangents have {len(t_leaves)} leaves, primals {len(p_leaves)}")
+    _same_structure(p_tree, t_tree)
     out = []
     for p, t in zip(p_leaves, t_leaves):
         dt = np.asarray(p).dtype if not hasattr(p, "dtype") else p.dtype
         out.append(np.asarray(t, dt) if np.dtype(dt).kind in "fc" else t)
     return unflatten(t_tree, out)
+
+
+def _same_structure(p_tree, t_tree) -> None:
+    """jax's check of jvp's arguments: tangents structured exactly as primals."""
+    if p_tree != t_tree:
+        raise TypeError(f"jvp: primal and tangent arguments must have the same tree structure; "
+                        f"primals have tree structure {PyTreeDef(p_tree)} whereas tangents have "
+                        f"tree structure {PyTreeDef(t_tree)}")
 
 
 def jvp(fn: Callable, primals, tangents, has_aux: bool = False):
@@ -228,8 +289,9 @@ def jvp(fn: Callable, primals, tangents, has_aux: bool = False):
     trace = _outer_trace(primals, tangents)
     if trace is not None:
         return _inline_jvp(trace, fn, primals, tangents, has_aux)
-    f = _jitted(("jvp", fn, has_aux),
-                lambda: lambda p, t: jvp(fn, p, t, has_aux=has_aux))
+    f = _jitted(fn, ("jvp", has_aux),
+                lambda fn_: lambda p, t: jvp(fn_, p, t, has_aux=has_aux),
+                names=("primals", "tangents"))
     return f(primals, _like_primals(primals, tangents))
 
 
@@ -245,6 +307,8 @@ def linearize(fn: Callable, *primals):
 def _check_vjp_primals(primals, dtypes=None):
     """A TypeError naming the first argument with an integer or bool leaf: tidu never
     differentiates those (jax's vjp gives them float0 cotangents; docs/frontend.md)."""
+    if dtypes is None:  # a leaf that is no array at all: named with its path first
+        check_leaves("td.vjp", primals, [f"primals[{i}]" for i in range(len(primals))])
     k = 0
     for i, a in enumerate(primals):
         leaves = _flatten_args(a)[0]
@@ -264,7 +328,7 @@ def _vjp_parts(trace, fn, primals, has_aux=False, holomorphic=False):
     """fn traced into the current trace and linearized: (nest, out, out tree, aux, back) with
     back(ct) the cotangents of the primals' leaves, not yet bound (nest.bind), transposed inside
     the same trace (holomorphic: conjugated, giving ct·f'(z) as jax's)."""
-    nest = _Nested(trace, primals)
+    nest = _Nested(trace, primals, "td.vjp")
     _check_vjp_primals(primals, [p.dtype for p in nest.fresh])
     flat, out_tree, aux, snap = nest.call(fn, has_aux)
     lin = differentiate(resolve([snap]), [o.key for o in flat], [p.key for p in nest.fresh])
@@ -272,7 +336,10 @@ def _vjp_parts(trace, fn, primals, has_aux=False, holomorphic=False):
 
     def back(ct):
         ctx = _Ctx(trace)
-        ct_leaves = _flatten_args(ct)[0] if out_tree is not None else [ct]
+        ct_leaves, ct_tree = _flatten_args(ct)
+        if ct_tree != out_tree:
+            raise ValueError(f"vjp: the cotangent's tree structure {PyTreeDef(ct_tree)} does not "
+                             f"match the structure of the primal output {PyTreeDef(out_tree)}")
         if len(ct_leaves) != len(flat):
             raise ValueError(f"vjp: {len(ct_leaves)} cotangents for {len(flat)} outputs")
         cts = []
@@ -309,21 +376,23 @@ def vjp(fn: Callable, *primals, has_aux: bool = False):
         out, back, aux = _inline_vjp(trace, fn, primals, has_aux)
         return (out, back, aux) if has_aux else (out, back)
     _check_vjp_primals(primals)  # now, not when vjp_fn is first called
-    fwd = _jitted(("fwd", fn), lambda: fn, own=False)
+    fwd = _jitted(fn, ("fwd",), lambda fn_: fn_, own=False)
     res = fwd(*primals)
     out, aux = res if has_aux else (res, None)
-    bwd = _jitted(("vjp", fn, has_aux),
-                  lambda: lambda p, ct: _inline_vjp(_outer_trace(p), fn, p, has_aux)[1](ct))
 
-    out_leaves = _flatten_args(out)[0] if isinstance(out, (tuple, list, dict)) else [out]
+    out_leaves = _flatten_args(out)[0]
 
     def vjp_fn(ct):
         # cotangents as arrays of their output's dtype (a Python float for a float32 output)
-        leaves, tree = _flatten_args(ct) if isinstance(out, (tuple, list, dict)) else ([ct], None)
+        leaves, tree = _flatten_args(ct)
         if len(leaves) == len(out_leaves):  # (a Tracer, inside a trace, stays as it is)
             leaves = [c if hasattr(c, "_t") else np.asarray(c, np.asarray(o).dtype)
                       for c, o in zip(leaves, out_leaves)]
             ct = unflatten(tree, leaves)
+        # looked up per call: vjp_fn holds fn, the cache holds it only weakly
+        bwd = _jitted(fn, ("vjp", has_aux),
+                      lambda fn_: lambda p, c: _inline_vjp(_outer_trace(p), fn_, p, has_aux)[1](c),
+                      names=("primals", "cotangent"))
         return bwd(primals, ct)
 
     return (out, vjp_fn, aux) if has_aux else (out, vjp_fn)
@@ -362,7 +431,11 @@ def _jac_fn(fn, argnums, has_aux, forward: bool, holomorphic: bool = False):
         trees, x_args = [], []
         for i in nums:
             leaves, tree = _flatten_args(args[i])
-            lifted = [ctx.lift(leaf) for leaf in leaves]
+            try:
+                lifted = [ctx.lift(leaf) for leaf in leaves]
+            except TypeError:
+                check_leaves(f"td.{what}", args)
+                raise
             trees.append((tree, len(lifted)))
             x_args.append(unflatten(tree, lifted))
             _check_inputs(what, holomorphic, [(i, [x.aval for x in lifted])],
@@ -431,7 +504,7 @@ def jacfwd(fn: Callable, argnums=0, has_aux: bool = False,
     one program compiled once per shapes/dtypes.  Shape: output.shape + argument.shape; with a
     tuple of argnums, a tuple of those per output.  Arguments must be real, or complex with
     ``holomorphic=True`` (then outputs must be complex too)."""
-    return _traced_or_compiled(fn, _jac_fn(fn, argnums, has_aux, True, holomorphic))
+    return _traced_or_compiled(fn, _jac_fn(fn, argnums, has_aux, True, holomorphic), "jacfwd")
 
 
 def jacrev(fn: Callable, argnums=0, has_aux: bool = False,
@@ -440,7 +513,7 @@ def jacrev(fn: Callable, argnums=0, has_aux: bool = False,
     output, in one program compiled once per shapes/dtypes.  Same arguments and result as
     ``jacfwd``; outputs
     must be real, or complex with ``holomorphic=True`` (then arguments must be complex too)."""
-    return _traced_or_compiled(fn, _jac_fn(fn, argnums, has_aux, False, holomorphic))
+    return _traced_or_compiled(fn, _jac_fn(fn, argnums, has_aux, False, holomorphic), "jacrev")
 
 
 def hessian(fn: Callable, argnums=0, has_aux: bool = False,
@@ -450,7 +523,18 @@ def hessian(fn: Callable, argnums=0, has_aux: bool = False,
     with holomorphic=True): the result is the Jacobian's structure nested twice, leaves of shape
     out.shape + in.shape + in.shape."""
     g = jacrev(fn, argnums, has_aux, holomorphic)
-    return jacfwd(g, argnums, has_aux=has_aux, holomorphic=holomorphic)
+    return _traced_or_compiled(fn, _jac_fn(g, argnums, has_aux, True, holomorphic), "hessian")
+
+
+def _hv(fn: Callable, argnums: int) -> Callable:
+    """(p, t) -> H(p)·t of fn wrt argument argnums (forward over reverse), traced inline."""
+    def hv(p, t):
+        def g_i(xi):
+            a = list(p)
+            a[argnums] = xi
+            return grad(fn, argnums)(*a)
+        return jvp(g_i, (p[argnums],), (t,))[1]
+    return hv
 
 
 def hvp(fn: Callable, primals, tangents, argnums: int = 0):
@@ -460,14 +544,7 @@ def hvp(fn: Callable, primals, tangents, argnums: int = 0):
     primals = tuple(primals)
     v = tangents[argnums] if isinstance(tangents, (tuple, list)) else tangents
 
-    def hv(p, t):
-        def g_i(xi):
-            a = list(p)
-            a[argnums] = xi
-            return grad(fn, argnums)(*a)
-        return jvp(g_i, (p[argnums],), (t,))[1]
-
     if _outer_trace(primals, v) is not None:
-        return hv(primals, v)
-    f = _jitted(("hvp", fn, argnums), lambda: hv)
+        return _hv(fn, argnums)(primals, v)
+    f = _jitted(fn, ("hvp", argnums), lambda fn_: _hv(fn_, argnums), names=("primals", "tangents"))
     return f(primals, _like_primals((primals[argnums],), (v,))[0])

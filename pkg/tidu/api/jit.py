@@ -15,16 +15,18 @@ import numpy as np
 
 from tidu._native import _core
 from tidu.api.guards import MAX_VARIANTS, Concrete, Guarded, GuardMiss
+from tidu.api.tree import check_leaves, unflatten
 from tidu.api.tree import flatten_args as _flatten_args
-from tidu.api.tree import unflatten
+from tidu.api.tree_util import keystr, tree_leaves_with_path
 from tidu.backends.program import CompiledProgram, _check_backend, compile
 from tidu.graph import FragmentBuilder, materialize_merge, resolve
+from tidu.graph.memory import FunctionCache, register_cache
 from tidu.trace.build import as_aval, flatten_outputs, tracing
 from tidu.trace.tracer import Tracer
 from tidu.trace.tracer import _stack as _trace_stack
 
-__all__ = ["Lowered", "jit", "leaf_names", "lower_program", "static_jit", "trace_program",
-           "unflatten"]
+__all__ = ["Lowered", "describe", "jit", "leaf_names", "lower_program", "static_jit",
+           "trace_program", "unflatten"]
 
 
 
@@ -33,6 +35,8 @@ __all__ = ["Lowered", "jit", "leaf_names", "lower_program", "static_jit", "trace
 # Flattening positional arguments and the signature a compiled program is cached under run on
 # every call of a transformed function: compiled (pyx/api/jit.pxi).
 _signature = _core.signature
+register_cache("leaf_avals", _core.clear_leaf_aval_memo,
+               lambda: {"entries": _core.memo_sizes()["leaf_avals"]})
 
 
 def _leaf_aval(x):
@@ -50,8 +54,13 @@ def trace_program(fn: Callable, args: tuple, backend: str = "auto", device=None,
     builder = FragmentBuilder(prefix="p")
     conc = Concrete() if concrete else None
     with tracing(builder, conc) as t:
-        tracers = t.inputs([("arg", i) for i in range(len(leaves))],
-                           _core.leaf_avals(leaves, _leaf_aval))
+        try:
+            avals = _core.leaf_avals(leaves, _leaf_aval)
+        except TypeError:  # name the leaf, its path and the argument it is in
+            what, names = _described(fn)
+            check_leaves(what, args, names)
+            raise
+        tracers = t.inputs([("arg", i) for i in range(len(leaves))], avals)
         # A transform's own trace: no user code has run in it, so the first nested call may
         # differentiate these inputs in place (see _Nested).
         builder.top_inputs = {x._v for x in tracers} if getattr(fn, "_own_trace", False) \
@@ -69,13 +78,38 @@ def trace_program(fn: Callable, args: tuple, backend: str = "auto", device=None,
     return prog, out_tree
 
 
+def _described(fn) -> tuple[str, list | None]:
+    """(the transform as the user spelled it, ``td.grad(loss)``; fn's parameter names) for
+    errors about its arguments: a transform's traced function carries them as attributes."""
+    names = getattr(fn, "_tidu_names", None)
+    if names is None:
+        sig = _positional_names(fn)
+        names = sig[0] if sig and not sig[1] else None
+    return getattr(fn, "_tidu_what", None) or f"td.jit({_short(fn)})", names
+
+
+def _short(fn) -> str:
+    return getattr(fn, "__name__", None) or _name(fn)
+
+
+def describe(fn, what: str, user, names=None):
+    """Mark fn (a transform's traced function) as `what` of the user's function `user` (errors
+    about its arguments name them so), with the names of its positional arguments."""
+    fn._tidu_what = f"td.{what}({_short(user)})"
+    if names is None:  # resolved now: fn must not hold `user` (transform caches key on it weakly)
+        sig = _positional_names(user)
+        names = sig[0] if sig and not sig[1] else None
+    if names is not None:
+        fn._tidu_names = list(names)
+    return fn
+
+
 def _output_builder(tree) -> Callable[[list], Any]:
     """A function from a program's flat outputs to fn's output structure (the common shapes,
     one array or a flat tuple of them, without walking the tree per call)."""
     if tree is None:
         return lambda res: res[0]
-    kind, children = tree
-    if kind is tuple and all(c is None for c in children):
+    if tree[0] is tuple and all(c is None for c in tree[1]):
         return tuple
     return functools.partial(unflatten, tree)
 
@@ -165,7 +199,9 @@ def jit(fn: Callable | None = None, *, static_argnums=None, static_argnames=None
     # Transforms (grad, jvp, ...) are jits with _concrete: traced with the values at hand, under
     # guards (tidu.guards).  A user's jit traces abstractly, also where it is inlined into a
     # transform's trace.
-    cache: dict[tuple, tuple[CompiledProgram, Any, list[int], Any]] = {}
+    # (program, output builder, input order, C++ entry) by call signature: bounded, LRU
+    # (tidu.graph.memory.FunctionCache); it lives as long as the jitted function does
+    cache = FunctionCache()
 
     def wrapped(*args, **kwargs):  # the general path; `jitted` takes calls like the last one
         if kwargs:  # traced like positional arguments, one jit per set of keyword names
@@ -175,7 +211,7 @@ def jit(fn: Callable | None = None, *, static_argnums=None, static_argnames=None
         if sig is None:  # called inside a trace (a jit in a jit, a transform): inline fn
             return fn(*args) if _concrete else _abstractly(fn, args)
         sig = (sig, in_tree)
-        hit = cache.get(sig)
+        hit = cache.lookup(sig)
         if hit is None:
             hit = cache[sig] = _entry(fn, args, backend, device, _concrete)
         prog, build, order, run = hit
@@ -210,6 +246,7 @@ def jit(fn: Callable | None = None, *, static_argnums=None, static_argnames=None
     jitted = _core.Jitted(wrapped)
     functools.update_wrapper(jitted, fn)
     jitted.cache = cache
+    cache.forget = jitted.forget  # an evicted entry may be the remembered fast path
     jitted.lower = lower
     return jitted
 
@@ -311,7 +348,7 @@ def static_jit(fn: Callable, static_argnums, static_argnames, backend: str = "au
     straight to the selected jit's compiled entry."""
     statics = _Statics(fn, static_argnums, static_argnames)
     plans: dict[tuple, tuple] = {}
-    selections: dict[tuple, tuple] = {}
+    selections = FunctionCache()  # a plain jit per static values: bounded as compiled entries
 
     def plan_of(n: int, kw_names: tuple) -> tuple:
         pos = statics.positions(n)
@@ -330,7 +367,7 @@ def static_jit(fn: Callable, static_argnums, static_argnames, backend: str = "au
         key = (pkey,) + tuple([(type(args[i]), args[i]) for i in spos]) + \
             tuple([(type(kwargs[k]), kwargs[k]) for k in skw])
         try:
-            hit = selections.get(key)
+            hit = selections.lookup(key)
         except TypeError:  # a static value that does not hash: name it
             for i in spos:
                 try:
@@ -364,6 +401,7 @@ def static_jit(fn: Callable, static_argnums, static_argnames, backend: str = "au
             return fn(*a, **kw)
 
         names = [statics.arg_name(i) for i in dyn_idx] + list(dyn_kw)
+        g._tidu_what, g._tidu_names = _described(fn)[0], names
         return jit(g, backend=backend, device=device, _concrete=concrete), g, names
 
     def call(*args, **kwargs):  # the general path; `entry` takes calls like the last one
@@ -394,11 +432,7 @@ def static_jit(fn: Callable, static_argnums, static_argnames, backend: str = "au
 def leaf_names(arg, name: str) -> list[str]:
     """Names of an argument's leaves in tidu's flattening order: ``x``, ``params['w']``,
     ``xs[0]``."""
-    if isinstance(arg, (tuple, list)):
-        return [n for i, a in enumerate(arg) for n in leaf_names(a, f"{name}[{i}]")]
-    if isinstance(arg, dict):
-        return [n for k, a in arg.items() for n in leaf_names(a, f"{name}[{k!r}]")]
-    return [name]
+    return [name + keystr(path) for path, _ in tree_leaves_with_path(arg)]
 
 
 def lower_program(fn: Callable, args: tuple, backend: str, device, names) -> "Lowered":

@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tidu._native import _core
+from tidu.api.tree import check_leaves, unflatten
 from tidu.api.tree import flatten_args as _flatten_args
-from tidu.api.tree import unflatten
 from tidu.graph import resolve
 from tidu.trace.build import flatten_outputs
 from tidu.trace.tracer import Tracer, _broadcast, _const, _lift, _trace_of
@@ -74,11 +74,15 @@ class _Nested:
     """One transform call inside a trace: fresh inputs for its argument leaves, fn traced on
     them, and ``bind`` to replace them by the argument values in anything derived."""
 
-    def __init__(self, trace, args):
+    def __init__(self, trace, args, what: str = "a transform"):
         ctx = _Ctx(trace)
         leaves, self.in_tree = _flatten_args(args)
         self.trace = trace
-        self.args = _core.lift_all(trace, leaves, ctx.lift)
+        try:
+            self.args = _core.lift_all(trace, leaves, ctx.lift)
+        except TypeError:  # name the leaf that is no array, with its path
+            check_leaves(what, args)
+            raise
         b = trace.builder
         self.direct = False
         top = getattr(b, "top_inputs", None)

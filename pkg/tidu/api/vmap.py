@@ -20,9 +20,10 @@ import numpy as np
 
 from tidu._native import _core
 from tidu.ad.batch import batch_walk
-from tidu.api.jit import jit
+from tidu.api.jit import describe, jit
 from tidu.api.nested import NestedArg, _Ctx, _outer_trace, _val
-from tidu.api.tree import unflatten
+from tidu.api.tree import check_leaves, unflatten
+from tidu.api.tree_util import PyTreeDef, tree_structure
 from tidu.graph import FragmentBuilder, ValKey, aval, resolve
 from tidu.numpy import core as T
 from tidu.numpy.core import broadcast_to
@@ -37,26 +38,26 @@ def _is_leaf_axis(a) -> bool:
 
 
 def _axes_for(axes, tree, what: str) -> list:
-    """Per leaf of `tree` (a value or nested tuple/list/dict of values), its axis from `axes`,
-    a prefix of tree's structure (an int or None applies to a whole subtree), as jax's."""
-    if _is_leaf_axis(axes):
-        n = len(_core.flatten_args(tree)[0]) if isinstance(tree, (tuple, list, dict)) else 1
-        return [None if axes is None else int(axes)] * n
-    if isinstance(axes, (tuple, list)) and isinstance(tree, (tuple, list)):
-        if len(axes) != len(tree):
-            raise ValueError(f"vmap {what} specification must be a tree prefix of the "
-                             f"corresponding value, got specification of length {len(axes)} "
-                             f"for a value of length {len(tree)}")
-        return [a for ax, t in zip(axes, tree) for a in _axes_for(ax, t, what)]
-    if isinstance(axes, dict) and isinstance(tree, dict):
-        if set(axes) != set(tree):
-            raise ValueError(f"vmap {what} specification must be a tree prefix of the "
-                             f"corresponding value: keys {sorted(map(str, axes))} vs "
-                             f"{sorted(map(str, tree))}")
-        return [a for k in tree for a in _axes_for(axes[k], tree[k], what)]
-    raise ValueError(f"vmap {what} must be an int, None, or a (nested) tuple/list/dict of them "
-                     f"matching the structure of the value; got {axes!r} for a value of type "
-                     f"{type(tree).__name__}")
+    """Per leaf of `tree` (a pytree of values), its axis from `axes`, a prefix of tree's
+    structure (an int or None applies to a whole subtree), as jax's: None is a leaf of axes."""
+    leaves, spec = _core.tree_flatten(axes, _is_none)
+    bad = [a for a in leaves if not _is_leaf_axis(a)]
+    if bad:
+        raise ValueError(f"vmap {what} must be an int, None, or a pytree (tuple/list/dict, ...) "
+                         f"of them matching the structure of the value; got {bad[0]!r} in "
+                         f"{axes!r}")
+    try:
+        subtrees = PyTreeDef(spec).flatten_up_to(tree)
+    except ValueError as e:
+        raise ValueError(f"vmap {what} specification must be a tree prefix of the corresponding "
+                         f"value, got specification {axes!r} for value tree "
+                         f"{tree_structure(tree)}: {e}") from None
+    return [None if a is None else int(a)
+            for a, sub in zip(leaves, subtrees) for _ in _core.tree_leaves(sub)]
+
+
+def _is_none(a) -> bool:
+    return a is None
 
 
 def _norm_axis(ax: int, ndim: int, what: str) -> int:
@@ -82,7 +83,11 @@ def _inline_vmap(trace, fn, args, kwargs, in_axes, out_axes, axis_size):
     leaves, in_tree = _core.flatten_args(args)
     axes = _axes_for(in_axes, args, "in_axes")
     ctx = _Ctx(trace)
-    lifted = [ctx.lift(x) for x in leaves]
+    try:
+        lifted = [ctx.lift(x) for x in leaves]
+    except TypeError:  # name the leaf that is no array, with its path
+        check_leaves("td.vmap", args)
+        raise
     sizes = {}
     for i, (x, ax) in enumerate(zip(lifted, axes)):
         if ax is None:
@@ -203,7 +208,7 @@ def vmap(
             _outer_trace(args, kwargs), fn, args, kwargs, in_axes, out_axes, axis_size
         )
 
-    compiled = jit(traced)
+    compiled = jit(describe(traced, "vmap", fn))
 
     @functools.wraps(fn)
     def mapped(*args, **kwargs):

@@ -20,8 +20,9 @@ import numpy as np
 
 from tidu._native import _core, _eval
 from tidu.graph import aval_of, prim_of
+from tidu.graph.memory import register_cache
 
-__all__ = ["SIGNATURE", "encode", "has_kernels"]
+__all__ = ["SIGNATURE", "encode", "has_kernels", "memory_report"]
 
 
 def _load_blas() -> bool:
@@ -73,6 +74,7 @@ def has_kernels(prims) -> bool:
 # (_core.encode_gather), so encoding costs no Python work per instruction.
 
 _prim_codes: dict[int, tuple[int, np.ndarray, tuple, tuple]] = {}
+register_cache("interpreter_prims", _prim_codes, holds_ids=True)
 # prim id -> (opcode, attrs, constant blobs, nested bodies)
 
 
@@ -135,6 +137,12 @@ def _prim_code(pid: int) -> tuple[int, np.ndarray, tuple, tuple]:
 
 
 _aval_codes: dict[int, tuple[int, tuple[int, ...]]] = {}  # aval id -> (dtype code, shape)
+register_cache("interpreter_avals", _aval_codes)
+# Evaluation arenas idle programs lend back for reuse (at most 64 MiB, tidu/vm/workspace.hpp):
+# entries is 1 while it keeps any
+register_cache("arena_pool", _eval.release_arena_pool,
+               lambda: {"entries": int(_eval.arena_pool_bytes() > 0),
+                        "bytes": _eval.arena_pool_bytes()})
 
 
 def _aval_code(aid: int) -> tuple[int, tuple[int, ...]]:
@@ -183,6 +191,12 @@ def encode(arrays: dict, input_names=(), output_names=()) -> "_eval.Program":
                          arrays["output_slots"], list(input_names), list(output_names), subs)
 
 
+def memory_report(native: "_eval.Program") -> dict:
+    """The interpreter's sizes of a program (``CompiledProgram.memory_report`` adds its own)."""
+    return {"arena_bytes": native.arena_bytes, "naive_bytes": native.naive_bytes,
+            "workspace_bytes": native.workspace_bytes, "instructions": native.instructions}
+
+
 class LoadedProgram:
     """A program read from a .tidu file: ``eval(list)``, ``prog({name: value})``, ``eval_batch``.
 
@@ -209,6 +223,12 @@ class LoadedProgram:
     def eval(self, inputs, out=None):
         return self.native.run(self._arrays(inputs), out)
 
+    def memory_report(self) -> dict:
+        """``arena_bytes``: this program's own memory plan; ``workspace_bytes``: what an
+        evaluation allocates, nested programs and loop buffers included (what ``load``'s
+        ``max_bytes`` caps); ``instructions``: nested programs' included."""
+        return memory_report(self.native)
+
     def __call__(self, mapping: dict):
         missing = [k for k in self.inputs if k not in mapping]
         if missing:
@@ -222,8 +242,25 @@ class LoadedProgram:
                                      threads or os.cpu_count() or 1, exact)
 
 
-def load(path) -> LoadedProgram:
-    """Read a program saved by ``CompiledProgram.save``; raises ValueError on a bad file."""
+def load(path, *, max_bytes: int | None = None,
+         max_instructions: int | None = None) -> LoadedProgram:
+    """Read a program saved by ``CompiledProgram.save``; raises ValueError on a bad file.
+
+    Args:
+        path: the file.
+        max_bytes: refuse (ValueError) a program whose evaluation needs more workspace than this
+            many bytes, nested programs (loop bodies, branches) included: its
+            ``memory_report()["workspace_bytes"]``. ``eval_batch`` takes that much per thread.
+        max_instructions: refuse a program of more instructions than this, nested programs
+            included (``memory_report()["instructions"]``).
+    """
+    for name, v in (("max_bytes", max_bytes), ("max_instructions", max_instructions)):
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
+            raise ValueError(f"{name} must be a non-negative int or None, got {v!r}")
     ensure_blas()  # the file may hold a matrix product
     with open(path, "rb") as f:
-        return LoadedProgram(_eval.Program(f.read()))
+        data = f.read()
+    big = 2**64 - 1  # larger caps cap nothing
+    return LoadedProgram(_eval.Program(
+        data, None if max_bytes is None else min(max_bytes, big),
+        None if max_instructions is None else min(max_instructions, big)))

@@ -34,6 +34,7 @@ class Executable(graph_compile.Executable):
         """The C++ program (tidu._eval.Program), or None when some op has no C++ kernel
         (a user primitive evaluated by its Python ``impl``)."""
         if self._native is None:
+            self.check_live()
             try:  # encode raises NotImplementedError at the first op with no C++ kernel
                 self._native = interpreter.encode(self.arrays)
             except NotImplementedError:
@@ -53,6 +54,7 @@ class Executable(graph_compile.Executable):
         key = (batch, device if mesh is None else ("mesh", mesh))  # equal meshes share one
         runner = self._xla.get(key)
         if runner is None:
+            self.check_live()
             runner = self._xla.setdefault(key, xla.XlaRunner(self, batch, device, mesh))
         return runner
 
@@ -279,9 +281,12 @@ class CompiledProgram:
             f.write(native.to_bytes())
 
     def memory_report(self) -> dict:
-        """Arena bytes of the memory plan vs one buffer per slot, and ``saved_bytes``: the
-        values computed in Primal mode that Linear-mode instructions read (what a VJP keeps from
-        its forward part for its backward part; the plan holds them exactly that long)."""
+        """``arena_bytes``: the memory plan of this program's own slots, vs ``naive_bytes``, one
+        buffer per slot; ``workspace_bytes``: what an evaluation allocates in all, the nested
+        programs of loops and branches (recursively) and loop carry buffers included;
+        ``instructions``: nested programs' included; ``saved_bytes``: the values computed in
+        Primal mode that Linear-mode instructions read (what a VJP keeps from its forward part
+        for its backward part; the plan holds them exactly that long)."""
         native = self.executable.native
         a = self.executable.arrays
         linear = np.array([mode_of(int(m)).is_linear for m in a["instr_mode"]], dtype=bool)
@@ -291,11 +296,7 @@ class CompiledProgram:
         saved = sum(avals[s].size * avals[s].dtype.itemsize for s in primal_out & read_linear)
         if native is None:  # evaluated op by op (a user primitive with no C++ kernel): no arena
             return {"saved_bytes": saved}
-        return {
-            "arena_bytes": native.arena_bytes,
-            "naive_bytes": native.naive_bytes,
-            "saved_bytes": saved,
-        }
+        return {**interpreter.memory_report(native), "saved_bytes": saved}
 
     def __call__(self, mapping: dict) -> list[np.ndarray]:
         if not isinstance(mapping, dict):

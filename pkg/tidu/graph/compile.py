@@ -4,13 +4,16 @@ runs (the interpreter, XLA) is tidu.backends."""
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
+from tidu._native import _core
 from tidu.graph.dtypes import AbstractValue, _aval_list
 from tidu.graph.keys import GraphOp, prim_of
+from tidu.graph.memory import _LIMITS, register_cache
 from tidu.graph.view import MaterializedGraph
 
 __all__ = ["Executable", "ProgramCache", "program_cache", "compile_arrays"]
@@ -29,6 +32,15 @@ class Executable:
         self.input_slots = arrays["input_slots"]
         self.output_slots = arrays["output_slots"]
         self._instructions = None
+        self._epoch = _core.epoch()  # its primitive ids are void once the interner is emptied
+
+    def check_live(self) -> None:
+        """FreedGraphError when the primitives this program names were freed (an executable
+        kept past ``td.clear_caches()`` without its CompiledProgram, which would have kept them)."""
+        if self._epoch != _core.epoch():
+            raise _core.FreedGraphError(
+                "this executable names primitives that td.clear_caches (or the automatic "
+                "reclaim) has freed: compile the program again")
 
     @property
     def slot_avals(self) -> list[AbstractValue]:
@@ -41,6 +53,7 @@ class Executable:
     def instructions(self) -> list[tuple[GraphOp, list[int], list[int]]]:
         """(op, input slots, output slots) per instruction, built on first use."""
         if self._instructions is None:
+            self.check_live()
             a = self.arrays
             ops = [prim_of(p) for p in a["instr_prim"].tolist()]
             in_off, in_slots = a["in_off"].tolist(), a["in_slots"].tolist()
@@ -67,23 +80,46 @@ class Executable:
 
 
 class ProgramCache:
-    """Executables keyed by normalised structure (input keys and pass ids never enter the key)."""
+    """Executables keyed by normalised structure (input keys and pass ids never enter the key),
+    least recently used first, at most ``cache_limits()["program_cache"]`` of them.  The keys
+    hold primitive ids: the cache is emptied with the interner (tidu.graph.memory)."""
 
     def __init__(self):
-        self._table: dict[bytes, Executable] = {}
+        self._table: OrderedDict[bytes, Executable] = OrderedDict()
         self.hits = 0
         self.misses = 0
 
     def get_or_build(self, canon: bytes, arrays: dict[str, np.ndarray],
                      make: Callable[[dict], Executable] = Executable) -> Executable:
         """The executable of structure ``canon``, made from ``arrays`` by ``make`` on a miss."""
-        exe = self._table.get(canon)
+        table = self._table
+        exe = table.get(canon)
         if exe is None:
             self.misses += 1
-            exe = self._table.setdefault(canon, make(arrays))
+            exe = table.setdefault(canon, make(arrays))
         else:
             self.hits += 1
+        try:
+            table.move_to_end(canon)  # most recently used last
+        except KeyError:  # evicted by another thread meanwhile
+            pass
+        self.trim()
         return exe
+
+    def trim(self) -> None:
+        """Evict the least recently used executables beyond the limit."""
+        limit = _LIMITS["program_cache"]
+        table = self._table
+        while len(table) > limit:
+            try:
+                table.popitem(last=False)
+            except KeyError:  # emptied by another thread meanwhile
+                break
+
+    def stats(self) -> dict:
+        return {"entries": len(self._table), "hits": self.hits, "misses": self.misses,
+                "bytes": sum(sum(a.nbytes for a in e.arrays.values())
+                             for e in list(self._table.values()))}
 
     def clear(self) -> None:
         self._table.clear()
@@ -94,6 +130,8 @@ class ProgramCache:
 
 
 program_cache = ProgramCache()
+register_cache("program_cache", program_cache._table, program_cache.stats, holds_ids=True,
+               trim=program_cache.trim)
 
 
 def compile_arrays(graph: MaterializedGraph) -> tuple[dict[str, np.ndarray], bytes]:

@@ -23,6 +23,7 @@ from tidu.graph.keys import (
     prim_id,
     prim_of,
 )
+from tidu.graph.memory import maybe_reclaim, register_cache
 
 __all__ = ["Fragment", "FragmentBuilder", "shape_rule"]
 
@@ -140,6 +141,7 @@ def _listing(frag: Fragment) -> str:
 
 
 _rule_memo: dict[tuple, tuple[int, list[int]]] = {}
+register_cache("shape_rules", _rule_memo, holds_ids=True)
 
 
 def shape_rule(op: GraphOp, in_avals: tuple[int, ...]) -> tuple[int, list[int]]:
@@ -162,6 +164,8 @@ class FragmentBuilder:
     """Builds one fragment: inputs, ops (shape-checked, hash-consed), outputs."""
 
     def __init__(self, parents: Sequence[Fragment] = (), prefix: str = "p"):
+        if not parents:
+            maybe_reclaim()  # nothing may hold interned ids: their memory may go back first
         self.store = _core.FragmentStore()
         self.parents = list(parents)
         self.prefix = prefix

@@ -5,15 +5,98 @@ trace layer never imports the numpy layer."""
 
 from __future__ import annotations
 
+import functools
 from types import SimpleNamespace
+
+import numpy as np
 
 from tidu import ops as P
 from tidu._native import _core
 from tidu.graph import _aval_list
-from tidu.numpy import core, dispatch, indexing, ufuncs
+from tidu.numpy import (
+    contractions,
+    core,
+    creation,
+    dispatch,
+    indexing,
+    logical,
+    reductions,
+    shapes,
+    sorting,
+    statistics,
+    take,
+    ufuncs,
+)
 from tidu.trace.tracer import _binary_slot, _compare, _stack, _unary_slot
 
-__all__ = ["HOOKS", "register"]
+__all__ = ["HOOKS", "METHODS", "PROPERTIES", "register"]
+
+
+def _flatten(x, order="C"):
+    return shapes.ravel(x, order)
+
+
+def _copy(x, order=None):
+    return x  # traced values are immutable: a copy is the value itself
+
+
+# jax.Array's methods beyond the ones the compiled Tracer defines itself (sum, max, mean,
+# reshape, transpose, astype, conj, item, real, imag, at): x.name(...) is fn(x, ...).
+METHODS = {
+    "all": sorting.all,
+    "any": sorting.any,
+    "argmax": sorting.argmax,
+    "argmin": sorting.argmin,
+    "argsort": sorting.argsort,
+    "clip": ufuncs.clip,
+    "conjugate": core.conj,
+    "copy": _copy,
+    "cumprod": sorting.cumprod,
+    "cumsum": sorting.cumsum,
+    "diagonal": creation.diagonal,
+    "dot": core.dot,
+    "flatten": _flatten,
+    "min": sorting.min,
+    "prod": sorting.prod,
+    "ptp": statistics.ptp,
+    "ravel": shapes.ravel,
+    "repeat": shapes.repeat,
+    "round": ufuncs.round,
+    "searchsorted": statistics.searchsorted,
+    "sort": sorting.sort,
+    "squeeze": shapes.squeeze,
+    "std": reductions.std,
+    "swapaxes": shapes.swapaxes,
+    "take": take.take,
+    "trace": contractions.trace,
+    "var": reductions.var,
+}
+
+# jax.Array's properties beyond shape, dtype, ndim, size, T, real, imag, at
+PROPERTIES = {
+    "mT": lambda x: shapes.swapaxes(x, -1, -2),
+    "nbytes": lambda x: x.size * np.dtype(x.dtype).itemsize,
+    "itemsize": lambda x: np.dtype(x.dtype).itemsize,
+}
+
+
+def method(x, name: str):
+    """x.name for the Tracer's attributes defined here (the Tracer's __getattr__)."""
+    fn = METHODS.get(name)
+    if fn is not None:
+        return functools.partial(fn, x)
+    prop = PROPERTIES.get(name)
+    if prop is not None:
+        return prop(x)
+    raise AttributeError(
+        f"a traced value ({x.aval}) has no attribute {name!r}"
+        + ("" if name.startswith("_") else
+           f"; the jax.Array methods tidu has: {', '.join(sorted(_ALL_METHODS))}"))
+
+
+_ALL_METHODS = set(METHODS) | set(PROPERTIES) | {
+    "sum", "max", "mean", "reshape", "transpose", "astype", "conj", "item", "real", "imag",
+    "at", "shape", "dtype", "ndim", "size", "T"}
 
 # The functions the compiled Tracer looks up by name (``_py.<name>`` in pyx/trace/tracer.pxi).
 HOOKS = SimpleNamespace(
@@ -25,21 +108,28 @@ HOOKS = SimpleNamespace(
     _stack=_stack,
     abs=core.abs,
     astype=core.astype,
+    bitwise_and=logical.bitwise_and,
+    bitwise_or=logical.bitwise_or,
+    bitwise_xor=logical.bitwise_xor,
     concatenate_general=core.concatenate_general,
     concatenate_rule=core.concatenate_rule,
     conj=core.conj,
     dispatch=dispatch,
     floor_divide=ufuncs.floor_divide,
     imag=core.imag,
+    invert=logical.invert,
+    left_shift=logical.left_shift,
     matmul=core.matmul,
     matmul_rule=core.matmul_rule,
     max=core.max,
     mean=core.mean,
+    method=method,
     power=core.power,
     real=core.real,
     remainder=ufuncs.remainder,
     reshape_general=core.reshape_general,
     reshape_rule=core.reshape_rule,
+    right_shift=logical.right_shift,
     sum=core.sum,
     transpose=core.transpose,
 )

@@ -25,6 +25,7 @@ import numpy as np
 from tidu import ops as P
 from tidu.graph import _aval_list, shape_rule
 from tidu.graph.dtypes import INTS
+from tidu.graph.memory import register_cache
 from tidu.numpy.core import astype, broadcast_to, maximum, minimum, reshape, transpose, where
 from tidu.trace.tracer import Tracer, _emit, _home, _lift, _trace_of
 
@@ -37,6 +38,7 @@ __all__ = ["IndexUpdateRef", "advanced_getitem"]
 # output aval id) pairs, so repeated indexing (s[0] in every step of an integrator) skips
 # normalising the index and building Slice/Reshape ops.
 _index_plans: dict[tuple, tuple[tuple[int, int], ...]] = {}
+register_cache("index_plans", _index_plans, holds_ids=True)
 
 
 def _index_key(idx):

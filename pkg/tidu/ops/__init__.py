@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tidu.ops.bitwise import And, Not, Or, ShiftLeft, ShiftRightArithmetic, ShiftRightLogical, Xor
 from tidu.ops.control_flow import Checkpoint, Cond, Scan, While
 from tidu.ops.core import (
                                   Add,
@@ -90,18 +91,20 @@ SORTING = ("ArgMax", "ArgMin", "Cummax", "Cummin", "Cumprod", "Cumsum", "LinearS
 MATH = ("Floor", "Ceil", "Round", "Tan", "Atan", "Asin", "Acos", "Sinh", "Cosh", "Asinh", "Acosh",
         "Atanh", "Erf", "Erfc", "ErfInv", "Cbrt", "Logistic", "IsFinite", "Rem", "Atan2")
 SHAPES = ("Rev",)  # the numpy shape surface (docs/numpy.md)
+# bitwise and logical (ops/bitwise.py, docs/numpy.md)
+BITWISE = ("And", "Or", "Xor", "Not", "ShiftLeft", "ShiftRightArithmetic", "ShiftRightLogical")
 # primitives holding sub-programs (docs/control_flow.md)
 CONTROL_FLOW = ("Scan", "Cond", "While", "Checkpoint")
 
 __all__ = [
-    "Abs", "Acos", "Acosh", "Add", "ArgMax", "ArgMin", "Asin", "Asinh", "Atan", "Atan2",
-    "Atanh", "BroadcastInDim", "Cbrt", "Ceil", "Checkpoint", "Cholesky", "Compare",
-    "Concatenate", "Cond", "Conj", "Constant", "Convert", "Cos", "Cosh", "Cummax", "Cummin",
-    "Cumprod", "Cumsum", "Div", "DotGeneral", "DynamicSlice", "DynamicUpdateSlice", "Eigh",
-    "Erf", "ErfInv", "Erfc", "Exp", "Expm1", "Floor", "Gather", "Imag", "Iota", "IsFinite",
-    "LU", "LUPermute", "LinearScan", "Log", "Log1p", "Logistic", "Max", "Min", "Mul", "Neg",
-    "Pad", "Pow", "QR", "Real", "ReduceAnd", "ReduceMax", "ReduceMin", "ReduceOr", "ReduceProd",
-    "ReduceSum", "Rem", "Reshape", "Rev", "Round", "Rsqrt", "SVD", "Scan", "Scatter", "Select",
-    "Sign", "Sin", "Sinh", "Slice", "Sort", "Sqrt", "StopGradient", "Sub", "Tan", "Tanh",
-    "Transpose", "TriangularSolve", "While"
+    "Abs", "Acos", "Acosh", "Add", "And", "ArgMax", "ArgMin", "Asin", "Asinh", "Atan", "Atan2",
+    "Atanh", "BroadcastInDim", "Cbrt", "Ceil", "Checkpoint", "Cholesky", "Compare", "Concatenate",
+    "Cond", "Conj", "Constant", "Convert", "Cos", "Cosh", "Cummax", "Cummin", "Cumprod", "Cumsum",
+    "Div", "DotGeneral", "DynamicSlice", "DynamicUpdateSlice", "Eigh", "Erf", "ErfInv", "Erfc",
+    "Exp", "Expm1", "Floor", "Gather", "Imag", "Iota", "IsFinite", "LU", "LUPermute", "LinearScan",
+    "Log", "Log1p", "Logistic", "Max", "Min", "Mul", "Neg", "Not", "Or", "Pad", "Pow", "QR",
+    "Real", "ReduceAnd", "ReduceMax", "ReduceMin", "ReduceOr", "ReduceProd", "ReduceSum", "Rem",
+    "Reshape", "Rev", "Round", "Rsqrt", "SVD", "Scan", "Scatter", "Select", "ShiftLeft",
+    "ShiftRightArithmetic", "ShiftRightLogical", "Sign", "Sin", "Sinh", "Slice", "Sort", "Sqrt",
+    "StopGradient", "Sub", "Tan", "Tanh", "Transpose", "TriangularSolve", "While", "Xor"
 ]

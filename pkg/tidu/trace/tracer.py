@@ -18,6 +18,7 @@ from tidu import ops as P
 from tidu._native import _core
 from tidu.graph import _aval_list, prim_id, shape_rule
 from tidu.graph.dtypes import BOOL, INTS
+from tidu.graph.memory import register_cache
 
 __all__ = ["Tracer"]
 
@@ -88,6 +89,8 @@ def _op(cls, *attrs):
 
 # Field-less primitives are singletons: cache (instance, id) for the hot binary/unary paths.
 _SINGLETONS: dict[type, tuple] = {}
+register_cache("tracer_ops", _OPS)
+register_cache("tracer_singletons", _SINGLETONS, holds_ids=True)
 
 
 def _singleton(cls) -> tuple:
@@ -191,12 +194,16 @@ def _binary(cls, name: str, x, y, float_only=False) -> "Tracer":
     """x op y by the general path: numpy promotion and broadcasting made explicit."""
     t = _trace_of(x, y)
     a, b = _promote(name, t, x, y, min_dtype=np.float32 if float_only else None)
+    if a.aval.dtype == BOOL and cls in _BOOL_AS:  # numpy's and jax's bool + (or) and * (and)
+        return _emit(t, _BOOL_AS[cls](), a, b)
     if float_only and a.aval.dtype in _NONFLOAT:
         a, b = _lift(t, a, np.float64), _lift(t, b, np.float64)
     return _emit(t, cls(), a, b)
 
 
 _NONFLOAT = INTS | {BOOL}
+# bool operands: x + y and max(x, y) are x or y, x * y and min(x, y) x and y
+_BOOL_AS = {P.Add: P.Or, P.Max: P.Or, P.Mul: P.And, P.Min: P.And}
 
 
 def _unary_float(cls, x) -> "Tracer":
@@ -224,7 +231,7 @@ def _binary_slot(cls, name: str, float_only=False):
         return _binary(cls, name, x, y, float_only)
 
     def rule(av):
-        if float_only and av.dtype in _NONFLOAT:
+        if float_only and av.dtype in _NONFLOAT or av.dtype == BOOL and cls in _BOOL_AS:
             return None
         op, pid = _singleton(cls)
         return pid, op.abstract_eval(av, av)

@@ -11,6 +11,7 @@
 // Python side owns those hashable objects); this header only sees their ids.  Mode 0 is Primal.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -115,6 +116,52 @@ class KeyInterner {
   const Id* op_inputs(Id o) const { return op_inputs_.data() + ops_[o].in_begin; }
   bool is_input(Id v) const { return vals_[v].op == kNone; }
 
+  // ---- reclaiming ----
+
+  // Drops every value with id >= n_vals and every op with id >= n_ops (the newest ones: ids are
+  // handed out in order), and rebuilds both hash tables from what remains, sized to it, giving
+  // the memory back.  The kept part must be closed: each kept op's outputs are kept values and
+  // each kept derived value's op is a kept op (std::invalid_argument otherwise, nothing changed).
+  // truncate(0, 0) empties the interner.  The caller guarantees that nothing still uses a dropped
+  // id (tidu.graph.memory: no fragment, walk or program made since is alive).
+  void truncate(std::size_t n_vals, std::size_t n_ops) {
+    if (n_vals > vals_.size() || n_ops > ops_.size())
+      throw std::out_of_range("tidu: truncate beyond the interner's size");
+    if (n_ops > 0 && ops_[n_ops - 1].first_val + std::size_t{ops_[n_ops - 1].n_out} > n_vals)
+      throw std::invalid_argument("tidu: truncate would keep an op but drop its outputs");
+    for (std::size_t v = 0; v < n_vals; ++v)
+      if (vals_[v].op != kNone && vals_[v].op >= n_ops)
+        throw std::invalid_argument("tidu: truncate would keep a value but drop its op");
+    const std::size_t n_in = n_ops ? ops_[n_ops - 1].in_begin + std::size_t{ops_[n_ops - 1].n_in} : 0;
+    shrink(vals_, n_vals);
+    shrink(ops_, n_ops);
+    shrink(op_inputs_, n_in);
+    std::size_t size = 1024;
+    while ((n_ops + 1) * 2 > size) size *= 2;
+    HugeVector<std::uint64_t>(size, kEmpty).swap(table_);
+    shift_ = 64;
+    for (std::size_t s = size; s > 1; s >>= 1) --shift_;
+    const std::size_t mask = size - 1;
+    for (std::size_t o = 0; o < n_ops; ++o) {
+      const OpRec& r = ops_[o];
+      std::uint64_t h = op_hash(r.prim, r.mode, op_inputs_.data() + r.in_begin, r.n_in);
+      std::size_t i = h >> shift_;
+      while (table_[i] != kEmpty) i = (i + 1) & mask;
+      table_[i] = (h & 0xFFFFFFFF00000000ULL) | o;
+    }
+    n_inputs_ = 0;
+    for (std::size_t v = 0; v < n_vals; ++v) n_inputs_ += vals_[v].op == kNone;
+    std::size_t isize = 64;
+    while ((n_inputs_ + 1) * 2 > isize) isize *= 2;
+    std::vector<Id>(isize, kNone).swap(input_table_);
+    for (std::size_t v = 0; v < n_vals; ++v) {
+      if (vals_[v].op != kNone) continue;
+      std::size_t i = input_hash(vals_[v].index, vals_[v].aval) & (isize - 1);
+      while (input_table_[i] != kNone) i = (i + 1) & (isize - 1);
+      input_table_[i] = static_cast<Id>(v);
+    }
+  }
+
   std::size_t memory_bytes() const {
     return vals_.capacity() * sizeof(ValRec) + ops_.capacity() * sizeof(OpRec) +
            op_inputs_.capacity() * sizeof(Id) + table_.capacity() * sizeof(std::uint64_t) +
@@ -125,6 +172,12 @@ class KeyInterner {
   Id next_val_id(std::size_t n) {
     if (vals_.size() + n >= kNone) throw std::length_error("tidu: value id space exhausted");
     return static_cast<Id>(vals_.size());
+  }
+
+  template <class V>
+  static void shrink(V& v, std::size_t n) {  // resize to n and give the spare capacity back
+    V kept(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(n));
+    v.swap(kept);
   }
 
   static std::uint64_t input_hash(Id key, Id aval) {

@@ -62,6 +62,11 @@ inline void visit_inexact(Op op, DType d, F&& f) {
 
 template <class T>
 inline bool unary(Op op, const T* x, T* y, std::int64_t n) {
+  if (op == Op::Not) {  // bitwise not of integers, logical not of bools
+    if constexpr (is_int_v<T>) { for (std::int64_t i = 0; i < n; ++i) y[i] = static_cast<T>(~x[i]); return true; }
+    else if constexpr (std::is_same_v<T, bool>) { for (std::int64_t i = 0; i < n; ++i) y[i] = !x[i]; return true; }
+    else return false;
+  }
   if constexpr (is_float_v<T>) {  // polynomial kernels (fastmath.hpp), the C library out of range
     switch (op) {
       case Op::Exp: fm::map<fm::Fn::Exp>(x, y, n); return true;
@@ -133,8 +138,49 @@ inline T binary_op(T x, T y) {
   else return (x != x || x < y) ? x : y;
 }
 
+// Bitwise and, or, xor, not of integers and bools; shifts of integers as XLA defines them (and
+// jax): a shift by a negative amount or by the bit width or more gives 0 (left, logical right)
+// or the sign (arithmetic right), never C++'s undefined behaviour.
+inline bool is_bitwise(Op op) {
+  return op == Op::And || op == Op::Or || op == Op::Xor || op == Op::Not || op == Op::ShiftLeft ||
+         op == Op::ShiftRightArithmetic || op == Op::ShiftRightLogical;
+}
+
+template <class T>
+inline bool bitwise_binary(Op op, const T* a, const T* b, T* y, std::int64_t n) {
+  if constexpr (is_int_v<T> || std::is_same_v<T, bool>) {
+    switch (op) {
+      case Op::And: for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] & b[i]; return true;
+      case Op::Or: for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] | b[i]; return true;
+      case Op::Xor: for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] ^ b[i]; return true;
+      default: break;
+    }
+  }
+  if constexpr (is_int_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    constexpr T bits = static_cast<T>(8 * sizeof(T));
+    switch (op) {
+      case Op::ShiftLeft:
+        for (std::int64_t i = 0; i < n; ++i)
+          y[i] = b[i] < 0 || b[i] >= bits ? T(0) : static_cast<T>(static_cast<U>(a[i]) << b[i]);
+        return true;
+      case Op::ShiftRightLogical:
+        for (std::int64_t i = 0; i < n; ++i)
+          y[i] = b[i] < 0 || b[i] >= bits ? T(0) : static_cast<T>(static_cast<U>(a[i]) >> b[i]);
+        return true;
+      case Op::ShiftRightArithmetic:  // >> of a negative signed value is arithmetic (C++20)
+        for (std::int64_t i = 0; i < n; ++i)
+          y[i] = a[i] >> (b[i] < 0 || b[i] >= bits ? bits - 1 : b[i]);
+        return true;
+      default: break;
+    }
+  }
+  return false;
+}
+
 template <class T>
 inline bool binary(Op op, const T* a, const T* b, T* y, std::int64_t n) {
+  if (is_bitwise(op)) return bitwise_binary<T>(op, a, b, y, n);
   if constexpr (is_int_v<T>) {
     switch (op) {
       case Op::Add: for (std::int64_t i = 0; i < n; ++i) y[i] = wrap_add(a[i], b[i]); return true;

@@ -2,6 +2,9 @@
 // and Checkpoint run nested programs (Program::subs) on their own workspaces (Workspace::sub),
 // with no allocation and no Python per iteration.  Included by dispatch.hpp (handler_for).
 //
+// Every iteration runs its body (and a while loop's condition) through eval, which polls the
+// workspace's cancellation state first (cancel.hpp): a loop that never ends stops there.
+//
 // Attributes (validated by validate.hpp; "take" lists map a nested program's inputs to the
 // instruction's operands, since a body need not read every operand):
 //   Scan:       sub, length, reverse, n_consts, n_carry, n_take, take...

@@ -61,6 +61,7 @@ inline void run_instr(const Program& p, Workspace& ws, std::size_t idx) {
     case Op::Floor: case Op::Ceil: case Op::Round: case Op::Tan: case Op::Atan: case Op::Asin:
     case Op::Acos: case Op::Sinh: case Op::Cosh: case Op::Asinh: case Op::Acosh: case Op::Atanh:
     case Op::Erf: case Op::Erfc: case Op::ErfInv: case Op::Cbrt: case Op::Logistic:  // math.hpp
+    case Op::Not:
       visit_dtype(out.dtype, [&](auto t) {
         using T = decltype(t);
         if (!kern::unary<T>(in.op, static_cast<const T*>(ptr[a[0]]), static_cast<T*>(y), out.size))
@@ -69,6 +70,8 @@ inline void run_instr(const Program& p, Workspace& ws, std::size_t idx) {
       return;
     case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Pow: case Op::Max: case Op::Min:
     case Op::Rem: case Op::Atan2:  // math.hpp
+    case Op::And: case Op::Or: case Op::Xor: case Op::ShiftLeft: case Op::ShiftRightArithmetic:
+    case Op::ShiftRightLogical:
       visit_dtype(out.dtype, [&](auto t) {
         using T = decltype(t);
         if (!kern::binary<T>(in.op, static_cast<const T*>(ptr[a[0]]), static_cast<const T*>(ptr[a[1]]),
@@ -384,6 +387,8 @@ inline void run_block(const Program& p, Workspace& ws, std::size_t idx, std::int
   switch (in.op) {
     case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Pow: case Op::Max: case Op::Min:
     case Op::Rem: case Op::Atan2:
+    case Op::And: case Op::Or: case Op::Xor: case Op::ShiftLeft: case Op::ShiftRightArithmetic:
+    case Op::ShiftRightLogical:
       visit_dtype(out.dtype, [&](auto t) {
         using T = decltype(t);
         if (!kern::binary<T>(in.op, at(0, t), at(1, t), static_cast<T*>(addr(in.out)), n))

@@ -16,9 +16,11 @@
 // hostile, with overflow-checked arithmetic (checked.hpp): at most 2^48 elements per array and
 // 2^56 bytes per memory plan, every index, shape, attribute list and constant range in bounds.
 // A Program that loads cannot make eval() touch memory outside its Workspace and the caller's
-// buffers (of input_bytes(i) / output_bytes(i) bytes).  Not guarded: the resources a valid
-// program asks for (check arena_bytes before creating a Workspace), and a kernel missing for a
-// dtype throws std::runtime_error from eval(), leaving the Workspace usable.
+// buffers (of input_bytes(i) / output_bytes(i) bytes).  The resources a valid program asks for
+// are the caller's to bound: workspace_bytes (what a Workspace allocates, nested programs
+// included) and total_instructions, capped at load by LoadLimits; time is bounded by cancelling
+// (Workspace::cancel_flag), since a while loop need not end.  A kernel missing for a dtype
+// throws std::runtime_error from eval(), leaving the Workspace usable.
 #pragma once
 
 #include <cstdint>
@@ -266,15 +268,41 @@ inline ProgramArrays deserialize(const void* data, std::size_t n) {
   return a;
 }
 
-inline Program Program::load_from_memory(const void* data, std::size_t n) {
-  return build_program(deserialize(data, n));
+// Instructions of a program and its nested programs (saturating).
+inline std::uint64_t count_instructions(const ProgramArrays& a) {
+  std::uint64_t n = a.opcode.size();
+  for (const ProgramArrays& sub : a.subs)
+    if (!checked::add(n, count_instructions(sub), n)) return UINT64_MAX;
+  return n;
 }
 
-inline Program Program::load(const std::string& path) {
+// A Program from arrays, refused (ProgramError) when it exceeds the caller's limits: the
+// instruction count is checked before anything is built, the workspace bytes after the plan
+// (before any workspace exists).
+inline Program build_program(const ProgramArrays& a, const LoadLimits& limits) {
+  const std::uint64_t n = count_instructions(a);
+  if (n > limits.max_instructions)
+    throw ProgramError("tidu program: " + std::to_string(n) +
+                       " instructions (nested programs included), more than the limit of " +
+                       std::to_string(limits.max_instructions));
+  Program p = build_program(a);
+  if (p.workspace_bytes > limits.max_bytes)
+    throw ProgramError("tidu program: an evaluation needs " + std::to_string(p.workspace_bytes) +
+                       " bytes of workspace (nested programs included; this program's own plan: " +
+                       std::to_string(p.arena_bytes) + "), more than the limit of " +
+                       std::to_string(limits.max_bytes));
+  return p;
+}
+
+inline Program Program::load_from_memory(const void* data, std::size_t n, const LoadLimits& limits) {
+  return build_program(deserialize(data, n), limits);
+}
+
+inline Program Program::load(const std::string& path, const LoadLimits& limits) {
   std::ifstream f(path, std::ios::binary);
   if (!f) throw ProgramError("tidu program file: cannot open " + path);
   std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  return load_from_memory(bytes.data(), bytes.size());
+  return load_from_memory(bytes.data(), bytes.size(), limits);
 }
 
 }  // namespace tidu

@@ -9,10 +9,12 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <vector>
 
+#include "tidu/vm/cancel.hpp"
 #include "tidu/vm/control_flow.hpp"
 #include "tidu/vm/dispatch.hpp"
 #include "tidu/vm/parallel.hpp"
@@ -66,7 +68,11 @@ inline bool outputs_apart(const Program& p, const void* const* inputs, void* con
 }  // namespace detail
 
 // Evaluates p with caller-owned buffers, in p.inputs / p.outputs order.
+// Polls the workspace's cancellation state (cancel.hpp) when it starts, which is every iteration
+// of a loop (each runs its body through eval), and before each instruction and each block of a
+// chain; throws Cancelled when it is set.
 inline void eval(const Program& p, Workspace& ws, const void* const* inputs, void* const* outputs) {
+  ws.check_cancel();
   if (p.scalar_jit) {
     double* v = ws.scalars();
     detail::scalar_inputs(p, v, inputs);
@@ -86,6 +92,7 @@ inline void eval(const Program& p, Workspace& ws, const void* const* inputs, voi
   for (std::size_t i = 0; i < p.instrs.size(); ++i) {
     std::uint32_t end = p.chain_end.empty() ? 0 : p.chain_end[i];
     if (end == 0) {
+      if (i != 0) ws.check_cancel();
       ws.handler(i)(p, ws, i);
       continue;
     }
@@ -103,6 +110,7 @@ inline void eval(const Program& p, Workspace& ws, const void* const* inputs, voi
     auto blocks = [&](std::int64_t first, std::int64_t last, int t) {  // block indices [first, last)
       std::uint8_t* mine = scratch + per_thread * static_cast<std::size_t>(t);
       for (std::int64_t b = first; b < last; ++b) {
+        ws.check_cancel();
         std::int64_t lo = b * Program::kBlock, n = std::min<std::int64_t>(Program::kBlock, size - lo);
         for (std::size_t j = i; j < end; ++j)
           if (p.instrs[j].op != Op::Constant) detail::run_block(p, ws, j, lo, n, mine);
@@ -127,20 +135,27 @@ inline void Program::eval(Workspace& ws, const void* const* in, void* const* out
 
 // Evaluates `batch` independent points (inputs and outputs with a leading batch axis) on
 // `threads` threads.  exact=false lets all-scalar programs use the SIMD kernels across points (see
-// eval_scalar_block); other programs are evaluated point by point either way.
+// eval_scalar_block); other programs are evaluated point by point either way.  When `cancel` is
+// given, setting it (from any thread) makes every thread stop at its next poll (each point, each
+// block of points, and inside each point as eval polls) and eval_batch throw Cancelled.
 inline void eval_batch(const Program& p, std::int64_t batch, const void* const* inputs,
-                       void* const* outputs, int threads, bool exact = true) {
+                       void* const* outputs, int threads, bool exact = true,
+                       const std::atomic<bool>* cancel = nullptr) {
+  auto cancelled = [cancel] { return cancel != nullptr && cancel->load(std::memory_order_relaxed); };
   threads = static_cast<int>(std::max<std::int64_t>(
       1, std::min<std::int64_t>({threads, detail::max_threads(), std::max<std::int64_t>(batch, 1)})));
   constexpr std::int64_t K = detail::kScalarBlock;
   auto run_range = [&](std::int64_t lo, std::int64_t hi) {
     if (!p.scalar_code.empty() && hi - lo >= K / 2) {  // blocks of points
       std::vector<double> V((std::size_t{p.scalar_values} + 1) * K);
-      for (std::int64_t b = lo; b < hi; b += K)
+      for (std::int64_t b = lo; b < hi; b += K) {
+        if (cancelled()) throw Cancelled();
         detail::eval_scalar_block(p, V.data(), std::min(K, hi - b), inputs, outputs, b, exact);
+      }
       return;
     }
     Workspace ws(p);
+    ws.watch(cancel);
     std::vector<const void*> in(p.inputs.size());
     std::vector<void*> out(p.outputs.size());
     for (std::int64_t b = lo; b < hi; ++b) {

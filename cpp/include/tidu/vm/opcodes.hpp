@@ -109,7 +109,14 @@ namespace tidu {
   X(Scan, S, k)                   \
   X(While, S, k)                  \
   X(Cond, S, k)                   \
-  X(Checkpoint, S, k)
+  X(Checkpoint, S, k)             \
+  X(And, E2, _)                   \
+  X(Or, E2, _)                    \
+  X(Xor, E2, _)                   \
+  X(Not, E1, _)                   \
+  X(ShiftLeft, E2, _)             \
+  X(ShiftRightArithmetic, E2, _)  \
+  X(ShiftRightLogical, E2, _)
 
 enum class Op : std::uint8_t {
 #define TIDU_ENUM(name, kind, sig) name,

@@ -267,6 +267,8 @@ inline bool Program::blockable(const Instr& in, std::int64_t size) const {
     case Op::Acos: case Op::Sinh: case Op::Cosh: case Op::Asinh: case Op::Acosh: case Op::Atanh:
     case Op::Erf: case Op::Erfc: case Op::ErfInv: case Op::Cbrt: case Op::Logistic: case Op::Rem:
     case Op::Atan2:  // math.hpp
+    case Op::And: case Op::Or: case Op::Xor: case Op::Not: case Op::ShiftLeft:
+    case Op::ShiftRightArithmetic: case Op::ShiftRightLogical:  // elementwise.hpp: bitwise
       for (std::uint32_t k = 0; k < in.n_in; ++k)
         if (slots[a[k]].size != size) return false;
       return true;

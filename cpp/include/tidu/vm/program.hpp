@@ -54,10 +54,18 @@ inline bool is_control(Op op) {
 
 class Workspace;
 
+// Caps a loader applies to the program it reads (file.hpp): a file over either is refused with a
+// ProgramError before any workspace exists.  The defaults cap nothing.
+struct LoadLimits {
+  std::uint64_t max_bytes = UINT64_MAX;         // Program::workspace_bytes, nested programs included
+  std::uint64_t max_instructions = UINT64_MAX;  // Program::total_instructions, nested included
+};
+
 struct Program {
   // ---- embedding API (defined in file.hpp / interpreter.hpp; include <tidu/tidu.hpp>) ----
-  static Program load(const std::string& path);                      // throws ProgramError
-  static Program load_from_memory(const void* data, std::size_t n);  // throws ProgramError
+  static Program load(const std::string& path, const LoadLimits& limits = {});  // throws ProgramError
+  static Program load_from_memory(const void* data, std::size_t n,
+                                  const LoadLimits& limits = {});  // throws ProgramError
   void eval(Workspace& ws, const void* const* inputs, void* const* outputs) const;
   std::size_t n_inputs() const { return inputs.size(); }
   std::size_t n_outputs() const { return outputs.size(); }
@@ -79,8 +87,13 @@ struct Program {
   std::vector<std::uint8_t> consts;
   std::vector<std::uint32_t> inputs;
   std::vector<std::uint32_t> outputs;
-  std::uint64_t arena_bytes = 0;
+  std::uint64_t arena_bytes = 0;   // this program's memory plan (nested programs not included)
   std::uint64_t naive_bytes = 0;
+  // What a Workspace for this program allocates, nested programs' workspaces (loop bodies,
+  // branches, recursively), loop carry buffers and pointer tables included (saturating at
+  // UINT64_MAX); and the instruction count, nested programs included.  Set by measure().
+  std::uint64_t workspace_bytes = 0;
+  std::uint64_t total_instructions = 0;
   bool all_scalar = false;
   // Per output: computed into the caller's buffer (a slot an instruction writes, first listed).
   std::vector<char> output_direct;
@@ -160,6 +173,51 @@ struct Program {
     if (!output_names.empty() && output_names.size() != outputs.size())
       fail(std::to_string(output_names.size()) + " output names for " + std::to_string(outputs.size()) +
            " outputs");
+  }
+
+  // Bytes of a loop's second set of carries (the largest over the loops: a while loop's
+  // outputs, a scan's first n_carry; its ys are written in place into the stacked outputs).
+  std::uint64_t carry_bytes() const {
+    std::uint64_t carry = 0;
+    for (const Instr& in : instrs)
+      if (in.op == Op::Scan || in.op == Op::While) {
+        const std::uint32_t nk = in.op == Op::Scan ? static_cast<std::uint32_t>(attrs[in.attr_begin + 4]) : in.n_out;
+        std::uint64_t b = 0;
+        for (std::uint32_t k = 0; k < nk; ++k) b += (nbytes(outs[in.out_begin + k]) + 63) & ~std::uint64_t{63};
+        carry = std::max(carry, b);
+      }
+    return carry;
+  }
+  // Room for any nested call's pointer lists (inputs, outputs and two sets of carries).
+  std::size_t sub_ptr_count() const {
+    std::size_t n = 0;
+    for (const Program& sub : subs) n += sub.inputs.size() + 3 * sub.outputs.size();
+    return n;
+  }
+  // Sets workspace_bytes and total_instructions (after plan(), and after the nested programs'
+  // own measure()): mirrors what the Workspace constructor allocates.
+  void measure() {
+    auto sat_add = [](std::uint64_t a, std::uint64_t b) {
+      std::uint64_t r;
+      return checked::add(a, b, r) ? r : UINT64_MAX;
+    };
+    std::uint64_t b = 0, n = instrs.size();
+    if (!scalar_code.empty()) {
+      b = (std::uint64_t{scalar_values} + 1) * sizeof(double);
+    } else {
+      b = sat_add(arena_bytes, 72);  // the arena: (arena_bytes + 64) / 8 + 1 words
+      b = sat_add(b, carry_bytes() + 64);
+      b = sat_add(b, (slots.size() + sub_ptr_count()) * sizeof(void*) + instrs.size() * 16);
+      // One thread's block scratch of a chain's local slots (Program::local): more threads
+      // each take as much for a large chain.
+      b = sat_add(b, std::uint64_t{max_locals} * kBlock * kMaxElemBytes);
+    }
+    for (const Program& sub : subs) {
+      b = sat_add(b, sub.workspace_bytes);
+      n = sat_add(n, sub.total_instructions);
+    }
+    workspace_bytes = b;
+    total_instructions = n;
   }
 
   // ---- scheduling and memory planning (defined in plan.hpp) ----

@@ -150,11 +150,18 @@ inline void validate_instructions(const Program& p) {
     switch (in.op) {
       case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Pow: case Op::Max: case Op::Min:
       case Op::Rem: case Op::Atan2:
+      case Op::And: case Op::Or: case Op::Xor: case Op::ShiftLeft: case Op::ShiftRightArithmetic:
+      case Op::ShiftRightLogical:  // elementwise.hpp: bitwise
         arity(2);
         for (std::uint32_t k = 0; k < 2; ++k) {
           same_shape(k);
           need(slot(k).dtype == o.dtype, "operand dtype mismatch");
         }
+        if (in.op == Op::And || in.op == Op::Or || in.op == Op::Xor)
+          need(o.dtype == DType::I32 || o.dtype == DType::I64 || o.dtype == DType::Bool,
+               "bitwise operands must be integers or bools");
+        else if (in.op >= Op::ShiftLeft)
+          need(o.dtype == DType::I32 || o.dtype == DType::I64, "shift operands must be integers");
         break;
       case Op::Neg: case Op::Conj: case Op::Exp: case Op::Log: case Op::Sin: case Op::Cos: case Op::Tanh:
       case Op::Sqrt: case Op::Rsqrt: case Op::Expm1: case Op::Log1p: case Op::Sign: case Op::StopGradient:
@@ -162,7 +169,11 @@ inline void validate_instructions(const Program& p) {
       case Op::Floor: case Op::Ceil: case Op::Round: case Op::Tan: case Op::Atan: case Op::Asin:
       case Op::Acos: case Op::Sinh: case Op::Cosh: case Op::Asinh: case Op::Acosh: case Op::Atanh:
       case Op::Erf: case Op::Erfc: case Op::ErfInv: case Op::Cbrt: case Op::Logistic:  // math.hpp
+      case Op::Not:
         arity(1);
+        if (in.op == Op::Not)
+          need(o.dtype == DType::I32 || o.dtype == DType::I64 || o.dtype == DType::Bool,
+               "bitwise operands must be integers or bools");
         if (in.op == Op::Reshape) need(slot(0).size == o.size, "reshape changes the size");
         else same_shape(0);
         need(slot(0).dtype == o.dtype, "operand dtype mismatch");
@@ -491,6 +502,7 @@ inline void finalize(Program& p) {
   p.validate();
   validate_instructions(p);
   p.plan();
+  p.measure();
 }
 
 }  // namespace tidu

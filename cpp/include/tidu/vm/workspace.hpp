@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "tidu/kernels/elementwise.hpp"
+#include "tidu/vm/cancel.hpp"
 #include "tidu/vm/parallel.hpp"
 #include "tidu/vm/program.hpp"
 
@@ -105,21 +106,13 @@ class Workspace {
     // A nested program (a loop body, a branch) runs on a workspace of its own, made here with
     // its parent's, and a loop's second set of carry buffers is sized here too: evaluating a
     // program with loops allocates nothing either, however many iterations run.
-    for (const Program& sub : p.subs) subs_.push_back(std::make_unique<Workspace>(sub));
-    std::uint64_t carry = 0;
-    for (const Instr& in : p.instrs)
-      if (in.op == Op::Scan || in.op == Op::While) {
-        // The carries: a while loop's outputs, a scan's first n_carry (its ys are written in
-        // place into the stacked outputs and need no second copy).
-        const std::uint32_t nk = in.op == Op::Scan ? static_cast<std::uint32_t>(p.attrs[in.attr_begin + 4]) : in.n_out;
-        std::uint64_t b = 0;
-        for (std::uint32_t k = 0; k < nk; ++k) b += (p.nbytes(p.outs[in.out_begin + k]) + 63) & ~std::uint64_t{63};
-        carry = std::max(carry, b);
-      }
-    carry_.resize(carry / 8 + 8);
-    std::size_t n_ptrs = 0;
-    for (const Program& sub : p.subs) n_ptrs += sub.inputs.size() + 3 * sub.outputs.size();  // bounds any call's
-    sub_ptrs_.resize(n_ptrs);
+    // Nested workspaces poll this one's cancellation state (cancel_flag): one flag stops all.
+    for (const Program& sub : p.subs) {
+      subs_.push_back(std::make_unique<Workspace>(sub));
+      subs_.back()->follow(cs_);
+    }
+    carry_.resize(p.carry_bytes() / 8 + 8);
+    sub_ptrs_.resize(p.sub_ptr_count());
     need_words_ = (p.arena_bytes + 64) / 8 + 1;
     arena_ = ArenaPool::get().take(need_words_, arena_words_);
     ptr_.resize(p.slots.size());
@@ -155,6 +148,15 @@ class Workspace {
   }
   Workspace(const Workspace&) = delete;
   Workspace& operator=(const Workspace&) = delete;
+  // Cancellation (cancel.hpp): set this flag from any thread and the running eval (and every
+  // later one, until it is cleared) throws tidu::Cancelled at its next poll: the start of each
+  // loop iteration, each instruction and each block of the array path.  One kernel call (a
+  // large matrix product, a sort) is not cut short.
+  std::atomic<bool>& cancel_flag() { return cs_->flag; }
+  // A second flag to watch besides cancel_flag (nullptr: none); the Python binding points it at
+  // the flag its SIGINT handler sets.  Not synchronised: set it between evaluations.
+  void watch(const std::atomic<bool>* also) { cs_->also = also; }
+  void check_cancel() const { cs_->check(); }
   // The function that runs instruction i (resolved once per workspace: no dispatch on opcode
   // and dtype per evaluation).
   Handler handler(std::size_t i) const { return handlers_[i]; }
@@ -191,6 +193,12 @@ class Workspace {
   std::vector<double> scratch_;  // chain_scratch
   std::vector<Handler> handlers_;
   std::vector<std::unique_ptr<Workspace>> subs_;
+  CancelState cancel_;
+  CancelState* cs_ = &cancel_;  // the outermost workspace's
+  void follow(CancelState* cs) {
+    cs_ = cs;
+    for (auto& s : subs_) s->follow(cs);
+  }
   std::vector<std::uint64_t> carry_;
   std::vector<void*> sub_ptrs_;
 };

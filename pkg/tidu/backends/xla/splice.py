@@ -10,9 +10,12 @@ compiles jax's own programs.  Lowered text is cached per (key, operand types, pl
 
 from __future__ import annotations
 
+import itertools
 import re
 
 import numpy as np
+
+from tidu.graph.memory import register_cache
 
 __all__ = ["call_jax"]
 
@@ -20,6 +23,8 @@ _ELEMENT = {"f32": "float32", "f64": "float64", "complex<f32>": "complex64",
             "complex<f64>": "complex128", "i32": "int32", "i64": "int64", "i1": "bool"}
 
 _cache: dict[tuple, tuple[str, list[str]]] = {}
+register_cache("xla_splice", _cache)
+_serial = itertools.count()
 
 
 def _parse_type(ty: str) -> tuple[tuple[int, ...], np.dtype]:
@@ -57,7 +62,7 @@ def _lowered(key: str, fn, arg_types: tuple[str, ...], platform: str) -> tuple[s
     specs = [jax.ShapeDtypeStruct(*_parse_type(t)) for t in arg_types]
     with jax.enable_x64(True):
         text = jax.jit(fn).trace(*specs).lower(lowering_platforms=(platform,)).as_text()
-    prefix = f"tidu_{key}_{len(_cache)}"
+    prefix = f"tidu_{key}_{next(_serial)}"  # unique after a clear_caches too
     funcs = _functions(text)
     names = {name: (prefix if name == "main" else f"{prefix}_{name}") for name, _ in funcs}
     pattern = re.compile(r"@([\w.$-]+)\b")

@@ -33,6 +33,7 @@ from tidu.graph import (
     prim_of,
     resolve,
 )
+from tidu.graph.memory import disown
 from tidu.ops.core import Transpose, aval_of, broadcast_batch, const, fix, is_differentiable
 
 
@@ -73,6 +74,9 @@ class Body:
         self._key = (tuple(a.id for a in self.in_avals), tuple(k.id for k in fragment.outputs))
         self._hash = hash(("Body", self._key))
         self._prog = None
+        # A Body lives in the interned op that holds it: it goes when the interner is emptied, so
+        # its store does not count as a holder of interned ids (tidu.graph.memory).
+        disown(fragment.store)
 
     @property
     def inputs(self) -> list[ValKey]:
@@ -102,6 +106,7 @@ class Body:
         if self._prog is None:
             mat = materialize_merge(resolve([self.fragment]), self.outputs)
             prog = compile_(mat, backend="cpu")
+            disown(mat._mat)  # owned by this Body, as its fragment (__init__)
             # inputs the body never reads are not program inputs: map positions
             keys = [k.id for k in prog.input_vals]
             pos = {k.id: i for i, k in enumerate(self.inputs)}
