@@ -601,3 +601,17 @@ def test_rules_closing_over_traced_values_inside_loops_and_vmap():
         close(td.grad(lambda x: td.sum(td.vmap(one, in_axes=(None, 0))(x, s)))(1.0), 30.0)
         with pytest.raises(TypeError, match="closes over a value being differentiated"):
             td.grad(lambda s: outer(2.0, s)[1])(3.0)
+
+
+def test_rules_keep_no_traced_value_alive_after_the_trace():
+    """An op holds its rule and the interner's tables hold the op; the rule holds the user's
+    functions (and the traced values they close over) only while the trace lasts, so
+    clear_caches can empty the interner afterwards, and the functions work again after it."""
+    rt = newton_root(td, td.lax, td.jvp, td.fori_loop)
+    g = td.jit(td.grad(rt))
+    want = g(0.5)
+    assert td.clear_caches()
+    assert g(0.5) == want
+    ft = make_log1pexp(*TD)
+    assert td.grad(ft)(1.0) == td.grad(ft)(1.0)
+    assert td.clear_caches()

@@ -27,6 +27,7 @@ from tidu.api.control_flow import (
     _unflatten,
 )
 from tidu.graph import AbstractValue, FragmentBuilder, ValKey
+from tidu.graph.memory import register_cache
 from tidu.numpy import core as T
 from tidu.ops.control_flow import CustomJVP, CustomVJP, close_body, fresh_key, inline_body
 from tidu.ops.core import is_differentiable
@@ -96,30 +97,70 @@ def _tree(x) -> str:
 
 # ---- the rules the ops hold ----
 
-_rules: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+# One rule object per (decorated function, rule functions, static arguments, trees), by ids:
+# equal calls in one trace give equal ops (CSE).  Emptied with the interner (its rules hold
+# bodies); a rule whose functions are gone is replaced.
+_rules: dict = {}
+register_cache("custom_rules", _rules, holds_ids=True)
 
 
-def _rule(cls, key, *args):
-    """One rule object per (decorated function, rule functions, static arguments, trees): equal
-    calls give equal ops (CSE, the program cache); unhashable static arguments get a fresh one."""
-    try:
-        hit = _rules.get(key)
-    except TypeError:
-        return cls(*args)
-    if hit is None:
-        hit = cls(*args)
-        _rules[key] = hit
+class _Live:
+    """What a rule calls: the decorated function (its rules) and the static arguments.  Held
+    strongly only by the outermost trace's builder while it is alive, so a rule (held by its
+    op, which the interner's tables hold) keeps no user closure, and no traced value it closes
+    over, alive after the trace: the interner can then be emptied (tidu.graph.memory)."""
+
+    __slots__ = ("fn", "nondiff", "__weakref__")
+
+    def __init__(self, fn, nondiff: dict):
+        self.fn, self.nondiff = fn, nondiff
+
+
+def _keep(live: _Live) -> None:
+    s = _stack()
+    b = s[0].builder if s else None
+    if b is not None:
+        keep = b.__dict__.setdefault("_custom_rules_keep", [])
+        keep.append(live)
+
+
+def _rule(cls, key, fn, nondiff, *args):
+    """The rule for key (ids), or a new one if none is alive for these very objects."""
+    hit = _rules.get(key)
+    live = hit._live() if hit is not None else None
+    if live is None or live.fn is not fn or any(live.nondiff[i] is not v
+                                                for i, v in nondiff.items()):
+        live = _Live(fn, nondiff)
+        hit = _rules[key] = cls(live, *args)
+    _keep(live)
     return hit
 
 
 class _Rule:
     kind = ""
 
-    def __init__(self, fn, nondiff: dict, in_spec, out_spec, out_avals):
-        self.fn, self.nondiff = fn, nondiff
+    def __init__(self, live: _Live, in_spec, out_spec, out_avals):
+        self._live = weakref.ref(live)
         self.in_spec, self.out_spec, self.out_avals = in_spec, out_spec, tuple(out_avals)
-        self.name = getattr(fn.fun, "__name__", "<function>")
+        self.name = getattr(live.fn.fun, "__name__", "<function>")
         self._cache: dict = {}
+
+    def _get(self) -> _Live:
+        live = self._live()
+        if live is None:
+            raise RuntimeError(
+                f"the rules of {self.kind} function {self.name} are no longer held: a fragment "
+                f"holding it was differentiated after the trace that built it ended and the "
+                f"function was freed; keep the decorated function alive, or trace again")
+        return live
+
+    @property
+    def fn(self):
+        return self._get().fn
+
+    @property
+    def nondiff(self) -> dict:
+        return self._get().nondiff
 
     def args(self, leaves) -> list:
         """The diff arguments rebuilt from leaves (a list in argument order)."""
@@ -361,7 +402,8 @@ class _Custom:
             cap_ids.append(_origins(t, xt._v) | {x._v})
         body = close_body([x.key for x in flat],
                           bld.capture_inputs + [x.aval for x in extra] + keys)
-        key = (type(self), self, self._rule_fns(), _static_key(nondiff), _tree_str(in_spec),
+        key = (type(self), id(self), tuple(map(id, self._rule_fns())),
+               tuple((i, id(v)) for i, v in sorted(nondiff.items())), _tree_str(in_spec),
                _tree_str(out_spec), body.out_avals)
         rule = _rule(self.rule_cls, key, self, nondiff, in_spec, out_spec,
                      [x.aval for x in flat])
@@ -422,10 +464,6 @@ def _merge(nondiff: dict, diff: list) -> list:
     for i in range(len(diff) + len(nondiff)):
         out.append(nondiff[i] if i in nondiff else next(it))
     return out
-
-
-def _static_key(nondiff: dict):
-    return tuple(sorted(nondiff.items(), key=lambda kv: kv[0]))
 
 
 class custom_jvp(_Custom):

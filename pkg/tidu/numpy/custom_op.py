@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tidu.graph import FragmentBuilder, ValKey
+from tidu.graph.memory import register_cache
 from tidu.ops.control_flow import CustomJVP, close_body, fresh_key
 from tidu.trace.build import tracing
 from tidu.trace.tracer import Tracer, _home, _lift, _trace_of
@@ -54,7 +55,8 @@ class _Rule:
         return hit
 
 
-_rules: dict = {}
+_rules: dict = {}  # rules hold bodies: emptied with the interner
+register_cache("numpy_custom_rules", _rules, holds_ids=True)
 
 
 def call_with_jvp(name: str, fn: Callable, jvp: Callable, static: tuple, *args) -> list[Tracer]:
