@@ -11,8 +11,9 @@ from __future__ import annotations
 from tidu import ops
 from tidu._paths import get_cmake_dir, get_include
 from tidu.ad import LinearFragment, SavedValue, differentiate, saved_values
-from tidu.api import tree_util
+from tidu.api import lax, tree_util
 from tidu.api.control_flow import checkpoint, cond, fori_loop, remat, scan, switch, while_loop
+from tidu.api.custom import custom_jvp, custom_vjp
 from tidu.api.grad import (
     grad,
     hessian,
@@ -281,17 +282,17 @@ __all__ = [
     "bitwise_not", "bitwise_or", "bitwise_right_shift", "bitwise_xor", "bool_", "broadcast_to",
     "build", "cache_limits", "cbrt", "ceil", "checkpoint", "clear_caches", "clip", "column_stack",
     "compile", "CompiledProgram", "complex128", "complex64", "concatenate", "cond", "conj",
-    "convolve", "corrcoef", "correlate", "cos", "cosh", "count_nonzero", "cov", "cross",
-    "cummax", "cummin", "cumprod",
-    "cumsum", "deg2rad", "degrees", "diag", "diagonal", "diff", "differentiate", "digitize",
-    "divmod", "dot", "dstack", "dtype", "dynamic_slice", "dynamic_update_slice", "e", "einsum",
-    "einsum_path", "empty", "empty_like", "erf", "erfc", "erfinv", "euler_gamma", "exp", "exp2",
-    "expand_dims", "expm1", "External", "eye", "finfo", "fix", "flip", "fliplr", "flipud",
-    "float32", "float64", "floor", "floor_divide", "fmax", "fmin", "fmod", "fori_loop", "Fragment",
-    "FragmentBuilder", "FreedGraphError", "full", "full_like", "get_cmake_dir", "get_include",
-    "grad", "GraphError", "hessian", "hstack", "hvp", "hypot", "identity", "iinfo", "imag", "inf",
-    "inner", "int32", "int64", "interp", "invert", "iota", "isclose", "isfinite", "isinf", "isnan",
-    "jacfwd", "jacrev", "jit", "jvp", "kron", "left_shift", "linalg", "Linear", "linear_transpose",
+    "convolve", "corrcoef", "correlate", "cos", "cosh", "count_nonzero", "cov", "cross", "cummax",
+    "cummin", "cumprod", "cumsum", "custom_jvp", "custom_vjp", "deg2rad", "degrees", "diag",
+    "diagonal", "diff", "differentiate", "digitize", "divmod", "dot", "dstack", "dtype",
+    "dynamic_slice", "dynamic_update_slice", "e", "einsum", "einsum_path", "empty", "empty_like",
+    "erf", "erfc", "erfinv", "euler_gamma", "exp", "exp2", "expand_dims", "expm1", "External",
+    "eye", "finfo", "fix", "flip", "fliplr", "flipud", "float32", "float64", "floor",
+    "floor_divide", "fmax", "fmin", "fmod", "fori_loop", "Fragment", "FragmentBuilder",
+    "FreedGraphError", "full", "full_like", "get_cmake_dir", "get_include", "grad", "GraphError",
+    "hessian", "hstack", "hvp", "hypot", "identity", "iinfo", "imag", "inf", "inner", "int32",
+    "int64", "interp", "invert", "iota", "isclose", "isfinite", "isinf", "isnan", "jacfwd",
+    "jacrev", "jit", "jvp", "kron", "lax", "left_shift", "linalg", "Linear", "linear_transpose",
     "LinearFragment", "linearize", "linspace", "load", "LoadedProgram", "Local", "log", "log10",
     "log1p", "log2", "logaddexp", "logaddexp2", "logical_and", "logical_not", "logical_or",
     "logical_xor", "materialize_merge", "MaterializedGraph", "matmul", "max", "maximum", "mean",
@@ -306,6 +307,6 @@ __all__ = [
     "sort", "spec", "split", "sqrt", "square", "squeeze", "stack", "std", "stop_gradient", "sum",
     "swapaxes", "switch", "take", "take_along_axis", "tan", "tanh", "tensordot", "tile", "to_dot",
     "trace", "Tracer", "transpose", "tree_util", "tri", "tril", "triu", "trunc", "ValKey",
-    "value_and_grad", "var", "vdot", "vjp", "vmap", "vstack", "where",
-    "while_loop", "xla", "zeros", "zeros_like",
+    "value_and_grad", "var", "vdot", "vjp", "vmap", "vstack", "where", "while_loop", "xla",
+    "zeros", "zeros_like",
 ]

@@ -150,8 +150,22 @@ TABLE = {
              lambda d: [arr((3,), d), arr((3,), d)], ALL),
     "Checkpoint": (lambda x, y: td.checkpoint(lambda a, b: td.sin(a * b) * a)(x, y),
                    lambda d: [arr((3,), d), arr((3,), d)], ALL),
+    # custom rules (tests/api/test_custom_rules.py; CustomVJP and its CustomVJPLin are reverse
+    # mode only, as in jax: there)
+    "CustomJVP": (lambda x, y: _sin_times(x, y), lambda d: [arr((3,), d), arr((3,), d)], ALL),
+    "CustomLinear": (lambda a, x: td.lax.linear_call(lambda r, v: r * v * r,
+                                                     lambda r, c: td.conj(r * r) * c, a, x),
+                     lambda d: [arr((3,), d), arr((3,), d)], ALL),
 }
 
+
+
+@td.custom_jvp
+def _sin_times(x, y):
+    return td.sin(x) * y
+
+
+_sin_times.defjvp(lambda p, t: (_sin_times(*p), td.cos(p[0]) * p[1] * t[0] + td.sin(p[0]) * t[1]))
 
 
 def unit(shape, dtype):

@@ -112,6 +112,45 @@ def test_python_load_refuses_what_is_not_a_program_file(saved, tmp_path):
         assert td.load(p).inputs == td.load(tmp / "grad.tidu").inputs
 
 
+@pytest.mark.parametrize("kind", ["release", "asan"])
+def test_cpp_evaluates_saved_custom_rule_program_like_python(builds, kind, tmp_path):
+    """A gradient through custom_jvp, custom_vjp and lax.custom_root: each primal function is a
+    nested program (the Checkpoint opcode) and its rules are inlined, so C++ needs no rule."""
+    @td.custom_jvp
+    def log1pexp(x):
+        return td.log(1.0 + td.exp(x))
+
+    log1pexp.defjvp(lambda p, t: (log1pexp(p[0]), t[0] * (1 - 1 / (1 + td.exp(p[0])))))
+
+    @td.custom_vjp
+    def clip(x):
+        return x
+
+    clip.defvjp(lambda x: (x, None), lambda _, g: (td.clip(g, -0.5, 0.5),))
+
+    def newton(f, x0):
+        return td.fori_loop(0, 20, lambda i, x: x - f(x) / td.jvp(f, (x,), (1.0,))[1], x0)
+
+    def loss(x):
+        root = td.lax.custom_root(lambda r: r * r - td.sum(x * x) - 1.0, 1.0, newton,
+                                  lambda g, y: y / g(1.0))
+        return td.sum(log1pexp(clip(x) * 3.0)) + root
+
+    prog = td.jit(td.value_and_grad(loss)).lower(np.ones(3))
+    x = np.array([0.4, -0.2, 0.3])
+    outs = prog.program.eval([x])
+    # clip's bwd clips 3 sigmoid(3 x) (above 0.5 here) to 0.5; the root is sqrt(|x|^2 + 1)
+    assert np.allclose(outs[1], 0.5 + x / np.sqrt(np.sum(x * x) + 1.0))
+    prog.save(tmp_path / "custom.tidu")
+    (tmp_path / "in.bin").write_bytes(x.tobytes())
+    (tmp_path / "want.bin").write_bytes(b"".join(np.asarray(o).tobytes() for o in outs))
+    res = subprocess.run([str(builds[kind] / "eval_saved"), str(tmp_path / "custom.tidu"),
+                          str(tmp_path / "in.bin"), str(tmp_path / "want.bin")],
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert f"eval_saved: ok (1 inputs, {len(outs)} outputs)" in res.stdout
+
+
 def test_python_round_trip_is_exact(saved):
     tmp, prog, inputs, outs = saved
     loaded = td.load(tmp / "grad.tidu")

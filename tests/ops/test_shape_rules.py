@@ -6,6 +6,7 @@ import pytest
 
 import tidu as td
 from tidu import ops as P
+from tidu.ops.control_flow import CustomVJPLin
 
 
 def A(shape, dtype="float64"):
@@ -91,7 +92,20 @@ _COND = _cf_op(lambda i, x: td.switch(i, [lambda x: x, lambda x: x * 2.0], x), A
                A((2,)))
 _WHILE = _cf_op(lambda x: td.while_loop(lambda c: c < 3.0, lambda c: c + 1.0, x), A(()))
 _CKPT = _cf_op(lambda x: td.checkpoint(lambda y: td.sin(y) * y)(x), A((2,)))
+_CJVP = td.custom_jvp(lambda x: td.sin(x))
+_CJVP.defjvp(lambda p, t: (td.sin(p[0]), td.cos(p[0]) * t[0]))
+_CJVP = _cf_op(_CJVP, A((2,)))
+_CVJP = td.custom_vjp(lambda x: td.sin(x))
+_CVJP.defvjp(lambda x: (td.sin(x), x), lambda x, g: (td.cos(x) * g,))
+_CVJP = _cf_op(_CVJP, A((2,)))
+_CLIN = _cf_op(lambda a, x: td.lax.linear_call(lambda r, v: r * v, lambda r, c: r * c, a, x),
+               A((2,)), A((2,)))
+_CLIN_T = CustomVJPLin(None, (A((2,)),), (0,), (A(()),), (A((2,)),))
 GOOD += [
+    (_CJVP, [A((2,))], A((2,))),
+    (_CVJP, [A((2,))], A((2,))),
+    (_CLIN, [A((2,)), A((2,))], A((2,))),
+    (_CLIN_T, [A(()), A((2,))], A((2,))),
     (_SCAN, [A((2,))], A((2,))),
     (_COND, [A((), "int32"), A((2,))], A((2,))),
     (_WHILE, [A(())], A(())),
@@ -220,6 +234,10 @@ BAD += [
     (_COND, [A(()), A((2,))], TypeError, "Cond: index must be an int32 scalar"),
     (_WHILE, [A((2,))], TypeError, "While: the cond takes"),
     (_CKPT, [A((2,), "float32")], TypeError, "Checkpoint: the body takes"),
+    (_CJVP, [A((3,))], TypeError, "CustomJVP: the body takes"),
+    (_CVJP, [A((2,), "float32")], TypeError, "CustomVJP: the body takes"),
+    (_CLIN, [A((2,)), A((3,))], TypeError, "CustomLinear: the body takes"),
+    (_CLIN_T, [A((2,)), A((2,))], TypeError, "CustomVJPLin: takes"),
 ]
 
 

@@ -46,11 +46,15 @@ class _Ctx:
 def _outer_trace(*trees):
     """The trace a transform called with these arguments runs in: their Tracers', or the open
     trace of this thread (fn may close over its values); None at top level."""
+    s = _trace_stack()
     for tree in trees:
         for x in _flatten_args(tree)[0]:
             if isinstance(x, Tracer):
+                # inside a control-flow body (or a custom rule) traced within x's trace, the
+                # transform belongs to the body, which captures x
+                if s and s[-1] is not x._t and hasattr(s[-1].builder, "capture"):
+                    return s[-1]
                 return x._t
-    s = _trace_stack()
     return s[-1] if s else None
 
 

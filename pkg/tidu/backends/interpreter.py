@@ -88,7 +88,7 @@ def _encode_attrs(op) -> tuple[list[int], list[tuple[int, bytes]], list[tuple[in
 
     Signature ``k`` (control flow): the primitive's ``kernel_attrs()`` gives the list itself, ints
     and Body objects where a nested program goes (cpp/include/tidu/vm/control_flow.hpp)."""
-    sig = SIGNATURE[op.name]
+    sig = SIGNATURE[_opcode_name(op)]
     out: list[int] = []
     blobs: list[tuple[int, bytes]] = []
     if sig == "k":
@@ -122,11 +122,17 @@ def _encode_attrs(op) -> tuple[list[int], list[tuple[int, bytes]], list[tuple[in
     return out, blobs, []
 
 
+def _opcode_name(op) -> str:
+    """The opcode running op: its name, or the one it borrows (``opcode``: a custom-rule op is a
+    Checkpoint-like call of its body, so saved files hold no new opcode)."""
+    return getattr(op, "opcode", None) or op.name
+
+
 def _prim_code(pid: int) -> tuple[int, np.ndarray, tuple, tuple]:
     hit = _prim_codes.get(pid)
     if hit is None:
         op = prim_of(pid)
-        code = OPCODE.get(op.name, -1)
+        code = OPCODE.get(_opcode_name(op), -1)
         attrs, blobs, bodies = _encode_attrs(op) if code >= 0 else ([], [], [])
         hit = _prim_codes[pid] = (code, np.array(attrs, np.int64), tuple(blobs), tuple(bodies))
     return hit

@@ -28,12 +28,12 @@ from tidu.numpy.core import (
     reshape,
     sign,
     sqrt,
-    stop_gradient,
     transpose,
     where,
 )
 from tidu.numpy.core import max as max_
 from tidu.numpy.core import sum as sum_
+from tidu.numpy.custom_op import call_with_jvp
 from tidu.trace.build import apply
 from tidu.trace.tracer import _dtype_of, _lift, _trace_of
 
@@ -462,12 +462,29 @@ def _keep_dims(r, x, axes, keepdims):
     return reshape(r, tuple(1 if i in axes else d for i, d in enumerate(x.shape)))
 
 
-def _pinv_svd(a, rtol):
-    """The pseudo-inverse's value from the SVD (its derivative is not used: see pinv)."""
+def _pinv_and_s(a, cutoff, inclusive: bool) -> list:
+    """[pinv(a), s] from one SVD: singular values below ``cutoff * max(s)`` are dropped (kept
+    when equal to it if inclusive, as lstsq's rcond)."""
     u, s, vh = _svd_parts(a, False, True)
-    keep = s > s[..., 0:1] * rtol
+    bound = s[..., 0:1] * cutoff
+    keep = s >= bound if inclusive else s > bound
     sinv = where(keep, 1 / where(keep, s, 1), 0)
-    return matmul_(_conj(_mT(vh)) * astype(sinv[..., None, :], a.dtype), _conj(_mT(u)))
+    return [matmul_(_conj(_mT(vh)) * astype(sinv[..., None, :], a.dtype), _conj(_mT(u))), s]
+
+
+def _pinv_and_s_jvp(primals, tangents, inclusive: bool):
+    """jax's pinv JVP (Golub-Pereyra, _pinv_tangent) and the SVD's for s, diag(u^H da v); the
+    cutoff gets no derivative."""
+    (a, cutoff), (da, _) = primals, tangents
+    p, s = _pinv_op(a, cutoff, inclusive)
+    u, _, vh = _svd_parts(a, False, True)  # only in derivative programs, and only for ds
+    ds = sum_(_conj(u) * matmul_(da, _conj(_mT(vh))), axis=-2)
+    return [p, s], [_pinv_tangent(p, a, da), real(ds) if ds.dtype.kind == "c" else ds]
+
+
+def _pinv_op(a, cutoff, inclusive: bool) -> list:
+    """[pinv(a), s] as one op whose derivatives (any order) are _pinv_and_s_jvp's."""
+    return call_with_jvp("pinv", _pinv_and_s, _pinv_and_s_jvp, (bool(inclusive),), a, cutoff)
 
 
 def _pinv_tangent(p, a, d):
@@ -493,7 +510,7 @@ def pinv(a, rtol=None, hermitian: bool = False):
 
     The derivative is pinv's own (jax's custom JVP, Golub-Pereyra), not the SVD's: the SVD
     rule cannot give it where singular values repeat (at the identity it gave 0 for
-    d pinv / d a_01, issue #28).  Derivatives of orders 1 to 3 equal jax's; see below."""
+    d pinv / d a_01, issue #28).  Derivatives of every order equal jax's."""
     del hermitian
     (a,) = _arrays("pinv", a)
     if a.ndim < 2:
@@ -503,29 +520,16 @@ def pinv(a, rtol=None, hermitian: bool = False):
         rtol = 10 * max(m, n) * np.finfo(a.dtype).eps
     if min(m, n) == 0:
         return _mT(_conj(a))
-    # tidu has no custom_jvp, so the output is written as an expression whose derivatives are
-    # jax's.  jax's pinv has the JVP dp = G(p, a, da) (_pinv_tangent), with p = pinv(a) again
-    # (so differentiable to any order): along a line a(t) = a0 + t d, pinv is the solution of
-    # the ODE p'(t) = G(p(t), a(t), d), p(0) = pinv(a0).  Here p0 = pinv(a0) comes from the
-    # SVD under stop_gradient, delta = a - stop_gradient(a) is 0 in value (d in derivative),
-    # and the output is one explicit Runge-Kutta step of that ODE from 0 to 1 (Kutta's
-    # third-order method).  Its value is p0 exactly (every stage is linear in delta = 0), and a
-    # step of order 3 matches the ODE's solution to O(|delta|^4): the first, second and third
-    # derivatives are jax's (fourth and higher are not).  The stages cost 3 x 7 matrix products
-    # more than the SVD formula alone, in the forward program too.
-    return _pinv_rk3(a, stop_gradient(_pinv_svd(stop_gradient(a), rtol)))
+    # The value is the SVD formula's and the derivative jax's custom JVP (Golub-Pereyra), as
+    # one op with its own rule (numpy/custom_op.py): the rule calls pinv again, so every order
+    # is jax's.
+    return _pinv_op(a, _cutoff(a, rtol), False)[0]
 
 
-def _pinv_rk3(a, p0):
-    """pinv(a), given its value p0 (without derivative), with jax's derivatives to order 3: one
-    Runge-Kutta step of the ODE p' = G(p, a, delta) (see pinv)."""
-    a0 = stop_gradient(a)
-    delta = a - a0
-    half = delta * 0.5
-    k1 = _pinv_tangent(p0, a0, delta)
-    k2 = _pinv_tangent(p0 + k1 * 0.5, a0 + half, delta)
-    k3 = _pinv_tangent(p0 - k1 + k2 * 2.0, a, delta)
-    return p0 + (k1 + k2 * 4.0 + k3) * (1.0 / 6.0)
+def _cutoff(a, c):
+    """The relative cutoff as a real scalar of a's precision (a traced value may be given)."""
+    dt = np.finfo(a.dtype).dtype
+    return _lift(_trace_of(a), c, dt) if not isinstance(c, (int, float)) else np.asarray(c, dt)
 
 
 def matmul_(x, y):
@@ -570,19 +574,19 @@ def lstsq(a, b, rcond=None):
     m, n = a.shape
     if rcond is None:
         rcond = np.finfo(a.dtype).eps * max(m, n)
-    u, s, vh = _svd_parts(a, False, True)
-    keep = s >= s[0:1] * rcond if min(m, n) else s > 0
-    rank = sum_(astype(keep, "int32"))
-    sinv = where(keep, 1 / where(keep, s, 1), 0)
     if min(m, n):
         # x = pinv(a) b with pinv's derivative, not the SVD's (which cannot give it where
         # singular values repeat: at a = I it gave a diagonal gradient, jax NaN, issue #28).
-        # The value is the SVD formula's; p0 comes from the same SVD as s.
-        p0 = stop_gradient(matmul_(_conj(_mT(vh)) * astype(sinv[None, :], a.dtype),
-                                   _conj(_mT(u))))
-        x = matmul_(_pinv_rk3(a, p0), b)
+        # pinv and s come from one SVD (one op: _pinv_op).
+        p, s = _pinv_op(a, _cutoff(a, rcond), True)
+        keep = s >= s[0:1] * rcond
+        x = matmul_(p, b)
     else:
+        u, s, vh = _svd_parts(a, False, True)
+        keep = s > 0
+        sinv = where(keep, 1 / where(keep, s, 1), 0)
         x = matmul_(_conj(_mT(vh)), astype(sinv[:, None], a.dtype) * matmul_(_conj(_mT(u)), b))
+    rank = sum_(astype(keep, "int32"))
     r = b - matmul_(a, x)
     resid = sum_(_abs2(r), axis=0)
     full = astype(rank == n, resid.dtype) if m > n else astype(rank < 0, resid.dtype)
