@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from tidu import ops as _P
 from tidu.api.control_flow import (
     _eager,
     _emit_multi,
@@ -21,13 +22,54 @@ from tidu.api.control_flow import (
 )
 from tidu.api.custom import closure_convert, custom_jvp
 from tidu.api.grad import jvp, vjp
+from tidu.numpy.conv import (
+    ConvDimensionNumbers,
+    conv,
+    conv_dimension_numbers,
+    conv_general_dilated,
+    conv_transpose,
+    conv_with_general_padding,
+    reduce_window,
+)
 from tidu.numpy.core import stop_gradient
+from tidu.numpy.logical import bitwise_and, bitwise_not, bitwise_or, bitwise_xor
 from tidu.numpy.take import dynamic_slice, dynamic_update_slice
 from tidu.ops.control_flow import CustomLinear, close_body
-from tidu.trace.tracer import _lift
+from tidu.trace.tracer import _emit, _lift, _promote, _trace_of
 
-__all__ = ["cond", "custom_linear_solve", "custom_root", "dynamic_slice", "dynamic_update_slice",
-           "fori_loop", "linear_call", "scan", "stop_gradient", "switch", "while_loop"]
+__all__ = ["ConvDimensionNumbers", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor",
+           "cond", "conv", "conv_dimension_numbers",
+           "conv_general_dilated", "conv_transpose", "conv_with_general_padding",
+           "custom_linear_solve", "custom_root", "dynamic_slice", "dynamic_update_slice",
+           "fori_loop", "linear_call", "reduce_window", "scan",
+           "shift_left", "shift_right_arithmetic", "shift_right_logical", "stop_gradient",
+           "switch", "while_loop"]
+
+
+def _shift(op):
+    def shift(x, y):
+        """jax.lax's shift: operands of one integer dtype and shape; negative or oversized
+        amounts give 0 (the sign for an arithmetic right shift)."""
+        t = _trace_of(x, y)
+        a, b = _promote(op.name, t, x, y)
+        return _emit(t, op, a, b)
+
+    shift.__name__ = op.name
+    return shift
+
+
+shift_left = _shift(_P.ShiftLeft())
+shift_right_arithmetic = _shift(_P.ShiftRightArithmetic())
+shift_right_logical = _shift(_P.ShiftRightLogical())
+
+
+def __getattr__(name: str):
+    # a jax.lax name tidu does not have: say so, rather than a bare AttributeError
+    if name.startswith("__"):
+        raise AttributeError(name)
+    raise AttributeError(
+        f"td.lax has no {name!r} (jax.lax has it; tidu serves these of its names: "
+        f"{', '.join(sorted(__all__))}; most others have a tidu.numpy spelling, see docs/numpy.md)")
 
 
 def _tree_map(fn, *trees):
