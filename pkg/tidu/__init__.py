@@ -76,6 +76,23 @@ from tidu.numpy.constants import (
     newaxis,
     pi,
 )
+from tidu.numpy.construct import (
+    block,
+    diag_indices,
+    diag_indices_from,
+    geomspace,
+    ix_,
+    lexsort,
+    logspace,
+    polyfit,
+    put_along_axis,
+    rot90,
+    tril_indices,
+    tril_indices_from,
+    triu_indices,
+    triu_indices_from,
+    vander,
+)
 from tidu.numpy.contractions import cross, inner, kron, outer, tensordot, trace, vdot
 from tidu.numpy.core import (
     abs,
@@ -150,7 +167,25 @@ from tidu.numpy.logical import (
     logical_xor,
     right_shift,
 )
+from tidu.numpy.numeric import (
+    copysign,
+    frexp,
+    gcd,
+    heaviside,
+    lcm,
+    ldexp,
+    signbit,
+    sinc,
+)
 from tidu.numpy.reductions import diff, std, var
+from tidu.numpy.selection import (
+    argwhere,
+    bincount,
+    flatnonzero,
+    histogram,
+    nonzero,
+    unique,
+)
 from tidu.numpy.shapes import (
     array_split,
     atleast_1d,
@@ -306,4 +341,8 @@ __all__ = [
     "trace", "Tracer", "transpose", "tree_util", "tri", "tril", "triu", "trunc", "ValKey",
     "value_and_grad", "var", "vdot", "vjp", "vmap", "vstack", "where",
     "while_loop", "xla", "zeros", "zeros_like",
+    "argwhere", "bincount", "block", "copysign", "diag_indices", "diag_indices_from",
+    "flatnonzero", "frexp", "gcd", "geomspace", "heaviside", "histogram", "ix_", "lcm", "ldexp",
+    "lexsort", "logspace", "nonzero", "polyfit", "put_along_axis", "rot90", "signbit", "sinc",
+    "tril_indices", "tril_indices_from", "triu_indices", "triu_indices_from", "unique", "vander",
 ]
