@@ -14,7 +14,7 @@ from tidu.numpy.core import astype, concatenate, log, matmul, reshape, where
 from tidu.numpy.core import max as _max
 from tidu.numpy.core import sum as _sum
 from tidu.numpy.creation import tril, triu
-from tidu.numpy.linalg.core import _apply, _arrays, _eye_like, _mT, _square
+from tidu.numpy.linalg.core import _apply, _arrays, _conj, _eye_like, _mT, _square
 from tidu.numpy.linalg.core import cho_factor as _cho_factor
 from tidu.numpy.linalg.core import cho_solve as _cho_solve
 from tidu.numpy.linalg.core import lu_factor as _lu_factor
@@ -29,9 +29,14 @@ __all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "det", "eigh", "
 
 
 def cholesky(a, lower: bool = False, overwrite_a: bool = False, check_finite: bool = True):
-    """The upper (default, scipy's) or lower Cholesky factor of a."""
+    """The upper (default, scipy's) or lower Cholesky factor of a, reading only that triangle
+    of a (as jax's)."""
     del overwrite_a, check_finite
-    return _la.cholesky(a, upper=not lower)
+    (a,) = _arrays("cholesky", a)
+    _square("cholesky", a)
+    if lower:
+        return _la.cholesky(a, symmetrize_input=False)
+    return _conj(_mT(_la.cholesky(_conj(_mT(a)), symmetrize_input=False)))
 
 
 def cho_factor(a, lower: bool = False, overwrite_a: bool = False, check_finite: bool = True):
@@ -134,15 +139,16 @@ def solve(a, b, lower: bool = False, overwrite_a: bool = False, overwrite_b: boo
 def eigh(a, b=None, lower: bool = True, eigvals_only: bool = False, overwrite_a: bool = False,
          overwrite_b: bool = False, turbo: bool = True, eigvals=None, type: int = 1,  # noqa: A002
          check_finite: bool = True):
-    """``(w, v)`` or w of a Hermitian a, reading its ``lower`` (default) or upper triangle;
-    the generalized problem (b) is not supported, as jax's."""
+    """``(w, v)`` or w of a Hermitian a, as jax's: it factors (a + a^H) / 2 (``lower`` is
+    accepted and, as in jax, has no effect); the generalized problem (b) is not supported."""
     del overwrite_a, overwrite_b, turbo, check_finite, type
     if b is not None:
         raise NotImplementedError("eigh: only the standard eigenvalue problem (b=None) is "
                                   "supported, as jax's")
     if eigvals is not None:
         raise NotImplementedError("eigh: eigvals (a subset) is not supported, as jax's")
-    w, v = _la.eigh(a, UPLO="L" if lower else "U", symmetrize_input=False)
+    del lower  # jax's factors (a + a^H) / 2 whichever triangle is named; so does tidu's
+    w, v = _la.eigh(a, symmetrize_input=True)
     return w if eigvals_only else (w, v)
 
 
