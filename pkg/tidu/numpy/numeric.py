@@ -66,7 +66,7 @@ def copysign(x1, x2):
     x1, x2 = _inexact("copysign", x1, x2)
     if x1.dtype.kind == "c":
         raise TypeError("copysign: complex input is not supported")
-    a = _abs(x1)
+    a = where(x1 >= 0, x1, -x1)  # |x1| with jax's derivative at 0 (+1, as jax's abs)
     return where(signbit(x2), -a, a)
 
 
