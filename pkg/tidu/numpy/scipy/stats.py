@@ -37,8 +37,9 @@ __all__ = ["bernoulli", "beta", "cauchy", "expon", "gamma", "laplace", "logistic
 
 
 def _ns(name, **fns):
-    for f in fns.values():
-        f.__qualname__ = f"{name}.{f.__name__}"
+    for fname, f in fns.items():
+        f.__name__ = fname
+        f.__qualname__ = f"{name}.{fname}"
     return SimpleNamespace(__name__=f"tidu.scipy.stats.{name}", **fns)
 
 
