@@ -145,3 +145,13 @@ def test_traced_selections_need_a_static_size():
         td.jit(lambda x: td.put_along_axis(x, np.zeros((4, 1), int), 0.0, axis=1))(X)
     with pytest.raises(TypeError, match="gcd: integer arguments required"):
         td.jit(lambda x: td.gcd(x, 2))(X)
+
+
+def test_frexp_and_ldexp_are_exact():
+    x = np.concatenate([X.ravel() * 10.0 ** np.arange(-150, 150, 15), [1e300, 5e-324, 2.0**-1022,
+                                                                        -(2.0**1023)]])
+    m, e = td.jit(td.frexp)(x)
+    mw, ew = np.frexp(x)
+    np.testing.assert_array_equal(m, mw)
+    np.testing.assert_array_equal(e, ew)
+    np.testing.assert_array_equal(td.jit(td.ldexp)(mw, ew), x)

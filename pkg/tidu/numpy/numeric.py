@@ -14,9 +14,9 @@ import math
 import numpy as np
 
 from tidu.numpy.core import abs as _abs
-from tidu.numpy.core import astype, sin, where
+from tidu.numpy.core import astype, power, sin, where
 from tidu.numpy.shapes import _numpy_outside
-from tidu.numpy.ufuncs import exp2, floor, isfinite, log2
+from tidu.numpy.ufuncs import floor, isfinite, log2
 from tidu.trace.tracer import _lift, _promote, _trace_of
 
 __all__ = ["copysign", "frexp", "gcd", "heaviside", "lcm", "ldexp", "signbit", "sinc"]
@@ -70,6 +70,17 @@ def copysign(x1, x2):
     return where(signbit(x2), -a, a)
 
 
+def _pow2(e):
+    """2**e for integer-valued float e, exact (Pow; exp2 is exp(e log 2), not exact)."""
+    return power(2.0, e)
+
+
+def _scale(x, e):
+    """x * 2**e in two halves, so that 2**e itself need not be representable."""
+    h = floor(e / 2)
+    return x * _pow2(h) * _pow2(e - h)
+
+
 @_numpy_outside(np.frexp)
 def frexp(x):
     """(mantissa, exponent) with x = mantissa * 2**exponent, 0.5 <= |mantissa| < 1 (0, inf
@@ -80,10 +91,10 @@ def frexp(x):
     ok = isfinite(x) & (x != 0)
     ax = where(ok, _abs(x), 1.0)
     e = floor(log2(ax)) + 1
-    m = ax / exp2(e)
+    m = _scale(ax, -e)
     # log2's rounding can put m just outside [0.5, 1): one correction step either way
     e = where(m >= 1, e + 1, where(m < 0.5, e - 1, e))
-    m = ax / exp2(e)
+    m = _scale(ax, -e)
     m = where(x < 0, -m, m)
     return where(ok, m, x), astype(where(ok, e, 0.0), np.int32)
 
@@ -97,9 +108,7 @@ def ldexp(x1, x2):
     if x2.dtype.kind not in "iub":
         raise TypeError(f"ldexp: the exponent must be an integer, got {x2.dtype}")
     (x1,) = _inexact("ldexp", x1)
-    e = astype(x2, x1.dtype)
-    h = floor(e / 2)
-    return x1 * exp2(h) * exp2(e - h)
+    return _scale(x1, astype(x2, x1.dtype))
 
 
 def _ints(name, x1, x2):
