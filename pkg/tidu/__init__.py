@@ -174,6 +174,7 @@ from tidu.numpy.numeric import (
     heaviside,
     lcm,
     ldexp,
+    nextafter,
     signbit,
     sinc,
 )
@@ -343,6 +344,7 @@ __all__ = [
     "while_loop", "xla", "zeros", "zeros_like",
     "argwhere", "bincount", "block", "copysign", "diag_indices", "diag_indices_from",
     "flatnonzero", "frexp", "gcd", "geomspace", "heaviside", "histogram", "ix_", "lcm", "ldexp",
-    "lexsort", "logspace", "nonzero", "polyfit", "put_along_axis", "rot90", "signbit", "sinc",
+    "lexsort", "logspace", "nextafter", "nonzero", "polyfit", "put_along_axis", "rot90",
+    "signbit", "sinc",
     "tril_indices", "tril_indices_from", "triu_indices", "triu_indices_from", "unique", "vander",
 ]

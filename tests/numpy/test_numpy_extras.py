@@ -155,3 +155,19 @@ def test_frexp_and_ldexp_are_exact():
     np.testing.assert_array_equal(m, mw)
     np.testing.assert_array_equal(e, ew)
     np.testing.assert_array_equal(td.jit(td.ldexp)(mw, ew), x)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_nextafter_is_numpys_bit_for_bit(dtype):
+    f = np.finfo(dtype)
+    x = np.array([0.0, -0.0, 1.0, 1.0, -1.0, 0.5, 3.0, -7.25, float(f.max), float(f.max),
+                  float(f.smallest_subnormal), -float(f.smallest_subnormal),
+                  float(f.smallest_normal), float(f.smallest_normal), np.inf, -np.inf, np.nan,
+                  2.0, 1e-30], dtype)
+    y = np.array([1.0, -1.0, 2.0, 0.0, -2.0, 0.0, 3.0, 0.0, np.inf, 0.0, 0.0, 1.0, 0.0, 1.0,
+                  0.0, 0.0, 1.0, np.nan, -1.0], dtype)
+    got = td.jit(td.nextafter)(x, y)
+    with np.errstate(over="ignore"):
+        want = np.nextafter(x, y)
+    np.testing.assert_array_equal(got, want)
+    assert got.dtype == np.dtype(dtype)

@@ -19,7 +19,8 @@ from tidu.numpy.shapes import _numpy_outside
 from tidu.numpy.ufuncs import floor, isfinite, log2
 from tidu.trace.tracer import _lift, _promote, _trace_of
 
-__all__ = ["copysign", "frexp", "gcd", "heaviside", "lcm", "ldexp", "signbit", "sinc"]
+__all__ = ["copysign", "frexp", "gcd", "heaviside", "lcm", "ldexp", "nextafter", "signbit",
+           "sinc"]
 
 
 def _inexact(name, *xs):
@@ -141,3 +142,28 @@ def lcm(x1, x2):
     a, b = _ints("lcm", x1, x2)
     g = _gcd(a, b)
     return where(g == 0, 0, _abs(a * (b // where(g == 0, 1, g))))
+
+
+@_numpy_outside(np.nextafter)
+def nextafter(x1, x2):
+    """The next representable value after x1 towards x2 (float32/float64), from frexp's exact
+    exponent: the spacing is 2**(e - p) (p the mantissa bits), half that below a power of two,
+    never below the smallest subnormal."""
+    x1, x2 = _inexact("nextafter", x1, x2)
+    if x1.dtype.kind == "c":
+        raise TypeError("nextafter: complex input is not supported")
+    fi = np.finfo(x1.dtype)
+    p = fi.nmant + 1
+    tiny = float(fi.smallest_subnormal)
+    m, e = frexp(x1)
+    e = astype(e, x1.dtype)
+    up = _scale(x1 * 0 + 1.0, e - p)
+    down = where(_abs(m) == 0.5, up / 2, up)
+    up, down = where(up > tiny, up, tiny), where(down > tiny, down, tiny)
+    away = (x2 > x1) == (x1 > 0)
+    step = where(away, up, down)
+    out = where(x2 > x1, x1 + step, x1 - step)
+    out = where(x1 == 0, where(x2 > 0, tiny, -tiny * (x1 * 0 + 1)), out)
+    big = float(fi.max)
+    out = where(x1 == np.inf, big, where(x1 == -np.inf, -big, out))
+    return where(x1 == x2, x2, where((x1 != x1) | (x2 != x2), np.nan, out))
