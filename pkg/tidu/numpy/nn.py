@@ -14,16 +14,34 @@ import numpy as np
 
 from tidu import ops as P
 from tidu.numpy.core import abs as _abs
-from tidu.numpy.core import astype, exp, expm1, iota, log, reshape, sign, stop_gradient, tanh, where
+from tidu.numpy.core import (
+    astype,
+    broadcast_to,
+    exp,
+    expm1,
+    iota,
+    log,
+    maximum,
+    minimum,
+    reshape,
+    sign,
+    stop_gradient,
+    tanh,
+    transpose,
+    where,
+)
 from tidu.numpy.core import max as _max
 from tidu.numpy.core import sum as _sum
+from tidu.numpy.einsum import einsum
 from tidu.numpy.ufuncs import erfc, isfinite, logaddexp
 from tidu.trace.tracer import _compare, _lift, _trace_of, _unary_float
 
 _where = where  # the functions below take jax's `where=` mask argument
 
 __all__ = ["relu", "relu6", "sigmoid", "log_sigmoid", "softplus", "silu", "swish", "gelu", "elu",
-           "leaky_relu", "softmax", "log_softmax", "logsumexp", "one_hot", "standardize"]
+           "leaky_relu", "softmax", "log_softmax", "logsumexp", "one_hot", "standardize", "glu",
+           "selu", "celu", "hard_tanh", "hard_sigmoid", "hard_silu", "hard_swish", "mish",
+           "squareplus", "sparse_plus", "identity", "dot_product_attention"]
 
 
 def _tr(x):
@@ -194,3 +212,199 @@ def one_hot(x, num_classes: int, dtype=np.float64, axis=-1):
     classes = reshape(iota((num_classes,), x.dtype.name), cls_shape)
     return astype(_compare("EQ", lhs, classes), dtype)
 
+
+
+# ---- more activations (jax.nn's formulas) ----
+
+def identity(x):
+    """x itself (jax.nn.identity)."""
+    return _tr(x)
+
+
+def glu(x, axis: int = -1):
+    """Gated linear unit: a * sigmoid(b), a and b the two halves of x along ``axis``."""
+    x = _tr(x)
+    ax = int(axis) % max(x.ndim, 1)
+    n = x.shape[ax]
+    if n % 2:
+        raise ValueError(f"glu: axis {axis} of x {x.shape} must have even length, got {n}")
+    first = tuple(slice(0, n // 2) if i == ax else slice(None) for i in range(x.ndim))
+    second = tuple(slice(n // 2, n) if i == ax else slice(None) for i in range(x.ndim))
+    return x[first] * sigmoid(x[second])
+
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def selu(x):
+    """scale * elu(x, alpha) with the self-normalizing constants."""
+    return _SELU_SCALE * elu(x, _SELU_ALPHA)
+
+
+def celu(x, alpha=1.0):
+    """max(x, 0) + alpha * expm1(min(x, 0) / alpha)."""
+    x = _tr(x)
+    return maximum(x, 0.0) + alpha * expm1(minimum(x, 0.0) / alpha)
+
+
+def hard_tanh(x):
+    """x clipped to [-1, 1] (derivative 0 outside, as jax's)."""
+    x = _tr(x)
+    return where(x > 1, 1, where(x < -1, -1, x))
+
+
+def hard_sigmoid(x):
+    """relu6(x + 3) / 6."""
+    return relu6(_tr(x) + 3.0) / 6.0
+
+
+def hard_silu(x):
+    """x * hard_sigmoid(x)."""
+    x = _tr(x)
+    return x * hard_sigmoid(x)
+
+
+hard_swish = hard_silu
+
+
+def mish(x):
+    """x * tanh(softplus(x))."""
+    x = _tr(x)
+    return x * tanh(softplus(x))
+
+
+def squareplus(x, b=4):
+    """(x + sqrt(x^2 + b)) / 2."""
+    x = _tr(x)
+    return (x + (x * x + b) ** 0.5) / 2
+
+
+def sparse_plus(x):
+    """0 for x <= -1, (x + 1)^2 / 4 on (-1, 1), x for x >= 1."""
+    x = _tr(x)
+    return where(x <= -1, 0.0, where(x >= 1, x, (x + 1) * (x + 1) / 4))
+
+
+# ---- attention ----
+
+def _large_negative(dtype):
+    return -0.7 * float(min(np.finfo(dtype).max, np.finfo(np.float32).max))
+
+
+def _grouped(t, B, K, G, T, S, name):
+    """A mask or bias broadcastable to (B, N, T, S) as (B, K, G, T, S)."""
+    if t is None:
+        return None
+    t = _tr(t)
+    if t.ndim != 4:
+        raise ValueError(f"dot_product_attention: {name} must be 4-D (broadcastable to "
+                         f"(B, N, T, S) = {(B, K * G, T, S)}), got shape {t.shape}")
+    try:
+        t = broadcast_to(t, (B, K * G, T, S))
+    except ValueError:
+        raise ValueError(f"dot_product_attention: {name} of shape {t.shape} does not broadcast "
+                         f"to (B, N, T, S) = {(B, K * G, T, S)}") from None
+    return reshape(t, (B, K, G, T, S))
+
+
+def _ensure_4d(t):
+    if t is None:
+        return None
+    t = _tr(t)
+    return reshape(t, (1,) + t.shape) if t.ndim == 3 else t
+
+
+def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None,
+                          is_causal: bool = False, query_seq_lengths=None,
+                          key_value_seq_lengths=None, local_window_size=None,
+                          implementation=None, return_residual: bool = False):
+    """softmax(query key^T * scale + bias, masked) value per head, as
+    ``jax.nn.dot_product_attention`` (its 'xla' implementation).
+
+    Args:
+        query: (B, T, N, H) or (T, N, H).
+        key, value: (B, S, K, H) or (S, K, H); N must be a multiple of K (grouped-query
+            attention; K == 1 is multi-query).
+        bias: added to the logits, 4-D, broadcastable to (B, N, T, S).
+        mask: bool, 4-D, broadcastable to (B, N, T, S): False entries are left out.
+        scale: the logits' factor, 1 / sqrt(H) by default.
+        is_causal: keep only key positions s <= t.
+        query_seq_lengths, key_value_seq_lengths: int (B,) valid lengths (padding masks).
+        local_window_size: int or (left, right): keep t - left <= s <= t + right.
+        implementation: None or 'xla' ('cudnn' is not available in tidu).
+        return_residual: also return logsumexp of the masked logits, (B, T, N).
+
+    Returns:
+        An array of query's shape (and the residual).  The softmax is computed in the
+        logits' own dtype (jax computes it in float32 even for float64 inputs).
+
+    Raises:
+        ValueError: shapes that do not match, an unknown implementation.
+    """
+    if implementation not in (None, "xla"):
+        raise ValueError(f"dot_product_attention: implementation {implementation!r} is not "
+                         f"available (None or 'xla')")
+    q, k, v = _tr(query), _tr(key), _tr(value)
+    if not (q.ndim == k.ndim == v.ndim and q.ndim in (3, 4)):
+        raise ValueError(f"dot_product_attention: query, key and value must all be 3-D or "
+                         f"4-D, got {q.shape}, {k.shape}, {v.shape}")
+    unbatched = q.ndim == 3
+    if unbatched:
+        q, k, v = (reshape(a, (1,) + a.shape) for a in (q, k, v))
+        bias, mask = _ensure_4d(bias), _ensure_4d(mask)
+    B, T, N, H = q.shape
+    _, S, K, _ = k.shape
+    if k.shape != v.shape or k.shape[0] != B or k.shape[3] != H or K == 0 or N % K:
+        raise ValueError(f"dot_product_attention: key {k.shape} and value {v.shape} must "
+                         f"match and fit query {q.shape} (B and H equal, N a multiple of K)")
+    G = N // K
+    if scale is None:
+        scale = 1.0 / math.sqrt(H)
+    qg = reshape(q, (B, T, K, G, H))
+    logits = einsum("BTKGH,BSKH->BKGTS", qg, k) * scale
+    bias_g = _grouped(bias, B, K, G, T, S, "bias")
+    if bias_g is not None:
+        logits = logits + bias_g
+    keep = None
+
+    def both(a, b):
+        return b if a is None else a & b
+
+    mask_g = _grouped(mask, B, K, G, T, S, "mask")
+    if mask_g is not None:
+        if mask_g.dtype != np.dtype(bool):
+            raise TypeError(f"dot_product_attention: mask must be bool, got {mask_g.dtype}; "
+                            f"an additive mask goes in bias")
+        keep = mask_g
+    tpos = iota((T, S), "int32", 0)
+    spos = iota((T, S), "int32", 1)
+    if is_causal:
+        keep = both(keep, reshape(spos <= tpos, (1, 1, 1, T, S)))
+    if local_window_size is not None:
+        lw = local_window_size
+        left, right = (lw, lw) if isinstance(lw, (int, np.integer)) else tuple(lw)
+        win = (tpos <= spos + int(left)) & (tpos >= spos - int(right))
+        keep = both(keep, reshape(win, (1, 1, 1, T, S)))
+    if query_seq_lengths is not None:
+        ql = reshape(_tr(query_seq_lengths), (B, 1, 1, 1, 1))
+        keep = both(keep, reshape(tpos, (1, 1, 1, T, S)) < ql)
+    if key_value_seq_lengths is not None:
+        kl = reshape(_tr(key_value_seq_lengths), (B, 1, 1, 1, 1))
+        keep = both(keep, reshape(spos, (1, 1, 1, T, S)) < kl)
+    if keep is not None:
+        keep = broadcast_to(keep, logits.shape)
+        logits = where(keep, logits, _large_negative(logits.dtype))
+    probs = softmax(logits, axis=-1)
+    out = einsum("BKGTS,BSKH->BTKGH", probs, v)
+    if query_seq_lengths is not None:
+        ql = reshape(_tr(query_seq_lengths), (B, 1, 1, 1, 1))
+        out = out * astype(reshape(iota((T,), "int32"), (1, T, 1, 1, 1)) < ql, out.dtype)
+    out = reshape(out, (B, T, N, H))
+    if unbatched:
+        out = reshape(out, (T, N, H))
+    if not return_residual:
+        return out
+    lse = stop_gradient(logsumexp(logits, axis=-1))  # (B, K, G, T)
+    lse = transpose(reshape(lse, (B, N, T)), (0, 2, 1))
+    return out, (reshape(lse, (T, N)) if unbatched else lse)

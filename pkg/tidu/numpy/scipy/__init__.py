@@ -1,6 +1,6 @@
-"""``tidu.scipy``: the jax.scipy names tidu provides (``tidu.scipy.special``)."""
+"""``tidu.scipy``: the jax.scipy names tidu provides (``special``, ``stats``, ``linalg``)."""
 from __future__ import annotations
 
-from tidu.numpy.scipy import special
+from tidu.numpy.scipy import linalg, special, stats
 
-__all__ = ["special"]
+__all__ = ["linalg", "special", "stats"]

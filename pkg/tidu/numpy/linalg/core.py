@@ -34,6 +34,7 @@ from tidu.numpy.core import (
 from tidu.numpy.core import max as max_
 from tidu.numpy.core import sum as sum_
 from tidu.numpy.custom_op import call_with_jvp
+from tidu.numpy.linalg.results import EighResult, QRResult, SlogdetResult, SVDResult
 from tidu.trace.build import apply
 from tidu.trace.tracer import _dtype_of, _lift, _trace_of
 
@@ -285,7 +286,7 @@ def slogdet(a):
         neg = sum_(astype(d < 0, rdt), axis=-1)
         sgn = where(zero, astype(0, rdt), sign(cos(np.pi * (neg + swaps))))
     del n
-    return sgn, logabs
+    return SlogdetResult(sgn, logabs)
 
 
 def det(a):
@@ -319,7 +320,7 @@ def eigh(a, UPLO=None, symmetrize_input: bool = True):
     packed = _apply(P.Eigh(True), a)
     w = _cols(packed, n, n + 1)
     w = reshape(real(w) if w.dtype.kind == "c" else w, w.shape[:-1])
-    return w, _cols(packed, 0, n)
+    return EighResult(w, _cols(packed, 0, n))
 
 
 def eigvalsh(a, UPLO="L", symmetrize_input: bool = True):
@@ -346,7 +347,7 @@ def qr(a, mode: str = "reduced"):
     r = reshape(_cols(packed, m * kq, m * kq + kq * n), bs + (kq, n))
     if mode == "r":
         return r
-    return reshape(_cols(packed, 0, m * kq), bs + (m, kq)), r
+    return QRResult(reshape(_cols(packed, 0, m * kq), bs + (m, kq)), r)
 
 
 # ---- SVD and what is built on it ----
@@ -363,7 +364,7 @@ def _svd_parts(a, full_matrices: bool, compute_uv: bool):
     s = real(s) if s.dtype.kind == "c" else s
     u = reshape(_cols(packed, k, k + m * ku), bs + (m, ku))
     vh = reshape(_cols(packed, k + m * ku, k + m * ku + kv * n), bs + (kv, n))
-    return u, s, vh
+    return SVDResult(u, s, vh)
 
 
 def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False):

@@ -1,0 +1,242 @@
+"""``tidu.scipy.linalg``: jax.scipy.linalg's names with scipy's signatures, built on
+``td.linalg`` (``tidu.numpy.linalg``): the triangular, Cholesky and LU solves, ``lu`` as
+(p, l, u), ``block_diag``, ``expm`` (jax's Pade scaling and squaring), and ``eigh``, ``svd``,
+``qr``, ``det``, ``inv``, ``solve``, ``cholesky`` with scipy's argument names."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tidu import ops as P_
+from tidu.numpy import linalg as _la
+from tidu.numpy.core import abs as _abs
+from tidu.numpy.core import astype, concatenate, log, matmul, reshape, where
+from tidu.numpy.core import max as _max
+from tidu.numpy.core import sum as _sum
+from tidu.numpy.creation import tril, triu
+from tidu.numpy.linalg.core import _apply, _arrays, _conj, _eye_like, _mT, _square
+from tidu.numpy.linalg.core import cho_factor as _cho_factor
+from tidu.numpy.linalg.core import cho_solve as _cho_solve
+from tidu.numpy.linalg.core import lu_factor as _lu_factor
+from tidu.numpy.linalg.core import lu_solve as _lu_solve
+from tidu.numpy.linalg.core import solve_triangular as _solve_triangular
+from tidu.numpy.shapes import pad
+from tidu.numpy.ufuncs import floor
+from tidu.trace.tracer import _lift, _trace_of
+
+__all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "det", "eigh", "expm", "inv",
+           "lu", "lu_factor", "lu_solve", "qr", "solve", "solve_triangular", "svd"]
+
+
+def cholesky(a, lower: bool = False, overwrite_a: bool = False, check_finite: bool = True):
+    """The upper (default, scipy's) or lower Cholesky factor of a, reading only that triangle
+    of a (as jax's)."""
+    del overwrite_a, check_finite
+    (a,) = _arrays("cholesky", a)
+    _square("cholesky", a)
+    if lower:
+        return _la.cholesky(a, symmetrize_input=False)
+    return _conj(_mT(_la.cholesky(_conj(_mT(a)), symmetrize_input=False)))
+
+
+def cho_factor(a, lower: bool = False, overwrite_a: bool = False, check_finite: bool = True):
+    """``(c, lower)``: the factor for ``cho_solve``."""
+    del overwrite_a, check_finite
+    return _cho_factor(a, lower=lower)
+
+
+def cho_solve(c_and_lower, b, overwrite_b: bool = False, check_finite: bool = True):
+    """x with a x = b from ``cho_factor(a)``."""
+    del overwrite_b, check_finite
+    return _cho_solve(c_and_lower, b)
+
+
+def solve_triangular(a, b, trans=0, lower: bool = False, unit_diagonal: bool = False,
+                     overwrite_b: bool = False, debug=None, check_finite: bool = True):
+    """x with op(a) x = b for triangular a (trans 0/'N', 1/'T', 2/'C')."""
+    del overwrite_b, debug, check_finite
+    return _solve_triangular(a, b, trans=trans, lower=lower, unit_diagonal=unit_diagonal)
+
+
+def lu_factor(a, overwrite_a: bool = False, check_finite: bool = True):
+    """``(lu, piv)``: P a = L U packed, pivots as row swaps (int32)."""
+    del overwrite_a, check_finite
+    return _lu_factor(a)
+
+
+def lu_solve(lu_and_piv, b, trans: int = 0, overwrite_b: bool = False,
+             check_finite: bool = True):
+    """x with op(a) x = b from ``lu_factor(a)``."""
+    del overwrite_b, check_finite
+    return _lu_solve(lu_and_piv, b, trans=trans)
+
+
+def lu(a, permute_l: bool = False, overwrite_a: bool = False, check_finite: bool = True):
+    """``(p, l, u)`` with a = p @ l @ u (p a permutation matrix in a's dtype, l unit lower,
+    u upper), or ``(p @ l, u)`` with ``permute_l``.  Square a (and batches of them) only:
+    tidu's LU primitive factors square matrices."""
+    del overwrite_a, check_finite
+    (a,) = _arrays("lu", a)
+    _square("lu", a)
+    packed, piv = _lu_factor(a)
+    eye_ = _eye_like(a)
+    # rows of P^T: applying the pivots' swaps to the identity gives P (P a = L U)
+    perm = _apply(P_.LUPermute(False), piv, eye_)
+    p = _mT(perm)
+    lo = tril(packed, -1) + eye_
+    up = triu(packed)
+    if permute_l:
+        return matmul(p, lo), up
+    return p, lo, up
+
+
+def block_diag(*arrs):
+    """The block-diagonal matrix of the arguments (scalars and vectors as 1 x n blocks)."""
+    if not arrs:
+        return np.zeros((1, 0))
+    t = _trace_of(*arrs)
+    ms = [_lift(t, a) for a in arrs]
+    dt = np.result_type(*[m.dtype for m in ms])
+    ms = [_lift(t, m, dt) for m in ms]
+    for m in ms:
+        if m.ndim > 2:
+            raise ValueError(f"block_diag: arguments must be at most 2-D, got shape {m.shape}")
+    ms = [reshape(m, (1,) * (2 - m.ndim) + m.shape) for m in ms]
+    total = sum(m.shape[1] for m in ms)
+    rows, before = [], 0
+    for m in ms:
+        after = total - before - m.shape[1]
+        rows.append(pad(m, ((0, 0), (before, after))))
+        before += m.shape[1]
+    return concatenate(rows, axis=0)
+
+
+def det(a, overwrite_a: bool = False, check_finite: bool = True):
+    """The determinant of a (..., N, N)."""
+    del overwrite_a, check_finite
+    return _la.det(a)
+
+
+def inv(a, overwrite_a: bool = False, check_finite: bool = True):
+    """The inverse of a (..., N, N)."""
+    del overwrite_a, check_finite
+    return _la.inv(a)
+
+
+def solve(a, b, lower: bool = False, overwrite_a: bool = False, overwrite_b: bool = False,
+          debug: bool = False, check_finite: bool = True, assume_a: str = "gen"):
+    """x with a x = b: LU for ``assume_a='gen'``, Cholesky for 'sym'/'her'/'pos' (reading the
+    ``lower`` triangle, as jax's)."""
+    del overwrite_a, overwrite_b, debug, check_finite
+    if assume_a not in ("gen", "sym", "her", "pos"):
+        raise ValueError(f"solve: assume_a must be 'gen', 'sym', 'her' or 'pos', "
+                         f"got {assume_a!r}")
+    if assume_a != "pos":
+        return _la.solve(a, b)
+    return _cho_solve(_cho_factor(a, lower=lower), b)
+
+
+def eigh(a, b=None, lower: bool = True, eigvals_only: bool = False, overwrite_a: bool = False,
+         overwrite_b: bool = False, turbo: bool = True, eigvals=None, type: int = 1,  # noqa: A002
+         check_finite: bool = True):
+    """``(w, v)`` or w of a Hermitian a, as jax's: it factors (a + a^H) / 2 (``lower`` is
+    accepted and, as in jax, has no effect); the generalized problem (b) is not supported."""
+    del overwrite_a, overwrite_b, turbo, check_finite, type
+    if b is not None:
+        raise NotImplementedError("eigh: only the standard eigenvalue problem (b=None) is "
+                                  "supported, as jax's")
+    if eigvals is not None:
+        raise NotImplementedError("eigh: eigvals (a subset) is not supported, as jax's")
+    del lower  # jax's factors (a + a^H) / 2 whichever triangle is named; so does tidu's
+    w, v = _la.eigh(a, symmetrize_input=True)
+    return w if eigvals_only else (w, v)
+
+
+def svd(a, full_matrices: bool = True, compute_uv: bool = True, overwrite_a: bool = False,
+        check_finite: bool = True, lapack_driver: str = "gesdd"):
+    """``(u, s, vh)`` or s."""
+    del overwrite_a, check_finite, lapack_driver
+    return _la.svd(a, full_matrices=full_matrices, compute_uv=compute_uv)
+
+
+def qr(a, overwrite_a: bool = False, lwork=None, mode: str = "full", pivoting: bool = False,
+       check_finite: bool = True):
+    """scipy's modes: 'full' (q m x m), 'economic' (q m x k), 'r' (r alone, as a 1-tuple as
+    scipy and jax return it); pivoting is not supported."""
+    del overwrite_a, lwork, check_finite
+    if pivoting:
+        raise NotImplementedError("qr: pivoting=True is not supported")
+    if mode not in ("full", "economic", "r"):
+        raise ValueError(f"qr: mode must be 'full', 'economic' or 'r', got {mode!r}")
+    if mode == "r":
+        return (_la.qr(a, mode="complete")[1],)
+    return tuple(_la.qr(a, mode="complete" if mode == "full" else "reduced"))
+
+
+# ---- expm: jax's Pade approximants with scaling and squaring ----
+
+_PADE = {
+    3: (120., 60., 12., 1.),
+    5: (30240., 15120., 3360., 420., 30., 1.),
+    7: (17297280., 8648640., 1995840., 277200., 25200., 1512., 56., 1.),
+    9: (17643225600., 8821612800., 2075673600., 302702400., 30270240., 2162160., 110880.,
+        3960., 90., 1.),
+    13: (64764752532480000., 32382376266240000., 7771770303897600., 1187353796428800.,
+         129060195264000., 10559470521600., 670442572800., 33522128640., 1323241920.,
+         40840800., 960960., 16380., 182., 1.),
+}
+
+
+def _pade(m, A, ident):
+    b = _PADE[m]
+    A2 = matmul(A, A)
+    if m == 13:
+        A4 = matmul(A2, A2)
+        A6 = matmul(A4, A2)
+        U = matmul(A, matmul(A6, b[13] * A6 + b[11] * A4 + b[9] * A2)
+                   + b[7] * A6 + b[5] * A4 + b[3] * A2 + b[1] * ident)
+        V = (matmul(A6, b[12] * A6 + b[10] * A4 + b[8] * A2) + b[6] * A6 + b[4] * A4
+             + b[2] * A2 + b[0] * ident)
+        return U, V
+    powers = [ident, A2]
+    while len(powers) < (m + 1) // 2:
+        powers.append(matmul(powers[-1], A2))
+    U = matmul(A, sum((b[2 * i + 1] * p for i, p in enumerate(powers)), A * 0))
+    V = sum((b[2 * i] * p for i, p in enumerate(powers)), A * 0)
+    return U, V
+
+
+def expm(A, *, upper_triangular: bool = False, max_squarings: int = 16):
+    """The matrix exponential of A (..., N, N), as ``jax.scipy.linalg.expm``: the Pade
+    approximant of order 3 to 13 chosen from the 1-norm, after scaling A by 2^-s, then s
+    squarings (unrolled ``max_squarings`` times, each kept where i < s); NaN where s would
+    exceed ``max_squarings``.  Every order is computed and the one jax would pick is selected,
+    so values and derivatives are jax's."""
+    (A,) = _arrays("expm", A)
+    _square("expm", A)
+    max_squarings = int(max_squarings)
+    l1 = _max(_sum(_abs(A), axis=-2), axis=-1)
+    l1 = reshape(l1, l1.shape + (1, 1))
+    if A.dtype in (np.dtype("float64"), np.dtype("complex128")):
+        maxnorm, conds, orders = 5.371920351148152, (1.495585217958292e-002,
+                                                     2.539398330063230e-001,
+                                                     9.504178996162932e-001,
+                                                     2.097847961257068e+000), (3, 5, 7, 9, 13)
+    else:
+        maxnorm, conds, orders = 3.925724783138660, (4.258730016922831e-001,
+                                                     1.880152677804762e+000), (3, 5, 7)
+    n_sq = floor(log(l1 / maxnorm) / np.log(2.0))
+    n_sq = where(n_sq > 0, n_sq, 0.0)
+    As = A / astype(2.0 ** n_sq, A.dtype)
+    ident = _eye_like(A)
+    U, V = _pade(orders[-1], As, ident)
+    for k in range(len(conds) - 1, -1, -1):  # jnp.digitize(l1, conds): lowest bin wins last
+        Uk, Vk = _pade(orders[k], As, ident)
+        pick = l1 < conds[k]
+        U, V = where(pick, Uk, U), where(pick, Vk, V)
+    P, Q = U + V, -U + V
+    R = (_solve_triangular(Q, P) if upper_triangular else _la.solve(Q, P))
+    for i in range(max_squarings):
+        R = where(i < n_sq, matmul(R, R), R)
+    return where(n_sq > max_squarings, np.nan, R)
+

@@ -1,0 +1,180 @@
+"""Data-dependent selections with a static output size, as ``jax.numpy`` spells them under
+``jit``: ``nonzero``, ``argwhere``, ``flatnonzero``, ``unique`` (``size=``, ``fill_value=``),
+``bincount`` (``length=``) and ``histogram`` (a static number of bins).
+
+Traced, the output size must be static: ``size=`` (or ``length=``) is required, as jax
+requires it under jit; the k-th selected position is found by a binary search of the running
+count (``searchsorted``), so no scatter is needed.  Outside a trace each is numpy's own.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tidu.numpy.core import astype, concatenate, iota, reshape, where
+from tidu.numpy.core import sum as _sum
+from tidu.numpy.creation import linspace
+from tidu.numpy.shapes import _numpy_outside, ravel, stack
+from tidu.numpy.sorting import cumsum, sort
+from tidu.numpy.statistics import searchsorted
+from tidu.numpy.take import take
+from tidu.trace.tracer import Tracer, _lift, _trace_of
+
+__all__ = ["argwhere", "bincount", "flatnonzero", "histogram", "nonzero", "unique"]
+
+
+def _tr(x) -> Tracer:
+    return _lift(_trace_of(x), x)
+
+
+def _static_size(name, size):
+    if size is None:
+        raise ValueError(f"{name}: the output size depends on the values; under a trace pass a "
+                         f"static size= (as jax requires under jit)")
+    size = int(size)
+    if size < 0:
+        raise ValueError(f"{name}: size must be non-negative, got {size}")
+    return size
+
+
+def _positions(mask, size):
+    """The flat positions of the first `size` True entries of a 1-D bool mask (int64), and
+    whether each slot holds one."""
+    n = mask.shape[0]
+    counts = cumsum(astype(mask, np.int64))
+    want = iota((size,), "int64") + 1
+    pos = astype(searchsorted(counts, want, side="left"), np.int64) if n else want * 0
+    return pos, want <= (counts[-1] if n else 0)
+
+
+def _nonzero(name, a, size, fill_value):
+    a = _tr(a)
+    size = _static_size(name, size)
+    flat = ravel(a) != 0
+    pos, valid = _positions(flat, size)
+    shape = a.shape or (1,)
+    fills = (fill_value,) * len(shape) if fill_value is None or np.ndim(fill_value) == 0 \
+        else tuple(fill_value)
+    if len(fills) != len(shape):
+        raise ValueError(f"{name}: fill_value must be a scalar or have {len(shape)} entries")
+    out, rest = [], pos
+    strides = [int(np.prod(shape[i + 1:], dtype=np.int64)) for i in range(len(shape))]
+    for st, f in zip(strides, fills):
+        idx = rest // st
+        rest = rest % st
+        out.append(where(valid, idx, 0 if f is None else f))
+    return tuple(out)
+
+
+def nonzero(a, *, size=None, fill_value=None):
+    """The indices of a's nonzero entries, one int64 array per axis (the first ``size``;
+    missing slots get ``fill_value``, 0 by default)."""
+    if not isinstance(a, Tracer) and size is None:
+        return np.nonzero(a)
+    out = _nonzero("nonzero", a, size, fill_value)
+    return out if np.ndim(a) or isinstance(a, Tracer) and a.ndim else out[:0]
+
+
+def flatnonzero(a, *, size=None, fill_value=None):
+    """The flat indices of a's nonzero entries (``size``, ``fill_value`` as nonzero's)."""
+    if not isinstance(a, Tracer) and size is None:
+        return np.flatnonzero(a)
+    return _nonzero("flatnonzero", ravel(_tr(a)), size, fill_value)[0]
+
+
+def argwhere(a, *, size=None, fill_value=None):
+    """(k, a.ndim) indices of a's nonzero entries (``size``, ``fill_value`` as nonzero's)."""
+    if not isinstance(a, Tracer) and size is None:
+        return np.argwhere(a)
+    a = _tr(a)
+    if a.ndim == 0:
+        return stack(_nonzero("argwhere", reshape(a, (1,)), size, fill_value), axis=1)[:, :0]
+    return stack(_nonzero("argwhere", a, size, fill_value), axis=1)
+
+
+def unique(ar, return_index: bool = False, return_inverse: bool = False,
+           return_counts: bool = False, axis=None, *, equal_nan: bool = True, size=None,
+           fill_value=None, sorted: bool = True):  # noqa: A002 - jax's name
+    """The sorted distinct values of ar (flattened), the first ``size`` of them; missing slots
+    get ``fill_value`` (default: the smallest value, as jax's).  ``return_counts`` is
+    supported; ``return_index``, ``return_inverse`` and ``axis`` are not, traced."""
+    if not isinstance(ar, Tracer) and size is None:
+        return np.unique(ar, return_index, return_inverse, return_counts, axis,
+                         equal_nan=equal_nan)
+    if return_index or return_inverse or axis is not None:
+        raise NotImplementedError("unique: return_index, return_inverse and axis are not "
+                                  "supported on traced values")
+    a = ravel(_tr(ar))
+    size = _static_size("unique", size)
+    n = a.shape[0]
+    if n == 0:
+        raise ValueError("unique: an empty array has no values to fill with")
+    s = sort(a)
+    first = concatenate([s[:1] == s[:1], s[1:] != s[:-1]], axis=0)
+    if equal_nan and s.dtype.kind in "fc":
+        first = first & ~concatenate([s[:1] != s[:1], (s[1:] != s[1:]) & (s[:-1] != s[:-1])],
+                                     axis=0)
+    pos, valid = _positions(first, size)
+    fill = s[0] if fill_value is None else fill_value
+    vals = where(valid, take(s, where(valid, pos, 0)), fill)
+    if not return_counts:
+        return vals
+    nxt = concatenate([pos[1:], pos[-1:] * 0 + n], axis=0) if size else pos
+    cnt_total = _sum(astype(first, np.int64))
+    # the end of the k-th run is the start of the (k+1)-th, or n after the last
+    k = iota((size,), "int64")
+    ends = where(k + 1 < cnt_total, nxt, n)
+    counts = where(valid, ends - pos, 0)
+    return vals, counts
+
+
+def bincount(x, weights=None, minlength: int = 0, *, length=None):
+    """Counts (or summed weights) of each value 0 .. length-1 in the non-negative ints x;
+    traced, ``length`` is required and values outside [0, length) are dropped (negative ones
+    clipped to 0 as jax's)."""
+    if not isinstance(x, Tracer) and not isinstance(weights, Tracer) and length is None:
+        return np.bincount(x, weights, minlength)
+    x = _tr(x)
+    if x.dtype.kind not in "iub" or x.ndim != 1:
+        raise TypeError(f"bincount: x must be a 1-D integer array, got {x.dtype}{list(x.shape)}")
+    length = _static_size("bincount", length)
+    length = max(length, int(minlength))
+    if weights is None:
+        w = astype(x * 0 + 1, np.int64)
+    else:
+        w = _lift(_trace_of(x, weights), weights)
+    xi = where(x < 0, 0, x)
+    zeros = astype(iota((length,), "int64") * 0, w.dtype)
+    return zeros.at[xi].add(w, mode="drop")
+
+
+@_numpy_outside(np.histogram)
+def histogram(a, bins=10, range=None, weights=None, density=None):  # noqa: A002 - numpy's
+    """(counts, bin_edges) of a's values in ``bins`` bins (a static int, or the edges); the
+    last bin includes its right edge, as numpy's and jax's."""
+    a = ravel(_tr(a))
+    if a.dtype.kind not in "fc":
+        a = astype(a, np.float64)
+    if isinstance(bins, (int, np.integer)):
+        if bins < 1:
+            raise ValueError(f"histogram: bins must be positive, got {bins}")
+        if range is None:
+            lo, hi = a.min(), a.max()
+        else:
+            lo, hi = range
+        lo = _lift(_trace_of(a, lo), lo, a.dtype)
+        hi = _lift(_trace_of(a, hi), hi, a.dtype)
+        same = hi == lo
+        lo, hi = where(same, lo - 0.5, lo), where(same, hi + 0.5, hi)
+        edges = linspace(lo, hi, int(bins) + 1)
+    else:
+        edges = _lift(_trace_of(a, bins), bins, a.dtype)
+    nb = edges.shape[0]
+    idx = astype(searchsorted(edges, a, side="right"), np.int64)
+    idx = where(a == edges[-1], nb - 1, idx)
+    w = (a * 0 + 1) if weights is None else ravel(_lift(_trace_of(a, weights), weights))
+    counts = astype(iota((nb + 1,), "int64") * 0, w.dtype).at[idx].add(w)[1:nb]
+    if density:
+        widths = edges[1:] - edges[:-1]
+        counts = counts / widths / _sum(counts)
+    return counts, edges
