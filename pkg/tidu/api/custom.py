@@ -118,10 +118,8 @@ class _Live:
 
 def _keep(live: _Live) -> None:
     s = _stack()
-    b = s[0].builder if s else None
-    if b is not None:
-        keep = b.__dict__.setdefault("_custom_rules_keep", [])
-        keep.append(live)
+    if s:
+        s[0].builder.__dict__.setdefault("_custom_rules_keep", []).append(live)
 
 
 def _rule(cls, key, fn, nondiff, *args):
@@ -322,8 +320,8 @@ class _VJPRule(_Rule):
                     flat.append(T.astype(v, av.dtype) if v.aval.dtype != av.dtype else v)
             return flat
 
-        ct_in = [av for av in ct_avals]
-        return _trace_rule(run, list(res_avals) + ct_in, f"the bwd rule of {self.name}", check)
+        return _trace_rule(run, list(res_avals) + list(ct_avals), f"the bwd rule of {self.name}",
+                           check)
 
 
 # ---- the decorators ----
@@ -355,9 +353,6 @@ class _Custom:
                                 f"{type(self).__name__}")
             args = bound.args
         return tuple(args)
-
-    def _rule_fns(self) -> tuple:
-        raise NotImplementedError
 
     def __call__(self, *args, **kwargs):
         self._check_defined()
