@@ -259,22 +259,16 @@ def lower_cond(op: Cond, lo, index, args):
 # ---- Checkpoint ----
 
 
-@register
-@dataclass(frozen=True)
-class Checkpoint(Primitive):
-    """``body(*operands)`` whose derivatives recompute the body's intermediates from its operands
-    instead of saving them (``td.checkpoint`` / ``td.remat``)."""
+class BodyCall(Primitive):
+    """An op that runs ``body(*operands)`` as one nested program: its shape rule, listing,
+    interpreter attributes and reference evaluation (Checkpoint, and the custom-rule ops of
+    custom.py, which the interpreter runs through Checkpoint's opcode)."""
 
-    body: Body
-    linear_in: tuple = ()
     rule_cache = False
 
     @property
     def n_outputs(self) -> int:
         return len(self.body.out_avals)
-
-    def attrs(self) -> list[str]:
-        return [f"linear_in={self.linear_in}"] if self.linear_in else []
 
     def sub_listing(self) -> str:
         return "  body:\n" + self.body.listing()
@@ -282,7 +276,7 @@ class Checkpoint(Primitive):
     def abstract_eval(self, *xs):
         if self.body.in_avals != tuple(xs):
             raise TypeError(
-                f"Checkpoint: the body takes ({', '.join(map(str, self.body.in_avals))})"
+                f"{self.name}: the body takes ({', '.join(map(str, self.body.in_avals))})"
                 f", given ({', '.join(map(str, xs))})"
             )
         outs = self.body.out_avals
@@ -295,6 +289,19 @@ class Checkpoint(Primitive):
     def impl(self, *xs):
         res = self.body.run(list(xs))
         return tuple(res) if self.n_outputs != 1 else res[0]
+
+
+@register
+@dataclass(frozen=True)
+class Checkpoint(BodyCall):
+    """``body(*operands)`` whose derivatives recompute the body's intermediates from its operands
+    instead of saving them (``td.checkpoint`` / ``td.remat``)."""
+
+    body: Body
+    linear_in: tuple = ()
+
+    def attrs(self) -> list[str]:
+        return [f"linear_in={self.linear_in}"] if self.linear_in else []
 
     def batch(self, b, primal_in, primal_out, bt):
         n = batch_size(b, bt)

@@ -40,7 +40,7 @@ from tidu.ops.control_flow.body import (
     close_body,
     lower_body,
 )
-from tidu.ops.control_flow.cond import Checkpoint
+from tidu.ops.control_flow.cond import BodyCall, Checkpoint
 from tidu.ops.core import (
     A,
     F,
@@ -107,37 +107,13 @@ def _active(args, targs) -> tuple[bool, ...]:
 # ---- the primal op, shared: a Checkpoint-like body call ----
 
 
-class _BodyCall(Primitive):
+class _BodyCall(BodyCall):
     """Evaluation, lowering and batching of an op that runs ``body(*operands)``."""
 
     opcode = "Checkpoint"  # the interpreter runs it as a nested program (saved files too)
-    rule_cache = False
-
-    @property
-    def n_outputs(self) -> int:
-        return len(self.body.out_avals)
 
     def attrs(self) -> list[str]:
         return [f"rule={self.rule.name}"]
-
-    def sub_listing(self) -> str:
-        return "  body:\n" + self.body.listing()
-
-    def abstract_eval(self, *xs):
-        if self.body.in_avals != tuple(xs):
-            raise TypeError(f"{self.name}: the body takes "
-                            f"({', '.join(map(str, self.body.in_avals))}), given "
-                            f"({', '.join(map(str, xs))})")
-        outs = self.body.out_avals
-        return outs if len(outs) != 1 else outs[0]
-
-    def kernel_attrs(self) -> list:
-        t = self.body.take()
-        return [self.body, len(t), *t]
-
-    def impl(self, *xs):
-        res = self.body.run(list(xs))
-        return tuple(res) if self.n_outputs != 1 else res[0]
 
     def batch(self, b, primal_in, primal_out, bt):
         n = batch_size(b, bt)
