@@ -20,7 +20,7 @@ from tidu.numpy.core import reshape
 from tidu.numpy.creation import asarray, zeros_like
 from tidu.numpy.shapes import _numpy_outside, moveaxis, squeeze
 from tidu.numpy.take import take, take_along_axis
-from tidu.numpy.ufuncs import ceil, clip, floor, isinf, isnan
+from tidu.numpy.ufuncs import _tr, ceil, clip, floor, isinf, isnan
 from tidu.numpy.ufuncs import round as _round_half_even
 from tidu.trace.tracer import Tracer, _compare, _lift, _trace_of
 
@@ -30,10 +30,6 @@ __all__ = [
     "nanpercentile", "nanprod", "nanquantile", "nanstd", "nansum", "nanvar", "percentile",
     "polyval", "ptp", "quantile", "searchsorted",
 ]
-
-
-def _tr(x) -> Tracer:
-    return _lift(_trace_of(x), x)
 
 
 def _inexact(x) -> Tracer:
@@ -62,42 +58,35 @@ def nanprod(a, axis=None, dtype=None, keepdims=False):
     return S.prod(x if m is None else T.where(m, 1, x), axis, dtype, keepdims)
 
 
-def _nan_extreme(name, red, fill, a, axis, keepdims):
+def _nan_reduce(red, fill, empty, a, axis, keepdims):
+    """red of a with NaN entries read as fill; `empty` where a slice is all NaN (jax's values:
+    NaN for nanmax/nanmin, -1 for nanargmax/nanargmin)."""
     x = _tr(a)
     m = _nan_mask(x)
     if m is None:
         return red(x, axis, keepdims)
     out = red(T.where(m, fill, x), axis, keepdims)
-    return T.where(S.all(m, axis, keepdims), np.nan, out)  # an all-NaN slice is NaN, as jax
+    return T.where(S.all(m, axis, keepdims), empty, out)
 
 
 @_numpy_outside(np.nanmax)
 def nanmax(a, axis=None, keepdims=False):
-    return _nan_extreme("nanmax", T.max, -np.inf, a, axis, keepdims)
+    return _nan_reduce(T.max, -np.inf, np.nan, a, axis, keepdims)
 
 
 @_numpy_outside(np.nanmin)
 def nanmin(a, axis=None, keepdims=False):
-    return _nan_extreme("nanmin", S.min, np.inf, a, axis, keepdims)
-
-
-def _nan_arg(arg, fill, a, axis, keepdims):
-    x = _tr(a)
-    m = _nan_mask(x)
-    if m is None:
-        return arg(x, axis, keepdims)
-    i = arg(T.where(m, fill, x), axis, keepdims)
-    return T.where(S.all(m, axis, keepdims), -1, i)  # all NaN: -1, as jax
+    return _nan_reduce(S.min, np.inf, np.nan, a, axis, keepdims)
 
 
 @_numpy_outside(np.nanargmax)
 def nanargmax(a, axis=None, keepdims=False):
-    return _nan_arg(S.argmax, -np.inf, a, axis, keepdims)
+    return _nan_reduce(S.argmax, -np.inf, -1, a, axis, keepdims)
 
 
 @_numpy_outside(np.nanargmin)
 def nanargmin(a, axis=None, keepdims=False):
-    return _nan_arg(S.argmin, np.inf, a, axis, keepdims)
+    return _nan_reduce(S.argmin, np.inf, -1, a, axis, keepdims)
 
 
 def _count(m, axis, keepdims, dtype):
@@ -148,19 +137,11 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     if y.dtype in INTS or y.dtype == BOOL:
         y = T.astype(y, np.float64)
     close = T.abs(x - y) <= atol + rtol * T.abs(y)
-    inf = _or(isinf(x), isinf(y))
+    inf = isinf(x) | isinf(y)
     out = T.where(inf, _compare("EQ", x, y), close)
     if equal_nan:
-        out = _or(out, _and(isnan(x), isnan(y)))
+        out = out | (isnan(x) & isnan(y))
     return out
-
-
-def _and(p, q):
-    return p & q
-
-
-def _or(p, q):
-    return p | q
 
 
 @_numpy_outside(np.allclose)
