@@ -3,10 +3,20 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
 import tidu as td
+
+
+def pytest_configure(config):
+    # TIDU_TEST_RECLAIM_BYTES=65536: cut the interner back (tidu.graph.memory) far more often
+    # than the default, so a test that keeps ids past their holders fails (FreedGraphError)
+    limit = os.environ.get("TIDU_TEST_RECLAIM_BYTES")
+    if limit:
+        td.set_cache_limits(reclaim_bytes=int(limit))
 
 
 def pytest_addoption(parser):
