@@ -313,6 +313,17 @@ BAD += [(P.ReduceWindowSum((2,), (1,), (0,), (0,), (1,), (1,)), [A((2, 3))], Val
         (P.ReduceWindowMax((2,), (1,), (0,), (0,), (1,), (1,)), [A((3,), "complex128")],
          TypeError, "ReduceWindowMax: operand dtype complex128 is not real")]
 
+# collectives over a named vmap axis (ops/collective.py)
+GOOD += [(P.AxisReduce("sum", "i"), [A((2, 3)), A((), "int32")], A((2, 3))),
+         (P.AxisReduce("max", "i"), [A((), "int32"), A((), "int32")], A((), "int32")),
+         (P.AxisGather("i", 4, 1), [A((2, 3), "float32"), A((), "int32")], A((2, 4, 3), "float32"))]
+BAD += [(P.AxisReduce("sum", "i"), [A((2,)), A((2,), "int32")], TypeError,
+         "AxisReduce: the axis index operand must be an integer scalar"),
+        (P.AxisReduce("sum", "i"), [A((2,), "bool"), A((), "int32")], TypeError,
+         "AxisReduce: .* is not numeric"),
+        (P.AxisGather("i", 4, 3), [A((2, 3)), A((), "int32")], ValueError,
+         "AxisGather: pos 3 out of range for an operand of rank 2")]
+
 
 @pytest.mark.parametrize("op,avals,expected", GOOD, ids=lambda x: getattr(x, "name", None))
 def test_shape_rule(op, avals, expected):

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tidu import ops as _P
+from tidu.api.collectives import all_gather, axis_index, axis_size, pmax, pmean, pmin, psum
 from tidu.api.control_flow import (
     _eager,
     _emit_multi,
@@ -37,11 +38,11 @@ from tidu.numpy.take import dynamic_slice, dynamic_update_slice
 from tidu.ops.control_flow import CustomLinear, close_body
 from tidu.trace.tracer import _emit, _lift, _promote, _trace_of
 
-__all__ = ["ConvDimensionNumbers", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor",
-           "cond", "conv", "conv_dimension_numbers",
+__all__ = ["ConvDimensionNumbers", "all_gather", "axis_index", "axis_size", "bitwise_and",
+           "bitwise_not", "bitwise_or", "bitwise_xor", "cond", "conv", "conv_dimension_numbers",
            "conv_general_dilated", "conv_transpose", "conv_with_general_padding",
            "custom_linear_solve", "custom_root", "dynamic_slice", "dynamic_update_slice",
-           "fori_loop", "linear_call", "reduce_window", "scan",
+           "fori_loop", "linear_call", "pmax", "pmean", "pmin", "psum", "reduce_window", "scan",
            "shift_left", "shift_right_arithmetic", "shift_right_logical", "stop_gradient",
            "switch", "while_loop"]
 
