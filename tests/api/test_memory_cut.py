@@ -69,6 +69,7 @@ def test_dropped_closures_nodes_go_while_a_long_lived_function_keeps_its_own():
 
 
 def test_clear_caches_cuts_back_to_the_live_graphs():
+    td.set_cache_limits(reclaim_bytes=0)  # only clear_caches cuts here
     frag = td.build(lambda x: td.exp(x) * 2.0, x=td.spec((), "float64"))
     n_keep = _stats()["n_ops"]
     for k in range(50):

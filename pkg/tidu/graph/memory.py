@@ -146,11 +146,12 @@ def _prims_bytes() -> int:
     (counted once per primitive, as they come)."""
     objs = _keys._prims.objs
     n = len(objs)
-    if _held[0] > n:  # emptied or cut since
-        _held[0] = _held[1] = 0
-    acc = _held[1] + sum(_prim_bytes(objs[i]) for i in range(_held[0], n))
-    _held[0], _held[1] = n, acc
-    return acc + _KEY_BYTES * len(_keys._input_keys.objs)
+    if _held[0] != n:
+        if _held[0] > n:  # emptied or cut since
+            _held[0] = _held[1] = 0
+        _held[1] += sum([_prim_bytes(objs[i]) for i in range(_held[0], n)])
+        _held[0] = n
+    return _held[1] + _KEY_BYTES * len(_keys._input_keys.objs)
 
 
 def _held_bytes() -> int:
