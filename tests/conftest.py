@@ -56,3 +56,22 @@ def cpp_build(tmp_path_factory, saved):
         return cache[kind]
 
     return get
+
+
+@pytest.fixture(scope="module")
+def no_reclaim():
+    """For tests that compare the ids of graphs built one after the other: an automatic cut of
+    the interner between them (tidu.graph.memory) would renumber the second. Module-wide:
+    ``pytestmark = pytest.mark.usefixtures("no_reclaim")``."""
+    prev = td.set_cache_limits(reclaim_bytes=0)
+    yield
+    td.set_cache_limits(**prev)
+
+
+@pytest.fixture
+def fresh_caches():
+    """The test starts from empty caches and gives the limits back as it found them."""
+    prev = td.cache_limits()
+    td.clear_caches()
+    yield
+    td.set_cache_limits(**prev)

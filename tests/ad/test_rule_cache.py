@@ -22,13 +22,7 @@ from tidu.extend import fix, scale
 from tidu.ad.rules import register
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _no_reclaim():
-    """These tests compare the ids of graphs built one after the other: an automatic cut of the
-    interner between them (tidu.graph.memory) would renumber the second."""
-    prev = td.set_cache_limits(reclaim_bytes=0)
-    yield
-    td.set_cache_limits(**prev)
+pytestmark = pytest.mark.usefixtures("no_reclaim")  # ids of successive builds compared
 
 
 @contextlib.contextmanager

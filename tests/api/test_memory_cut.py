@@ -17,12 +17,7 @@ from tidu.graph import memory
 X = np.linspace(0.0, 1.0, 5)
 
 
-@pytest.fixture(autouse=True)
-def _limits():
-    prev = td.cache_limits()
-    td.clear_caches()
-    yield
-    td.set_cache_limits(**prev)
+pytestmark = pytest.mark.usefixtures("fresh_caches")
 
 
 def _scan_closure(c):

@@ -18,13 +18,7 @@ from tidu.numpy import indexing
 from tidu.numpy.array_methods import HOOKS  # the general paths the compiled tracer calls
 from tidu.trace import tracer as tracing
 
-@pytest.fixture(autouse=True, scope="module")
-def _no_reclaim():
-    """These tests compare the ids of graphs built one after the other: an automatic cut of the
-    interner between them (tidu.graph.memory) would renumber the second."""
-    prev = td.set_cache_limits(reclaim_bytes=0)
-    yield
-    td.set_cache_limits(**prev)
+pytestmark = pytest.mark.usefixtures("no_reclaim")  # ids of successive builds compared
 
 
 DTYPES = ["float32", "float64", "complex64", "complex128", "int32", "int64", "bool"]

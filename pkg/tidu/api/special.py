@@ -196,27 +196,20 @@ def _by_differences(fn, index: int):
     return rule
 
 
-@custom_jvp
-def _igamma_grad_a_cj(a, x):
-    return _igamma_deriv(a, x, _DERIVATIVE)
+def _differenced(impl, n_args: int):
+    """impl as a custom_jvp whose rules are central differences in every argument."""
+    f = custom_jvp(impl)
+    f.defjvps(*[_by_differences(f, i) for i in range(n_args)])
+    return f
 
 
-_igamma_grad_a_cj.defjvps(_by_differences(_igamma_grad_a_cj, 0),
-                          _by_differences(_igamma_grad_a_cj, 1))
+_igamma_grad_a_cj = _differenced(lambda a, x: _igamma_deriv(a, x, _DERIVATIVE), 2)
+_random_gamma_grad_cj = _differenced(lambda a, x: _igamma_deriv(a, x, _SAMPLE), 2)
 
 
 def igamma_grad_a(a, x):
     """d/da of the regularized lower incomplete gamma function (jax.lax.igamma_grad_a)."""
     return _igamma_grad_a_cj(*_real("igamma_grad_a", a, x))
-
-
-@custom_jvp
-def _random_gamma_grad_cj(a, x):
-    return _igamma_deriv(a, x, _SAMPLE)
-
-
-_random_gamma_grad_cj.defjvps(_by_differences(_random_gamma_grad_cj, 0),
-                              _by_differences(_random_gamma_grad_cj, 1))
 
 
 def random_gamma_grad(a, x):
