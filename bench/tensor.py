@@ -303,7 +303,7 @@ def main(argv=None):
     tns, jns, jax = namespaces()
     names = args.only or list(WORKLOADS)
     columns = (("jax", None), ("cpu", "cpu"), ("tidu", None))
-    print(f"tidu threads: {td.get_num_threads()}; calls per warm figure: up to {calls}; times in ms;"
+    print(f"tidu threads: {getattr(td, 'get_num_threads', lambda: '?')()}; calls per warm figure: up to {calls}; times in ms;"
           f" load average {os.getloadavg()[0]:.1f} (other work on the machine skews every figure)")
     head = "".join(f"{c:>9}" for c, _ in columns)
     print(f"{'':12} {'':13}{head}   tidu/jax (cpu, default)")

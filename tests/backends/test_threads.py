@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import threading
+import warnings
 
 import numpy as np
 import pytest
@@ -64,12 +65,13 @@ def test_tidu_num_threads_sets_the_default():
 def test_large_products_reuse_one_pool_and_agree_with_numpy(two_threads):
     f = matmul()
     want = A.astype(np.float64) @ B.astype(np.float64)
-    before = _eval.pool_stats()
+    f(A, B)
+    workers, before = _eval.pool_workers(), _eval.pool_stats()
     for _ in range(5):
         np.testing.assert_allclose(f(A, B), want, rtol=1e-4, atol=1e-3)
     after = _eval.pool_stats()
     assert after["posted"] + after["inline"] - before["posted"] - before["inline"] == 5
-    assert _eval.pool_workers() == 1  # started once, kept: not a thread per product
+    assert _eval.pool_workers() == workers >= 1  # started once, kept: not a thread per product
 
 
 def test_one_thread_never_uses_the_pool():
@@ -117,7 +119,9 @@ def test_a_forked_child_starts_a_pool_of_its_own(two_threads):
     f = matmul()
     want = f(A, B)
     assert _eval.pool_workers() >= 1
-    pid = os.fork()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # jax, when imported, warns at every fork
+        pid = os.fork()
     if pid == 0:  # the child: the parent's workers do not exist here
         code = 1
         try:
