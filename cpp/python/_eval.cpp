@@ -383,7 +383,7 @@ bool set_blas(const std::string& path, const std::string& prefix) {
   four("sgeqrf_", "dgeqrf_", "cgeqrf_", "zgeqrf_", f.geqrf);
   four("sorgqr_", "dorgqr_", "cungqr_", "zungqr_", f.orgqr);
   four("sgesdd_", "dgesdd_", "cgesdd_", "zgesdd_", f.gesdd);
-  // tidu splits large products over its own threads (kernels.hpp): the BLAS runs single-threaded,
+  // tidu splits large products over its own pool (vm/parallel.hpp): the BLAS runs single-threaded,
   // so its threads never compete with tidu's or spin on a busy core.  This library copy is
   // tidu's own (numpy and scipy bundle theirs), so no other user's setting changes.
   if (auto set_threads = reinterpret_cast<void (*)(int)>(sym("openblas_set_num_threads"))) set_threads(1);
@@ -403,6 +403,21 @@ void make_program(py::module_& m) {
         "arenas of freed programs and of programs between calls.");
   m.def("release_arena_pool", [] { tidu::ArenaPool::get().clear(); },
         "Free the arena memory kept for the next workspaces (idle programs take new memory).");
+  m.def("set_num_threads", [](int n) { tidu::set_num_threads(n); }, py::arg("n"),
+        "Threads one evaluation loop may use, the caller's included (n <= 0: the default).");
+  m.def("get_num_threads", [] { return tidu::num_threads(); },
+        "Threads one evaluation loop may use, the caller's included.");
+  m.def("pool_workers", [] { return tidu::detail::ThreadPool::get().workers(); },
+        "Worker threads the pool has started (started on demand and kept: vm/parallel.hpp).");
+  m.def("pool_stats", [] {
+    const auto s = tidu::detail::ThreadPool::get().stats();
+    py::dict d;
+    d["posted"] = s.posted, d["inline"] = s.inline_loops, d["stalls"] = s.stalls, d["backoff_ns"] = s.backoff_ns;
+    d["loop_ns"] = s.loop_ns, d["wait_ns"] = s.wait_ns;
+    return d;
+  }, "Counters of the thread pool: loops posted to it, loops run on the caller alone, stalls seen, "
+     "the current back-off, and the time posted loops took and the caller waited in them, in ns "
+     "(vm/parallel.hpp).");
   m.def("simd_variant", [] { return std::string(tidu::fm::isa_name()); },
         "Which SIMD variant the transcendental kernels use: avx512, avx2 or generic (TIDU_SIMD).");
   py::register_exception<tidu::ProgramError>(m, "ProgramError", PyExc_ValueError);

@@ -643,15 +643,33 @@ inline bool dot_blas(const T* x, const T* w, T* y, const DotTables& t) {
                                            T(1), A, t.lda, B, t.ldb, T(0), C, static_cast<int>(N));
     }
   };
-  // Thread policy: the BLAS itself runs single-threaded (the Python package sets OpenBLAS to one
-  // thread), and products of at least kParallelGemm multiply-adds are split over tidu's own
-  // threads, by batch or else by blocks of rows, one BLAS call each: small products never pay
-  // for waking threads, large ones use the cores, and nothing oversubscribes them.
+  // Rows [r0, r1) and columns [c0, c1) of batch b's product (B's columns start c0 in, or c0 rows
+  // in when transposed).
+  auto gemm_tile = [&](std::int64_t b, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1) {
+    if (c0 == 0 && c1 == N) return gemm(b, r0, r1);
+    const T* A = x + t.lb[b] + r0 * (t.ta == kNoTrans ? t.lda : 1);
+    const T* B = w + t.rb[b] + c0 * (t.tb == kNoTrans ? 1 : t.ldb);
+    T* C = y + b * M * N + r0 * N + c0;
+    const int m = static_cast<int>(r1 - r0), n = static_cast<int>(c1 - c0);
+    if constexpr (is_complex_v<T>) {
+      const T one(1), zero(0);
+      reinterpret_cast<complex_gemm_t>(fn)(kRowMajor, t.ta, t.tb, m, n, static_cast<int>(K), &one, A, t.lda, B,
+                                           t.ldb, &zero, C, static_cast<int>(N));
+    } else {
+      reinterpret_cast<real_gemm_t<T>>(fn)(kRowMajor, t.ta, t.tb, m, n, static_cast<int>(K), T(1), A, t.lda, B,
+                                           t.ldb, T(0), C, static_cast<int>(N));
+    }
+  };
+  // Thread policy (vm/parallel.hpp): the BLAS itself runs single-threaded (the Python package
+  // sets OpenBLAS to one thread), and products of at least kParallelGemm multiply-adds are cut into
+  // chunks (whole batches, or tiles of rows and columns, one BLAS call each) that tidu's threads take
+  // dynamically: small products never pay for waking threads, large ones use the cores, a thread
+  // whose core is busy elsewhere holds up at most one chunk, and nothing oversubscribes the cores.
   constexpr double kParallelGemm = 1 << 23;
   const double work = static_cast<double>(nb) * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
   const std::int64_t hw = detail::cores();
   const std::int64_t threads = std::min<std::int64_t>(
-      {hw, static_cast<std::int64_t>(std::min(work / kParallelGemm, 1e6)), std::max<std::int64_t>(nb, M / 64)});
+      {hw, static_cast<std::int64_t>(std::min(work / kParallelGemm, 1e6)), std::max<std::int64_t>(nb, (M / 64) * (N / 128))});
   if (K == 1 && threads <= 1) {  // outer products: both operands are contiguous vectors
     for (std::int64_t b = 0; b < nb; ++b) {
       const T *A = x + t.lb[b], *B = w + t.rb[b];
@@ -686,15 +704,23 @@ inline bool dot_blas(const T* x, const T* w, T* y, const DotTables& t) {
     }
   } else if (threads <= 1) {
     for (std::int64_t b = 0; b < nb; ++b) gemm(b, 0, M);
-  } else if (nb >= threads) {
-    detail::parallel_for(static_cast<int>(threads), [&](int th) {
-      for (std::int64_t b = th; b < nb; b += threads) gemm(b, 0, M);
-    });
   } else {
-    const std::int64_t rows = (M + threads - 1) / threads;
-    detail::parallel_for(static_cast<int>(threads), [&](int th) {
-      for (std::int64_t b = 0; b < nb; ++b)
-        if (th * rows < M) gemm(b, th * rows, std::min(M, (th + 1) * rows));
+    // Tasks are tiles of (batch, block of rows, block of columns): where there are fewer batches
+    // than about four per thread, the columns are cut in blocks of at least 128, then the rows in
+    // blocks of at least 64 (one BLAS call each: smaller tiles cost it more in packing than they
+    // gain), up to about four tiles per thread; consecutive tiles are grouped into chunks.
+    const std::int64_t want = 4 * threads;
+    const std::int64_t per_b = (want + nb - 1) / nb;
+    const std::int64_t cb = std::max<std::int64_t>(1, std::min<std::int64_t>(per_b, N / 128));
+    const std::int64_t rb = std::max<std::int64_t>(1, std::min<std::int64_t>((per_b + cb - 1) / cb, M / 64));
+    const std::int64_t rows = (M + rb - 1) / rb, cols = (N + cb - 1) / cb;
+    const std::int64_t nr = (M + rows - 1) / rows, nc = (N + cols - 1) / cols, tiles = nb * nr * nc;
+    const std::int64_t per = (tiles + want - 1) / want;
+    detail::parallel_chunks((tiles + per - 1) / per, static_cast<int>(threads), [&](std::int64_t c, int) {
+      for (std::int64_t tile = c * per; tile < std::min(tiles, (c + 1) * per); ++tile) {
+        const std::int64_t b = tile / (nr * nc), r0 = tile / nc % nr * rows, c0 = tile % nc * cols;
+        gemm_tile(b, r0, std::min(M, r0 + rows), c0, std::min(N, c0 + cols));
+      }
     });
   }
   return true;
