@@ -529,6 +529,16 @@ def test_small_work_is_scheduled_out_of_chains_and_intermediates_take_no_arena()
     ((1,), (0,), (), (), (1, 500), (500, 1)),          # a dot product
     ((2,), (1,), (0,), (0,), (3, 40, 50), (3, 50, 1)),  # batched columns
     ((1,), (2,), (0,), (0,), (3, 50, 1), (3, 40, 50)),  # batched rows (a^T B^T)
+    # A batch axis between the free and contracting ones: each operand is still one strided
+    # matrix per batch (leading dimension past the batch axis), read in place.
+    ((2,), (2,), (1,), (1,), (40, 3, 50), (30, 3, 50)),  # "qhd,khd->hqk"
+    ((2,), (0,), (0,), (1,), (3, 40, 50), (50, 3, 30)),  # "hqk,khd->hqd"
+    ((0,), (0,), (1,), (1,), (50, 3, 40), (50, 3, 30)),  # A^T B, strided
+    ((0,), (2,), (1,), (1,), (50, 3, 40), (30, 3, 50)),  # A^T B^T, strided
+    ((2,), (1,), (1,), (0,), (300, 3, 50), (3, 50)),     # one output column per batch
+    ((2,), (2,), (1,), (1,), (1, 3, 50), (300, 3, 50)),  # one output row per batch
+    ((3,), (3,), (1,), (1,), (4, 3, 10, 50), (30, 3, 1, 50)),  # free axes split by the batch axis
+    ((1,), (1,), (2,), (2,), (40, 50, 3), (30, 50, 3)),  # batch axis last: the loops
 ])
 def test_dot_general_with_and_without_blas(dtype, lc, rc, lb, rb, ls, rs):
     """Large products go to the BLAS hook (when installed) for every layout it can express; the
@@ -745,6 +755,8 @@ def test_reductions_over_leading_axes(dtype, shape, axes):
     ((0,), (0,), (), (), (1, 64), (1, 40)),            # stored transposed
     ((1,), (1,), (), (), (64, 1), (40, 1)),
     ((2,), (1,), (0,), (0,), (3, 64, 1), (3, 1, 40)),  # batched
+    ((2,), (2,), (1,), (1,), (64, 3, 1), (40, 3, 1)),  # batch axis in the middle: strided
+    ((0,), (0,), (2,), (2,), (1, 64, 3), (1, 40, 3)),
 ])
 def test_outer_products(dtype, lc, rc, lb, rb, ls, rs):
     """Products over one contracted element (outer products) are computed directly: exactly

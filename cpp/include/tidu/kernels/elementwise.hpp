@@ -572,6 +572,21 @@ inline bool axes_ramp(const std::int64_t* shape, const std::int64_t* strides, co
   return true;
 }
 
+// The row stride of `axes` taken as one strided dimension: their offsets (row-major over them,
+// size-1 axes aside) are 0, s, 2s, ... for one s >= min_step, which is returned; -1 when they are
+// not.  Axes that are all of size 1 give min_step.  This lets a GEMM read an operand whose free
+// (or contracting) axes are strided by a batch axis lying between them (e.g. q of "qhd,khd->hqk"
+// with h the batch axis: rows of q are H*D apart), instead of copying it into a canonical layout.
+inline std::int64_t axes_step(const std::int64_t* shape, const std::int64_t* strides, const std::int64_t* axes,
+                              std::int64_t n, std::int64_t min_step) {
+  std::int64_t a = n;
+  while (a > 0 && shape[axes[a - 1]] == 1) --a;
+  if (a == 0) return min_step;
+  const std::int64_t step = strides[axes[a - 1]];
+  if (step < min_step) return -1;
+  return axes_ramp(shape, strides, axes, a, step) ? step : -1;
+}
+
 inline std::int64_t axes_size(const std::int64_t* shape, const std::int64_t* axes, std::int64_t n) {
   std::int64_t size = 1;
   for (std::int64_t a = 0; a < n; ++a) size *= shape[axes[a]];
@@ -594,15 +609,22 @@ inline void dot_layout(const DotAxes& d, DotTables& t, bool loops) {
     t.K = axes_size(d.lshape, d.lc, d.nc);
     t.ta = t.tb = 0;
     const std::int64_t M = t.M, N = t.N, K = t.K;
-    if (M < (1LL << 31) && N < (1LL << 31) && K < (1LL << 31) && K > 0) {
-      if (axes_ramp(d.lshape, d.ls, d.lc, d.nc, 1) && axes_ramp(d.lshape, d.ls, d.lf, d.nlf, K))
-        t.ta = kNoTrans, t.lda = static_cast<int>(K);
-      else if (axes_ramp(d.lshape, d.ls, d.lf, d.nlf, 1) && axes_ramp(d.lshape, d.ls, d.lc, d.nc, M))
-        t.ta = kTrans, t.lda = static_cast<int>(std::max<std::int64_t>(M, 1));
-      if (axes_ramp(d.rshape, d.rs, d.rf, d.nrf, 1) && axes_ramp(d.rshape, d.rs, d.rc, d.nc, N))
-        t.tb = kNoTrans, t.ldb = static_cast<int>(std::max<std::int64_t>(N, 1));
-      else if (axes_ramp(d.rshape, d.rs, d.rc, d.nc, 1) && axes_ramp(d.rshape, d.rs, d.rf, d.nrf, K))
-        t.tb = kTrans, t.ldb = static_cast<int>(K);
+    // Each operand is a matrix per batch when one group of its axes is contiguous and the other
+    // is one strided dimension (its leading dimension, any batch axes lying in between).
+    constexpr std::int64_t kInt = 1LL << 31;
+    if (M < kInt && N < kInt && K < kInt && K > 0) {
+      std::int64_t s;
+      if (axes_ramp(d.lshape, d.ls, d.lc, d.nc, 1) && (s = axes_step(d.lshape, d.ls, d.lf, d.nlf, K)) > 0 && s < kInt)
+        t.ta = kNoTrans, t.lda = static_cast<int>(s);
+      else if (axes_ramp(d.lshape, d.ls, d.lf, d.nlf, 1) &&
+               (s = axes_step(d.lshape, d.ls, d.lc, d.nc, std::max<std::int64_t>(M, 1))) > 0 && s < kInt)
+        t.ta = kTrans, t.lda = static_cast<int>(s);
+      if (axes_ramp(d.rshape, d.rs, d.rf, d.nrf, 1) &&
+          (s = axes_step(d.rshape, d.rs, d.rc, d.nc, std::max<std::int64_t>(N, 1))) > 0 && s < kInt)
+        t.tb = kNoTrans, t.ldb = static_cast<int>(s);
+      else if (axes_ramp(d.rshape, d.rs, d.rc, d.nc, 1) && (s = axes_step(d.rshape, d.rs, d.rf, d.nrf, K)) > 0 &&
+               s < kInt)
+        t.tb = kTrans, t.ldb = static_cast<int>(s);
       if (!t.ta || !t.tb) t.ta = t.tb = 0;
     }
     t.ready = true;
@@ -652,13 +674,17 @@ inline bool dot_blas(const T* x, const T* w, T* y, const DotTables& t) {
   const std::int64_t hw = detail::cores();
   const std::int64_t threads = std::min<std::int64_t>(
       {hw, static_cast<std::int64_t>(std::min(work / kParallelGemm, 1e6)), std::max<std::int64_t>(nb, M / 64)});
-  if (K == 1 && threads <= 1) {  // outer products: both operands are contiguous vectors
+  if (K == 1 && threads <= 1) {  // outer products: a column of A's times a row of B's
+    const std::int64_t sa = t.ta == kNoTrans ? t.lda : 1, sb = t.tb == kNoTrans ? 1 : t.ldb;
     for (std::int64_t b = 0; b < nb; ++b) {
       const T *A = x + t.lb[b], *B = w + t.rb[b];
       T* C = y + b * M * N;
       for (std::int64_t i = 0; i < M; ++i) {
-        const T a = A[i];
-        for (std::int64_t j = 0; j < N; ++j) C[i * N + j] = a * B[j];
+        const T a = A[i * sa];
+        if (sb == 1)
+          for (std::int64_t j = 0; j < N; ++j) C[i * N + j] = a * B[j];
+        else
+          for (std::int64_t j = 0; j < N; ++j) C[i * N + j] = a * B[j * sb];
       }
     }
     return true;
