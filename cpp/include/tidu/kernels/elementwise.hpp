@@ -422,6 +422,30 @@ inline bool reduce_blocked(const T* x, const std::int64_t* shape, std::uint32_t 
     size[part] *= shape[k];
   }
   const std::int64_t outer = size[0], r = size[1], inner = size[2];
+  if (inner == 1 && r < 16) {  // short rows (e.g. the 3 coordinates of a (64, 64, 3) array): no
+    if (is_max) {              // per-row call, one plain loop per output
+      for (std::int64_t o = 0; o < outer; ++o)
+        for (std::int64_t i = 0; i < r; ++i) accumulate(y[o], x[o * r + i], true);
+    } else {
+      for (std::int64_t o = 0; o < outer; ++o)
+        for (std::int64_t i = 0; i < r; ++i) accumulate(y[o], x[o * r + i], false);
+    }
+    return true;
+  }
+  if (inner > 1 && inner < 16) {  // few kept columns: the rows in order, is_max hoisted
+    for (std::int64_t o = 0; o < outer; ++o) {
+      T* yo = y + o * inner;
+      const T* xo = x + o * r * inner;
+      if (is_max) {
+        for (std::int64_t i = 0; i < r; ++i)
+          for (std::int64_t j = 0; j < inner; ++j) accumulate(yo[j], xo[i * inner + j], true);
+      } else {
+        for (std::int64_t i = 0; i < r; ++i)
+          for (std::int64_t j = 0; j < inner; ++j) accumulate(yo[j], xo[i * inner + j], false);
+      }
+    }
+    return true;
+  }
   for (std::int64_t o = 0; o < outer; ++o) {
     T* yo = y + o * inner;
     const T* xo = x + o * r * inner;
