@@ -810,3 +810,20 @@ def test_convert_to_int_saturates_in_kernel_and_impl(src, dst):
     np.testing.assert_array_equal(P.Convert(dst).impl(x), want)
     if src.startswith("float"):  # the traced path agrees (complex -> int is refused there)
         np.testing.assert_array_equal(td.jit(lambda v: td.astype(v, dst))(x), want)
+
+
+@pytest.mark.parametrize("dtype", ("float32", "complex128", "int64", "bool"))
+@pytest.mark.parametrize("shape,perm", [
+    ((256, 64, 32), (0, 2, 1)),     # the last two axes swapped per batch: tiles
+    ((70, 45), (1, 0)),             # a plain matrix, ragged against the 32 x 32 tiles
+    ((5, 40, 33, 3), (3, 1, 0, 2)),  # the contiguous axis first, strided last
+    ((8, 64, 4, 16), (0, 2, 1, 3)),  # whole rows move ("bthd->bhtd"): merged runs, no tiles
+    ((6, 1, 50, 1, 40), (4, 1, 0, 3, 2)),  # size-1 axes dropped before the tiles
+    ((3, 4, 5), (2, 1, 0)),          # below the tiled size
+])
+def test_transposes_of_every_layout_match_numpy(dtype, shape, perm):
+    """Transposes merge the axes that stay in order and tile the ones that swap; every layout
+    gives numpy's exact values."""
+    x = value(shape, dtype)
+    (got,) = program(P.Transpose(perm), [td.aval(shape, dtype)]).eval([x])
+    np.testing.assert_array_equal(got, np.transpose(x, perm))

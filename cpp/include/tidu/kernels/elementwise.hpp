@@ -286,14 +286,75 @@ inline void row_major_strides(const std::int64_t* shape, std::uint32_t ndim, std
   }
 }
 
+// A transpose's core: dst[i * dld + j] = src[i + j * sld] for i < rows, j < cols, in 32 x 32
+// tiles so that both the strided reads and the strided writes stay in cache.
+template <class T>
+inline void transpose_tiles(const T* src, std::int64_t sld, T* dst, std::int64_t dld, std::int64_t rows,
+                            std::int64_t cols) {
+  constexpr std::int64_t B = 32;
+  for (std::int64_t i0 = 0; i0 < rows; i0 += B) {
+    const std::int64_t i1 = std::min(rows, i0 + B);
+    for (std::int64_t j0 = 0; j0 < cols; j0 += B) {
+      const std::int64_t j1 = std::min(cols, j0 + B);
+      for (std::int64_t j = j0; j < j1; ++j) {
+        const T* s = src + j * sld;
+        for (std::int64_t i = i0; i < i1; ++i) dst[i * dld + j] = s[i];
+      }
+    }
+  }
+}
+
 // dst[odometer over shape, contiguous] = src[base + sum idx[k] * src_stride[k]] (elements)
 template <class T>
-inline void gather(const T* src, std::int64_t base, const std::int64_t* shape, const std::int64_t* src_stride,
-                   std::uint32_t ndim, T* dst) {
+inline void gather(const T* src, std::int64_t base, const std::int64_t* shape_in, const std::int64_t* stride_in,
+                   std::uint32_t ndim_in, T* dst) {
   std::int64_t n = 1;
-  for (std::uint32_t k = 0; k < ndim; ++k) n *= shape[k];
+  for (std::uint32_t k = 0; k < ndim_in; ++k) n *= shape_in[k];
   if (n == 0) return;
+  if (ndim_in == 0) { dst[0] = src[base]; return; }
+  // Size-1 axes dropped and neighbours that step through the source as one axis merged: a
+  // transpose that moves whole rows becomes a few long contiguous runs.
+  std::int64_t shape[16], src_stride[16];
+  std::uint32_t ndim = 0;
+  for (std::uint32_t k = 0; k < ndim_in; ++k) {
+    if (shape_in[k] == 1) continue;
+    if (ndim > 0 && src_stride[ndim - 1] == stride_in[k] * shape_in[k]) {
+      shape[ndim - 1] *= shape_in[k];
+      src_stride[ndim - 1] = stride_in[k];
+    } else {
+      shape[ndim] = shape_in[k];
+      src_stride[ndim++] = stride_in[k];
+    }
+  }
   if (ndim == 0) { dst[0] = src[base]; return; }
+  // A real transpose (the last axis strided, another one contiguous in the source): tiles over
+  // those two axes, the others walked outside.
+  std::int64_t p = -1;
+  if (src_stride[ndim - 1] > 1)
+    for (std::uint32_t k = 0; k + 1 < ndim; ++k)
+      if (src_stride[k] == 1) p = k;
+  if (p >= 0 && shape[p] * shape[ndim - 1] >= 256) {
+    std::int64_t dst_stride[16];
+    row_major_strides(shape, ndim, dst_stride);
+    std::int64_t idx[16] = {0}, oshape[16], osrc[16], odst[16];
+    std::uint32_t no = 0;
+    for (std::uint32_t k = 0; k + 1 < ndim; ++k)
+      if (static_cast<std::int64_t>(k) != p) oshape[no] = shape[k], osrc[no] = src_stride[k], odst[no++] = dst_stride[k];
+    std::int64_t so = base, d = 0;
+    for (;;) {
+      transpose_tiles(src + so, src_stride[ndim - 1], dst + d, dst_stride[p], shape[p], shape[ndim - 1]);
+      std::int64_t k = static_cast<std::int64_t>(no) - 1;
+      for (; k >= 0; --k) {
+        so += osrc[k];
+        d += odst[k];
+        if (++idx[k] < oshape[k]) break;
+        so -= osrc[k] * oshape[k];
+        d -= odst[k] * oshape[k];
+        idx[k] = 0;
+      }
+      if (k < 0) return;
+    }
+  }
   std::int64_t idx[16] = {0};
   std::int64_t off = base;
   std::int64_t inner = shape[ndim - 1], inner_stride = src_stride[ndim - 1];
