@@ -94,7 +94,8 @@ def test_select(dtype):
 @pytest.mark.parametrize("shape, axes", [((1000, 16), (0,)), ((16, 1000), (1,)), ((7, 1, 9, 5), (1, 2)),
                                          ((3, 0, 4), (0,)), ((3, 0, 4), (1,)), ((4, 5, 6), (0, 2)),
                                          ((1, 8, 1), (0, 1, 2)), ((2, 3), ()),
-                                         ((64, 64, 3), (2,)), ((50, 40, 3), (1,)), ((9, 5, 3), (0, 1))])
+                                         ((64, 64, 3), (2,)), ((50, 40, 3), (1,)), ((9, 5, 3), (0, 1)),
+                                         ((40, 600), (0,)), ((3, 20, 300), (1,))])
 def test_reductions_of_every_layout_match_numpy_with_nan_and_int_wrap(shape, axes):
     """Leading, trailing, middle and split reduced axes (the contiguous fast paths and the
     general loop), NaN propagating through max, integer sums wrapping as numpy's."""
