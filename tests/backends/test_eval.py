@@ -828,3 +828,18 @@ def test_transposes_of_every_layout_match_numpy(dtype, shape, perm):
     x = value(shape, dtype)
     (got,) = program(P.Transpose(perm), [td.aval(shape, dtype)]).eval([x])
     np.testing.assert_array_equal(got, np.transpose(x, perm))
+
+
+@pytest.mark.parametrize("shape", [(64, 64, 3), (7, 33, 5), (3, 50, 50, 2), (41, 13, 1), (2, 3, 1000, 7),
+                                   (5, 2049, 3), (9, 15)])
+def test_chained_broadcasts_with_short_rows_match_numpy(shape):
+    """Broadcasts inside an elementwise chain with a short last axis copy whole rows of the
+    second-last axis at a time; rows cut by a block's edge (blocks of 2,048 elements) go element
+    by element.  Every layout of broadcast operand gives numpy's values."""
+    rng = np.random.default_rng(0)
+    nd = len(shape)
+    a = rng.standard_normal(shape[:-2] + (1, shape[-1]))
+    b = rng.standard_normal(shape[:-2] + (shape[-2], 1))
+    c = rng.standard_normal((1,) * (nd - 2) + shape[-2:])
+    got = td.jit(lambda a, b, c: td.sin(a - b) * c + 1.0, backend="cpu")(a, b, c)
+    np.testing.assert_allclose(got, np.sin(a - b) * c + 1.0, rtol=1e-12, atol=1e-12)
