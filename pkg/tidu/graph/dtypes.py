@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 
 __all__ = ["AbstractValue", "aval", "aval_of", "MAX_ELEMENTS", "FLOATS", "COMPLEXES", "INTS",
-           "BOOL", "INEXACT", "NUMERIC", "REAL", "ALL", "SIGNED_INTS", "UNSIGNED_INTS", "real_dtype", "is_differentiable",
-           "saturating_int"]
+           "BOOL", "INEXACT", "NUMERIC", "REAL", "ALL", "SIGNED_INTS", "UNSIGNED_INTS",
+           "real_dtype", "is_differentiable", "saturating_int"]
 
 
 _DTYPES = {np.dtype(n) for n in
