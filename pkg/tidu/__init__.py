@@ -350,5 +350,7 @@ __all__ = [
     "tril_indices_from", "triu", "triu_indices", "triu_indices_from", "trunc", "uint32", "unique",
     "ValKey",
     "value_and_grad", "vander", "var", "vdot", "vjp", "vmap", "vstack", "where", "while_loop",
-    "xla", "zeros", "zeros_like",
+    "xla", "zeros", "zeros_like", "random",
 ]
+
+from tidu import random  # noqa: E402  (last: it builds on the names above)

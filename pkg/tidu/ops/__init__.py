@@ -64,6 +64,7 @@ from tidu.ops.math import (
                                   Sinh,
                                   Tan,
 )
+from tidu.ops.random import Threefry2x32
 from tidu.ops.reductions import (
                                   ArgMax,
                                   ArgMin,
@@ -99,6 +100,8 @@ BITWISE = ("And", "Or", "Xor", "Not", "ShiftLeft", "ShiftRightArithmetic", "Shif
 CONTROL_FLOW = ("Scan", "Cond", "While", "Checkpoint")
 # convolution (ops/conv.py, docs/conv.md)
 CONV = ("Conv", "ReduceWindowSum", "ReduceWindowMax", "ReduceWindowMin")
+# random numbers (ops/random.py, docs/random.md)
+RANDOM = ("Threefry2x32",)
 
 __all__ = [
     "Abs", "Acos", "Acosh", "Add", "And", "ArgMax", "ArgMin", "Asin", "Asinh", "Atan", "Atan2",
@@ -112,5 +115,6 @@ __all__ = [
     "ReduceWindowMax", "ReduceWindowMin", "ReduceWindowSum", "Rem",
     "Reshape", "Rev", "Round", "Rsqrt", "SVD", "Scan", "Scatter", "Select", "ShiftLeft",
     "ShiftRightArithmetic", "ShiftRightLogical", "Sign", "Sin", "Sinh", "Slice", "Sort", "Sqrt",
-    "StopGradient", "Sub", "Tan", "Tanh", "Transpose", "TriangularSolve", "While", "Xor"
+    "StopGradient", "Sub", "Tan", "Tanh", "Threefry2x32", "Transpose", "TriangularSolve", "While",
+    "Xor"
 ]

@@ -544,6 +544,17 @@ inline void validate_instructions(const Program& p) {
         }
         break;
       }
+      case Op::Threefry2x32: {  // random.hpp: key (K..., 2), count and output (K..., C..., 2)
+        arity(2);
+        same_shape(1);
+        const Slot& k = slot(0);
+        need(k.dtype == DType::U32 && slot(1).dtype == DType::U32 && o.dtype == DType::U32,
+             "threefry operands must be uint32");
+        need(k.ndim >= 1 && k.ndim <= o.ndim && p.shape(a[0])[k.ndim - 1] == 2 && oshape[o.ndim - 1] == 2,
+             "threefry key and count must end in an axis of 2");
+        need(std::equal(p.shape(a[0]), p.shape(a[0]) + k.ndim - 1, oshape), "threefry key and count batch axes");
+        break;
+      }
       case Op::Scan: case Op::While: case Op::Cond: case Op::Checkpoint:
         validate_control(p, in, fail);
         break;
