@@ -277,6 +277,13 @@ GOOD += [(c(), [A((2,), "uint32"), A((2,), "uint32")], A((2,), "uint32"))
 # random numbers (ops/random.py): key (K..., 2), count (K..., C..., 2)
 GOOD += [(P.Threefry2x32(), [A((2,), "uint32"), A((5, 3, 2), "uint32")], A((5, 3, 2), "uint32")),
          (P.Threefry2x32(), [A((4, 2), "uint32"), A((4, 3, 2), "uint32")], A((4, 3, 2), "uint32"))]
+GOOD += [(P.Threefry2x32Iota((3, 4)), [A((2,), "uint32")], A((3, 4, 2), "uint32")),
+         (P.Threefry2x32Iota(()), [A((5, 2), "uint32")], A((5, 2), "uint32")),
+         (P.Threefry2x32Iota((3,), True), [A((5, 2), "uint32")], A((5, 3), "uint32"))]
+BAD += [(P.Threefry2x32Iota((3,)), [A((2,), "int64")], TypeError,
+         "Threefry2x32Iota: key dtype int64 is not uint32"),
+        (P.Threefry2x32Iota((3,)), [A((3,), "uint32")], ValueError,
+         "does not end in an axis of 2")]
 BAD += [(P.Threefry2x32(), [A((2,), "int32"), A((3, 2), "uint32")], TypeError,
          "Threefry2x32: key dtype int32 is not uint32"),
         (P.Threefry2x32(), [A((2,), "uint32"), A((3, 4), "uint32")], ValueError,

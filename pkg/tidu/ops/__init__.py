@@ -64,7 +64,7 @@ from tidu.ops.math import (
                                   Sinh,
                                   Tan,
 )
-from tidu.ops.random import Threefry2x32
+from tidu.ops.random import Threefry2x32, Threefry2x32Iota
 from tidu.ops.reductions import (
                                   ArgMax,
                                   ArgMin,
@@ -101,7 +101,7 @@ CONTROL_FLOW = ("Scan", "Cond", "While", "Checkpoint")
 # convolution (ops/conv.py, docs/conv.md)
 CONV = ("Conv", "ReduceWindowSum", "ReduceWindowMax", "ReduceWindowMin")
 # random numbers (ops/random.py, docs/random.md)
-RANDOM = ("Threefry2x32",)
+RANDOM = ("Threefry2x32", "Threefry2x32Iota")
 
 __all__ = [
     "Abs", "Acos", "Acosh", "Add", "And", "ArgMax", "ArgMin", "Asin", "Asinh", "Atan", "Atan2",
@@ -115,6 +115,6 @@ __all__ = [
     "ReduceWindowMax", "ReduceWindowMin", "ReduceWindowSum", "Rem",
     "Reshape", "Rev", "Round", "Rsqrt", "SVD", "Scan", "Scatter", "Select", "ShiftLeft",
     "ShiftRightArithmetic", "ShiftRightLogical", "Sign", "Sin", "Sinh", "Slice", "Sort", "Sqrt",
-    "StopGradient", "Sub", "Tan", "Tanh", "Threefry2x32", "Transpose", "TriangularSolve", "While",
+    "StopGradient", "Sub", "Tan", "Tanh", "Threefry2x32", "Threefry2x32Iota", "Transpose", "TriangularSolve", "While",
     "Xor"
 ]

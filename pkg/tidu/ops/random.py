@@ -5,6 +5,7 @@ uint32 outputs carry no derivative.  ``tidu.random`` builds jax.random's API on 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -14,7 +15,7 @@ from tidu.backends.xla.splice import call_jax
 from tidu.graph import aval
 from tidu.ops.core import Primitive, same_op_batched
 
-__all__ = ["Threefry2x32", "threefry2x32_reference"]
+__all__ = ["Threefry2x32", "Threefry2x32Iota", "iota_counters", "threefry2x32_reference"]
 
 _U32 = np.dtype("uint32")
 _ROT = ((13, 15, 26, 6), (17, 29, 16, 24))
@@ -86,3 +87,66 @@ class Threefry2x32(Primitive):
 
     def impl(self, key, count):
         return threefry2x32_reference(key, count)
+
+
+def iota_counters(shape, xp=np):
+    """jax's iota_2x32_shape as pairs: (i >> 32, i & 0xffffffff) of the row-major index i,
+    shape + (2,) uint32 (module xp: numpy or jax.numpy)."""
+    n = math.prod(shape)
+    i = np.arange(n, dtype=np.uint64).reshape(shape)
+    if xp is np:
+        return np.stack([(i >> np.uint64(32)).astype(_U32), i.astype(_U32)], axis=-1)
+    lo = xp.arange(n, dtype=xp.uint32).reshape(shape)  # n < 2^32 (tidu.random checks)
+    return xp.stack([xp.zeros_like(lo), lo], axis=-1)
+
+
+def _jax_threefry_iota(shape, fold):
+    def fn(key):
+        import jax.numpy as jnp  # noqa: PLC0415  (optional dependency)
+
+        count = iota_counters(shape, jnp)
+        lead = key.shape[:-1]
+        count = jnp.broadcast_to(count, lead + count.shape)
+        y = _jax_threefry(key, count)
+        return y[..., 0] ^ y[..., 1] if fold else y
+    return fn
+
+
+@register
+@dataclass(frozen=True)
+class Threefry2x32Iota(Primitive):
+    """Threefry2x32 of the counters of a draw of `shape`: key uint32 (K..., 2) -> (K..., *shape,
+    2), the hash of (i >> 32, i & 0xffffffff) for the row-major index i (jax's
+    ``iota_2x32_shape``), with no count array in memory; with `fold`, (K..., *shape), the two
+    words' xor (jax's 32-bit random bits)."""
+
+    shape: tuple[int, ...]
+    fold: bool = False
+    differentiable = False
+    batch = same_op_batched  # a leading key axis is a leading output axis
+
+    def __post_init__(self):
+        object.__setattr__(self, "shape", tuple(int(d) for d in self.shape))
+        object.__setattr__(self, "fold", bool(self.fold))
+        if any(d < 0 for d in self.shape):
+            raise ValueError(f"{self.name}: negative dimension in shape {self.shape}")
+
+    def abstract_eval(self, key):
+        if key.dtype != _U32:
+            raise TypeError(f"{self.name}: key dtype {key.dtype} is not uint32")
+        if key.ndim < 1 or key.shape[-1] != 2:
+            raise ValueError(f"{self.name}: key shape {key.shape} does not end in an axis of 2 "
+                             "(a pair of uint32 words)")
+        if math.prod(self.shape) >= 2 ** 32:
+            raise ValueError(f"{self.name}: {math.prod(self.shape)} counters, 2**32 or more")
+        return aval(key.shape[:-1] + self.shape + (() if self.fold else (2,)), _U32)
+
+    def lower(self, lo, out, key):
+        name = f"threefry2x32_iota_{'x'.join(map(str, self.shape))}_{int(self.fold)}"
+        return call_jax(lo, out, [key], name, _jax_threefry_iota(self.shape, self.fold))
+
+    def impl(self, key):
+        key = np.asarray(key, _U32)
+        count = np.broadcast_to(iota_counters(self.shape), key.shape[:-1] + self.shape + (2,))
+        y = threefry2x32_reference(key, count)
+        return y[..., 0] ^ y[..., 1] if self.fold else y

@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 import tidu as td
-from tidu.random.keys import U32, check_key, eager, random_bits, shape_of, split
+from tidu.random.keys import U32, bits32, check_key, eager, random_bits, shape_of, split
 from tidu.trace.tracer import Tracer, _current, _lift
 
 __all__ = ["bernoulli", "categorical", "cauchy", "choice", "exponential", "gumbel", "laplace",
@@ -39,9 +39,9 @@ def _as(x, dt):
 def _unit(key: Tracer, shape: tuple[int, ...], dt: np.dtype) -> Tracer:
     """jax's [0, 1) floats: the top nmant bits as the mantissa of a float in [1, 2), minus 1:
     exactly m * 2^-nmant for the integer m those bits make."""
-    b1, b2 = random_bits(key, shape)
     if dt == np.float32:
-        return ((b1 ^ b2) >> np.uint32(9)).astype(dt) * np.float32(2.0 ** -23)
+        return (bits32(key, shape) >> np.uint32(9)).astype(dt) * np.float32(2.0 ** -23)
+    b1, b2 = random_bits(key, shape)
     # 64 bits (b1 << 32 | b2) >> 12 = b1 * 2^20 + (b2 >> 12), exact in float64 (< 2^52)
     m = b1.astype(dt) * 2.0 ** 20 + (b2 >> np.uint32(12)).astype(dt)
     return m * 2.0 ** -52
@@ -169,9 +169,7 @@ def randint(key, shape, minval, maxval, dtype=None):
     out_of_range = maxval > big
     lo, hi = _clip_int(minval, dt), _clip_int(maxval, dt)
     keys = split(k, 2)
-    higher = random_bits(keys[0], shape)
-    lower = random_bits(keys[1], shape)
-    higher, lower = higher[0] ^ higher[1], lower[0] ^ lower[1]
+    higher, lower = bits32(keys[0], shape), bits32(keys[1], shape)
     span = (hi - lo).astype(U32)
     span = td.where(hi <= lo, np.uint32(1), span)
     span = td.where(out_of_range & (hi > lo), span + np.uint32(1), span)
@@ -274,8 +272,7 @@ def _shuffle(key, x, axis):
     for _ in range(rounds):
         keys = split(key, 2)
         key, sub = keys[0], keys[1]
-        b1, b2 = random_bits(sub, x.shape)
-        order = td.argsort(b1 ^ b2, axis=axis, stable=True)
+        order = td.argsort(bits32(sub, x.shape), axis=axis, stable=True)
         x = td.take_along_axis(x, order, axis=axis)
     return x
 

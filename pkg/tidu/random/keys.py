@@ -89,9 +89,19 @@ def counters(shape: tuple[int, ...]) -> Tracer:
 
 
 def hash_pairs(key: Tracer, shape: tuple[int, ...]) -> Tracer:
-    """Threefry-2x32 of the counters of `shape` under key: shape + (2,) uint32."""
-    t = _current()
-    return _emit(t, P.Threefry2x32(), key, counters(shape))
+    """Threefry-2x32 of the counters of `shape` under key: shape + (2,) uint32 (the counters
+    made inside the kernel, never stored)."""
+    n = math.prod(shape)
+    if n >= 2 ** 32:
+        raise NotImplementedError(f"random draws of {n} >= 2**32 values at once")
+    return _emit(_current(), P.Threefry2x32Iota(shape), key)
+
+
+def bits32(key: Tracer, shape: tuple[int, ...]) -> Tracer:
+    """jax's 32-bit random bits of a draw of `shape`: the hash words' xor, from the kernel."""
+    if math.prod(shape) >= 2 ** 32:
+        raise NotImplementedError(f"random draws of {math.prod(shape)} >= 2**32 values at once")
+    return _emit(_current(), P.Threefry2x32Iota(shape, True), key)
 
 
 def random_bits(key: Tracer, shape: tuple[int, ...]) -> tuple[Tracer, Tracer]:
@@ -176,5 +186,4 @@ def bits(key, shape=(), dtype=None):
     dt = U32 if dtype is None else np.dtype(dtype)
     if dt != U32:
         raise TypeError(f"bits: dtype {dt} is not supported; tidu has uint32 bits")
-    b1, b2 = random_bits(check_key("bits", key), shape_of(shape))
-    return b1 ^ b2
+    return bits32(check_key("bits", key), shape_of(shape))

@@ -53,12 +53,44 @@ inline void threefry2x32(std::uint32_t k0, std::uint32_t k1, const std::uint32_t
   }
 }
 
+// Threefry-2x32 of the counters i = start .. start + n - 1 as pairs (i >> 32, i & 0xffffffff),
+// with no count array: jax's counters for a draw of n values (its iota_2x32_shape).
+// With `fold`, y gets y0 ^ y1, one word a value (jax's 32-bit random bits).
+inline void threefry2x32_iota(std::uint32_t k0, std::uint32_t k1, std::uint64_t start, std::uint32_t* y,
+                              std::int64_t n, bool fold = false) {
+  constexpr std::int64_t B = 64;
+  std::uint32_t c[2 * B];
+  for (std::int64_t lo = 0; lo < n; lo += B) {
+    const std::int64_t m = n - lo < B ? n - lo : B;
+    for (std::int64_t j = 0; j < m; ++j) {
+      const std::uint64_t i = start + static_cast<std::uint64_t>(lo + j);
+      c[2 * j] = static_cast<std::uint32_t>(i >> 32);
+      c[2 * j + 1] = static_cast<std::uint32_t>(i);
+    }
+    if (fold) {
+      threefry2x32(k0, k1, c, c, m);
+      for (std::int64_t j = 0; j < m; ++j) y[lo + j] = c[2 * j] ^ c[2 * j + 1];
+    } else {
+      threefry2x32(k0, k1, c, y + 2 * lo, m);
+    }
+  }
+}
+
 // The Threefry2x32 instruction: key (..., 2) and count (..., C..., 2) with the key's leading axes
 // first; each of the `groups` keys hashes its `per` count pairs.
 inline void run_threefry(const std::uint32_t* key, const std::uint32_t* count, std::uint32_t* y,
                          std::int64_t groups, std::int64_t per) {
   for (std::int64_t g = 0; g < groups; ++g)
     threefry2x32(key[2 * g], key[2 * g + 1], count + 2 * g * per, y + 2 * g * per, per);
+}
+
+// The Threefry2x32Iota instruction: key (..., 2) -> (..., S..., 2), `per` = prod(S) values a key.
+// With `fold`, the output is (K..., S...), y0 ^ y1.
+inline void run_threefry_iota(const std::uint32_t* key, std::uint32_t* y, std::int64_t groups, std::int64_t per,
+                              bool fold) {
+  const std::int64_t w = fold ? 1 : 2;
+  for (std::int64_t g = 0; g < groups; ++g)
+    threefry2x32_iota(key[2 * g], key[2 * g + 1], 0, y + w * g * per, per, fold);
 }
 
 }  // namespace kern

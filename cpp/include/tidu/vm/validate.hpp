@@ -555,6 +555,20 @@ inline void validate_instructions(const Program& p) {
         need(std::equal(p.shape(a[0]), p.shape(a[0]) + k.ndim - 1, oshape), "threefry key and count batch axes");
         break;
       }
+      case Op::Threefry2x32Iota: {  // random.hpp; attrs: n, S...: key (K..., 2) -> (K..., S..., 2)
+        arity(1);
+        const Slot& k = slot(0);
+        const std::int64_t n = count(0);
+        need(na == n + 2 && (at[n + 1] == 0 || at[n + 1] == 1), "attribute lengths or fold flag");
+        const bool fold = at[n + 1] != 0;
+        need(k.dtype == DType::U32 && o.dtype == DType::U32, "threefry operands must be uint32");
+        need(k.ndim >= 1 && p.shape(a[0])[k.ndim - 1] == 2 && o.ndim == k.ndim - 1 + n + (fold ? 0 : 1) &&
+                 (fold || oshape[o.ndim - 1] == 2),
+             "threefry key must end in an axis of 2, the output add the counter shape");
+        need(std::equal(p.shape(a[0]), p.shape(a[0]) + k.ndim - 1, oshape), "threefry key and output batch axes");
+        for (std::int64_t d = 0; d < n; ++d) need(at[1 + d] == oshape[k.ndim - 1 + d], "threefry counter shape");
+        break;
+      }
       case Op::Scan: case Op::While: case Op::Cond: case Op::Checkpoint:
         validate_control(p, in, fail);
         break;
