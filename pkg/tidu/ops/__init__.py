@@ -115,6 +115,6 @@ __all__ = [
     "ReduceWindowMax", "ReduceWindowMin", "ReduceWindowSum", "Rem",
     "Reshape", "Rev", "Round", "Rsqrt", "SVD", "Scan", "Scatter", "Select", "ShiftLeft",
     "ShiftRightArithmetic", "ShiftRightLogical", "Sign", "Sin", "Sinh", "Slice", "Sort", "Sqrt",
-    "StopGradient", "Sub", "Tan", "Tanh", "Threefry2x32", "Threefry2x32Iota", "Transpose", "TriangularSolve", "While",
-    "Xor"
+    "StopGradient", "Sub", "Tan", "Tanh", "Threefry2x32", "Threefry2x32Iota", "Transpose",
+    "TriangularSolve", "While", "Xor"
 ]
