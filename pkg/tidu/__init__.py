@@ -76,6 +76,7 @@ from tidu.numpy.constants import (
     nan,
     newaxis,
     pi,
+    uint32,
 )
 from tidu.numpy.construct import (
     block,
@@ -348,7 +349,10 @@ __all__ = [
     "size", "sort", "spec", "split", "sqrt", "square", "squeeze", "stack", "std", "stop_gradient",
     "sum", "swapaxes", "switch", "take", "take_along_axis", "tan", "tanh", "tensordot", "tile",
     "to_dot", "trace", "Tracer", "transpose", "tree_util", "tri", "tril", "tril_indices",
-    "tril_indices_from", "triu", "triu_indices", "triu_indices_from", "trunc", "unique", "ValKey",
+    "tril_indices_from", "triu", "triu_indices", "triu_indices_from", "trunc", "uint32", "unique",
+    "ValKey",
     "value_and_grad", "vander", "var", "vdot", "vjp", "vmap", "vstack", "where", "while_loop",
-    "xla", "zeros", "zeros_like",
+    "xla", "zeros", "zeros_like", "random",
 ]
+
+from tidu import random  # noqa: E402  (last: it builds on the names above)

@@ -65,6 +65,7 @@ from tidu.ops.math import (
                                   Sinh,
                                   Tan,
 )
+from tidu.ops.random import Threefry2x32, Threefry2x32Iota
 from tidu.ops.reductions import (
                                   ArgMax,
                                   ArgMin,
@@ -102,6 +103,8 @@ CONTROL_FLOW = ("Scan", "Cond", "While", "Checkpoint")
 CONV = ("Conv", "ReduceWindowSum", "ReduceWindowMax", "ReduceWindowMin")
 # collectives over a named vmap axis, resolved by that vmap's batching walk (ops/collective.py)
 COLLECTIVE = ("AxisReduce", "AxisGather")
+# random numbers (ops/random.py, docs/random.md)
+RANDOM = ("Threefry2x32", "Threefry2x32Iota")
 
 __all__ = [
     "Abs", "Acos", "Acosh", "Add", "And", "ArgMax", "ArgMin", "Asin", "Asinh", "Atan", "Atan2",
@@ -114,6 +117,6 @@ __all__ = [
     "ReduceMin", "ReduceOr", "ReduceProd", "ReduceSum", "ReduceWindowMax", "ReduceWindowMin",
     "ReduceWindowSum", "Rem", "Reshape", "Rev", "Round", "Rsqrt", "SVD", "Scan", "Scatter",
     "Select", "ShiftLeft", "ShiftRightArithmetic", "ShiftRightLogical", "Sign", "Sin", "Sinh",
-    "Slice", "Sort", "Sqrt", "StopGradient", "Sub", "Tan", "Tanh", "Transpose", "TriangularSolve",
-    "While", "Xor",
+    "Slice", "Sort", "Sqrt", "StopGradient", "Sub", "Tan", "Tanh", "Threefry2x32",
+    "Threefry2x32Iota", "Transpose", "TriangularSolve", "While", "Xor",
 ]

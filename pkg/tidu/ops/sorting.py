@@ -161,6 +161,7 @@ def _region(lo, args, build) -> str:
 
 
 _EL = {"f32": "float32", "f64": "float64", "i32": "int32", "i64": "int64", "i1": "bool",
+       "ui32": "uint32",
        "complex<f32>": "complex64", "complex<f64>": "complex128"}
 
 

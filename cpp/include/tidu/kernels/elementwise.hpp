@@ -168,10 +168,12 @@ inline bool bitwise_binary(Op op, const T* a, const T* b, T* y, std::int64_t n) 
         for (std::int64_t i = 0; i < n; ++i)
           y[i] = b[i] < 0 || b[i] >= bits ? T(0) : static_cast<T>(static_cast<U>(a[i]) >> b[i]);
         return true;
-      case Op::ShiftRightArithmetic:  // >> of a negative signed value is arithmetic (C++20)
+      case Op::ShiftRightArithmetic: {  // >> of a negative signed value is arithmetic (C++20);
+        using S = std::make_signed_t<T>;  // an unsigned T shifts its bits as signed, as XLA's
         for (std::int64_t i = 0; i < n; ++i)
-          y[i] = a[i] >> (b[i] < 0 || b[i] >= bits ? bits - 1 : b[i]);
+          y[i] = static_cast<T>(static_cast<S>(a[i]) >> (b[i] < 0 || b[i] >= bits ? bits - 1 : b[i]));
         return true;
+      }
       default: break;
     }
   }
@@ -244,12 +246,15 @@ inline void compare(Cmp c, const T* a, const T* b, bool* y, std::int64_t n) {
 
 // A float as integer type D: out of range is undefined in C++, so saturate, and NaN -> 0 (as
 // XLA's conversion does). -min (a power of two) is exact in every float type; max may not be.
+// An unsigned D saturates at 0 and 2^bits - 1 (its upper bound 2^bits, a power of two, is exact).
 template <class D, class S>
 inline D saturating_int(S v) {
+  constexpr S lo = static_cast<S>(std::numeric_limits<D>::min());
+  constexpr S hi = std::is_signed_v<D> ? -lo : S(2) * static_cast<S>(D(1) << (8 * sizeof(D) - 1));
   return v != v ? D(0)
-         : v <= static_cast<S>(std::numeric_limits<D>::min()) ? std::numeric_limits<D>::min()
-         : v >= -static_cast<S>(std::numeric_limits<D>::min()) ? std::numeric_limits<D>::max()
-                                                                : static_cast<D>(v);
+         : v <= lo ? std::numeric_limits<D>::min()
+         : v >= hi ? std::numeric_limits<D>::max()
+                   : static_cast<D>(v);
 }
 
 template <class S, class D>

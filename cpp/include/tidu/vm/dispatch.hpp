@@ -16,6 +16,7 @@
 #include "tidu/kernels/factor.hpp"
 #include "tidu/kernels/indexing.hpp"
 #include "tidu/kernels/linalg.hpp"
+#include "tidu/kernels/random.hpp"
 #include "tidu/kernels/shapes.hpp"
 #include "tidu/kernels/sorting.hpp"
 #include "tidu/vm/control_flow.hpp"
@@ -290,6 +291,19 @@ inline void run_instr(const Program& p, Workspace& ws, std::size_t idx) {
     case Op::Conv:  // conv.hpp
       kern::run_conv(p, a, in.out, at, out.dtype, y, ptr);
       return;
+    case Op::Threefry2x32: {  // random.hpp; validated: key (..., 2), count (..., C..., 2) uint32
+      const std::int64_t groups = x0.size / 2;
+      kern::run_threefry(static_cast<const std::uint32_t*>(ptr[a[0]]), static_cast<const std::uint32_t*>(ptr[a[1]]),
+                         static_cast<std::uint32_t*>(y), groups, groups ? out.size / 2 / groups : 0);
+      return;
+    }
+    case Op::Threefry2x32Iota: {  // random.hpp; validated: key (K..., 2), output (K..., S..., 2 or none)
+      const std::int64_t groups = x0.size / 2;
+      const bool fold = at[at[0] + 1] != 0;
+      kern::run_threefry_iota(static_cast<const std::uint32_t*>(ptr[a[0]]), static_cast<std::uint32_t*>(y), groups,
+                              groups ? out.size / (fold ? 1 : 2) / groups : 0, fold);
+      return;
+    }
     case Op::ReduceWindowSum: case Op::ReduceWindowMax: case Op::ReduceWindowMin:  // conv.hpp
       kern::run_reduce_window(in.op, p, a, in.out, at, out.dtype, y, ptr);
       return;
