@@ -22,9 +22,10 @@ from tidu.random.distributions import (
     truncated_normal,
     uniform,
 )
+from tidu.random.gamma import beta, chisquare, dirichlet, gamma, loggamma, t
 from tidu.random.keys import PRNGKey, bits, fold_in, key, key_data, split, wrap_key_data
 
-__all__ = ["PRNGKey", "bernoulli", "bits", "categorical", "cauchy", "choice", "exponential",
-           "fold_in", "gumbel", "key", "key_data", "laplace", "logistic", "multivariate_normal",
-           "normal", "permutation", "randint", "shuffle", "split", "truncated_normal", "uniform",
-           "wrap_key_data"]
+__all__ = ["PRNGKey", "bernoulli", "beta", "bits", "categorical", "cauchy", "chisquare", "choice",
+           "dirichlet", "exponential", "fold_in", "gamma", "gumbel", "key", "key_data", "laplace",
+           "loggamma", "logistic", "multivariate_normal", "normal", "permutation", "randint",
+           "shuffle", "split", "t", "truncated_normal", "uniform", "wrap_key_data"]
