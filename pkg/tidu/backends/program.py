@@ -4,6 +4,7 @@ interpreter, XLA, or each op's Python ``impl``). Names no primitive."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -235,6 +236,12 @@ class CompiledProgram:
         (``tidu::Program::load``); inputs are named by ``input_names`` (default:
         ``self.input_names()``)."""
         ex = self.executable
+        names = sorted(set(_host_callbacks(ex)))
+        if names:
+            raise ValueError(
+                f"save: the program calls back into Python ({', '.join(names)}): a .tidu file "
+                f"runs without Python, so a program holding td.debug.print, td.debug.callback or "
+                f"td.pure_callback cannot be saved; save one traced without them")
         if not interpreter.has_kernels(ex.arrays["instr_prim"]):
             raise NotImplementedError(
                 "a program holding a primitive with no C++ kernel cannot be saved"
@@ -285,6 +292,22 @@ class CompiledProgram:
             f"<CompiledProgram: {len(self.inputs)} inputs, {len(self.outputs)} outputs, "
             f"{self.n_instructions} instructions>"
         )
+
+
+def _host_callbacks(exe):
+    """Names of the host callbacks (ops with a ``callback_name``) of an Executable and of the
+    nested programs of its ops (the bodies of loops and branches), recursively."""
+    for op, _, _ in exe.instructions:
+        name = getattr(op, "callback_name", None)
+        if name is not None:
+            yield name
+        if not dataclasses.is_dataclass(op):
+            continue
+        for f in dataclasses.fields(op):
+            v = getattr(op, f.name)
+            for body in v if isinstance(v, tuple) else (v,):
+                if hasattr(body, "fragment") and callable(getattr(body, "program", None)):
+                    yield from _host_callbacks(body.program()[0].executable)
 
 
 def _copy_out(res: list[np.ndarray], out) -> list[np.ndarray]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tidu.ops.bitwise import And, Not, Or, ShiftLeft, ShiftRightArithmetic, ShiftRightLogical, Xor
+from tidu.ops.callback import HostCallback, Tie
 from tidu.ops.control_flow import Checkpoint, Cond, Scan, While
 from tidu.ops.conv import Conv
 from tidu.ops.core import (
@@ -99,6 +100,8 @@ BITWISE = ("And", "Or", "Xor", "Not", "ShiftLeft", "ShiftRightArithmetic", "Shif
 CONTROL_FLOW = ("Scan", "Cond", "While", "Checkpoint")
 # convolution (ops/conv.py, docs/conv.md)
 CONV = ("Conv", "ReduceWindowSum", "ReduceWindowMax", "ReduceWindowMin")
+# calls into Python at evaluation time (ops/callback.py, docs/frontend.md)
+CALLBACKS = ("HostCallback", "Tie")
 
 __all__ = [
     "Abs", "Acos", "Acosh", "Add", "And", "ArgMax", "ArgMin", "Asin", "Asinh", "Atan", "Atan2",
@@ -106,11 +109,13 @@ __all__ = [
     "Cond", "Conj", "Constant", "Conv", "Convert", "Cos", "Cosh", "Cummax", "Cummin", "Cumprod",
     "Cumsum",
     "Div", "DotGeneral", "DynamicSlice", "DynamicUpdateSlice", "Eigh", "Erf", "ErfInv", "Erfc",
-    "Exp", "Expm1", "Floor", "Gather", "Imag", "Iota", "IsFinite", "LU", "LUPermute", "LinearScan",
+    "Exp", "Expm1", "Floor", "Gather", "HostCallback",
+    "Imag", "Iota", "IsFinite", "LU", "LUPermute", "LinearScan",
     "Log", "Log1p", "Logistic", "Max", "Min", "Mul", "Neg", "Not", "Or", "Pad", "Pow", "QR",
     "Real", "ReduceAnd", "ReduceMax", "ReduceMin", "ReduceOr", "ReduceProd", "ReduceSum",
     "ReduceWindowMax", "ReduceWindowMin", "ReduceWindowSum", "Rem",
     "Reshape", "Rev", "Round", "Rsqrt", "SVD", "Scan", "Scatter", "Select", "ShiftLeft",
     "ShiftRightArithmetic", "ShiftRightLogical", "Sign", "Sin", "Sinh", "Slice", "Sort", "Sqrt",
-    "StopGradient", "Sub", "Tan", "Tanh", "Transpose", "TriangularSolve", "While", "Xor"
+    "StopGradient", "Sub", "Tan", "Tanh", "Tie", "Transpose", "TriangularSolve", "While",
+    "Xor"
 ]
