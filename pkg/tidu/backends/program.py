@@ -144,6 +144,10 @@ class CompiledProgram:
         """The entry point ``eval`` calls first: the C++ interpreter's (which checks its inputs
         itself), or False to go through the checks in Python (XLA, Python kernels)."""
         native = self.executable.native if self.backend == "cpu" else None
+        # A program calling back into Python runs once per call: no fast path that retries a
+        # call whose error (the callback's own) looks like a bad input.
+        if native is not None and next(_host_callbacks(self.executable), None) is not None:
+            native = None
         self._run = native.run if native is not None else False
         return self._run
 

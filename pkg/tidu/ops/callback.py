@@ -171,21 +171,29 @@ class HostCallback(Primitive):
         res = self._call(list(arrays[:self.n_args]), self.levels)
         if self.effect:
             return [np.zeros((), bool)]
-        return [np.ascontiguousarray(r, av.dtype) for r, av in zip(res, self.out_avals)]
+        return [np.asarray(r, av.dtype, order="C") for r, av in zip(res, self.out_avals)]
 
     def _call(self, args: list, levels: tuple) -> list:
         if not levels:
             return self.fn.call(args)
-        (n, mask), rest = levels[0], levels[1:]
         if self.effect or self.vmap_method in ("sequential", "sequential_unrolled"):
-            parts = [self._call([a[i] if m else a for a, m in zip(args, mask)], rest)
-                     for i in range(n)]
+            # jax's order: the innermost vmap's loop outermost (its rule runs first, and the
+            # vmaps around it batch each call it makes)
+            (n, mask), rest = levels[-1], levels[:-1]
+            pos = [sum(m[j] for _, m in rest) for j in range(len(args))]  # the level's axis
+            parts = [self._call([a.take(i, axis=p) if m else a
+                                 for a, m, p in zip(args, mask, pos)], rest) for i in range(n)]
             if self.effect:
                 return []
-            inner = self.out_avals
-            return [np.stack([p[k] for p in parts]) if parts else
-                    np.zeros(inner[k].shape, inner[k].dtype) for k in range(len(inner))]
+            outs = self._out_avals(levels)
+            return [np.stack([p[k] for p in parts], axis=len(rest)) if parts else
+                    np.zeros(av.shape, av.dtype) for k, av in enumerate(outs)]
         return self._call_once(args, levels)
+
+    def _out_avals(self, levels: tuple) -> list:
+        """The results over ``levels`` (their sizes leading, outermost first)."""
+        sizes = tuple(n for n, _ in levels)
+        return [aval(sizes + av.shape, av.dtype) for av in self.fn.out_avals]
 
     def _call_once(self, args: list, levels: tuple) -> list:
         """expand_dims / broadcast_all: one call over every remaining level's axes."""
@@ -199,10 +207,9 @@ class HostCallback(Primitive):
             a = a.reshape(tuple(lead) + a.shape[pos:])
             if self.vmap_method == "broadcast_all":
                 a = np.broadcast_to(a, sizes + a.shape[len(sizes):])
-            shaped.append(np.ascontiguousarray(a))
-        base = self.fn.out_avals
+            shaped.append(np.asarray(a, order="C"))
         fn = HostFunction(self.fn.name, self.fn.fn, self.fn.unflatten, self.fn.flatten,
-                          [aval(sizes + av.shape, av.dtype) for av in base])
+                          self._out_avals(levels))
         return fn.call(shaped)
 
     def impl(self, *xs):
