@@ -273,11 +273,21 @@ def test_a_program_holding_a_callback_refuses_to_be_saved(tmp_path):
         native.to_bytes()
 
 
-def test_xla_backend_refuses_a_callback_by_name_auto_keeps_the_interpreter():
-    f = lambda x: (td.debug.print("{}", x), x + 1)[1]  # noqa: E731
-    with pytest.raises(Exception, match="HostCallback has no StableHLO lowering"):
-        td.jit(f, backend="xla")(X)
-    np.testing.assert_allclose(td.jit(f, backend="auto")(X), X + 1)
+def test_xla_runs_a_programs_callbacks_between_segments_and_refuses_them_in_loops(capsys):
+    def f(x):
+        td.debug.print("x {}", x)
+        z = td.pure_callback(np.cos, td.spec((3,)), td.sin(x) * 2)
+        td.debug.print("z {}", z)
+        return z + x
+
+    want = printed(capsys, lambda: td.jit(f, backend="cpu")(X))
+    got_val = []
+    assert printed(capsys, lambda: got_val.append(td.jit(f, backend="xla")(X))) == want
+    np.testing.assert_allclose(got_val[0], np.cos(np.sin(X) * 2) + X)
+    body = lambda c, x: (td.debug.print("{}", x), (c + x, c))[1]  # noqa: E731
+    with pytest.raises(NotImplementedError, match="inside a loop body or branch.*backend='cpu'"):
+        td.jit(lambda xs: td.scan(body, 0.0, xs), backend="xla")(X)
+    np.testing.assert_allclose(td.jit(f, backend="auto")(X), got_val[0])
 
 
 def test_a_traced_value_says_it_is_abstract_and_names_debug_print():

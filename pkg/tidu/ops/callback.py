@@ -5,9 +5,11 @@ computed, which keeps effectful callbacks from being dropped as dead code.
 
 The interpreter runs HostCallback as one instruction that takes the GIL for that instruction only
 (cpp/include/tidu/vm/host_callback.hpp; ``tidu._eval`` calls :func:`_run` here).  A program
-holding one is never written to a ``.tidu`` file (the C++ loader refuses the opcode), and has no
-StableHLO lowering: ``backend="auto"`` keeps it on the interpreter, ``backend="xla"`` is refused
-by name.
+holding one is never written to a ``.tidu`` file (the C++ loader refuses the opcode), and
+``backend="auto"`` keeps it on the interpreter.
+
+On XLA, the runner calls a program's own callbacks between compiled segments
+(``tidu.backends.xla``); one inside a loop body or branch is refused by name there.
 
 An effectful callback's output is a token (a bool scalar, no tangent); the front end
 (``tidu.trace.effects``) chains a trace's tokens through the callbacks' operands, so they run in
@@ -163,6 +165,13 @@ class HostCallback(Primitive):
         if self.effect:  # the token is the same for every point
             return [broadcast_batch(b, r, n) for r in res]
         return list(res)
+
+    def lower(self, lo, out, *args):
+        # the XLA runner calls a program's own callbacks between its compiled segments
+        # (tidu.backends.xla.lower_segments); inside a lowered loop or branch there is no seam
+        raise NotImplementedError(
+            f"host callback {self.fn.name} inside a loop body or branch has no StableHLO "
+            f"lowering: run this program with backend='cpu'")
 
     # ---- evaluation ----
 
