@@ -296,3 +296,19 @@ def test_a_traced_value_says_it_is_abstract_and_names_debug_print():
     r, s = seen[0]
     assert r.startswith("Traced<float64[3]> from argument leaf 0: an abstract value")
     assert "td.debug.print" in r and "the result of Sin" in s
+
+
+def test_eval_batch_calls_back_per_point_in_order_and_raises_the_callbacks_error():
+    seen = []
+    prog = td.jit(lambda x: (td.debug.callback(lambda v: seen.append(float(v)), x),
+                             x * 2)[1]).lower(1.0).program
+    np.testing.assert_allclose(prog.eval_batch([np.arange(5.0)], threads=4)[0],
+                               2 * np.arange(5.0))
+    assert seen == [0.0, 1.0, 2.0, 3.0, 4.0]
+
+    def bad(v):
+        raise KeyError("nope")
+
+    prog = td.jit(lambda x: (td.debug.callback(bad, x), x)[1]).lower(1.0).program
+    with pytest.raises(KeyError, match="nope"):
+        prog.eval_batch([np.arange(5.0)], threads=4)

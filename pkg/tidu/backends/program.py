@@ -196,6 +196,8 @@ class CompiledProgram:
         native = self.executable.native
         if native is None:
             raise NotImplementedError("eval_batch needs C++ kernels for every op")
+        if next(_host_callbacks(self.executable), None) is not None:
+            threads = 1  # host callbacks run in the order of the points
         return native.run_batch(arrs, batch, threads or os.cpu_count() or 1, exact)
 
     def _eval_batch_xla(self, arrs: list[np.ndarray], batch: int, devices) -> list[np.ndarray]:
