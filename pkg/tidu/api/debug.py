@@ -47,8 +47,8 @@ def callback(callback: Callable[..., Any], *args, ordered: bool = False, **kwarg
 
     Args:
         callback: a Python function; its result is ignored.
-        *args, **kwargs: pytrees of arrays (traced or not) passed to the callback as numpy
-            arrays.
+        *args: pytrees of arrays (traced or not) passed to the callback as numpy arrays.
+        **kwargs: the same, passed by keyword.
         ordered: accepted for jax's signature: the callbacks of one function always run in
             program order here.
 
@@ -95,7 +95,8 @@ def print(fmt: str, *args, ordered: bool = False, **kwargs) -> None:  # noqa: A0
 
     Args:
         fmt: a ``str.format`` string.
-        *args, **kwargs: pytrees of arrays, formatted as numpy arrays.
+        *args: pytrees of arrays, formatted as numpy arrays.
+        **kwargs: the same, for named fields.
         ordered: accepted for jax's signature (a function's prints always keep their order).
     """
     if not isinstance(fmt, str):
@@ -122,7 +123,8 @@ def pure_callback(callback: Callable[..., Any], result_shape_dtypes: Any, *args,
             dtypes (a pytree of them).
         result_shape_dtypes: a pytree of objects with ``.shape`` and ``.dtype``
             (``td.spec(shape, dtype)``, ``jax.ShapeDtypeStruct``, arrays).
-        *args, **kwargs: pytrees of arrays passed to the callback.
+        *args: pytrees of arrays passed to the callback.
+        **kwargs: the same, passed by keyword.
         vmap_method: how ``td.vmap`` calls it: ``"sequential"`` (once per batch element),
             ``"expand_dims"`` (once, unbatched arguments given a leading axis of size 1),
             ``"broadcast_all"`` (once, every argument broadcast to the batch); None refuses
