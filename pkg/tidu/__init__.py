@@ -11,7 +11,7 @@ from __future__ import annotations
 from tidu import ops
 from tidu._paths import get_cmake_dir, get_include
 from tidu.ad import LinearFragment, SavedValue, differentiate, saved_values
-from tidu.api import debug, lax, tree_util
+from tidu.api import custom_derivatives, debug, lax, tree_util
 from tidu.api.control_flow import checkpoint, cond, fori_loop, remat, scan, switch, while_loop
 from tidu.api.custom import custom_jvp, custom_vjp
 from tidu.api.debug import pure_callback
@@ -321,8 +321,8 @@ __all__ = [
     "clear_caches", "clip", "column_stack", "compile", "CompiledProgram", "complex128",
     "complex64", "concatenate", "cond", "conj", "convolve", "copysign", "corrcoef", "correlate",
     "cos", "cosh", "count_nonzero", "cov", "cross", "cummax", "cummin", "cumprod", "cumsum",
-    "custom_jvp", "custom_vjp", "debug", "deg2rad", "degrees", "diag", "diag_indices",
-    "diag_indices_from",
+    "custom_derivatives", "custom_jvp", "custom_vjp", "debug", "deg2rad", "degrees", "diag",
+    "diag_indices", "diag_indices_from",
     "diagonal", "diff", "differentiate", "digitize", "divmod", "dot", "dstack", "dtype",
     "dynamic_slice", "dynamic_update_slice", "e", "einsum", "einsum_path", "empty", "empty_like",
     "erf", "erfc", "erfinv", "euler_gamma", "exp", "exp2", "expand_dims", "expm1", "External",
