@@ -140,6 +140,9 @@ def _inline_vmap(trace, fn, args, kwargs, in_axes, out_axes, axis_size):
             if not kwargs
             else fn(*unflatten(in_tree, inner)[:-1], **unflatten(in_tree, inner)[-1])
         )
+    except BaseException:
+        b.effect_tokens = outer_tokens
+        raise
     finally:
         trace.concrete = saved
     flat, out_tree = flatten_outputs(ctx, out)

@@ -302,8 +302,12 @@ class CompiledProgram:
 
 def _host_callbacks(exe):
     """Names of the host callbacks (ops with a ``callback_name``) of an Executable and of the
-    nested programs of its ops (the bodies of loops and branches), recursively."""
-    for op, _, _ in exe.instructions:
+    nested programs of its ops (the fragments of loop bodies and branches), recursively."""
+    return _callbacks_in(op for op, _, _ in exe.instructions)
+
+
+def _callbacks_in(ops):
+    for op in ops:
         name = getattr(op, "callback_name", None)
         if name is not None:
             yield name
@@ -312,8 +316,9 @@ def _host_callbacks(exe):
         for f in dataclasses.fields(op):
             v = getattr(op, f.name)
             for body in v if isinstance(v, tuple) else (v,):
-                if hasattr(body, "fragment") and callable(getattr(body, "program", None)):
-                    yield from _host_callbacks(body.program()[0].executable)
+                frag = getattr(body, "fragment", None)
+                if frag is not None and callable(getattr(frag, "ops", None)):
+                    yield from _callbacks_in(o for o, *_ in frag.ops())
 
 
 def _copy_out(res: list[np.ndarray], out) -> list[np.ndarray]:
