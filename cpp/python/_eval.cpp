@@ -173,6 +173,47 @@ std::vector<T> to_vec(const py::array_t<T>& in) {
   return std::vector<T>(a.data(), a.data() + a.size());
 }
 
+// ---- host callbacks (tidu/vm/host_callback.hpp): the interpreter calling Python ----
+// The function installed by set_host_callback is called as fn(id, [operands]) and returns the
+// outputs (a list of arrays already of the slots' dtypes and shapes: tidu.ops.callback checks
+// them and names the user's function).  Its exception is kept here (with the GIL held) and
+// raised again by the translator once the evaluation has unwound (any thread may have run it).
+py::object* g_host_fn = nullptr;  // leaked on purpose: no Python object is freed at exit
+PyObject *g_err_type = nullptr, *g_err_value = nullptr, *g_err_tb = nullptr;
+
+void python_host_callback(std::int64_t id, const tidu::Program& p, const tidu::Instr& in, void* const* ptr) {
+  py::gil_scoped_acquire gil;
+  try {
+    if (g_host_fn == nullptr) throw py::value_error("tidu: no host callback function installed");
+    py::list args;
+    for (std::uint32_t k = 0; k < in.n_in; ++k) {
+      const std::uint32_t a = p.args[in.in_begin + k];
+      const tidu::Slot& s = p.slots[a];
+      std::vector<py::ssize_t> shape(p.shape(a), p.shape(a) + s.ndim);
+      py::array arr(py::dtype(dtype_num(s.dtype)), shape);  // a copy: the callback may keep it
+      if (p.nbytes(a)) std::memcpy(arr.mutable_data(), ptr[a], p.nbytes(a));
+      args.append(arr);
+    }
+    py::object res = (*g_host_fn)(id, args);
+    py::sequence outs = res.cast<py::sequence>();
+    if (outs.size() != in.n_out) throw py::value_error("tidu: a host callback returned a wrong number of outputs");
+    for (std::uint32_t k = 0; k < in.n_out; ++k) {
+      const std::uint32_t o = p.outs[in.out_begin + k];
+      const tidu::Slot& s = p.slots[o];
+      auto arr = py::array::ensure(outs[k], py::array::c_style);
+      if (!arr || arr.dtype().num() != dtype_num(s.dtype) || arr.ndim() != s.ndim ||
+          !std::equal(p.shape(o), p.shape(o) + s.ndim, arr.shape()))
+        throw py::value_error("tidu: a host callback returned an array of the wrong shape or dtype");
+      if (p.nbytes(o)) std::memcpy(ptr[o], arr.data(), p.nbytes(o));
+    }
+  } catch (py::error_already_set& e) {
+    e.restore();
+    Py_XDECREF(g_err_type), Py_XDECREF(g_err_value), Py_XDECREF(g_err_tb);
+    PyErr_Fetch(&g_err_type, &g_err_value, &g_err_tb);
+    throw tidu::HostCallbackError("tidu: a host callback raised an exception");
+  }
+}
+
 // A Program plus a pool of Workspaces: concurrent callers each take one (allocated once).
 class PyProgram {
  public:
@@ -424,6 +465,23 @@ void make_program(py::module_& m) {
   m.def("simd_variant", [] { return std::string(tidu::fm::isa_name()); },
         "Which SIMD variant the transcendental kernels use: avx512, avx2 or generic (TIDU_SIMD).");
   py::register_exception<tidu::ProgramError>(m, "ProgramError", PyExc_ValueError);
+  m.def("set_host_callback", [](py::object fn) {
+    if (g_host_fn == nullptr) g_host_fn = new py::object();
+    *g_host_fn = std::move(fn);
+    tidu::set_host_callback(&python_host_callback);
+  }, "Install fn(id, [operand arrays]) -> [output arrays], run by HostCallback instructions.");
+  py::register_exception_translator([](std::exception_ptr ep) {
+    try {
+      if (ep) std::rethrow_exception(ep);
+    } catch (const tidu::HostCallbackError& e) {
+      if (g_err_type != nullptr) {  // the callback's own exception, as it was raised
+        PyErr_Restore(g_err_type, g_err_value, g_err_tb);
+        g_err_type = g_err_value = g_err_tb = nullptr;
+      } else {
+        PyErr_SetString(PyExc_RuntimeError, e.what());
+      }
+    }
+  });
   py::class_<PyProgram>(m, "Program")
       .def(py::init<py::array_t<std::uint8_t>, py::array_t<std::uint32_t>, py::array_t<std::int64_t>,
                     py::array_t<std::uint8_t>, py::array_t<std::uint32_t>, py::array_t<std::uint32_t>,

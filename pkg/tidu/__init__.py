@@ -11,9 +11,10 @@ from __future__ import annotations
 from tidu import ops
 from tidu._paths import get_cmake_dir, get_include
 from tidu.ad import LinearFragment, SavedValue, differentiate, saved_values
-from tidu.api import lax, tree_util
+from tidu.api import custom_derivatives, debug, lax, tree_util
 from tidu.api.control_flow import checkpoint, cond, fori_loop, remat, scan, switch, while_loop
 from tidu.api.custom import custom_jvp, custom_vjp
+from tidu.api.debug import pure_callback
 from tidu.api.grad import (
     grad,
     hessian,
@@ -321,7 +322,8 @@ __all__ = [
     "clear_caches", "clip", "column_stack", "compile", "CompiledProgram", "complex128",
     "complex64", "concatenate", "cond", "conj", "convolve", "copysign", "corrcoef", "correlate",
     "cos", "cosh", "count_nonzero", "cov", "cross", "cummax", "cummin", "cumprod", "cumsum",
-    "custom_jvp", "custom_vjp", "deg2rad", "degrees", "diag", "diag_indices", "diag_indices_from",
+    "custom_derivatives", "custom_jvp", "custom_vjp", "debug", "deg2rad", "degrees", "diag",
+    "diag_indices", "diag_indices_from",
     "diagonal", "diff", "differentiate", "digitize", "divmod", "dot", "dstack", "dtype",
     "dynamic_slice", "dynamic_update_slice", "e", "einsum", "einsum_path", "empty", "empty_like",
     "erf", "erfc", "erfinv", "euler_gamma", "exp", "exp2", "expand_dims", "expm1", "External",
@@ -341,6 +343,7 @@ __all__ = [
     "nanpercentile", "nanprod", "nanquantile", "nanstd", "nansum", "nanvar", "ndim", "newaxis",
     "nextafter", "nn", "nonzero", "ones", "ones_like", "OpMode", "ops", "outer", "pad",
     "percentile", "pi", "polyfit", "polyval", "power", "PRIMAL", "prod", "program_cache", "ptp",
+    "pure_callback",
     "put_along_axis", "quantile", "rad2deg", "radians", "ravel", "real", "reciprocal", "remainder",
     "remat", "repeat", "reshape", "resolve", "ResolvedView", "right_shift", "rint", "roll",
     "rot90", "round", "rsqrt", "saved_values", "SavedValue", "scan", "scipy", "searchsorted",

@@ -573,6 +573,24 @@ def log1p(x):
     return _unary(_LOG1P, x)
 
 
+def _tracer_repr(Tracer x):
+    """A traced value says it is abstract, where it came from, and how to see its value."""
+    k = x.key
+    if k.is_input:
+        ik = k.input_key
+        if type(ik) is tuple and len(ik) == 2 and ik[0] == "arg":
+            origin = f"argument leaf {ik[1]}"
+        else:
+            origin = f"input {ik!r}"
+    else:
+        try:
+            origin = f"the result of {k.op_key()[0].name}"
+        except Exception:  # a key of another shape: its own repr
+            origin = repr(k)
+    return (f"Traced<{x.aval}> from {origin}: an abstract value while tracing (no value "
+            f"yet); td.debug.print('{{}}', x) prints its value when the program runs")
+
+
 cdef object _concrete(Tracer x, str kind):
     """bool/float/int/complex of x's concrete value, or the error of abstract tracing."""
     if x._t is not None and x._t.concrete is not None:
@@ -654,7 +672,7 @@ cdef class Tracer:
         return _py.transpose(self)
 
     def __repr__(self):
-        return f"Tracer({self.aval}, {self.key!r})"
+        return _tracer_repr(self)
 
     # Python control flow on a traced value: its concrete value where the trace has one (a
     # transform outside jit, tidu.guards records the outcome as a guard of the program), else

@@ -615,3 +615,47 @@ def test_rules_keep_no_traced_value_alive_after_the_trace():
     ft = make_log1pexp(*TD)
     assert td.grad(ft)(1.0) == td.grad(ft)(1.0)
     assert td.clear_caches()
+
+
+# ---- symbolic zeros (custom_jvp) ----
+
+
+def make_symbolic(api, ns, zero_type, seen):
+    @api.custom_jvp
+    def f(x, y):
+        return ns.sin(x) * y
+
+    def f_jvp(primals, tangents):
+        (x, y), (tx, ty) = primals, tangents
+        seen.append(tuple(isinstance(t, zero_type) for t in tangents))
+        t = 0.0
+        if not isinstance(tx, zero_type):
+            t = t + ns.cos(x) * y * tx
+        if not isinstance(ty, zero_type):
+            t = t + ns.sin(x) * ty
+        return f(x, y), t
+
+    f.defjvp(f_jvp, symbolic_zeros=True)
+
+    @api.custom_jvp
+    def no_tangent(x):
+        return x * 2
+
+    no_tangent.defjvp(lambda p, t: (no_tangent(p[0]), zero_type.from_primal_value(p[0])),
+                      symbolic_zeros=True)
+    return f, no_tangent
+
+
+def test_symbolic_zeros_reach_the_rule_where_jax_passes_them():
+    seen_td, seen_jax = [], []
+    f, g = make_symbolic(td, td, td.custom_derivatives.SymbolicZero, seen_td)
+    jf, jg = make_symbolic(jax, jnp, jax.custom_derivatives.SymbolicZero, seen_jax)
+    close(td.grad(f)(0.3, 2.0), jax.grad(jf)(0.3, 2.0))
+    close(td.grad(f, argnums=1)(0.3, 2.0), jax.grad(jf, argnums=1)(0.3, 2.0))
+    close(td.jit(td.grad(f, argnums=(0, 1)))(0.3, 2.0), jax.grad(jf, argnums=(0, 1))(0.3, 2.0))
+    x, y = np.array([0.1, 0.2]), np.array([1.0, 2.0])
+    close(td.vmap(td.grad(f))(x, y), jax.vmap(jax.grad(jf))(x, y))
+    assert seen_td == seen_jax and seen_td[:2] == [(False, True), (True, False)]
+    close(td.grad(lambda x: g(x) + x)(1.0), 1.0)  # the rule's SymbolicZero output is zero
+    with pytest.raises(TypeError, match="no truth value"):
+        bool(td.custom_derivatives.SymbolicZero(td.spec(())))

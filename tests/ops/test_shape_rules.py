@@ -6,6 +6,7 @@ import pytest
 
 import tidu as td
 from tidu import ops as P
+from tidu.ops.callback import TOKEN, HostFunction
 from tidu.ops.control_flow import CustomVJPLin
 
 
@@ -240,6 +241,17 @@ BAD += [
     (_CLIN_T, [A((2,)), A((2,))], TypeError, "CustomVJPLin: takes"),
 ]
 
+# host callbacks (ops/callback.py): a debug callback's token, a pure one's declared results
+_FN = HostFunction("f", print, lambda a: a)
+GOOD += [
+    (P.HostCallback(_FN, (TOKEN,), 1), [A((2,))], TOKEN),
+    (P.HostCallback(_FN, (A((3,), "int32"),), 2, False), [A((2,)), A(())], A((3,), "int32")),
+    (P.Tie(), [A((2,)), TOKEN], A((2,))),
+]
+BAD += [
+    (P.HostCallback(_FN, (TOKEN,), 2), [A((2,))], TypeError, "HostCallback: 2 operands"),
+    (P.Tie(), [], TypeError, "Tie: needs the value operand"),
+]
 
 # elementwise math (ops/math.py): floating-only and inexact unary maps, IsFinite, Rem, Atan2
 _FLOAT_ONLY = [P.Floor, P.Ceil, P.Round, P.Erf, P.Erfc, P.ErfInv, P.Cbrt, P.Logistic]

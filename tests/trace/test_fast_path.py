@@ -249,7 +249,9 @@ def test_tracer_behaves_like_before():
         assert type(x) is td.Tracer and isinstance(x, td.Tracer)
         assert x.shape == (2,) and x.dtype == np.float64 and x.ndim == 1 and x.size == 2
         assert x.aval is td.spec((2,)) and x._t is y._t and x.key.id == x._v
-        assert repr(x) == "Tracer(float64[2], Input('x'))"
+        assert repr(x) == ("Traced<float64[2]> from input 'x': an abstract value while tracing (no "
+                           "value yet); td.debug.print('{}', x) prints its value when the "
+                           "program runs")
         with pytest.raises(TypeError, match="unhashable"):
             hash(x)
         with pytest.raises(TypeError, match="no truth value"):

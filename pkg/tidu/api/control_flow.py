@@ -21,6 +21,7 @@ from tidu.numpy import core as T
 from tidu.numpy.core import iota
 from tidu.ops.control_flow import Checkpoint, Cond, Scan, While, close_body, fresh_key
 from tidu.trace.build import as_aval, tracing
+from tidu.trace.effects import body_effect, has_effects, mark_op, tie
 from tidu.trace.tracer import Tracer, _capture, _lift, _stack
 
 __all__ = ["scan", "fori_loop", "while_loop", "cond", "switch", "checkpoint", "remat"]
@@ -89,6 +90,9 @@ def _trace_body(outer, fn: Callable, arg_avals, make_args: Callable, what: str):
             except TypeError:
                 raise TypeError(f"{what} must return arrays or tuples/lists/dicts of them, got "
                                 f"{type(x).__name__}") from None
+        if has_effects(t.trace):  # a debug callback in the body: the op holding it is one too
+            flat = tie(t.trace, flat)
+            body_effect(outer, t.trace)
     return builder, [x.key for x in ins], flat, spec
 
 
@@ -101,8 +105,10 @@ def _forwarded(body_ins: Sequence, outer_vals: Sequence[Tracer], body_outs: Sequ
 
 def _emit_multi(t, op, args: Sequence[Tracer]) -> list[Tracer]:
     locals_ = t.builder.add_op(op, [ValKey(a._v) for a in args])
-    return [Tracer(t, t.store.global_of(l), _aval_list[ValKey(t.store.global_of(l)).aval.id])
+    outs = [Tracer(t, t.store.global_of(l), _aval_list[ValKey(t.store.global_of(l)).aval.id])
             for l in locals_]
+    mark_op(t, outs)
+    return outs
 
 
 def _checker(what: str, args: Sequence, names: Sequence[str]) -> Callable[[], None]:

@@ -26,6 +26,7 @@ from tidu.api.control_flow import (
     _tree_str,
     _unflatten,
 )
+from tidu.api.custom_derivatives import SymbolicZero
 from tidu.graph import AbstractValue, FragmentBuilder, ValKey
 from tidu.graph.memory import register_cache
 from tidu.numpy import core as T
@@ -82,8 +83,9 @@ def _trace_rule(fn: Callable, avals: Sequence[AbstractValue], what: str, check: 
 def _leaf(trace, x, av: AbstractValue | None, what: str) -> Tracer:
     """A rule's output leaf as a traced value; a Python number (or None: zero) takes av's dtype
     and shape."""
-    if av is not None and (x is None or isinstance(x, (bool, int, float, complex))):
-        return _lift(trace, np.broadcast_to(np.asarray(x or 0, av.dtype), av.shape))
+    if av is not None and (x is None or isinstance(x, (bool, int, float, complex, SymbolicZero))):
+        x = 0 if x is None or isinstance(x, SymbolicZero) else x
+        return _lift(trace, np.broadcast_to(np.asarray(x, av.dtype), av.shape))
     try:
         return _lift(trace, x)
     except TypeError:
@@ -184,19 +186,22 @@ class _Rule:
 class _JVPRule(_Rule):
     kind = "custom_jvp"
 
-    def jvp_body(self, avals):
-        hit = self._cache.get(avals)
+    def jvp_body(self, avals, active=None):  # active: the nonzero tangents (symbolic_zeros)
+        key = (avals, active) if self.fn.symbolic_zeros and active is not None else avals
+        hit = self._cache.get(key)
         if hit is None:
-            hit = self._cache[avals] = self._trace_jvp(avals)
+            hit = self._cache[key] = self._trace_jvp(avals, key[1] if key is not avals else None)
         return hit
 
-    def _trace_jvp(self, avals):
+    def _trace_jvp(self, avals, active):
         n = len(avals)
         rule = self.fn.jvp
         rname = getattr(rule, "__name__", "<rule>")
 
         def run(ins):
-            primals, tangents = self.args(ins[:n]), self.args(ins[n:])
+            tans = ins[n:] if active is None else \
+                [t if a else SymbolicZero(av) for t, a, av in zip(ins[n:], active, avals)]
+            primals, tangents = self.args(ins[:n]), self.args(tans)
             return rule(*self.static(), tuple(primals), tuple(tangents))
 
         def check(out, leaf):
@@ -481,7 +486,7 @@ class custom_jvp(_Custom):
 
     def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
         super().__init__(fun, nondiff_argnums)
-        self.jvp = None
+        self.jvp, self.symbolic_zeros = None, False
 
     def _rule_fns(self):
         return (self.jvp,)
@@ -492,11 +497,9 @@ class custom_jvp(_Custom):
                                  f"defjvp.")
 
     def defjvp(self, jvp: Callable, symbolic_zeros: bool = False) -> Callable:
-        """Set the JVP rule ``jvp(primals, tangents) -> (primal_out, tangent_out)``."""
-        if symbolic_zeros:
-            raise NotImplementedError("custom_jvp.defjvp: symbolic_zeros=True is not supported; "
-                                      "tangents of arguments not differentiated are zeros")
-        self.jvp = jvp
+        """Set the JVP rule ``jvp(primals, tangents) -> (primal_out, tangent_out)``; with
+        ``symbolic_zeros`` an argument not differentiated has a ``SymbolicZero`` tangent."""
+        self.jvp, self.symbolic_zeros = jvp, bool(symbolic_zeros)
         return jvp
 
     def defjvps(self, *jvps: Callable | None) -> None:

@@ -22,6 +22,7 @@ from tidu.backends.program import CompiledProgram, _check_backend, compile
 from tidu.graph import FragmentBuilder, materialize_merge, resolve
 from tidu.graph.memory import FunctionCache, at_safe_point, register_cache
 from tidu.trace.build import as_aval, flatten_outputs, tracing
+from tidu.trace.effects import tokens
 from tidu.trace.tracer import Tracer
 from tidu.trace.tracer import _stack as _trace_stack
 
@@ -77,11 +78,15 @@ def trace_program(fn: Callable, args: tuple, backend: str = "auto", device=None,
                 conc.bind(tr._v, x)
         out = fn(*unflatten(in_tree, tracers))
         flat, out_tree = flatten_outputs(t, out)
+        # a function with debug callbacks and no output: its last token is one (dropped on return)
+        effect = tokens(t.trace)[-1:] if not flat else []
         guard = conc.output(t.trace) if conc is not None else None
-    keys = _core.keys_of(flat) + ([guard.key] if guard is not None else [])
+    keys = _core.keys_of(flat) + [x.key for x in effect]
+    keys += [guard.key] if guard is not None else []
     frag = builder.build(keys)
     prog = compile(materialize_merge(resolve([frag]), frag.outputs), backend, device)
     prog.n_guards = len(conc.guards) if guard is not None else 0
+    prog.n_effects = len(effect)
     return prog, out_tree
 
 
@@ -128,6 +133,8 @@ def _entry(fn, args, backend, device, concrete, variants=None) -> tuple:
     prog, out_tree = trace_program(fn, args, backend, device, concrete)
     order = [key[1] for key in prog.inputs]  # the program's input order over the leaves
     build = _output_builder(out_tree)
+    if prog.n_effects:  # the token output of a function returning nothing (trace_program)
+        build = functools.partial(_drop_effect, build)
     if prog.n_guards:
         if variants is None or len(variants) >= MAX_VARIANTS:
             variants = []
@@ -136,6 +143,10 @@ def _entry(fn, args, backend, device, concrete, variants=None) -> tuple:
     if prog.n_guards:
         build.entry = entry
     return entry
+
+
+def _drop_effect(build, outs):
+    return build(outs[:-1])
 
 
 def _run(entry, leaves) -> Any:

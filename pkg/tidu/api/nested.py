@@ -11,6 +11,7 @@ from tidu.api.tree import check_leaves, unflatten
 from tidu.api.tree import flatten_args as _flatten_args
 from tidu.graph import resolve
 from tidu.trace.build import flatten_outputs
+from tidu.trace.effects import add_token, tokens
 from tidu.trace.tracer import Tracer, _broadcast, _const, _lift, _trace_of
 from tidu.trace.tracer import _stack as _trace_stack
 
@@ -108,11 +109,19 @@ class _Nested:
         """fn on the fresh inputs: (flat outputs, out tree, aux, snapshot fragment)."""
         conc = self.trace.concrete
         n_guards = len(conc.guards) if conc is not None else 0
-        out = fn(*unflatten(self.in_tree, self.fresh))
-        aux = None
-        if has_aux:
-            out, aux = _split_aux(out)
-        flat, out_tree = flatten_outputs(_Ctx(self.trace), out)
+        # fn's debug callbacks read the fresh inputs: their own token chain, bound below
+        b = self.trace.builder
+        outer_tokens, b.effect_tokens = tokens(self.trace), []
+        try:
+            out = fn(*unflatten(self.in_tree, self.fresh))
+            aux = None
+            if has_aux:
+                out, aux = _split_aux(out)
+            flat, out_tree = flatten_outputs(_Ctx(self.trace), out)
+        finally:
+            inner, b.effect_tokens = tokens(self.trace), outer_tokens
+        for x in self.bind(inner):
+            add_token(self.trace, x)
         if conc is not None and len(conc.guards) > n_guards:  # guards read the fresh inputs
             conc.guards[n_guards:] = [x._v for x in self.bind(
                 [_val(self.trace, g) for g in conc.guards[n_guards:]])]

@@ -26,10 +26,11 @@ from tidu.api.jit import describe, jit
 from tidu.api.nested import NestedArg, _Ctx, _outer_trace, _val
 from tidu.api.tree import check_leaves, unflatten
 from tidu.api.tree_util import PyTreeDef, tree_structure
-from tidu.graph import FragmentBuilder, ValKey, aval, resolve
+from tidu.graph import FragmentBuilder, ValKey, _aval_list, aval, resolve
 from tidu.numpy import core as T
 from tidu.numpy.core import broadcast_to
 from tidu.trace.build import flatten_outputs
+from tidu.trace.effects import add_token, tokens
 from tidu.trace.tracer import Tracer
 
 __all__ = ["vmap"]
@@ -140,6 +141,9 @@ def _inline_vmap(trace, fn, args, kwargs, in_axes, out_axes, axis_size, axis_nam
         seeds.append((index._v, ctx.lift(np.arange(n, dtype=np.int32))._v))
         bound = bound_axis(axis_name, n, index)
     saved, trace.concrete = trace.concrete, None  # mapped values have no single value
+    # fn's debug callbacks start their own token chain: its tokens are unbatched values, which
+    # the trace around sees only batched (below)
+    outer_tokens, b.effect_tokens = tokens(trace), []
     try:
         with bound:
             out = (
@@ -147,16 +151,24 @@ def _inline_vmap(trace, fn, args, kwargs, in_axes, out_axes, axis_size, axis_nam
                 if not kwargs
                 else fn(*unflatten(in_tree, inner)[:-1], **unflatten(in_tree, inner)[-1])
             )
+    except BaseException:
+        b.effect_tokens = outer_tokens
+        raise
     finally:
         trace.concrete = saved
     flat, out_tree = flatten_outputs(ctx, out)
 
     # the batching walk over what fn traced, from the fresh inputs
-    keys = [o.key for o in flat]
+    inner_tokens, b.effect_tokens = tokens(trace), outer_tokens
+    keys = [o.key for o in flat] + [x.key for x in inner_tokens]
     view = resolve([b.build(keys)])
     nb = FragmentBuilder(parents=view.roots, prefix="v")
     found = batch_walk(view, keys, seeds, nb)
     b.parents.append(nb.build([ValKey(v) for v in found if v != _core.NONE]))
+    for x, v in zip(inner_tokens, found[len(flat):]):
+        add_token(trace, x if v == _core.NONE else
+                  Tracer(trace, v, _aval_list[ValKey(v).aval.id]))
+    found = found[:len(flat)]
 
     oaxes = _axes_for(
         out_axes, unflatten(out_tree, flat) if out_tree is not None else flat[0], "out_axes"

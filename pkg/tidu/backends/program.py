@@ -4,6 +4,7 @@ interpreter, XLA, or each op's Python ``impl``). Names no primitive."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -142,6 +143,10 @@ class CompiledProgram:
         """The entry point ``eval`` calls first: the C++ interpreter's (which checks its inputs
         itself), or False to go through the checks in Python (XLA, Python kernels)."""
         native = self.executable.native if self.backend == "cpu" else None
+        # A program calling back into Python runs once per call: no fast path that retries a
+        # call whose error (the callback's own) looks like a bad input.
+        if native is not None and next(_host_callbacks(self.executable), None) is not None:
+            native = None
         self._run = native.run if native is not None else False
         return self._run
 
@@ -190,6 +195,8 @@ class CompiledProgram:
         native = self.executable.native
         if native is None:
             raise NotImplementedError("eval_batch needs C++ kernels for every op")
+        if next(_host_callbacks(self.executable), None) is not None:
+            threads = 1  # host callbacks run in the order of the points
         return native.run_batch(arrs, batch, threads or interpreter.get_num_threads(), exact)
 
     def _eval_batch_xla(self, arrs: list[np.ndarray], batch: int, devices) -> list[np.ndarray]:
@@ -234,6 +241,12 @@ class CompiledProgram:
         (``tidu::Program::load``); inputs are named by ``input_names`` (default:
         ``self.input_names()``)."""
         ex = self.executable
+        names = sorted(set(_host_callbacks(ex)))
+        if names:
+            raise ValueError(
+                f"save: the program calls back into Python ({', '.join(names)}): a .tidu file "
+                f"runs without Python, so a program holding td.debug.print, td.debug.callback or "
+                f"td.pure_callback cannot be saved; save one traced without them")
         if not interpreter.has_kernels(ex.arrays["instr_prim"]):
             raise NotImplementedError(
                 "a program holding a primitive with no C++ kernel cannot be saved"
@@ -284,6 +297,27 @@ class CompiledProgram:
             f"<CompiledProgram: {len(self.inputs)} inputs, {len(self.outputs)} outputs, "
             f"{self.n_instructions} instructions>"
         )
+
+
+def _host_callbacks(exe):
+    """Names of the host callbacks (ops with a ``callback_name``) of an Executable and of the
+    nested programs of its ops (the fragments of loop bodies and branches), recursively."""
+    return _callbacks_in(op for op, _, _ in exe.instructions)
+
+
+def _callbacks_in(ops):
+    for op in ops:
+        name = getattr(op, "callback_name", None)
+        if name is not None:
+            yield name
+        if not dataclasses.is_dataclass(op):
+            continue
+        for f in dataclasses.fields(op):
+            v = getattr(op, f.name)
+            for body in v if isinstance(v, tuple) else (v,):
+                frag = getattr(body, "fragment", None)
+                if frag is not None and callable(getattr(frag, "ops", None)):
+                    yield from _callbacks_in(o for o, *_ in frag.ops())
 
 
 def _copy_out(res: list[np.ndarray], out) -> list[np.ndarray]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tidu.ops.bitwise import And, Not, Or, ShiftLeft, ShiftRightArithmetic, ShiftRightLogical, Xor
+from tidu.ops.callback import HostCallback, Tie
 from tidu.ops.collective import AxisGather, AxisReduce
 from tidu.ops.control_flow import Checkpoint, Cond, Scan, While
 from tidu.ops.conv import Conv
@@ -105,6 +106,8 @@ CONV = ("Conv", "ReduceWindowSum", "ReduceWindowMax", "ReduceWindowMin")
 COLLECTIVE = ("AxisReduce", "AxisGather")
 # random numbers (ops/random.py, docs/random.md)
 RANDOM = ("Threefry2x32", "Threefry2x32Iota")
+# calls into Python at evaluation time (ops/callback.py, docs/frontend.md)
+CALLBACKS = ("HostCallback", "Tie")
 
 __all__ = [
     "Abs", "Acos", "Acosh", "Add", "And", "ArgMax", "ArgMin", "Asin", "Asinh", "Atan", "Atan2",
@@ -112,11 +115,11 @@ __all__ = [
     "Cholesky", "Compare", "Concatenate", "Cond", "Conj", "Constant", "Conv", "Convert", "Cos",
     "Cosh", "Cummax", "Cummin", "Cumprod", "Cumsum", "Div", "DotGeneral", "DynamicSlice",
     "DynamicUpdateSlice", "Eigh", "Erf", "ErfInv", "Erfc", "Exp", "Expm1", "Floor", "Gather",
-    "Imag", "Iota", "IsFinite", "LU", "LUPermute", "LinearScan", "Log", "Log1p", "Logistic", "Max",
-    "Min", "Mul", "Neg", "Not", "Or", "Pad", "Pow", "QR", "Real", "ReduceAnd", "ReduceMax",
-    "ReduceMin", "ReduceOr", "ReduceProd", "ReduceSum", "ReduceWindowMax", "ReduceWindowMin",
-    "ReduceWindowSum", "Rem", "Reshape", "Rev", "Round", "Rsqrt", "SVD", "Scan", "Scatter",
-    "Select", "ShiftLeft", "ShiftRightArithmetic", "ShiftRightLogical", "Sign", "Sin", "Sinh",
-    "Slice", "Sort", "Sqrt", "StopGradient", "Sub", "Tan", "Tanh", "Threefry2x32",
-    "Threefry2x32Iota", "Transpose", "TriangularSolve", "While", "Xor",
+    "HostCallback", "Imag", "Iota", "IsFinite", "LU", "LUPermute", "LinearScan", "Log", "Log1p",
+    "Logistic", "Max", "Min", "Mul", "Neg", "Not", "Or", "Pad", "Pow", "QR", "Real", "ReduceAnd",
+    "ReduceMax", "ReduceMin", "ReduceOr", "ReduceProd", "ReduceSum", "ReduceWindowMax",
+    "ReduceWindowMin", "ReduceWindowSum", "Rem", "Reshape", "Rev", "Round", "Rsqrt", "SVD", "Scan",
+    "Scatter", "Select", "ShiftLeft", "ShiftRightArithmetic", "ShiftRightLogical", "Sign", "Sin",
+    "Sinh", "Slice", "Sort", "Sqrt", "StopGradient", "Sub", "Tan", "Tanh", "Threefry2x32",
+    "Threefry2x32Iota", "Tie", "Transpose", "TriangularSolve", "While", "Xor",
 ]

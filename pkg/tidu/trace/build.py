@@ -12,6 +12,7 @@ import numpy as np
 from tidu._native import _core
 from tidu.graph import AbstractValue, Fragment, FragmentBuilder, aval, input_key_ids
 from tidu.graph.memory import at_safe_point
+from tidu.trace.effects import has_effects, tie
 from tidu.trace.tracer import _PY_SCALARS, Tracer, _emit, _lift, _stack, _Trace, _trace_of
 
 __all__ = ["apply", "as_aval", "build", "flatten_outputs", "spec", "tracing"]
@@ -71,7 +72,10 @@ class tracing:
 def flatten_outputs(t: tracing, out) -> tuple[list[Tracer], Any]:
     """Tracers of fn's result (a value or a nested tuple/list/dict of them) and its structure
     (compiled: _core.flatten_outputs); t is a tracing context (its trace and lift)."""
-    return _core.flatten_outputs(t.trace, out, t.lift)
+    flat, tree = _core.flatten_outputs(t.trace, out, t.lift)
+    if has_effects(t.trace):  # a debug callback ran: every output waits for it (trace.effects)
+        flat = tie(t.trace, flat)
+    return flat, tree
 
 
 def build(fn: Callable, inputs: dict | None = None, **specs) -> Fragment:

@@ -21,6 +21,7 @@
 #include "tidu/kernels/sorting.hpp"
 #include "tidu/vm/control_flow.hpp"
 #include "tidu/vm/dtype.hpp"
+#include "tidu/vm/host_callback.hpp"
 #include "tidu/vm/opcodes.hpp"
 #include "tidu/vm/parallel.hpp"
 #include "tidu/vm/program.hpp"
@@ -306,6 +307,12 @@ inline void run_instr(const Program& p, Workspace& ws, std::size_t idx) {
     }
     case Op::ReduceWindowSum: case Op::ReduceWindowMax: case Op::ReduceWindowMin:  // conv.hpp
       kern::run_reduce_window(in.op, p, a, in.out, at, out.dtype, y, ptr);
+      return;
+    case Op::HostCallback:  // host_callback.hpp
+      run_host_callback(p, in, ptr);
+      return;
+    case Op::Tie:
+      run_tie(p, in, ptr);
       return;
     default:
       throw std::runtime_error(std::string("tidu: no kernel for opcode ") + op_name(in.op));

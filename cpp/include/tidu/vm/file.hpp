@@ -237,7 +237,20 @@ inline ProgramArrays read_program(Reader& r, std::uint32_t version, int depth) {
 
 }  // namespace io
 
+// True when a program or a nested one holds a HostCallback (a call into the host that made it,
+// host_callback.hpp): such a program is never written to or read from a file.
+inline bool has_host_callback(const ProgramArrays& a) {
+  for (std::uint8_t op : a.opcode)
+    if (op == static_cast<std::uint8_t>(Op::HostCallback)) return true;
+  for (const ProgramArrays& sub : a.subs)
+    if (has_host_callback(sub)) return true;
+  return false;
+}
+
 inline std::vector<std::uint8_t> serialize(const ProgramArrays& r) {
+  if (has_host_callback(r))
+    throw ProgramError("tidu program: a program holding a host callback (td.debug.print, "
+                       "td.debug.callback, td.pure_callback) cannot be saved");
   io::Writer pay;
   io::write_program(pay, r);
   io::Writer f;
@@ -266,6 +279,7 @@ inline ProgramArrays deserialize(const void* data, std::size_t n) {
   io::Reader r(d + 32, size);
   ProgramArrays a = io::read_program(r, version, 0);
   if (!r.done()) io::Reader::fail("trailing bytes after the payload");
+  if (has_host_callback(a)) io::Reader::fail("a host callback instruction (a file cannot call into a host)");
   return a;
 }
 

@@ -22,8 +22,9 @@ namespace tidu {
 //   d  a dtype code (DType)
 //   c  a comparison direction code (Cmp)
 //   b  a constant blob, as [offset into Program::consts, byte count]
-//   k  control flow: the primitive's kernel_attrs() list, ints and nested-program indices laid
-//      out per control_flow.hpp (the only signature not read field by field)
+//   k  the primitive's kernel_attrs() list (not read field by field): control flow's ints and
+//      nested-program indices laid out per control_flow.hpp; HostCallback's function id
+//      (host_callback.hpp)
 #define TIDU_OPCODES(X)           \
   X(Add, E2, _)                   \
   X(Sub, E2, _)                   \
@@ -122,7 +123,9 @@ namespace tidu {
   X(ReduceWindowMax, S, tttttt)   \
   X(ReduceWindowMin, S, tttttt)  \
   X(Threefry2x32, S, _)          \
-  X(Threefry2x32Iota, S, ti)
+  X(Threefry2x32Iota, S, ti)     \
+  X(HostCallback, S, k)           \
+  X(Tie, S, _)
 
 enum class Op : std::uint8_t {
 #define TIDU_ENUM(name, kind, sig) name,

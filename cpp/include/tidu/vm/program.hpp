@@ -158,7 +158,8 @@ struct Program {
       if (in.n_out == 0 || in.out_begin + static_cast<std::uint64_t>(in.n_out) > outs.size() ||
           outs[in.out_begin] != in.out)
         fail(at() + ": outputs out of range");
-      if (in.n_out != 1 && !is_control(in.op)) fail(at() + ": only control flow writes several outputs");
+      if (in.n_out != 1 && !is_control(in.op) && in.op != Op::HostCallback)
+        fail(at() + ": only control flow and host callbacks write several outputs");
       for (std::uint32_t k = 0; k < in.n_out; ++k) {
         const std::uint32_t o = outs[in.out_begin + k];
         if (o >= slots.size() || written[o]) fail(at() + ": output slot invalid or rewritten");

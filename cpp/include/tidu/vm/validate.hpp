@@ -572,6 +572,14 @@ inline void validate_instructions(const Program& p) {
       case Op::Scan: case Op::While: case Op::Cond: case Op::Checkpoint:
         validate_control(p, in, fail);
         break;
+      case Op::HostCallback:  // host_callback.hpp: the host checks what it is handed and writes
+        need(na == 1, "attribute lengths");
+        break;
+      case Op::Tie:  // operand 0's value, after the others
+        need(in.n_in >= 1, "a tie needs its value operand");
+        need(slot(0).dtype == o.dtype, "operand dtype mismatch");
+        same_shape(0);
+        break;
       default:
         fail("unknown opcode");
     }

@@ -83,9 +83,17 @@ def has_lowering(op) -> bool:
     return callable(getattr(op, "lower", None)) and bool(getattr(op, "lowerable", True))
 
 
+def is_host(op) -> bool:
+    """True for a host callback (an op with a ``callback_name``: td.debug.print and the like),
+    which the runner calls between compiled segments instead of lowering it."""
+    return getattr(op, "callback_name", None) is not None
+
+
 def unlowered(exe) -> list[str]:
-    """Names of the program's primitives that have no StableHLO lowering."""
-    return sorted({op.name for op, _, _ in exe.instructions if not has_lowering(op)})
+    """Names of the program's primitives that have no StableHLO lowering (host callbacks of
+    the program itself run between segments; those of loop bodies and branches do not)."""
+    return sorted({op.name for op, _, _ in exe.instructions
+                   if not has_lowering(op) and not is_host(op)})
 
 
 def check_lowerable(exe) -> None:
@@ -135,12 +143,14 @@ def lower(exe, batch: int | None = None) -> str:
 
 
 class Segment:
-    """One compiled unit: its StableHLO text, the slots it takes and the slots it gives back."""
+    """One compiled unit: its StableHLO text, the slots it takes and the slots it gives back;
+    or (``host``, text None) one host callback the runner calls in Python between units."""
 
-    def __init__(self, text: str, in_slots: list[int], out_slots: list[int]):
+    def __init__(self, text: str | None, in_slots: list[int], out_slots: list[int], host=None):
         self.text = text
         self.in_slots = in_slots
         self.out_slots = out_slots
+        self.host = host
 
 
 def lower_segments(
@@ -158,6 +168,14 @@ def lower_segments(
     k = 1 if not max_instructions else max(1, -(-n // max_instructions))
     step = max(1, -(-n // k))  # k balanced segments
     bounds = [(s, min(s + step, n)) for s in range(0, max(n, 1), step)]
+    hosts = [i for i, (op, _, _) in enumerate(instrs) if is_host(op)]
+    if hosts:  # each host callback is a segment of its own, run in Python
+        if batch is not None:
+            raise LoweringMissing("a program holding a host callback (td.debug.print, "
+                                  "td.debug.callback, td.pure_callback) runs batches on the "
+                                  "interpreter (backend='cpu')")
+        cuts = sorted({0, n} | set(hosts) | {i + 1 for i in hosts} | {a for a, _ in bounds})
+        bounds = [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
     # the last instruction that reads each slot, and which slots are program outputs
     last_read: dict[int, int] = {}
     for i, (_, ins, _) in enumerate(instrs):
@@ -169,6 +187,11 @@ def lower_segments(
     live: list[int] = [int(s) for s in exe.input_slots]  # slots available at a boundary
     segments = []
     for k, (start, stop) in enumerate(bounds):
+        op, ins, outs_ = instrs[start] if start < n else (None, (), ())
+        if op is not None and is_host(op):
+            segments.append(Segment(None, [int(s) for s in ins], [int(s) for s in outs_], op))
+            live = list(dict.fromkeys(live + [int(s) for s in outs_]))
+            continue
         lo = Lowering(batch, platform)
         env: dict[int, Value] = {}
         args = []
@@ -181,11 +204,10 @@ def lower_segments(
         lower_range(exe, lo, env, start, stop)
         final = k == len(bounds) - 1
         if final:
-            results = [env[s] for s in outputs]
             outs = outputs
-        else:
+        else:  # what later segments read or the program returns (a host segment's read too)
             outs = [s for s in env if s in out_set or last_read.get(s, -1) >= stop]
-            results = [env[s] for s in outs]
+        results = [env[s] for s in outs]
         text = _module("\n".join([_function(lo, "main", args, results), *lo.funcs.values()]))
         segments.append(Segment(text, list(dict.fromkeys(live)), outs))
         live = outs
@@ -346,6 +368,9 @@ class XlaRunner:
         self.calls = []
         with jax.enable_x64(True):
             for seg in self.segments:
+                if seg.host is not None:
+                    self.calls.append(functools.partial(_host_call, seg.host))
+                    continue
                 ins = [_Shape(lead + avals[s].shape, avals[s].dtype) for s in seg.in_slots]
                 outs = [_Shape(lead + avals[s].shape, avals[s].dtype) for s in seg.out_slots]
                 ex = _exported(seg.text, ins, outs, export_platform(dev))
@@ -366,6 +391,11 @@ class XlaRunner:
                 vals = call(*[env[s] for s in seg.in_slots])
                 env.update(zip(seg.out_slots, vals))
             return [np.asarray(env[int(s)]) for s in self.exe.output_slots]
+
+
+def _host_call(op, *vals):
+    """A host callback between compiled segments: its operands fetched from the device."""
+    return op.run([np.asarray(v) for v in vals])
 
 
 # ---- choosing a backend ----
@@ -490,7 +520,7 @@ def choose_backend(exe) -> str:
         return "cpu"  # what auto_platform would answer, before counting the work
     if program_work(exe) < AUTO_MIN_WORK:
         return "cpu"
-    if unlowered(exe):
+    if unlowered(exe) or any(is_host(op) for op, _, _ in exe.instructions):
         return "cpu"
     try:
         platform = auto_platform()

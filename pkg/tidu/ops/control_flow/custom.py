@@ -7,8 +7,8 @@ program needs no rule.  The rules are the user's Python functions, traced lazily
 object of the front end (``tidu.api.custom``) when a transform first asks for them, at the
 abstract values of the op's operands:
 
-- ``rule.jvp_body(avals) -> (Body, caps)``: inputs ``caps + primals + tangents``, outputs
-  ``primal outs + tangent outs`` (custom_jvp);
+- ``rule.jvp_body(avals, active) -> (Body, caps)`` (active: which tangents are nonzero):
+  inputs ``caps + primals + tangents``, outputs ``primal outs + tangent outs`` (custom_jvp);
 - ``rule.fwd_body(avals) -> (Body, caps, n_out)``: inputs ``caps + primals``, outputs
   ``outs + residuals`` (custom_vjp);
 - ``rule.bwd_body(avals, ct_avals) -> (Body, caps)``: inputs ``caps + residuals (of fwd at
@@ -173,7 +173,7 @@ def _jvp_linearized(rule, avals, active):
     hit = rule._cache.get(key)
     if hit is not None:
         return hit
-    body, caps = rule.jvp_body(avals)
+    body, caps = rule.jvp_body(avals, active)
     n, nc = len(avals), len(caps)
     n_out = len(body.out_avals) // 2
     pos = [nc + n + i for i in range(n) if active[i]]
@@ -378,12 +378,12 @@ class BatchedRule:
         """A captured value is batched where the op's operand standing for it is."""
         return [c.id in self.batched_caps for c in caps]
 
-    def jvp_body(self, avals):
-        hit = self._cache.get("jvp")
+    def jvp_body(self, avals, active=None):
+        hit = self._cache.get(("jvp", active))
         if hit is None:
-            body, caps = self.inner.jvp_body(self.avals)
+            body, caps = self.inner.jvp_body(self.avals, active)
             m = self._cap_mask(caps) + list(self.mask) * 2
-            hit = self._cache["jvp"] = (batch_body(body, m, self.n), caps)
+            hit = self._cache[("jvp", active)] = (batch_body(body, m, self.n), caps)
         return hit
 
     def fwd_body(self, avals):
