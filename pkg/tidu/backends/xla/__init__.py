@@ -38,7 +38,14 @@ from typing import Any
 
 import numpy as np
 
+from tidu.backends.xla import segments
 from tidu.backends.xla.hlo import Lowering, Value, dense_hex, i64_array, tensor_type
+from tidu.backends.xla.segments import (
+    MAX_FUSED_INSTRUCTIONS,
+    PACK_MAX_ELEMENTS,
+    Segment,
+    lower_range,
+)
 from tidu.graph import prim_of
 from tidu.graph.dtypes import _aval_list
 
@@ -55,15 +62,15 @@ __all__ = [
     "has_lowering",
     "check_lowerable",
     "MAX_FUSED_INSTRUCTIONS",
+    "PACK_MAX_ELEMENTS",
+    "Segment",
+    "lower_segments",
+    "lower_range",
     "AUTO_MIN_WORK",
     "AUTO_MAX_INSTRUCTIONS",
     "LoweringMissing",
 ]
 
-# Segments of at most this many instructions are compiled separately (see the module docstring).
-# bench/xla.py (3): a 2,500-instruction chain compiled in 2.6 s as 10 segments of 250, 3.1 s as 5
-# of 500, 4.5 s as 3 of 1000, 8.0 s as 2 of 1250 (one core of this 2-core machine).
-MAX_FUSED_INSTRUCTIONS = 250
 # The auto backend (choose_backend): XLA when jax's default device is an accelerator and the
 # program does at least AUTO_MIN_WORK work (flops of its products plus elements written by its other
 # instructions) in at most AUTO_MAX_INSTRUCTIONS instructions; the interpreter otherwise.  On a
@@ -98,49 +105,9 @@ def check_lowerable(exe) -> None:
         )
 
 
-def lower_range(exe, lo: Lowering, env: dict[int, Value], start: int, stop: int) -> None:
-    """Write instructions [start, stop) of an Executable into lo; env maps slots to Values."""
-    avals = exe.slot_avals
-    for op, ins, outs in exe.instructions[start:stop]:
-        res = op.lower(lo, avals[outs[0]], *[env[s] for s in ins])
-        if len(outs) == 1:
-            env[outs[0]] = res
-        else:  # several results (control flow): one Value each
-            env.update(zip(outs, res))
-
-
-def _function(lo: Lowering, name: str, args: list[tuple[str, str]], results: list[Value]) -> str:
-    sig = ", ".join(f"{n}: {t}" for n, t in args)
-    rts = ", ".join(v.type for v in results)
-    ret = f'    "func.return"({", ".join(v.name for v in results)}) : ({rts}) -> ()'
-    return (
-        f"  func.func public @{name}({sig}) -> ({rts}) {{\n"
-        + "\n".join(lo.lines)
-        + ("\n" if lo.lines else "")
-        + ret
-        + "\n  }"
-    )
-
-
-def _module(func: str) -> str:
-    return (
-        "module @tidu attributes {mhlo.num_partitions = 1 : i32, "
-        "mhlo.num_replicas = 1 : i32} {\n" + func + "\n}\n"
-    )
-
-
 def lower(exe, batch: int | None = None) -> str:
     """StableHLO MLIR text of a whole program (an Executable): @main(inputs) -> outputs."""
     return lower_segments(exe, batch, max_instructions=None)[0].text
-
-
-class Segment:
-    """One compiled unit: its StableHLO text, the slots it takes and the slots it gives back."""
-
-    def __init__(self, text: str, in_slots: list[int], out_slots: list[int]):
-        self.text = text
-        self.in_slots = in_slots
-        self.out_slots = out_slots
 
 
 def lower_segments(
@@ -149,47 +116,10 @@ def lower_segments(
     max_instructions: int | None = MAX_FUSED_INSTRUCTIONS,
     platform: str = "cpu",
 ) -> list[Segment]:
-    """The program as consecutive segments of at most max_instructions instructions (one when
-    None); each segment's inputs are the program inputs and earlier results it reads, its
-    outputs the values read later or returned."""
+    """The program as separately compiled segments (``tidu.backends.xla.segments``), after
+    checking that every primitive has a lowering."""
     check_lowerable(exe)
-    instrs = exe.instructions
-    n = len(instrs)
-    k = 1 if not max_instructions else max(1, -(-n // max_instructions))
-    step = max(1, -(-n // k))  # k balanced segments
-    bounds = [(s, min(s + step, n)) for s in range(0, max(n, 1), step)]
-    # the last instruction that reads each slot, and which slots are program outputs
-    last_read: dict[int, int] = {}
-    for i, (_, ins, _) in enumerate(instrs):
-        for s in ins:
-            last_read[s] = i
-    outputs = [int(s) for s in exe.output_slots]
-    out_set = set(outputs)
-    avals = exe.slot_avals
-    live: list[int] = [int(s) for s in exe.input_slots]  # slots available at a boundary
-    segments = []
-    for k, (start, stop) in enumerate(bounds):
-        lo = Lowering(batch, platform)
-        env: dict[int, Value] = {}
-        args = []
-        for j, s in enumerate(live):
-            if s in env:
-                continue
-            ty = lo.type(avals[s])
-            env[s] = Value(f"%arg{j}", ty)
-            args.append((f"%arg{j}", ty))
-        lower_range(exe, lo, env, start, stop)
-        final = k == len(bounds) - 1
-        if final:
-            results = [env[s] for s in outputs]
-            outs = outputs
-        else:
-            outs = [s for s in env if s in out_set or last_read.get(s, -1) >= stop]
-            results = [env[s] for s in outs]
-        text = _module("\n".join([_function(lo, "main", args, results), *lo.funcs.values()]))
-        segments.append(Segment(text, list(dict.fromkeys(live)), outs))
-        live = outs
-    return segments
+    return segments.lower_segments(exe, batch, max_instructions, platform)
 
 
 # ---- compile and run through jax ----
@@ -340,14 +270,13 @@ class XlaRunner:
             dev = resolve_device(device)
             sharding = SingleDeviceSharding(dev)
         self.platform = dev.platform
-        avals = exe.slot_avals
         lead = (batch,) if batch is not None else ()
         self.segments = lower_segments(exe, batch, max_instructions, self.platform)
         self.calls = []
         with jax.enable_x64(True):
             for seg in self.segments:
-                ins = [_Shape(lead + avals[s].shape, avals[s].dtype) for s in seg.in_slots]
-                outs = [_Shape(lead + avals[s].shape, avals[s].dtype) for s in seg.out_slots]
+                ins = [_Shape(lead + a.shape, a.dtype) for a in seg.in_avals]
+                outs = [_Shape(lead + a.shape, a.dtype) for a in seg.out_avals]
                 ex = _exported(seg.text, ins, outs, export_platform(dev))
                 self.calls.append(
                     jax.jit(
@@ -356,16 +285,32 @@ class XlaRunner:
                         out_shardings=(sharding,) * len(outs),
                     )
                 )
+        # the keys no later segment reads, dropped after each segment (device memory stays what
+        # is live, not everything computed)
+        last: dict = {}
+        for k, seg in enumerate(self.segments):
+            for key in seg.in_keys:
+                last[key] = k
+        self.drop: list[list] = [[] for _ in self.segments]
+        for key, k in last.items():
+            if not isinstance(key, int) or key not in self._inputs:
+                self.drop[k].append(key)
+
+    @functools.cached_property
+    def _inputs(self) -> frozenset:
+        return frozenset(int(s) for s in self.exe.input_slots)
 
     def run(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         """Inputs in the program's input order; values cross segments on the device."""
         jax = require_jax()
         with jax.enable_x64(True):
-            env: dict[int, Any] = {int(s): x for s, x in zip(self.exe.input_slots, inputs)}
-            for seg, call in zip(self.segments, self.calls):
-                vals = call(*[env[s] for s in seg.in_slots])
-                env.update(zip(seg.out_slots, vals))
-            return [np.asarray(env[int(s)]) for s in self.exe.output_slots]
+            env: dict[Any, Any] = {int(s): x for s, x in zip(self.exe.input_slots, inputs)}
+            for seg, call, drop in zip(self.segments, self.calls, self.drop):
+                vals = call(*[env[key] for key in seg.in_keys])
+                for key in drop:
+                    del env[key]
+                env.update(zip(seg.out_keys, vals))
+            return [np.asarray(v) for v in vals]
 
 
 # ---- choosing a backend ----
