@@ -596,6 +596,14 @@ def test_sharded_batch_equals_single_device():
                 (sh,) = prog.eval_batch(ins, devices=devices)
                 np.testing.assert_allclose(sh, one, rtol=1e-13, atol=1e-14)
             np.testing.assert_allclose(one, cpu, rtol=1e-13, atol=1e-14)
+        # w shared by every point (in_axes None): one copy, replicated on the devices
+        w, x = r.standard_normal((7, 3, 2)), r.standard_normal((7, 5, 3))
+        axes = [None if k == "w" else 0 for k in prog.inputs]
+        shared = [w[0] if k == "w" else x for k in prog.inputs]
+        tiled = [np.broadcast_to(w[0], w.shape) if k == "w" else x for k in prog.inputs]
+        (want,) = prog.eval_batch(tiled, backend="cpu")
+        (sh,) = prog.eval_batch(shared, devices=4, in_axes=axes)  # batch 7: padded to 8
+        np.testing.assert_allclose(sh, want, rtol=1e-13, atol=1e-14)
         n_compiled = len(prog.executable._xla)
         prog.eval_batch(ins, devices=4)  # a new, equal Mesh: no recompilation
         assert len(prog.executable._xla) == n_compiled

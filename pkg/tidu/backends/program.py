@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from tidu.backends import interpreter, pictures, xla
-from tidu.backends.inputs import check_inputs
+from tidu.backends.inputs import check_inputs, shared_inputs
 from tidu.graph import compile as graph_compile
 from tidu.graph.compile import compile_arrays, program_cache
 from tidu.graph.keys import is_input_key, mode_of
@@ -50,13 +50,16 @@ class Executable(graph_compile.Executable):
             return native.run(list(inputs), out)
         return self.run_python(inputs)
 
-    def xla(self, batch: int | None = None, device=None, mesh=None):
-        """The program compiled through XLA (``tidu.xla``), once per batch size and placement."""
-        key = (batch, device if mesh is None else ("mesh", mesh))  # equal meshes share one
+    def xla(self, batch: int | None = None, device=None, mesh=None, shared=None):
+        """The program compiled through XLA (``tidu.xla``), once per batch size, placement and
+        set of shared (unbatched) inputs."""
+        shared = tuple(shared) if shared and any(shared) else None
+        key = (batch, device if mesh is None else ("mesh", mesh), shared)  # equal meshes: one
         runner = self._xla.get(key)
         if runner is None:
             self.check_live()
-            runner = self._xla.setdefault(key, xla.XlaRunner(self, batch, device, mesh))
+            runner = self._xla.setdefault(
+                key, xla.XlaRunner(self, batch, device, mesh, shared=shared))
         return runner
 
     def auto_backend(self) -> str:
@@ -109,11 +112,12 @@ class CompiledProgram:
     def n_instructions(self) -> int:
         return len(self.executable.arrays["instr_prim"])
 
-    def _check_all(self, inputs, batched: bool = False) -> tuple[list[np.ndarray], int]:
+    def _check_all(self, inputs, batched: bool = False, shared=None
+                   ) -> tuple[list[np.ndarray], int]:
         """Inputs as C-contiguous arrays of the program's dtypes (tidu.backends.inputs, the
         checks LoadedProgram shares), and the batch length when ``batched``."""
         return check_inputs(self.inputs, [av.shape for av in self._input_avals],
-                            [av.dtype for av in self._input_avals], inputs, batched)
+                            [av.dtype for av in self._input_avals], inputs, batched, shared)
 
     def eval(self, inputs: Sequence[Any], out=None) -> list[np.ndarray]:
         """Evaluate with inputs in ``self.inputs`` order; returns a list of numpy arrays."""
@@ -158,12 +162,14 @@ class CompiledProgram:
         backend: str | None = None,
         devices=None,
         exact: bool = True,
+        in_axes=0,
     ) -> list[np.ndarray]:
-        """Evaluate at many points at once: every input has a leading batch axis of one length;
-        the points are independent.
+        """Evaluate at many points at once: every batched input has a leading batch axis of one
+        length; the points are independent.
 
         Args:
-            inputs: arrays in ``self.inputs`` order, each with a leading batch axis.
+            inputs: arrays in ``self.inputs`` order, each with a leading batch axis, except
+                those ``in_axes`` declares shared.
             threads: interpreter threads (default: all cores); blocks are split over them with
                 the GIL released.
             backend: ``"cpu"``, ``"xla"`` or None (this program's backend).
@@ -175,9 +181,16 @@ class CompiledProgram:
                 blocks of points through the SIMD array kernels (within 3 ulp of the C library
                 per op, as array programs are), several times faster.  Other programs are
                 evaluated point by point with the array kernels either way.
+            in_axes: which inputs carry the batch axis, as ``jax.vmap``'s: 0 (all, the default),
+                or one entry per input, 0 (batched on its leading axis) or None (one value
+                shared by every point: not copied per point; replicated on each device).
 
         Returns:
             One numpy array per output, with the leading batch axis.
+
+        Raises:
+            ValueError: an input's shape (naming it), ``in_axes`` other than 0/None per input
+                or with every input None, ``devices=`` without backend "xla".
         """
         backend = backend or self.backend
         _check_backend(backend)
@@ -185,23 +198,26 @@ class CompiledProgram:
             backend = self.executable.auto_backend()
         if devices is not None and backend != "xla":
             raise ValueError("devices= needs backend='xla'")
-        arrs, batch = self._check_all(inputs, batched=True)
+        shared = shared_inputs(in_axes, len(self.inputs))
+        arrs, batch = self._check_all(inputs, batched=True, shared=shared)
         if backend == "xla":
-            return self._eval_batch_xla(arrs, batch, devices)
+            return self._eval_batch_xla(arrs, batch, devices, shared)
         native = self.executable.native
         if native is None:
             raise NotImplementedError("eval_batch needs C++ kernels for every op")
-        return native.run_batch(arrs, batch, threads or os.cpu_count() or 1, exact)
+        return native.run_batch(arrs, batch, threads or os.cpu_count() or 1, exact, shared)
 
-    def _eval_batch_xla(self, arrs: list[np.ndarray], batch: int, devices) -> list[np.ndarray]:
+    def _eval_batch_xla(self, arrs: list[np.ndarray], batch: int, devices,
+                        shared=None) -> list[np.ndarray]:
+        shared = tuple(shared) if shared else None
         if devices is None:
-            return self.executable.xla(batch=batch, device=self.device).run(arrs)
+            return self.executable.xla(batch=batch, device=self.device, shared=shared).run(arrs)
         mesh = xla.resolve_devices(devices)
         n = mesh.devices.size
         padded = -(-batch // n) * n if batch else n
         if padded != batch:  # repeat the last point (or zeros for an empty batch), then drop
             arrs = [
-                np.concatenate(
+                a if shared and shared[i] else np.concatenate(
                     [
                         a,
                         np.repeat(
@@ -211,9 +227,9 @@ class CompiledProgram:
                         ),
                     ]
                 )
-                for a in arrs
+                for i, a in enumerate(arrs)
             ]
-        res = self.executable.xla(batch=padded, mesh=mesh).run(arrs)
+        res = self.executable.xla(batch=padded, mesh=mesh, shared=shared).run(arrs)
         return [r[:batch] for r in res]
 
     def to_dot(self) -> str:

@@ -115,11 +115,12 @@ def lower_segments(
     batch: int | None = None,
     max_instructions: int | None = MAX_FUSED_INSTRUCTIONS,
     platform: str = "cpu",
+    shared: frozenset[int] = frozenset(),
 ) -> list[Segment]:
     """The program as separately compiled segments (``tidu.backends.xla.segments``), after
     checking that every primitive has a lowering."""
     check_lowerable(exe)
-    return segments.lower_segments(exe, batch, max_instructions, platform)
+    return segments.lower_segments(exe, batch, max_instructions, platform, shared)
 
 
 # ---- compile and run through jax ----
@@ -257,6 +258,7 @@ class XlaRunner:
         device=None,
         mesh=None,
         max_instructions: int | None = MAX_FUSED_INSTRUCTIONS,
+        shared: Sequence[bool] | None = None,
     ):
         jax = require_jax()
         from jax.sharding import NamedSharding, PartitionSpec, SingleDeviceSharding  # noqa: PLC0415 - optional dependency, imported on first use
@@ -266,22 +268,27 @@ class XlaRunner:
         if mesh is not None:
             dev = mesh.devices.flat[0]
             sharding = NamedSharding(mesh, PartitionSpec(tuple(mesh.axis_names)))
+            replicated = NamedSharding(mesh, PartitionSpec())  # shared inputs: on every device
         else:
             dev = resolve_device(device)
-            sharding = SingleDeviceSharding(dev)
+            sharding = replicated = SingleDeviceSharding(dev)
         self.platform = dev.platform
         lead = (batch,) if batch is not None else ()
-        self.segments = lower_segments(exe, batch, max_instructions, self.platform)
+        one = frozenset(int(s) for s, sh in zip(exe.input_slots, shared or ()) if sh)
+        self.segments = lower_segments(exe, batch, max_instructions, self.platform,
+                                       one if batch is not None else frozenset())
         self.calls = []
         with jax.enable_x64(True):
             for seg in self.segments:
-                ins = [_Shape(lead + a.shape, a.dtype) for a in seg.in_avals]
+                ins = [_Shape(a.shape if sh else lead + a.shape, a.dtype)
+                       for a, sh in zip(seg.in_avals, seg.in_shared)]
                 outs = [_Shape(lead + a.shape, a.dtype) for a in seg.out_avals]
                 ex = _exported(seg.text, ins, outs, export_platform(dev))
                 self.calls.append(
                     jax.jit(
                         ex.call,
-                        in_shardings=(sharding,) * len(ins),
+                        in_shardings=tuple(replicated if sh else sharding
+                                           for sh in seg.in_shared),
                         out_shardings=(sharding,) * len(outs),
                     )
                 )

@@ -22,7 +22,7 @@ from collections.abc import Hashable
 
 import numpy as np
 
-from tidu.backends.xla.hlo import Lowering, Value
+from tidu.backends.xla.hlo import Lowering, Value, tensor_type
 
 __all__ = ["MAX_FUSED_INSTRUCTIONS", "PACK_MAX_ELEMENTS", "Segment", "lower_segments",
            "segment_bounds"]
@@ -44,14 +44,18 @@ class _Aval:
 
 class Segment:
     """One compiled unit: its StableHLO text, the keys of its parameters and of its results (slot
-    numbers or ("pack", segment, dtype)), and their unbatched avals."""
+    numbers or ("pack", segment, dtype)), and their unbatched avals; ``in_shared`` marks the
+    parameters that have no batch axis even in a batched program (shared inputs)."""
 
-    def __init__(self, text: str, in_keys: list, out_keys: list, in_avals: list, out_avals: list):
+    def __init__(self, text: str, in_keys: list, out_keys: list, in_avals: list, out_avals: list,
+                 in_shared: list[bool] | None = None):
         self.text = text
         self.in_keys = in_keys
         self.out_keys = out_keys
         self.in_avals = in_avals
         self.out_avals = out_avals
+        # parameters without the batch axis (inputs eval_batch shares between points)
+        self.in_shared = in_shared or [False] * len(in_keys)
 
 
 def segment_bounds(n: int, max_instructions: int | None) -> list[tuple[int, int]]:
@@ -97,9 +101,11 @@ def lower_segments(
     batch: int | None = None,
     max_instructions: int | None = MAX_FUSED_INSTRUCTIONS,
     platform: str = "cpu",
+    shared: frozenset[int] = frozenset(),
 ) -> list[Segment]:
     """The program as consecutive segments of at most max_instructions instructions (one when
-    None); see the module docstring for what crosses a boundary."""
+    None); see the module docstring for what crosses a boundary.  With a batch, the input slots
+    in ``shared`` are parameters without the batch axis, broadcast over it where read."""
     instrs = exe.instructions
     n = len(instrs)
     bounds = segment_bounds(n, max_instructions)
@@ -125,13 +131,17 @@ def lower_segments(
         args: list[tuple[str, str]] = []
         in_keys: list[Hashable] = []
         in_avals: list[_Aval] = []
+        in_shared: list[bool] = []
         packs: dict[Hashable, Value] = {}
 
-        def param(key, av, lo=lo, args=args, in_keys=in_keys, in_avals=in_avals):
-            name, ty = f"%arg{len(args)}", lo.type(av)
+        def param(key, av, one=False, lo=lo, args=args, in_keys=in_keys, in_avals=in_avals,
+                  in_shared=in_shared):
+            name = f"%arg{len(args)}"
+            ty = tensor_type(av.shape, av.dtype) if one else lo.type(av)
             args.append((name, ty))
             in_keys.append(key)
             in_avals.append(av)
+            in_shared.append(one)
             return Value(name, ty)
 
         def fetch(s, lo=lo, env=env, packs=packs, param=param):
@@ -139,6 +149,11 @@ def lower_segments(
                 return
             key, off = where.get(s, (s, None))
             av = avals[s]
+            if off is None and s in shared and lo.nb:  # one copy, broadcast over the points
+                dims = lo.i64_array(lo.ax(range(len(av.shape))))
+                env[s] = lo.op("stablehlo.broadcast_in_dim", [param(key, av, True)], av,
+                               f"broadcast_dimensions = {dims}")
+                return
             if off is None:
                 env[s] = param(key, av)
                 return
@@ -190,6 +205,6 @@ def lower_segments(
                 results.append(buf)
                 out_avals.append(pav)
         text = _module("\n".join([_function(lo, "main", args, results), *lo.funcs.values()]))
-        segments.append(Segment(text, in_keys, out_keys, in_avals, out_avals))
+        segments.append(Segment(text, in_keys, out_keys, in_avals, out_avals, in_shared))
     return segments
 
