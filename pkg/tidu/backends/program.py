@@ -5,13 +5,14 @@ interpreter, XLA, or each op's Python ``impl``). Names no primitive."""
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from tidu.backends import interpreter, pictures, xla
-from tidu.backends.inputs import check_inputs, shared_inputs
+from tidu.backends.inputs import check_input, check_inputs, shared_inputs
 from tidu.graph import compile as graph_compile
 from tidu.graph.compile import compile_arrays, program_cache
 from tidu.graph.keys import is_input_key, mode_of
@@ -50,16 +51,20 @@ class Executable(graph_compile.Executable):
             return native.run(list(inputs), out)
         return self.run_python(inputs)
 
-    def xla(self, batch: int | None = None, device=None, mesh=None, shared=None):
-        """The program compiled through XLA (``tidu.xla``), once per batch size, placement and
-        set of shared (unbatched) inputs."""
+    def xla(self, batch: int | None = None, device=None, mesh=None, shared=None,
+            shardings=None):
+        """The program compiled through XLA (``tidu.xla``), once per batch size, placement
+        (a device, a Mesh, or per-input and per-output shardings) and set of shared (unbatched)
+        inputs."""
         shared = tuple(shared) if shared and any(shared) else None
-        key = (batch, device if mesh is None else ("mesh", mesh), shared)  # equal meshes: one
+        where = ("shardings", shardings) if shardings is not None else (
+            device if mesh is None else ("mesh", mesh))  # equal meshes: one runner
+        key = (batch, where, shared)
         runner = self._xla.get(key)
         if runner is None:
             self.check_live()
             runner = self._xla.setdefault(
-                key, xla.XlaRunner(self, batch, device, mesh, shared=shared))
+                key, xla.XlaRunner(self, batch, device, mesh, shared=shared, shardings=shardings))
         return runner
 
     def auto_backend(self) -> str:
@@ -129,11 +134,41 @@ class CompiledProgram:
                 return run(inputs)
             except (TypeError, ValueError):
                 pass  # convert below, or raise an error naming the input
-        arrs, _ = self._check_all(inputs)
         if self.backend == "xla":
-            res = self.executable.xla(device=self.device).run(arrs)
-            return res if out is None else _copy_out(res, out)
+            return self._eval_xla(inputs, out)
+        arrs, _ = self._check_all(inputs)
         return self.executable.run(arrs, out)
+
+    def _eval_xla(self, inputs: Sequence[Any], out=None) -> list:
+        """XLA: jax Arrays among the inputs stay where they are (checked, not converted) and
+        the outputs come back as jax Arrays on their devices; numpy in, numpy out."""
+        on_device = _jax_arrays(inputs)
+        arrs = self._check_device(inputs) if on_device else self._check_all(inputs)[0]
+        if isinstance(self.device, xla.Shardings):
+            runner = self.executable.xla(
+                shardings=self.device.for_program(self.inputs, len(self.outputs)))
+        else:
+            runner = self.executable.xla(device=self.device)
+        res = runner.run(arrs, as_jax=on_device and out is None)
+        return res if out is None else _copy_out(res, out)
+
+    def _check_device(self, inputs: Sequence[Any]) -> list:
+        """The inputs, jax Arrays checked for shape and dtype as they are, others as eval
+        checks them."""
+        if len(inputs) != len(self.inputs):
+            raise ValueError(f"program takes {len(self.inputs)} inputs {self.inputs}, "
+                             f"got {len(inputs)}")
+        res = []
+        for i, (key, av, x) in enumerate(zip(self.inputs, self._input_avals, inputs)):
+            if _jax_arrays([x]):
+                if tuple(x.shape) != tuple(av.shape) or np.dtype(x.dtype) != np.dtype(av.dtype):
+                    raise ValueError(f"input {i} ({key!r}): expected {np.dtype(av.dtype)}"
+                                     f"{list(av.shape)}, got the jax Array {x.dtype}"
+                                     f"{list(x.shape)}")
+                res.append(x)
+            else:
+                res.append(check_input(i, key, x, av.shape, av.dtype))
+        return res
 
     def runner(self):
         """The C++ interpreter's entry point for this program (a callable taking a list of
@@ -301,6 +336,12 @@ class CompiledProgram:
             f"<CompiledProgram: {len(self.inputs)} inputs, {len(self.outputs)} outputs, "
             f"{self.n_instructions} instructions>"
         )
+
+
+def _jax_arrays(inputs) -> bool:
+    """Whether any input is a jax Array (never imports jax)."""
+    jax = sys.modules.get("jax")
+    return jax is not None and any(isinstance(x, jax.Array) for x in inputs)
 
 
 def _copy_out(res: list[np.ndarray], out) -> list[np.ndarray]:

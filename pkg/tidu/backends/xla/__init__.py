@@ -54,6 +54,7 @@ __all__ = [
     "Lowering",
     "Value",
     "XlaRunner",
+    "Shardings",
     "dense_hex",
     "i64_array",
     "tensor_type",
@@ -246,6 +247,44 @@ def resolve_devices(devices):
     return Mesh(np.array(devices), ("batch",))
 
 
+class Shardings:
+    """What ``td.jit(..., in_shardings=, out_shardings=)`` asks for: a jax Sharding (or None,
+    replicated) per leaf of the jitted function's arguments, and one per output (or one for
+    all, or None: XLA's choice).  Passed as a program's ``device``; hashable."""
+
+    def __init__(self, leaves: Sequence, out=None):
+        self.leaves = tuple(leaves)
+        self.out = tuple(out) if isinstance(out, (list, tuple)) else out
+
+    def _key(self):
+        return (self.leaves, self.out)
+
+    def __eq__(self, other):
+        return isinstance(other, Shardings) and self._key() == other._key()
+
+    def __hash__(self):
+        return hash(self._key())
+
+    def for_program(self, inputs, n_out: int) -> tuple[tuple, tuple]:
+        """(a sharding per program input, keyed ("arg", leaf); one per output)."""
+        ins = tuple(self.leaves[k[1]] if isinstance(k, tuple) and k[:1] == ("arg",) else None
+                    for k in inputs)
+        if isinstance(self.out, tuple):
+            if len(self.out) != n_out:
+                raise ValueError(f"out_shardings: {len(self.out)} entries for {n_out} outputs")
+            return ins, self.out
+        return ins, (self.out,) * n_out
+
+
+def _mesh_of(shardings) -> Any:
+    """The Mesh of the first NamedSharding among shardings (None when there is none)."""
+    for sh in shardings:
+        mesh = getattr(sh, "mesh", None)
+        if mesh is not None:
+            return mesh
+    return None
+
+
 class XlaRunner:
     """An Executable compiled for XLA on one device (or a batch split over a Mesh).
 
@@ -259,13 +298,25 @@ class XlaRunner:
         mesh=None,
         max_instructions: int | None = MAX_FUSED_INSTRUCTIONS,
         shared: Sequence[bool] | None = None,
+        shardings: tuple[tuple, tuple] | None = None,
     ):
         jax = require_jax()
         from jax.sharding import NamedSharding, PartitionSpec, SingleDeviceSharding  # noqa: PLC0415 - optional dependency, imported on first use
 
         self.exe = exe
         self.batch = batch
-        if mesh is not None:
+        in_sh = out_sh = None
+        if shardings is not None:  # td.jit(in_shardings=...): XLA partitions the program (SPMD)
+            in_sh, out_sh = shardings
+            mesh = _mesh_of((*in_sh, *out_sh))
+            if mesh is None:
+                raise ValueError("in_shardings/out_shardings: need a jax.sharding.NamedSharding "
+                                 "(over a Mesh) among them")
+            rep = NamedSharding(mesh, PartitionSpec())
+            by_slot = {int(s): sh or rep for s, sh in zip(exe.input_slots, in_sh)}
+            dev = mesh.devices.flat[0]
+            sharding = replicated = None
+        elif mesh is not None:
             dev = mesh.devices.flat[0]
             sharding = NamedSharding(mesh, PartitionSpec(tuple(mesh.axis_names)))
             replicated = NamedSharding(mesh, PartitionSpec())  # shared inputs: on every device
@@ -284,14 +335,14 @@ class XlaRunner:
                        for a, sh in zip(seg.in_avals, seg.in_shared)]
                 outs = [_Shape(lead + a.shape, a.dtype) for a in seg.out_avals]
                 ex = _exported(seg.text, ins, outs, export_platform(dev))
-                self.calls.append(
-                    jax.jit(
-                        ex.call,
-                        in_shardings=tuple(replicated if sh else sharding
-                                           for sh in seg.in_shared),
-                        out_shardings=(sharding,) * len(outs),
-                    )
-                )
+                if in_sh is not None:  # program inputs as asked, the rest as XLA propagates
+                    in_s = tuple(by_slot.get(k) if isinstance(k, int) else None
+                                 for k in seg.in_keys)
+                    out_s = out_sh if seg is self.segments[-1] else (None,) * len(outs)
+                else:
+                    in_s = tuple(replicated if sh else sharding for sh in seg.in_shared)
+                    out_s = (sharding,) * len(outs)
+                self.calls.append(jax.jit(ex.call, in_shardings=in_s, out_shardings=out_s))
         # the keys no later segment reads, dropped after each segment (device memory stays what
         # is live, not everything computed)
         last: dict = {}
@@ -307,8 +358,9 @@ class XlaRunner:
     def _inputs(self) -> frozenset:
         return frozenset(int(s) for s in self.exe.input_slots)
 
-    def run(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-        """Inputs in the program's input order; values cross segments on the device."""
+    def run(self, inputs: Sequence[Any], as_jax: bool = False) -> list[Any]:
+        """Inputs in the program's input order; values cross segments on the device.  Returns
+        numpy arrays, or the jax Arrays on their devices with ``as_jax``."""
         jax = require_jax()
         with jax.enable_x64(True):
             env: dict[Any, Any] = {int(s): x for s, x in zip(self.exe.input_slots, inputs)}
@@ -317,7 +369,7 @@ class XlaRunner:
                 for key in drop:
                     del env[key]
                 env.update(zip(seg.out_keys, vals))
-            return [np.asarray(v) for v in vals]
+            return list(vals) if as_jax else [np.asarray(v) for v in vals]
 
 
 # ---- choosing a backend ----
