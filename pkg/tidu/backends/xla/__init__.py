@@ -19,8 +19,9 @@ jax is imported lazily: ``import tidu`` never imports it.
 Long elementwise programs: XLA's CPU pipeline takes super-linear time in the number of fused
 instructions (a 10,000-node elementwise chain did not finish compiling in 17 minutes).  A program
 with more than ``MAX_FUSED_INSTRUCTIONS`` instructions is therefore split into consecutive segments
-of at most that many instructions, each compiled as its own executable, with the values live across
-a segment boundary passed from one to the next; compile time is then linear in the program's length.
+of at most that many instructions, each compiled as its own executable; a value crosses from the
+segment that makes it to each that reads it, small ones packed one buffer per dtype
+(``tidu.backends.xla.segments``), so compile time and memory are linear in the program's length.
 The ``auto`` backend routes such programs to the interpreter anyway (see ``choose_backend``).
 """
 
