@@ -116,3 +116,26 @@ def test_a_shared_input_given_a_batch_axis_names_the_input():
     with pytest.raises(ValueError, match=rf"input {i} \('w'\): expected shape \(3, 4\), "
                                          r"got \(4, 3, 4\)"):
         prog.eval_batch(tiled, in_axes=axes)
+
+
+def test_shared_input_read_in_every_segment_of_a_long_program():
+    pytest.importorskip("jax")
+    from tidu import xla
+
+    def f(x, a):
+        for i in range(200):
+            x = td.sin(x) * a + 0.1 if i % 2 else td.cos(x) - a
+        return x
+
+    F = td.build(f, x=td.spec((2,)), a=td.spec((2,)))
+    g = td.materialize_merge(td.resolve([F]), F.outputs)
+    p_xla, p_cpu = td.compile(g, backend="xla"), td.compile(g, backend="cpu")
+    xs, a = rng.standard_normal((5, 2)), rng.standard_normal(2)
+    ins = [xs if k == "x" else a for k in p_cpu.inputs]
+    axes = [0 if k == "x" else None for k in p_cpu.inputs]
+    (want,) = p_cpu.eval_batch([xs if k == "x" else np.tile(a, (5, 1)) for k in p_cpu.inputs])
+    (got,) = p_xla.eval_batch(ins, in_axes=axes)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    segs = p_xla.executable.xla(batch=5, shared=[k == "a" for k in p_cpu.inputs]).segments
+    assert len(segs) >= 2 and all(True in s.in_shared for s in segs)
+    assert p_cpu.n_instructions > xla.MAX_FUSED_INSTRUCTIONS
