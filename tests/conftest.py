@@ -3,10 +3,20 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
 import tidu as td
+
+
+def pytest_configure(config):
+    # TIDU_TEST_RECLAIM_BYTES=65536: cut the interner back (tidu.graph.memory) far more often
+    # than the default, so a test that keeps ids past their holders fails (FreedGraphError)
+    limit = os.environ.get("TIDU_TEST_RECLAIM_BYTES")
+    if limit:
+        td.set_cache_limits(reclaim_bytes=int(limit))
 
 
 def pytest_addoption(parser):
@@ -46,3 +56,22 @@ def cpp_build(tmp_path_factory, saved):
         return cache[kind]
 
     return get
+
+
+@pytest.fixture(scope="module")
+def no_reclaim():
+    """For tests that compare the ids of graphs built one after the other: an automatic cut of
+    the interner between them (tidu.graph.memory) would renumber the second. Module-wide:
+    ``pytestmark = pytest.mark.usefixtures("no_reclaim")``."""
+    prev = td.set_cache_limits(reclaim_bytes=0)
+    yield
+    td.set_cache_limits(**prev)
+
+
+@pytest.fixture
+def fresh_caches():
+    """The test starts from empty caches and gives the limits back as it found them."""
+    prev = td.cache_limits()
+    td.clear_caches()
+    yield
+    td.set_cache_limits(**prev)

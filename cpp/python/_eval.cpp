@@ -30,7 +30,8 @@ int dtype_num(tidu::DType d);
 // True when a numpy dtype holds tidu dtype d exactly: same kind and width, native byte order
 // (so int64 made as np.longlong is accepted, and a big-endian array is not read as native).
 bool same_dtype(const py::dtype& dt, tidu::DType d) {
-  static const char kinds[] = {'f', 'f', 'c', 'c', 'i', 'i', 'b'};
+  static const char kinds[] = {'f', 'f', 'c', 'c', 'i', 'i', 'b', 'u'};
+  static_assert(sizeof(kinds) == static_cast<std::size_t>(tidu::DType::kCount), "one kind per dtype");
   static const char host = [] {
     const std::uint16_t one = 1;
     return *reinterpret_cast<const char*>(&one) ? '<' : '>';
@@ -352,7 +353,9 @@ int dtype_num(tidu::DType d) {
   static const int nums[] = {py::detail::npy_api::NPY_FLOAT_, py::detail::npy_api::NPY_DOUBLE_,
                              py::detail::npy_api::NPY_CFLOAT_, py::detail::npy_api::NPY_CDOUBLE_,
                              py::dtype::of<std::int32_t>().num(), py::dtype::of<std::int64_t>().num(),
-                             py::detail::npy_api::NPY_BOOL_};
+                             py::detail::npy_api::NPY_BOOL_, py::dtype::of<std::uint32_t>().num()};
+  static_assert(sizeof(nums) / sizeof(nums[0]) == static_cast<std::size_t>(tidu::DType::kCount),
+                "one numpy type number per dtype");
   return nums[static_cast<int>(d)];
 }
 
@@ -395,7 +398,7 @@ bool set_blas(const std::string& path, const std::string& prefix) {
   four("sgeqrf_", "dgeqrf_", "cgeqrf_", "zgeqrf_", f.geqrf);
   four("sorgqr_", "dorgqr_", "cungqr_", "zungqr_", f.orgqr);
   four("sgesdd_", "dgesdd_", "cgesdd_", "zgesdd_", f.gesdd);
-  // tidu splits large products over its own threads (kernels.hpp): the BLAS runs single-threaded,
+  // tidu splits large products over its own pool (vm/parallel.hpp): the BLAS runs single-threaded,
   // so its threads never compete with tidu's or spin on a busy core.  This library copy is
   // tidu's own (numpy and scipy bundle theirs), so no other user's setting changes.
   if (auto set_threads = reinterpret_cast<void (*)(int)>(sym("openblas_set_num_threads"))) set_threads(1);
@@ -415,6 +418,21 @@ void make_program(py::module_& m) {
         "arenas of freed programs and of programs between calls.");
   m.def("release_arena_pool", [] { tidu::ArenaPool::get().clear(); },
         "Free the arena memory kept for the next workspaces (idle programs take new memory).");
+  m.def("set_num_threads", [](int n) { tidu::set_num_threads(n); }, py::arg("n"),
+        "Threads one evaluation loop may use, the caller's included (n <= 0: the default).");
+  m.def("get_num_threads", [] { return tidu::num_threads(); },
+        "Threads one evaluation loop may use, the caller's included.");
+  m.def("pool_workers", [] { return tidu::detail::ThreadPool::get().workers(); },
+        "Worker threads the pool has started (started on demand and kept: vm/parallel.hpp).");
+  m.def("pool_stats", [] {
+    const auto s = tidu::detail::ThreadPool::get().stats();
+    py::dict d;
+    d["posted"] = s.posted, d["inline"] = s.inline_loops, d["stalls"] = s.stalls, d["backoff_ns"] = s.backoff_ns;
+    d["loop_ns"] = s.loop_ns, d["wait_ns"] = s.wait_ns;
+    return d;
+  }, "Counters of the thread pool: loops posted to it, loops run on the caller alone, stalls seen, "
+     "the current back-off, and the time posted loops took and the caller waited in them, in ns "
+     "(vm/parallel.hpp).");
   m.def("simd_variant", [] { return std::string(tidu::fm::isa_name()); },
         "Which SIMD variant the transcendental kernels use: avx512, avx2 or generic (TIDU_SIMD).");
   py::register_exception<tidu::ProgramError>(m, "ProgramError", PyExc_ValueError);

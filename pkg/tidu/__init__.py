@@ -30,7 +30,7 @@ from tidu.api.jit import jit
 from tidu.api.linear_transpose import linear_transpose
 from tidu.api.vmap import vmap
 from tidu.backends import xla
-from tidu.backends.interpreter import LoadedProgram, load
+from tidu.backends.interpreter import LoadedProgram, get_num_threads, load, set_num_threads
 from tidu.backends.pictures import show, to_dot
 from tidu.backends.program import CompiledProgram, compile
 from tidu.graph import (
@@ -76,6 +76,7 @@ from tidu.numpy.constants import (
     nan,
     newaxis,
     pi,
+    uint32,
 )
 from tidu.numpy.construct import (
     block,
@@ -327,7 +328,8 @@ __all__ = [
     "eye", "finfo", "fix", "flatnonzero", "flip", "fliplr", "flipud", "float32", "float64",
     "floor", "floor_divide", "fmax", "fmin", "fmod", "fori_loop", "Fragment", "FragmentBuilder",
     "FreedGraphError", "frexp", "full", "full_like", "gcd", "geomspace", "get_cmake_dir",
-    "get_include", "grad", "GraphError", "heaviside", "hessian", "histogram", "hstack", "hvp",
+    "get_include", "get_num_threads", "grad", "GraphError", "heaviside", "hessian", "histogram",
+    "hstack", "hvp",
     "hypot", "identity", "iinfo", "imag", "inf", "inner", "int32", "int64", "interp", "invert",
     "iota", "isclose", "isfinite", "isinf", "isnan", "ix_", "jacfwd", "jacrev", "jit", "jvp",
     "kron", "lax", "lcm", "ldexp", "left_shift", "lexsort", "linalg", "Linear", "linear_transpose",
@@ -342,11 +344,15 @@ __all__ = [
     "put_along_axis", "quantile", "rad2deg", "radians", "ravel", "real", "reciprocal", "remainder",
     "remat", "repeat", "reshape", "resolve", "ResolvedView", "right_shift", "rint", "roll",
     "rot90", "round", "rsqrt", "saved_values", "SavedValue", "scan", "scipy", "searchsorted",
-    "select", "set_cache_limits", "shape", "show", "sign", "signbit", "sin", "sinc", "sinh",
+    "select", "set_cache_limits",
+    "set_num_threads", "shape", "show", "sign", "signbit", "sin", "sinc", "sinh",
     "size", "sort", "spec", "split", "sqrt", "square", "squeeze", "stack", "std", "stop_gradient",
     "sum", "swapaxes", "switch", "take", "take_along_axis", "tan", "tanh", "tensordot", "tile",
     "to_dot", "trace", "Tracer", "transpose", "tree_util", "tri", "tril", "tril_indices",
-    "tril_indices_from", "triu", "triu_indices", "triu_indices_from", "trunc", "unique", "ValKey",
+    "tril_indices_from", "triu", "triu_indices", "triu_indices_from", "trunc", "uint32", "unique",
+    "ValKey",
     "value_and_grad", "vander", "var", "vdot", "vjp", "vmap", "vstack", "where", "while_loop",
-    "xla", "zeros", "zeros_like",
+    "xla", "zeros", "zeros_like", "random",
 ]
+
+from tidu import random  # noqa: E402  (last: it builds on the names above)

@@ -8,25 +8,25 @@ cdef class FragmentStore:
     keeps the interner from being emptied (it counts as a holder unless disowned)."""
     cdef FragmentData data
     cdef unsigned long long epoch
-    cdef bint counted
+    cdef unsigned int gen
+    cdef Py_ssize_t slot  # in _holders while it counts; -1 once disowned
+    cdef Id top           # disowned: 1 + its newest value id (a cut below it freed it)
 
     def __cinit__(self):
-        global _live_holders
         self.epoch = _epoch
-        self.counted = True
-        _live_holders += 1
+        self.gen = _gen
+        _hold(&self.data.vals, &self.data.ops, &self.slot)
 
     def __dealloc__(self):
-        global _live_holders
-        if self.counted:
-            _live_holders -= 1
+        _unhold(&self.slot)
 
     def __reduce__(self):
         raise TypeError("a fragment store holds interned ids of this process: it cannot be "
                         "converted to a picklable form (save a compiled program instead)")
 
     cdef inline int check(self) except -1:
-        if self.epoch != _epoch:
+        if self.epoch != _epoch or (self.slot < 0 and self.gen != _gen
+                                    and self.top > _vfloor[self.gen]):
             _freed("this fragment")
         return 0
 
@@ -187,25 +187,25 @@ cdef class Materialized:
     cdef Reachable r
     cdef vector[Id] outputs
     cdef unsigned long long epoch
-    cdef bint counted
+    cdef unsigned int gen
+    cdef Py_ssize_t slot  # as FragmentStore's
+    cdef Id top
 
     def __cinit__(self):
-        global _live_holders
         self.epoch = _epoch
-        self.counted = True
-        _live_holders += 1
+        self.gen = _gen
+        _hold(&self.r.vals, &self.r.ops, &self.slot)
 
     def __dealloc__(self):
-        global _live_holders
-        if self.counted:
-            _live_holders -= 1
+        _unhold(&self.slot)
 
     def __reduce__(self):
         raise TypeError("a walk holds interned ids of this process: it cannot be converted "
                         "to a picklable form (save a compiled program instead)")
 
     cdef inline int check(self) except -1:
-        if self.epoch != _epoch:
+        if self.epoch != _epoch or (self.slot < 0 and self.gen != _gen
+                                    and self.top > _vfloor[self.gen]):
             _freed("this walk (a materialized graph)")
         return 0
 

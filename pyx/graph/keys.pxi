@@ -30,6 +30,52 @@ NONE = kNone
 cdef unsigned long long _epoch = 0
 cdef Py_ssize_t _live_holders = 0
 
+# Generations (graph/memory.pxi, truncate_interner): between two emptyings, the interner may be
+# cut back to the ids that live holders reach (the newest ids go, as a stack).  Each cut starts a
+# new generation; _vfloor[g] (_pfloor[g]) is the fewest values (primitives) any cut since
+# generation g kept, so an id made in generation g is alive iff it is below that floor.
+cdef unsigned int _gen = 0
+cdef vector[Id] _vfloor
+cdef vector[Id] _pfloor
+
+
+cdef inline bint _val_freed(unsigned long long epoch, unsigned int gen, Id v):
+    """Whether value id v, made in (epoch, gen), was freed since."""
+    return epoch != _epoch or (gen != _gen and v >= _vfloor[gen])
+
+
+# Holders that count (graph/memory.pxi): where their ids are, so a cut can find the newest id any
+# of them reaches.  Each holder knows its slot; removal moves the last record into it.
+cdef struct HolderRec:
+    const vector[Id]* vals
+    const vector[Id]* ops
+    Py_ssize_t* slot
+
+cdef vector[HolderRec] _holders
+
+
+cdef inline void _hold(const vector[Id]* vals, const vector[Id]* ops, Py_ssize_t* slot):
+    global _live_holders
+    cdef HolderRec r
+    r.vals = vals
+    r.ops = ops
+    r.slot = slot
+    slot[0] = <Py_ssize_t>_holders.size()
+    _holders.push_back(r)
+    _live_holders += 1
+
+
+cdef inline void _unhold(Py_ssize_t* slot):
+    global _live_holders
+    cdef Py_ssize_t s = slot[0]
+    if s < 0:
+        return
+    _holders[s] = _holders.back()
+    _holders[s].slot[0] = s
+    _holders.pop_back()
+    slot[0] = -1
+    _live_holders -= 1
+
 
 class FreedGraphError(ReferenceError):
     """A key, fragment or walk refers to graph nodes that tidu.clear_caches() (or the automatic
@@ -150,28 +196,37 @@ cdef class ValKey:
     cdef object _id
     cdef Py_hash_t _hash
     cdef unsigned long long _epoch
+    cdef unsigned int _gen
 
     def __cinit__(self, id_):
         if type(id_) is not int:
             id_ = int(id_)
         self._id = id_
         self._epoch = _epoch
+        self._gen = _gen
         if 0 <= id_ < 0x1000000000000:  # Python's hash of (id ^ K): that int mod 2**61 - 1
             self._hash = <Py_hash_t>((<unsigned long long>id_ ^ 0x5BD1E9955BD1E995ULL)
                                      % 0x1FFFFFFFFFFFFFFFULL)
         else:
             self._hash = hash(id_ ^ 0x5BD1E9955BD1E995)
 
+    cdef inline bint freed(self):
+        return self._epoch != _epoch or (self._gen != _gen and self._id >= _vfloor[self._gen])
+
     @property
     def id(self):
         """The interned value id (FreedGraphError once its graph has been freed)."""
-        if self._epoch != _epoch:
+        if self.freed():
             _freed(f"ValKey #{self._id}")
         return self._id
 
     def __eq__(self, other):
-        return (type(other) is ValKey and (<ValKey>other)._id == self._id
-                and (<ValKey>other)._epoch == self._epoch)
+        if not (type(other) is ValKey and (<ValKey>other)._id == self._id
+                and (<ValKey>other)._epoch == self._epoch):
+            return False
+        # the same id in two generations: equal unless a cut freed one of them (its id may name
+        # another value now)
+        return (<ValKey>other)._gen == self._gen or not (self.freed() or (<ValKey>other).freed())
 
     def __ne__(self, other):
         return not self.__eq__(other)
@@ -183,7 +238,7 @@ cdef class ValKey:
         return ValKey, (self.id,)
 
     def __repr__(self):
-        if self._epoch != _epoch:
+        if self.freed():
             return f"ValKey({self._id}, freed)"
         return _key_hooks[2](self)
 

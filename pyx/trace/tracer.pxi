@@ -606,6 +606,11 @@ def tracing_exit():
     _n_tracing -= 1
 
 
+def n_tracing():
+    """Tracing sessions open over all threads."""
+    return _n_tracing
+
+
 @cython.freelist(64)
 cdef class Tracer:
     """A value in a function being traced: supports numpy-style arithmetic, indexing and methods."""

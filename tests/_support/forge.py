@@ -38,8 +38,9 @@ OPCODES = ["Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Neg", "Conj", "Exp"
            "Atanh", "Erf", "Erfc", "ErfInv", "Cbrt", "Logistic", "IsFinite", "Rem", "Atan2", "LU",
            "LUPermute", "Eigh", "QR", "SVD", "Rev", "Scan", "While", "Cond", "Checkpoint", "And",
            "Or", "Xor", "Not", "ShiftLeft", "ShiftRightArithmetic", "ShiftRightLogical",
-           "Conv", "ReduceWindowSum", "ReduceWindowMax", "ReduceWindowMin"]
-DTYPES = ["float32", "float64", "complex64", "complex128", "int32", "int64", "bool"]
+           "Conv", "ReduceWindowSum", "ReduceWindowMax", "ReduceWindowMin", "Threefry2x32",
+           "Threefry2x32Iota"]
+DTYPES = ["float32", "float64", "complex64", "complex128", "int32", "int64", "bool", "uint32"]
 OP = {n: i for i, n in enumerate(OPCODES)}
 DT = {n: i for i, n in enumerate(DTYPES)}
 I64_MAX, I64_MIN = 2**63 - 1, -2**63
@@ -191,7 +192,7 @@ def attr_roles(op: int, at: list[int]) -> list[tuple[int, str]]:
     lists = {"ReduceSum": ["axis"], "ReduceMax": ["axis"], "Transpose": ["perm"],
              "BroadcastInDim": ["shape", "bdim"], "Slice": ["start", "limit", "stride"],
              "Pad": ["lo", "hi", "interior"], "DotGeneral": ["lc", "rc", "lb", "rb"],
-             "Iota": ["shape"], "DynamicSlice": ["shape"], "Rev": ["dim"], "ReduceMin": ["axis"],
+             "Iota": ["shape"], "Threefry2x32Iota": ["shape"], "DynamicSlice": ["shape"], "Rev": ["dim"], "ReduceMin": ["axis"],
              "ReduceProd": ["axis"], "ReduceAnd": ["axis"], "ReduceOr": ["axis"],
              "Conv": ["stride", "lo", "hi", "ldil", "rdil"],
              **{n: ["window", "stride", "lo", "hi", "bdil", "wdil"]

@@ -22,6 +22,9 @@ from tidu.extend import fix, scale
 from tidu.ad.rules import register
 
 
+pytestmark = pytest.mark.usefixtures("no_reclaim")  # ids of successive builds compared
+
+
 @contextlib.contextmanager
 def rule_cache(enabled: bool, clear: bool = False):
     if clear:

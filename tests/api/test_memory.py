@@ -17,13 +17,7 @@ import tidu as td
 from tidu.graph import memory
 
 
-@pytest.fixture(autouse=True)
-def _limits():
-    """Every test starts from empty caches and gives the limits back as it found them."""
-    prev = td.cache_limits()
-    td.clear_caches()
-    yield
-    td.set_cache_limits(**prev)
+pytestmark = pytest.mark.usefixtures("fresh_caches")
 
 
 def _workload():

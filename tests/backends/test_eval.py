@@ -93,7 +93,9 @@ def test_select(dtype):
 
 @pytest.mark.parametrize("shape, axes", [((1000, 16), (0,)), ((16, 1000), (1,)), ((7, 1, 9, 5), (1, 2)),
                                          ((3, 0, 4), (0,)), ((3, 0, 4), (1,)), ((4, 5, 6), (0, 2)),
-                                         ((1, 8, 1), (0, 1, 2)), ((2, 3), ())])
+                                         ((1, 8, 1), (0, 1, 2)), ((2, 3), ()),
+                                         ((64, 64, 3), (2,)), ((50, 40, 3), (1,)), ((9, 5, 3), (0, 1)),
+                                         ((40, 600), (0,)), ((3, 20, 300), (1,))])
 def test_reductions_of_every_layout_match_numpy_with_nan_and_int_wrap(shape, axes):
     """Leading, trailing, middle and split reduced axes (the contiguous fast paths and the
     general loop), NaN propagating through max, integer sums wrapping as numpy's."""
@@ -529,6 +531,16 @@ def test_small_work_is_scheduled_out_of_chains_and_intermediates_take_no_arena()
     ((1,), (0,), (), (), (1, 500), (500, 1)),          # a dot product
     ((2,), (1,), (0,), (0,), (3, 40, 50), (3, 50, 1)),  # batched columns
     ((1,), (2,), (0,), (0,), (3, 50, 1), (3, 40, 50)),  # batched rows (a^T B^T)
+    # A batch axis between the free and contracting ones: each operand is still one strided
+    # matrix per batch (leading dimension past the batch axis), read in place.
+    ((2,), (2,), (1,), (1,), (40, 3, 50), (30, 3, 50)),  # "qhd,khd->hqk"
+    ((2,), (0,), (0,), (1,), (3, 40, 50), (50, 3, 30)),  # "hqk,khd->hqd"
+    ((0,), (0,), (1,), (1,), (50, 3, 40), (50, 3, 30)),  # A^T B, strided
+    ((0,), (2,), (1,), (1,), (50, 3, 40), (30, 3, 50)),  # A^T B^T, strided
+    ((2,), (1,), (1,), (0,), (300, 3, 50), (3, 50)),     # one output column per batch
+    ((2,), (2,), (1,), (1,), (1, 3, 50), (300, 3, 50)),  # one output row per batch
+    ((3,), (3,), (1,), (1,), (4, 3, 10, 50), (30, 3, 1, 50)),  # free axes split by the batch axis
+    ((1,), (1,), (2,), (2,), (40, 50, 3), (30, 50, 3)),  # batch axis last: the loops
 ])
 def test_dot_general_with_and_without_blas(dtype, lc, rc, lb, rb, ls, rs):
     """Large products go to the BLAS hook (when installed) for every layout it can express; the
@@ -745,6 +757,8 @@ def test_reductions_over_leading_axes(dtype, shape, axes):
     ((0,), (0,), (), (), (1, 64), (1, 40)),            # stored transposed
     ((1,), (1,), (), (), (64, 1), (40, 1)),
     ((2,), (1,), (0,), (0,), (3, 64, 1), (3, 1, 40)),  # batched
+    ((2,), (2,), (1,), (1,), (64, 3, 1), (40, 3, 1)),  # batch axis in the middle: strided
+    ((0,), (0,), (2,), (2,), (1, 64, 3), (1, 40, 3)),
 ])
 def test_outer_products(dtype, lc, rc, lb, rb, ls, rs):
     """Products over one contracted element (outer products) are computed directly: exactly
@@ -797,3 +811,35 @@ def test_convert_to_int_saturates_in_kernel_and_impl(src, dst):
     np.testing.assert_array_equal(P.Convert(dst).impl(x), want)
     if src.startswith("float"):  # the traced path agrees (complex -> int is refused there)
         np.testing.assert_array_equal(td.jit(lambda v: td.astype(v, dst))(x), want)
+
+
+@pytest.mark.parametrize("dtype", ("float32", "complex128", "int64", "bool"))
+@pytest.mark.parametrize("shape,perm", [
+    ((256, 64, 32), (0, 2, 1)),     # the last two axes swapped per batch: tiles
+    ((70, 45), (1, 0)),             # a plain matrix, ragged against the 32 x 32 tiles
+    ((5, 40, 33, 3), (3, 1, 0, 2)),  # the contiguous axis first, strided last
+    ((8, 64, 4, 16), (0, 2, 1, 3)),  # whole rows move ("bthd->bhtd"): merged runs, no tiles
+    ((6, 1, 50, 1, 40), (4, 1, 0, 3, 2)),  # size-1 axes dropped before the tiles
+    ((3, 4, 5), (2, 1, 0)),          # below the tiled size
+])
+def test_transposes_of_every_layout_match_numpy(dtype, shape, perm):
+    """Transposes merge the axes that stay in order and tile the ones that swap; every layout
+    gives numpy's exact values."""
+    x = value(shape, dtype)
+    (got,) = program(P.Transpose(perm), [td.aval(shape, dtype)]).eval([x])
+    np.testing.assert_array_equal(got, np.transpose(x, perm))
+
+
+@pytest.mark.parametrize("shape", [(64, 64, 3), (7, 33, 5), (3, 50, 50, 2), (41, 13, 1), (2, 3, 1000, 7),
+                                   (5, 2049, 3), (9, 15)])
+def test_chained_broadcasts_with_short_rows_match_numpy(shape):
+    """Broadcasts inside an elementwise chain with a short last axis copy whole rows of the
+    second-last axis at a time; rows cut by a block's edge (blocks of 2,048 elements) go element
+    by element.  Every layout of broadcast operand gives numpy's values."""
+    rng = np.random.default_rng(0)
+    nd = len(shape)
+    a = rng.standard_normal(shape[:-2] + (1, shape[-1]))
+    b = rng.standard_normal(shape[:-2] + (shape[-2], 1))
+    c = rng.standard_normal((1,) * (nd - 2) + shape[-2:])
+    got = td.jit(lambda a, b, c: td.sin(a - b) * c + 1.0, backend="cpu")(a, b, c)
+    np.testing.assert_allclose(got, np.sin(a - b) * c + 1.0, rtol=1e-12, atol=1e-12)

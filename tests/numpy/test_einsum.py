@@ -225,3 +225,19 @@ def test_bad_subscripts_give_clear_errors():
         td.jit(lambda a: td.cross(a, a))(A)
     with pytest.raises(ValueError, match="at least 2 axes"):
         td.jit(td.trace)(A[0])
+
+
+@pytest.mark.parametrize("eq,shapes,transposes", [
+    ("bi,bj->bij", [(6, 3), (6, 4)], 0),      # the operands taken in the output's order
+    ("ij,jk->ki", [(3, 5), (5, 4)], 0),
+    ("qhd,khd->hqk", [(7, 2, 3), (5, 2, 3)], 0),
+    ("bqhd,bkhd->bhkq", [(2, 7, 3, 4), (2, 5, 3, 4)], 0),
+    ("bhqk,bkhd->bqhd", [(2, 3, 5, 6), (2, 6, 3, 4)], 1),  # no operand order avoids it
+])
+def test_last_contraction_needs_no_transpose_when_an_order_gives_the_output(eq, shapes, transposes):
+    rng = np.random.default_rng(1)
+    xs = [rng.standard_normal(s) for s in shapes]
+    f = td.jit(lambda *a: td.einsum(eq, *a), backend="cpu")
+    listing = str(f.lower(*xs).program.graph)
+    assert listing.count("Transpose(") == transposes
+    np.testing.assert_allclose(f(*xs), np.einsum(eq, *xs), rtol=1e-12, atol=1e-12)

@@ -33,6 +33,7 @@ PROB = np.array([1e-300, 1e-20, 1e-5, 0.02, 0.1, 0.135, 0.5, 0.8647, 0.9, 0.999,
 PROB_EDGE = np.array([0.0, 1.0, -0.1, 1.1])
 TAILS = np.array([-40.0, -25.0, -20.0, -19.0, -10.0, -5.0, 0.0, 5.0, 7.9, 8.1, 12.0, 40.0])
 UNIT = np.array([0.05, 0.2, 0.5, 0.7, 0.95])
+GAMMA_EDGE = np.array([0.0, np.inf, -1.0, np.nan, 1e-300, 1e4])
 
 
 def close(got, want, rtol=1e-10, atol=1e-12):
@@ -68,6 +69,22 @@ CASES = {
     "erf": (lambda L, x: L.sp.erf(x), [REAL], [0], 1e-12),
     "erfc": (lambda L, x: L.sp.erfc(x), [REAL], [0], 1e-12),
     "erfinv": (lambda L, x: L.sp.erfinv(x), [UNIT * 2 - 1], [0], 1e-12),
+    # the iterating ones (tidu.api.special): jax's algorithms; the second rows are the edges
+    "gammainc": (lambda L, x: L.sp.gammainc(2.5, x), [POS, GAMMA_EDGE], [0], 1e-12),
+    "gammainc_a": (lambda L, x: L.sp.gammainc(x, 1.7), [POS, np.array([0.0, -1.0])], None,
+                   1e-12),
+    "gammaincc": (lambda L, x: L.sp.gammaincc(0.8, x), [POS, GAMMA_EDGE], [0], 1e-12),
+    "gammaincc_a": (lambda L, x: L.sp.gammaincc(x, 12.0), [POS], None, 1e-12),
+    "betainc": (lambda L, x: L.sp.betainc(2.0, 3.5, x), [UNIT, PROB_EDGE], [0], 1e-12),
+    "betainc_ab": (lambda L, x: L.sp.betainc(x, x[::-1] + 0.5, 0.3), [POS[1:8]], None, 1e-11),
+    "i0e": (lambda L, x: L.sp.i0e(x), [REAL, TAILS], [0, 1], 1e-13),
+    "i1e": (lambda L, x: L.sp.i1e(x), [REAL, TAILS, np.array([0.0, 19.99, 20.01, 700.0])],
+            [0, 1], 1e-12),
+    "i0": (lambda L, x: L.sp.i0(x), [REAL], [0], 1e-13),
+    "i1": (lambda L, x: L.sp.i1(x), [REAL], [0], 1e-12),
+    "zeta": (lambda L, x: L.sp.zeta(2.5, x), [POS], [0], 1e-12),
+    "zeta_x": (lambda L, x: L.sp.zeta(x + 1.01, 1.5), [POS], None, 1e-12),
+    "polygamma": (lambda L, x: L.sp.polygamma(2, x), [POS], [0], 1e-11),
     "sp_logsumexp": (lambda L, x: L.sp.logsumexp(x), [REAL], [0], 1e-12),
     "sp_softmax": (lambda L, x: L.sp.softmax(x), [REAL], [0], 1e-12),
     "sp_log_softmax": (lambda L, x: L.sp.log_softmax(x), [REAL], [0], 1e-12),
@@ -85,6 +102,16 @@ CASES = {
     "t_pdf_df": (lambda L, x: L.st.t.pdf(0.7, x), [POS], [0], 1e-10),
     "gamma_logpdf": (lambda L, x: L.st.gamma.logpdf(x, 2.5, 0.0, 1.5), [POS, REAL], [0], 1e-11),
     "gamma_pdf_a": (lambda L, x: L.st.gamma.pdf(1.3, x), [POS[:-1]], [0], 1e-10),
+    "gamma_cdf": (lambda L, x: L.st.gamma.cdf(x, 2.5, 0.5, 1.5), [POS, REAL], [0], 1e-12),
+    "gamma_sf": (lambda L, x: L.st.gamma.sf(x, 2.5, 0.5, 1.5), [POS, REAL], [0], 1e-12),
+    "gamma_logcdf": (lambda L, x: L.st.gamma.logcdf(x, 0.7), [POS], [0], 1e-11),
+    "chi2_logpdf": (lambda L, x: L.st.chi2.logpdf(x, 3.0), [POS, REAL], [0], 1e-11),
+    "chi2_cdf": (lambda L, x: L.st.chi2.cdf(x, 3.0, 0.2, 2.0), [POS, REAL], [0], 1e-12),
+    "chi2_sf": (lambda L, x: L.st.chi2.sf(x, 4.0), [POS], [0], 1e-12),
+    "beta_cdf": (lambda L, x: L.st.beta.cdf(x, 2.0, 3.5), [UNIT, REAL], [0], 1e-12),
+    "beta_sf": (lambda L, x: L.st.beta.sf(x, 2.0, 3.5), [UNIT], [0], 1e-12),
+    "poisson_cdf": (lambda L, x: L.st.poisson.cdf(L.np.round(x * 3), 4.2), [POS, REAL], None,
+                    1e-12),
     "beta_logpdf": (lambda L, x: L.st.beta.logpdf(x, 2.0, 3.5), [UNIT, REAL], [0], 1e-11),
     "beta_pdf_edge": (lambda L, x: L.st.beta.pdf(x, 1.0, 1.0), [np.array([0., 1., .5])], None,
                       1e-12),
@@ -181,3 +208,49 @@ def test_gammaln_derivative_is_finite_at_positive_integers():
     x = np.array([1.0, 2.0, 10.0, 150.0])
     got = td.jit(td.vmap(td.grad(td.scipy.special.gammaln)))(x)
     close(got, jax.vmap(jax.grad(jsp.gammaln))(x), rtol=1e-12)
+
+
+def test_incomplete_gamma_in_its_shape_argument_and_the_sample_gradient():
+    """d/da of gammainc/gammaincc is igamma_grad_a (jax's series and fraction); jax's
+    random_gamma_grad (gamma samples' implicit reparameterisation) and igamma_grad_a agree."""
+    a = np.array([0.3, 1.0, 2.5, 7.0, 40.0])
+    x = np.array([0.2, 3.0, 1.0, 9.0, 35.0])
+    for t, j in ((td.scipy.special.gammainc, jsp.gammainc),
+                 (td.scipy.special.gammaincc, jsp.gammaincc)):
+        close(td.jit(td.grad(lambda a: td.sum(t(a, x))))(a),
+              jax.grad(lambda a: jnp.sum(j(a, x)))(a), rtol=1e-11)
+    close(td.jit(td.lax.random_gamma_grad)(a, x), jax.lax.random_gamma_grad(a, x), rtol=1e-11)
+    close(td.jit(td.lax.igamma_grad_a)(a, x), jax.lax.igamma_grad_a(a, x), rtol=1e-11)
+    # jax refuses the derivatives of betainc in a and b; tidu's are central differences
+    g = td.jit(td.grad(lambda a, b: td.scipy.special.betainc(a, b, 0.3), argnums=(0, 1)))
+    h = 1e-4
+    for k, e in enumerate(np.eye(2)):
+        p, q = np.array([1.5, 2.0]) + h * e, np.array([1.5, 2.0]) - h * e
+        fd = (jsp.betainc(*p, 0.3) - jsp.betainc(*q, 0.3)) / (2 * h)
+        close(g(1.5, 2.0)[k], fd, rtol=1e-7)
+    g = td.jit(td.grad(lambda x: td.scipy.special.betainc(1.5, 2.0, x)))(0.3)
+    close(g, jax.grad(lambda x: jsp.betainc(1.5, 2.0, x))(0.3), rtol=1e-12)
+
+
+def test_iterating_functions_compose_with_vmap_scan_and_float32():
+    a = np.array([0.5, 2.0, 9.0], np.float32)
+    x = np.array([[0.1, 2.0, 8.0], [3.0, 0.5, 12.0]], np.float32)
+    got = td.jit(td.vmap(lambda r: td.scipy.special.gammainc(a, r)))(x)
+    assert got.dtype == np.float32
+    close(got, jsp.gammainc(a, x), rtol=2e-6, atol=1e-7)
+
+    def run(L, sp):
+        return L.scan(lambda c, r: (c + L.np.sum(sp.i1e(r) * sp.betainc(2.0, 3.0, r / 20.0)),
+                                    c), 0.0, x.astype(np.float64))[0]
+
+    close(td.jit(lambda: run(SimpleNamespace(scan=td.scan, np=td), td.scipy.special))(),
+          jax.jit(lambda: run(SimpleNamespace(scan=jax.lax.scan, np=jnp), jsp))(), rtol=1e-12)
+
+
+def test_iterating_functions_refuse_bad_arguments():
+    with pytest.raises(ValueError, match="integer dtype"):
+        td.jit(lambda x: td.scipy.special.polygamma(2.0, x))(1.5)
+    with pytest.raises(NotImplementedError, match="q=1.0"):
+        td.jit(lambda x: td.scipy.special.zeta(x))(2.0)
+    with pytest.raises(TypeError, match="complex"):
+        td.jit(lambda x: td.scipy.special.gammainc(1.0, x))(1j)

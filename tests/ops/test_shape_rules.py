@@ -271,6 +271,25 @@ BAD += [(c(), [A((2,)), A((2,))], TypeError, f"{c.__name__}: operand dtype float
 BAD += [(P.ShiftLeft(), [A((2,), "bool"), A((2,), "bool")], TypeError,
          "ShiftLeft: operand dtype bool"),
         (P.Not(), [A((2,), "complex64")], TypeError, "Not: operand dtype complex64")]
+GOOD += [(c(), [A((2,), "uint32"), A((2,), "uint32")], A((2,), "uint32"))
+         for c in _BITWISE2 + _SHIFTS]
+
+# random numbers (ops/random.py): key (K..., 2), count (K..., C..., 2)
+GOOD += [(P.Threefry2x32(), [A((2,), "uint32"), A((5, 3, 2), "uint32")], A((5, 3, 2), "uint32")),
+         (P.Threefry2x32(), [A((4, 2), "uint32"), A((4, 3, 2), "uint32")], A((4, 3, 2), "uint32"))]
+GOOD += [(P.Threefry2x32Iota((3, 4)), [A((2,), "uint32")], A((3, 4, 2), "uint32")),
+         (P.Threefry2x32Iota(()), [A((5, 2), "uint32")], A((5, 2), "uint32")),
+         (P.Threefry2x32Iota((3,), True), [A((5, 2), "uint32")], A((5, 3), "uint32"))]
+BAD += [(P.Threefry2x32Iota((3,)), [A((2,), "int64")], TypeError,
+         "Threefry2x32Iota: key dtype int64 is not uint32"),
+        (P.Threefry2x32Iota((3,)), [A((3,), "uint32")], ValueError,
+         "does not end in an axis of 2")]
+BAD += [(P.Threefry2x32(), [A((2,), "int32"), A((3, 2), "uint32")], TypeError,
+         "Threefry2x32: key dtype int32 is not uint32"),
+        (P.Threefry2x32(), [A((2,), "uint32"), A((3, 4), "uint32")], ValueError,
+         r"Threefry2x32: count shape \(3, 4\) does not end in an axis of 2"),
+        (P.Threefry2x32(), [A((4, 2), "uint32"), A((5, 3, 2), "uint32")], ValueError,
+         "the key's leading axes must lead the count's")]
 
 
 # convolution (ops/conv.py): canonical layout lhs (N, C, *S), rhs (O, I, *K)
@@ -312,6 +331,17 @@ BAD += [(P.ReduceWindowSum((2,), (1,), (0,), (0,), (1,), (1,)), [A((2, 3))], Val
          "ReduceWindowMin: negative padding"),
         (P.ReduceWindowMax((2,), (1,), (0,), (0,), (1,), (1,)), [A((3,), "complex128")],
          TypeError, "ReduceWindowMax: operand dtype complex128 is not real")]
+
+# collectives over a named vmap axis (ops/collective.py)
+GOOD += [(P.AxisReduce("sum", "i"), [A((2, 3)), A((), "int32")], A((2, 3))),
+         (P.AxisReduce("max", "i"), [A((), "int32"), A((), "int32")], A((), "int32")),
+         (P.AxisGather("i", 4, 1), [A((2, 3), "float32"), A((), "int32")], A((2, 4, 3), "float32"))]
+BAD += [(P.AxisReduce("sum", "i"), [A((2,)), A((2,), "int32")], TypeError,
+         "AxisReduce: the axis index operand must be an integer scalar"),
+        (P.AxisReduce("sum", "i"), [A((2,), "bool"), A((), "int32")], TypeError,
+         "AxisReduce: .* is not numeric"),
+        (P.AxisGather("i", 4, 3), [A((2, 3)), A((), "int32")], ValueError,
+         "AxisGather: pos 3 out of range for an operand of rank 2")]
 
 
 @pytest.mark.parametrize("op,avals,expected", GOOD, ids=lambda x: getattr(x, "name", None))

@@ -18,6 +18,9 @@ from tidu.numpy import indexing
 from tidu.numpy.array_methods import HOOKS  # the general paths the compiled tracer calls
 from tidu.trace import tracer as tracing
 
+pytestmark = pytest.mark.usefixtures("no_reclaim")  # ids of successive builds compared
+
+
 DTYPES = ["float32", "float64", "complex64", "complex128", "int32", "int64", "bool"]
 SCALARS = [0.0, -0.0, 0, 1, -1, 1.0, 2, 2.0, -3.5, 0.1, 1e-30, 7, 2**63 - 1, -2**63, 2**64,
            math.inf, -math.inf, math.nan, 1e300]

@@ -20,7 +20,7 @@ from tidu.api.tree import flatten_args as _flatten_args
 from tidu.api.tree_util import keystr, tree_leaves_with_path
 from tidu.backends.program import CompiledProgram, _check_backend, compile
 from tidu.graph import FragmentBuilder, materialize_merge, resolve
-from tidu.graph.memory import FunctionCache, register_cache
+from tidu.graph.memory import FunctionCache, at_safe_point, register_cache
 from tidu.trace.build import as_aval, flatten_outputs, tracing
 from tidu.trace.tracer import Tracer
 from tidu.trace.tracer import _stack as _trace_stack
@@ -57,6 +57,7 @@ def trace_program(fn: Callable, args: tuple, backend: str = "auto", device=None,
     works, tidu.guards); the program then has one more output, its guard vector, and
     ``prog.n_guards`` says how many guards it holds."""
     leaves, in_tree = _flatten_args(args)
+    at_safe_point()  # a top-level trace: memory of dropped graphs may go back first
     builder = FragmentBuilder(prefix="p")
     conc = Concrete() if concrete else None
     with tracing(builder, conc) as t:

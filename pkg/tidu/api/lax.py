@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tidu import ops as _P
+from tidu.api.collectives import all_gather, axis_index, axis_size, pmax, pmean, pmin, psum
 from tidu.api.control_flow import (
     _eager,
     _emit_multi,
@@ -22,6 +23,17 @@ from tidu.api.control_flow import (
 )
 from tidu.api.custom import closure_convert, custom_jvp
 from tidu.api.grad import jvp, vjp
+from tidu.api.special import (
+    bessel_i0e,
+    bessel_i1e,
+    betainc,
+    igamma,
+    igamma_grad_a,
+    igammac,
+    polygamma,
+    random_gamma_grad,
+    zeta,
+)
 from tidu.numpy.conv import (
     ConvDimensionNumbers,
     conv,
@@ -33,15 +45,19 @@ from tidu.numpy.conv import (
 )
 from tidu.numpy.core import stop_gradient
 from tidu.numpy.logical import bitwise_and, bitwise_not, bitwise_or, bitwise_xor
+from tidu.numpy.scipy.special import digamma
+from tidu.numpy.scipy.special import gammaln as lgamma
 from tidu.numpy.take import dynamic_slice, dynamic_update_slice
 from tidu.ops.control_flow import CustomLinear, close_body
 from tidu.trace.tracer import _emit, _lift, _promote, _trace_of
 
-__all__ = ["ConvDimensionNumbers", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor",
-           "cond", "conv", "conv_dimension_numbers",
+__all__ = ["ConvDimensionNumbers", "all_gather", "axis_index", "axis_size", "bessel_i0e",
+           "bessel_i1e", "betainc", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor",
+           "cond", "digamma", "igamma", "igamma_grad_a", "igammac", "lgamma", "polygamma",
+           "random_gamma_grad", "zeta", "conv", "conv_dimension_numbers",
            "conv_general_dilated", "conv_transpose", "conv_with_general_padding",
            "custom_linear_solve", "custom_root", "dynamic_slice", "dynamic_update_slice",
-           "fori_loop", "linear_call", "reduce_window", "scan",
+           "fori_loop", "linear_call", "pmax", "pmean", "pmin", "psum", "reduce_window", "scan",
            "shift_left", "shift_right_arithmetic", "shift_right_logical", "stop_gradient",
            "switch", "while_loop"]
 

@@ -12,6 +12,7 @@ program.  ``eval_batch`` stays the way to run an already compiled program over m
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Callable
 from typing import Any
@@ -20,6 +21,7 @@ import numpy as np
 
 from tidu._native import _core
 from tidu.ad.batch import batch_walk
+from tidu.api.collectives import bound_axis
 from tidu.api.jit import describe, jit
 from tidu.api.nested import NestedArg, _Ctx, _outer_trace, _val
 from tidu.api.tree import check_leaves, unflatten
@@ -76,7 +78,7 @@ def _moveaxis(x, src: int, dst: int):
     return T.transpose(x, tuple(perm))
 
 
-def _inline_vmap(trace, fn, args, kwargs, in_axes, out_axes, axis_size):
+def _inline_vmap(trace, fn, args, kwargs, in_axes, out_axes, axis_size, axis_name=None):
     if kwargs:  # jax maps keyword arguments along their axis 0
         in_axes = (in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args)) + (0,)
         args = args + (kwargs,)
@@ -129,13 +131,22 @@ def _inline_vmap(trace, fn, args, kwargs, in_axes, out_axes, axis_size):
         fresh = Tracer(trace, trace.store.global_of(local), av)
         inner.append(fresh)
         seeds.append((fresh._v, _moveaxis(x, ax, 0)._v))
+    bound = contextlib.nullcontext()
+    if axis_name is not None:  # the axis's index value: one more input, seeded with arange(n)
+        b.n_nested += 1
+        av = aval((), np.int32)
+        index = Tracer(trace, trace.store.global_of(b.add_input(NestedArg(base + len(leaves)),
+                                                                av)), av)
+        seeds.append((index._v, ctx.lift(np.arange(n, dtype=np.int32))._v))
+        bound = bound_axis(axis_name, n, index)
     saved, trace.concrete = trace.concrete, None  # mapped values have no single value
     try:
-        out = (
-            fn(*unflatten(in_tree, inner))
-            if not kwargs
-            else fn(*unflatten(in_tree, inner)[:-1], **unflatten(in_tree, inner)[-1])
-        )
+        with bound:
+            out = (
+                fn(*unflatten(in_tree, inner))
+                if not kwargs
+                else fn(*unflatten(in_tree, inner)[:-1], **unflatten(in_tree, inner)[-1])
+            )
     finally:
         trace.concrete = saved
     flat, out_tree = flatten_outputs(ctx, out)
@@ -170,7 +181,8 @@ def _inline_vmap(trace, fn, args, kwargs, in_axes, out_axes, axis_size):
 
 
 def vmap(
-    fn: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | None = None
+    fn: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | None = None,
+    axis_name: Any = None, spmd_axis_name: Any = None,
 ) -> Callable:
     """Like jax.vmap: fn mapped over an axis of its arguments, as one program over batched arrays.
 
@@ -183,6 +195,11 @@ def vmap(
         out_axes: where the mapped axis goes in each output (same forms); None only for
             outputs that do not depend on a mapped argument.
         axis_size: the mapped size, needed when no argument is mapped.
+        axis_name: a hashable name for the mapped axis, so that ``td.lax.psum``, ``pmean``,
+            ``pmax``, ``pmin``, ``all_gather`` and ``axis_index`` inside fn work across its
+            members (jax's semantics; docs/vmap.md, "Named axes").
+        spmd_axis_name: accepted for jax's signature; tidu's vmap runs on one device, so it
+            changes nothing.
 
     Composes with every transform in both orders (``vmap(grad(f))``, ``grad(vmap(f))``,
     ``jit``, nesting); at top level the mapped function is compiled once per shapes/dtypes.
@@ -205,7 +222,8 @@ def vmap(
                 f"len(args)={len(args)}"
             )
         return _inline_vmap(
-            _outer_trace(args, kwargs), fn, args, kwargs, in_axes, out_axes, axis_size
+            _outer_trace(args, kwargs), fn, args, kwargs, in_axes, out_axes, axis_size,
+            axis_name
         )
 
     compiled = jit(describe(traced, "vmap", fn))

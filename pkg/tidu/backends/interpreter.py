@@ -24,7 +24,9 @@ from tidu.backends.inputs import check_inputs, shared_inputs
 from tidu.graph import aval_of, prim_of
 from tidu.graph.memory import register_cache
 
-__all__ = ["SIGNATURE", "encode", "has_kernels", "memory_report"]
+__all__ = [
+    "SIGNATURE", "encode", "get_num_threads", "has_kernels", "memory_report", "set_num_threads",
+]
 
 
 def _load_blas() -> bool:
@@ -50,6 +52,42 @@ def ensure_blas() -> bool:
     if BLAS is None:
         BLAS = _load_blas()
     return BLAS
+
+
+# ---- threads (cpp/include/tidu/vm/parallel.hpp; docs/evaluator.md, "Threads") ----
+
+
+def set_num_threads(n: int | None) -> None:
+    """Set how many threads one evaluation may use, the calling thread included.
+
+    Large matrix products, convolutions, long elementwise chains and ``eval_batch`` are cut into
+    chunks that a persistent pool of worker threads and the calling thread take one at a time;
+    the BLAS itself runs single-threaded.  The setting applies from the next evaluation, in every
+    thread of the process.
+
+    Args:
+        n: a positive count (capped at 256), 1 for single-threaded evaluation, or None for the
+            default: ``TIDU_NUM_THREADS`` from the environment when set, else the cores this
+            process may run on.
+
+    Raises:
+        TypeError: n is not an int or None.
+        ValueError: n is below 1.
+    """
+    if n is None:
+        _eval.set_num_threads(0)
+        return
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise TypeError(f"set_num_threads takes a positive int or None, got {n!r}")
+    if n < 1:
+        raise ValueError(f"set_num_threads takes a positive int or None, got {n}")
+    _eval.set_num_threads(int(n))
+
+
+def get_num_threads() -> int:
+    """How many threads one evaluation may use, the calling thread included (see
+    ``set_num_threads``)."""
+    return _eval.get_num_threads()
 
 
 OPCODE = {name: i for i, name in enumerate(_eval.OPCODES)}
@@ -239,7 +277,8 @@ class LoadedProgram:
         (None: one value shared by every point)."""
         shared = shared_inputs(in_axes, len(self.inputs))
         arrs, batch = self._arrays(inputs, batch=True, shared=shared)
-        return self.native.run_batch(arrs, batch, threads or os.cpu_count() or 1, exact, shared)
+        return self.native.run_batch(arrs, batch, threads or _eval.get_num_threads(), exact,
+                                     shared)
 
 
 _HEADER = 32  # magic (8) | version (4) | reserved (4) | payload bytes (8) | checksum (8)

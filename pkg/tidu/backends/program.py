@@ -4,7 +4,6 @@ interpreter, XLA, or each op's Python ``impl``). Names no primitive."""
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -205,8 +204,8 @@ class CompiledProgram:
         Args:
             inputs: arrays in ``self.inputs`` order, each with a leading batch axis, except
                 those ``in_axes`` declares shared.
-            threads: interpreter threads (default: all cores); blocks are split over them with
-                the GIL released.
+            threads: interpreter threads (default: ``tidu.get_num_threads()``); chunks of points
+                are taken by them one at a time, with the GIL released.
             backend: ``"cpu"``, ``"xla"`` or None (this program's backend).
             devices: XLA only: split the batch over devices — an int (jax's first n devices), a
                 sequence of jax devices, or a ``jax.sharding.Mesh`` (the batch axis is sharded
@@ -240,7 +239,8 @@ class CompiledProgram:
         native = self.executable.native
         if native is None:
             raise NotImplementedError("eval_batch needs C++ kernels for every op")
-        return native.run_batch(arrs, batch, threads or os.cpu_count() or 1, exact, shared)
+        return native.run_batch(arrs, batch, threads or interpreter.get_num_threads(), exact,
+                                shared)
 
     def _eval_batch_xla(self, arrs: list[np.ndarray], batch: int, devices,
                         shared=None) -> list[np.ndarray]:

@@ -32,12 +32,15 @@ class Executable:
         self.input_slots = arrays["input_slots"]
         self.output_slots = arrays["output_slots"]
         self._instructions = None
-        self._epoch = _core.epoch()  # its primitive ids are void once the interner is emptied
+        # its primitive ids are void once the interner is emptied, or cut below them
+        self._epoch, self._gen = _core.epoch(), _core.generation()
+        prims = arrays["instr_prim"]
+        self._n_prims = int(prims.max()) + 1 if len(prims) else 0
 
     def check_live(self) -> None:
         """FreedGraphError when the primitives this program names were freed (an executable
         kept past ``td.clear_caches()`` without its CompiledProgram, which would have kept them)."""
-        if self._epoch != _core.epoch():
+        if _core.prims_freed(self._epoch, self._gen, self._n_prims):
             raise _core.FreedGraphError(
                 "this executable names primitives that td.clear_caches (or the automatic "
                 "reclaim) has freed: compile the program again")

@@ -11,12 +11,13 @@ from typing import Any
 import numpy as np
 
 __all__ = ["AbstractValue", "aval", "aval_of", "MAX_ELEMENTS", "FLOATS", "COMPLEXES", "INTS",
-           "BOOL", "INEXACT", "NUMERIC", "REAL", "ALL", "real_dtype", "is_differentiable",
-           "saturating_int"]
+           "BOOL", "INEXACT", "NUMERIC", "REAL", "ALL", "SIGNED_INTS", "UNSIGNED_INTS",
+           "real_dtype", "is_differentiable", "saturating_int"]
 
 
 _DTYPES = {np.dtype(n) for n in
-           ("float32", "float64", "complex64", "complex128", "int32", "int64", "bool")}
+           ("float32", "float64", "complex64", "complex128", "int32", "int64", "bool",
+            "uint32")}
 
 
 # The most elements an array may have (product of its non-zero dimensions): 2^48, so that byte
@@ -90,7 +91,9 @@ def aval_of(aval_id: int) -> AbstractValue:
 
 FLOATS = frozenset(np.dtype(d) for d in ("float32", "float64"))
 COMPLEXES = frozenset(np.dtype(d) for d in ("complex64", "complex128"))
-INTS = frozenset(np.dtype(d) for d in ("int32", "int64"))
+INTS = frozenset(np.dtype(d) for d in ("int32", "int64", "uint32"))
+SIGNED_INTS = frozenset(np.dtype(d) for d in ("int32", "int64"))
+UNSIGNED_INTS = frozenset({np.dtype("uint32")})
 BOOL = np.dtype("bool")
 INEXACT = FLOATS | COMPLEXES
 NUMERIC = INEXACT | INTS
@@ -112,8 +115,10 @@ def is_differentiable(dt: np.dtype) -> bool:
 def saturating_int(v: np.ndarray, dt: np.dtype) -> np.ndarray:
     """Floats as integer dtype dt: out of range saturates, NaN is 0 (XLA's and the interpreter's
     Convert; numpy's astype leaves those undefined)."""
-    lo = v.dtype.type(np.iinfo(dt).min)  # -lo, a power of two, is exact in every float type
-    out = np.where((v > lo) & (v < -lo), v, 0).astype(dt)
-    out[v <= lo] = np.iinfo(dt).min
-    out[v >= -lo] = np.iinfo(dt).max
+    info = np.iinfo(dt)
+    lo = v.dtype.type(info.min)  # the bounds, powers of two (or 0), are exact in every float type
+    hi = v.dtype.type(-info.min if info.min else 2.0 ** info.bits)
+    out = np.where((v > lo) & (v < hi), v, 0).astype(dt)
+    out[v <= lo] = info.min
+    out[v >= hi] = info.max
     return out

@@ -14,6 +14,7 @@ design and what is not reclaimed.
 from __future__ import annotations
 
 import gc
+import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable
@@ -26,7 +27,9 @@ __all__ = [
     "FreedGraphError",
     "FunctionCache",
     "cache_limits",
+    "at_safe_point",
     "clear_caches",
+    "cut",
     "disown",
     "maybe_reclaim",
     "memory_stats",
@@ -132,20 +135,23 @@ _held = [0, 0]  # primitives looked at, and the bytes they hold (estimated)
 _PRIM_BYTES, _KEY_BYTES, _PROGRAM_BYTES = 1024, 512, 8192
 
 
+def _prim_bytes(op) -> int:
+    data = getattr(op, "data", None)
+    return _PRIM_BYTES + (len(data) if isinstance(data, (bytes, bytearray)) else
+                          int(getattr(data, "nbytes", 0) or 0))
+
+
 def _prims_bytes() -> int:
     """About what the tables of primitives and input keys hold, the data of constants included
     (counted once per primitive, as they come)."""
     objs = _keys._prims.objs
     n = len(objs)
-    if _held[0] > n:  # emptied since
-        _held[0] = _held[1] = 0
-    acc = _held[1]
-    for i in range(_held[0], n):
-        data = getattr(objs[i], "data", None)
-        acc += _PRIM_BYTES + (len(data) if isinstance(data, (bytes, bytearray)) else
-                              int(getattr(data, "nbytes", 0) or 0))
-    _held[0], _held[1] = n, acc
-    return acc + _KEY_BYTES * len(_keys._input_keys.objs)
+    if _held[0] != n:
+        if _held[0] > n:  # emptied or cut since
+            _held[0] = _held[1] = 0
+        _held[1] += sum([_prim_bytes(objs[i]) for i in range(_held[0], n)])
+        _held[0] = n
+    return _held[1] + _KEY_BYTES * len(_keys._input_keys.objs)
 
 
 def _held_bytes() -> int:
@@ -158,11 +164,70 @@ def _held_bytes() -> int:
 def reclaim() -> bool:
     """Empty the interner, the tables of primitives and input keys and every memo of their ids,
     if no fragment, walk or program holds interned ids; returns whether it did."""
+    if not (_core.n_vals() or _core.n_ops() or _keys._prims.objs or _keys._input_keys.objs):
+        return _core.live_holders() == 0  # empty already: no new epoch
     with _lock:
         done = _core.reset_interner(_id_tables())
     if done:
         _held[0] = _held[1] = 0
+        _cut_at[0] = _cut_at[1] = 0
     return done
+
+
+def cut(min_bytes: int = 0) -> int:
+    """Cut the interner back to the ids that live fragments, walks and programs reach (and
+    everything interned before the newest of them: ids go as a stack), with the primitives of
+    the ops kept; every memo of ids is emptied, as by an emptying. Returns the number of ops
+    freed; 0, with nothing touched, when the estimated bytes given back are under min_bytes.
+
+    Only safe where no trace or transform is in progress (their ids in hand are not yet in a
+    holder): ``at_safe_point`` checks that before calling it."""
+    with _lock:
+        n_vals, n_ops, n_prims, n_keys = _core.kept_marks()
+        prims, keys = _keys._prims, _keys._input_keys
+        if n_ops == _core.n_ops() and n_prims == len(prims.objs) and n_keys == len(keys.objs):
+            return 0
+        if min_bytes:
+            total = max(_core.n_ops(), 1)
+            est = _core.interner_bytes() * (total - n_ops) // total
+            est += sum(_prim_bytes(op) for op in prims.objs[n_prims:])
+            est += _KEY_BYTES * (len(keys.objs) - n_keys)
+            programs = _CACHES.get("program_cache")  # emptied with the memos
+            est += _PROGRAM_BYTES * (len(programs[0]) if programs is not None else 0)
+            if est < min_bytes:
+                return 0
+        tables = [c for c, _, holds, _ in _CACHES.values() if holds]
+        freed = _core.truncate_interner(n_vals, n_ops, n_prims, n_keys, (prims.ids, prims.objs),
+                                        (keys.ids, keys.objs), tables)
+    _held[0] = _held[1] = 0
+    return freed
+
+
+_cut_at = [0, 0]  # _held_bytes() and live holders after the last automatic attempt
+
+
+def at_safe_point() -> None:
+    """The automatic cut: called where a top-level trace starts (jit's trace, ``td.build``),
+    so no ids are in hand outside holders; it acts only when no trace is open in any thread and
+    the process has one Python thread (another thread could hold ids between interning them
+    and storing them), and once the interner and its tables have grown by ``reclaim_bytes``
+    since the last attempt, or hold that much and the live holders the last attempt found have
+    halved since. Cheap when it does nothing (a count, a size)."""
+    limit = _LIMITS["reclaim_bytes"]
+    if not limit or _core.n_tracing():
+        return
+    held = _held_bytes()
+    if held - _cut_at[0] < limit:
+        # or the holders an attempt found have mostly gone since (many functions dropped)
+        if held < limit or 2 * _core.live_holders() > _cut_at[1]:
+            return
+    if threading.active_count() != 1:
+        return
+    if not (_core.live_holders() == 0 and reclaim()) and not cut(min_bytes=limit // 2):
+        gc.collect()  # dropped jitted functions often sit in reference cycles
+        if not (_core.live_holders() == 0 and reclaim()):
+            cut(min_bytes=limit // 2)
+    _cut_at[0], _cut_at[1] = _held_bytes(), _core.live_holders()
 
 
 def maybe_reclaim() -> None:
@@ -192,7 +257,11 @@ def clear_caches() -> bool:
         else:
             cache.clear()
     gc.collect()
-    return reclaim()
+    if reclaim():
+        return True
+    if not _core.n_tracing():  # something alive: give back what nothing reaches past it
+        cut()
+    return False
 
 
 def memory_stats() -> dict[str, dict]:
@@ -202,9 +271,9 @@ def memory_stats() -> dict[str, dict]:
     ``tables_bytes``: about what those two tables hold, constants' data included,
     ``reclaimable_bytes``: about what emptying would give back, weighed against reclaim_bytes,
     ``live_holders``: fragments and walks alive that keep it from being emptied, ``epoch``: how
-    many times it was emptied), ``jit`` (``functions``, ``entries``), ``rule_templates``,
-    ``tracer_rules``, ``leaf_avals`` and each registered cache (``entries``, ``bytes`` where
-    known)."""
+    many times it was emptied, ``generation``: how many times it was cut back since), ``jit``
+    (``functions``, ``entries``), ``rule_templates``, ``tracer_rules``, ``leaf_avals`` and each
+    registered cache (``entries``, ``bytes`` where known)."""
     caches = _live_caches()
     out = {
         "interner": {
@@ -212,6 +281,7 @@ def memory_stats() -> dict[str, dict]:
             "primitives": len(_keys._prims.objs), "input_keys": len(_keys._input_keys.objs),
             "tables_bytes": _prims_bytes(), "reclaimable_bytes": _held_bytes(),
             "live_holders": _core.live_holders(), "epoch": _core.epoch(),
+            "generation": _core.generation(),
         },
         "jit": {"functions": len(caches), "entries": sum(len(c) for c in caches)},
     }

@@ -15,7 +15,7 @@ from tidu.numpy.creation import asarray
 
 __all__ = [
     "bool_", "complex64", "complex128", "dtype", "e", "euler_gamma", "finfo", "float32",
-    "float64", "iinfo", "inf", "int32", "int64", "nan", "newaxis", "pi",
+    "float64", "iinfo", "inf", "int32", "int64", "nan", "newaxis", "pi", "uint32",
 ]
 
 
@@ -47,6 +47,7 @@ class _ScalarType:
 
 float32, float64 = _ScalarType("float32"), _ScalarType("float64")
 int32, int64 = _ScalarType("int32"), _ScalarType("int64")
+uint32 = _ScalarType("uint32")
 complex64, complex128 = _ScalarType("complex64"), _ScalarType("complex128")
 bool_ = _ScalarType("bool")
 

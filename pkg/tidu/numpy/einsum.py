@@ -376,10 +376,19 @@ def _broadcast_ellipsis(term: _Term, size) -> _Term:
     return _Term(_emit(P.BroadcastInDim(shape, tuple(range(nd))), term.x), term.idx)
 
 
-def _contract(a: _Term, b: _Term, keep) -> _Term:
+def _contract(a: _Term, b: _Term, keep, out=None) -> _Term:
     """One pairwise contraction as a DotGeneral: shared labels kept later are batch axes, the
-    other shared ones are contracted."""
+    other shared ones are contracted.  `out` (the final contraction's output labels): the
+    operands are taken in the order whose result needs no Transpose, when only one does."""
     a, b = _sum_out(a, keep | set(b.idx)), _sum_out(b, keep | set(a.idx))
+    if out is not None:
+        def in_order(u, v):
+            sh = [i for i in u.idx if i in v.idx]
+            idx = [i for i in sh if i in keep] + [i for i in u.idx if i not in sh] + \
+                  [i for i in v.idx if i not in sh]
+            return idx == [i for i in out if i in idx]
+        if not in_order(a, b) and in_order(b, a):
+            a, b = b, a
     shared = [i for i in a.idx if i in b.idx]
     batch = [i for i in shared if i in keep]
     contr = [i for i in shared if i not in keep]
@@ -440,7 +449,8 @@ def einsum(
         acc = taken[0]
         for k, other in enumerate(taken[1:]):
             later = set().union(*[set(tm.idx) for tm in taken[k + 2 :]])
-            acc = _contract(acc, other, keep | later)
+            last = not terms and k == len(taken) - 2
+            acc = _contract(acc, other, keep | later, out if last else None)
         terms.append(acc)
     if len(terms) != 1:
         raise ValueError(f"einsum: the path {path} leaves {len(terms)} operands, not one")

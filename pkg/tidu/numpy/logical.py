@@ -106,6 +106,8 @@ def left_shift(x1, x2) -> Tracer:
 @_numpy_outside(np.right_shift)
 def right_shift(x1, x2) -> Tracer:
     t, a, b = _operands("right_shift (>>)", x1, x2, shift=True)
+    if a.aval.dtype.kind == "u":  # numpy's and jax's >> of unsigned integers is logical
+        return _emit(t, P.ShiftRightLogical(), a, b)
     return _emit(t, P.ShiftRightArithmetic(), a, b)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tidu.ops.bitwise import And, Not, Or, ShiftLeft, ShiftRightArithmetic, ShiftRightLogical, Xor
+from tidu.ops.collective import AxisGather, AxisReduce
 from tidu.ops.control_flow import Checkpoint, Cond, Scan, While
 from tidu.ops.conv import Conv
 from tidu.ops.core import (
@@ -64,6 +65,7 @@ from tidu.ops.math import (
                                   Sinh,
                                   Tan,
 )
+from tidu.ops.random import Threefry2x32, Threefry2x32Iota
 from tidu.ops.reductions import (
                                   ArgMax,
                                   ArgMin,
@@ -99,18 +101,22 @@ BITWISE = ("And", "Or", "Xor", "Not", "ShiftLeft", "ShiftRightArithmetic", "Shif
 CONTROL_FLOW = ("Scan", "Cond", "While", "Checkpoint")
 # convolution (ops/conv.py, docs/conv.md)
 CONV = ("Conv", "ReduceWindowSum", "ReduceWindowMax", "ReduceWindowMin")
+# collectives over a named vmap axis, resolved by that vmap's batching walk (ops/collective.py)
+COLLECTIVE = ("AxisReduce", "AxisGather")
+# random numbers (ops/random.py, docs/random.md)
+RANDOM = ("Threefry2x32", "Threefry2x32Iota")
 
 __all__ = [
     "Abs", "Acos", "Acosh", "Add", "And", "ArgMax", "ArgMin", "Asin", "Asinh", "Atan", "Atan2",
-    "Atanh", "BroadcastInDim", "Cbrt", "Ceil", "Checkpoint", "Cholesky", "Compare", "Concatenate",
-    "Cond", "Conj", "Constant", "Conv", "Convert", "Cos", "Cosh", "Cummax", "Cummin", "Cumprod",
-    "Cumsum",
-    "Div", "DotGeneral", "DynamicSlice", "DynamicUpdateSlice", "Eigh", "Erf", "ErfInv", "Erfc",
-    "Exp", "Expm1", "Floor", "Gather", "Imag", "Iota", "IsFinite", "LU", "LUPermute", "LinearScan",
-    "Log", "Log1p", "Logistic", "Max", "Min", "Mul", "Neg", "Not", "Or", "Pad", "Pow", "QR",
-    "Real", "ReduceAnd", "ReduceMax", "ReduceMin", "ReduceOr", "ReduceProd", "ReduceSum",
-    "ReduceWindowMax", "ReduceWindowMin", "ReduceWindowSum", "Rem",
-    "Reshape", "Rev", "Round", "Rsqrt", "SVD", "Scan", "Scatter", "Select", "ShiftLeft",
-    "ShiftRightArithmetic", "ShiftRightLogical", "Sign", "Sin", "Sinh", "Slice", "Sort", "Sqrt",
-    "StopGradient", "Sub", "Tan", "Tanh", "Transpose", "TriangularSolve", "While", "Xor"
+    "Atanh", "AxisGather", "AxisReduce", "BroadcastInDim", "Cbrt", "Ceil", "Checkpoint",
+    "Cholesky", "Compare", "Concatenate", "Cond", "Conj", "Constant", "Conv", "Convert", "Cos",
+    "Cosh", "Cummax", "Cummin", "Cumprod", "Cumsum", "Div", "DotGeneral", "DynamicSlice",
+    "DynamicUpdateSlice", "Eigh", "Erf", "ErfInv", "Erfc", "Exp", "Expm1", "Floor", "Gather",
+    "Imag", "Iota", "IsFinite", "LU", "LUPermute", "LinearScan", "Log", "Log1p", "Logistic", "Max",
+    "Min", "Mul", "Neg", "Not", "Or", "Pad", "Pow", "QR", "Real", "ReduceAnd", "ReduceMax",
+    "ReduceMin", "ReduceOr", "ReduceProd", "ReduceSum", "ReduceWindowMax", "ReduceWindowMin",
+    "ReduceWindowSum", "Rem", "Reshape", "Rev", "Round", "Rsqrt", "SVD", "Scan", "Scatter",
+    "Select", "ShiftLeft", "ShiftRightArithmetic", "ShiftRightLogical", "Sign", "Sin", "Sinh",
+    "Slice", "Sort", "Sqrt", "StopGradient", "Sub", "Tan", "Tanh", "Threefry2x32",
+    "Threefry2x32Iota", "Transpose", "TriangularSolve", "While", "Xor",
 ]

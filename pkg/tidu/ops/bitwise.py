@@ -111,4 +111,6 @@ class ShiftRightArithmetic(_Shift):
 
     def impl(self, x, y):
         x, y = np.asarray(x), np.asarray(y)
-        return np.right_shift(x, np.where(_out_of_range(x, y), _bits(x) - 1, y)).astype(x.dtype)
+        s = x.view(np.dtype(f"int{_bits(x)}"))  # an unsigned x shifts its bits as signed (XLA)
+        amount = np.where(_out_of_range(x, y), _bits(x) - 1, y).astype(s.dtype)
+        return np.right_shift(s, amount).view(x.dtype).astype(x.dtype)

@@ -171,6 +171,7 @@ def _unbatched(v, lo):
     """The AbstractValue of a lowering Value (its tensor type) without the batch axis."""
     dims, el = re.fullmatch(r"tensor<((?:\d+x)*)(.*)>", v.type).groups()
     dt = {"i32": "int32", "i64": "int64", "f32": "float32", "f64": "float64", "i1": "bool",
+          "ui32": "uint32",
           "complex<f32>": "complex64", "complex<f64>": "complex128"}[el]
     return aval(tuple(int(p) for p in dims.split("x") if p)[lo.nb:], dt)
 

@@ -12,8 +12,9 @@ Derivatives are jax's and use only tidu primitives:
 - cumprod, cummax, cummin and LinearScan differentiate to a LinearScan (the first-order linear
   recurrence s_k = a_k s_{k-1} + b_k, linear in b), whose transpose is the recurrence run backwards:
   every derivative stays O(n), never divides, and differentiates again;
-- sort's tangent is the tangent permuted as the values were (Sort of (keys, tangent)); its
-  transpose permutes back by sorting by the permutation.
+- sort's tangent is the tangent gathered by the sorting permutation (a Sort of an iota by the
+  keys); its transpose is the gather's, a scatter-add of the cotangent back: two sorts per
+  gradient (the forward one and the permutation), not three.
 """
 
 from __future__ import annotations
@@ -31,9 +32,13 @@ from tidu.ops.core import (
     NUMERIC,
     REAL,
     A,
+    Add,
+    Constant,
     Convert,
     F,
+    Mul,
     Primitive,
+    Reshape,
     add_all,
     aval_of,
     check_dtype,
@@ -45,12 +50,33 @@ from tidu.ops.core import (
     shifted,
 )
 from tidu.ops.elementwise import Compare
+from tidu.ops.gather import Gather
 from tidu.ops.structural import Concatenate, Iota, Slice
 
 __all__ = ["Cumsum", "Cumprod", "Cummax", "Cummin", "LinearScan", "Sort"]
 
 
 # ---- helpers ----
+
+
+def _permute(b, keys, axis: int, descending: bool, t):
+    """t (active) permuted along `axis` as Sort(axis, descending) permutes `keys`: the sorting
+    permutation (one Sort of an iota by the keys), then one Gather of t along a flat axis."""
+    kav = aval_of(b, keys)
+    shape, n = kav.shape, kav.size
+    perm = fix(b, Sort(axis, descending), keys, fix(b, Iota(shape, "int64", axis)))
+    if len(shape) == 1:
+        return lin(b, Gather(0), [t, perm], [A, F])
+    # flat index: perm * stride(axis) + the offset of every other coordinate
+    strides = np.cumprod((1,) + shape[:0:-1])[::-1].astype(np.int64)
+    grid = np.indices(shape, dtype=np.int64)
+    offsets = sum(grid[k] * strides[k] for k in range(len(shape)) if k != axis)
+    iav = aval(shape, "int64")
+    flat = fix(b, Add(), fix(b, Mul(), perm, const(b, strides[axis], iav)),
+               fix(b, Constant.of(np.asarray(offsets, np.int64))))
+    flat = fix(b, Reshape((n,)), flat)
+    tv = lin(b, Reshape((n,)), [t], [A])
+    return lin(b, Reshape(shape), [lin(b, Gather(0), [tv, flat], [A, F])], [A])
 
 
 def _check_axis(name: str, axis: int, x) -> None:
@@ -135,6 +161,7 @@ def _region(lo, args, build) -> str:
 
 
 _EL = {"f32": "float32", "f64": "float64", "i32": "int32", "i64": "int64", "i1": "bool",
+       "ui32": "uint32",
        "complex<f32>": "complex64", "complex<f64>": "complex128"}
 
 
@@ -420,10 +447,12 @@ class Sort(Primitive):
         return xs[-1]
 
     def linearize(self, b, primal_in, primal_out, t):
-        # the tangent permuted as the values (keys carry no tangent: the order is locally constant)
+        # the tangent permuted as the values (keys carry no tangent: the order is locally
+        # constant): gathered by the sorting permutation, so that the transpose is Gather's, a
+        # scatter-add of the cotangent back (O(n)), and no third sort
         if t[-1] is None:
             return [None]
-        return [lin(b, Sort(self.axis, self.descending), [primal_in[0], t[-1]], [F, A])]
+        return [_permute(b, primal_in[0], self.axis, self.descending, t[-1])]
 
     def transpose_rule(self, b, ct, inputs, mode):
         if len(inputs) != 2 or mode.active_mask[0]:

@@ -11,6 +11,7 @@ import numpy as np
 
 from tidu._native import _core
 from tidu.graph import AbstractValue, Fragment, FragmentBuilder, aval, input_key_ids
+from tidu.graph.memory import at_safe_point
 from tidu.trace.tracer import _PY_SCALARS, Tracer, _emit, _lift, _stack, _Trace, _trace_of
 
 __all__ = ["apply", "as_aval", "build", "flatten_outputs", "spec", "tracing"]
@@ -92,6 +93,7 @@ def build(fn: Callable, inputs: dict | None = None, **specs) -> Fragment:
     if inputs is not None and specs:
         raise TypeError("build: give inputs either as inputs={...} or as keywords, not both")
     items = list((inputs or specs).items())
+    at_safe_point()  # a top-level trace: memory of dropped graphs may go back first
     builder = FragmentBuilder(prefix="p")
     with tracing(builder) as t:
         tracers = [t.input(k, as_aval(s)) for k, s in items]

@@ -7,8 +7,8 @@
 // [O / groups] x [I * prod(K)] matrix, multiply it through the BLAS hook (elementwise.hpp's
 // BlasHooks) or, without one, a plain i-k-j loop.  Chunks run on tidu's threads, each with its
 // own patch buffer (thread_local: the calling thread's is grown once and kept, up to about
-// 4M elements plus the product; parallel_for's worker threads are started per call, so theirs
-// are allocated per evaluation).
+// 4M elements plus the product; so are the pool workers', which live as long as the process:
+// vm/parallel.hpp).  Tasks are taken dynamically, so a busy core holds up at most one.
 #pragma once
 
 #include <algorithm>
@@ -179,9 +179,7 @@ inline void conv(const T* x, const T* w, T* y, const ConvGeom& g) {
   if (threads <= 1) {
     for (std::int64_t t = 0; t < tasks; ++t) run(t);
   } else {
-    detail::parallel_for(static_cast<int>(threads), [&](int th) {
-      for (std::int64_t t = th; t < tasks; t += threads) run(t);
-    });
+    detail::parallel_chunks(tasks, static_cast<int>(threads), [&](std::int64_t t, int) { run(t); });
   }
 }
 

@@ -168,10 +168,12 @@ inline bool bitwise_binary(Op op, const T* a, const T* b, T* y, std::int64_t n) 
         for (std::int64_t i = 0; i < n; ++i)
           y[i] = b[i] < 0 || b[i] >= bits ? T(0) : static_cast<T>(static_cast<U>(a[i]) >> b[i]);
         return true;
-      case Op::ShiftRightArithmetic:  // >> of a negative signed value is arithmetic (C++20)
+      case Op::ShiftRightArithmetic: {  // >> of a negative signed value is arithmetic (C++20);
+        using S = std::make_signed_t<T>;  // an unsigned T shifts its bits as signed, as XLA's
         for (std::int64_t i = 0; i < n; ++i)
-          y[i] = a[i] >> (b[i] < 0 || b[i] >= bits ? bits - 1 : b[i]);
+          y[i] = static_cast<T>(static_cast<S>(a[i]) >> (b[i] < 0 || b[i] >= bits ? bits - 1 : b[i]));
         return true;
+      }
       default: break;
     }
   }
@@ -244,12 +246,15 @@ inline void compare(Cmp c, const T* a, const T* b, bool* y, std::int64_t n) {
 
 // A float as integer type D: out of range is undefined in C++, so saturate, and NaN -> 0 (as
 // XLA's conversion does). -min (a power of two) is exact in every float type; max may not be.
+// An unsigned D saturates at 0 and 2^bits - 1 (its upper bound 2^bits, a power of two, is exact).
 template <class D, class S>
 inline D saturating_int(S v) {
+  constexpr S lo = static_cast<S>(std::numeric_limits<D>::min());
+  constexpr S hi = std::is_signed_v<D> ? -lo : S(2) * static_cast<S>(D(1) << (8 * sizeof(D) - 1));
   return v != v ? D(0)
-         : v <= static_cast<S>(std::numeric_limits<D>::min()) ? std::numeric_limits<D>::min()
-         : v >= -static_cast<S>(std::numeric_limits<D>::min()) ? std::numeric_limits<D>::max()
-                                                                : static_cast<D>(v);
+         : v <= lo ? std::numeric_limits<D>::min()
+         : v >= hi ? std::numeric_limits<D>::max()
+                   : static_cast<D>(v);
 }
 
 template <class S, class D>
@@ -286,14 +291,75 @@ inline void row_major_strides(const std::int64_t* shape, std::uint32_t ndim, std
   }
 }
 
+// A transpose's core: dst[i * dld + j] = src[i + j * sld] for i < rows, j < cols, in 32 x 32
+// tiles so that both the strided reads and the strided writes stay in cache.
+template <class T>
+inline void transpose_tiles(const T* src, std::int64_t sld, T* dst, std::int64_t dld, std::int64_t rows,
+                            std::int64_t cols) {
+  constexpr std::int64_t B = 32;
+  for (std::int64_t i0 = 0; i0 < rows; i0 += B) {
+    const std::int64_t i1 = std::min(rows, i0 + B);
+    for (std::int64_t j0 = 0; j0 < cols; j0 += B) {
+      const std::int64_t j1 = std::min(cols, j0 + B);
+      for (std::int64_t j = j0; j < j1; ++j) {
+        const T* s = src + j * sld;
+        for (std::int64_t i = i0; i < i1; ++i) dst[i * dld + j] = s[i];
+      }
+    }
+  }
+}
+
 // dst[odometer over shape, contiguous] = src[base + sum idx[k] * src_stride[k]] (elements)
 template <class T>
-inline void gather(const T* src, std::int64_t base, const std::int64_t* shape, const std::int64_t* src_stride,
-                   std::uint32_t ndim, T* dst) {
+inline void gather(const T* src, std::int64_t base, const std::int64_t* shape_in, const std::int64_t* stride_in,
+                   std::uint32_t ndim_in, T* dst) {
   std::int64_t n = 1;
-  for (std::uint32_t k = 0; k < ndim; ++k) n *= shape[k];
+  for (std::uint32_t k = 0; k < ndim_in; ++k) n *= shape_in[k];
   if (n == 0) return;
+  if (ndim_in == 0) { dst[0] = src[base]; return; }
+  // Size-1 axes dropped and neighbours that step through the source as one axis merged: a
+  // transpose that moves whole rows becomes a few long contiguous runs.
+  std::int64_t shape[16], src_stride[16];
+  std::uint32_t ndim = 0;
+  for (std::uint32_t k = 0; k < ndim_in; ++k) {
+    if (shape_in[k] == 1) continue;
+    if (ndim > 0 && src_stride[ndim - 1] == stride_in[k] * shape_in[k]) {
+      shape[ndim - 1] *= shape_in[k];
+      src_stride[ndim - 1] = stride_in[k];
+    } else {
+      shape[ndim] = shape_in[k];
+      src_stride[ndim++] = stride_in[k];
+    }
+  }
   if (ndim == 0) { dst[0] = src[base]; return; }
+  // A real transpose (the last axis strided, another one contiguous in the source): tiles over
+  // those two axes, the others walked outside.
+  std::int64_t p = -1;
+  if (src_stride[ndim - 1] > 1)
+    for (std::uint32_t k = 0; k + 1 < ndim; ++k)
+      if (src_stride[k] == 1) p = k;
+  if (p >= 0 && shape[p] * shape[ndim - 1] >= 256) {
+    std::int64_t dst_stride[16];
+    row_major_strides(shape, ndim, dst_stride);
+    std::int64_t idx[16] = {0}, oshape[16], osrc[16], odst[16];
+    std::uint32_t no = 0;
+    for (std::uint32_t k = 0; k + 1 < ndim; ++k)
+      if (static_cast<std::int64_t>(k) != p) oshape[no] = shape[k], osrc[no] = src_stride[k], odst[no++] = dst_stride[k];
+    std::int64_t so = base, d = 0;
+    for (;;) {
+      transpose_tiles(src + so, src_stride[ndim - 1], dst + d, dst_stride[p], shape[p], shape[ndim - 1]);
+      std::int64_t k = static_cast<std::int64_t>(no) - 1;
+      for (; k >= 0; --k) {
+        so += osrc[k];
+        d += odst[k];
+        if (++idx[k] < oshape[k]) break;
+        so -= osrc[k] * oshape[k];
+        d -= odst[k] * oshape[k];
+        idx[k] = 0;
+      }
+      if (k < 0) return;
+    }
+  }
   std::int64_t idx[16] = {0};
   std::int64_t off = base;
   std::int64_t inner = shape[ndim - 1], inner_stride = src_stride[ndim - 1];
@@ -422,35 +488,45 @@ inline bool reduce_blocked(const T* x, const std::int64_t* shape, std::uint32_t 
     size[part] *= shape[k];
   }
   const std::int64_t outer = size[0], r = size[1], inner = size[2];
-  for (std::int64_t o = 0; o < outer; ++o) {
-    T* yo = y + o * inner;
-    const T* xo = x + o * r * inner;
-    if (inner == 1) {
-      if constexpr (is_float_v<T>) {
-        yo[0] = is_max ? row_max(xo, r, yo[0]) : row_sum(xo, r, yo[0]);
-        continue;
-      }
-      T acc = yo[0];
-      for (std::int64_t i = 0; i < r; ++i) accumulate(acc, xo[i], is_max);
-      yo[0] = acc;
+  if (inner == 1 && r < 16) {  // short rows (e.g. the 3 coordinates of a (64, 64, 3) array): no
+    if (is_max) {              // per-row call, one plain loop per output
+      for (std::int64_t o = 0; o < outer; ++o)
+        for (std::int64_t i = 0; i < r; ++i) accumulate(y[o], x[o * r + i], true);
     } else {
-      // The kept columns a group of 16 at a time, their accumulators in registers rather than
-      // in y (a store and reload per row): each column still adds its rows in order.
-      std::int64_t j0 = 0;
-      for (; j0 + 16 <= inner; j0 += 16) {
-        T acc[16];
-        for (int j = 0; j < 16; ++j) acc[j] = yo[j0 + j];
+      for (std::int64_t o = 0; o < outer; ++o)
+        for (std::int64_t i = 0; i < r; ++i) accumulate(y[o], x[o * r + i], false);
+    }
+    return true;
+  }
+  if (inner > 1) {
+    // Kept columns (e.g. a sum over the batch axis of per-example gradients): the rows streamed
+    // in order into a block of up to 256 accumulators that stays in L1 and vectorises, not 16
+    // columns at a time walking down rows a whole row apart (8x slower for max over (256, 32, 64)
+    // along axis 1).  Each column still adds its rows in order.
+    constexpr std::int64_t W = 256;
+    for (std::int64_t o = 0; o < outer; ++o)
+      for (std::int64_t j0 = 0; j0 < inner; j0 += W) {
+        const std::int64_t w = std::min(W, inner - j0);
+        T* yo = y + o * inner + j0;
+        const T* xo = x + o * r * inner + j0;
         if (is_max) {
           for (std::int64_t i = 0; i < r; ++i)
-            for (int j = 0; j < 16; ++j) accumulate(acc[j], xo[i * inner + j0 + j], true);
+            for (std::int64_t j = 0; j < w; ++j) accumulate(yo[j], xo[i * inner + j], true);
         } else {
           for (std::int64_t i = 0; i < r; ++i)
-            for (int j = 0; j < 16; ++j) accumulate(acc[j], xo[i * inner + j0 + j], false);
+            for (std::int64_t j = 0; j < w; ++j) accumulate(yo[j], xo[i * inner + j], false);
         }
-        for (int j = 0; j < 16; ++j) yo[j0 + j] = acc[j];
       }
-      for (std::int64_t i = 0; i < r; ++i)
-        for (std::int64_t j = j0; j < inner; ++j) accumulate(yo[j], xo[i * inner + j], is_max);
+    return true;
+  }
+  for (std::int64_t o = 0; o < outer; ++o) {  // one kept column: contiguous rows
+    const T* xo = x + o * r;
+    if constexpr (is_float_v<T>) {
+      y[o] = is_max ? row_max(xo, r, y[o]) : row_sum(xo, r, y[o]);
+    } else {
+      T acc = y[o];
+      for (std::int64_t i = 0; i < r; ++i) accumulate(acc, xo[i], is_max);
+      y[o] = acc;
     }
   }
   return true;
@@ -572,6 +648,21 @@ inline bool axes_ramp(const std::int64_t* shape, const std::int64_t* strides, co
   return true;
 }
 
+// The row stride of `axes` taken as one strided dimension: their offsets (row-major over them,
+// size-1 axes aside) are 0, s, 2s, ... for one s >= min_step, which is returned; -1 when they are
+// not.  Axes that are all of size 1 give min_step.  This lets a GEMM read an operand whose free
+// (or contracting) axes are strided by a batch axis lying between them (e.g. q of "qhd,khd->hqk"
+// with h the batch axis: rows of q are H*D apart), instead of copying it into a canonical layout.
+inline std::int64_t axes_step(const std::int64_t* shape, const std::int64_t* strides, const std::int64_t* axes,
+                              std::int64_t n, std::int64_t min_step) {
+  std::int64_t a = n;
+  while (a > 0 && shape[axes[a - 1]] == 1) --a;
+  if (a == 0) return min_step;
+  const std::int64_t step = strides[axes[a - 1]];
+  if (step < min_step) return -1;
+  return axes_ramp(shape, strides, axes, a, step) ? step : -1;
+}
+
 inline std::int64_t axes_size(const std::int64_t* shape, const std::int64_t* axes, std::int64_t n) {
   std::int64_t size = 1;
   for (std::int64_t a = 0; a < n; ++a) size *= shape[axes[a]];
@@ -594,15 +685,22 @@ inline void dot_layout(const DotAxes& d, DotTables& t, bool loops) {
     t.K = axes_size(d.lshape, d.lc, d.nc);
     t.ta = t.tb = 0;
     const std::int64_t M = t.M, N = t.N, K = t.K;
-    if (M < (1LL << 31) && N < (1LL << 31) && K < (1LL << 31) && K > 0) {
-      if (axes_ramp(d.lshape, d.ls, d.lc, d.nc, 1) && axes_ramp(d.lshape, d.ls, d.lf, d.nlf, K))
-        t.ta = kNoTrans, t.lda = static_cast<int>(K);
-      else if (axes_ramp(d.lshape, d.ls, d.lf, d.nlf, 1) && axes_ramp(d.lshape, d.ls, d.lc, d.nc, M))
-        t.ta = kTrans, t.lda = static_cast<int>(std::max<std::int64_t>(M, 1));
-      if (axes_ramp(d.rshape, d.rs, d.rf, d.nrf, 1) && axes_ramp(d.rshape, d.rs, d.rc, d.nc, N))
-        t.tb = kNoTrans, t.ldb = static_cast<int>(std::max<std::int64_t>(N, 1));
-      else if (axes_ramp(d.rshape, d.rs, d.rc, d.nc, 1) && axes_ramp(d.rshape, d.rs, d.rf, d.nrf, K))
-        t.tb = kTrans, t.ldb = static_cast<int>(K);
+    // Each operand is a matrix per batch when one group of its axes is contiguous and the other
+    // is one strided dimension (its leading dimension, any batch axes lying in between).
+    constexpr std::int64_t kInt = 1LL << 31;
+    if (M < kInt && N < kInt && K < kInt && K > 0) {
+      std::int64_t s;
+      if (axes_ramp(d.lshape, d.ls, d.lc, d.nc, 1) && (s = axes_step(d.lshape, d.ls, d.lf, d.nlf, K)) > 0 && s < kInt)
+        t.ta = kNoTrans, t.lda = static_cast<int>(s);
+      else if (axes_ramp(d.lshape, d.ls, d.lf, d.nlf, 1) &&
+               (s = axes_step(d.lshape, d.ls, d.lc, d.nc, std::max<std::int64_t>(M, 1))) > 0 && s < kInt)
+        t.ta = kTrans, t.lda = static_cast<int>(s);
+      if (axes_ramp(d.rshape, d.rs, d.rf, d.nrf, 1) &&
+          (s = axes_step(d.rshape, d.rs, d.rc, d.nc, std::max<std::int64_t>(N, 1))) > 0 && s < kInt)
+        t.tb = kNoTrans, t.ldb = static_cast<int>(s);
+      else if (axes_ramp(d.rshape, d.rs, d.rc, d.nc, 1) && (s = axes_step(d.rshape, d.rs, d.rf, d.nrf, K)) > 0 &&
+               s < kInt)
+        t.tb = kTrans, t.ldb = static_cast<int>(s);
       if (!t.ta || !t.tb) t.ta = t.tb = 0;
     }
     t.ready = true;
@@ -643,22 +741,44 @@ inline bool dot_blas(const T* x, const T* w, T* y, const DotTables& t) {
                                            T(1), A, t.lda, B, t.ldb, T(0), C, static_cast<int>(N));
     }
   };
-  // Thread policy: the BLAS itself runs single-threaded (the Python package sets OpenBLAS to one
-  // thread), and products of at least kParallelGemm multiply-adds are split over tidu's own
-  // threads, by batch or else by blocks of rows, one BLAS call each: small products never pay
-  // for waking threads, large ones use the cores, and nothing oversubscribes them.
+  // Rows [r0, r1) and columns [c0, c1) of batch b's product (B's columns start c0 in, or c0 rows
+  // in when transposed).
+  auto gemm_tile = [&](std::int64_t b, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1) {
+    if (c0 == 0 && c1 == N) return gemm(b, r0, r1);
+    const T* A = x + t.lb[b] + r0 * (t.ta == kNoTrans ? t.lda : 1);
+    const T* B = w + t.rb[b] + c0 * (t.tb == kNoTrans ? 1 : t.ldb);
+    T* C = y + b * M * N + r0 * N + c0;
+    const int m = static_cast<int>(r1 - r0), n = static_cast<int>(c1 - c0);
+    if constexpr (is_complex_v<T>) {
+      const T one(1), zero(0);
+      reinterpret_cast<complex_gemm_t>(fn)(kRowMajor, t.ta, t.tb, m, n, static_cast<int>(K), &one, A, t.lda, B,
+                                           t.ldb, &zero, C, static_cast<int>(N));
+    } else {
+      reinterpret_cast<real_gemm_t<T>>(fn)(kRowMajor, t.ta, t.tb, m, n, static_cast<int>(K), T(1), A, t.lda, B,
+                                           t.ldb, T(0), C, static_cast<int>(N));
+    }
+  };
+  // Thread policy (vm/parallel.hpp): the BLAS itself runs single-threaded (the Python package
+  // sets OpenBLAS to one thread), and products of at least kParallelGemm multiply-adds are cut into
+  // chunks (whole batches, or tiles of rows and columns, one BLAS call each) that tidu's threads take
+  // dynamically: small products never pay for waking threads, large ones use the cores, a thread
+  // whose core is busy elsewhere holds up at most one chunk, and nothing oversubscribes the cores.
   constexpr double kParallelGemm = 1 << 23;
   const double work = static_cast<double>(nb) * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
   const std::int64_t hw = detail::cores();
   const std::int64_t threads = std::min<std::int64_t>(
-      {hw, static_cast<std::int64_t>(std::min(work / kParallelGemm, 1e6)), std::max<std::int64_t>(nb, M / 64)});
-  if (K == 1 && threads <= 1) {  // outer products: both operands are contiguous vectors
+      {hw, static_cast<std::int64_t>(std::min(work / kParallelGemm, 1e6)), std::max<std::int64_t>(nb, (M / 64) * (N / 128))});
+  if (K == 1 && threads <= 1) {  // outer products: a column of A's times a row of B's
+    const std::int64_t sa = t.ta == kNoTrans ? t.lda : 1, sb = t.tb == kNoTrans ? 1 : t.ldb;
     for (std::int64_t b = 0; b < nb; ++b) {
       const T *A = x + t.lb[b], *B = w + t.rb[b];
       T* C = y + b * M * N;
       for (std::int64_t i = 0; i < M; ++i) {
-        const T a = A[i];
-        for (std::int64_t j = 0; j < N; ++j) C[i * N + j] = a * B[j];
+        const T a = A[i * sa];
+        if (sb == 1)
+          for (std::int64_t j = 0; j < N; ++j) C[i * N + j] = a * B[j];
+        else
+          for (std::int64_t j = 0; j < N; ++j) C[i * N + j] = a * B[j * sb];
       }
     }
     return true;
@@ -686,15 +806,23 @@ inline bool dot_blas(const T* x, const T* w, T* y, const DotTables& t) {
     }
   } else if (threads <= 1) {
     for (std::int64_t b = 0; b < nb; ++b) gemm(b, 0, M);
-  } else if (nb >= threads) {
-    detail::parallel_for(static_cast<int>(threads), [&](int th) {
-      for (std::int64_t b = th; b < nb; b += threads) gemm(b, 0, M);
-    });
   } else {
-    const std::int64_t rows = (M + threads - 1) / threads;
-    detail::parallel_for(static_cast<int>(threads), [&](int th) {
-      for (std::int64_t b = 0; b < nb; ++b)
-        if (th * rows < M) gemm(b, th * rows, std::min(M, (th + 1) * rows));
+    // Tasks are tiles of (batch, block of rows, block of columns): where there are fewer batches
+    // than about four per thread, the columns are cut in blocks of at least 128, then the rows in
+    // blocks of at least 64 (one BLAS call each: smaller tiles cost it more in packing than they
+    // gain), up to about four tiles per thread; consecutive tiles are grouped into chunks.
+    const std::int64_t want = 4 * threads;
+    const std::int64_t per_b = (want + nb - 1) / nb;
+    const std::int64_t cb = std::max<std::int64_t>(1, std::min<std::int64_t>(per_b, N / 128));
+    const std::int64_t rb = std::max<std::int64_t>(1, std::min<std::int64_t>((per_b + cb - 1) / cb, M / 64));
+    const std::int64_t rows = (M + rb - 1) / rb, cols = (N + cb - 1) / cb;
+    const std::int64_t nr = (M + rows - 1) / rows, nc = (N + cols - 1) / cols, tiles = nb * nr * nc;
+    const std::int64_t per = (tiles + want - 1) / want;
+    detail::parallel_chunks((tiles + per - 1) / per, static_cast<int>(threads), [&](std::int64_t c, int) {
+      for (std::int64_t tile = c * per; tile < std::min(tiles, (c + 1) * per); ++tile) {
+        const std::int64_t b = tile / (nr * nc), r0 = tile / nc % nr * rows, c0 = tile % nc * cols;
+        gemm_tile(b, r0, std::min(M, r0 + rows), c0, std::min(N, c0 + cols));
+      }
     });
   }
   return true;

@@ -144,15 +144,15 @@ inline bool math_unary(Op op, const T* x, T* y, std::int64_t n) {
 // One element of integer division / remainder, defined for every operand pair (see the top).
 template <class T>
 inline T int_div(T a, T b) {
-  if (b == T(0)) return T(-1);
-  if (b == T(-1)) return static_cast<T>(static_cast<std::make_unsigned_t<T>>(0) -
+  if (b == T(0)) return T(-1);  // all ones, as XLA (the largest value of an unsigned T)
+  if (std::is_signed_v<T> && b == T(-1)) return static_cast<T>(static_cast<std::make_unsigned_t<T>>(0) -
                                         static_cast<std::make_unsigned_t<T>>(a));  // wraps INT_MIN
   return a / b;
 }
 template <class T>
 inline T int_rem(T a, T b) {
   if (b == T(0)) return a;
-  if (b == T(-1)) return T(0);
+  if (std::is_signed_v<T> && b == T(-1)) return T(0);
   return a % b;
 }
 

@@ -16,6 +16,7 @@
 #include "tidu/kernels/factor.hpp"
 #include "tidu/kernels/indexing.hpp"
 #include "tidu/kernels/linalg.hpp"
+#include "tidu/kernels/random.hpp"
 #include "tidu/kernels/shapes.hpp"
 #include "tidu/kernels/sorting.hpp"
 #include "tidu/vm/control_flow.hpp"
@@ -290,6 +291,19 @@ inline void run_instr(const Program& p, Workspace& ws, std::size_t idx) {
     case Op::Conv:  // conv.hpp
       kern::run_conv(p, a, in.out, at, out.dtype, y, ptr);
       return;
+    case Op::Threefry2x32: {  // random.hpp; validated: key (..., 2), count (..., C..., 2) uint32
+      const std::int64_t groups = x0.size / 2;
+      kern::run_threefry(static_cast<const std::uint32_t*>(ptr[a[0]]), static_cast<const std::uint32_t*>(ptr[a[1]]),
+                         static_cast<std::uint32_t*>(y), groups, groups ? out.size / 2 / groups : 0);
+      return;
+    }
+    case Op::Threefry2x32Iota: {  // random.hpp; validated: key (K..., 2), output (K..., S..., 2 or none)
+      const std::int64_t groups = x0.size / 2;
+      const bool fold = at[at[0] + 1] != 0;
+      kern::run_threefry_iota(static_cast<const std::uint32_t*>(ptr[a[0]]), static_cast<std::uint32_t*>(y), groups,
+                              groups ? out.size / (fold ? 1 : 2) / groups : 0, fold);
+      return;
+    }
     case Op::ReduceWindowSum: case Op::ReduceWindowMax: case Op::ReduceWindowMin:  // conv.hpp
       kern::run_reduce_window(in.op, p, a, in.out, at, out.dtype, y, ptr);
       return;
@@ -459,6 +473,44 @@ inline void run_block(const Program& p, Workspace& ws, std::size_t idx, std::int
         const T* src = static_cast<const T*>(ptr[a[0]]);
         T* r = static_cast<T*>(addr(in.out));
         const std::int64_t last = shape[nd - 1], s = str[nd - 1];
+        if (nd >= 2 && last < 16) {
+          // Short rows (the 3 coordinates of a (64, 64, 3) pair array): whole rows of the
+          // second-last axis in one tight loop, a carry only at its end, not per row; a row cut
+          // by the block's edge goes element by element.
+          const std::int64_t rows = shape[nd - 2], s2 = str[nd - 2];
+          auto carry_outer = [&] {  // coord[nd - 2] reached rows: on into the outer axes
+            off -= rows * s2;
+            coord[nd - 2] = 0;
+            for (int k = nd - 3; k >= 0; --k) {
+              off += str[k];
+              if (++coord[k] < shape[k]) break;
+              off -= str[k] * shape[k];
+              coord[k] = 0;
+            }
+          };
+          for (std::int64_t i = 0; i < n;) {
+            if (coord[nd - 1] == 0 && n - i >= last) {
+              const std::int64_t k = std::min(rows - coord[nd - 2], (n - i) / last);
+              const T* b = src + off;
+              T* d = r + i;
+              for (std::int64_t q = 0; q < k; ++q, b += s2, d += last)
+                for (std::int64_t j = 0; j < last; ++j) d[j] = b[j * s];
+              i += k * last;
+              off += k * s2;
+              coord[nd - 2] += k;
+            } else {  // one element
+              r[i++] = src[off];
+              off += s;
+              if (++coord[nd - 1] < last) continue;
+              off -= last * s;
+              coord[nd - 1] = 0;
+              off += s2;
+              ++coord[nd - 2];
+            }
+            if (coord[nd - 2] == rows) carry_outer();
+          }
+          return;
+        }
         for (std::int64_t i = 0; i < n;) {
           const std::int64_t len = std::min(last - coord[nd - 1], n - i);
           if (s == 0) {

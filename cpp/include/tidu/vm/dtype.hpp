@@ -17,7 +17,8 @@ namespace tidu {
   X(C128, std::complex<double>, "complex128") \
   X(I32, std::int32_t, "int32")        \
   X(I64, std::int64_t, "int64")        \
-  X(Bool, bool, "bool")
+  X(Bool, bool, "bool")                \
+  X(U32, std::uint32_t, "uint32")
 
 enum class DType : std::uint8_t {
 #define TIDU_DT_ENUM(name, type, str) name,

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "tidu/vm/cancel.hpp"
@@ -119,8 +120,13 @@ inline void eval(const Program& p, Workspace& ws, const void* const* inputs, voi
     if (threads <= 1) {
       blocks(0, nblocks, 0);
     } else {
-      std::int64_t per = (nblocks + threads - 1) / threads;
-      detail::parallel_for(threads, [&](int t) { blocks(t * per, std::min(nblocks, (t + 1) * per), t); });
+      // Runs of blocks taken dynamically (parallel.hpp), several per thread, so a thread whose
+      // core is busy elsewhere holds up at most one run; `worker` picks the scratch.
+      const std::int64_t runs = std::min<std::int64_t>(nblocks / 16, std::int64_t{8} * threads);
+      const std::int64_t per = (nblocks + runs - 1) / runs;
+      detail::parallel_chunks(runs, threads, [&](std::int64_t r, int worker) {
+        blocks(r * per, std::min(nblocks, (r + 1) * per), worker);
+      });
     }
     i = end - 1;
   }
@@ -148,20 +154,28 @@ inline void eval_batch(const Program& p, std::int64_t batch, const void* const* 
   threads = static_cast<int>(std::max<std::int64_t>(
       1, std::min<std::int64_t>({threads, detail::max_threads(), std::max<std::int64_t>(batch, 1)})));
   constexpr std::int64_t K = detail::kScalarBlock;
-  auto run_range = [&](std::int64_t lo, std::int64_t hi) {
+  // Per thread (parallel.hpp's worker index): a workspace, or the scalar path's value block.
+  std::vector<std::unique_ptr<Workspace>> spaces(static_cast<std::size_t>(threads));
+  std::vector<std::vector<double>> values(static_cast<std::size_t>(threads));
+  auto run_range = [&](std::int64_t lo, std::int64_t hi, int worker) {
     if (!p.scalar_code.empty() && hi - lo >= K / 2) {  // blocks of points
-      std::vector<double> V((std::size_t{p.scalar_values} + 1) * K);
+      std::vector<double>& V = values[worker];
+      if (V.empty()) V.resize((std::size_t{p.scalar_values} + 1) * K);
       for (std::int64_t b = lo; b < hi; b += K) {
         if (cancelled()) throw Cancelled();
         detail::eval_scalar_block(p, V.data(), std::min(K, hi - b), inputs, outputs, b, exact, shared);
       }
       return;
     }
-    Workspace ws(p);
-    ws.watch(cancel);
+    if (!spaces[worker]) {
+      spaces[worker] = std::make_unique<Workspace>(p);
+      spaces[worker]->watch(cancel);
+    }
+    Workspace& ws = *spaces[worker];
     std::vector<const void*> in(p.inputs.size());
     std::vector<void*> out(p.outputs.size());
     for (std::int64_t b = lo; b < hi; ++b) {
+      if (cancelled()) throw Cancelled();
       for (std::size_t i = 0; i < in.size(); ++i)
         in[i] = static_cast<const std::uint8_t*>(inputs[i]) +
                 (shared != nullptr && shared[i] ? 0 : b * p.nbytes(p.inputs[i]));
@@ -171,13 +185,17 @@ inline void eval_batch(const Program& p, std::int64_t batch, const void* const* 
     }
   };
   if (threads == 1) {
-    run_range(0, batch);
+    run_range(0, batch, 0);
     return;
   }
-  const std::int64_t chunk = (batch + threads - 1) / threads;
-  detail::parallel_for(threads, [&](int t) {
-    const std::int64_t lo = t * chunk, hi = std::min(batch, lo + chunk);
-    if (lo < hi) run_range(lo, hi);
+  // Chunks taken dynamically, several per thread (a block of K points each on the scalar path):
+  // a thread whose core is busy elsewhere holds up at most the chunk it took.
+  const std::int64_t chunk = !p.scalar_code.empty()
+                                 ? std::max<std::int64_t>(K, (batch + 8 * threads - 1) / (8 * threads) / K * K)
+                                 : std::max<std::int64_t>(1, (batch + 8 * threads - 1) / (8 * threads));
+  const std::int64_t chunks = (batch + chunk - 1) / chunk;
+  detail::parallel_chunks(chunks, threads, [&](std::int64_t c, int worker) {
+    run_range(c * chunk, std::min(batch, (c + 1) * chunk), worker);
   });
 }
 

@@ -120,7 +120,9 @@ namespace tidu {
   X(Conv, S, tttttii)             \
   X(ReduceWindowSum, S, tttttt)   \
   X(ReduceWindowMax, S, tttttt)   \
-  X(ReduceWindowMin, S, tttttt)
+  X(ReduceWindowMin, S, tttttt)  \
+  X(Threefry2x32, S, _)          \
+  X(Threefry2x32Iota, S, ti)
 
 enum class Op : std::uint8_t {
 #define TIDU_ENUM(name, kind, sig) name,

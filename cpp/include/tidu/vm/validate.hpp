@@ -158,10 +158,10 @@ inline void validate_instructions(const Program& p) {
           need(slot(k).dtype == o.dtype, "operand dtype mismatch");
         }
         if (in.op == Op::And || in.op == Op::Or || in.op == Op::Xor)
-          need(o.dtype == DType::I32 || o.dtype == DType::I64 || o.dtype == DType::Bool,
+          need(o.dtype == DType::I32 || o.dtype == DType::I64 || o.dtype == DType::U32 || o.dtype == DType::Bool,
                "bitwise operands must be integers or bools");
         else if (in.op >= Op::ShiftLeft)
-          need(o.dtype == DType::I32 || o.dtype == DType::I64, "shift operands must be integers");
+          need(o.dtype == DType::I32 || o.dtype == DType::I64 || o.dtype == DType::U32, "shift operands must be integers");
         break;
       case Op::Neg: case Op::Conj: case Op::Exp: case Op::Log: case Op::Sin: case Op::Cos: case Op::Tanh:
       case Op::Sqrt: case Op::Rsqrt: case Op::Expm1: case Op::Log1p: case Op::Sign: case Op::StopGradient:
@@ -172,7 +172,7 @@ inline void validate_instructions(const Program& p) {
       case Op::Not:
         arity(1);
         if (in.op == Op::Not)
-          need(o.dtype == DType::I32 || o.dtype == DType::I64 || o.dtype == DType::Bool,
+          need(o.dtype == DType::I32 || o.dtype == DType::I64 || o.dtype == DType::U32 || o.dtype == DType::Bool,
                "bitwise operands must be integers or bools");
         if (in.op == Op::Reshape) need(slot(0).size == o.size, "reshape changes the size");
         else same_shape(0);
@@ -522,7 +522,8 @@ inline void validate_instructions(const Program& p) {
         arity(1);
         need(slot(0).dtype == o.dtype, "operand dtype mismatch");
         const DType dt = o.dtype;
-        const bool real = dt == DType::F32 || dt == DType::F64 || dt == DType::I32 || dt == DType::I64;
+        const bool real = dt == DType::F32 || dt == DType::F64 || dt == DType::I32 || dt == DType::I64 ||
+                          dt == DType::U32;
         need(real || (in.op == Op::ReduceWindowSum && (dt == DType::C64 || dt == DType::C128)),
              "reduce_window dtype");
         const std::int64_t n = slot(0).ndim;
@@ -541,6 +542,31 @@ inline void validate_instructions(const Program& p) {
           const std::int64_t len = sd + lo[d] + hi[d];
           need(oshape[d] == (len < kd ? 0 : (len - kd) / st[d] + 1), "reduce_window output shape");
         }
+        break;
+      }
+      case Op::Threefry2x32: {  // random.hpp: key (K..., 2), count and output (K..., C..., 2)
+        arity(2);
+        same_shape(1);
+        const Slot& k = slot(0);
+        need(k.dtype == DType::U32 && slot(1).dtype == DType::U32 && o.dtype == DType::U32,
+             "threefry operands must be uint32");
+        need(k.ndim >= 1 && k.ndim <= o.ndim && p.shape(a[0])[k.ndim - 1] == 2 && oshape[o.ndim - 1] == 2,
+             "threefry key and count must end in an axis of 2");
+        need(std::equal(p.shape(a[0]), p.shape(a[0]) + k.ndim - 1, oshape), "threefry key and count batch axes");
+        break;
+      }
+      case Op::Threefry2x32Iota: {  // random.hpp; attrs: n, S...: key (K..., 2) -> (K..., S..., 2)
+        arity(1);
+        const Slot& k = slot(0);
+        const std::int64_t n = count(0);
+        need(na == n + 2 && (at[n + 1] == 0 || at[n + 1] == 1), "attribute lengths or fold flag");
+        const bool fold = at[n + 1] != 0;
+        need(k.dtype == DType::U32 && o.dtype == DType::U32, "threefry operands must be uint32");
+        need(k.ndim >= 1 && p.shape(a[0])[k.ndim - 1] == 2 && o.ndim == k.ndim - 1 + n + (fold ? 0 : 1) &&
+                 (fold || oshape[o.ndim - 1] == 2),
+             "threefry key must end in an axis of 2, the output add the counter shape");
+        need(std::equal(p.shape(a[0]), p.shape(a[0]) + k.ndim - 1, oshape), "threefry key and output batch axes");
+        for (std::int64_t d = 0; d < n; ++d) need(at[1 + d] == oshape[k.ndim - 1 + d], "threefry counter shape");
         break;
       }
       case Op::Scan: case Op::While: case Op::Cond: case Op::Checkpoint:

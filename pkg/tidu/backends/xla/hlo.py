@@ -14,7 +14,8 @@ __all__ = ["Lowering", "Value", "dense_hex", "i64_array", "tensor_type"]
 # ---- MLIR text ----
 
 _ELEMENT = {"float32": "f32", "float64": "f64", "complex64": "complex<f32>",
-            "complex128": "complex<f64>", "int32": "i32", "int64": "i64", "bool": "i1"}
+            "complex128": "complex<f64>", "int32": "i32", "int64": "i64", "bool": "i1",
+            "uint32": "ui32"}
 
 
 def tensor_type(shape: Sequence[int], dtype) -> str:

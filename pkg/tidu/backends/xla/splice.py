@@ -20,7 +20,8 @@ from tidu.graph.memory import register_cache
 __all__ = ["call_jax"]
 
 _ELEMENT = {"f32": "float32", "f64": "float64", "complex<f32>": "complex64",
-            "complex<f64>": "complex128", "i32": "int32", "i64": "int64", "i1": "bool"}
+            "complex<f64>": "complex128", "i32": "int32", "i64": "int64", "i1": "bool",
+            "ui32": "uint32"}
 
 _cache: dict[tuple, tuple[str, list[str]]] = {}
 register_cache("xla_splice", _cache)

@@ -19,14 +19,87 @@ import math
 import numpy as np
 
 from tidu.numpy.core import abs as _abs
-from tidu.numpy.core import broadcast_to, cos, log, log1p, maximum, minimum, sin, sqrt, where
+from tidu.numpy.core import broadcast_to, cos, exp, log, log1p, maximum, minimum, sin, sqrt, where
 from tidu.numpy.nn import log_softmax, logsumexp, softmax
 from tidu.numpy.nn import sigmoid as expit
 from tidu.numpy.ufuncs import erf, erfc, erfinv, floor, isinf, isnan
 from tidu.trace.tracer import Tracer, _lift, _trace_of
 
-__all__ = ["betaln", "digamma", "entr", "erf", "erfc", "erfinv", "expit", "gammaln", "log_ndtr",
-           "log_softmax", "logit", "logsumexp", "ndtr", "ndtri", "softmax", "xlog1py", "xlogy"]
+__all__ = ["betainc", "betaln", "digamma", "entr", "erf", "erfc", "erfinv", "expit", "gammainc",
+           "gammaincc", "gammaln", "i0", "i0e", "i1", "i1e", "log_ndtr", "log_softmax", "logit",
+           "logsumexp", "ndtr", "ndtri", "polygamma", "softmax", "xlog1py", "xlogy", "zeta"]
+
+# ---- functions that iterate (tidu.api.special: they need td.while_loop and td.custom_jvp,
+# which live in the api layer, so it registers them here when tidu is imported) ----
+
+_LOOPS: dict = {}
+
+
+def _register_loops(**fns) -> None:
+    _LOOPS.update(fns)
+
+
+def _loop(name: str):
+    try:
+        return _LOOPS[name]
+    except KeyError:
+        raise RuntimeError(f"{name}: tidu.api.special is not loaded (import tidu)") from None
+
+
+def gammainc(a, x):
+    """The regularized lower incomplete gamma function P(a, x) (jax's algorithm and
+    derivatives: tidu.api.special)."""
+    return _loop("igamma")(a, x)
+
+
+def gammaincc(a, x):
+    """The regularized upper incomplete gamma function Q(a, x) = 1 - P(a, x)."""
+    return _loop("igammac")(a, x)
+
+
+def betainc(a, b, x):
+    """The regularized incomplete beta function I_x(a, b); differentiable in x."""
+    return _loop("betainc")(a, b, x)
+
+
+def i0e(x):
+    """exp(-|x|) I0(x)."""
+    return _loop("i0e")(x)
+
+
+def i1e(x):
+    """exp(-|x|) I1(x)."""
+    return _loop("i1e")(x)
+
+
+def i0(x):
+    """The modified Bessel function of the first kind, order 0."""
+    (x,) = _real("i0", x)
+    return _loop("i0e")(x) * exp(_abs(x))
+
+
+def i1(x):
+    """The modified Bessel function of the first kind, order 1."""
+    (x,) = _real("i1", x)
+    return _loop("i1e")(x) * exp(_abs(x))
+
+
+def zeta(x, q=None):
+    """The Hurwitz zeta function (jax requires q; so does tidu)."""
+    if q is None:
+        raise NotImplementedError("zeta: the Riemann zeta function (q=None) is not supported; "
+                                  "pass q=1.0")
+    return _loop("zeta")(x, q)
+
+
+def polygamma(n, x):
+    """The n-th derivative of digamma; n of an integer dtype (as jax's), >= 0."""
+    dt = n.dtype if hasattr(n, "dtype") else np.asarray(n).dtype
+    if dt.kind not in "iu":
+        raise ValueError(f"polygamma: n must be of an integer dtype, got {dt} (jax's rule; "
+                         f"td.lax.polygamma takes floats)")
+    return _loop("polygamma")(n, x)
+
 
 
 def _inexact(*xs) -> list[Tracer]:

@@ -20,7 +20,10 @@ from tidu.numpy.linalg import cholesky, diagonal, solve_triangular
 from tidu.numpy.nn import sigmoid as expit
 from tidu.numpy.scipy.special import (
     _inexact,
+    betainc,
     betaln,
+    gammainc,
+    gammaincc,
     gammaln,
     log_ndtr,
     logit,
@@ -29,10 +32,10 @@ from tidu.numpy.scipy.special import (
     xlog1py,
     xlogy,
 )
-from tidu.numpy.ufuncs import arctan, isnan, logaddexp, tan
+from tidu.numpy.ufuncs import arctan, clip, floor, isnan, logaddexp, tan
 from tidu.numpy.ufuncs import round as _round
 
-__all__ = ["bernoulli", "beta", "cauchy", "expon", "gamma", "laplace", "logistic",
+__all__ = ["bernoulli", "beta", "cauchy", "chi2", "expon", "gamma", "laplace", "logistic",
            "multivariate_normal", "norm", "poisson", "t", "uniform"]
 
 
@@ -131,8 +134,48 @@ def _gamma_logpdf(x, a, loc=0, scale=1):
     return where(ok, lp, -np.inf)
 
 
+def _gamma_cdf(x, a, loc=0, scale=1):
+    x, a, loc, scale = _inexact(x, a, loc, scale)
+    y = (x - loc) / scale
+    # 0 below the support, its derivatives too (P's derivatives at 0 would be 0 * inf)
+    return where(y > 0, gammainc(a, where(y > 0, y, 1.0)), 0.0)
+
+
+def _gamma_sf(x, a, loc=0, scale=1):
+    x, a, loc, scale = _inexact(x, a, loc, scale)
+    y = (x - loc) / scale
+    return where(y < 0, 1.0, gammaincc(a, y))
+
+
 gamma = _ns("gamma", logpdf=_gamma_logpdf,
-            pdf=lambda x, a, loc=0, scale=1: exp(_gamma_logpdf(x, a, loc, scale)))
+            pdf=lambda x, a, loc=0, scale=1: exp(_gamma_logpdf(x, a, loc, scale)),
+            cdf=_gamma_cdf, sf=_gamma_sf,
+            logcdf=lambda x, a, loc=0, scale=1: log(_gamma_cdf(x, a, loc, scale)),
+            logsf=lambda x, a, loc=0, scale=1: log(_gamma_sf(x, a, loc, scale)))
+
+
+# chi2(df) is gamma(df / 2) with its scale doubled (as jax's)
+def _chi2_logpdf(x, df, loc=0, scale=1):
+    x, df, loc, scale = _inexact(x, df, loc, scale)
+    return _gamma_logpdf(x, df / 2, loc, scale * 2)
+
+
+def _chi2_cdf(x, df, loc=0, scale=1):
+    x, df, loc, scale = _inexact(x, df, loc, scale)
+    y = (x - loc) / (scale * 2)
+    return where(y > 0, gammainc(df / 2, where(y > 0, y, 1.0)), 0.0)
+
+
+def _chi2_sf(x, df, loc=0, scale=1):
+    x, df, loc, scale = _inexact(x, df, loc, scale)
+    return gammaincc(df / 2, clip((x - loc) / (scale * 2), 0, np.inf))
+
+
+chi2 = _ns("chi2", logpdf=_chi2_logpdf,
+           pdf=lambda x, df, loc=0, scale=1: exp(_chi2_logpdf(x, df, loc, scale)),
+           cdf=_chi2_cdf, sf=_chi2_sf,
+           logcdf=lambda x, df, loc=0, scale=1: log(_chi2_cdf(x, df, loc, scale)),
+           logsf=lambda x, df, loc=0, scale=1: log(_chi2_sf(x, df, loc, scale)))
 
 
 def _beta_logpdf(x, a, b, loc=0, scale=1):
@@ -143,8 +186,21 @@ def _beta_logpdf(x, a, b, loc=0, scale=1):
     return where((a <= 0) | (b <= 0) | (scale <= 0), np.nan, out)
 
 
+def _beta_cdf(x, a, b, loc=0, scale=1):
+    x, a, b, loc, scale = _inexact(x, a, b, loc, scale)
+    return betainc(a, b, clip((x - loc) / scale, 0, 1))
+
+
+def _beta_sf(x, a, b, loc=0, scale=1):
+    x, a, b, loc, scale = _inexact(x, a, b, loc, scale)
+    return betainc(b, a, 1 - clip((x - loc) / scale, 0, 1))
+
+
 beta = _ns("beta", logpdf=_beta_logpdf,
-           pdf=lambda x, a, b, loc=0, scale=1: exp(_beta_logpdf(x, a, b, loc, scale)))
+           pdf=lambda x, a, b, loc=0, scale=1: exp(_beta_logpdf(x, a, b, loc, scale)),
+           cdf=_beta_cdf, sf=_beta_sf,
+           logcdf=lambda x, a, b, loc=0, scale=1: log(_beta_cdf(x, a, b, loc, scale)),
+           logsf=lambda x, a, b, loc=0, scale=1: log(_beta_sf(x, a, b, loc, scale)))
 
 
 # ---- discrete: poisson, bernoulli ----
@@ -156,8 +212,14 @@ def _poisson_logpmf(k, mu, loc=0):
     return where((x < 0) | (_round(k) != k), -np.inf, lp)
 
 
+def _poisson_cdf(k, mu, loc=0):
+    k, mu, loc = _inexact(k, mu, loc)
+    x = k - loc
+    return where(x < 0, 0.0, gammaincc(floor(1 + x), mu))
+
+
 poisson = _ns("poisson", logpmf=_poisson_logpmf,
-              pmf=lambda k, mu, loc=0: exp(_poisson_logpmf(k, mu, loc)))
+              pmf=lambda k, mu, loc=0: exp(_poisson_logpmf(k, mu, loc)), cdf=_poisson_cdf)
 
 
 def _bernoulli_logpmf(k, p, loc=0):

@@ -305,9 +305,11 @@ def _is_linear_value(o: ValKey, inputs: Sequence[ValKey], lin_idx: Sequence[int]
 
 
 def _child(lo):
-    """A Lowering writing into a region of lo's function (fresh names continue lo's)."""
-    c = Lowering(lo.batch)
+    """A Lowering writing into a region of lo's function (fresh names continue lo's; functions
+    a spliced jax lowering adds land in lo's module, where the region's calls find them)."""
+    c = Lowering(lo.batch, getattr(lo, "platform", "cpu"))
     c._n = lo._n
+    c.funcs = lo.funcs
     return c
 
 

@@ -1,0 +1,90 @@
+"""td.random against jax.random under jax.jit, in one process (x64, CPU): 1e7 normals in float32
+and float64, 1e6 categorical draws over 1,000 classes, and an HMC step that draws its momentum
+inside scan (500 steps, 10-d).  Prints cold (first call: trace, compile, run) and warm (median)
+times, the ratios jax / tidu (> 1: tidu faster) and the largest difference of the numbers drawn
+(0: identical).  ``--quick`` shrinks the sizes 10x; ``--full`` draws categorical's 1e6 (8 GB).
+
+Run: python bench/random.py [--quick] [--full]"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+# This file's name is the standard library's `random`: take its folder off the path before
+# anything imports `random`, and load the shared timing helper by path.
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
+
+import importlib.util  # noqa: E402
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+import tidu as td  # noqa: E402
+
+_spec = importlib.util.spec_from_file_location("_timing", os.path.join(_HERE, "_timing.py"))
+_timing = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_timing)
+timed = _timing.timed
+
+jax.config.update("jax_enable_x64", True)
+QUICK = "--quick" in sys.argv
+S = 10 if QUICK else 1
+# categorical's draws: 1e6 x 1000 float64 Gumbel noise is 8 GB in tidu (it is not fused into the
+# argmax, as XLA fuses it), so 1e5 draws unless --full
+CAT = 10**6 // S if "--full" in sys.argv else 10**5 // S
+REPEAT = 5
+
+
+def normals(mod, dt):
+    return lambda k: mod.random.normal(k, (10**7 // S,), dt)
+
+
+def categorical(mod):
+    logits = np.log(np.linspace(1.0, 2.0, 1000))
+    return lambda k: mod.random.categorical(k, logits, shape=(CAT,))
+
+
+def hmc(mod, lax_scan):
+    """500 leapfrog-free HMC-like steps on a 10-d Gaussian: momentum drawn inside the loop."""
+    def step(carry, i):
+        x, key = carry
+        key, sub = mod.random.split(key)
+        p = mod.random.normal(sub, (10,))
+        x = x + 0.1 * p - 0.01 * x
+        return (x, key), mod.sum(x * x) if mod is td else jnp.sum(x * x)
+
+    def run(k):
+        (x, _), ys = lax_scan(step, (jnp.zeros(10) if mod is jax else td.zeros(10), k),
+                              mod.arange(500 // S) if mod is td else jnp.arange(500 // S))
+        return x, ys
+    return run
+
+
+def block(x):
+    return jax.block_until_ready(x)
+
+
+def main():
+    cases = [("normal f32 1e7", normals(td, "float32"), normals(jax, "float32")),
+             ("normal f64 1e7", normals(td, "float64"), normals(jax, "float64")),
+             (f"categorical {CAT:.0e}x1000", categorical(td), categorical(jax)),
+             ("hmc scan 500x10", hmc(td, td.scan), hmc(jax, jax.lax.scan))]
+    k, jk = td.random.PRNGKey(0), jax.random.PRNGKey(0)
+    print(f"{'case':24s} {'tidu cold':>10s} {'jax cold':>10s} {'ratio':>7s} "
+          f"{'tidu warm':>10s} {'jax warm':>10s} {'ratio':>7s}")
+    for name, tf, jf in cases:
+        tj, jj = td.jit(tf), jax.jit(jf)
+        tout, tc, tw = timed(lambda: tj(k), REPEAT)
+        jout, jc, jw = timed(lambda: block(jj(jk)), REPEAT)
+        diff = max(float(np.max(np.abs(np.asarray(a, float) - np.asarray(b, float)), initial=0))
+                   for a, b in zip(jax.tree_util.tree_leaves(tout),
+                                   jax.tree_util.tree_leaves(jout)))
+        print(f"{name:24s} {tc * 1e3:9.1f}ms {jc * 1e3:9.1f}ms {jc / tc:7.2f} "
+              f"{tw * 1e3:9.2f}ms {jw * 1e3:9.2f}ms {jw / tw:7.2f}  max|tidu-jax|={diff:.1e}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,360 @@
+"""jax.random's samplers over tidu primitives, each jax's algorithm step for step, so the same
+key and shape give jax's numbers: bits exactly, floats to the last bit where jax's algorithm is a
+fixed transform of the bits (uniform's mantissa trick is computed as the exact integer-to-float
+conversion it equals, so no bitcast is needed), up to the last-bit differences of the elementwise
+functions (log, erf_inv) between tidu's kernels and XLA's.
+
+Default dtypes are jax's under x64 (float64, int64); randint of int64 is not supported yet (it
+needs uint64), so pass dtype=td.int32 there."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+import tidu as td
+from tidu.random.keys import U32, bits32, check_key, eager, random_bits, shape_of, split
+from tidu.trace.tracer import Tracer, _current, _lift
+
+__all__ = ["bernoulli", "categorical", "cauchy", "choice", "exponential", "gumbel", "laplace",
+           "logistic", "multivariate_normal", "normal", "permutation", "randint", "shuffle",
+           "truncated_normal", "uniform"]
+
+_FLOATS = (np.dtype("float32"), np.dtype("float64"))
+
+
+def _float(name, dtype) -> np.dtype:
+    dt = np.dtype("float64") if dtype is None else np.dtype(dtype)
+    if dt not in _FLOATS:
+        raise TypeError(f"{name}: dtype {dt} is not float32 or float64")
+    return dt
+
+
+def _as(x, dt):
+    t = _current()
+    return _lift(t, x, dt)
+
+
+def _unit(key: Tracer, shape: tuple[int, ...], dt: np.dtype) -> Tracer:
+    """jax's [0, 1) floats: the top nmant bits as the mantissa of a float in [1, 2), minus 1:
+    exactly m * 2^-nmant for the integer m those bits make."""
+    if dt == np.float32:
+        return (bits32(key, shape) >> np.uint32(9)).astype(dt) * np.float32(2.0 ** -23)
+    b1, b2 = random_bits(key, shape)
+    # 64 bits (b1 << 32 | b2) >> 12 = b1 * 2^20 + (b2 >> 12), exact in float64 (< 2^52)
+    m = b1.astype(dt) * 2.0 ** 20 + (b2 >> np.uint32(12)).astype(dt)
+    return m * 2.0 ** -52
+
+
+def _split_f64(a):
+    """Veltkamp's split of float64 a into 26-bit halves hi + lo == a."""
+    t = a * 134217729.0  # 2^27 + 1
+    hi = t - (t - a)
+    return hi, a - hi
+
+
+def _fma(a, b, c, dt):
+    """a * b + c rounded once, as XLA's CPU backend computes jax's ``floats * (max - min) + min``
+    (it contracts the two into a fused multiply-add).  float32: the exact product in float64;
+    float64: Dekker's exact product and Knuth's exact sum (double-double), then one rounding."""
+    if dt == np.float32:
+        return (a.astype(np.float64) * b.astype(np.float64) + c.astype(np.float64)).astype(dt)
+    p = a * b
+    ah, al = _split_f64(a)
+    bh, bl = _split_f64(b)
+    e = ((ah * bh - p) + ah * bl + al * bh) + al * bl  # p + e == a * b exactly
+    s = p + c
+    bb = s - p
+    err = (p - (s - bb)) + (c - bb)  # s + err == p + c exactly
+    return s + (err + e)
+
+
+def _uniform(key, shape, dt, minval=0.0, maxval=1.0) -> Tracer:
+    lo, hi = _as(minval, dt), _as(maxval, dt)
+    span = hi - lo
+    unit = _unit(key, shape, dt)
+    out = unit * span + lo if _exact_product(minval, maxval, dt) else _fma(unit, span, lo, dt)
+    return td.broadcast_to(td.maximum(lo, out), shape)
+
+
+def _exact_product(minval, maxval, dt) -> bool:
+    """Constant bounds for which unit * span + lo rounds once anyway (lo 0, or span a power of
+    two, so the product is exact): no fused multiply-add to emulate."""
+    if isinstance(minval, Tracer) or isinstance(maxval, Tracer):
+        return False
+    lo, hi = np.asarray(minval, dt), np.asarray(maxval, dt)
+    if lo.ndim or hi.ndim:
+        return False
+    span = float(hi - lo)
+    return float(lo) == 0.0 or (span > 0 and np.frexp(span)[0] == 0.5)
+
+
+@eager("shape", "dtype")
+def uniform(key, shape=(), dtype=None, minval=0.0, maxval=1.0):
+    """``jax.random.uniform``: floats in [minval, maxval)."""
+    dt = _float("uniform", dtype)
+    return _uniform(check_key("uniform", key), shape_of(shape), dt, minval, maxval)
+
+
+def _normal(key, shape, dt) -> Tracer:
+    lo = np.nextafter(np.array(-1.0, dt), np.array(0.0, dt), dtype=dt)
+    u = _uniform(key, shape, dt, lo, 1.0)
+    return np.array(np.sqrt(2), dt) * td.scipy.special.erfinv(u)
+
+
+@eager("shape", "dtype")
+def normal(key, shape=(), dtype=None):
+    """``jax.random.normal``: sqrt(2) erf_inv(u), u uniform in (-1, 1)."""
+    dt = _float("normal", dtype)
+    return _normal(check_key("normal", key), shape_of(shape), dt)
+
+
+@eager("shape", "dtype")
+def truncated_normal(key, lower, upper, shape=None, dtype=None):
+    """``jax.random.truncated_normal`` on (lower, upper)."""
+    dt = _float("truncated_normal", dtype)
+    k = check_key("truncated_normal", key)
+    lower, upper = _as(lower, dt), _as(upper, dt)
+    if shape is None:
+        shape = np.broadcast_shapes(lower.shape, upper.shape)
+    sqrt2 = np.array(np.sqrt(2), dt)
+    a, b = td.scipy.special.erf(lower / sqrt2), td.scipy.special.erf(upper / sqrt2)
+    out = sqrt2 * td.scipy.special.erfinv(_uniform(k, shape_of(shape), dt, a, b))
+    inf = np.array(np.inf, dt)
+    return td.clip(out, td.nextafter(td.stop_gradient(lower), inf),
+                   td.nextafter(td.stop_gradient(upper), -inf))
+
+
+@eager("shape", "mode")
+def bernoulli(key, p=0.5, shape=None, mode="low"):
+    """``jax.random.bernoulli``: uniform(p's dtype) < p (mode 'low', jax's default)."""
+    if mode != "low":
+        raise NotImplementedError(f"bernoulli: mode={mode!r}; tidu has mode='low'")
+    k = check_key("bernoulli", key)
+    p = _lift(_current(), p)
+    if p.dtype not in _FLOATS:
+        p = p.astype(np.float64)
+    shape = p.shape if shape is None else shape_of(shape)
+    return _uniform(k, shape, p.dtype) < p
+
+
+def _clip_int(v, dt):
+    """jax's _convert_and_clip_integer: v clipped to dt's range, then converted."""
+    info = np.iinfo(dt)
+    if v.dtype.kind in "iu" and np.iinfo(v.dtype).max > info.max:
+        v = td.minimum(v, np.array(info.max, v.dtype))
+    if v.dtype.kind == "i" and np.iinfo(v.dtype).min < info.min:
+        v = td.maximum(v, np.array(info.min, v.dtype))
+    return v.astype(dt)
+
+
+@eager("shape", "dtype")
+def randint(key, shape, minval, maxval, dtype=None):
+    """``jax.random.randint``: integers in [minval, maxval) from 2 x 32 bits per value reduced
+    modulo the span (jax's algorithm); int32 and uint32 (int64 needs uint64 bits, not yet)."""
+    dt = np.dtype("int64") if dtype is None else np.dtype(dtype)
+    if dt not in (np.dtype("int32"), U32):
+        raise NotImplementedError(f"randint: dtype {dt}; tidu draws int32 and uint32 so far "
+                                  "(pass dtype=td.int32)")
+    k = check_key("randint", key)
+    shape = shape_of(shape)
+    t = _current()
+    minval, maxval = _lift(t, minval), _lift(t, maxval)
+    if minval.dtype.kind not in "iu":
+        minval = minval.astype(np.int64)
+    if maxval.dtype.kind not in "iu":
+        maxval = maxval.astype(np.int64)
+    big = _clip_int(_lift(t, np.array(np.iinfo(dt).max, dt)), maxval.dtype)
+    out_of_range = maxval > big
+    lo, hi = _clip_int(minval, dt), _clip_int(maxval, dt)
+    keys = split(k, 2)
+    higher, lower = bits32(keys[0], shape), bits32(keys[1], shape)
+    span = (hi - lo).astype(U32)
+    span = td.where(hi <= lo, np.uint32(1), span)
+    span = td.where(out_of_range & (hi > lo), span + np.uint32(1), span)
+    mult = _lift(t, np.uint32(2 ** 16)) % span
+    mult = (mult * mult) % span
+    off = ((higher % span) * mult + lower % span) % span
+    return td.broadcast_to(lo + off.astype(dt), shape)
+
+
+def _gumbel(key, shape, dt) -> Tracer:
+    return -td.log(-td.log(_uniform(key, shape, dt, np.finfo(dt).tiny, 1.0)))
+
+
+@eager("shape", "dtype", "mode")
+def gumbel(key, shape=(), dtype=None, mode=None):
+    """``jax.random.gumbel`` (mode 'low', jax's default): -log(-log(u))."""
+    if mode not in (None, "low"):
+        raise NotImplementedError(f"gumbel: mode={mode!r}; tidu has mode='low'")
+    return _gumbel(check_key("gumbel", key), shape_of(shape), _float("gumbel", dtype))
+
+
+@eager("axis", "shape", "replace", "mode")
+def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None):
+    """``jax.random.categorical``: argmax of logits plus Gumbel noise (with replacement)."""
+    if mode not in (None, "low"):
+        raise NotImplementedError(f"categorical: mode={mode!r}; tidu has mode='low'")
+    if not replace:
+        raise NotImplementedError("categorical: replace=False (needs top_k)")
+    k = check_key("categorical", key)
+    logits = _lift(_current(), logits)
+    if logits.dtype not in _FLOATS:
+        logits = logits.astype(np.float64)
+    nd = logits.ndim
+    axis = axis % nd
+    batch = tuple(d for i, d in enumerate(logits.shape) if i != axis)
+    shape = batch if shape is None else shape_of(shape)
+    if np.broadcast_shapes(shape, batch) != shape:
+        raise ValueError(f"categorical: shape {shape} does not broadcast with the logits' batch "
+                         f"shape {batch}")
+    prefix = shape[:len(shape) - len(batch)]
+    lshape = list(shape[len(shape) - len(batch):])
+    lshape.insert(axis, logits.shape[axis])
+    g = _gumbel(k, prefix + tuple(lshape), logits.dtype)
+    return td.argmax(g + td.reshape(logits, (1,) * len(prefix) + logits.shape),
+                     axis=axis + len(prefix))
+
+
+@eager("shape", "dtype")
+def exponential(key, shape=(), dtype=None):
+    """``jax.random.exponential``: -log1p(-u)."""
+    u = _uniform(check_key("exponential", key), shape_of(shape), _float("exponential", dtype))
+    return -td.log1p(-u)
+
+
+@eager("shape", "dtype")
+def laplace(key, shape=(), dtype=None):
+    """``jax.random.laplace``: sign(u) log1p(-|u|), u uniform in (-1, 1)."""
+    dt = _float("laplace", dtype)
+    u = _uniform(check_key("laplace", key), shape_of(shape), dt, -1.0 + np.finfo(dt).epsneg, 1.0)
+    return td.sign(u) * td.log1p(-td.abs(u))
+
+
+@eager("shape", "dtype")
+def logistic(key, shape=(), dtype=None):
+    """``jax.random.logistic``: log(x) - log1p(-x)."""
+    dt = _float("logistic", dtype)
+    x = _uniform(check_key("logistic", key), shape_of(shape), dt, np.finfo(dt).tiny, 1.0)
+    return td.log(x) - td.log1p(-x)
+
+
+@eager("shape", "dtype")
+def cauchy(key, shape=(), dtype=None):
+    """``jax.random.cauchy``: tan(pi (u - 1/2))."""
+    dt = _float("cauchy", dtype)
+    u = _uniform(check_key("cauchy", key), shape_of(shape), dt, np.finfo(dt).eps, 1.0)
+    return td.tan(np.array(np.pi, dt) * (u - np.array(0.5, dt)))
+
+
+@eager("shape", "dtype", "method")
+def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky"):
+    """``jax.random.multivariate_normal`` (method 'cholesky', jax's default)."""
+    if method != "cholesky":
+        raise NotImplementedError(f"multivariate_normal: method={method!r}; tidu has "
+                                  "'cholesky'")
+    dt = _float("multivariate_normal", dtype)
+    k = check_key("multivariate_normal", key)
+    mean, cov = _as(mean, dt), _as(cov, dt)
+    if mean.ndim < 1 or cov.ndim < 2 or cov.shape[-2:] != (mean.shape[-1],) * 2:
+        raise ValueError(f"multivariate_normal: mean shape {mean.shape} and cov shape "
+                         f"{cov.shape} are not (..., n) and (..., n, n)")
+    if shape is None:
+        shape = np.broadcast_shapes(mean.shape[:-1], cov.shape[:-2])
+    z = _normal(k, shape_of(shape) + mean.shape[-1:], dt)
+    return mean + td.einsum("...ij,...j->...i", td.linalg.cholesky(cov), z)
+
+
+def _shuffle(key, x, axis):
+    """jax's _shuffle: ceil(3 ln n / ln(2^32 - 1)) stable sorts by fresh 32-bit keys."""
+    rounds = int(np.ceil(3 * np.log(max(1, math.prod(x.shape))) / np.log(2 ** 32 - 1)))
+    for _ in range(rounds):
+        keys = split(key, 2)
+        key, sub = keys[0], keys[1]
+        order = td.argsort(bits32(sub, x.shape), axis=axis, stable=True)
+        x = td.take_along_axis(x, order, axis=axis)
+    return x
+
+
+def _permutation(key, x, axis=0, independent=False):
+    k = check_key("permutation", key)
+    if isinstance(x, (int, np.integer)):
+        return _shuffle(k, td.arange(int(x)), 0)
+    x = _lift(_current(), x)
+    if x.ndim == 0:
+        raise TypeError("permutation: x must be an int or an array of rank >= 1")
+    axis = axis % x.ndim
+    if independent or x.ndim == 1:
+        return _shuffle(k, x, axis)
+    ind = _shuffle(k, td.arange(x.shape[axis]), 0)
+    return td.take(x, ind, axis=axis)
+
+
+_permutation_int = eager("x", "axis", "independent")(_permutation)
+_permutation_arr = eager("axis", "independent")(_permutation)
+
+
+def permutation(key, x, axis=0, independent=False):
+    """``jax.random.permutation``: of range(x) for an int x, else of x along axis."""
+    if isinstance(x, (int, np.integer)):
+        return _permutation_int(key, int(x), axis, independent)
+    return _permutation_arr(key, x, axis, independent)
+
+
+@eager("axis")
+def shuffle(key, x, axis=0):
+    """``jax.random.shuffle`` (deprecated in jax): permutation(..., independent=True)."""
+    x = _lift(_current(), x)
+    return _shuffle(check_key("shuffle", key), x, axis % max(x.ndim, 1))
+
+
+def _choice_impl(key, a, shape=(), replace=True, p=None, axis=0):
+    k = check_key("choice", key)
+    shape = shape_of(shape)
+    scalar = isinstance(a, (int, np.integer))
+    arr = None if scalar else _lift(_current(), a)
+    n = int(a) if scalar else arr.shape[axis]
+    draws = math.prod(shape)
+    if draws and n == 0:
+        raise ValueError("choice: a must be non-empty")
+    if not replace and draws > n:
+        raise ValueError(f"Cannot take a larger sample (size {draws}) than population (size "
+                         f"{n}) when 'replace=False'")
+    if p is None:
+        if replace:
+            ind = randint(k, shape, 0, n, dtype=np.int32).astype(np.int64)
+            result = ind if scalar else td.take(arr, ind, axis=axis)
+        else:
+            perm = _shuffle(k, td.arange(n) if scalar else arr, 0 if scalar else axis)
+            idx = (slice(None),) * (0 if scalar else axis) + (slice(draws),)
+            result = perm[idx]
+    else:
+        p = _lift(_current(), p)
+        if p.dtype not in _FLOATS:
+            p = p.astype(np.float64)
+        if p.shape != (n,):
+            raise ValueError(f"p must be None or a 1D vector with the same size as a.shape[axis]."
+                             f" p has shape {p.shape} and a.shape[axis] is {n}.")
+        if not replace:
+            raise NotImplementedError("choice: p with replace=False (needs top_k)")
+        cum = td.cumsum(p)
+        r = cum[-1] * (1 - _uniform(k, shape, p.dtype))
+        ind = td.searchsorted(cum, r).astype(np.int64)
+        result = ind if scalar else td.take(arr, ind, axis=axis)
+    return td.reshape(result, shape if scalar else
+                      arr.shape[:axis] + shape + arr.shape[axis + 1:])
+
+
+_choice_int = eager("a", "shape", "replace", "axis")(_choice_impl)
+_choice_arr = eager("shape", "replace", "axis")(_choice_impl)
+
+
+def choice(key, a, shape=(), replace=True, p=None, axis=0, mode=None):
+    """``jax.random.choice``: draws from range(a) (an int) or a's entries along axis, with or
+    without replacement, uniformly or by probabilities p (p without replacement: not yet)."""
+    if mode not in (None, "low"):
+        raise NotImplementedError(f"choice: mode={mode!r}; tidu has mode='low'")
+    if isinstance(a, (int, np.integer)):
+        return _choice_int(key, int(a), shape_of(shape), replace, p, axis)
+    return _choice_arr(key, a, shape_of(shape), replace, p, axis)

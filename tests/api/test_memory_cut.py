@@ -1,0 +1,143 @@
+"""Cutting the interner back while other graphs live (tidu.graph.memory.cut, docs/memory.md
+"Generations"): the nodes of dropped functions go although a long-lived jitted function keeps
+its own; what survives keeps its values, and what was freed says so instead of naming another
+node."""
+
+from __future__ import annotations
+
+import gc
+
+import numpy as np
+import pytest
+
+import tidu as td
+from tidu._native import _core
+from tidu.graph import memory
+
+X = np.linspace(0.0, 1.0, 5)
+
+
+pytestmark = pytest.mark.usefixtures("fresh_caches")
+
+
+def _scan_closure(c):
+    """A jitted closure with a loop body (a Body inside an interned op) and a captured constant."""
+    return td.jit(lambda x: td.scan(lambda h, xi: (h * 0.5 + td.tanh(xi + c), h), 0.0, x)[0])
+
+
+def _scan_ref(c, x=X):
+    h = 0.0
+    for xi in x:
+        h = h * 0.5 + np.tanh(xi + c)
+    return h
+
+
+def _stats():
+    return td.memory_stats()["interner"]
+
+
+def test_dropped_closures_nodes_go_while_a_long_lived_function_keeps_its_own():
+    keep = td.jit(lambda x: td.sum(td.sin(x) ** 2))
+    keep_grad = td.jit(td.grad(lambda x: td.sum(td.cos(x) * x)))
+    want, want_grad = keep(X), keep_grad(X)
+    held = _stats()["n_ops"]
+    td.set_cache_limits(reclaim_bytes=128 << 10)
+    gen0 = _core.generation()
+    peak = 0
+    for i in range(150):
+        f = _scan_closure(0.01 * i)
+        assert f(X) == pytest.approx(_scan_ref(0.01 * i), abs=1e-14)
+        g = td.jit(td.grad(lambda x, i=i: td.sum(td.exp(x * i * 1e-3))))(X)
+        np.testing.assert_allclose(g, np.exp(X * i * 1e-3) * i * 1e-3, rtol=1e-14, atol=1e-300)
+        del f
+        peak = max(peak, _stats()["n_ops"])
+    assert _core.generation() > gen0  # the automatic cut ran ...
+    # ... and the interner stays bounded: 150 closures of ~22 ops would hold 3,300 ops without it
+    assert peak < 1800, peak
+    assert keep(X) == want
+    np.testing.assert_array_equal(keep_grad(X), want_grad)
+    gc.collect()
+    td.clear_caches()  # something lives (keep): a cut, down to what keep and keep_grad hold
+    assert _stats()["n_ops"] <= held + 64
+    assert keep(X) == want  # traced again after clear_caches, still right
+    np.testing.assert_array_equal(keep_grad(X), want_grad)
+
+
+def test_clear_caches_cuts_back_to_the_live_graphs():
+    td.set_cache_limits(reclaim_bytes=0)  # only clear_caches cuts here
+    frag = td.build(lambda x: td.exp(x) * 2.0, x=td.spec((), "float64"))
+    n_keep = _stats()["n_ops"]
+    for k in range(50):
+        td.build(lambda x, k=k: td.sin(x) + float(k), x=td.spec((), "float64"))
+    assert _stats()["n_ops"] > n_keep + 50
+    assert td.clear_caches() is False  # frag still holds ids: not emptied ...
+    assert _stats()["n_ops"] == n_keep  # ... but cut to what it reaches
+    assert _stats()["primitives"] <= 3  # Exp, Mul and the constant 2.0
+    out = td.jit(lambda x: td.exp(x) * 2.0)(0.5)
+    assert out == pytest.approx(2 * np.exp(0.5))
+    # the kept fragment is intact and the same node is found again (hash-consing survives)
+    again = td.build(lambda x: td.exp(x) * 2.0, x=td.spec((), "float64"))
+    assert again.outputs[0] == frag.outputs[0]
+    assert again.outputs[0].id == frag.outputs[0].id
+
+
+def test_a_key_of_a_cut_graph_raises_and_a_kept_key_stays_valid():
+    kept = td.build(lambda x: td.cos(x), x=td.spec((), "float64"))
+    dropped = td.build(lambda x: td.tanh(x) * 3.0, x=td.spec((), "float64"))
+    kept_key, lost_key = kept.outputs[0], dropped.outputs[0]
+    del dropped
+    gc.collect()
+    assert memory.cut() > 0
+    assert kept_key.id == kept.outputs[0].id  # made before the cut, still alive
+    assert "freed" in repr(lost_key)
+    with pytest.raises(td.FreedGraphError, match="freed"):
+        lost_key.id
+    # a new node may take the freed id: the old key never names it
+    new = td.build(lambda x: td.sinh(x) + 1.0, x=td.spec((), "float64"))
+    assert all(k != lost_key for k in new.outputs)
+
+
+def test_an_executable_kept_without_its_program_raises_after_a_cut():
+    keep = td.build(lambda x: x + 1.0, x=td.spec((), "float64"))  # something lives: a cut
+    prog = td.jit(lambda x: td.arctan(x) * 7.0).lower(0.3).program  # newer: above keep's ids
+    exe = prog.executable
+    assert exe.instructions  # its primitives are alive
+    exe.check_live()
+    del prog
+    gc.collect()
+    memory.cut()
+    with pytest.raises(td.FreedGraphError, match="freed"):
+        exe.check_live()
+    assert keep.n_ops == 2  # Constant, Add
+
+
+def test_a_cut_never_goes_below_what_live_holders_reach():
+    kept = td.build(lambda x: td.exp(x) + 1.0, x=td.spec((), "float64"))
+    n_vals, n_ops, n_prims, n_keys = _core.kept_marks()
+    assert n_ops >= 2 and n_prims >= 2 and n_keys >= 1
+    prims = (memory._keys._prims.ids, memory._keys._prims.objs)
+    keys = (memory._keys._input_keys.ids, memory._keys._input_keys.objs)
+    with pytest.raises(ValueError, match="live holders reach"):
+        _core.truncate_interner(n_vals, n_ops - 1, n_prims, n_keys, prims, keys)
+    with pytest.raises(ValueError, match="beyond"):
+        _core.truncate_interner(n_vals, n_ops, n_prims, n_keys + 10 ** 6, prims, keys)
+    assert kept.n_ops == 3 and _core.kept_marks() == (n_vals, n_ops, n_prims, n_keys)
+    assert td.jit(lambda x: td.exp(x) + 1.0)(0.0) == 2.0
+
+
+def test_no_automatic_cut_while_a_trace_is_open():
+    td.set_cache_limits(reclaim_bytes=1)  # every top-level trace tries to cut
+    seen = []
+
+    def f(x):
+        before = _core.generation()
+        # a jit traced inside this trace: its at_safe_point must not cut the ids in our hands
+        y = td.jit(lambda y, k=len(seen): td.sin(y) * (2.0 + k))(x)
+        seen.append((before, _core.generation()))
+        return y + td.cos(x)
+
+    start = (_stats()["epoch"], _core.generation())
+    for k in range(4):
+        assert td.jit(f)(0.25) == pytest.approx((2 + k) * np.sin(0.25) + np.cos(0.25))
+    assert all(a == b for a, b in seen)
+    assert (_stats()["epoch"], _core.generation()) != start  # the top-level traces gave back
