@@ -304,7 +304,10 @@ class PyProgram {
     return result;
   }
 
-  py::list run_batch(const py::list& inputs, std::int64_t batch, int threads, bool exact) {
+  // shared: None, or one bool per input, true where the input has no batch axis (one copy
+  // every point reads: jax.vmap's in_axes=None).
+  py::list run_batch(const py::list& inputs, std::int64_t batch, int threads, bool exact,
+                     const py::object& shared) {
     if (inputs.size() != p_.inputs.size())
       throw py::value_error("expected " + std::to_string(p_.inputs.size()) + " inputs, got " +
                             std::to_string(inputs.size()));
@@ -316,9 +319,18 @@ class PyProgram {
           total > tidu::checked::kMaxBytes)
         throw py::value_error("a batch of " + std::to_string(batch) + " points is too large for this program");
     }
+    std::vector<std::uint8_t> one(p_.inputs.size(), 0);
+    if (!shared.is_none()) {
+      py::list flags = py::list(shared);
+      if (flags.size() != one.size())
+        throw py::value_error("shared: expected " + std::to_string(one.size()) + " flags, got " +
+                              std::to_string(flags.size()));
+      for (std::size_t i = 0; i < one.size(); ++i) one[i] = flags[i].cast<bool>() ? 1 : 0;
+    }
     std::vector<const void*> in(p_.inputs.size());
     for (std::size_t i = 0; i < in.size(); ++i)
-      in[i] = checked_array(p_, inputs[i], p_.inputs[i], batch, "batched input " + std::to_string(i), false).data();
+      in[i] = one[i] ? checked_array(p_, inputs[i], p_.inputs[i], -1, "shared input " + std::to_string(i), false).data()
+                     : checked_array(p_, inputs[i], p_.inputs[i], batch, "batched input " + std::to_string(i), false).data();
     py::list result;
     std::vector<void*> outs(p_.outputs.size());
     for (std::size_t i = 0; i < outs.size(); ++i) {
@@ -327,7 +339,7 @@ class PyProgram {
       result.append(a);
     }
     run_interruptible(work_ * static_cast<double>(batch) >= kWatchWork, [&](const std::atomic<bool>* stop) {
-      tidu::eval_batch(p_, batch, in.data(), outs.data(), threads, exact, stop);
+      tidu::eval_batch(p_, batch, in.data(), outs.data(), threads, exact, stop, one.data());
     });
     return result;
   }
@@ -516,7 +528,7 @@ void make_program(py::module_& m) {
       })
       .def("run", &PyProgram::run, py::arg("inputs"), py::arg("out") = py::none())
       .def("run_batch", &PyProgram::run_batch, py::arg("inputs"), py::arg("batch"), py::arg("threads"),
-           py::arg("exact") = true)
+           py::arg("exact") = true, py::arg("shared") = py::none())
       .def_property_readonly("arena_bytes", [](const PyProgram& p) { return p.program().arena_bytes; })
       .def_property_readonly("naive_bytes", [](const PyProgram& p) { return p.program().naive_bytes; })
       .def_property_readonly(

@@ -366,6 +366,67 @@ def test_long_programs_compile_in_segments():
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
 
 
+def _scalar_chain(steps):
+    def f(x, a):
+        v = x
+        for i in range(steps):
+            v = td.sin(v) * a + v if i % 2 else td.tanh(v) + 0.1
+        return v
+    return f
+
+
+def test_segments_pass_values_packed_not_one_parameter_each():
+    """The backward half of a chain's gradient reads every saved forward value: they cross
+    segments packed (one buffer per dtype), each once, so no segment takes or returns many."""
+    g = td.jit(td.grad(_scalar_chain(150)), backend="xla")
+    got = g(0.3, 0.7)
+    ((prog, *_),) = g.cache.values()
+    want = td.jit(td.grad(_scalar_chain(150)), backend="cpu")(0.3, 0.7)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
+    segs = prog.executable.xla().segments
+    assert len(segs) >= 3 and prog.n_instructions > 2 * xla.MAX_FUSED_INSTRUCTIONS
+    crossing = sum(a.shape[0] for s in segs[:-1] for a in s.out_avals)
+    assert crossing > 100  # hundreds of values cross ...
+    for s in segs:  # ... in a handful of parameters and results
+        assert len(s.in_keys) <= 6 and len(s.out_keys) <= 2, (s.in_keys, s.out_keys)
+        assert all(k[0] == "pack" for k in s.out_keys if isinstance(k, tuple))
+    packs = [k for s in segs for k in s.out_keys if isinstance(k, tuple)]
+    assert len(packs) == len(set(packs)) == len(segs) - 1  # nothing passed through twice
+
+
+def test_segments_with_batch_mixed_dtypes_and_large_values():
+    """Packs per dtype, sliced per point under a batch axis; a value larger than
+    PACK_MAX_ELEMENTS crosses as its own parameter; outputs defined early come back in order."""
+    big = xla.PACK_MAX_ELEMENTS + 4
+
+    def f(x, m):
+        v, first = x, None
+        for i in range(140):
+            v = td.sin(v) * 0.5 + x if i % 2 else td.cos(v) - x
+            if i == 3:
+                first = v
+        w, u, j = m * 2.0, m[:8], td.astype(m[:8] > 0.5, "int32")  # large, small, int32
+        for _ in range(100):
+            w = td.tanh(w) + 0.25
+            u = td.tanh(u) * w[:8]
+            j = j + td.astype(u > 0.5, "int32")
+        return v + td.sum(w) * 1e-3 + td.sum(u), td.sum(j), first
+
+    F = td.build(f, x=td.spec((3,), "float64"), m=td.spec((big,), "float32"))
+    g = td.materialize_merge(td.resolve([F]), F.outputs)
+    p_xla, p_cpu = td.compile(g, backend="xla"), td.compile(g, backend="cpu")
+    r = np.random.default_rng(3)
+    ins = {"x": r.standard_normal((4, 3)), "m": r.random((4, big)).astype(np.float32)}
+    ordered = [ins[k] for k in p_cpu.inputs]
+    segs = xla.lower_segments(p_xla.executable, batch=4)
+    assert len(segs) >= 2
+    keys = [k for s in segs for k in s.out_keys]
+    assert {k[2] for k in keys if isinstance(k, tuple)} >= {"float64", "float32", "int32"}
+    assert any(isinstance(k, int) for s in segs[:-1] for k in s.out_keys)  # the large value
+    for got, want in zip(p_xla.eval_batch(ordered, backend="xla"), p_cpu.eval_batch(ordered)):
+        np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-6)
+
+
 # ---- backends, the auto rule, errors ----
 
 def test_auto_backend_picks_by_work_and_device(monkeypatch):
@@ -535,6 +596,14 @@ def test_sharded_batch_equals_single_device():
                 (sh,) = prog.eval_batch(ins, devices=devices)
                 np.testing.assert_allclose(sh, one, rtol=1e-13, atol=1e-14)
             np.testing.assert_allclose(one, cpu, rtol=1e-13, atol=1e-14)
+        # w shared by every point (in_axes None): one copy, replicated on the devices
+        w, x = r.standard_normal((7, 3, 2)), r.standard_normal((7, 5, 3))
+        axes = [None if k == "w" else 0 for k in prog.inputs]
+        shared = [w[0] if k == "w" else x for k in prog.inputs]
+        tiled = [np.broadcast_to(w[0], w.shape) if k == "w" else x for k in prog.inputs]
+        (want,) = prog.eval_batch(tiled, backend="cpu")
+        (sh,) = prog.eval_batch(shared, devices=4, in_axes=axes)  # batch 7: padded to 8
+        np.testing.assert_allclose(sh, want, rtol=1e-13, atol=1e-14)
         n_compiled = len(prog.executable._xla)
         prog.eval_batch(ins, devices=4)  # a new, equal Mesh: no recompilation
         assert len(prog.executable._xla) == n_compiled

@@ -182,7 +182,8 @@ def _other_path(cache, sig, fn, args, leaves, miss, backend, device):
 
 
 def jit(fn: Callable | None = None, *, static_argnums=None, static_argnames=None,
-        backend: str = "auto", device=None, _concrete: bool = False) -> Callable:
+        backend: str = "auto", device=None, in_shardings=None, out_shardings=None,
+        _concrete: bool = False) -> Callable:
     """Compile fn once per input shapes/dtypes and evaluate it with the compiled program.
 
     Args:
@@ -191,6 +192,15 @@ def jit(fn: Callable | None = None, *, static_argnums=None, static_argnames=None
             extra) or "auto" (XLA for large tensor work, the interpreter otherwise; see
             ``tidu.xla.choose_backend``).
         device: XLA only: None (jax's default device), a platform name or a jax Device.
+        in_shardings: XLA only, as jax.jit's: a ``jax.sharding.NamedSharding`` for every
+            argument, or a tuple with one per positional argument (applying to each of its
+            leaves; None: replicated).  The program runs partitioned over the sharding's Mesh
+            (XLA's SPMD partitioner adds the collectives, e.g. the all-reduce of a gradient
+            summed over a sharded batch).
+        out_shardings: XLA only: one sharding for every output, a tuple with one per output
+            of the flattened result, or None (XLA's choice).  Arguments that are jax Arrays
+            stay on their devices, and then the outputs come back as jax Arrays; numpy in,
+            numpy out.
         static_argnums: an int or ints (negative counts from the end of fn's positional
             parameters): positional arguments that are hashable Python values, not arrays; fn
             is traced and compiled once per distinct value (``range(n)``, ``if flag:`` work).
@@ -203,15 +213,26 @@ def jit(fn: Callable | None = None, *, static_argnums=None, static_argnames=None
         arguments that are not static are traced like positional ones.
 
     Raises:
-        ValueError: unknown backend, or a static_argnums out of range of fn's parameters.
+        ValueError: unknown backend, or a static_argnums out of range of fn's parameters;
+            in_shardings/out_shardings with a backend other than "xla"/"auto", or an
+            in_shardings tuple whose length is not the number of positional arguments.
         TypeError: fn uses a traced value in Python control flow (``if x > 0``); inside jit
             values are abstract: use ``tidu.where``, or make the argument static.  A static
             argument that is not hashable (a list, an array).
     """
     if fn is None:
         return functools.partial(jit, static_argnums=static_argnums,
-                                 static_argnames=static_argnames, backend=backend, device=device)
+                                 static_argnames=static_argnames, backend=backend, device=device,
+                                 in_shardings=in_shardings, out_shardings=out_shardings)
     _check_backend(backend)
+    sharded = in_shardings is not None or out_shardings is not None
+    if sharded:
+        if backend == "cpu" or device is not None:
+            raise ValueError("in_shardings/out_shardings need backend='xla' (or 'auto') and no "
+                             "device= (the shardings say where the program runs)")
+        if static_argnums is not None or static_argnames is not None:
+            raise NotImplementedError("in_shardings/out_shardings with static arguments")
+        backend = "xla"
     if static_argnums is not None or static_argnames is not None:
         return static_jit(fn, static_argnums, static_argnames, backend, device, _concrete)
     # Transforms (grad, jvp, ...) are jits with _concrete: traced with the values at hand, under
@@ -223,6 +244,8 @@ def jit(fn: Callable | None = None, *, static_argnums=None, static_argnames=None
 
     def wrapped(*args, **kwargs):  # the general path; `jitted` takes calls like the last one
         if kwargs:  # traced like positional arguments, one jit per set of keyword names
+            if sharded:
+                raise NotImplementedError("in_shardings/out_shardings with keyword arguments")
             return by_keyword()(*args, **kwargs)
         leaves, in_tree = _flatten_args(args)
         sig = _signature(leaves)
@@ -231,7 +254,8 @@ def jit(fn: Callable | None = None, *, static_argnums=None, static_argnames=None
         sig = (sig, in_tree)
         hit = cache.lookup(sig)
         if hit is None:
-            hit = cache[sig] = _entry(fn, args, backend, device, _concrete)
+            where = _placement(args, in_shardings, out_shardings) if sharded else device
+            hit = cache[sig] = _entry(fn, args, backend, where, _concrete)
         prog, build, order, run = hit
         inputs = [leaves[i] for i in order]
         try:
@@ -246,7 +270,8 @@ def jit(fn: Callable | None = None, *, static_argnums=None, static_argnames=None
                     return out
             return build(prog.eval(inputs))
         except GuardMiss as miss:
-            return _other_path(cache, sig, fn, args, leaves, miss, backend, device)
+            where = _placement(args, in_shardings, out_shardings) if sharded else device
+            return _other_path(cache, sig, fn, args, leaves, miss, backend, where)
 
     keyword: list = []  # the jit taking keyword arguments, made on first use (jit itself is
                         # created per transform call, so it stays cheap)
@@ -267,6 +292,21 @@ def jit(fn: Callable | None = None, *, static_argnums=None, static_argnames=None
     cache.forget = jitted.forget  # an evicted entry may be the remembered fast path
     jitted.lower = lower
     return jitted
+
+
+def _placement(args: tuple, in_shardings, out_shardings):
+    """td.jit's shardings for this call's arguments: one per leaf (tidu.xla.Shardings)."""
+    from tidu.backends.xla import Shardings  # noqa: PLC0415 - the backend, on first sharded call
+
+    if isinstance(in_shardings, (tuple, list)):
+        if len(in_shardings) != len(args):
+            raise ValueError(f"in_shardings: {len(in_shardings)} entries for {len(args)} "
+                             f"positional arguments")
+        leaves = [sh for a, sh in zip(args, in_shardings)
+                  for _ in range(len(_flatten_args((a,))[0]))]
+    else:
+        leaves = [in_shardings] * len(_flatten_args(args)[0])
+    return Shardings(leaves, out_shardings)
 
 
 def _abstractly(fn, args):

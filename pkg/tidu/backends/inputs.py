@@ -9,9 +9,11 @@ refused, naming the input: a float into an integer input (truncation), a complex
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
-__all__ = ["check_input", "check_inputs"]
+__all__ = ["check_input", "check_inputs", "shared_inputs"]
 
 _IINFO = {np.dtype(t): np.iinfo(t) for t in (np.int32, np.int64)}
 
@@ -88,16 +90,40 @@ def check_input(i: int, name, x, shape: tuple, dtype: np.dtype,
     return np.require(arr, requirements="C")
 
 
-def check_inputs(names, shapes, dtypes, inputs, batched: bool = False
-                 ) -> tuple[list[np.ndarray], int]:
-    """All inputs checked (``check_input``), in order; with ``batched``, every input shares one
-    leading batch length, returned with them (0 for a program with no inputs)."""
+def shared_inputs(in_axes, n: int) -> list[bool] | None:
+    """Which of n inputs have no batch axis, from jax.vmap's ``in_axes`` convention: 0 (every
+    input batched on its leading axis, the default), None (that input shared by every point), or
+    a list/tuple of those, one per input.  None when every input is batched.  Raises ValueError
+    for anything else (other axes, a wrong length, every input shared)."""
+    axes = list(in_axes) if isinstance(in_axes, (list, tuple)) else [in_axes] * n
+    if isinstance(in_axes, (list, tuple)) and len(axes) != n:
+        raise ValueError(f"in_axes: {len(axes)} entries for a program of {n} inputs")
+    for i, a in enumerate(axes):
+        if a is not None and (isinstance(a, bool) or not isinstance(a, (int, np.integer))
+                              or int(a) != 0):
+            raise ValueError(f"in_axes[{i}] = {a!r}: eval_batch takes 0 (batched on the leading "
+                             f"axis) or None (shared by every point)")
+    shared = [a is None for a in axes]
+    if n and all(shared):
+        raise ValueError("in_axes: at least one input must be batched (0), or the batch length "
+                         "is unknown")
+    return shared if any(shared) else None
+
+
+def check_inputs(names, shapes, dtypes, inputs, batched: bool = False,
+                 shared: Sequence[bool] | None = None) -> tuple[list[np.ndarray], int]:
+    """All inputs checked (``check_input``), in order; with ``batched``, every input but the
+    ``shared`` ones shares one leading batch length, returned with them (0 for a program with no
+    batched inputs)."""
     names = list(names)
     if len(inputs) != len(names):
         raise ValueError(f"program takes {len(names)} inputs {names}, got {len(inputs)}")
     batch: int | None = None if batched else -1
     out = []
     for i, (name, shape, dt, x) in enumerate(zip(names, shapes, dtypes, inputs)):
+        if shared is not None and shared[i]:
+            out.append(check_input(i, name, x, shape, dt, -1))
+            continue
         a = check_input(i, name, x, shape, dt, batch)
         if batched and batch is None:
             batch = a.shape[0]

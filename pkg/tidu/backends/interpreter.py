@@ -20,7 +20,7 @@ import stat
 import numpy as np
 
 from tidu._native import _core, _eval
-from tidu.backends.inputs import check_inputs
+from tidu.backends.inputs import check_inputs, shared_inputs
 from tidu.graph import aval_of, prim_of
 from tidu.graph.memory import register_cache
 
@@ -248,9 +248,9 @@ class LoadedProgram:
         self._shapes = [tuple(s) for s in native.input_shapes]
         self._dtypes = [np.dtype(d) for d in native.input_dtypes]
 
-    def _arrays(self, inputs, batch=False):
+    def _arrays(self, inputs, batch=False, shared=None):
         """Inputs checked as CompiledProgram checks them (tidu.backends.inputs)."""
-        return check_inputs(self.inputs, self._shapes, self._dtypes, inputs, batch)
+        return check_inputs(self.inputs, self._shapes, self._dtypes, inputs, batch, shared)
 
     def eval(self, inputs, out=None):
         if out is None and all(type(x) is np.ndarray for x in inputs):
@@ -272,10 +272,13 @@ class LoadedProgram:
             raise KeyError(f"missing input(s) {missing}; the program takes {self.inputs}")
         return self.eval([mapping[k] for k in self.inputs])
 
-    def eval_batch(self, inputs, threads=None, exact=True):
-        """As ``CompiledProgram.eval_batch`` (interpreter only)."""
-        arrs, batch = self._arrays(inputs, batch=True)
-        return self.native.run_batch(arrs, batch, threads or _eval.get_num_threads(), exact)
+    def eval_batch(self, inputs, threads=None, exact=True, in_axes=0):
+        """As ``CompiledProgram.eval_batch`` (interpreter only); ``in_axes`` 0 or None per input
+        (None: one value shared by every point)."""
+        shared = shared_inputs(in_axes, len(self.inputs))
+        arrs, batch = self._arrays(inputs, batch=True, shared=shared)
+        return self.native.run_batch(arrs, batch, threads or _eval.get_num_threads(), exact,
+                                     shared)
 
 
 _HEADER = 32  # magic (8) | version (4) | reserved (4) | payload bytes (8) | checksum (8)

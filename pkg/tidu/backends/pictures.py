@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tidu.backends.xla import MAX_FUSED_INSTRUCTIONS
+from tidu.backends.xla.segments import MAX_FUSED_INSTRUCTIONS, segment_bounds
 from tidu.graph import Fragment, Local, MaterializedGraph, ValKey, mode_of
 
 __all__ = ["fragment_to_dot", "graph_to_dot", "program_to_dot", "show", "to_dot"]
@@ -155,9 +155,7 @@ def graph_to_dot(graph) -> str:
 
 def _segment_bounds(n: int) -> list[tuple[int, int]]:
     """The instruction ranges XLA compiles separately (tidu.xla.lower_segments)."""
-    k = max(1, -(-n // MAX_FUSED_INSTRUCTIONS))
-    step = max(1, -(-n // k))
-    return [(s, min(s + step, n)) for s in range(0, max(n, 1), step)]
+    return segment_bounds(n, MAX_FUSED_INSTRUCTIONS)
 
 
 def program_to_dot(prog) -> str:

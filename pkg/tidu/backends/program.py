@@ -5,13 +5,14 @@ interpreter, XLA, or each op's Python ``impl``). Names no primitive."""
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from tidu.backends import interpreter, pictures, xla
-from tidu.backends.inputs import check_inputs
+from tidu.backends.inputs import check_input, check_inputs, shared_inputs
 from tidu.graph import compile as graph_compile
 from tidu.graph.compile import compile_arrays, program_cache
 from tidu.graph.keys import is_input_key, mode_of
@@ -50,13 +51,20 @@ class Executable(graph_compile.Executable):
             return native.run(list(inputs), out)
         return self.run_python(inputs)
 
-    def xla(self, batch: int | None = None, device=None, mesh=None):
-        """The program compiled through XLA (``tidu.xla``), once per batch size and placement."""
-        key = (batch, device if mesh is None else ("mesh", mesh))  # equal meshes share one
+    def xla(self, batch: int | None = None, device=None, mesh=None, shared=None,
+            shardings=None):
+        """The program compiled through XLA (``tidu.xla``), once per batch size, placement
+        (a device, a Mesh, or per-input and per-output shardings) and set of shared (unbatched)
+        inputs."""
+        shared = tuple(shared) if shared and any(shared) else None
+        where = ("shardings", shardings) if shardings is not None else (
+            device if mesh is None else ("mesh", mesh))  # equal meshes: one runner
+        key = (batch, where, shared)
         runner = self._xla.get(key)
         if runner is None:
             self.check_live()
-            runner = self._xla.setdefault(key, xla.XlaRunner(self, batch, device, mesh))
+            runner = self._xla.setdefault(
+                key, xla.XlaRunner(self, batch, device, mesh, shared=shared, shardings=shardings))
         return runner
 
     def auto_backend(self) -> str:
@@ -109,11 +117,12 @@ class CompiledProgram:
     def n_instructions(self) -> int:
         return len(self.executable.arrays["instr_prim"])
 
-    def _check_all(self, inputs, batched: bool = False) -> tuple[list[np.ndarray], int]:
+    def _check_all(self, inputs, batched: bool = False, shared=None
+                   ) -> tuple[list[np.ndarray], int]:
         """Inputs as C-contiguous arrays of the program's dtypes (tidu.backends.inputs, the
         checks LoadedProgram shares), and the batch length when ``batched``."""
         return check_inputs(self.inputs, [av.shape for av in self._input_avals],
-                            [av.dtype for av in self._input_avals], inputs, batched)
+                            [av.dtype for av in self._input_avals], inputs, batched, shared)
 
     def eval(self, inputs: Sequence[Any], out=None) -> list[np.ndarray]:
         """Evaluate with inputs in ``self.inputs`` order; returns a list of numpy arrays."""
@@ -125,11 +134,41 @@ class CompiledProgram:
                 return run(inputs)
             except (TypeError, ValueError):
                 pass  # convert below, or raise an error naming the input
-        arrs, _ = self._check_all(inputs)
         if self.backend == "xla":
-            res = self.executable.xla(device=self.device).run(arrs)
-            return res if out is None else _copy_out(res, out)
+            return self._eval_xla(inputs, out)
+        arrs, _ = self._check_all(inputs)
         return self.executable.run(arrs, out)
+
+    def _eval_xla(self, inputs: Sequence[Any], out=None) -> list:
+        """XLA: jax Arrays among the inputs stay where they are (checked, not converted) and
+        the outputs come back as jax Arrays on their devices; numpy in, numpy out."""
+        on_device = _jax_arrays(inputs)
+        arrs = self._check_device(inputs) if on_device else self._check_all(inputs)[0]
+        if isinstance(self.device, xla.Shardings):
+            runner = self.executable.xla(
+                shardings=self.device.for_program(self.inputs, len(self.outputs)))
+        else:
+            runner = self.executable.xla(device=self.device)
+        res = runner.run(arrs, as_jax=on_device and out is None)
+        return res if out is None else _copy_out(res, out)
+
+    def _check_device(self, inputs: Sequence[Any]) -> list:
+        """The inputs, jax Arrays checked for shape and dtype as they are, others as eval
+        checks them."""
+        if len(inputs) != len(self.inputs):
+            raise ValueError(f"program takes {len(self.inputs)} inputs {self.inputs}, "
+                             f"got {len(inputs)}")
+        res = []
+        for i, (key, av, x) in enumerate(zip(self.inputs, self._input_avals, inputs)):
+            if _jax_arrays([x]):
+                if tuple(x.shape) != tuple(av.shape) or np.dtype(x.dtype) != np.dtype(av.dtype):
+                    raise ValueError(f"input {i} ({key!r}): expected {np.dtype(av.dtype)}"
+                                     f"{list(av.shape)}, got the jax Array {x.dtype}"
+                                     f"{list(x.shape)}")
+                res.append(x)
+            else:
+                res.append(check_input(i, key, x, av.shape, av.dtype))
+        return res
 
     def runner(self):
         """The C++ interpreter's entry point for this program (a callable taking a list of
@@ -162,12 +201,14 @@ class CompiledProgram:
         backend: str | None = None,
         devices=None,
         exact: bool = True,
+        in_axes=0,
     ) -> list[np.ndarray]:
-        """Evaluate at many points at once: every input has a leading batch axis of one length;
-        the points are independent.
+        """Evaluate at many points at once: every batched input has a leading batch axis of one
+        length; the points are independent.
 
         Args:
-            inputs: arrays in ``self.inputs`` order, each with a leading batch axis.
+            inputs: arrays in ``self.inputs`` order, each with a leading batch axis, except
+                those ``in_axes`` declares shared.
             threads: interpreter threads (default: ``tidu.get_num_threads()``); chunks of points
                 are taken by them one at a time, with the GIL released.
             backend: ``"cpu"``, ``"xla"`` or None (this program's backend).
@@ -179,9 +220,16 @@ class CompiledProgram:
                 blocks of points through the SIMD array kernels (within 3 ulp of the C library
                 per op, as array programs are), several times faster.  Other programs are
                 evaluated point by point with the array kernels either way.
+            in_axes: which inputs carry the batch axis, as ``jax.vmap``'s: 0 (all, the default),
+                or one entry per input, 0 (batched on its leading axis) or None (one value
+                shared by every point: not copied per point; replicated on each device).
 
         Returns:
             One numpy array per output, with the leading batch axis.
+
+        Raises:
+            ValueError: an input's shape (naming it), ``in_axes`` other than 0/None per input
+                or with every input None, ``devices=`` without backend "xla".
         """
         backend = backend or self.backend
         _check_backend(backend)
@@ -189,25 +237,29 @@ class CompiledProgram:
             backend = self.executable.auto_backend()
         if devices is not None and backend != "xla":
             raise ValueError("devices= needs backend='xla'")
-        arrs, batch = self._check_all(inputs, batched=True)
+        shared = shared_inputs(in_axes, len(self.inputs))
+        arrs, batch = self._check_all(inputs, batched=True, shared=shared)
         if backend == "xla":
-            return self._eval_batch_xla(arrs, batch, devices)
+            return self._eval_batch_xla(arrs, batch, devices, shared)
         native = self.executable.native
         if native is None:
             raise NotImplementedError("eval_batch needs C++ kernels for every op")
         if next(_host_callbacks(self.executable), None) is not None:
             threads = 1  # host callbacks run in the order of the points
-        return native.run_batch(arrs, batch, threads or interpreter.get_num_threads(), exact)
+        return native.run_batch(arrs, batch, threads or interpreter.get_num_threads(), exact,
+                                shared)
 
-    def _eval_batch_xla(self, arrs: list[np.ndarray], batch: int, devices) -> list[np.ndarray]:
+    def _eval_batch_xla(self, arrs: list[np.ndarray], batch: int, devices,
+                        shared=None) -> list[np.ndarray]:
+        shared = tuple(shared) if shared else None
         if devices is None:
-            return self.executable.xla(batch=batch, device=self.device).run(arrs)
+            return self.executable.xla(batch=batch, device=self.device, shared=shared).run(arrs)
         mesh = xla.resolve_devices(devices)
         n = mesh.devices.size
         padded = -(-batch // n) * n if batch else n
         if padded != batch:  # repeat the last point (or zeros for an empty batch), then drop
             arrs = [
-                np.concatenate(
+                a if shared and shared[i] else np.concatenate(
                     [
                         a,
                         np.repeat(
@@ -217,9 +269,9 @@ class CompiledProgram:
                         ),
                     ]
                 )
-                for a in arrs
+                for i, a in enumerate(arrs)
             ]
-        res = self.executable.xla(batch=padded, mesh=mesh).run(arrs)
+        res = self.executable.xla(batch=padded, mesh=mesh, shared=shared).run(arrs)
         return [r[:batch] for r in res]
 
     def to_dot(self) -> str:
@@ -318,6 +370,12 @@ def _callbacks_in(ops):
                 frag = getattr(body, "fragment", None)
                 if frag is not None and callable(getattr(frag, "ops", None)):
                     yield from _callbacks_in(o for o, *_ in frag.ops())
+
+
+def _jax_arrays(inputs) -> bool:
+    """Whether any input is a jax Array (never imports jax)."""
+    jax = sys.modules.get("jax")
+    return jax is not None and any(isinstance(x, jax.Array) for x in inputs)
 
 
 def _copy_out(res: list[np.ndarray], out) -> list[np.ndarray]:

@@ -144,9 +144,12 @@ inline void Program::eval(Workspace& ws, const void* const* in, void* const* out
 // eval_scalar_block); other programs are evaluated point by point either way.  When `cancel` is
 // given, setting it (from any thread) makes every thread stop at its next poll (each point, each
 // block of points, and inside each point as eval polls) and eval_batch throw Cancelled.
+// `shared`, when given, marks inputs with no batch axis (shared[i] != 0): one copy that every
+// point reads, as jax.vmap's in_axes=None.
 inline void eval_batch(const Program& p, std::int64_t batch, const void* const* inputs,
                        void* const* outputs, int threads, bool exact = true,
-                       const std::atomic<bool>* cancel = nullptr) {
+                       const std::atomic<bool>* cancel = nullptr,
+                       const std::uint8_t* shared = nullptr) {
   auto cancelled = [cancel] { return cancel != nullptr && cancel->load(std::memory_order_relaxed); };
   threads = static_cast<int>(std::max<std::int64_t>(
       1, std::min<std::int64_t>({threads, detail::max_threads(), std::max<std::int64_t>(batch, 1)})));
@@ -160,7 +163,7 @@ inline void eval_batch(const Program& p, std::int64_t batch, const void* const* 
       if (V.empty()) V.resize((std::size_t{p.scalar_values} + 1) * K);
       for (std::int64_t b = lo; b < hi; b += K) {
         if (cancelled()) throw Cancelled();
-        detail::eval_scalar_block(p, V.data(), std::min(K, hi - b), inputs, outputs, b, exact);
+        detail::eval_scalar_block(p, V.data(), std::min(K, hi - b), inputs, outputs, b, exact, shared);
       }
       return;
     }
@@ -174,7 +177,8 @@ inline void eval_batch(const Program& p, std::int64_t batch, const void* const* 
     for (std::int64_t b = lo; b < hi; ++b) {
       if (cancelled()) throw Cancelled();
       for (std::size_t i = 0; i < in.size(); ++i)
-        in[i] = static_cast<const std::uint8_t*>(inputs[i]) + b * p.nbytes(p.inputs[i]);
+        in[i] = static_cast<const std::uint8_t*>(inputs[i]) +
+                (shared != nullptr && shared[i] ? 0 : b * p.nbytes(p.inputs[i]));
       for (std::size_t i = 0; i < out.size(); ++i)
         out[i] = static_cast<std::uint8_t*>(outputs[i]) + b * p.nbytes(p.outputs[i]);
       eval(p, ws, in.data(), out.data());

@@ -126,14 +126,21 @@ constexpr std::int64_t kScalarBlock = 32;
 
 inline void eval_scalar_block(const Program& p, double* V, std::int64_t n_points,
                               const void* const* inputs, void* const* outputs, std::int64_t first,
-                              bool exact) {
+                              bool exact, const std::uint8_t* shared = nullptr) {
   constexpr std::int64_t K = kScalarBlock;
-  // Element e of input i at point j (of n_i elements per point) is value ids[off[i] + e].
+  // Element e of input i at point j (of n_i elements per point) is value ids[off[i] + e]; a
+  // shared input (shared[i] != 0) has no batch axis: every point reads its one copy.
   for (std::size_t i = 0; i < p.inputs.size(); ++i) {
     const std::uint32_t lo = p.scalar_in_off[i], n_i = p.scalar_in_off[i + 1] - lo;
+    const bool one = shared != nullptr && shared[i] != 0;
     for (std::uint32_t e = 0; e < n_i; ++e) {
-      const double* src = static_cast<const double*>(inputs[i]) + first * n_i + e;
       double* dst = V + std::int64_t{p.scalar_in_ids[lo + e]} * K;
+      if (one) {
+        const double x = static_cast<const double*>(inputs[i])[e];
+        for (std::int64_t j = 0; j < K; ++j) dst[j] = x;
+        continue;
+      }
+      const double* src = static_cast<const double*>(inputs[i]) + first * n_i + e;
       for (std::int64_t j = 0; j < K; ++j) dst[j] = src[(j < n_points ? j : n_points - 1) * n_i];
     }
   }

@@ -19,8 +19,9 @@ jax is imported lazily: ``import tidu`` never imports it.
 Long elementwise programs: XLA's CPU pipeline takes super-linear time in the number of fused
 instructions (a 10,000-node elementwise chain did not finish compiling in 17 minutes).  A program
 with more than ``MAX_FUSED_INSTRUCTIONS`` instructions is therefore split into consecutive segments
-of at most that many instructions, each compiled as its own executable, with the values live across
-a segment boundary passed from one to the next; compile time is then linear in the program's length.
+of at most that many instructions, each compiled as its own executable; a value crosses from the
+segment that makes it to each that reads it, small ones packed one buffer per dtype
+(``tidu.backends.xla.segments``), so compile time and memory are linear in the program's length.
 The ``auto`` backend routes such programs to the interpreter anyway (see ``choose_backend``).
 """
 
@@ -38,7 +39,16 @@ from typing import Any
 
 import numpy as np
 
+from tidu.backends.xla import segments
 from tidu.backends.xla.hlo import Lowering, Value, dense_hex, i64_array, tensor_type
+from tidu.backends.xla.segments import (
+    MAX_FUSED_INSTRUCTIONS,
+    PACK_MAX_ELEMENTS,
+    LoweringMissing,
+    Segment,
+    is_host,
+    lower_range,
+)
 from tidu.graph import prim_of
 from tidu.graph.dtypes import _aval_list
 
@@ -47,6 +57,7 @@ __all__ = [
     "Lowering",
     "Value",
     "XlaRunner",
+    "Shardings",
     "dense_hex",
     "i64_array",
     "tensor_type",
@@ -55,15 +66,15 @@ __all__ = [
     "has_lowering",
     "check_lowerable",
     "MAX_FUSED_INSTRUCTIONS",
+    "PACK_MAX_ELEMENTS",
+    "Segment",
+    "lower_segments",
+    "lower_range",
     "AUTO_MIN_WORK",
     "AUTO_MAX_INSTRUCTIONS",
     "LoweringMissing",
 ]
 
-# Segments of at most this many instructions are compiled separately (see the module docstring).
-# bench/xla.py (3): a 2,500-instruction chain compiled in 2.6 s as 10 segments of 250, 3.1 s as 5
-# of 500, 4.5 s as 3 of 1000, 8.0 s as 2 of 1250 (one core of this 2-core machine).
-MAX_FUSED_INSTRUCTIONS = 250
 # The auto backend (choose_backend): XLA when jax's default device is an accelerator and the
 # program does at least AUTO_MIN_WORK work (flops of its products plus elements written by its other
 # instructions) in at most AUTO_MAX_INSTRUCTIONS instructions; the interpreter otherwise.  On a
@@ -73,20 +84,10 @@ AUTO_MIN_WORK = 1e7
 AUTO_MAX_INSTRUCTIONS = 2000
 
 
-class LoweringMissing(NotImplementedError):
-    """A primitive has no StableHLO lowering."""
-
-
 def has_lowering(op) -> bool:
     """True when op can be written as StableHLO (tidu's primitives; user primitives that
     define ``lower``)."""
     return callable(getattr(op, "lower", None)) and bool(getattr(op, "lowerable", True))
-
-
-def is_host(op) -> bool:
-    """True for a host callback (an op with a ``callback_name``: td.debug.print and the like),
-    which the runner calls between compiled segments instead of lowering it."""
-    return getattr(op, "callback_name", None) is not None
 
 
 def unlowered(exe) -> list[str]:
@@ -106,51 +107,9 @@ def check_lowerable(exe) -> None:
         )
 
 
-def lower_range(exe, lo: Lowering, env: dict[int, Value], start: int, stop: int) -> None:
-    """Write instructions [start, stop) of an Executable into lo; env maps slots to Values."""
-    avals = exe.slot_avals
-    for op, ins, outs in exe.instructions[start:stop]:
-        res = op.lower(lo, avals[outs[0]], *[env[s] for s in ins])
-        if len(outs) == 1:
-            env[outs[0]] = res
-        else:  # several results (control flow): one Value each
-            env.update(zip(outs, res))
-
-
-def _function(lo: Lowering, name: str, args: list[tuple[str, str]], results: list[Value]) -> str:
-    sig = ", ".join(f"{n}: {t}" for n, t in args)
-    rts = ", ".join(v.type for v in results)
-    ret = f'    "func.return"({", ".join(v.name for v in results)}) : ({rts}) -> ()'
-    return (
-        f"  func.func public @{name}({sig}) -> ({rts}) {{\n"
-        + "\n".join(lo.lines)
-        + ("\n" if lo.lines else "")
-        + ret
-        + "\n  }"
-    )
-
-
-def _module(func: str) -> str:
-    return (
-        "module @tidu attributes {mhlo.num_partitions = 1 : i32, "
-        "mhlo.num_replicas = 1 : i32} {\n" + func + "\n}\n"
-    )
-
-
 def lower(exe, batch: int | None = None) -> str:
     """StableHLO MLIR text of a whole program (an Executable): @main(inputs) -> outputs."""
     return lower_segments(exe, batch, max_instructions=None)[0].text
-
-
-class Segment:
-    """One compiled unit: its StableHLO text, the slots it takes and the slots it gives back;
-    or (``host``, text None) one host callback the runner calls in Python between units."""
-
-    def __init__(self, text: str | None, in_slots: list[int], out_slots: list[int], host=None):
-        self.text = text
-        self.in_slots = in_slots
-        self.out_slots = out_slots
-        self.host = host
 
 
 def lower_segments(
@@ -158,60 +117,12 @@ def lower_segments(
     batch: int | None = None,
     max_instructions: int | None = MAX_FUSED_INSTRUCTIONS,
     platform: str = "cpu",
+    shared: frozenset[int] = frozenset(),
 ) -> list[Segment]:
-    """The program as consecutive segments of at most max_instructions instructions (one when
-    None); each segment's inputs are the program inputs and earlier results it reads, its
-    outputs the values read later or returned."""
+    """The program as separately compiled segments (``tidu.backends.xla.segments``), after
+    checking that every primitive has a lowering."""
     check_lowerable(exe)
-    instrs = exe.instructions
-    n = len(instrs)
-    k = 1 if not max_instructions else max(1, -(-n // max_instructions))
-    step = max(1, -(-n // k))  # k balanced segments
-    bounds = [(s, min(s + step, n)) for s in range(0, max(n, 1), step)]
-    hosts = [i for i, (op, _, _) in enumerate(instrs) if is_host(op)]
-    if hosts:  # each host callback is a segment of its own, run in Python
-        if batch is not None:
-            raise LoweringMissing("a program holding a host callback (td.debug.print, "
-                                  "td.debug.callback, td.pure_callback) runs batches on the "
-                                  "interpreter (backend='cpu')")
-        cuts = sorted({0, n} | set(hosts) | {i + 1 for i in hosts} | {a for a, _ in bounds})
-        bounds = [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
-    # the last instruction that reads each slot, and which slots are program outputs
-    last_read: dict[int, int] = {}
-    for i, (_, ins, _) in enumerate(instrs):
-        for s in ins:
-            last_read[s] = i
-    outputs = [int(s) for s in exe.output_slots]
-    out_set = set(outputs)
-    avals = exe.slot_avals
-    live: list[int] = [int(s) for s in exe.input_slots]  # slots available at a boundary
-    segments = []
-    for k, (start, stop) in enumerate(bounds):
-        op, ins, outs_ = instrs[start] if start < n else (None, (), ())
-        if op is not None and is_host(op):
-            segments.append(Segment(None, [int(s) for s in ins], [int(s) for s in outs_], op))
-            live = list(dict.fromkeys(live + [int(s) for s in outs_]))
-            continue
-        lo = Lowering(batch, platform)
-        env: dict[int, Value] = {}
-        args = []
-        for j, s in enumerate(live):
-            if s in env:
-                continue
-            ty = lo.type(avals[s])
-            env[s] = Value(f"%arg{j}", ty)
-            args.append((f"%arg{j}", ty))
-        lower_range(exe, lo, env, start, stop)
-        final = k == len(bounds) - 1
-        if final:
-            outs = outputs
-        else:  # what later segments read or the program returns (a host segment's read too)
-            outs = [s for s in env if s in out_set or last_read.get(s, -1) >= stop]
-        results = [env[s] for s in outs]
-        text = _module("\n".join([_function(lo, "main", args, results), *lo.funcs.values()]))
-        segments.append(Segment(text, list(dict.fromkeys(live)), outs))
-        live = outs
-    return segments
+    return segments.lower_segments(exe, batch, max_instructions, platform, shared)
 
 
 # ---- compile and run through jax ----
@@ -337,6 +248,44 @@ def resolve_devices(devices):
     return Mesh(np.array(devices), ("batch",))
 
 
+class Shardings:
+    """What ``td.jit(..., in_shardings=, out_shardings=)`` asks for: a jax Sharding (or None,
+    replicated) per leaf of the jitted function's arguments, and one per output (or one for
+    all, or None: XLA's choice).  Passed as a program's ``device``; hashable."""
+
+    def __init__(self, leaves: Sequence, out=None):
+        self.leaves = tuple(leaves)
+        self.out = tuple(out) if isinstance(out, (list, tuple)) else out
+
+    def _key(self):
+        return (self.leaves, self.out)
+
+    def __eq__(self, other):
+        return isinstance(other, Shardings) and self._key() == other._key()
+
+    def __hash__(self):
+        return hash(self._key())
+
+    def for_program(self, inputs, n_out: int) -> tuple[tuple, tuple]:
+        """(a sharding per program input, keyed ("arg", leaf); one per output)."""
+        ins = tuple(self.leaves[k[1]] if isinstance(k, tuple) and k[:1] == ("arg",) else None
+                    for k in inputs)
+        if isinstance(self.out, tuple):
+            if len(self.out) != n_out:
+                raise ValueError(f"out_shardings: {len(self.out)} entries for {n_out} outputs")
+            return ins, self.out
+        return ins, (self.out,) * n_out
+
+
+def _mesh_of(shardings) -> Any:
+    """The Mesh of the first NamedSharding among shardings (None when there is none)."""
+    for sh in shardings:
+        mesh = getattr(sh, "mesh", None)
+        if mesh is not None:
+            return mesh
+    return None
+
+
 class XlaRunner:
     """An Executable compiled for XLA on one device (or a batch split over a Mesh).
 
@@ -349,48 +298,82 @@ class XlaRunner:
         device=None,
         mesh=None,
         max_instructions: int | None = MAX_FUSED_INSTRUCTIONS,
+        shared: Sequence[bool] | None = None,
+        shardings: tuple[tuple, tuple] | None = None,
     ):
         jax = require_jax()
         from jax.sharding import NamedSharding, PartitionSpec, SingleDeviceSharding  # noqa: PLC0415 - optional dependency, imported on first use
 
         self.exe = exe
         self.batch = batch
-        if mesh is not None:
+        in_sh = out_sh = None
+        if shardings is not None:  # td.jit(in_shardings=...): XLA partitions the program (SPMD)
+            in_sh, out_sh = shardings
+            mesh = _mesh_of((*in_sh, *out_sh))
+            if mesh is None:
+                raise ValueError("in_shardings/out_shardings: need a jax.sharding.NamedSharding "
+                                 "(over a Mesh) among them")
+            rep = NamedSharding(mesh, PartitionSpec())
+            by_slot = {int(s): sh or rep for s, sh in zip(exe.input_slots, in_sh)}
+            dev = mesh.devices.flat[0]
+            sharding = replicated = None
+        elif mesh is not None:
             dev = mesh.devices.flat[0]
             sharding = NamedSharding(mesh, PartitionSpec(tuple(mesh.axis_names)))
+            replicated = NamedSharding(mesh, PartitionSpec())  # shared inputs: on every device
         else:
             dev = resolve_device(device)
-            sharding = SingleDeviceSharding(dev)
+            sharding = replicated = SingleDeviceSharding(dev)
         self.platform = dev.platform
-        avals = exe.slot_avals
         lead = (batch,) if batch is not None else ()
-        self.segments = lower_segments(exe, batch, max_instructions, self.platform)
+        one = frozenset(int(s) for s, sh in zip(exe.input_slots, shared or ()) if sh)
+        self.segments = lower_segments(exe, batch, max_instructions, self.platform,
+                                       one if batch is not None else frozenset())
         self.calls = []
         with jax.enable_x64(True):
             for seg in self.segments:
-                if seg.host is not None:
+                if seg.host is not None:  # a host callback, called in Python
                     self.calls.append(functools.partial(_host_call, seg.host))
                     continue
-                ins = [_Shape(lead + avals[s].shape, avals[s].dtype) for s in seg.in_slots]
-                outs = [_Shape(lead + avals[s].shape, avals[s].dtype) for s in seg.out_slots]
+                ins = [_Shape(a.shape if sh else lead + a.shape, a.dtype)
+                       for a, sh in zip(seg.in_avals, seg.in_shared)]
+                outs = [_Shape(lead + a.shape, a.dtype) for a in seg.out_avals]
                 ex = _exported(seg.text, ins, outs, export_platform(dev))
-                self.calls.append(
-                    jax.jit(
-                        ex.call,
-                        in_shardings=(sharding,) * len(ins),
-                        out_shardings=(sharding,) * len(outs),
-                    )
-                )
+                if in_sh is not None:  # program inputs as asked, the rest as XLA propagates
+                    in_s = tuple(by_slot.get(k) if isinstance(k, int) else None
+                                 for k in seg.in_keys)
+                    out_s = out_sh if seg is self.segments[-1] else (None,) * len(outs)
+                else:
+                    in_s = tuple(replicated if sh else sharding for sh in seg.in_shared)
+                    out_s = (sharding,) * len(outs)
+                self.calls.append(jax.jit(ex.call, in_shardings=in_s, out_shardings=out_s))
+        # the keys no later segment reads, dropped after each segment (device memory stays what
+        # is live, not everything computed)
+        last: dict = {}
+        for k, seg in enumerate(self.segments):
+            for key in seg.in_keys:
+                last[key] = k
+        self.drop: list[list] = [[] for _ in self.segments]
+        for key, k in last.items():
+            if not isinstance(key, int) or key not in self._inputs:
+                self.drop[k].append(key)
 
-    def run(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-        """Inputs in the program's input order; values cross segments on the device."""
+    @functools.cached_property
+    def _inputs(self) -> frozenset:
+        return frozenset(int(s) for s in self.exe.input_slots)
+
+    def run(self, inputs: Sequence[Any], as_jax: bool = False) -> list[Any]:
+        """Inputs in the program's input order; values cross segments on the device.  Returns
+        numpy arrays, or the jax Arrays on their devices with ``as_jax``."""
         jax = require_jax()
         with jax.enable_x64(True):
-            env: dict[int, Any] = {int(s): x for s, x in zip(self.exe.input_slots, inputs)}
-            for seg, call in zip(self.segments, self.calls):
-                vals = call(*[env[s] for s in seg.in_slots])
-                env.update(zip(seg.out_slots, vals))
-            return [np.asarray(env[int(s)]) for s in self.exe.output_slots]
+            env: dict[Any, Any] = {int(s): x for s, x in zip(self.exe.input_slots, inputs)}
+            for seg, call, drop in zip(self.segments, self.calls, self.drop):
+                vals = call(*[env[key] for key in seg.in_keys])
+                for key in drop:
+                    del env[key]
+                env.update(zip(seg.out_keys, vals))
+            return list(vals) if as_jax else [np.asarray(v) for v in vals]
 
 
 def _host_call(op, *vals):
