@@ -157,8 +157,11 @@ inline void eval_batch(const Program& p, std::int64_t batch, const void* const* 
   // Per thread (parallel.hpp's worker index): a workspace, or the scalar path's value block.
   std::vector<std::unique_ptr<Workspace>> spaces(static_cast<std::size_t>(threads));
   std::vector<std::vector<double>> values(static_cast<std::size_t>(threads));
+  // One path for the whole batch (not per chunk), so a point's bits never depend on how the
+  // batch was cut between threads: blocks of points on the scalar path from K/2 points on.
+  const bool blocks = !p.scalar_code.empty() && batch >= K / 2;
   auto run_range = [&](std::int64_t lo, std::int64_t hi, int worker) {
-    if (!p.scalar_code.empty() && hi - lo >= K / 2) {  // blocks of points
+    if (blocks) {  // blocks of points
       std::vector<double>& V = values[worker];
       if (V.empty()) V.resize((std::size_t{p.scalar_values} + 1) * K);
       for (std::int64_t b = lo; b < hi; b += K) {
