@@ -55,10 +55,28 @@ def sign(x):
 
 
 def power(x, y):
-    """x ** y; a literal exponent 2 is traced as x * x (exact, and cheaper to differentiate)."""
-    if isinstance(y, (int, float)) and not isinstance(y, bool) and y == 2 and isinstance(x, Tracer):
-        return x * x
+    """x ** y. A Python int exponent is jax's ``integer_pow``: multiplications by repeated
+    squaring (the same products in the same order as XLA's, so the same bits, and a derivative
+    of a few multiplications instead of the general power rule), a reciprocal for a negative one
+    (of a float x); a float literal 2 is traced as x * x. Exponent 0 takes the general path."""
+    if isinstance(x, Tracer) and not isinstance(y, bool) and x.aval.dtype.kind != "b":
+        if (type(y) is int or isinstance(y, np.integer)) and y != 0 \
+                and (y > 0 or x.aval.dtype.kind in "fc"):
+            return _integer_pow(x, int(y))
+        if isinstance(y, float) and y == 2:
+            return x * x
     return _core.binary(_core.B_POW, x, y)
+
+
+def _integer_pow(x, n: int):
+    k, acc = (-n if n < 0 else n), None
+    while k > 0:
+        if k & 1:
+            acc = x if acc is None else acc * x
+        k >>= 1
+        if k:
+            x = x * x
+    return 1 / acc if n < 0 else acc
 
 
 def maximum(x, y): return _core.binary(_core.B_MAX, x, y)
