@@ -4,30 +4,18 @@ inside scan (500 steps, 10-d).  Prints cold (first call: trace, compile, run) an
 times, the ratios jax / tidu (> 1: tidu faster) and the largest difference of the numbers drawn
 (0: identical).  ``--quick`` shrinks the sizes 10x; ``--full`` draws categorical's 1e6 (8 GB).
 
-Run: python bench/random.py [--quick] [--full]"""
+Run: python bench/random_draws.py [--quick] [--full]"""
 
 from __future__ import annotations
 
-import os
 import sys
 
-# This file's name is the standard library's `random`: take its folder off the path before
-# anything imports `random`, and load the shared timing helper by path.
-_HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
+import jax
+import jax.numpy as jnp
+import numpy as np
+from _timing import timed
 
-import importlib.util  # noqa: E402
-
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
-
-import tidu as td  # noqa: E402
-
-_spec = importlib.util.spec_from_file_location("_timing", os.path.join(_HERE, "_timing.py"))
-_timing = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_timing)
-timed = _timing.timed
+import tidu as td
 
 jax.config.update("jax_enable_x64", True)
 QUICK = "--quick" in sys.argv
