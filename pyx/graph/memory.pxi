@@ -52,7 +52,8 @@ def generation():
 def kept_marks():
     """(values, ops, primitives, input keys) a cut must keep: every id a counting holder
     reaches, closed so that each kept op keeps its outputs and each kept value its op, and the
-    primitives of the kept ops and the keys of the kept inputs.  Ids are handed out in order, so everything below the marks stays (a stack)."""
+    primitives of the kept ops and the keys of the kept inputs.  Ids are handed out in order,
+    so everything below the marks stays (a stack)."""
     cdef size_t h
     cdef Id x, nv = 0, no = 0, np_ = 0, nk = 0, o
     for h in range(_holders.size()):
