@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -45,14 +46,30 @@ def saved(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def cpp_build(tmp_path_factory, saved):
-    """cpp_build("release" | "asan"): the tests/cpp build directory, built once per session."""
+    """cpp_build("release" | "asan"): the tests/cpp build directory, built once per session.
+    Under xdist the workers share it (the first builds, under a file lock, the others wait and
+    reuse it): each build takes minutes, and two at once on two cores take twice as long."""
+    import fcntl
+
     from _support.cpp_build import build
 
-    tmp, cache = tmp_path_factory.mktemp("cpp"), {}
+    cache = {}
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # this session's folder, shared by its workers
+        tmp = tmp_path_factory.getbasetemp().parent / "cpp-shared"
+        tmp.mkdir(exist_ok=True)
+    else:
+        tmp = tmp_path_factory.mktemp("cpp")
 
     def get(kind: str):
         if kind not in cache:
-            cache[kind] = build(tmp, kind == "asan", saved[0])
+            with open(tmp / f"{kind}.lock", "w") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                done = tmp / f"{kind}.done"
+                if done.exists():
+                    cache[kind] = Path(done.read_text())
+                else:
+                    cache[kind] = build(tmp, kind == "asan", saved[0])
+                    done.write_text(str(cache[kind]))
         return cache[kind]
 
     return get

@@ -66,13 +66,13 @@ def test_dropped_closures_nodes_go_while_a_long_lived_function_keeps_its_own():
 def test_clear_caches_cuts_back_to_the_live_graphs():
     td.set_cache_limits(reclaim_bytes=0)  # only clear_caches cuts here
     frag = td.build(lambda x: td.exp(x) * 2.0, x=td.spec((), "float64"))
-    n_keep = _stats()["n_ops"]
+    n_keep, prims_keep = _stats()["n_ops"], _stats()["primitives"]
     for k in range(50):
         td.build(lambda x, k=k: td.sin(x) + float(k), x=td.spec((), "float64"))
     assert _stats()["n_ops"] > n_keep + 50
     assert td.clear_caches() is False  # frag still holds ids: not emptied ...
     assert _stats()["n_ops"] == n_keep  # ... but cut to what it reaches
-    assert _stats()["primitives"] <= 3  # Exp, Mul and the constant 2.0
+    assert _stats()["primitives"] <= prims_keep  # the 50 constants k are gone
     out = td.jit(lambda x: td.exp(x) * 2.0)(0.5)
     assert out == pytest.approx(2 * np.exp(0.5))
     # the kept fragment is intact and the same node is found again (hash-consing survives)

@@ -8,6 +8,7 @@ import numpy as np
 from tidu._native import _core
 from tidu.ad.rules import RuleMissing
 from tidu.graph import GraphError, ValKey, _aval_list, prim_of
+from tidu.graph.memory import busy
 
 __all__ = ["batch_walk"]
 
@@ -26,6 +27,7 @@ def _batch_rule(b):
     return rule
 
 
+@busy
 def batch_walk(view, keys, seeds, builder) -> list[int]:
     """The batching pass: the ops of `view` reachable from `keys`, in topological order, from
     `seeds` ((value id, its batched value id) pairs); each op with a batched operand is replaced

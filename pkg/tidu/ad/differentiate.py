@@ -25,6 +25,7 @@ from tidu.graph import (
     prim_of,
     resolve,
 )
+from tidu.graph.memory import busy
 
 __all__ = ["LinearFragment", "differentiate", "rule_cache_info", "set_rule_cache"]
 
@@ -82,6 +83,7 @@ def _inputs_by_key(view: ResolvedView) -> dict:
 
 # ---- differentiate ----
 
+@busy
 def differentiate(view: ResolvedView, outputs: Sequence[ValKey], wrt: Sequence[Hashable],
                   tangents: Sequence[ValKey] | None = None) -> LinearFragment:
     """The JVP of `outputs` with respect to the inputs `wrt`, as a new linear fragment.

@@ -12,6 +12,7 @@ from tidu._native import _core
 from tidu.ad.differentiate import _ACTIVE2, LinearFragment, _mode_mask, _prim_flags, _ref
 from tidu.ad.rules import Cotangent, RuleMissing, next_pass_id, registry
 from tidu.graph import Fragment, FragmentBuilder, GraphError, Local, ValKey, mode_of, prim_of
+from tidu.graph.memory import busy
 
 __all__ = ["SavedValue", "saved_values", "transpose"]
 
@@ -34,6 +35,7 @@ def _adder(frag: Fragment) -> type:
     raise RuleMissing("no registered primitive defines add(): cannot accumulate cotangents")
 
 
+@busy
 def transpose(linear: LinearFragment, cotangents: Sequence[ValKey | None] | None = None
               ) -> LinearFragment:
     """Reverse the linear flow of `linear`: cotangents of its outputs in, of its inputs out.

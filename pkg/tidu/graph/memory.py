@@ -13,6 +13,7 @@ design and what is not reclaimed.
 
 from __future__ import annotations
 
+import functools
 import gc
 import threading
 import weakref
@@ -28,6 +29,7 @@ __all__ = [
     "FunctionCache",
     "cache_limits",
     "at_safe_point",
+    "busy",
     "clear_caches",
     "cut",
     "disown",
@@ -205,24 +207,42 @@ def cut(min_bytes: int = 0) -> int:
 
 _cut_at = [0, 0]  # _held_bytes() and live holders after the last automatic attempt
 
+# Graph transforms in progress over all threads (differentiate, transpose, the batching walk):
+# they hold ids outside any holder for a while (a control-flow rule's Body before its op is
+# interned), so the automatic cut waits for them, as it waits for open traces.
+_busy = [0]
+_busy_lock = threading.Lock()
+
+
+def busy(fn: Callable) -> Callable:
+    """Mark fn, a graph transform, as in progress while it runs (the automatic cut waits)."""
+    @functools.wraps(fn)
+    def wrapped(*args, **kwargs):
+        with _busy_lock:
+            _busy[0] += 1
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            with _busy_lock:
+                _busy[0] -= 1
+    return wrapped
+
 
 def at_safe_point() -> None:
     """The automatic cut: called where a top-level trace starts (jit's trace, ``td.build``),
-    so no ids are in hand outside holders; it acts only when no trace is open in any thread and
-    the process has one Python thread (another thread could hold ids between interning them
-    and storing them), and once the interner and its tables have grown by ``reclaim_bytes``
+    so no ids are in hand outside holders; it acts only when no trace is open and no graph
+    transform (``busy``) runs in any thread, and once the interner and its tables have grown by
+    ``reclaim_bytes``
     since the last attempt, or hold that much and the live holders the last attempt found have
     halved since. Cheap when it does nothing (a count, a size)."""
     limit = _LIMITS["reclaim_bytes"]
-    if not limit or _core.n_tracing():
+    if not limit or _core.n_tracing() or _busy[0]:
         return
     held = _held_bytes()
     if held - _cut_at[0] < limit:
         # or the holders an attempt found have mostly gone since (many functions dropped)
         if held < limit or 2 * _core.live_holders() > _cut_at[1]:
             return
-    if threading.active_count() != 1:
-        return
     if not (_core.live_holders() == 0 and reclaim()) and not cut(min_bytes=limit // 2):
         gc.collect()  # dropped jitted functions often sit in reference cycles
         if not (_core.live_holders() == 0 and reclaim()):
@@ -259,7 +279,7 @@ def clear_caches() -> bool:
     gc.collect()
     if reclaim():
         return True
-    if not _core.n_tracing():  # something alive: give back what nothing reaches past it
+    if not (_core.n_tracing() or _busy[0]):  # something alive: give back what nothing reaches
         cut()
     return False
 
