@@ -141,3 +141,27 @@ def test_no_automatic_cut_while_a_trace_is_open():
         assert td.jit(f)(0.25) == pytest.approx((2 + k) * np.sin(0.25) + np.cos(0.25))
     assert all(a == b for a, b in seen)
     assert (_stats()["epoch"], _core.generation()) != start  # the top-level traces gave back
+
+
+def test_the_automatic_cut_runs_with_other_python_threads_alive():
+    """A process with a second thread (a server, a data loader) still gets its memory back; the
+    cut waits only for traces and graph transforms in progress."""
+    import threading
+
+    stop = threading.Event()
+    waiter = threading.Thread(target=stop.wait, daemon=True)
+    waiter.start()
+    try:
+        keep = td.jit(lambda x: td.sum(x * x))
+        want = keep(X)
+        td.set_cache_limits(reclaim_bytes=64 << 10)
+        gen0 = _core.generation()
+        for i in range(60):
+            f = _scan_closure(0.02 * i)
+            assert f(X) == pytest.approx(_scan_ref(0.02 * i), abs=1e-14)
+            del f
+        assert _core.generation() > gen0
+        assert keep(X) == want
+    finally:
+        stop.set()
+        waiter.join()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import sys
 import threading
 import weakref
 from collections import OrderedDict
@@ -199,8 +200,17 @@ def cut(min_bytes: int = 0) -> int:
             if est < min_bytes:
                 return 0
         tables = [c for c, _, holds, _ in _CACHES.values() if holds]
-        freed = _core.truncate_interner(n_vals, n_ops, n_prims, n_keys, (prims.ids, prims.objs),
-                                        (keys.ids, keys.objs), tables)
+        # No other Python thread may run in the middle of the cut (it could intern an op with a
+        # primitive id being freed): the cut runs Python code (hashing the primitives it drops),
+        # so the interpreter is asked not to switch threads until it is done.
+        interval = sys.getswitchinterval()
+        sys.setswitchinterval(1e6)
+        try:
+            freed = _core.truncate_interner(n_vals, n_ops, n_prims, n_keys,
+                                            (prims.ids, prims.objs), (keys.ids, keys.objs),
+                                            tables)
+        finally:
+            sys.setswitchinterval(interval)
     _held[0] = _held[1] = 0
     return freed
 
@@ -232,9 +242,11 @@ def at_safe_point() -> None:
     """The automatic cut: called where a top-level trace starts (jit's trace, ``td.build``),
     so no ids are in hand outside holders; it acts only when no trace is open and no graph
     transform (``busy``) runs in any thread, and once the interner and its tables have grown by
-    ``reclaim_bytes``
-    since the last attempt, or hold that much and the live holders the last attempt found have
-    halved since. Cheap when it does nothing (a count, a size)."""
+    ``reclaim_bytes`` since the last attempt, or hold that much and the live holders the last
+    attempt found have halved since. Cheap when it does nothing (a count, a size).
+
+    Building fragments by hand (``FragmentBuilder``) in another thread is outside what this
+    sees: wrap such code in ``busy`` (or turn the automatic reclaim off, ``reclaim_bytes=0``)."""
     limit = _LIMITS["reclaim_bytes"]
     if not limit or _core.n_tracing() or _busy[0]:
         return
