@@ -212,6 +212,7 @@ def cut(min_bytes: int = 0) -> int:
         finally:
             sys.setswitchinterval(interval)
     _held[0] = _held[1] = 0
+    _cut_at[1] = min(_cut_at[1], _core.live_holders())
     return freed
 
 
@@ -251,6 +252,8 @@ def at_safe_point() -> None:
     if not limit or _core.n_tracing() or _busy[0]:
         return
     held = _held_bytes()
+    if held < _cut_at[0]:  # given back since by other means (clear_caches): grow from here
+        _cut_at[0] = held
     if held - _cut_at[0] < limit:
         # or the holders an attempt found have mostly gone since (many functions dropped)
         if held < limit or 2 * _core.live_holders() > _cut_at[1]:
