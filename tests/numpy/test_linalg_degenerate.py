@@ -6,7 +6,8 @@ eigenvalues, trace of pinv, a norm, ...), written once for both libraries (``lib
 
 - ``MATCH``: both finite and equal;
 - ``NONFINITE``: jax's derivative is NaN/inf there (undefined); tidu's is not finite either;
-- ``FD``: jax's derivative is NaN there though the function is differentiable; tidu's equals
+- ``FD``: jax's derivative is NaN there though the function is differentiable (or, where the
+  CPU's LAPACK rounds the repeated singular values apart, finite and wrong); tidu's equals
   central finite differences;
 - a string: the row is not compared, for the reason written there.
 """
@@ -173,9 +174,11 @@ def test_degenerate_grad_against_jax(name, f, x, expect):
         assert np.all(np.isfinite(want)), f"{name}: jax is not finite; the row is wrong"
         np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9, err_msg=name)
     elif expect == FD:
-        assert not np.all(np.isfinite(want)), f"{name}: jax is finite; the row is wrong"
-        np.testing.assert_allclose(got, _central_fd(lambda a: f(np, a), x), rtol=1e-6,
-                                   atol=1e-6, err_msg=name)
+        fd = _central_fd(lambda a: f(np, a), x)
+        # jax fails here: NaN where LAPACK returns the repeated values equal, a wrong finite
+        # value where it rounds them apart (which happens depends on the CPU's kernels)
+        assert not np.allclose(want, fd, rtol=1e-3, atol=1e-3), f"{name}: jax is right; the row is wrong"
+        np.testing.assert_allclose(got, fd, rtol=1e-6, atol=1e-6, err_msg=name)
     elif expect == NONFINITE:
         assert not np.all(np.isfinite(want)), f"{name}: jax is finite; the row is wrong"
         assert not np.all(np.isfinite(got)), name
