@@ -13,7 +13,8 @@ from tidu._paths import get_cmake_dir, get_include
 from tidu.ad import LinearFragment, SavedValue, differentiate, saved_values
 from tidu.api import custom_derivatives, debug, lax, tree_util
 from tidu.api.control_flow import checkpoint, cond, fori_loop, remat, scan, switch, while_loop
-from tidu.api.custom import custom_jvp, custom_vjp
+from tidu.api.custom import custom_jvp
+from tidu.api.custom_vjp import custom_vjp
 from tidu.api.debug import pure_callback
 from tidu.api.grad import (
     grad,

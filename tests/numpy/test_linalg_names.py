@@ -3,12 +3,14 @@ against jax in x64: values under jit, first and second derivatives along a direc
 
 from __future__ import annotations
 
+from functools import partial
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 import tidu as td
+from _support.compare import close as _close
 
 jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
@@ -35,13 +37,7 @@ def _sym(x):
     return (x + x.T) / 2
 
 
-def close(got, want, rtol=1e-10, atol=1e-11):
-    got, want = np.asarray(got), np.asarray(want)
-    assert got.shape == want.shape, (got.shape, want.shape)
-    if want.dtype.kind in "biu":
-        np.testing.assert_array_equal(got, want)
-    else:
-        np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
+close = partial(_close, rtol=1e-10, atol=1e-11)
 
 
 # name -> (f(L, x), [inputs], differentiable)

@@ -4,10 +4,13 @@ derivatives where differentiable; outside a trace they are numpy's own functions
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pytest
 
 import tidu as td
+from _support.compare import close as _close
 
 jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
@@ -24,13 +27,7 @@ DUP = np.array([3.0, 1.0, 3.0, 2.0, 1.0, 3.0, 7.0])
 LABELS = np.array([0, 3, 1, 3, 3, 0, 5, 9])
 
 
-def close(got, want, rtol=1e-12, atol=1e-14):
-    got, want = np.asarray(got), np.asarray(want)
-    assert got.shape == want.shape, (got.shape, want.shape)
-    if want.dtype.kind in "biu":
-        np.testing.assert_array_equal(got, want)
-    else:
-        np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
+close = partial(_close, rtol=1e-12, atol=1e-14)
 
 
 # name -> (f(L, x), [inputs], differentiable)

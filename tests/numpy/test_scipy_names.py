@@ -4,12 +4,14 @@ direction, at ordinary points and at the edges of each function's domain."""
 
 from __future__ import annotations
 
+from functools import partial
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 import tidu as td
+from _support.compare import close as _close
 
 jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
@@ -36,13 +38,7 @@ UNIT = np.array([0.05, 0.2, 0.5, 0.7, 0.95])
 GAMMA_EDGE = np.array([0.0, np.inf, -1.0, np.nan, 1e-300, 1e4])
 
 
-def close(got, want, rtol=1e-10, atol=1e-12):
-    got, want = np.asarray(got), np.asarray(want)
-    assert got.shape == want.shape, (got.shape, want.shape)
-    if want.dtype.kind in "biu":
-        np.testing.assert_array_equal(got, want)
-    else:
-        np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
+close = partial(_close, rtol=1e-10, atol=1e-12)
 
 
 # name -> (f(L, x), [inputs], differentiable inputs (indices into the list) or None, rtol)

@@ -1,4 +1,5 @@
-"""Custom derivative rules with jax's API: ``td.custom_jvp`` and ``td.custom_vjp``.
+"""Custom derivative rules with jax's API: ``td.custom_jvp`` here, ``td.custom_vjp`` (its rule
+object and decorator) in ``tidu.api.custom_vjp`` on the machinery shared here.
 
 Calling a decorated function inside a trace traces it once into a Body and emits one op
 (``tidu.ops.control_flow.CustomJVP`` / ``CustomVJP``) that runs the body.  The op holds a *rule*
@@ -29,13 +30,11 @@ from tidu.api.control_flow import (
 from tidu.api.custom_derivatives import SymbolicZero
 from tidu.graph import AbstractValue, FragmentBuilder, ValKey
 from tidu.graph.memory import register_cache
-from tidu.numpy import core as T
 from tidu.ops.control_flow import CustomJVP, CustomVJP, close_body, fresh_key, inline_body
-from tidu.ops.core import is_differentiable
 from tidu.trace.build import tracing
 from tidu.trace.tracer import Tracer, _lift, _stack
 
-__all__ = ["apply_body", "closure_convert", "custom_jvp", "custom_vjp"]
+__all__ = ["apply_body", "closure_convert", "custom_jvp"]
 
 
 # ---- tracing a rule ----
@@ -143,6 +142,8 @@ class _Rule:
         self._live = weakref.ref(live)
         self.in_spec, self.out_spec, self.out_avals = in_spec, out_spec, tuple(out_avals)
         self.name = getattr(live.fn.fun, "__name__", "<function>")
+        # fixed at creation (part of the rule's key): a cached body is used without the function
+        self.symbolic_zeros = bool(getattr(live.fn, "symbolic_zeros", False))
         self._cache: dict = {}
 
     def _get(self) -> _Live:
@@ -187,7 +188,7 @@ class _JVPRule(_Rule):
     kind = "custom_jvp"
 
     def jvp_body(self, avals, active=None):  # active: the nonzero tangents (symbolic_zeros)
-        key = (avals, active) if self.fn.symbolic_zeros and active is not None else avals
+        key = (avals, active) if self.symbolic_zeros and active is not None else avals
         hit = self._cache.get(key)
         if hit is None:
             hit = self._cache[key] = self._trace_jvp(avals, key[1] if key is not avals else None)
@@ -231,102 +232,6 @@ class _JVPRule(_Rule):
             return ps + ts
 
         return _trace_rule(run, list(avals) * 2, f"the JVP rule of {self.name}", check)
-
-
-class _VJPRule(_Rule):
-    kind = "custom_vjp"
-
-    def fwd_body(self, avals):
-        hit = self._cache.get(("fwd", avals))
-        if hit is None:
-            hit = self._cache[("fwd", avals)] = self._trace_fwd(avals)
-        return hit[:3]
-
-    def _trace_fwd(self, avals):
-        fwd = self.fn.fwd
-        res_spec = []
-
-        def run(ins):
-            return fwd(*self.full_args(self.args(ins)))
-
-        def check(out, leaf):
-            if not (isinstance(out, (tuple, list)) and len(out) == 2):
-                raise TypeError(f"Custom VJP fwd rule {getattr(fwd, '__name__', '')} for "
-                                f"function {self.name} must produce a pair (list or tuple of "
-                                f"length two) where the first element represents the primal "
-                                f"output (equal to the output of the custom_vjp-decorated "
-                                f"function {self.name}) and the second element represents "
-                                f"residuals (i.e. values stored from the forward pass for use "
-                                f"on the backward pass), but got {out}.")
-            y, res = out
-            self.check_outs(y, f"Custom VJP fwd rule of {self.name}")
-            ys = [leaf(x, av) for x, av in zip(_flatten(y)[0], self.out_avals)]
-            for x, want in zip(ys, self.out_avals):
-                if x.aval is not want:
-                    raise TypeError(f"Custom VJP fwd rule of {self.name} must produce primal "
-                                    f"outputs of the function's shapes and dtypes: expected "
-                                    f"{want}, got {x.aval}")
-            r_leaves, spec = _flatten(res)
-            res_spec.append(spec)
-            return ys + [leaf(x, None) for x in r_leaves]
-
-        body, caps = _trace_rule(run, list(avals), f"the fwd rule of {self.name}", check)
-        return body, caps, len(self.out_avals), res_spec[0]
-
-    def bwd_body(self, avals, ct_avals):
-        hit = self._cache.get(("bwd", avals))
-        if hit is None:
-            hit = self._cache[("bwd", avals)] = self._trace_bwd(avals, ct_avals)
-        return hit
-
-    def _trace_bwd(self, avals, ct_avals):
-        fbody, _, n_out, res_spec = self._cache[("fwd", avals)]
-        res_avals = fbody.out_avals[n_out:]
-        bwd = self.fn.bwd
-        n_res = len(res_avals)
-        diff = _unflatten(self.in_spec, list(avals))  # the args' structure (avals as leaves)
-        n_args = len(diff)
-
-        def run(ins):
-            res = _unflatten(res_spec, ins[:n_res])
-            cts = iter(ins[n_res:])
-            g = _unflatten(self.out_spec, [next(cts) if is_differentiable(av.dtype) else
-                                           np.zeros(av.shape, av.dtype) for av in self.out_avals])
-            return bwd(*self.static(), res, g)
-
-        def check(out, leaf):
-            if not isinstance(out, (tuple, list)) or len(out) != n_args:
-                got = _tree(out) if isinstance(out, (tuple, list)) else type(out).__name__
-                raise TypeError(
-                    f"Custom VJP bwd rule must produce an output with the same container "
-                    f"(pytree) structure as the args tuple of the primal function, and in "
-                    f"particular must produce a tuple of length equal to the number of "
-                    f"arguments to the primal function, but got bwd output structure {got} "
-                    f"for primal input structure {_tree(tuple(diff))}.")
-            flat = []
-            for k, (o, a) in enumerate(zip(out, diff)):
-                a_leaves = _flatten(a)[0]
-                if o is None:
-                    flat += [leaf(None, av) for av in a_leaves]
-                    continue
-                if _tree(o) != _tree(a):
-                    raise TypeError(f"Custom VJP bwd rule must produce an output with the same "
-                                    f"container (pytree) structure as the args tuple of the "
-                                    f"primal function: at output[{k}] got {_tree(o)}, the "
-                                    f"argument is {_tree(a)}")
-                for x, av in zip(_flatten(o)[0], a_leaves):
-                    v = leaf(x, av)
-                    if v.aval.shape != av.shape:
-                        raise ValueError(
-                            f"Custom VJP bwd rule must produce an output with the same type as "
-                            f"the args tuple of the primal function, but at output[{k}] the bwd "
-                            f"rule produced an output of type {v.aval} corresponding to an input "
-                            f"of type {av}, so the shapes do not match")
-                    flat.append(T.astype(v, av.dtype) if v.aval.dtype != av.dtype else v)
-            return flat
-
-        return _trace_rule(run, list(res_avals) + list(ct_avals), f"the bwd rule of {self.name}",
-                           check)
 
 
 # ---- the decorators ----
@@ -402,7 +307,7 @@ class _Custom:
             cap_ids.append(_origins(t, xt._v) | {x._v})
         body = close_body([x.key for x in flat],
                           bld.capture_inputs + [x.aval for x in extra] + keys)
-        key = (type(self), id(self), tuple(map(id, self._rule_fns())),
+        key = (type(self), id(self), tuple(map(id, self._rule_fns())), self.symbolic_zeros,
                tuple((i, id(v)) for i, v in sorted(nondiff.items())), _tree_str(in_spec),
                _tree_str(out_spec), body.out_avals)
         rule = _rule(self.rule_cls, key, self, nondiff, in_spec, out_spec,
@@ -521,43 +426,6 @@ class custom_jvp(_Custom):
             return out, _unflatten(spec, total)
 
         self.defjvp(jvp)
-
-
-class custom_vjp(_Custom):
-    """``jax.custom_vjp``: a function with a custom VJP rule.
-
-    Decorate ``f`` and give the rule with ``f.defvjp(fwd, bwd)``: ``fwd(*args)`` returns
-    ``(out, residuals)`` and ``bwd(residuals, g)`` (``bwd(*nondiff, residuals, g)`` with
-    ``nondiff_argnums``) returns one cotangent per differentiated argument (a tuple; None for a
-    zero).  ``grad``/``vjp`` run fwd and bwd; forward mode (``jvp``, ``jacfwd``) raises
-    TypeError, as jax does.  Both rules are traced once per argument shapes, when first needed.
-
-    Args:
-        fun: the primal function (pytrees of arrays in and out).
-        nondiff_argnums: positions of static arguments passed to bwd first and given no
-            cotangent.
-    """
-
-    op = CustomVJP
-    rule_cls = _VJPRule
-
-    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
-        super().__init__(fun, nondiff_argnums)
-        self.fwd = self.bwd = None
-
-    def _rule_fns(self):
-        return (self.fwd, self.bwd)
-
-    def _check_defined(self):
-        if self.fwd is None:
-            raise AttributeError(f"No VJP defined for custom_vjp function {self.__name__} using "
-                                 f"defvjp.")
-
-    def defvjp(self, fwd: Callable, bwd: Callable, symbolic_zeros: bool = False) -> None:
-        """Set the rules: ``fwd(*args) -> (out, residuals)``, ``bwd(residuals, g) -> cts``."""
-        if symbolic_zeros:
-            raise NotImplementedError("custom_vjp.defvjp: symbolic_zeros=True is not supported")
-        self.fwd, self.bwd = fwd, bwd
 
 
 # ---- closure conversion ----

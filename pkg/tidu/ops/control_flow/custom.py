@@ -9,10 +9,12 @@ abstract values of the op's operands:
 
 - ``rule.jvp_body(avals, active) -> (Body, caps)`` (active: which tangents are nonzero):
   inputs ``caps + primals + tangents``, outputs ``primal outs + tangent outs`` (custom_jvp);
-- ``rule.fwd_body(avals) -> (Body, caps, n_out)``: inputs ``caps + primals``, outputs
-  ``outs + residuals`` (custom_vjp);
-- ``rule.bwd_body(avals, ct_avals) -> (Body, caps)``: inputs ``caps + residuals (of fwd at
-  avals) + cotangents``, one output per primal operand (custom_vjp).
+- ``rule.fwd_body(avals, act) -> (Body, caps, n_out)`` (act: the indices of the perturbed
+  operands): inputs ``caps + primals``, outputs ``outs + residuals`` (custom_vjp);
+- ``rule.bwd_body(avals, ct_avals, act, zeros) -> (Body, caps)``: inputs ``caps + residuals (of
+  fwd at avals, act) + cotangents``, one output per primal operand (custom_vjp); where
+  ``rule.symbolic_zeros``, ``zeros`` marks the output cotangents that are zero and the body takes
+  only the others.
 
 ``caps`` are values of enclosing traces a rule reads (ValKeys, fixed operands); where the op
 has an operand standing for the same value (``cap_ids``: the function captured it, or the front
@@ -211,15 +213,15 @@ class CustomVJP(_BodyCall):
         if not any(active):
             return [None] * self.n_outputs
         avals = tuple(a.aval for a in args)
-        fbody, caps, n_out = self.rule.fwd_body(avals)
+        act = tuple(i for i in range(len(args)) if active[i])
+        fbody, caps, n_out = self.rule.fwd_body(avals, act)
         caps = _map_caps(caps, self.cap_ids, primal_in[:nc])
         vals = inline_body(b, fbody, list(caps) + list(args))
         res = vals[n_out:]
         t_out = tuple(k for k, o in enumerate(self.body.out_avals) if is_differentiable(o.dtype))
         if not t_out:
             return [None] * self.n_outputs
-        act = [i for i in range(len(args)) if active[i]]
-        lop = CustomVJPLin(self.rule, avals, tuple(act), tuple(r.aval for r in res),
+        lop = CustomVJPLin(self.rule, avals, act, tuple(r.aval for r in res),
                            tuple(self.body.out_avals[k] for k in t_out),
                            tuple(x.aval for x in primal_in[:nc]), self.cap_ids)
         fixed = list(primal_in[:nc]) + list(res)
@@ -277,8 +279,13 @@ class CustomVJPLin(Primitive):
     def transpose_rule(self, b, ct, inputs, mode):
         nc = len(self.cap_avals)
         n_fixed = nc + len(self.res_avals)
-        bbody, caps = self.rule.bwd_body(self.avals, self.out_avals)
-        cts = [c if c is not None else const(b, 0, av) for c, av in zip(ct, self.out_avals)]
+        if self.rule.symbolic_zeros:  # bwd sees a SymbolicZero for each zero cotangent
+            zeros = tuple(c is None for c in ct)
+            cts = [c for c in ct if c is not None]
+        else:
+            zeros = None
+            cts = [c if c is not None else const(b, 0, av) for c, av in zip(ct, self.out_avals)]
+        bbody, caps = self.rule.bwd_body(self.avals, self.out_avals, self.act, zeros)
         fixed = [b.key(r) for r in inputs[:n_fixed]]
         caps = _map_caps(caps, self.cap_ids, fixed[:nc])
         outs = inline_body(b, bbody, list(caps) + fixed[nc:] + cts)
@@ -365,6 +372,7 @@ class BatchedRule:
         self.inner, self.avals, self.mask, self.n = inner, avals, mask, n
         self.batched_caps = batched_caps  # ids of captured values batched in the op
         self.kind, self.name = inner.kind, inner.name
+        self.symbolic_zeros = getattr(inner, "symbolic_zeros", False)
         self._key = (inner, avals, mask, n, batched_caps)
         self._cache: dict = {}
 
@@ -386,24 +394,24 @@ class BatchedRule:
             hit = self._cache[("jvp", active)] = (batch_body(body, m, self.n), caps)
         return hit
 
-    def fwd_body(self, avals):
-        hit = self._cache.get("fwd")
+    def fwd_body(self, avals, act=None):
+        hit = self._cache.get(("fwd", act))
         if hit is None:
-            body, caps, n_out = self.inner.fwd_body(self.avals)
+            body, caps, n_out = self.inner.fwd_body(self.avals, act)
             m = self._cap_mask(caps) + list(self.mask)
-            hit = self._cache["fwd"] = (batch_body(body, m, self.n), caps, n_out)
+            hit = self._cache[("fwd", act)] = (batch_body(body, m, self.n), caps, n_out)
         return hit
 
-    def bwd_body(self, avals, ct_avals):
-        hit = self._cache.get("bwd")
+    def bwd_body(self, avals, ct_avals, act=None, zeros=None):
+        hit = self._cache.get(("bwd", act, zeros))
         if hit is None:
             inner_ct = tuple(aval(c.shape[1:], c.dtype) for c in ct_avals)
-            body, caps = self.inner.bwd_body(self.avals, inner_ct)
+            body, caps = self.inner.bwd_body(self.avals, inner_ct, act, zeros)
             m = self._cap_mask(caps) + [True] * (len(body.in_avals) - len(caps))
             bb = batch_body(body, m, self.n)
             # an operand shared by the batch gets the sum of its per-element cotangents
             fb = FragmentBuilder(parents=[bb.fragment], prefix="vb")
             outs = [o if keep else ValKey(fb.store.global_of(fix(fb, ReduceSum((0,)), o)))
                     for o, keep in zip(bb.outputs, self.mask)]
-            hit = self._cache["bwd"] = (close_body(outs, bb.inputs), caps)
+            hit = self._cache[("bwd", act, zeros)] = (close_body(outs, bb.inputs), caps)
         return hit
