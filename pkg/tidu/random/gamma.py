@@ -93,10 +93,15 @@ def _make(log_space: bool):
 _GAMMA, _LOGGAMMA = _make(False), _make(True)
 
 
+def _param(x, dt):
+    """A distribution parameter as a value of dtype dt (traced or not)."""
+    return x.astype(dt) if isinstance(x, td.Tracer) else td.asarray(x).astype(dt)
+
+
 def _prepare(name, key, a, shape, dtype):
     dt = _float(name, dtype)
     k = check_key(name, key)
-    a = td.asarray(a).astype(dt) if not isinstance(a, td.Tracer) else a.astype(dt)
+    a = _param(a, dt)
     shape = a.shape if shape is None else shape_of(shape)
     if np.broadcast_shapes(a.shape, shape) != shape:
         raise ValueError(f"{name}: shape {shape} is not broadcast-compatible with the "
@@ -125,8 +130,8 @@ def beta(key, a, b, shape=None, dtype=None):
     """``jax.random.beta``: Beta(a, b) from two log-space gamma draws, as jax's."""
     dt = _float("beta", dtype)
     k = check_key("beta", key)
-    a = td.asarray(a).astype(dt) if not isinstance(a, td.Tracer) else a.astype(dt)
-    b = td.asarray(b).astype(dt) if not isinstance(b, td.Tracer) else b.astype(dt)
+    a = _param(a, dt)
+    b = _param(b, dt)
     shape = np.broadcast_shapes(a.shape, b.shape) if shape is None else shape_of(shape)
     ks = split(k)
     la = _LOGGAMMA(ks[0], td.broadcast_to(a, shape))
@@ -141,8 +146,7 @@ def dirichlet(key, alpha, shape=None, dtype=None):
     """``jax.random.dirichlet``: the softmax of log-space gamma draws over the last axis."""
     dt = _float("dirichlet", dtype)
     k = check_key("dirichlet", key)
-    alpha = td.asarray(alpha).astype(dt) if not isinstance(alpha, td.Tracer) else \
-        alpha.astype(dt)
+    alpha = _param(alpha, dt)
     if alpha.ndim < 1:
         raise ValueError(f"dirichlet requires alpha.ndim >= 1, got alpha.ndim == {alpha.ndim}")
     shape = alpha.shape[:-1] if shape is None else shape_of(shape)
@@ -155,7 +159,7 @@ def t(key, df, shape=None, dtype=None):
     """``jax.random.t``: Student's t, a normal over the root of a scaled gamma draw."""
     dt = _float("t", dtype)
     k = check_key("t", key)
-    df = td.asarray(df).astype(dt) if not isinstance(df, td.Tracer) else df.astype(dt)
+    df = _param(df, dt)
     shape = df.shape if shape is None else shape_of(shape)
     ks = split(k)
     n = _normal(ks[0], tuple(shape), dt)
@@ -169,6 +173,6 @@ def chisquare(key, df, shape=None, dtype=None):
     """``jax.random.chisquare``: twice a Gamma(df / 2) draw (made in log space, as jax's)."""
     dt = _float("chisquare", dtype)
     k = check_key("chisquare", key)
-    df = td.asarray(df).astype(dt) if not isinstance(df, td.Tracer) else df.astype(dt)
+    df = _param(df, dt)
     shape = df.shape if shape is None else shape_of(shape)
     return td.exp(_LOGGAMMA(k, td.broadcast_to(df / 2, shape))) * 2
