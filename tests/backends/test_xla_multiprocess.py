@@ -52,10 +52,13 @@ WORKER = textwrap.dedent("""
     ga = dp(w, xs, ys)
     assert isinstance(ga, jax.Array) and not ga.is_fully_addressable and ga.is_fully_replicated
 
+    gn = td.jit(td.grad(normalised), backend="xla", in_shardings=(rep, bat),
+                out_shardings=rep)(w, x)
+
     prog = td.compile(td.materialize_merge(td.resolve([F]), F.outputs), backend="xla")
     b_mesh = prog.eval_batch(batch_inputs, backend="xla", devices=mesh)  # sharded: gathered
     b_four = prog.eval_batch(one_shared, backend="xla", devices=4, in_axes=[0, None])
-    np.savez(out, local=local, g=g, ga=np.asarray(ga.addressable_data(0)), b_mesh=b_mesh[0],
+    np.savez(out, local=local, g=g, gn=gn, ga=np.asarray(ga.addressable_data(0)), b_mesh=b_mesh[0],
              b_four=b_four[0])
 """)
 
@@ -64,6 +67,14 @@ COMPUTATION = textwrap.dedent("""
     r = np.random.default_rng(7)
     w, x, y = r.standard_normal((3, 2)), r.standard_normal((8, 3)), r.standard_normal((8, 2))
     loss = lambda w, x, y: td.mean((td.tanh(x @ w) - y) ** 2)
+
+    def normalised(w, x):  # a named batch axis: batch statistics over every process's rows
+        def one(w, row):
+            h = td.tanh(row @ w)
+            mu = td.lax.pmean(h, "batch")
+            var = td.lax.pmean((h - mu) ** 2, "batch")
+            return td.sum((h - mu) / td.sqrt(var + 1e-6) * row[:2])
+        return td.mean(td.vmap(one, in_axes=(None, 0), axis_name="batch")(w, x))
     F = td.build(lambda t, a: td.exp(a * td.sin(t)), t=td.spec((2,), "float64"),
                  a=td.spec((2,), "float64"))
     batch_inputs = [r.standard_normal((10, 2)), r.standard_normal((10, 2))]
@@ -84,6 +95,7 @@ def _reference() -> dict:
                       backend="cpu")
     return {
         "g": td.jit(td.grad(ns["loss"]), backend="cpu")(ns["w"], ns["x"], ns["y"]),
+        "gn": td.jit(td.grad(ns["normalised"]), backend="cpu")(ns["w"], ns["x"]),
         "b_mesh": prog.eval_batch(ns["batch_inputs"])[0],
         "b_four": prog.eval_batch(ns["one_shared"], in_axes=[0, None])[0],
     }
@@ -117,12 +129,14 @@ def test_two_processes_data_parallel_gradient_and_eval_batch_equal_one_process(t
     for pid, (p, log) in enumerate(zip(procs, logs)):
         assert p.returncode == 0, f"process {pid} failed:\n{log.read_text()[-4000:]}"
     ref = _reference()
+    assert min(np.abs(ref[k]).max() for k in ("g", "gn")) > 1e-3  # gradients worth comparing
     for pid in (0, 1):
         got = np.load(tmp_path / f"out{pid}.npz")
         np.testing.assert_allclose(got["local"], 2 * np.sin(np.linspace(0, 1, 3) + pid),
                                    rtol=1e-14)
         for name in ("g", "ga"):
             np.testing.assert_allclose(got[name], ref["g"], rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(got["gn"], ref["gn"], rtol=1e-10, atol=1e-12)
         for name in ("b_mesh", "b_four"):
             np.testing.assert_allclose(got[name], ref[name], rtol=1e-12, atol=1e-12)
 
