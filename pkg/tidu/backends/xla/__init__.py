@@ -218,20 +218,23 @@ class _Shape:
 
 
 def resolve_device(device):
-    """None (jax's default device), a platform name ("cpu", "gpu", "cuda") or a jax Device."""
+    """None (jax's default device: this process's first, ``jax.local_devices()[0]``; after
+    ``jax.distributed.initialize`` ``jax.devices()[0]`` is process 0's in every process), a
+    platform name ("cpu", "gpu", "cuda": this process's first device of it) or a jax Device."""
     jax = require_jax()
     if device is None:
-        return jax.devices()[0]
+        return jax.local_devices()[0]
     if isinstance(device, str):
         try:
-            return jax.devices(device)[0]
+            return jax.local_devices(backend=device)[0]
         except RuntimeError as e:
             raise ValueError(f"no jax device for platform {device!r}: {e}") from None
     return device
 
 
 def resolve_devices(devices):
-    """A list of jax devices from an int (the first n), a sequence of devices or a Mesh."""
+    """A Mesh from an int (jax's first n devices, of every process after
+    ``jax.distributed.initialize``), a sequence of devices or a Mesh."""
     jax = require_jax()
     from jax.sharding import Mesh  # noqa: PLC0415 - optional dependency, imported on first use
 
@@ -307,6 +310,7 @@ class XlaRunner:
         self.exe = exe
         self.batch = batch
         in_sh = out_sh = None
+        by_slot: dict[int, Any] = {}
         if shardings is not None:  # td.jit(in_shardings=...): XLA partitions the program (SPMD)
             in_sh, out_sh = shardings
             mesh = _mesh_of((*in_sh, *out_sh))
@@ -321,9 +325,15 @@ class XlaRunner:
             dev = mesh.devices.flat[0]
             sharding = NamedSharding(mesh, PartitionSpec(tuple(mesh.axis_names)))
             replicated = NamedSharding(mesh, PartitionSpec())  # shared inputs: on every device
+            flags = shared or (False,) * len(exe.input_slots)
+            by_slot = {int(s): replicated if sh else sharding
+                       for s, sh in zip(exe.input_slots, flags)}
         else:
             dev = resolve_device(device)
             sharding = replicated = SingleDeviceSharding(dev)
+        # inputs placed over devices of other processes too (a Mesh spanning the processes of
+        # jax.distributed): a numpy input there is the global value, the same in every process
+        self.spread = {s: sh for s, sh in by_slot.items() if not sh.is_fully_addressable}
         self.platform = dev.platform
         lead = (batch,) if batch is not None else ()
         one = frozenset(int(s) for s, sh in zip(exe.input_slots, shared or ()) if sh)
@@ -368,12 +378,29 @@ class XlaRunner:
         jax = require_jax()
         with jax.enable_x64(True):
             env: dict[Any, Any] = {int(s): x for s, x in zip(self.exe.input_slots, inputs)}
+            for s, sh in self.spread.items():  # numpy: the global value, each process its part
+                if not isinstance(env[s], jax.Array):
+                    env[s] = jax.make_array_from_process_local_data(sh, env[s], env[s].shape)
             for seg, call, drop in zip(self.segments, self.calls, self.drop):
                 vals = call(*[env[key] for key in seg.in_keys])
                 for key in drop:
                     del env[key]
                 env.update(zip(seg.out_keys, vals))
-            return list(vals) if as_jax else [np.asarray(v) for v in vals]
+            return list(vals) if as_jax else [to_numpy(v) for v in vals]
+
+
+def to_numpy(v) -> np.ndarray:
+    """A jax Array as numpy: its global value, in every process.  One that spans devices of
+    other processes (``jax.distributed``) is read from a local copy where it is replicated,
+    and otherwise gathered from every process (``multihost_utils.process_allgather``: a
+    collective, which every process reaches, running the same program)."""
+    if v.is_fully_addressable:
+        return np.asarray(v)
+    if v.is_fully_replicated:
+        return np.asarray(v.addressable_data(0))
+    from jax.experimental import multihost_utils  # noqa: PLC0415 - optional dependency
+
+    return np.asarray(multihost_utils.process_allgather(v, tiled=True))
 
 
 def _host_call(op, *vals):
