@@ -290,7 +290,10 @@ def test_random_graphs_and_gradients_match_interpreter(steps, seed):
         got = td.jit(fn, backend="xla")(x, y)
         want = td.jit(fn, backend="cpu")(x, y)
         for a, b in zip(got, want):
-            np.testing.assert_allclose(a, b, rtol=1e-11, atol=1e-12)
+            # absolute error to the array's scale: an element left small by cancellation
+            # between large terms (pad_pow's powers) carries their rounding
+            scale = max(1.0, float(np.max(np.abs(b))))
+            np.testing.assert_allclose(a, b, rtol=1e-11, atol=1e-12 * scale)
 
 
 # ---- the text ----
