@@ -5,6 +5,40 @@
 from collections import OrderedDict as _OrderedDict
 
 
+# Graph transforms in progress over all threads (tidu.graph.memory.busy).
+cdef Py_ssize_t _n_busy = 0
+
+
+cdef class BusyScope:
+    """``with BusyScope():`` marks a graph transform (differentiate, transpose, the batching
+    walk) in progress: it holds ids outside any holder for a while, so the automatic cut waits
+    while one runs in any thread.  Entering and leaving are C (no Python code between the check
+    and the count), so a KeyboardInterrupt cannot leave the count raised: that would hold off the
+    automatic cut for the rest of the process."""
+
+    def __enter__(self):
+        global _n_busy
+        _n_busy += 1
+        return self
+
+    def __exit__(self, *exc):
+        global _n_busy
+        _n_busy -= 1
+        return False
+
+
+def n_busy():
+    """Graph transforms in progress over all threads (see BusyScope)."""
+    return _n_busy
+
+
+def holder_tops():
+    """Per counting holder, (values past its newest value id, ops past its newest op id): what
+    keeps a cut from going lower (diagnostics)."""
+    cdef size_t h
+    return [(_top(_holders[h].vals[0]), _top(_holders[h].ops[0])) for h in range(_holders.size())]
+
+
 def live_holders():
     """Fragment stores and walks (Materialized) alive that count as holders of interned ids."""
     return _live_holders

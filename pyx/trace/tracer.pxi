@@ -614,14 +614,48 @@ cdef object _numpy_dispatch():
 cdef Py_ssize_t _n_tracing = 0
 
 
-def tracing_enter():
-    global _n_tracing
-    _n_tracing += 1
+cdef extern from "Python.h":
+    int PyGC_Enable()
+    int PyGC_Disable()
 
 
-def tracing_exit():
-    global _n_tracing
-    _n_tracing -= 1
+cdef class TraceScope:
+    """The context of one trace (``tidu.trace.build.tracing`` derives from it): entering pushes
+    ``trace`` on this thread's trace stack, counts it in ``n_tracing`` and pauses the cyclic GC
+    (tracing allocates millions of short acyclic objects, which it would rescan); leaving undoes
+    the three.  Each side is C that runs no Python code between its steps, so a KeyboardInterrupt
+    (Ctrl-C during a trace) cannot leave the count, the stack or the GC half changed: a leaked
+    count would hold off the interner's automatic cut for the rest of the process, a stale stack
+    entry would make later top-level calls look nested, and the GC would stay off."""
+
+    cdef public object trace
+    cdef list _on
+    cdef int _gc_was
+    cdef bint _open
+
+    def __enter__(self):
+        global _n_tracing
+        cdef list stack = _py._stack()  # Python code: may raise, before anything changes
+        if self._open:
+            raise RuntimeError("a tracing context is entered once")
+        stack.append(self.trace)
+        self._on = stack
+        self._open = True
+        _n_tracing += 1
+        self._gc_was = PyGC_Disable()
+        return self
+
+    def __exit__(self, *exc):
+        global _n_tracing
+        if self._open:
+            self._open = False
+            _n_tracing -= 1
+            if self._on:
+                self._on.pop()
+            self._on = None
+            if self._gc_was:
+                PyGC_Enable()
+        return False
 
 
 def n_tracing():

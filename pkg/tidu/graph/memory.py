@@ -16,7 +16,6 @@ from __future__ import annotations
 import functools
 import gc
 import sys
-import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable
@@ -173,7 +172,7 @@ def reclaim() -> bool:
         done = _core.reset_interner(_id_tables())
     if done:
         _held[0] = _held[1] = 0
-        _cut_at[0] = _cut_at[1] = 0
+        _cut_at[0] = _cut_at[1] = _cut_at[2] = 0
     return done
 
 
@@ -216,26 +215,23 @@ def cut(min_bytes: int = 0) -> int:
     return freed
 
 
-_cut_at = [0, 0]  # _held_bytes() and live holders after the last automatic attempt
+# _held_bytes() and live holders after the last automatic attempt, and how many of the next safe
+# points look again after an attempt that gave nothing back
+_cut_at = [0, 0, 0]
+_RETRIES = 2
 
-# Graph transforms in progress over all threads (differentiate, transpose, the batching walk):
-# they hold ids outside any holder for a while (a control-flow rule's Body before its op is
-# interned), so the automatic cut waits for them, as it waits for open traces.
-_busy = [0]
-_busy_lock = threading.Lock()
+# Graph transforms in progress over all threads (differentiate, transpose, the batching walk)
+# hold ids outside any holder for a while (a control-flow rule's Body before its op is
+# interned), so the automatic cut waits for them (_core.n_busy()), as it waits for open traces.
+_BUSY = _core.BusyScope()
 
 
 def busy(fn: Callable) -> Callable:
     """Mark fn, a graph transform, as in progress while it runs (the automatic cut waits)."""
     @functools.wraps(fn)
     def wrapped(*args, **kwargs):
-        with _busy_lock:
-            _busy[0] += 1
-        try:
+        with _BUSY:
             return fn(*args, **kwargs)
-        finally:
-            with _busy_lock:
-                _busy[0] -= 1
     return wrapped
 
 
@@ -244,12 +240,24 @@ def at_safe_point() -> None:
     so no ids are in hand outside holders; it acts only when no trace is open and no graph
     transform (``busy``) runs in any thread, and once the interner and its tables have grown by
     ``reclaim_bytes`` since the last attempt, or hold that much and the live holders the last
-    attempt found have halved since. Cheap when it does nothing (a count, a size).
+    attempt found have halved since. An attempt that gives nothing back (the newest graph may be
+    in use at that point of the user's loop) is made again at the next two safe points. Cheap
+    when it does nothing (a count, a size).
 
     Building fragments by hand (``FragmentBuilder``) in another thread is outside what this
     sees: wrap such code in ``busy`` (or turn the automatic reclaim off, ``reclaim_bytes=0``)."""
     limit = _LIMITS["reclaim_bytes"]
-    if not limit or _core.n_tracing() or _busy[0]:
+    if not limit or _core.n_tracing() or _core.n_busy():
+        return
+    if _cut_at[2]:
+        # The last attempt gave nothing back, often because the newest graph was still in use
+        # at that point of the user's loop (the function just called, while the next one is
+        # traced): were the next attempt due only after reclaim_bytes more, it could meet the
+        # loop at that same point every time. Look again at the next few safe points.
+        _cut_at[2] -= 1
+        gc.collect()
+        if (_core.live_holders() == 0 and reclaim()) or cut(min_bytes=limit // 2):
+            _cut_at[0], _cut_at[1], _cut_at[2] = _held_bytes(), _core.live_holders(), 0
         return
     held = _held_bytes()
     if held < _cut_at[0]:  # given back since by other means (clear_caches): grow from here
@@ -258,11 +266,12 @@ def at_safe_point() -> None:
         # or the holders an attempt found have mostly gone since (many functions dropped)
         if held < limit or 2 * _core.live_holders() > _cut_at[1]:
             return
-    if not (_core.live_holders() == 0 and reclaim()) and not cut(min_bytes=limit // 2):
+    done = (_core.live_holders() == 0 and reclaim()) or cut(min_bytes=limit // 2)
+    if not done:
         gc.collect()  # dropped jitted functions often sit in reference cycles
-        if not (_core.live_holders() == 0 and reclaim()):
-            cut(min_bytes=limit // 2)
+        done = (_core.live_holders() == 0 and reclaim()) or cut(min_bytes=limit // 2)
     _cut_at[0], _cut_at[1] = _held_bytes(), _core.live_holders()
+    _cut_at[2] = 0 if done else _RETRIES
 
 
 def maybe_reclaim() -> None:
@@ -294,7 +303,7 @@ def clear_caches() -> bool:
     gc.collect()
     if reclaim():
         return True
-    if not (_core.n_tracing() or _busy[0]):  # something alive: give back what nothing reaches
+    if not (_core.n_tracing() or _core.n_busy()):  # something alive: give back what nothing reaches
         cut()
     return False
 

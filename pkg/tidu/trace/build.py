@@ -3,7 +3,6 @@ the transforms use."""
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
@@ -13,7 +12,7 @@ from tidu._native import _core
 from tidu.graph import AbstractValue, Fragment, FragmentBuilder, aval, input_key_ids
 from tidu.graph.memory import at_safe_point
 from tidu.trace.effects import has_effects, tie
-from tidu.trace.tracer import _PY_SCALARS, Tracer, _emit, _lift, _stack, _Trace, _trace_of
+from tidu.trace.tracer import _PY_SCALARS, Tracer, _emit, _lift, _Trace, _trace_of
 
 __all__ = ["apply", "as_aval", "build", "flatten_outputs", "spec", "tracing"]
 
@@ -34,12 +33,13 @@ def as_aval(s) -> AbstractValue:
     raise TypeError(f"input spec must be tidu.spec(shape, dtype) or an array, got {s!r}")
 
 
-class tracing:
-    """Context manager: a trace over `builder` is current inside the block."""
+class tracing(_core.TraceScope):
+    """Context manager: a trace over `builder` is current inside the block (entering and leaving
+    are _core.TraceScope's: the trace stack, the count of open traces and the paused GC change
+    together, even under Ctrl-C)."""
 
     def __init__(self, builder: FragmentBuilder, concrete=None):
         self.trace = _Trace(builder, concrete)
-        self._gc_was_enabled = False
 
     def input(self, key: Hashable, av: AbstractValue) -> Tracer:
         local = self.trace.builder.add_input(key, av)
@@ -51,22 +51,6 @@ class tracing:
 
     def lift(self, x) -> Tracer:
         return _lift(self.trace, x)
-
-    def __enter__(self):
-        # Tracing allocates millions of short acyclic objects (Tracers); the cyclic collector
-        # would rescan them all repeatedly (quadratic in graph size), so it pauses while tracing.
-        self._gc_was_enabled = gc.isenabled()
-        gc.disable()
-        _stack().append(self.trace)
-        _core.tracing_enter()
-        return self
-
-    def __exit__(self, *exc):
-        _core.tracing_exit()
-        _stack().pop()
-        if self._gc_was_enabled:
-            gc.enable()
-        return False
 
 
 def flatten_outputs(t: tracing, out) -> tuple[list[Tracer], Any]:
