@@ -175,60 +175,60 @@ def test_cpp_cancellation_flag(cpp_build, tmp_path):
 
 
 
-@pytest.mark.skipif(threading.current_thread() is not threading.main_thread(),
-                    reason="signals reach the main thread only")
-# a signal landing in a weakref callback or finalizer is reported and dropped there, as Python
-# does with every exception raised in one
-@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_ctrl_c_during_tracing_leaves_the_trace_state_as_it_was():
-    """SIGINT at random moments of tracing and differentiating (not of evaluating): whatever it
+    """A KeyboardInterrupt raised at every n-th line tidu's Python code runs while tracing and
+    differentiating (where a Ctrl-C lands: between bytecodes of Python code): whatever it
     interrupts, the count of open traces, the count of graph transforms in progress, the
     thread's trace stack and the cyclic GC are as before (a leaked count would hold off the
     interner's automatic cut for good; a stale stack entry or a paused GC would outlive it).
     Entering and leaving are C steps (_core.TraceScope, _core.BusyScope)."""
     import gc
-    import random
 
     from tidu._native import _core
     from tidu.trace.build import tracing
     from tidu.trace.tracer import _stack
 
     assert not isinstance(tracing.__enter__, type(lambda: 0))  # C, not a Python function
-    armed = [False]
+    seen, at = [0], [0]
 
-    def handler(*_):
-        if armed[0]:
-            armed[0] = False
-            raise KeyboardInterrupt
+    def local(frame, event, arg):
+        if event == "line":
+            seen[0] += 1
+            if seen[0] == at[0]:
+                raise KeyboardInterrupt
+        return local
+
+    def tracer(frame, event, arg):  # tidu's own code only (not weakref callbacks)
+        code = frame.f_code
+        if "tidu" in code.co_filename and code.co_name not in ("_forget", "<lambda>"):
+            return local
+        return None
 
     def make(k):
         def f(x):
-            for _ in range(20):
+            for _ in range(2):
                 x = td.sin(x) * (1.0 + k * 1e-3) + td.scan(
                     lambda c, a: (c * 0.5 + a, c), x, np.ones(3))[0]
             return td.sum(x)
         return td.jit(td.grad(f))
 
-    start = time.perf_counter()
-    make(0)(np.ones(3))
-    full = time.perf_counter() - start
-    rng = random.Random(0)
-    old = signal.signal(signal.SIGINT, handler)
+    def run(k, n):
+        seen[0], at[0] = 0, n
+        sys.settrace(tracer)
+        try:
+            make(k)(np.ones(3))
+        except KeyboardInterrupt:
+            return True
+        finally:
+            sys.settrace(None)
+        return False
+
+    assert not run(0, 0)
+    lines = seen[0]  # lines of tidu's Python code one such trace runs
+    assert lines > 500
     hits = 0
-    try:
-        for k in range(1, 121):
-            timer = threading.Timer(rng.uniform(0, full), os.kill, (os.getpid(), signal.SIGINT))
-            armed[0] = True
-            timer.start()
-            try:
-                make(k)(np.ones(3))
-            except KeyboardInterrupt:
-                hits += 1
-            finally:
-                armed[0] = False
-                timer.join()
-            state = (_core.n_tracing(), _core.n_busy(), len(_stack()), gc.isenabled())
-            assert state == (0, 0, 0, True), (k, state)
-    finally:
-        signal.signal(signal.SIGINT, old)
-    assert hits > 10  # most of the signals landed inside a trace
+    for k, n in enumerate(range(1, lines, max(1, lines // 150)), start=1):
+        hits += run(k, n)
+        state = (_core.n_tracing(), _core.n_busy(), len(_stack()), gc.isenabled())
+        assert state == (0, 0, 0, True), (n, lines, state)
+    assert hits > 100
