@@ -134,6 +134,27 @@ def test_division_match_jax(dtype, backend):
             raise AssertionError(f"{name} {dtype} {backend}: {e}") from None
 
 
+@pytest.mark.parametrize("dtype", INTS)
+def test_lax_div_rem_by_zero_and_minus_one_as_xla(dtype):
+    """lax.div/rem where C++ is undefined (x / 0, INT_MIN / -1): XLA's values, the same in the
+    interpreter, through XLA, in jax and in the primitives' numpy reference (impl)."""
+    from tidu.ops.elementwise import int_div
+    from tidu.ops.math import int_rem
+    a, b = _pair(dtype)
+    b = b.copy()
+    b[::4] = 0
+    if np.iinfo(dtype).min:
+        b[1::4] = -1
+    want = (np.asarray(jax.lax.div(a, b)), np.asarray(jax.lax.rem(a, b)))
+    for backend in BACKENDS:
+        got = td.jit(lambda a, b: (td.lax.div(a, b), td.lax.rem(a, b)), backend=backend)(a, b)
+        for g, w in zip(got, want):
+            _check(g, w)
+    with np.errstate(all="ignore"):
+        _check(int_div(a, b), want[0])
+        _check(int_rem(a, b), want[1])
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("dtype", INTS)
 def test_shifts_match_jax(dtype, backend):
@@ -175,6 +196,21 @@ def test_reductions_match_jax(dtype, backend):
             except AssertionError as e:
                 raise AssertionError(f"{n} axis={axis} {dtype} {backend}: {e}") from None
             k += 1
+
+
+@pytest.mark.parametrize("dtype", INTS)
+def test_statistics_are_float64_as_numpy(dtype):
+    """mean, var, std, median of integers are float64 (numpy's rule; jax x64 gives float32 up
+    to 32 bits, docs/numpy.md), with jax's values."""
+    x = DATA[dtype][:12].reshape(3, 4)
+    names = ("mean", "var", "std", "median")
+    got = td.jit(lambda x: [getattr(td, n)(x, axis=1) for n in names])(x)
+    for n, g in zip(names, got):
+        assert g.dtype == np.float64
+        w = getattr(jnp, n)(x.astype(np.float64), axis=1)
+        np.testing.assert_allclose(g, w, rtol=1e-12, err_msg=n)
+        assert np.asarray(getattr(jnp, n)(x, axis=1)).dtype == \
+            (np.float64 if np.iinfo(dtype).bits == 64 else np.float32)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
