@@ -43,7 +43,7 @@ def _why_no_cut() -> str:
     return (f"n_tracing={_core.n_tracing()} busy={_core.n_busy()} "
             f"threads={[t.name for t in threading.enumerate()]} gc={gc.isenabled()} "
             f"holders={_core.live_holders()} kept_marks={_core.kept_marks()} "
-            f"n_vals={_core.n_vals()} n_ops={_core.n_ops()} cut_at={memory._cut_at} "
+            f"n_vals={_core.n_vals()} n_ops={_core.n_ops()} auto={memory._auto!r} "
             f"held={memory._held_bytes()} limits={td.cache_limits()} "
             f"holder tops={_core.holder_tops()}")
 
