@@ -282,7 +282,7 @@ def at_safe_point() -> None:
             return
     done = _give_back(limit)
     if not done:
-        gc.collect()  # dropped jitted functions often sit in reference cycles
+        gc.collect()  # a user's function may sit in a reference cycle
         done = _give_back(limit)
     _auto.reset(_held_bytes(), _core.live_holders(), 0 if done else _RETRIES)
 
