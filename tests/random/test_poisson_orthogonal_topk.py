@@ -203,5 +203,14 @@ def test_categorical_chunked_draws_jaxs_numbers(monkeypatch):
                        (rng.standard_normal((30, 10)), {}),
                        (rng.standard_normal((3, 9, 4)), {"axis": 1, "shape": (6, 3, 4)}),
                        (rng.standard_normal(10).astype(np.float32), {"shape": (301,)})]:
-        got = td.jit(lambda q, lg, kw=kw: td.random.categorical(q, lg, **kw))(k, logits)
-        np.testing.assert_array_equal(got, jax.random.categorical(jk, logits, **kw))
+        want = jax.random.categorical(jk, logits, **kw)
+        for backend in ("cpu", "xla"):
+            got = td.jit(lambda q, lg, kw=kw: td.random.categorical(q, lg, **kw),
+                         backend=backend)(k, logits)
+            np.testing.assert_array_equal(got, want)
+    logits = rng.standard_normal(10)
+    got = td.vmap(lambda q: td.random.categorical(q, logits, shape=(50,)))(
+        td.random.split(k, 3))
+    want = jax.vmap(lambda q: jax.random.categorical(q, logits, shape=(50,)))(
+        jax.random.split(jk, 3))
+    np.testing.assert_array_equal(got, want)
