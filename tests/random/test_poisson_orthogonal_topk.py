@@ -35,6 +35,8 @@ def test_poisson_identical(seed):
             np.testing.assert_array_equal(got, want, err_msg=f"lam={lam} shape={shape}")
     np.testing.assert_array_equal(td.random.poisson(k, 4.0, (6,), td.int32),
                                   jax.random.poisson(jk, 4.0, (6,), jnp.int32))
+    odd = np.array([-1.0, np.nan, 0.0, 3.0, 50.0])  # jax's -1 for negative and NaN rates
+    np.testing.assert_array_equal(td.random.poisson(k, odd), jax.random.poisson(jk, odd))
 
 
 def test_poisson_large_rates_nearly_identical():
@@ -110,6 +112,9 @@ def test_orthogonal_inside_jit_and_vmap():
     want = jax.vmap(lambda q: jax.random.orthogonal(q, 4))(jax.random.split(
         jax.random.PRNGKey(2), 3))
     np.testing.assert_allclose(got, want, atol=1e-12)
+    got = td.jit(lambda q: td.random.orthogonal(q, 5, (2,)), backend="xla")(keys[0])
+    np.testing.assert_allclose(got, jax.random.orthogonal(jax.random.split(
+        jax.random.PRNGKey(2), 3)[0], 5, (2,)), atol=1e-12)
 
 
 def _ties(shape, seed=0):
