@@ -289,6 +289,17 @@ def _mesh_of(shardings) -> Any:
     return None
 
 
+def _hint_mesh(exe) -> Any:
+    """The Mesh that the program's sharding hints (td.shard_map's blocks) name, None when it
+    has none; a program naming two Meshes is refused."""
+    meshes = {op.mesh_hint for op in {op for op, _, _ in exe.instructions}
+              if getattr(op, "mesh_hint", None) is not None}
+    if len(meshes) > 1:
+        raise ValueError(f"one program holds td.shard_map blocks over {len(meshes)} different "
+                         f"Meshes; XLA runs a program on one Mesh's devices")
+    return next(iter(meshes), None)
+
+
 class XlaRunner:
     """An Executable compiled for XLA on one device (or a batch split over a Mesh).
 
@@ -311,9 +322,13 @@ class XlaRunner:
         self.batch = batch
         in_sh = out_sh = None
         by_slot: dict[int, Any] = {}
+        hinted = _hint_mesh(exe) if batch is None and device is None else None
+        if shardings is None and mesh is None and hinted is not None:
+            # td.shard_map's blocks: the program runs on its Mesh, arguments replicated
+            shardings = ((None,) * len(exe.input_slots), (None,) * len(exe.output_slots))
         if shardings is not None:  # td.jit(in_shardings=...): XLA partitions the program (SPMD)
             in_sh, out_sh = shardings
-            mesh = _mesh_of((*in_sh, *out_sh))
+            mesh = _mesh_of((*in_sh, *out_sh)) or hinted
             if mesh is None:
                 raise ValueError("in_shardings/out_shardings: need a jax.sharding.NamedSharding "
                                  "(over a Mesh) among them")
