@@ -176,9 +176,10 @@ def test_specs_that_do_not_fit_are_refused():
     assert out.split() == ["ok"]
 
 
-def test_one_device_mesh_in_process():
+def test_one_device_mesh_in_process(tmp_path):
     """On the devices this process sees (one CPU in the suite): the interpreter and XLA agree
-    with the function written without shard_map."""
+    with the function written without shard_map; a program holding its sharding hints saves
+    (as copies: a file holds no Mesh) and loads."""
     from jax.sharding import Mesh, PartitionSpec as P
 
     mesh = Mesh(np.array(jax.devices()[:1]), ("i",))
@@ -187,6 +188,12 @@ def test_one_device_mesh_in_process():
     np.testing.assert_allclose(f(x), (x ** 2).sum(0), rtol=1e-14)
     np.testing.assert_allclose(td.jit(td.grad(lambda x: td.sum(f(x))), backend="xla")(x), 2 * x,
                                rtol=1e-14)
+    F = td.build(lambda x: f(x), x=td.spec((4, 3), "float64"))
+    prog = td.compile(td.materialize_merge(td.resolve([F]), F.outputs), backend="cpu")
+    assert "ShardingHint" in {op.name for op, _, _ in prog.executable.instructions}
+    prog.save(tmp_path / "sharded.tidu")
+    (got,) = td.load(tmp_path / "sharded.tidu").eval([x])
+    np.testing.assert_allclose(got, (x ** 2).sum(0), rtol=1e-14)
 
 
 def test_hlo_sharding_text_is_jax_s():
