@@ -145,6 +145,15 @@ def test_data_parallel_step_all_reduces_on_four_devices():
         with jax.enable_x64(True):
             hlo = runner.calls[0].lower(w, x, y).compile().as_text()
         assert "num_partitions=4" in hlo
+        rep, bat = NamedSharding(mesh, P()), NamedSharding(mesh, P("i"))  # with shardings too
+        placed = td.jit(td.shard_map(step, mesh, **specs), backend="xla",
+                        in_shardings=(rep, bat, bat), out_shardings=rep)
+        close(placed(w, x, y), want)
+        with jax.enable_x64(True):
+            xs, ys = jax.device_put(x, bat), jax.device_put(y, bat)
+        got = train(w, xs, ys)  # jax Arrays in: a jax Array out, on the Mesh
+        assert isinstance(got, jax.Array) and len(got.sharding.device_set) == 4
+        close(got, want)
         print("all-reduce" in hlo)
     """)
     assert out.split() == ["True"]
