@@ -203,6 +203,9 @@ def test_one_device_mesh_in_process(tmp_path):
     prog.save(tmp_path / "sharded.tidu")
     (got,) = td.load(tmp_path / "sharded.tidu").eval([x])
     np.testing.assert_allclose(got, (x ** 2).sum(0), rtol=1e-14)
+    (batched,) = prog.eval_batch([np.stack([x, 2 * x])], backend="xla")  # hints dropped
+    np.testing.assert_allclose(batched, [(x ** 2).sum(0), 4 * (x ** 2).sum(0)], rtol=1e-14)
+    assert "Sharding" not in prog.as_stablehlo(batch=2) and "Sharding" in prog.as_stablehlo()
 
 
 def test_hlo_sharding_text_is_jax_s():
