@@ -367,7 +367,7 @@ class XlaRunner:
         if hosts and mesh is not None and _spans_processes(mesh):
             raise NotImplementedError(
                 f"this program calls back into Python ({', '.join(hosts)}: td.debug.print, "
-                f"td.pure_callback, td.io_callback) and runs over a Mesh that spans "
+                f"td.debug.callback, td.pure_callback) and runs over a Mesh that spans "
                 f"{len({d.process_index for d in mesh.devices.flat})} processes: tidu runs a "
                 f"callback between compiled segments on its operands read as numpy, which jax "
                 f"refuses for values on other processes' devices. Call the callback outside the "
