@@ -141,7 +141,7 @@ def test_data_parallel_step_all_reduces_on_four_devices():
         close(td.jit(td.shard_map(step, mesh, **specs), backend="cpu")(w, x, y), want)
         ((prog, *_),) = train.cache.values()
         (runner,) = prog.executable._xla.values()
-        assert "Sharding" in runner.segments[0].text
+        assert "sdy.sharding_constraint" in runner.segments[0].text  # Shardy, jax's default
         with jax.enable_x64(True):
             hlo = runner.calls[0].lower(w, x, y).compile().as_text()
         assert "num_partitions=4" in hlo
@@ -155,6 +155,28 @@ def test_data_parallel_step_all_reduces_on_four_devices():
         assert isinstance(got, jax.Array) and len(got.sharding.device_set) == 4
         close(got, want)
         print("all-reduce" in hlo)
+    """)
+    assert out.split() == ["True"]
+
+
+def test_gspmd_partitioner():
+    """With jax's Shardy off, the hints are GSPMD's sharding custom calls, partitioned alike."""
+    out = _run_4_devices("""
+        jax.config.update("jax_use_shardy_partitioner", False)
+        x, w = r.standard_normal((8, 3)), r.standard_normal((3, 2))
+        both(lambda x, w: td.lax.psum(td.sum(td.tanh(x @ w), 0), "i"),
+             lambda x, w: jax.lax.psum(jnp.sum(jnp.tanh(x @ w), 0), "i"),
+             mesh, (P("i"), P()), P(), (x, w), (0, 1))
+        z = r.standard_normal((4, 6))
+        both(lambda z, v: td.lax.psum(z * v, "b"), lambda z, v: jax.lax.psum(z * v, "b"),
+             mesh2, (P("a", "b"), P("a")), P("a"), (z, r.standard_normal((4, 1)) + 1), (0, 1))
+        f = td.jit(td.shard_map(lambda x: td.lax.psum(x, "i"), mesh, P("i"), P()), backend="xla")
+        f(x)
+        ((prog, *_),) = f.cache.values()
+        (runner,) = prog.executable._xla.values()
+        assert "mhlo.sharding" in runner.segments[0].text
+        with jax.enable_x64(True):
+            print("all-reduce" in runner.calls[0].lower(x).compile().as_text())
     """)
     assert out.split() == ["True"]
 
@@ -205,7 +227,7 @@ def test_one_device_mesh_in_process(tmp_path):
     np.testing.assert_allclose(got, (x ** 2).sum(0), rtol=1e-14)
     (batched,) = prog.eval_batch([np.stack([x, 2 * x])], backend="xla")  # hints dropped
     np.testing.assert_allclose(batched, [(x ** 2).sum(0), 4 * (x ** 2).sum(0)], rtol=1e-14)
-    assert "Sharding" not in prog.as_stablehlo(batch=2) and "Sharding" in prog.as_stablehlo()
+    assert "sharding" not in prog.as_stablehlo(batch=2) and "sharding" in prog.as_stablehlo()
 
 
 def test_hlo_sharding_text_is_jax_s():

@@ -6,10 +6,11 @@ How it is built (docs/scale.md, "shard_map"): an argument split over Mesh axes i
 that each of those axes is a leading axis of its own (the blocks stacked), and f runs under one
 ``td.vmap(..., axis_name=a)`` per Mesh axis a, so the collectives are the named-axis ones of
 tidu.api.collectives, resolved when the program is traced. The stacked blocks, in and out, carry
-a ShardingHint (tidu.ops.sharding) that splits each stacked axis over its Mesh axis: on backend
-"xla" the program runs on the Mesh's devices, each device computes its own block, and a
-reduction over a Mesh axis (psum) becomes XLA's all-reduce. On the interpreter the same program
-computes the same values on one device. Derivatives, vmap and jit of it are those of its parts.
+a ShardingHint (tidu.ops.sharding, jax's sharding constraint) that splits each stacked axis over
+its Mesh axis: on backend "xla" the program runs on the Mesh's devices, each device computes its
+own block, and a reduction over a Mesh axis (psum) becomes XLA's all-reduce. On the
+interpreter the same program computes the same values on one device. Derivatives, vmap and
+jit of it are those of its parts.
 """
 
 from __future__ import annotations

@@ -3,10 +3,13 @@ over the devices of a ``jax.sharding.Mesh`` (jax's ``with_sharding_constraint``)
 
 ``td.shard_map`` emits it around its per-device blocks: each axis of the value is split over
 one Mesh axis (``dims[i]``, an index into the Mesh's axes) or kept whole (-1), and the Mesh axes
-no dimension names replicate it. It lowers to the ``custom_call @Sharding`` with an
-``mhlo.sharding`` attribute that jax writes for a sharding constraint (device numbers are
-positions in the Mesh's devices, which the XLA runner uses as the program's devices), so XLA
-places each block on its device and turns a reduction over the Mesh axis into an all-reduce.
+no dimension names replicate it. It lowers to what jax writes for a sharding constraint:
+Shardy's ``sdy.sharding_constraint`` over an ``sdy.mesh`` the module declares (jax's default
+partitioner), or, with jax's ``jax_use_shardy_partitioner`` off, GSPMD's ``custom_call
+@Sharding`` with an ``mhlo.sharding`` attribute (a GSPMD annotation under Shardy would make XLA
+fall back to GSPMD for the whole program). Devices are numbered by their position in the Mesh,
+which the XLA runner uses as the program's devices, so XLA places each block on its device and
+turns a reduction over the Mesh axis into an all-reduce.
 
 On one device, in the interpreter and in files it is the identity (it runs StopGradient's copy
 kernel, which takes no attributes: a saved program keeps no Mesh). It is linear: its tangent and
@@ -15,7 +18,10 @@ cotangent carry the same hint, so a gradient is partitioned as its primal is.
 
 from __future__ import annotations
 
+import json
 import math
+import re
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,6 +51,22 @@ def hlo_sharding(mesh_shape: tuple[int, ...], dims: tuple[int, ...]) -> str:
     if rep > 1:
         text += " last_tile_dim_replicate"
     return "{" + text + "}"
+
+
+def sdy_mesh(names: tuple, shape: tuple[int, ...]) -> tuple[str, str]:
+    """(symbol, module-level declaration) of a Shardy mesh with these axis names and sizes, its
+    devices in order (the program's devices are the Mesh's, in the Mesh's order)."""
+    sym = "tidu_mesh_" + "_".join(f"{re.sub(r'[^A-Za-z0-9]', '', str(n))}{k}"
+                                  for n, k in zip(names, shape))
+    axes = ", ".join(f"{json.dumps(str(n))}={k}" for n, k in zip(names, shape))
+    return sym, f"  sdy.mesh @{sym} = <[{axes}]>"
+
+
+def _shardy() -> bool:
+    """Whether jax partitions with Shardy (its default), where a GSPMD annotation would make XLA
+    fall back to GSPMD for the whole program."""
+    jax = sys.modules.get("jax")
+    return bool(jax is not None and getattr(jax.config, "jax_use_shardy_partitioner", False))
 
 
 @register
@@ -95,6 +117,13 @@ class ShardingHint(Primitive):
     def lower(self, lo, out, x):
         if lo.nb:  # eval_batch places its batch axis itself, over its own devices
             return x
+        if _shardy():  # jax's partitioner: Shardy's constraint over a declared mesh
+            name, decl = sdy_mesh(tuple(self.mesh.axis_names), tuple(self.mesh.devices.shape))
+            lo.funcs.setdefault(name, decl)
+            axes = ", ".join("{" + (json.dumps(str(self.mesh.axis_names[d])) if d >= 0 else "")
+                             + "}" for d in self.dims)
+            return lo.op("sdy.sharding_constraint", [x], out,
+                         f"sharding = #sdy.sharding<@{name}, [{axes}]>")
         text = hlo_sharding(tuple(self.mesh.devices.shape), self.dims)
         return lo.op("stablehlo.custom_call", [x], out,
                      f'call_target_name = "Sharding", mhlo.sharding = "{text}"')
