@@ -21,6 +21,7 @@
 #include <complex>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <stdexcept>
 
 #include "tidu/third_party/pocketfft/pocketfft_hdronly.h"
@@ -51,6 +52,17 @@ inline void fft_typed(FftType type, const pocketfft::shape_t& xshape, const pock
   const R fct = static_cast<R>(scale);
   switch (type) {
     case FftType::FFT: case FftType::IFFT:
+      if (axes.size() == 1) {  // rows of one contiguous axis: copy once, transform in place
+        const std::size_t len = xshape.back();
+        std::size_t rows = 1;
+        for (std::size_t k = 0; k + 1 < xshape.size(); ++k) rows *= xshape[k];
+        if (rows == 0 || len == 0) return;
+        std::memcpy(y, x, rows * len * sizeof(C));
+        auto plan = pocketfft::detail::get_plan<pocketfft::detail::pocketfft_c<R>>(len);
+        auto* c = reinterpret_cast<pocketfft::detail::cmplx<R>*>(y);
+        for (std::size_t r = 0; r < rows; ++r) plan->exec(c + r * len, fct, type == FftType::FFT);
+        return;
+      }
       pocketfft::c2c<R>(xshape, fft_strides(xshape, sizeof(C)), fft_strides(yshape, sizeof(C)), axes,
                         type == FftType::FFT, static_cast<const C*>(x), static_cast<C*>(y), fct);
       return;
