@@ -236,3 +236,41 @@ def test_errors(call, exc, msg):
         td.fft.fftfreq([3])
     with pytest.raises(ValueError, match="unknown fft_type"):
         td.ops.Fft("DCT", (3,))
+
+
+def _fft_file(xdt, xshape, odt, oshape, attrs) -> bytes:
+    from _support import forge
+
+    a = forge.Asm()
+    x = a.input(xdt, xshape)
+    y = a.slot(odt, oshape)
+    a.instr("Fft", [x], y, attrs)
+    a.outputs.append(y)
+    return a.prog().to_bytes()
+
+
+def test_file_validation_of_fft_attributes():
+    """The C++ loader checks an Fft instruction's type, lengths, shapes and dtypes."""
+    from tidu import _eval
+
+    ok = _fft_file("complex128", (2, 8), "complex128", (2, 8), [0, 1, 8])
+    x = arr((2, 8), "complex128")
+    np.testing.assert_allclose(_eval.Program(ok).run([x])[0], np.fft.fft(x), atol=1e-12)
+    r = _eval.Program(_fft_file("float64", (3, 7), "complex128", (3, 4), [2, 1, 7]))
+    xr = arr((3, 7), "float64")
+    np.testing.assert_allclose(r.run([xr])[0], np.fft.rfft(xr), atol=1e-12)
+    bad = [
+        (("complex128", (2, 8), "complex128", (2, 8), [4, 1, 8]), "fft_type"),
+        (("complex128", (2, 8), "complex128", (2, 8), [0, 1, 7]), "fft_lengths"),
+        (("complex128", (2, 8), "complex128", (2, 8), [0, 2, 8]), "attribute"),
+        (("complex128", (2, 2, 2, 2), "complex128", (2, 2, 2, 2), [0, 4, 2, 2, 2, 2]),
+         "1 to 3"),
+        (("float64", (2, 8), "complex128", (2, 8), [0, 1, 8]), "dtypes"),
+        (("float64", (2, 8), "complex128", (2, 8), [2, 1, 8]), "fft_lengths"),
+        (("complex128", (2, 5), "float32", (2, 8), [3, 1, 8]), "dtypes"),
+        (("complex128", (3, 5), "float64", (2, 8), [3, 1, 8]), "batch axes"),
+        (("complex128", (2, 8), "complex128", (2, 8), [1, 1, 0]), "attribute|positive"),
+    ]
+    for args, msg in bad:
+        with pytest.raises(ValueError, match=msg):
+            _eval.Program(_fft_file(*args))
