@@ -61,7 +61,7 @@ from tidu.graph.memory import (
     memory_stats,
     set_cache_limits,
 )
-from tidu.numpy import linalg, nn, scipy
+from tidu.numpy import fft, linalg, nn, scipy
 from tidu.numpy.constants import (
     bool_,
     complex64,
@@ -334,7 +334,7 @@ __all__ = [
     "diagonal", "diff", "differentiate", "digitize", "divmod", "dot", "dstack", "dtype",
     "dynamic_slice", "dynamic_update_slice", "e", "einsum", "einsum_path", "empty", "empty_like",
     "erf", "erfc", "erfinv", "euler_gamma", "exp", "exp2", "expand_dims", "expm1", "External",
-    "eye", "finfo", "fix", "flatnonzero", "flip", "fliplr", "flipud", "float32", "float64",
+    "eye", "fft", "finfo", "fix", "flatnonzero", "flip", "fliplr", "flipud", "float32", "float64",
     "floor", "floor_divide", "fmax", "fmin", "fmod", "fori_loop", "Fragment", "FragmentBuilder",
     "FreedGraphError", "frexp", "full", "full_like", "gcd", "geomspace", "get_cmake_dir",
     "get_include", "get_num_threads", "grad", "GraphError", "heaviside", "hessian", "histogram",

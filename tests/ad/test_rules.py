@@ -211,6 +211,19 @@ TABLE.update({
 })
 
 
+# the Fourier transform (ops/fft.py): every fft_type, odd, even and prime lengths, n padding
+# and truncation, the norms
+TABLE.update({
+    "Fft": (lambda x: td.fft.fft(x * x, n=6, norm="ortho"), lambda d: [arr((2, 5), d)], ALL),
+    "Fft ifft2": (lambda x: td.fft.ifft2(td.sin(x), s=(3, 4)), lambda d: [arr((2, 5), d)], ALL),
+    "Fft rfft": (lambda x: td.fft.rfftn(x * x, s=(3, 7), norm="forward"),
+                 lambda d: [arr((2, 6), d)], REAL),
+    "Fft irfft": (lambda x: td.fft.irfft(x * x, n=8), lambda d: [arr((2, 5), d)], ALL),
+    "Fft irfft2 odd": (lambda x: td.fft.irfft2(td.sin(x), s=(3, 5)), lambda d: [arr((3, 4), d)],
+                       ALL),
+})
+
+
 def P_pad(x):
     from tidu.trace.tracer import _emit
 

@@ -286,6 +286,21 @@ BAD += [(P.ShiftLeft(), [A((2,), "bool"), A((2,), "bool")], TypeError,
 GOOD += [(c(), [A((2,), "uint32"), A((2,), "uint32")], A((2,), "uint32"))
          for c in _BITWISE2 + _SHIFTS]
 
+# the Fourier transform (ops/fft.py): the trailing axes, RFFT halves the last, IRFFT restores it
+GOOD += [(P.Fft("FFT", (4, 5)), [A((2, 4, 5), "complex64")], A((2, 4, 5), "complex64")),
+         (P.Fft("IFFT", (7,)), [A((7,), "complex128")], A((7,), "complex128")),
+         (P.Fft("RFFT", (3, 8)), [A((2, 3, 8), "float32")], A((2, 3, 5), "complex64")),
+         (P.Fft("IRFFT", (9,)), [A((5,), "complex128")], A((9,), "float64"))]
+BAD += [(P.Fft("FFT", (4,)), [A((4,), "float64")], TypeError,
+         "Fft FFT: operand dtype float64 is not complex"),
+        (P.Fft("RFFT", (4,)), [A((4,), "complex64")], TypeError,
+         "Fft RFFT: operand dtype complex64 is not floating"),
+        (P.Fft("IRFFT", (8,)), [A((8,), "complex64")], ValueError,
+         r"trailing axes \(8,\) .* do not match \(5,\)"),
+        (P.Fft("FFT", (2, 2, 2, 2)), [A((2, 2, 2, 2), "complex64")], ValueError,
+         "1 to 3 entries"),
+        (P.Fft("FFT", (3,)), [A((), "complex64")], ValueError, "fewer than 1 axes")]
+
 # random numbers (ops/random.py): key (K..., 2), count (K..., C..., 2)
 GOOD += [(P.Threefry2x32(), [A((2,), "uint32"), A((5, 3, 2), "uint32")], A((5, 3, 2), "uint32")),
          (P.Threefry2x32(), [A((4, 2), "uint32"), A((4, 3, 2), "uint32")], A((4, 3, 2), "uint32"))]

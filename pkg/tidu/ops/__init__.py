@@ -42,6 +42,7 @@ from tidu.ops.elementwise import (
                                   Tanh,
 )
 from tidu.ops.factor import LU, QR, SVD, Eigh, LUPermute
+from tidu.ops.fft import Fft, FftType
 from tidu.ops.gather import Gather, Scatter
 from tidu.ops.linalg import Cholesky, TriangularSolve
 from tidu.ops.math import (
@@ -111,13 +112,16 @@ SHARDING = ("ShardingHint",)
 RANDOM = ("Threefry2x32", "Threefry2x32Iota")
 # calls into Python at evaluation time (ops/callback.py, docs/frontend.md)
 CALLBACKS = ("HostCallback", "Tie")
+# the Fourier transform (ops/fft.py, docs/numpy.md)
+FFT = ("Fft",)
 
 __all__ = [
     "Abs", "Acos", "Acosh", "Add", "And", "ArgMax", "ArgMin", "Asin", "Asinh", "Atan", "Atan2",
     "Atanh", "AxisGather", "AxisReduce", "BroadcastInDim", "Cbrt", "Ceil", "Checkpoint",
     "Cholesky", "Compare", "Concatenate", "Cond", "Conj", "Constant", "Conv", "Convert", "Cos",
     "Cosh", "Cummax", "Cummin", "Cumprod", "Cumsum", "Div", "DotGeneral", "DynamicSlice",
-    "DynamicUpdateSlice", "Eigh", "Erf", "ErfInv", "Erfc", "Exp", "Expm1", "Floor", "Gather",
+    "DynamicUpdateSlice", "Eigh", "Erf", "ErfInv", "Erfc", "Exp", "Expm1", "Fft", "FftType",
+    "Floor", "Gather",
     "HostCallback", "Imag", "Iota", "IsFinite", "LU", "LUPermute", "LinearScan", "Log", "Log1p",
     "Logistic", "Max", "Min", "Mul", "Neg", "Not", "Or", "Pad", "Pow", "QR", "Real", "ReduceAnd",
     "ReduceMax", "ReduceMin", "ReduceOr", "ReduceProd", "ReduceSum", "ReduceWindowMax",

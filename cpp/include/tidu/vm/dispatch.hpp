@@ -14,6 +14,7 @@
 #include "tidu/kernels/conv.hpp"
 #include "tidu/kernels/elementwise.hpp"
 #include "tidu/kernels/factor.hpp"
+#include "tidu/kernels/fft.hpp"
 #include "tidu/kernels/indexing.hpp"
 #include "tidu/kernels/linalg.hpp"
 #include "tidu/kernels/random.hpp"
@@ -313,6 +314,9 @@ inline void run_instr(const Program& p, Workspace& ws, std::size_t idx) {
       return;
     case Op::Tie:
       run_tie(p, in, ptr);
+      return;
+    case Op::Fft:  // fft.hpp
+      kern::run_fft(p, a, in.out, at, y, ptr);
       return;
     default:
       throw std::runtime_error(std::string("tidu: no kernel for opcode ") + op_name(in.op));

@@ -125,7 +125,8 @@ namespace tidu {
   X(Threefry2x32, S, _)          \
   X(Threefry2x32Iota, S, ti)     \
   X(HostCallback, S, k)           \
-  X(Tie, S, _)
+  X(Tie, S, _)                    \
+  X(Fft, S, it)
 
 enum class Op : std::uint8_t {
 #define TIDU_ENUM(name, kind, sig) name,

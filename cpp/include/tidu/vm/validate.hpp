@@ -577,6 +577,34 @@ inline void validate_instructions(const Program& p) {
         need(slot(0).dtype == o.dtype, "operand dtype mismatch");
         same_shape(0);
         break;
+      case Op::Fft: {  // fft.hpp; attrs: fft_type, n, fft_lengths...: the trailing n axes
+        arity(1);
+        need(na >= 2, "attribute lengths");
+        const std::int64_t type = at[0];
+        const std::int64_t n = count(1);
+        need(type >= 0 && type <= 3, "fft_type is not FFT, IFFT, RFFT or IRFFT");
+        need(na == n + 2 && n >= 1 && n <= 3, "fft_lengths must have 1 to 3 entries");
+        const Slot& x = slot(0);
+        need(x.ndim == o.ndim && x.ndim >= n, "fft operand and output ranks");
+        const DType xd = x.dtype, od = o.dtype;
+        const bool ok_dt = type <= 1   ? (xd == DType::C64 || xd == DType::C128) && od == xd
+                           : type == 2 ? (xd == DType::F32 && od == DType::C64) || (xd == DType::F64 && od == DType::C128)
+                                       : (xd == DType::C64 && od == DType::F32) || (xd == DType::C128 && od == DType::F64);
+        need(ok_dt, "fft operand and output dtypes do not fit the fft_type");
+        const std::int64_t* xs = p.shape(a[0]);
+        const std::int64_t lead = x.ndim - n;
+        need(std::equal(xs, xs + lead, oshape), "fft batch axes differ");
+        for (std::int64_t k = 0; k < n; ++k) {
+          const std::int64_t len = at[2 + k], xd_k = xs[lead + k], od_k = oshape[lead + k];
+          need(len >= 1, "fft length is not positive");
+          const bool last = k == n - 1;
+          const std::int64_t half = len / 2 + 1;
+          const std::int64_t want_x = type == 3 && last ? half : len;
+          const std::int64_t want_o = type == 2 && last ? half : len;
+          need(xd_k == want_x && od_k == want_o, "fft operand or output axis does not match fft_lengths");
+        }
+        break;
+      }
       default:
         fail("unknown opcode");
     }
