@@ -19,6 +19,7 @@ from tidu.api.tree import check_leaves, unflatten
 from tidu.api.tree import flatten_args as _flatten_args
 from tidu.api.tree_util import keystr, tree_leaves_with_path
 from tidu.backends.program import CompiledProgram, _check_backend, compile
+from tidu.backends.tiered import Tiered, tier_states, track, wrap
 from tidu.graph import FragmentBuilder, materialize_merge, resolve
 from tidu.graph.memory import FunctionCache, at_safe_point, register_cache
 from tidu.trace.build import as_aval, flatten_outputs, tracing
@@ -139,7 +140,10 @@ def _entry(fn, args, backend, device, concrete, variants=None) -> tuple:
         if variants is None or len(variants) >= MAX_VARIANTS:
             variants = []
         build = Guarded(len(prog.outputs) - 1, build, variants)
-    entry = (prog, build, order, prog.runner())
+    run = prog.runner()
+    if backend == "auto" and not prog.n_guards:  # tiered execution (tidu.backends.tiered)
+        run = wrap(prog, run)
+    entry = (prog, build, order, run)
     if prog.n_guards:
         build.entry = entry
     return entry
@@ -241,6 +245,7 @@ def jit(fn: Callable | None = None, *, static_argnums=None, static_argnames=None
     # (program, output builder, input order, C++ entry) by call signature: bounded, LRU
     # (tidu.graph.memory.FunctionCache); it lives as long as the jitted function does
     cache = FunctionCache()
+    tiers: dict = {}  # sig -> the Tiered entry point of a program tiering moves (jitted.tiers)
 
     def wrapped(*args, **kwargs):  # the general path; `jitted` takes calls like the last one
         if kwargs:  # traced like positional arguments, one jit per set of keyword names
@@ -256,6 +261,8 @@ def jit(fn: Callable | None = None, *, static_argnums=None, static_argnames=None
         if hit is None:
             where = _placement(args, in_shardings, out_shardings) if sharded else device
             hit = cache[sig] = _entry(fn, args, backend, where, _concrete)
+            if type(hit[3]) is Tiered:
+                track(hit[3], cache, sig, tiers)
         prog, build, order, run = hit
         inputs = [leaves[i] for i in order]
         try:
@@ -291,6 +298,7 @@ def jit(fn: Callable | None = None, *, static_argnums=None, static_argnames=None
     jitted.cache = cache
     cache.forget = jitted.forget  # an evicted entry may be the remembered fast path
     jitted.lower = lower
+    jitted.tiers = functools.partial(tier_states, cache, tiers)
     return jitted
 
 
