@@ -45,7 +45,7 @@ def entry_run(f):
     return entry[3]
 
 
-def test_sync_switches_to_xla_with_the_same_results(mode):
+def test_sync_switches_to_xla_with_the_same_results(mode, monkeypatch):
     mode("sync", calls=2)
     f = td.jit(td.value_and_grad(loss))
     want = td.jit(td.value_and_grad(loss), backend="cpu")(W, X)
@@ -54,6 +54,10 @@ def test_sync_switches_to_xla_with_the_same_results(mode):
     assert state["tier"] == "xla", state
     assert "agrees" in state["why"]
     assert not isinstance(entry_run(f), tiered.Tiered)  # the fast path no longer wraps
+    calls = []
+    monkeypatch.setattr(tiered.Tiered, "__call__", lambda *a: calls.append(a))
+    f(W, X)
+    assert calls == []
     for v, g in outs:
         np.testing.assert_allclose(v, want[0], rtol=1e-12)
         np.testing.assert_allclose(g, want[1], rtol=1e-10, atol=1e-12)
@@ -123,6 +127,19 @@ def test_scalar_programs_never_compile(mode, monkeypatch):
     assert tiered.ruled_out(f.lower(0.5, 2.0).program).startswith("work")
 
 
+def test_fast_loop_programs_are_dropped_after_a_few_calls(mode, monkeypatch):
+    mode("on")  # a loop's work is not counted at compile time: its calls are timed
+    started = []
+    monkeypatch.setattr(tiered, "_compile_xla", lambda prog: started.append(prog))
+    f = td.jit(lambda x: td.fori_loop(0, 3, lambda i, c: c * 2.0 + td.sin(c), x))
+    assert isinstance(f.lower(0.5).program, td.CompiledProgram)
+    for _ in range(tiered.MIN_CALLS + 2):
+        f(0.5)
+    (state,) = f.tiers()
+    assert state["tier"] == "interpreter" and state["final"] and "MIN_CALL_S" in state["why"]
+    assert not isinstance(entry_run(f), tiered.Tiered) and started == []
+
+
 def test_background_compile_never_blocks_a_call(mode, monkeypatch):
     mode("on")
     tiered.COMPILE_S = tiered.COMPILE_S_PER_INSTRUCTION = 0.0  # compile after the first call
@@ -145,7 +162,7 @@ def test_background_compile_never_blocks_a_call(mode, monkeypatch):
     release.set()
     t = entry_run(f)
     assert t.job.done.wait(60)
-    for _ in range(tiered.TRIAL_CALLS + 2):
+    for _ in range(2 * tiered.TRIAL_CALLS + 2):
         np.testing.assert_allclose(f(W, X), want, rtol=1e-10)
     (state,) = f.tiers()
     assert state["tier"] in ("xla", "interpreter") and state["xla_best_s"] is not None, state

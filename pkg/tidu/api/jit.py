@@ -194,7 +194,9 @@ def jit(fn: Callable | None = None, *, static_argnums=None, static_argnames=None
         fn: a function of arrays (or tuples/lists/dicts of arrays) returning the same.
         backend: "cpu" (the C++ interpreter), "xla" (StableHLO through XLA; needs the ``xla``
             extra) or "auto" (XLA for large tensor work, the interpreter otherwise; see
-            ``tidu.xla.choose_backend``).
+            ``tidu.xla.choose_backend``; a program auto gives the interpreter moves to XLA once
+            called often enough, compiled in the background: ``tidu.backends.tiered``, and
+            ``.tiers()`` on the result says where each program is and why).
         device: XLA only: None (jax's default device), a platform name or a jax Device.
         in_shardings: XLA only, as jax.jit's: a ``jax.sharding.NamedSharding`` for every
             argument, or a tuple with one per positional argument (applying to each of its

@@ -7,7 +7,8 @@ The rule (docs/xla.md, "Tiered execution"), per compiled program of a jitted fun
    clock) when tiering is off, jax is not installed, the program has guards, a host callback or a
    primitive without a StableHLO lowering, more than ``AUTO_MAX_INSTRUCTIONS`` instructions, or
    less than ``MIN_WORK`` work (``program_work``: scalar and small programs, where the
-   interpreter's call costs less than XLA's dispatch).
+   interpreter's call costs less than XLA's dispatch) and no loop or branch (whose work
+   ``program_work`` does not count: such programs are timed, step 2).
 2. Otherwise each call of the interpreter is timed (a counter and two clock reads).  Once the
    interpreter time spent on the program reaches the estimated cost of compiling it through XLA
    (``compile_estimate``: ``COMPILE_S + COMPILE_S_PER_INSTRUCTION`` per instruction), the XLA
@@ -16,11 +17,11 @@ The rule (docs/xla.md, "Tiered execution"), per compiled program of a jitted fun
    ``MIN_CALLS`` calls (XLA's dispatch alone costs about that).  Calls never wait for the compile.
 3. When the compile is ready, the next call runs both the interpreter (whose result it returns)
    and XLA, and compares them (``agree``: a tolerance by dtype).  If they agree, the next
-   ``TRIAL_CALLS`` calls run on XLA, timed; the program switches to XLA for good when XLA's best
-   time beats the interpreter's best by ``SPEEDUP``, and stays on the interpreter for good
-   otherwise.  A failed compile, an XLA error or a disagreement also leave it on the interpreter
-   for good; ``tiers()`` says which tier each program is on and why, and each step is logged to
-   the ``tidu.tiered`` logger (level DEBUG; failures at INFO).
+   ``2 * TRIAL_CALLS`` calls run XLA and the interpreter in turn, timed; the program switches to
+   XLA for good when XLA's best time is below ``SPEEDUP`` times the interpreter's, and stays on
+   the interpreter for good otherwise.  A failed compile, an XLA error or a disagreement also
+   leave it on the interpreter for good; ``tiers()`` says which tier each program is on and why,
+   and each step is logged to the ``tidu.tiered`` logger (level DEBUG; failures at INFO).
 
 Settings: ``TIDU_TIERED`` in the environment (``0``/``off``: no tiering; ``1``/``on``, the
 default: as above; ``sync``: compile in the calling thread at call ``TIDU_TIERED_CALLS``
@@ -32,6 +33,7 @@ for tidu's XLA executables, so a second process starts warm (``tidu.backends.xla
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import importlib.util
 import logging
 import os
@@ -52,10 +54,10 @@ log = logging.getLogger("tidu.tiered")
 MIN_WORK = 1e5  # program_work below this: ruled out at compile time
 MIN_CALL_S = 1e-4  # interpreter calls faster than this: ruled out after MIN_CALLS calls
 MIN_CALLS = 8
-COMPILE_S = 0.1  # estimated XLA compile: COMPILE_S + COMPILE_S_PER_INSTRUCTION * instructions
-COMPILE_S_PER_INSTRUCTION = 1e-3
-TRIAL_CALLS = 3
-SPEEDUP = 0.9  # XLA's best time must be below this fraction of the interpreter's
+COMPILE_S = 0.3  # estimated XLA compile: COMPILE_S + COMPILE_S_PER_INSTRUCTION * instructions
+COMPILE_S_PER_INSTRUCTION = 5e-3
+TRIAL_CALLS = 10  # the trial: this many calls of each tier, in turn
+SPEEDUP = 0.9  # XLA's best trial time must be below this fraction of the interpreter's
 QUEUE_SIZE = 4
 
 
@@ -125,11 +127,22 @@ def ruled_out(prog) -> str | None:
     if n == 0 or n > xla.AUTO_MAX_INSTRUCTIONS:
         return f"{n} instructions"
     work = xla.program_work(exe)
-    if work < MIN_WORK:
+    if work < MIN_WORK and not _has_bodies(exe):  # a loop's work is not counted: timed instead
         return f"work {work:.3g} < MIN_WORK {MIN_WORK:.3g}: the interpreter wins"
     if xla.unlowered(exe) or any(xla.is_host(op) for op, _, _ in exe.instructions):
         return "a primitive without a StableHLO lowering or a host callback"
     return None
+
+
+def _has_bodies(exe) -> bool:
+    """Whether some instruction runs a nested program (a loop body, a branch)."""
+    for op, _, _ in exe.instructions:
+        if dataclasses.is_dataclass(op):
+            for f in dataclasses.fields(op):
+                v = getattr(op, f.name)
+                if any(hasattr(b, "fragment") for b in (v if isinstance(v, tuple) else (v,))):
+                    return True
+    return False
 
 
 def wrap(prog, run):
@@ -187,15 +200,16 @@ class _Job:
     """One XLA compile: the runner, compiled by running it once on copies of the inputs of the
     call that asked for it (so a loop bounded by the data ends as the interpreter's did)."""
 
-    __slots__ = ("prog", "inputs", "runner", "error", "done", "__weakref__")
+    __slots__ = ("prog", "inputs", "runner", "error", "done", "seconds", "__weakref__")
 
     def __init__(self, prog, inputs):
         self.prog = prog
         self.inputs = [np.array(x) for x in inputs]
-        self.runner = self.error = None
+        self.runner = self.error = self.seconds = None
         self.done = threading.Event()
 
     def run(self) -> None:
+        t0 = time.perf_counter()
         try:
             if _closed:
                 raise RuntimeError("the process is exiting")
@@ -208,6 +222,7 @@ class _Job:
             self.error = e
         finally:
             self.inputs = None
+            self.seconds = time.perf_counter() - t0
             self.done.set()
 
 
@@ -316,25 +331,33 @@ class Tiered:
     the jitted function, which drops this wrapper from its fast path)."""
 
     __slots__ = ("prog", "interp", "calls", "spent", "best", "budget", "job", "tier", "why",
-                 "xla_times", "final", "on_final", "__weakref__")
+                 "xla_times", "interp_times", "xla_call", "final", "on_final", "compile_s",
+                 "__weakref__")
 
     def __init__(self, prog, run):
         self.prog, self.interp = prog, run
         self.calls, self.spent, self.best = 0, 0.0, float("inf")
         self.budget = compile_estimate(prog)
         self.job = self.final = self.on_final = None
-        self.xla_times: list[float] = []
+        self.xla_times: list[float] = []  # the trial's
+        self.interp_times: list[float] = []
+        self.compile_s = self.xla_call = None
         self.tier, self.why = "interpreter", "counting calls"
 
     def state(self) -> dict:
-        """``tier``: "interpreter", "compiling", "trial", "xla"; ``why``; ``calls``, interpreter
-        ``best_s`` and ``spent_s``, the compile ``budget_s``."""
-        return {"tier": self.tier, "why": self.why, "calls": self.calls,
-                "best_s": self.best, "spent_s": self.spent, "budget_s": self.budget,
+        """``tier``: "interpreter", "compiling", "trial" or "xla"; ``final``: whether that is
+        for good; ``why``; ``calls`` counted on the interpreter, its ``best_s`` and ``spent_s``,
+        the compile's ``budget_s`` (its estimate) and ``compile_s`` (as it went), XLA's
+        ``xla_best_s``."""
+        return {"tier": self.tier, "final": self.final is not None, "why": self.why,
+                "calls": self.calls, "best_s": self.best, "spent_s": self.spent,
+                "budget_s": self.budget, "compile_s": self.compile_s,
                 "xla_best_s": min(self.xla_times) if self.xla_times else None}
 
     def __call__(self, inputs):
-        if self.final is not None:
+        if self.final is not None:  # a caller still holding this wrapper: let it drop it
+            if self.on_final is not None:
+                self.on_final(self, self.final)
             return self.final(inputs)
         if self.job is not None:
             return self._after(inputs)
@@ -385,21 +408,18 @@ class Tiered:
         job = self.job
         if not job.done.is_set():
             return self.interp(inputs)  # never wait for the compile
+        self.compile_s = job.seconds
         if job.error is not None:
             self._finish(self.interp, f"XLA compile failed: {job.error!r}", "interpreter",
                          logging.INFO)
             return self.interp(inputs)
-        call = _xla_entry(self.prog, job.runner)
+        call = self.xla_call
+        if call is None:
+            call = self.xla_call = _xla_entry(self.prog, job.runner)
         if self.tier == "compiling":  # first call with XLA ready: both, compared
-            t0 = time.perf_counter()
             ref = self.interp(inputs)
-            dt = time.perf_counter() - t0
-            self.best = min(self.best, dt)
             try:
-                t0 = time.perf_counter()
-                got = call(inputs)
-                self.xla_times.append(time.perf_counter() - t0)
-                bad = agree(ref, got)
+                bad = agree(ref, call(inputs))
             except Exception as e:  # noqa: BLE001 - an XLA failure leaves the interpreter
                 bad = f"XLA failed: {e!r}"
             if bad is not None:
@@ -408,23 +428,26 @@ class Tiered:
             elif _settings["mode"] == "sync":
                 self._finish(call, "XLA agrees (sync mode switches without timing)", "xla")
             else:
-                self.tier, self.why = "trial", "XLA agrees: timing it"
+                self.tier, self.why = "trial", "XLA agrees: timing it against the interpreter"
             return ref
+        # the trial: XLA and the interpreter in turn, each timed TRIAL_CALLS times (the same
+        # load on the machine for both)
+        on_xla = len(self.xla_times) <= len(self.interp_times)
         t0 = time.perf_counter()
         try:
-            out = call(inputs)
+            out = call(inputs) if on_xla else self.interp(inputs)
         except Exception as e:  # noqa: BLE001
             self._finish(self.interp, f"XLA failed: {e!r}", "interpreter", logging.INFO)
             return self.interp(inputs)
-        self.xla_times.append(time.perf_counter() - t0)
-        if len(self.xla_times) > TRIAL_CALLS:
-            fast = min(self.xla_times)
-            if fast < SPEEDUP * self.best:
+        (self.xla_times if on_xla else self.interp_times).append(time.perf_counter() - t0)
+        if len(self.interp_times) >= TRIAL_CALLS:
+            fast, slow = min(self.xla_times), min(self.interp_times)
+            if fast < SPEEDUP * slow:
                 self._finish(call, f"XLA agrees and is faster: {fast * 1e3:.3g} ms vs the "
-                             f"interpreter's {self.best * 1e3:.3g} ms", "xla")
+                             f"interpreter's {slow * 1e3:.3g} ms", "xla")
             else:
                 self._finish(self.interp, f"XLA agrees but is not faster: {fast * 1e3:.3g} ms "
-                             f"vs the interpreter's {self.best * 1e3:.3g} ms", "interpreter")
+                             f"vs the interpreter's {slow * 1e3:.3g} ms", "interpreter")
         return out
 
     def _finish(self, run, why: str, tier: str, level: int = logging.DEBUG) -> None:
@@ -460,11 +483,13 @@ def track(t: Tiered, cache, sig, table: dict) -> None:
 
     def on_final(t, run):
         c = ref()
-        entry = c.get(sig) if c is not None else None
+        if c is None:
+            return
+        entry = c.get(sig)
         if entry is not None and entry[3] is t:
             c[sig] = entry[:3] + (run,)
-            if c.forget is not None:
-                c.forget()
+        if c.forget is not None:  # the fast path may hold t (again: a call under way when t
+            c.forget()            # decided remembers t after it)
     t.on_final = on_final
 
 
