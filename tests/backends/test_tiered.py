@@ -216,6 +216,36 @@ def test_exit_with_a_compile_in_flight():
     assert "in flight 1" in r.stdout, r.stdout  # exited with the compile running
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_fork_with_a_compile_in_flight():
+    code = """
+        import os, threading, warnings, numpy as np, tidu as td
+        from tidu.backends import tiered
+        warnings.simplefilter("ignore")  # jax's warning about fork() with its threads
+        tiered.COMPILE_S = tiered.COMPILE_S_PER_INSTRUCTION = tiered.MIN_CALL_S = 0.0
+        release = threading.Event()
+        real = tiered._compile_xla
+        tiered._compile_xla = lambda prog: (release.wait(30), real(prog))[1]
+        f = td.jit(lambda w, x: td.sum(td.tanh(x @ w) ** 2))
+        a = np.ones((64, 64))
+        want = f(a, a)
+        assert tiered.in_flight() == 1
+        pid = os.fork()
+        if pid == 0:  # the child: no worker, the parent's compile never finishes here
+            ok = all(f(a, a) == want for _ in range(3))
+            (s,) = f.tiers()
+            ok = ok and s["tier"] == "interpreter" and "forked" in s["why"]
+            ok = ok and tiered.in_flight() == 0
+            os._exit(0 if ok else 1)
+        release.set()
+        _, status = os.waitpid(pid, 0)
+        print("child", os.waitstatus_to_exitcode(status))
+    """
+    r = _python(code, {"TIDU_TIERED": "1"})
+    assert r.returncode == 0, r.stderr
+    assert "child 0" in r.stdout, r.stdout + r.stderr
+
+
 def test_second_process_hits_the_persistent_cache(tmp_path):
     code = """
         import jax, numpy as np, tidu as td
