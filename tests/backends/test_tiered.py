@@ -66,6 +66,19 @@ def test_sync_switches_to_xla_with_the_same_results(mode, monkeypatch):
     np.testing.assert_array_equal(outs[0][1], want[1])
 
 
+def test_static_arguments_and_transforms_tier_too(mode):
+    mode("sync", calls=1)
+    f = td.jit(lambda w, x, k: td.sum(td.tanh(x @ w) ** k), static_argnums=2)
+    g = td.grad(loss)  # a transform is a jit: its programs tier as well
+    for _ in range(3):
+        f(W, X, 2)
+        g(W, X)
+    assert [s["tier"] for s in f.tiers()] == ["xla"]
+    assert [s["tier"] for s in g.tiers()] == ["xla"]
+    np.testing.assert_allclose(f(W, X, 2), np.sum(np.tanh(X @ W) ** 2), rtol=1e-12)
+    np.testing.assert_allclose(g(W, X), td.jit(td.grad(loss), backend="cpu")(W, X), rtol=1e-10)
+
+
 def test_off_keeps_the_bare_interpreter(mode):
     mode("off")
     f = td.jit(loss)

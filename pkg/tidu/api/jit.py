@@ -512,6 +512,7 @@ def static_jit(fn: Callable, static_argnums, static_argnames, backend: str = "au
     functools.update_wrapper(entry, fn)
     entry.lower = lower
     entry.selections = selections
+    entry.tiers = lambda: [s for inner, _, _ in list(selections.values()) for s in inner.tiers()]
     return entry
 
 
