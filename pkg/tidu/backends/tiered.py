@@ -223,6 +223,7 @@ class _Job:
         finally:
             self.inputs = None
             self.seconds = time.perf_counter() - t0
+            _pending.discard(self)
             self.done.set()
 
 
@@ -234,7 +235,7 @@ def _compile_xla(prog):
 
 _queue: queue.Queue = queue.Queue(QUEUE_SIZE)
 _worker: list = []  # the worker thread, once started
-_pending: weakref.WeakSet = weakref.WeakSet()  # jobs queued or compiling
+_pending: set = set()  # jobs queued or compiling (no weak references: no callbacks to run)
 _closed = False
 _lock = threading.Lock()
 
@@ -257,17 +258,18 @@ def _submit(job) -> bool:
                                  daemon=True)
             _worker[:] = [t]
             t.start()
+        _pending.add(job)  # before the worker can take it (and discard it when done)
         try:
             _queue.put_nowait(job)
         except queue.Full:
+            _pending.discard(job)
             return False
-        _pending.add(job)
     return True
 
 
 def in_flight() -> int:
     """Compiles queued or running."""
-    return sum(1 for j in list(_pending) if not j.done.is_set())
+    return len(_pending)
 
 
 def _drain(reason: str) -> None:
@@ -280,6 +282,7 @@ def _drain(reason: str) -> None:
         if job is not None:
             job.error = RuntimeError(reason)
             job.inputs = None
+            _pending.discard(job)
             job.done.set()
 
 
