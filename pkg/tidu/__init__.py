@@ -30,6 +30,7 @@ from tidu.api.grad import (
 )
 from tidu.api.jit import jit
 from tidu.api.linear_transpose import linear_transpose
+from tidu.api.shard_map import shard_map
 from tidu.api.vmap import vmap
 from tidu.backends import xla
 from tidu.backends.interpreter import LoadedProgram, get_num_threads, load, set_num_threads
@@ -350,7 +351,8 @@ __all__ = [
     "remat", "repeat", "reshape", "resolve", "ResolvedView", "right_shift", "rint", "roll",
     "rot90", "round", "rsqrt", "saved_values", "SavedValue", "scan", "scipy", "searchsorted",
     "select", "set_cache_limits",
-    "set_num_threads", "set_tiering", "shape", "show", "sign", "signbit", "sin", "sinc", "sinh",
+    "set_num_threads", "set_tiering", "shape", "shard_map", "show", "sign", "signbit", "sin",
+    "sinc", "sinh",
     "size", "sort", "spec", "split", "sqrt", "square", "squeeze", "stack", "std", "stop_gradient",
     "sum", "swapaxes", "switch", "take", "take_along_axis", "tan", "tanh", "tensordot", "tiering",
     "tile", "to_dot", "trace", "Tracer", "transpose", "tree_util", "tri", "tril", "tril_indices",

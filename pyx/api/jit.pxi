@@ -117,6 +117,7 @@ cdef class Jitted:
     cdef public object slow
     cdef public StaticJitted keyword  # the jit taking keyword arguments, once made
     cdef dict __dict__        # functools.wraps metadata, .cache
+    cdef object __weakref__   # `slow` holds its jitted function weakly: no cycle to collect
     cdef Py_ssize_t _n
     cdef list _kinds           # per argument: its type, or the ndarray's dtype
     cdef vector[vector[cnp.npy_intp]] _dims  # per ndarray argument: its shape
@@ -212,6 +213,7 @@ cdef class StaticJitted:
 
     cdef public object slow
     cdef dict __dict__         # functools.wraps metadata, .lower, .selections
+    cdef object __weakref__    # `slow` holds this entry weakly: no cycle to collect
     cdef Py_ssize_t _n
     cdef tuple _kw             # keyword names, in the last call's order
     cdef list _spos, _svals, _stypes       # static positions, their values and types

@@ -44,5 +44,5 @@ def test_conv_and_reduce_window_names_are_jax_signatures():
 
 
 def test_missing_name_says_so():
-    with pytest.raises(AttributeError, match="td.lax has no 'top_k'.*serves"):
-        td.lax.top_k  # noqa: B018
+    with pytest.raises(AttributeError, match="td.lax has no 'approx_max_k'.*serves"):
+        td.lax.approx_max_k  # noqa: B018

@@ -58,6 +58,50 @@ def test_a_jitted_functions_cache_goes_with_it():
     assert cache() is None
 
 
+def _custom_vjp_sin():
+    @td.custom_vjp
+    def k(x):
+        return td.sin(x)
+
+    k.defvjp(lambda x: (td.sin(x), x), lambda r, g: (td.cos(r) * g,))
+    return k
+
+
+_MAKERS = [
+    lambda: td.jit(lambda x: x * 2.0),
+    lambda: td.jit(lambda x, n: x * n, static_argnums=1),
+    lambda: td.jit(lambda x, *, s: x * s),
+    lambda: td.jit(lambda x: td.scan(lambda h, y: (h * 0.5 + td.tanh(y), h), 0.0, x)[0]),
+    lambda: td.jit(td.grad(lambda x: td.sum(td.fori_loop(0, 3, lambda i, c: td.sin(c), x)))),
+    lambda: td.jit(td.vmap(lambda x: td.cond(x > 0.5, td.sin, td.cos, x))),
+    lambda: td.jit(td.grad(lambda x, k=_custom_vjp_sin(): td.sum(k(x)))),
+    lambda: td.jit(td.hessian(lambda x: td.sum(td.sin(x) ** 3))),
+]
+
+
+@pytest.mark.parametrize("make, args", list(zip(_MAKERS, [(np.ones(3),), (np.ones(3), 3)] +
+                                              [(np.ones(3),)] * 6)),
+                         ids=["plain", "static", "keyword", "scan", "grad-fori", "vmap-cond",
+                              "custom_vjp", "hessian"])
+def test_a_dropped_jitted_function_goes_at_once_without_the_collector(make, args):
+    """No reference cycle through tidu's own objects: the function, its programs and the graph
+    ids they hold go when the last reference does, with the collector off."""
+    gc.collect()
+    gc.disable()
+    try:
+        f = make()
+        kw = {"s": 2.0} if make is _MAKERS[2] else {}
+        f(*args, **kw)
+        f(*args, **kw)
+        assert memory._core.live_holders() > 0
+        cache = weakref.ref(f.cache) if hasattr(f, "cache") else None
+        del f
+        assert memory._core.live_holders() == 0
+        assert cache is None or cache() is None
+    finally:
+        gc.enable()
+
+
 @pytest.mark.parametrize("call", [
     lambda fn, x: td.jvp(fn, (x,), (x,)),
     lambda fn, x: td.vjp(fn, x)[1](1.0),

@@ -43,7 +43,7 @@ def _why_no_cut() -> str:
     return (f"n_tracing={_core.n_tracing()} busy={_core.n_busy()} "
             f"threads={[t.name for t in threading.enumerate()]} gc={gc.isenabled()} "
             f"holders={_core.live_holders()} kept_marks={_core.kept_marks()} "
-            f"n_vals={_core.n_vals()} n_ops={_core.n_ops()} cut_at={memory._cut_at} "
+            f"n_vals={_core.n_vals()} n_ops={_core.n_ops()} auto={memory._auto!r} "
             f"held={memory._held_bytes()} limits={td.cache_limits()} "
             f"holder tops={_core.holder_tops()}")
 
@@ -84,6 +84,11 @@ def test_the_cut_is_not_held_off_by_a_loop_that_always_has_its_newest_graph_in_u
     reclaim_bytes more growth would land there every time and never give anything back."""
     keep = td.jit(lambda x: td.sum(td.sin(x) ** 2))
     want = keep(X)
+    # more long-lived graphs: the holders an attempt finds never halve by f's going alone (an
+    # attempt would be due then too, and the loop would not lock)
+    others = [td.jit(lambda x, k=k: x * float(k)) for k in range(6)]
+    for g in others:
+        g(X)
     td.set_cache_limits(reclaim_bytes=64 << 10)
 
     def loop(n):

@@ -1,7 +1,8 @@
 """tidu's XLA path after ``jax.distributed.initialize``: two processes on 127.0.0.1, each with
-two forced host CPU devices, run a data-parallel gradient sharded over all four devices and an
-eval_batch over them, and get what one process computes; the default device is each process's
-own.  The single-process test runs the same code paths with process_count 1."""
+two forced host CPU devices, run a data-parallel gradient sharded over all four devices, an
+eval_batch over them (numpy, and jax Arrays of which each process made only its part) and a
+td.shard_map with a psum across them, and get what one process computes; a host callback over
+the four devices is refused by name; the default device is each process's own.  The single-process test runs the same code paths with process_count 1."""
 
 from __future__ import annotations
 
@@ -58,8 +59,34 @@ WORKER = textwrap.dedent("""
     prog = td.compile(td.materialize_merge(td.resolve([F]), F.outputs), backend="xla")
     b_mesh = prog.eval_batch(batch_inputs, backend="xla", devices=mesh)  # sharded: gathered
     b_four = prog.eval_batch(one_shared, backend="xla", devices=4, in_axes=[0, None])
+
+    # eval_batch over jax Arrays: each process passes only its part of the batch, and gets a
+    # jax Array over both processes' devices back (no host round trip, nothing gathered)
+    with jax.enable_x64(True):
+        t_local = jax.make_array_from_process_local_data(
+            bat, batch_inputs[0][:8][pid * 4:(pid + 1) * 4])
+    (bl,) = prog.eval_batch([t_local, batch_inputs[1][0]], backend="xla", devices=mesh,
+                            in_axes=[0, None])
+    assert isinstance(bl, jax.Array) and not bl.is_fully_addressable and bl.shape == (8, 2)
+    from jax.experimental import multihost_utils
+    b_local = np.asarray(multihost_utils.process_allgather(bl, tiled=True))
+
+    # td.shard_map over every process's devices: the psum is a cross-process all-reduce
+    sm = td.jit(td.shard_map(lambda x, w: td.lax.psum(td.sum(td.tanh(x @ w), 0), "batch"),
+                             mesh, (P("batch"), P()), P()), backend="xla")(x, w)
+
+    # a host callback in a program over a Mesh spanning the processes: a clear refusal
+    def noisy(x):
+        td.debug.print("x = {}", x)
+        return x * 2.0
+    try:
+        td.jit(noisy, backend="xla", in_shardings=bat, out_shardings=bat)(x)
+        raise AssertionError("a host callback over two processes was not refused")
+    except NotImplementedError as e:
+        assert "spans 2 processes" in str(e), e
+
     np.savez(out, local=local, g=g, gn=gn, ga=np.asarray(ga.addressable_data(0)), b_mesh=b_mesh[0],
-             b_four=b_four[0])
+             b_four=b_four[0], b_local=b_local, sm=sm)
 """)
 
 COMPUTATION = textwrap.dedent("""
@@ -98,6 +125,9 @@ def _reference() -> dict:
         "gn": td.jit(td.grad(ns["normalised"]), backend="cpu")(ns["w"], ns["x"]),
         "b_mesh": prog.eval_batch(ns["batch_inputs"])[0],
         "b_four": prog.eval_batch(ns["one_shared"], in_axes=[0, None])[0],
+        "b_local": prog.eval_batch([ns["batch_inputs"][0][:8], ns["batch_inputs"][1][0]],
+                                   in_axes=[0, None])[0],
+        "sm": np.tanh(ns["x"] @ ns["w"]).sum(0),
     }
 
 
@@ -137,7 +167,7 @@ def test_two_processes_data_parallel_gradient_and_eval_batch_equal_one_process(t
         for name in ("g", "ga"):
             np.testing.assert_allclose(got[name], ref["g"], rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(got["gn"], ref["gn"], rtol=1e-10, atol=1e-12)
-        for name in ("b_mesh", "b_four"):
+        for name in ("b_mesh", "b_four", "b_local", "sm"):
             np.testing.assert_allclose(got[name], ref[name], rtol=1e-12, atol=1e-12)
 
 

@@ -103,3 +103,44 @@ def test_jax_arrays_stay_on_device_without_shardings():
     assert isinstance(y, jax.Array) and y.dtype == np.float64
     np.testing.assert_allclose(np.asarray(y), np.exp(np.linspace(0, 1, 5)) + 1, rtol=1e-15)
     assert type(f(np.linspace(0, 1, 5))) is np.ndarray  # numpy in, numpy out
+
+
+def test_eval_batch_takes_jax_arrays_on_their_devices():
+    out = _run_4_devices("""
+        import numpy as np, jax, tidu as td
+        from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+        mesh = Mesh(np.array(jax.devices()), ("batch",))
+        bat, rep = NamedSharding(mesh, P("batch")), NamedSharding(mesh, P())
+        F = td.build(lambda t, w: td.sum(td.tanh(t * w)), t=td.spec((), "float64"),
+                     w=td.spec((5,), "float64"))
+        prog = td.compile(td.materialize_merge(td.resolve([F]), F.outputs), backend="xla")
+        ts, w = np.linspace(-1, 1, 12), np.linspace(0.5, 2, 5)
+        want = np.tanh(ts[:, None] * w).sum(1)
+        args = [ts if k == "t" else w for k in prog.inputs]
+        axes = [0 if k == "t" else None for k in prog.inputs]
+        with jax.enable_x64(True):
+            on = [jax.device_put(ts, bat) if k == "t" else jax.device_put(w, rep)
+                  for k in prog.inputs]
+            elsewhere = [jax.device_put(a, jax.devices()[3]) for a in args]  # moved, not copied
+        for inputs in (on, elsewhere, [on[0] if k == "t" else w for k in prog.inputs]):
+            (got,) = prog.eval_batch(inputs, backend="xla", devices=mesh, in_axes=axes)
+            assert isinstance(got, jax.Array) and got.sharding.is_equivalent_to(bat, 1)
+            np.testing.assert_allclose(np.asarray(got), want, rtol=1e-14)
+        (one,) = prog.eval_batch(on, backend="xla", in_axes=axes)  # one device
+        assert isinstance(one, jax.Array)
+        np.testing.assert_allclose(np.asarray(one), want, rtol=1e-14)
+        (num,) = prog.eval_batch(args, backend="xla", devices=mesh, in_axes=axes)
+        assert type(num) is np.ndarray  # numpy in, numpy out, as before
+        with jax.enable_x64(True):
+            ten = [jax.device_put(ts[:10]) if k == "t" else w for k in prog.inputs]
+            bad = [jax.device_put(ts[:, None]) if k == "t" else w for k in prog.inputs]
+        try:
+            prog.eval_batch(ten, backend="xla", devices=mesh, in_axes=axes)
+        except ValueError as e:
+            print("a batch of 10 points in jax Arrays over 4 devices" in str(e))
+        try:
+            prog.eval_batch(bad, backend="xla", in_axes=axes)
+        except ValueError as e:
+            print("expected float64[12] (the batch axis leading), got the jax Array" in str(e))
+    """)
+    assert out.split() == ["True", "True"]

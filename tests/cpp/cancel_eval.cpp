@@ -12,7 +12,8 @@
 
 #include <tidu/tidu.hpp>
 
-namespace {
+namespace cancel_eval {
+
 
 int fail(const char* what) {
   std::printf("cancel_eval: FAIL %s\n", what);
@@ -29,7 +30,6 @@ std::thread set_later(std::atomic<bool>& flag, int ms) {
   });
 }
 
-}  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 2) return fail("usage: cancel_eval <file.tidu>");
@@ -100,3 +100,5 @@ int main(int argc, char** argv) {
   std::printf("cancel_eval: ok (cancelled after %.2f s)\n", took);
   return 0;
 }
+
+}  // namespace cancel_eval

@@ -12,6 +12,8 @@
 
 #include <tidu/tidu.hpp>
 
+namespace eval_saved {
+
 static std::vector<std::uint8_t> read(const char* path) {
   std::ifstream f(path, std::ios::binary);
   return std::vector<std::uint8_t>((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
@@ -69,3 +71,5 @@ int main(int argc, char** argv) {
   std::printf("eval_saved: ok (%zu inputs, %zu outputs)\n", prog.n_inputs(), prog.n_outputs());
   return 0;
 }
+
+}  // namespace eval_saved

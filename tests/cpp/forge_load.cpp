@@ -18,7 +18,8 @@
 
 #include <tidu/tidu.hpp>
 
-namespace {
+namespace forge_load {
+
 
 constexpr std::uint64_t kCap = std::uint64_t{64} << 20;  // as tests/_support/forge_check.py
 
@@ -38,7 +39,6 @@ void fill(std::vector<std::uint8_t>& b, tidu::DType d) {
   }
 }
 
-}  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 4) {
@@ -108,3 +108,5 @@ int main(int argc, char** argv) {
               evaluated, eval_threw, rejected);
   return 0;
 }
+
+}  // namespace forge_load

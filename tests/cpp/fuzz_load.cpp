@@ -11,6 +11,8 @@
 
 #include <tidu/tidu.hpp>
 
+namespace fuzz_load {
+
 static void refresh_checksum(std::vector<std::uint8_t>& b) {
   if (b.size() < 32) return;
   std::uint64_t size = b.size() - 32, sum = tidu::io::fnv1a(b.data() + 32, size);
@@ -59,3 +61,5 @@ int main(int argc, char** argv) {
   std::printf("fuzz_load: %d mutated files, %d loaded, %d rejected\n", iters, loaded, rejected);
   return 0;
 }
+
+}  // namespace fuzz_load

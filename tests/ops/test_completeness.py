@@ -40,9 +40,11 @@ def linearize_and_transpose():
     assert nondiff == nondiff_expected
     # While, CustomVJP and CustomVJPLin are one-mode only (tests/api/test_control_flow.py,
     # tests/api/test_custom_rules.py); AxisReduce and AxisGather only exist inside the vmap that
-    # names their axis, and their rules are checked there (tests/api/test_named_axes.py)
+    # names their axis, and their rules are checked there (tests/api/test_named_axes.py);
+    # ShardingHint needs a jax Mesh: td.shard_map's tests differentiate through it
+    # (tests/api/test_shard_map.py)
     assert set(TABLE) | nondiff_expected | {"While", "CustomVJP", "CustomVJPLin", "AxisReduce",
-                                            "AxisGather"} >= set(builtin)
+                                            "AxisGather", "ShardingHint"} >= set(builtin)
 
 
 def batching():

@@ -361,6 +361,23 @@ def test_shape_rule(op, avals, expected):
     assert op.abstract_eval(*avals) is expected
 
 
+
+class _Mesh:
+    """What ShardingHint reads of a jax Mesh (axis names, the devices' shape), without jax."""
+
+    axis_names = ("i", "j")
+
+    class devices:  # noqa: N801 - the attribute of jax's Mesh
+        shape = (2, 3)
+
+
+_MESH = _Mesh()
+GOOD += [(P.ShardingHint(_MESH, (1, -1, 0)), [A((3, 5, 4))], A((3, 5, 4)))]
+BAD += [(P.ShardingHint(_MESH, (0, -1)), [A((3, 3))], ValueError,
+         "ShardingHint: an axis of size 3 cannot be split over Mesh axis 'i' of size 2"),
+        (P.ShardingHint(_MESH, (0,)), [A((2, 3))], ValueError,
+         r"ShardingHint: dims \(0,\) for an operand of rank 2")]
+
 @pytest.mark.parametrize("op,avals,exc,msg", BAD, ids=lambda x: getattr(x, "name", None))
 def test_shape_rule_error_names_primitive_and_operands(op, avals, exc, msg):
     with pytest.raises(exc, match=msg):

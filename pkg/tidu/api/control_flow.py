@@ -74,25 +74,28 @@ def _trace_body(outer, fn: Callable, arg_avals, make_args: Callable, what: str):
     """Trace fn on fresh inputs of arg_avals; returns (builder, input ValKeys, output Tracers as a
     flat list, output tree)."""
     builder = _BodyBuilder(outer)
-    with tracing(builder) as t:
-        builder.trace = t.trace
-        ins = [t.input(fresh_key(), av) for av in arg_avals]
-        prev = _core.body_enter(t.trace)  # ops on outer values go into the body (_home)
-        try:
-            out = fn(*make_args(ins))
-        finally:
-            _core.body_exit(prev)
-        leaves, spec = _flatten(out)
-        flat = []
-        for x in leaves:
+    try:
+        with tracing(builder) as t:
+            builder.trace = t.trace
+            ins = [t.input(fresh_key(), av) for av in arg_avals]
+            prev = _core.body_enter(t.trace)  # ops on outer values go into the body (_home)
             try:
-                flat.append(_lift(t.trace, x))
-            except TypeError:
-                raise TypeError(f"{what} must return arrays or tuples/lists/dicts of them, got "
-                                f"{type(x).__name__}") from None
-        if has_effects(t.trace):  # a debug callback in the body: the op holding it is one too
-            flat = tie(t.trace, flat)
-            body_effect(outer, t.trace)
+                out = fn(*make_args(ins))
+            finally:
+                _core.body_exit(prev)
+            leaves, spec = _flatten(out)
+            flat = []
+            for x in leaves:
+                try:
+                    flat.append(_lift(t.trace, x))
+                except TypeError:
+                    raise TypeError(f"{what} must return arrays or tuples/lists/dicts of them, got "
+                                    f"{type(x).__name__}") from None
+            if has_effects(t.trace):  # a debug callback in the body: the op holding it is one too
+                flat = tie(t.trace, flat)
+                body_effect(outer, t.trace)
+    finally:
+        builder.trace = None  # trace -> builder -> trace: a cycle only the GC would free
     return builder, [x.key for x in ins], flat, spec
 
 

@@ -66,15 +66,18 @@ def _trace_rule(fn: Callable, avals: Sequence[AbstractValue], what: str, check: 
     """fn traced on fresh inputs of avals: fn(inputs) returns a list of output leaves (check
     turns fn's result into it, given the lift); returns (Body over caps + inputs, cap keys)."""
     builder = _RuleBuilder()
-    with tracing(builder) as t:
-        builder.trace = t.trace
-        ins = [t.input(fresh_key(), av) for av in avals]
-        prev = _core.body_enter(t.trace)
-        try:
-            out = fn(ins)
-        finally:
-            _core.body_exit(prev)
-        flat = check(out, lambda x, av: _leaf(t.trace, x, av, what))
+    try:
+        with tracing(builder) as t:
+            builder.trace = t.trace
+            ins = [t.input(fresh_key(), av) for av in avals]
+            prev = _core.body_enter(t.trace)
+            try:
+                out = fn(ins)
+            finally:
+                _core.body_exit(prev)
+            flat = check(out, lambda x, av: _leaf(t.trace, x, av, what))
+    finally:
+        builder.trace = None  # trace -> builder -> trace: a cycle only the GC would free
     body = close_body([x.key for x in flat], builder.capture_inputs + [x.key for x in ins])
     return body, builder.capture_keys
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -274,8 +275,9 @@ def jit(fn: Callable | None = None, *, static_argnums=None, static_argnames=None
                 except (TypeError, ValueError):
                     pass  # CompiledProgram.eval converts, or raises an error naming the input
                 else:
-                    if len(leaves) == len(args):  # flat arguments: the next call may go direct
-                        jitted.remember(args, order, run, build)
+                    j = me()
+                    if j is not None and len(leaves) == len(args):  # flat: the next call may
+                        j.remember(args, order, run, build)        # go direct
                     return out
             return build(prog.eval(inputs))
         except GuardMiss as miss:
@@ -288,7 +290,9 @@ def jit(fn: Callable | None = None, *, static_argnums=None, static_argnames=None
     def by_keyword():
         if not keyword:
             keyword.append(static_jit(fn, None, None, backend, device, _concrete))
-            jitted.keyword = keyword[0]  # keyword calls now go there directly
+            j = me()  # (gone where only `lower` was kept: td.jit(f).lower(...))
+            if j is not None:
+                j.keyword = keyword[0]  # keyword calls now go there directly
         return keyword[0]
 
     def lower(*args, **kwargs):
@@ -296,12 +300,23 @@ def jit(fn: Callable | None = None, *, static_argnums=None, static_argnames=None
         return by_keyword().lower(*args, **kwargs)
 
     jitted = _core.Jitted(wrapped)
+    # wrapped, lower and the cache reach jitted weakly (they run only while it is alive), so a
+    # dropped jitted function goes at once, with its programs and the graph ids they hold,
+    # not at the next garbage collection
+    me = weakref.ref(jitted)
     functools.update_wrapper(jitted, fn)
     jitted.cache = cache
-    cache.forget = jitted.forget  # an evicted entry may be the remembered fast path
+    cache.forget = functools.partial(_forget, me)  # an evicted entry may be the fast path
     jitted.lower = lower
     jitted.tiers = functools.partial(tier_states, cache, tiers)
     return jitted
+
+
+def _forget(me: weakref.ref) -> None:
+    """Drop the remembered fast path of the jitted function me refers to, if it lives."""
+    jitted = me()
+    if jitted is not None:
+        jitted.forget()
 
 
 def _placement(args: tuple, in_shardings, out_shardings):
@@ -498,7 +513,9 @@ def static_jit(fn: Callable, static_argnums, static_argnames, backend: str = "au
         if dyn_kw:
             flat += [kwargs[k] for k in dyn_kw]
         out = inner(*flat)
-        entry.remember(args, kwargs, spos, skw, dyn_idx, dyn_kw, inner)
+        e = me()
+        if e is not None:
+            e.remember(args, kwargs, spos, skw, dyn_idx, dyn_kw, inner)
         return out
 
     def lower(*args, **kwargs):
@@ -509,6 +526,7 @@ def static_jit(fn: Callable, static_argnums, static_argnames, backend: str = "au
 
 
     entry = _core.StaticJitted(call)
+    me = weakref.ref(entry)  # call reaches entry weakly: a dropped function goes at once
     functools.update_wrapper(entry, fn)
     entry.lower = lower
     entry.selections = selections

@@ -47,6 +47,7 @@ from tidu.numpy.core import stop_gradient
 from tidu.numpy.logical import bitwise_and, bitwise_not, bitwise_or, bitwise_xor
 from tidu.numpy.scipy.special import digamma
 from tidu.numpy.scipy.special import gammaln as lgamma
+from tidu.numpy.sorting import top_k
 from tidu.numpy.take import dynamic_slice, dynamic_update_slice
 from tidu.ops.control_flow import CustomLinear, close_body
 from tidu.trace.tracer import _emit, _lift, _promote, _trace_of
@@ -59,7 +60,7 @@ __all__ = ["ConvDimensionNumbers", "all_gather", "axis_index", "axis_size", "bes
            "custom_linear_solve", "custom_root", "dynamic_slice", "dynamic_update_slice",
            "fori_loop", "linear_call", "pmax", "pmean", "pmin", "psum", "reduce_window", "scan",
            "shift_left", "shift_right_arithmetic", "shift_right_logical", "stop_gradient",
-           "switch", "while_loop"]
+           "switch", "top_k", "while_loop"]
 
 
 def _shift(op):

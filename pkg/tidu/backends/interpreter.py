@@ -140,6 +140,8 @@ def _encode_attrs(op) -> tuple[list[int], list[tuple[int, bytes]], list[tuple[in
         return out, blobs, bodies
     fields = dataclasses.fields(op) if dataclasses.is_dataclass(op) else ()
     letters = "" if sig == "_" else sig
+    if sig == "_" and getattr(op, "opcode", None):  # borrows a kernel that takes no attributes
+        return out, blobs, []
     if len(fields) != len(letters):
         raise ValueError(f"{op.name}: fields {[f.name for f in fields]} do not match the opcode's "
                          f"attribute signature {sig!r} (cpp/include/tidu/vm/opcodes.hpp)")

@@ -238,6 +238,9 @@ class CompiledProgram:
         if devices is not None and backend != "xla":
             raise ValueError("devices= needs backend='xla'")
         shared = shared_inputs(in_axes, len(self.inputs))
+        if backend == "xla" and _jax_arrays(inputs):  # on their devices: no host round trip
+            arrs, batch = self._check_device_batch(inputs, shared)
+            return self._eval_batch_xla(arrs, batch, devices, shared, as_jax=True)
         arrs, batch = self._check_all(inputs, batched=True, shared=shared)
         if backend == "xla":
             return self._eval_batch_xla(arrs, batch, devices, shared)
@@ -249,14 +252,45 @@ class CompiledProgram:
         return native.run_batch(arrs, batch, threads or interpreter.get_num_threads(), exact,
                                 shared)
 
-    def _eval_batch_xla(self, arrs: list[np.ndarray], batch: int, devices,
-                        shared=None) -> list[np.ndarray]:
+    def _check_device_batch(self, inputs: Sequence[Any], shared) -> tuple[list, int]:
+        """eval_batch's inputs where some are jax Arrays: those checked for shape and dtype as
+        they are (the batch axis leading, one length for all), the others as eval_batch checks
+        them; and the batch length."""
+        if len(inputs) != len(self.inputs):
+            raise ValueError(f"program takes {len(self.inputs)} inputs {self.inputs}, "
+                             f"got {len(inputs)}")
+        one = [bool(shared and shared[i]) for i in range(len(inputs))]
+        lead = [np.shape(x)[0] for x, sh in zip(inputs, one) if not sh and np.ndim(x)]
+        batch = lead[0] if lead else 0
+        res = []
+        for i, (key, av, x, sh) in enumerate(zip(self.inputs, self._input_avals, inputs, one)):
+            want = tuple(av.shape) if sh else (batch,) + tuple(av.shape)
+            if _jax_arrays([x]):
+                if tuple(x.shape) != want or np.dtype(x.dtype) != np.dtype(av.dtype):
+                    raise ValueError(f"input {i} ({key!r}): expected {np.dtype(av.dtype)}"
+                                     f"{list(want)}{'' if sh else ' (the batch axis leading)'}"
+                                     f", got the jax Array {x.dtype}{list(x.shape)}")
+                res.append(x)
+            else:
+                res.append(check_input(i, key, x, av.shape, av.dtype, -1 if sh else batch))
+        return res, batch
+
+    def _eval_batch_xla(self, arrs: list, batch: int, devices, shared=None,
+                        as_jax: bool = False) -> list:
         shared = tuple(shared) if shared else None
         if devices is None:
-            return self.executable.xla(batch=batch, device=self.device, shared=shared).run(arrs)
+            return self.executable.xla(batch=batch, device=self.device, shared=shared).run(
+                arrs, as_jax=as_jax)
         mesh = xla.resolve_devices(devices)
         n = mesh.devices.size
         padded = -(-batch // n) * n if batch else n
+        if as_jax:  # jax Arrays are not padded (that would copy them): the batch must divide
+            if padded != batch:
+                raise ValueError(f"eval_batch: a batch of {batch} points in jax Arrays over "
+                                 f"{n} devices: pass a multiple of {n} points (numpy inputs "
+                                 f"are padded)")
+            return self.executable.xla(batch=batch, mesh=mesh, shared=shared).run(
+                arrs, as_jax=True)
         if padded != batch:  # repeat the last point (or zeros for an empty batch), then drop
             arrs = [
                 a if shared and shared[i] else np.concatenate(

@@ -172,7 +172,7 @@ def reclaim() -> bool:
         done = _core.reset_interner(_id_tables())
     if done:
         _held[0] = _held[1] = 0
-        _cut_at[0] = _cut_at[1] = _cut_at[2] = 0
+        _auto.reset(0, 0, 0)
     return done
 
 
@@ -211,14 +211,28 @@ def cut(min_bytes: int = 0) -> int:
         finally:
             sys.setswitchinterval(interval)
     _held[0] = _held[1] = 0
-    _cut_at[1] = min(_cut_at[1], _core.live_holders())
+    _auto.holders = min(_auto.holders, _core.live_holders())
     return freed
 
 
-# _held_bytes() and live holders after the last automatic attempt, and how many of the next safe
-# points look again after an attempt that gave nothing back
-_cut_at = [0, 0, 0]
-_RETRIES = 2
+class _AutoCut:
+    """The automatic cut's state, from its last attempt."""
+    __slots__ = ("held", "holders", "retries")
+
+    def __init__(self) -> None:
+        self.reset(0, 0, 0)
+
+    def reset(self, held: int, holders: int, retries: int) -> None:
+        self.held = held          # _held_bytes() after the attempt: the baseline growth counts from
+        self.holders = holders    # live holders after it
+        self.retries = retries    # how many of the next safe points try again (it gave nothing)
+
+    def __repr__(self) -> str:
+        return f"_AutoCut(held={self.held}, holders={self.holders}, retries={self.retries})"
+
+
+_auto = _AutoCut()
+_RETRIES = 2  # the safe points that look again after an attempt that gave nothing back
 
 # Graph transforms in progress over all threads (differentiate, transpose, the batching walk)
 # hold ids outside any holder for a while (a control-flow rule's Body before its op is
@@ -249,29 +263,34 @@ def at_safe_point() -> None:
     limit = _LIMITS["reclaim_bytes"]
     if not limit or _core.n_tracing() or _core.n_busy():
         return
-    if _cut_at[2]:
+    if _auto.retries:
         # The last attempt gave nothing back, often because the newest graph was still in use
         # at that point of the user's loop (the function just called, while the next one is
         # traced): were the next attempt due only after reclaim_bytes more, it could meet the
         # loop at that same point every time. Look again at the next few safe points.
-        _cut_at[2] -= 1
+        _auto.retries -= 1
         gc.collect()
-        if (_core.live_holders() == 0 and reclaim()) or cut(min_bytes=limit // 2):
-            _cut_at[0], _cut_at[1], _cut_at[2] = _held_bytes(), _core.live_holders(), 0
+        if _give_back(limit):
+            _auto.reset(_held_bytes(), _core.live_holders(), 0)
         return
     held = _held_bytes()
-    if held < _cut_at[0]:  # given back since by other means (clear_caches): grow from here
-        _cut_at[0] = held
-    if held - _cut_at[0] < limit:
+    if held < _auto.held:  # given back since by other means (clear_caches): grow from here
+        _auto.held = held
+    if held - _auto.held < limit:
         # or the holders an attempt found have mostly gone since (many functions dropped)
-        if held < limit or 2 * _core.live_holders() > _cut_at[1]:
+        if held < limit or 2 * _core.live_holders() > _auto.holders:
             return
-    done = (_core.live_holders() == 0 and reclaim()) or cut(min_bytes=limit // 2)
+    done = _give_back(limit)
     if not done:
-        gc.collect()  # dropped jitted functions often sit in reference cycles
-        done = (_core.live_holders() == 0 and reclaim()) or cut(min_bytes=limit // 2)
-    _cut_at[0], _cut_at[1] = _held_bytes(), _core.live_holders()
-    _cut_at[2] = 0 if done else _RETRIES
+        gc.collect()  # a user's function may sit in a reference cycle
+        done = _give_back(limit)
+    _auto.reset(_held_bytes(), _core.live_holders(), 0 if done else _RETRIES)
+
+
+def _give_back(limit: int) -> bool:
+    """One attempt: empty everything if nothing holds ids, else cut back to what the holders
+    reach if that gives back at least half of limit. Returns whether anything went."""
+    return bool((_core.live_holders() == 0 and reclaim()) or cut(min_bytes=limit // 2))
 
 
 def maybe_reclaim() -> None:

@@ -7,11 +7,14 @@ any order).  See docs/numpy.md, section "Sorting, reductions, cumulative ops, ei
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from tidu import ops as P
 from tidu.graph.dtypes import BOOL, INTS
 from tidu.numpy.core import _axes, iota, lex_extreme, lex_index, reshape, transpose
+from tidu.numpy.take import take_along_axis
 from tidu.trace.tracer import _broadcast, _compare, _const, _lift, _trace_of
 from tidu.trace.tracer import _emit as emit
 
@@ -215,3 +218,31 @@ def _cum_extreme(cls, a, axis, reverse):
 
 def _zeros_i32(t, shape):
     return _broadcast(t, _const(t, np.zeros((), np.int32), np.int32), tuple(shape))
+
+
+# ---- top_k (jax.lax's; no jax.numpy name) ----
+
+def top_k(operand, k, *, axis=-1):
+    """``jax.lax.top_k``: the k largest entries along ``axis`` (the last by default), largest
+    first, and their int32 indices; equal entries in index order, NaN above every number.
+    One stable descending Sort of an iota by the operand, then a gather of the values, so its
+    derivative scatters the values' cotangent back to the chosen indices."""
+    t, x = _traced(operand)
+    if x.ndim == 0:
+        raise ValueError("top_k: operand must have at least one dimension, got a scalar")
+    if x.aval.dtype.kind == "c":
+        raise TypeError(f"top_k: operand must be real, got {x.aval.dtype}")
+    ax = int(axis)
+    if not -x.ndim <= ax < x.ndim:
+        raise ValueError(f"top_k: axis {axis} out of range for shape {x.shape}")
+    ax %= x.ndim
+    k = operator.index(k)
+    n = x.shape[ax]
+    if not 0 <= k <= n:
+        raise ValueError(f"top_k: k must be between 0 and the size of axis {ax} ({n}), got {k}")
+    xs = x if x.aval.dtype != BOOL else _lift(t, x, np.int32)
+    order = _emit(t, P.Sort(ax, True), xs, iota(x.shape, "int32", ax))
+    if k < n:
+        limit = tuple(k if i == ax else d for i, d in enumerate(x.shape))
+        order = _emit(t, P.Slice((0,) * x.ndim, limit, (1,) * x.ndim), order)
+    return take_along_axis(x, order, ax), order

@@ -77,6 +77,7 @@ from tidu.ops.reductions import (
                                   ReduceProd,
 )
 from tidu.ops.shapes import Rev
+from tidu.ops.sharding import ShardingHint
 from tidu.ops.sorting import Cummax, Cummin, Cumprod, Cumsum, LinearScan, Sort
 from tidu.ops.structural import Concatenate, DotGeneral, Iota, Pad, Select, Slice, StopGradient
 from tidu.ops.window import ReduceWindowMax, ReduceWindowMin, ReduceWindowSum
@@ -104,6 +105,8 @@ CONTROL_FLOW = ("Scan", "Cond", "While", "Checkpoint")
 CONV = ("Conv", "ReduceWindowSum", "ReduceWindowMax", "ReduceWindowMin")
 # collectives over a named vmap axis, resolved by that vmap's batching walk (ops/collective.py)
 COLLECTIVE = ("AxisReduce", "AxisGather")
+# layout over a Mesh's devices, for XLA (ops/sharding.py, docs/scale.md)
+SHARDING = ("ShardingHint",)
 # random numbers (ops/random.py, docs/random.md)
 RANDOM = ("Threefry2x32", "Threefry2x32Iota")
 # calls into Python at evaluation time (ops/callback.py, docs/frontend.md)
@@ -119,7 +122,8 @@ __all__ = [
     "Logistic", "Max", "Min", "Mul", "Neg", "Not", "Or", "Pad", "Pow", "QR", "Real", "ReduceAnd",
     "ReduceMax", "ReduceMin", "ReduceOr", "ReduceProd", "ReduceSum", "ReduceWindowMax",
     "ReduceWindowMin", "ReduceWindowSum", "Rem", "Reshape", "Rev", "Round", "Rsqrt", "SVD", "Scan",
-    "Scatter", "Select", "ShiftLeft", "ShiftRightArithmetic", "ShiftRightLogical", "Sign", "Sin",
+    "Scatter", "Select", "ShardingHint", "ShiftLeft", "ShiftRightArithmetic",
+    "ShiftRightLogical", "Sign", "Sin",
     "Sinh", "Slice", "Sort", "Sqrt", "StopGradient", "Sub", "Tan", "Tanh", "Threefry2x32",
     "Threefry2x32Iota", "Tie", "Transpose", "TriangularSolve", "While", "Xor",
 ]

@@ -16,6 +16,7 @@ from tidu.random.distributions import (
     logistic,
     multivariate_normal,
     normal,
+    orthogonal,
     permutation,
     randint,
     shuffle,
@@ -24,8 +25,10 @@ from tidu.random.distributions import (
 )
 from tidu.random.gamma import beta, chisquare, dirichlet, gamma, loggamma, t
 from tidu.random.keys import PRNGKey, bits, fold_in, key, key_data, split, wrap_key_data
+from tidu.random.poisson import poisson
 
 __all__ = ["PRNGKey", "bernoulli", "beta", "bits", "categorical", "cauchy", "chisquare", "choice",
            "dirichlet", "exponential", "fold_in", "gamma", "gumbel", "key", "key_data", "laplace",
-           "loggamma", "logistic", "multivariate_normal", "normal", "permutation", "randint",
-           "shuffle", "split", "t", "truncated_normal", "uniform", "wrap_key_data"]
+           "loggamma", "logistic", "multivariate_normal", "normal", "orthogonal", "permutation",
+           "poisson", "randint", "shuffle", "split", "t", "truncated_normal", "uniform",
+           "wrap_key_data"]

@@ -14,12 +14,13 @@ import math
 import numpy as np
 
 import tidu as td
+from tidu import ops as P
 from tidu.random.keys import U32, bits32, check_key, eager, random_bits, shape_of, split
-from tidu.trace.tracer import Tracer, _current, _lift
+from tidu.trace.tracer import Tracer, _current, _emit, _lift
 
 __all__ = ["bernoulli", "categorical", "cauchy", "choice", "exponential", "gumbel", "laplace",
-           "logistic", "multivariate_normal", "normal", "permutation", "randint", "shuffle",
-           "truncated_normal", "uniform"]
+           "logistic", "multivariate_normal", "normal", "orthogonal", "permutation", "randint",
+           "shuffle", "truncated_normal", "uniform"]
 
 _FLOATS = (np.dtype("float32"), np.dtype("float64"))
 
@@ -70,10 +71,18 @@ def _fma(a, b, c, dt):
     return s + (err + e)
 
 
-def _uniform(key, shape, dt, minval=0.0, maxval=1.0) -> Tracer:
+def _unit_of_pairs(h: Tracer, dt: np.dtype) -> Tracer:
+    """_unit's floats from the hash pairs h (..., 2) of the draw's counters."""
+    if dt == np.float32:
+        return ((h[..., 0] ^ h[..., 1]) >> np.uint32(9)).astype(dt) * np.float32(2.0 ** -23)
+    m = h[..., 0].astype(dt) * 2.0 ** 20 + (h[..., 1] >> np.uint32(12)).astype(dt)
+    return m * 2.0 ** -52
+
+
+def _uniform(key, shape, dt, minval=0.0, maxval=1.0, unit=None) -> Tracer:
     lo, hi = _as(minval, dt), _as(maxval, dt)
     span = hi - lo
-    unit = _unit(key, shape, dt)
+    unit = _unit(key, shape, dt) if unit is None else unit
     out = unit * span + lo if _exact_product(minval, maxval, dt) else _fma(unit, span, lo, dt)
     return td.broadcast_to(td.maximum(lo, out), shape)
 
@@ -179,8 +188,50 @@ def randint(key, shape, minval, maxval, dtype=None):
     return td.broadcast_to(lo + off.astype(dt), shape)
 
 
-def _gumbel(key, shape, dt) -> Tracer:
-    return -td.log(-td.log(_uniform(key, shape, dt, np.finfo(dt).tiny, 1.0)))
+def _gumbel(key, shape, dt, unit=None) -> Tracer:
+    return -td.log(-td.log(_uniform(key, shape, dt, np.finfo(dt).tiny, 1.0, unit)))
+
+
+_BLOCK = 1 << 20  # Gumbel values a chunked categorical draws at once
+
+
+def _argmax_gumbel_chunked(key, logits, gshape, axis):
+    """argmax over `axis` (> 0) of logits (broadcast to gshape) plus the Gumbel noise of a draw
+    of gshape, one block of leading-axis rows at a time (a td.scan over blocks, the remainder
+    after it): each block hashes its own counters (row-major index offset by the block's first
+    row), so the noise equals the whole draw's and never exists whole."""
+    rows, inner = gshape[0], math.prod(gshape[1:])
+    if rows * inner >= 2 ** 32:
+        raise NotImplementedError(f"random draws of {rows * inner} >= 2**32 values at once")
+    b = max(1, _BLOCK // max(inner, 1))
+    nfull, rest = divmod(rows, b)
+    lrows = logits.shape[0]  # 1 (broadcast) or rows
+    t = _current()
+
+    def block(start, nrows):
+        """argmax of rows [start, start + nrows); start a uint32 scalar (traced or not)."""
+        bshape = (nrows,) + gshape[1:]
+        off = start * np.uint32(inner)
+        lo = td.reshape(_emit(t, P.Iota((nrows * inner,), "uint32", 0)) + off, bshape + (1,))
+        count = td.concatenate([td.zeros(bshape + (1,), U32), lo], axis=-1)
+        h = _emit(t, P.Threefry2x32(), key, count)
+        g = _gumbel(None, bshape, logits.dtype, _unit_of_pairs(h, logits.dtype))
+        lg = logits
+        if lrows != 1:
+            st = [start.astype(np.int64) if isinstance(start, Tracer) else int(start)]
+            lg = td.lax.dynamic_slice(logits, st + [0] * (logits.ndim - 1),
+                                      (nrows,) + logits.shape[1:])
+        return td.argmax(g + lg, axis=axis)
+
+    parts = []
+    if nfull:
+        def step(c, i):
+            return c, block(i.astype(U32) * np.uint32(b), b)
+        _, ys = td.scan(step, np.int64(0), td.arange(nfull))
+        parts.append(td.reshape(ys, (nfull * b,) + ys.shape[2:]))
+    if rest:
+        parts.append(block(np.uint32(nfull * b), rest))
+    return parts[0] if len(parts) == 1 else td.concatenate(parts, axis=0)
 
 
 @eager("shape", "dtype", "mode")
@@ -193,11 +244,10 @@ def gumbel(key, shape=(), dtype=None, mode=None):
 
 @eager("axis", "shape", "replace", "mode")
 def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None):
-    """``jax.random.categorical``: argmax of logits plus Gumbel noise (with replacement)."""
+    """``jax.random.categorical``: argmax of logits plus Gumbel noise with replacement, the
+    Gumbel top-k of the categories without (one noise draw of logits' shape, as jax)."""
     if mode not in (None, "low"):
         raise NotImplementedError(f"categorical: mode={mode!r}; tidu has mode='low'")
-    if not replace:
-        raise NotImplementedError("categorical: replace=False (needs top_k)")
     k = check_key("categorical", key)
     logits = _lift(_current(), logits)
     if logits.dtype not in _FLOATS:
@@ -210,11 +260,22 @@ def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None):
         raise ValueError(f"categorical: shape {shape} does not broadcast with the logits' batch "
                          f"shape {batch}")
     prefix = shape[:len(shape) - len(batch)]
+    if not replace:  # Gumbel top-k over the categories, as jax
+        g = logits + _gumbel(k, logits.shape, logits.dtype)
+        draws = math.prod(prefix)
+        if draws > logits.shape[axis]:
+            raise ValueError(f"Number of samples without replacement ({draws}) cannot exceed "
+                             f"number of categories ({logits.shape[axis]}).")
+        ind = td.lax.top_k(td.moveaxis(g, axis, -1), draws)[1]
+        return td.reshape(td.moveaxis(ind, -1, 0), shape)  # int32, as jax's top_k indices
     lshape = list(shape[len(shape) - len(batch):])
     lshape.insert(axis, logits.shape[axis])
-    g = _gumbel(k, prefix + tuple(lshape), logits.dtype)
-    return td.argmax(g + td.reshape(logits, (1,) * len(prefix) + logits.shape),
-                     axis=axis + len(prefix))
+    gshape = prefix + tuple(lshape)
+    expanded = td.reshape(logits, (1,) * len(prefix) + logits.shape)
+    if math.prod(gshape) > 2 * _BLOCK and axis + len(prefix) > 0 and gshape[0] > 1:
+        return _argmax_gumbel_chunked(k, expanded, gshape, axis + len(prefix))
+    g = _gumbel(k, gshape, logits.dtype)
+    return td.argmax(g + expanded, axis=axis + len(prefix))
 
 
 @eager("shape", "dtype")
@@ -264,6 +325,23 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky
         shape = np.broadcast_shapes(mean.shape[:-1], cov.shape[:-2])
     z = _normal(k, shape_of(shape) + mean.shape[-1:], dt)
     return mean + td.einsum("...ij,...j->...i", td.linalg.cholesky(cov), z)
+
+
+@eager("n", "shape", "dtype", "m")
+def orthogonal(key, n, shape=(), dtype=None, m=None):
+    """``jax.random.orthogonal``: a uniform (Haar) draw from O(n), or a semi-orthogonal n x m
+    matrix: the Q of the QR factorisation of a normal (max(n, m), min(n, m)) matrix, its columns
+    signed by R's diagonal (Mezzadri 2007), transposed when n < m.  Shape (*shape, n, m)."""
+    dt = _float("orthogonal", dtype)
+    n = int(n)
+    m = n if m is None else int(m)
+    if n < 0 or m < 0:
+        raise ValueError(f"orthogonal: n and m must be non-negative, got n={n}, m={m}")
+    z = _normal(check_key("orthogonal", key), shape_of(shape) + (max(n, m), min(n, m)), dt)
+    q, r = td.linalg.qr(z)
+    d = td.diagonal(r, axis1=-2, axis2=-1)
+    x = q * td.expand_dims(td.sign(d), -2)
+    return td.swapaxes(x, -1, -2) if n < m else x
 
 
 def _shuffle(key, x, axis):
@@ -336,11 +414,13 @@ def _choice_impl(key, a, shape=(), replace=True, p=None, axis=0):
         if p.shape != (n,):
             raise ValueError(f"p must be None or a 1D vector with the same size as a.shape[axis]."
                              f" p has shape {p.shape} and a.shape[axis] is {n}.")
-        if not replace:
-            raise NotImplementedError("choice: p with replace=False (needs top_k)")
-        cum = td.cumsum(p)
-        r = cum[-1] * (1 - _uniform(k, shape, p.dtype))
-        ind = td.searchsorted(cum, r).astype(np.int64)
+        if replace:
+            cum = td.cumsum(p)
+            r = cum[-1] * (1 - _uniform(k, shape, p.dtype))
+            ind = td.searchsorted(cum, r).astype(np.int64)
+        else:  # the Gumbel top-k trick, as jax
+            g = _gumbel(k, (n,), p.dtype) + td.log(p)
+            ind = td.lax.top_k(g, draws)[1].astype(np.int64)
         result = ind if scalar else td.take(arr, ind, axis=axis)
     return td.reshape(result, shape if scalar else
                       arr.shape[:axis] + shape + arr.shape[axis + 1:])
@@ -352,7 +432,8 @@ _choice_arr = eager("shape", "replace", "axis")(_choice_impl)
 
 def choice(key, a, shape=(), replace=True, p=None, axis=0, mode=None):
     """``jax.random.choice``: draws from range(a) (an int) or a's entries along axis, with or
-    without replacement, uniformly or by probabilities p (p without replacement: not yet)."""
+    without replacement, uniformly or by probabilities p (without replacement: jax's Gumbel
+    top-k)."""
     if mode not in (None, "low"):
         raise NotImplementedError(f"choice: mode={mode!r}; tidu has mode='low'")
     if isinstance(a, (int, np.integer)):

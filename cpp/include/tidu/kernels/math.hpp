@@ -29,68 +29,134 @@ template <class T> inline constexpr bool is_integer = std::is_integral_v<T> && !
 
 // ---- scalar functions (also the all-scalar fast path's, scalar.hpp) ----
 
-// The inverse error function: M. Giles' single-precision approximation ("Approximating the erfinv
-// function", GPU Gems 2010; the one XLA uses for float); for double, refined by Newton's
-// steps on erf (on log erfc where |y| > 0.5, whose 1 - |y| is exact) to full precision.
+// The inverse error function as XLA computes it (stablehlo's chlo.erf_inv decomposition, which
+// jax's erf_inv lowers to): M. Giles' approximations ("Approximating the erfinv function", GPU
+// Gems 2010), single precision for float (w = -log((1 - y)(1 + y))), the three-range double
+// precision one for double, with w = -log1p(-y * y) by XLA's CPU log1p (Cephes' rational function
+// below |x| < sqrt(2) - 1, log(1 + x) above) and every multiply-add fused, as XLA's CPU backend
+// contracts them: so float64 normals are jax's to the bit.
+namespace math_detail {
+template <bool Fused>
+inline double fmadd(double a, double b, double c) {
+  if constexpr (Fused) return std::fma(a, b, c);
+  else return a * b + c;
+}
+
+// XLA's CPU log1p for double (elemental_ir_emitter's EmitLog1p).
+template <bool Fused = true>
+inline double xla_log1p(double x) {
+  if (!(std::fabs(x) < 0.41421356237309504880)) return std::log(x + 1.0);
+  static constexpr double lp[7] = {4.5270000862445199635215E-5, 4.9854102823193375972212E-1,
+      6.5787325942061044846969E0, 2.9911919328553073277375E1, 6.0949667980987787057556E1,
+      5.7112963590585538103336E1, 2.0039553499201281259648E1};
+  static constexpr double lq[7] = {1.0, 1.5062909083469192043167E1, 8.3047565967967209469434E1,
+      2.2176239823732856465394E2, 3.0909872225312059774938E2, 2.1642788614495947685003E2,
+      6.0118660497603843919306E1};
+  double num = 0.0, den = 0.0;
+  for (int i = 0; i < 7; ++i) {
+    num = fmadd<Fused>(num, x, lp[i]);
+    den = fmadd<Fused>(den, x, lq[i]);
+  }
+  const double x2 = x * x;
+  return x + fmadd<Fused>(-0.5, x2, (x * x2) * (num / den));
+}
+
+template <bool Fused = true>
+inline double erfinv64(double y) {
+  static constexpr double c1[23] = {-3.6444120640178196996e-21, -1.685059138182016589e-19,
+      1.2858480715256400167e-18, 1.115787767802518096e-17, -1.333171662854620906e-16,
+      2.0972767875968561637e-17, 6.6376381343583238325e-15, -4.0545662729752068639e-14,
+      -8.1519341976054721522e-14, 2.6335093153082322977e-12, -1.2975133253453532498e-11,
+      -5.4154120542946279317e-11, 1.051212273321532285e-09, -4.1126339803469836976e-09,
+      -2.9070369957882005086e-08, 4.2347877827932403518e-07, -1.3654692000834678645e-06,
+      -1.3882523362786468719e-05, 0.0001867342080340571352, -0.00074070253416626697512,
+      -0.0060336708714301490533, 0.24015818242558961693, 1.6536545626831027356};
+  static constexpr double c2[19] = {2.2137376921775787049e-09, 9.0756561938885390979e-08,
+      -2.7517406297064545428e-07, 1.8239629214389227755e-08, 1.5027403968909827627e-06,
+      -4.013867526981545969e-06, 2.9234449089955446044e-06, 1.2475304481671778723e-05,
+      -4.7318229009055733981e-05, 6.8284851459573175448e-05, 2.4031110387097893999e-05,
+      -0.0003550375203628474796, 0.00095328937973738049703, -0.0016882755560235047313,
+      0.0024914420961078508066, -0.0037512085075692412107, 0.005370914553590063617,
+      1.0052589676941592334, 3.0838856104922207635};
+  static constexpr double c3[17] = {-2.7109920616438573243e-11, -2.5556418169965252055e-10,
+      1.5076572693500548083e-09, -3.7894654401267369937e-09, 7.6157012080783393804e-09,
+      -1.4960026627149240478e-08, 2.9147953450901080826e-08, -6.7711997758452339498e-08,
+      2.2900482228026654717e-07, -9.9298272942317002539e-07, 4.5260625972231537039e-06,
+      -1.9681778105531670567e-05, 7.5995277030017761139e-05, -0.00021503011930044477347,
+      -0.00013871931833623122026, 1.0103004648645343977, 4.8499064014085844221};
+  if (std::fabs(y) == 1.0) return y * std::numeric_limits<double>::infinity();
+  const double w = -xla_log1p<Fused>(y * -y);
+  const double* c;
+  int n;
+  double t;
+  if (w < 6.25) {
+    c = c1, n = 23, t = w - 3.125;
+  } else if (w < 16.0) {
+    c = c2, n = 19, t = std::sqrt(w) - 3.25;
+  } else {
+    c = c3, n = 17, t = std::sqrt(w) - 5.0;
+  }
+  double p = c[0];
+  for (int i = 1; i < n; ++i) p = fmadd<Fused>(p, t, c[i]);
+  return p * y;  // NaN, |y| > 1: NaN (w is NaN)
+}
+
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+// The array kernel compiled for FMA hardware, chosen at run time: std::fma inlines to one
+// instruction there (elsewhere it is a libm call, same result).
+__attribute__((target("fma"))) inline void erfinv64_fma(const double* x, double* y,
+                                                        std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) y[i] = erfinv64<true>(x[i]);
+}
+inline bool has_fma() {
+  static const bool yes = __builtin_cpu_supports("fma");
+  return yes;
+}
+#endif
+
+inline void erfinv64_array(const double* x, double* y, std::int64_t n) {
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+  if (has_fma()) return erfinv64_fma(x, y, n);
+#endif
+  for (std::int64_t i = 0; i < n; ++i) y[i] = erfinv64<true>(x[i]);
+}
+}  // namespace math_detail
+
 template <class T>
 inline T erfinv(T y) {
-  if (!(y > T(-1) && y < T(1))) {  // NaN, |y| >= 1
-    if (y == T(1)) return std::numeric_limits<T>::infinity();
-    if (y == T(-1)) return -std::numeric_limits<T>::infinity();
-    return std::numeric_limits<T>::quiet_NaN();
-  }
-  // The polynomials in T: for double, w reaches ~37 (1 - |y| near 1e-16), past float's range,
-  // and the tail polynomial's extrapolation is a good enough start for Newton's steps.
-  T w = -std::log((T(1) - y) * (T(1) + y)), p;
-  if (w < T(5)) {
-    w -= T(2.5);
-    p = T(2.81022636e-08f);
-    p = T(3.43273939e-07f) + p * w;
-    p = T(-3.5233877e-06f) + p * w;
-    p = T(-4.39150654e-06f) + p * w;
-    p = T(0.00021858087f) + p * w;
-    p = T(-0.00125372503f) + p * w;
-    p = T(-0.00417768164f) + p * w;
-    p = T(0.246640727f) + p * w;
-    p = T(1.50140941f) + p * w;
-  } else {
-    w = std::sqrt(w) - T(3);
-    p = T(-0.000200214257f);
-    p = T(0.000100950558f) + p * w;
-    p = T(0.00134934322f) + p * w;
-    p = T(-0.00367342844f) + p * w;
-    p = T(0.00573950773f) + p * w;
-    p = T(-0.0076224613f) + p * w;
-    p = T(0.00943887047f) + p * w;
-    p = T(1.00167406f) + p * w;
-    p = T(2.83297682f) + p * w;
-  }
   if constexpr (std::is_same_v<T, float>) {
+    if (!(y > T(-1) && y < T(1))) {  // NaN, |y| >= 1
+      if (y == T(1)) return std::numeric_limits<T>::infinity();
+      if (y == T(-1)) return -std::numeric_limits<T>::infinity();
+      return std::numeric_limits<T>::quiet_NaN();
+    }
+    T w = -std::log((T(1) - y) * (T(1) + y)), p;
+    if (w < T(5)) {
+      w -= T(2.5);
+      p = T(2.81022636e-08f);
+      p = T(3.43273939e-07f) + p * w;
+      p = T(-3.5233877e-06f) + p * w;
+      p = T(-4.39150654e-06f) + p * w;
+      p = T(0.00021858087f) + p * w;
+      p = T(-0.00125372503f) + p * w;
+      p = T(-0.00417768164f) + p * w;
+      p = T(0.246640727f) + p * w;
+      p = T(1.50140941f) + p * w;
+    } else {
+      w = std::sqrt(w) - T(3);
+      p = T(-0.000200214257f);
+      p = T(0.000100950558f) + p * w;
+      p = T(0.00134934322f) + p * w;
+      p = T(-0.00367342844f) + p * w;
+      p = T(0.00573950773f) + p * w;
+      p = T(-0.0076224613f) + p * w;
+      p = T(0.00943887047f) + p * w;
+      p = T(1.00167406f) + p * w;
+      p = T(2.83297682f) + p * w;
+    }
     return p * y;
   } else {
-    double x = p * y;
-    if (!std::isfinite(x)) return x;
-    const double k = 1.1283791670955126;  // 2 / sqrt(pi)
-    const double a = std::fabs(y);
-    if (a <= 0.5) {  // Newton on erf(x) = y
-      for (int it = 0; it < 4; ++it) {
-        const double step = (std::erf(x) - y) / (k * std::exp(-x * x));
-        x -= step;
-        if (std::fabs(step) <= 1e-17 * std::fabs(x)) break;
-      }
-      return x;
-    }
-    // Newton on log erfc(x) = log(1 - |y|) (1 - |y| exact): nearly linear in the tail, where
-    // erf's own Newton step overshoots.
-    const double lq = std::log(1.0 - a);
-    x = std::fabs(x);
-    for (int it = 0; it < 6; ++it) {
-      const double e = std::erfc(x);
-      const double step = (std::log(e) - lq) * e / (-k * std::exp(-x * x));
-      x -= step;
-      if (std::fabs(step) <= 1e-16 * x) break;
-    }
-    return y < 0 ? -x : x;
+    return math_detail::erfinv64<true>(static_cast<double>(y));
   }
 }
 
@@ -116,7 +182,10 @@ inline bool math_unary(Op op, const T* x, T* y, std::int64_t n) {
       case Op::Round: for (std::int64_t i = 0; i < n; ++i) y[i] = std::nearbyint(x[i]); return true;
       case Op::Erf: for (std::int64_t i = 0; i < n; ++i) y[i] = std::erf(x[i]); return true;
       case Op::Erfc: for (std::int64_t i = 0; i < n; ++i) y[i] = std::erfc(x[i]); return true;
-      case Op::ErfInv: for (std::int64_t i = 0; i < n; ++i) y[i] = erfinv(x[i]); return true;
+      case Op::ErfInv:
+        if constexpr (std::is_same_v<T, double>) math_detail::erfinv64_array(x, y, n);
+        else for (std::int64_t i = 0; i < n; ++i) y[i] = erfinv(x[i]);
+        return true;
       case Op::Cbrt: for (std::int64_t i = 0; i < n; ++i) y[i] = std::cbrt(x[i]); return true;
       case Op::Logistic: for (std::int64_t i = 0; i < n; ++i) y[i] = logistic(x[i]); return true;
       default: break;

@@ -309,6 +309,23 @@ def _mesh_of(shardings) -> Any:
     return None
 
 
+def _spans_processes(mesh) -> bool:
+    """Whether the Mesh holds devices of other processes (jax.distributed)."""
+    me = require_jax().process_index()
+    return any(d.process_index != me for d in mesh.devices.flat)
+
+
+def _hint_mesh(exe) -> Any:
+    """The Mesh that the program's sharding hints (td.shard_map's blocks) name, None when it
+    has none; a program naming two Meshes is refused."""
+    meshes = {op.mesh_hint for op in {op for op, _, _ in exe.instructions}
+              if getattr(op, "mesh_hint", None) is not None}
+    if len(meshes) > 1:
+        raise ValueError(f"one program holds td.shard_map blocks over {len(meshes)} different "
+                         f"Meshes; XLA runs a program on one Mesh's devices")
+    return next(iter(meshes), None)
+
+
 class XlaRunner:
     """An Executable compiled for XLA on one device (or a batch split over a Mesh).
 
@@ -332,9 +349,13 @@ class XlaRunner:
         self.batch = batch
         in_sh = out_sh = None
         by_slot: dict[int, Any] = {}
+        hinted = _hint_mesh(exe) if batch is None and device is None else None
+        if shardings is None and mesh is None and hinted is not None:
+            # td.shard_map's blocks: the program runs on its Mesh, arguments replicated
+            shardings = ((None,) * len(exe.input_slots), (None,) * len(exe.output_slots))
         if shardings is not None:  # td.jit(in_shardings=...): XLA partitions the program (SPMD)
             in_sh, out_sh = shardings
-            mesh = _mesh_of((*in_sh, *out_sh))
+            mesh = _mesh_of((*in_sh, *out_sh)) or hinted
             if mesh is None:
                 raise ValueError("in_shardings/out_shardings: need a jax.sharding.NamedSharding "
                                  "(over a Mesh) among them")
@@ -352,14 +373,27 @@ class XlaRunner:
         else:
             dev = resolve_device(device)
             sharding = replicated = SingleDeviceSharding(dev)
+            by_slot = {int(s): sharding for s in exe.input_slots}
         # inputs placed over devices of other processes too (a Mesh spanning the processes of
         # jax.distributed): a numpy input there is the global value, the same in every process
         self.spread = {s: sh for s, sh in by_slot.items() if not sh.is_fully_addressable}
+        self.placed = by_slot  # a jax Array input laid out otherwise is moved device to device
         self.platform = dev.platform
         lead = (batch,) if batch is not None else ()
         one = frozenset(int(s) for s, sh in zip(exe.input_slots, shared or ()) if sh)
         self.segments = lower_segments(exe, batch, max_instructions, self.platform,
                                        one if batch is not None else frozenset())
+        hosts = sorted({getattr(seg.host, "callback_name", seg.host.name)
+                        for seg in self.segments if seg.host is not None})
+        if hosts and mesh is not None and _spans_processes(mesh):
+            raise NotImplementedError(
+                f"this program calls back into Python ({', '.join(hosts)}: td.debug.print, "
+                f"td.debug.callback, td.pure_callback) and runs over a Mesh that spans "
+                f"{len({d.process_index for d in mesh.devices.flat})} processes: tidu runs a "
+                f"callback between compiled segments on its operands read as numpy, which jax "
+                f"refuses for values on other processes' devices. Call the callback outside the "
+                f"sharded program (on what it returns), or run it over this process's devices "
+                f"(docs/scale.md, \"Several processes\")")
         self.calls = []
         with jax.enable_x64(True):
             for seg in self.segments:
@@ -402,6 +436,10 @@ class XlaRunner:
             for s, sh in self.spread.items():  # numpy: the global value, each process its part
                 if not isinstance(env[s], jax.Array):
                     env[s] = jax.make_array_from_process_local_data(sh, env[s], env[s].shape)
+            for s, sh in self.placed.items():
+                x = env[s]
+                if isinstance(x, jax.Array) and not x.sharding.is_equivalent_to(sh, x.ndim):
+                    env[s] = jax.device_put(x, sh)
             for seg, call, drop in zip(self.segments, self.calls, self.drop):
                 vals = call(*[env[key] for key in seg.in_keys])
                 for key in drop:
