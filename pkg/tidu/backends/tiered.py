@@ -47,7 +47,8 @@ import numpy as np
 from tidu.backends import xla
 from tidu.graph.memory import _BUSY, register_cache
 
-__all__ = ["Tiered", "agree", "compile_estimate", "set_tiering", "tiering", "wrap"]
+__all__ = ["TierTable", "Tiered", "agree", "compile_estimate", "set_tiering", "tiering", "track",
+           "wrap"]
 
 log = logging.getLogger("tidu.tiered")
 
@@ -145,10 +146,11 @@ def _has_bodies(exe) -> bool:
     return False
 
 
-def wrap(prog, run):
-    """The entry point for a program ``auto`` gave the interpreter: a Tiered over ``run`` (the
-    C++ entry point), or ``run`` itself where the program is ruled out."""
-    if run is None or prog.backend != "cpu":
+def wrap(prog, run, backend: str = "auto"):
+    """The entry point for a program jit compiled with ``backend``: where that is "auto" and
+    it gave the interpreter, a Tiered over ``run`` (the C++ entry point), else ``run`` itself
+    (also where the program is ruled out)."""
+    if run is None or backend != "auto" or prog.backend != "cpu" or prog.n_guards:
         return run
     why = ruled_out(prog)
     if why is not None:
@@ -475,14 +477,32 @@ def _xla_entry(prog, runner):
 
 # ---- bookkeeping for td.jit ----
 
-def track(t: Tiered, cache, sig, table: dict) -> None:
-    """Let t, the entry point of ``cache[sig]`` (a jitted function's FunctionCache), put its
-    final tier there in its place (and drop the function's remembered fast path, which holds
-    t); ``table`` (sig -> Tiered) answers the function's ``tiers()``."""
-    for s in [s for s in table if s not in cache]:
+class TierTable(dict):
+    """A jitted function's ``tiers``: its programs that tiering moves, by call signature;
+    ``tiers()`` lists the state of each still in its cache (``Tiered.state``) with its call
+    signature under ``signature``."""
+
+    __slots__ = ("cache",)
+
+    def __init__(self, cache):
+        super().__init__()
+        self.cache = cache
+
+    def __call__(self) -> list[dict]:
+        return [{"signature": sig, **t.state()} for sig, t in list(self.items())
+                if sig in self.cache]
+
+
+def track(run, sig, table: TierTable) -> None:
+    """When run, the entry point of ``table.cache[sig]`` (a jitted function's FunctionCache), is
+    a Tiered: let it put its final tier there in its place (and drop the function's remembered
+    fast path, which holds it), and list it in ``table``."""
+    if type(run) is not Tiered:
+        return
+    for s in [s for s in table if s not in table.cache]:
         del table[s]
-    table[sig] = t
-    ref = weakref.ref(cache)
+    table[sig] = run
+    ref = weakref.ref(table.cache)
 
     def on_final(t, run):
         c = ref()
@@ -493,10 +513,4 @@ def track(t: Tiered, cache, sig, table: dict) -> None:
             c[sig] = entry[:3] + (run,)
         if c.forget is not None:  # the fast path may hold t (again: a call under way when t
             c.forget()            # decided remembers t after it)
-    t.on_final = on_final
-
-
-def tier_states(cache, table: dict) -> list[dict]:
-    """A jitted function's ``tiers()``: the state of each program it tiers that is still in its
-    cache (``Tiered.state``), with its call signature under ``signature``."""
-    return [{"signature": sig, **t.state()} for sig, t in list(table.items()) if sig in cache]
+    run.on_final = on_final
