@@ -6,6 +6,7 @@ cache hit by a second process."""
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
@@ -306,3 +307,24 @@ def test_set_tiering_checks_its_arguments(mode):
         mode("fast")
     with pytest.raises(ValueError, match="calls"):
         mode(calls=0)
+
+
+@pytest.mark.parametrize("how", ["on", "sync"])
+def test_a_dropped_tiered_function_goes_at_once_without_the_collector(mode, how):
+    """No reference cycle through the tiering objects: a jitted function with a tiered program
+    (counting, or switched to XLA) and its programs go when its last reference does."""
+    from tidu.graph import memory
+
+    mode(how, calls=1)
+    gc.collect()
+    gc.disable()
+    try:
+        f = td.jit(loss)
+        for _ in range(3):
+            f(W, X)
+        assert f.tiers()[0]["tier"] == ("xla" if how == "sync" else "interpreter")
+        assert memory._core.live_holders() > 0
+        del f
+        assert memory._core.live_holders() == 0
+    finally:
+        gc.enable()

@@ -258,7 +258,7 @@ def jit(fn: Callable | None = None, *, static_argnums=None, static_argnames=None
         if hit is None:
             where = _placement(args, in_shardings, out_shardings) if sharded else device
             hit = cache[sig] = _entry(fn, args, backend, where, _concrete)
-            track(hit[3], sig, jitted.tiers)
+            track(hit[3], sig, getattr(me(), "tiers", None))
         prog, build, order, run = hit
         inputs = [leaves[i] for i in order]
         try:

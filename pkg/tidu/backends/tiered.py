@@ -493,11 +493,11 @@ class TierTable(dict):
                 if sig in self.cache]
 
 
-def track(run, sig, table: TierTable) -> None:
+def track(run, sig, table: TierTable | None) -> None:
     """When run, the entry point of ``table.cache[sig]`` (a jitted function's FunctionCache), is
     a Tiered: let it put its final tier there in its place (and drop the function's remembered
     fast path, which holds it), and list it in ``table``."""
-    if type(run) is not Tiered:
+    if type(run) is not Tiered or table is None:
         return
     for s in [s for s in table if s not in table.cache]:
         del table[s]
