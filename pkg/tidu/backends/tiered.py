@@ -223,7 +223,7 @@ class _Job:
         except BaseException as e:  # noqa: BLE001 - any failure leaves the interpreter in place
             self.error = e
         finally:
-            self.inputs = None
+            self.inputs = self.prog = None
             self.seconds = time.perf_counter() - t0
             _pending.discard(self)
             self.done.set()
@@ -248,6 +248,7 @@ def _work(q) -> None:
         if job is None:
             return
         job.run()
+        del job  # not held (with its program) until the next compile
 
 
 def _submit(job) -> bool:
