@@ -30,7 +30,7 @@ int dtype_num(tidu::DType d);
 // True when a numpy dtype holds tidu dtype d exactly: same kind and width, native byte order
 // (so int64 made as np.longlong is accepted, and a big-endian array is not read as native).
 bool same_dtype(const py::dtype& dt, tidu::DType d) {
-  static const char kinds[] = {'f', 'f', 'c', 'c', 'i', 'i', 'b', 'u'};
+  static const char kinds[] = {'f', 'f', 'c', 'c', 'i', 'i', 'b', 'u', 'i', 'i', 'u', 'u', 'u'};
   static_assert(sizeof(kinds) == static_cast<std::size_t>(tidu::DType::kCount), "one kind per dtype");
   static const char host = [] {
     const std::uint16_t one = 1;
@@ -394,7 +394,10 @@ int dtype_num(tidu::DType d) {
   static const int nums[] = {py::detail::npy_api::NPY_FLOAT_, py::detail::npy_api::NPY_DOUBLE_,
                              py::detail::npy_api::NPY_CFLOAT_, py::detail::npy_api::NPY_CDOUBLE_,
                              py::dtype::of<std::int32_t>().num(), py::dtype::of<std::int64_t>().num(),
-                             py::detail::npy_api::NPY_BOOL_, py::dtype::of<std::uint32_t>().num()};
+                             py::detail::npy_api::NPY_BOOL_, py::dtype::of<std::uint32_t>().num(),
+                             py::dtype::of<std::int8_t>().num(), py::dtype::of<std::int16_t>().num(),
+                             py::dtype::of<std::uint8_t>().num(), py::dtype::of<std::uint16_t>().num(),
+                             py::dtype::of<std::uint64_t>().num()};
   static_assert(sizeof(nums) / sizeof(nums[0]) == static_cast<std::size_t>(tidu::DType::kCount),
                 "one numpy type number per dtype");
   return nums[static_cast<int>(d)];

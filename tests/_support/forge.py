@@ -40,7 +40,8 @@ OPCODES = ["Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Neg", "Conj", "Exp"
            "Or", "Xor", "Not", "ShiftLeft", "ShiftRightArithmetic", "ShiftRightLogical",
            "Conv", "ReduceWindowSum", "ReduceWindowMax", "ReduceWindowMin", "Threefry2x32",
            "Threefry2x32Iota", "HostCallback", "Tie"]
-DTYPES = ["float32", "float64", "complex64", "complex128", "int32", "int64", "bool", "uint32"]
+DTYPES = ["float32", "float64", "complex64", "complex128", "int32", "int64", "bool", "uint32",
+          "int8", "int16", "uint8", "uint16", "uint64"]
 OP = {n: i for i, n in enumerate(OPCODES)}
 DT = {n: i for i, n in enumerate(DTYPES)}
 I64_MAX, I64_MIN = 2**63 - 1, -2**63

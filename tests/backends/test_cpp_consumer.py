@@ -68,6 +68,37 @@ def test_cpp_evaluates_saved_loop_program_like_python(builds, kind, tmp_path):
     assert f"eval_saved: ok (2 inputs, {len(outs)} outputs)" in res.stdout
 
 
+def test_cpp_evaluates_saved_integer_dtypes_like_python(cpp_build, tmp_path):
+    """int8, int16, uint8, uint16, uint64 inputs and outputs (wrapping arithmetic, shifts, a
+    sort, a sum in uint64, conversions) evaluated by the C++ loader bit for bit as Python's."""
+    specs = {d: td.spec((16,), d) for d in ("int8", "int16", "uint8", "uint16", "uint64")}
+
+    def f(int8, int16, uint8, uint16, uint64):
+        return (int8 * int8 - 100, int16 >> 3, uint8 ^ (uint8 << 3), td.sort(uint16),
+                td.lax.div(uint64, uint64 >> 7), td.sum(uint8), (int16 * 3).astype(td.uint64),
+                uint64.astype(td.int8))
+    prog = td.jit(f).lower(**{d: np.zeros(16, d) for d in specs})
+    rng = np.random.default_rng(2)
+    inputs = [rng.integers(np.iinfo(d).min, np.iinfo(d).max, 16, dtype=d, endpoint=True)
+              for d in prog.inputs]
+    outs = prog.program.eval(inputs)
+    prog.save(tmp_path / "ints.tidu")
+    (tmp_path / "in.bin").write_bytes(b"".join(a.tobytes() for a in inputs))
+    (tmp_path / "want.bin").write_bytes(b"".join(np.asarray(o).tobytes() for o in outs))
+    res = subprocess.run([str(cpp_build("release") / "eval_saved"), str(tmp_path / "ints.tidu"),
+                          str(tmp_path / "in.bin"), str(tmp_path / "want.bin")],
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "eval_saved: ok (5 inputs, 8 outputs)" in res.stdout
+    bad = bytearray((tmp_path / "want.bin").read_bytes())
+    bad[-1] ^= 1  # one bit off in the last output: refused
+    (tmp_path / "want.bin").write_bytes(bytes(bad))
+    res = subprocess.run([str(cpp_build("release") / "eval_saved"), str(tmp_path / "ints.tidu"),
+                          str(tmp_path / "in.bin"), str(tmp_path / "want.bin")],
+                         capture_output=True, text=True)
+    assert res.returncode == 1 and "output 7 (int8) differs" in res.stderr, res.stderr
+
+
 def _not_programs(tmp, tmp_path):
     """Paths that are no program file: a device that never ends, a directory, a FIFO (open
     would block), a file whose header claims more payload than it holds."""

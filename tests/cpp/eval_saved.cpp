@@ -1,11 +1,13 @@
 // Evaluates a program saved from Python and compares with Python's values:
 //   eval_saved <prog.tidu> <inputs.bin> <expected.bin> [repeats]
-// inputs.bin / expected.bin hold the raw buffers of every input / output, in program order.
+// inputs.bin / expected.bin hold the raw buffers of every input / output, in program order;
+// float64 outputs are compared to 1e-12, any other dtype bit for bit.
 #include <chrono>
 #include <cmath>
 #include <complex>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <vector>
@@ -50,7 +52,14 @@ int main(int argc, char** argv) {
   prog.eval(ws, ins.data(), outp.data());
   off = 0;
   for (std::size_t i = 0; i < prog.n_outputs(); ++i) {
-    if (prog.output_dtype(i) != tidu::DType::F64) { std::fprintf(stderr, "expects float64 outputs\n"); return 1; }
+    if (prog.output_dtype(i) != tidu::DType::F64) {  // integers and bools: bit for bit
+      if (off + outs[i].size() > want.size() || std::memcmp(outs[i].data(), want.data() + off, outs[i].size())) {
+        std::fprintf(stderr, "output %zu (%s) differs from Python's\n", i, tidu::dtype_name(prog.output_dtype(i)));
+        return 1;
+      }
+      off += outs[i].size();
+      continue;
+    }
     const double* got = reinterpret_cast<const double*>(outs[i].data());
     const double* exp = reinterpret_cast<const double*>(want.data() + off);
     for (std::size_t k = 0; k < outs[i].size() / 8; ++k) {

@@ -33,7 +33,7 @@ def test_keys_split_fold_in_bits_identical(seed):
     for d in (0, 1, 12345, 2**31 + 5):
         np.testing.assert_array_equal(td.random.fold_in(k, d), jax.random.fold_in(jk, d))
     for shape in SHAPES:
-        np.testing.assert_array_equal(td.random.bits(k, shape),
+        np.testing.assert_array_equal(td.random.bits(k, shape, td.uint32),
                                       jax.random.bits(jk, shape, jnp.uint32))
 
 
@@ -220,8 +220,10 @@ def test_bad_input_is_refused_clearly():
         td.random.uniform(td.random.split(k, 3), (3,))
     with pytest.raises(TypeError, match="not float32 or float64"):
         td.random.normal(k, (3,), np.int32)
-    with pytest.raises(NotImplementedError, match="int32"):
-        td.random.randint(k, (3,), 0, 5)
+    with pytest.raises(TypeError, match="integer dtypes"):
+        td.random.randint(k, (3,), 0, 5, np.float32)
+    with pytest.raises(TypeError, match="unsigned int dtype"):
+        td.random.bits(k, (3,), np.int32)
     with pytest.raises(TypeError, match="seed must be an integer"):
         td.random.PRNGKey(1.5)
     with pytest.raises(ValueError, match="larger sample"):

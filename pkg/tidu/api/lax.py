@@ -54,11 +54,12 @@ from tidu.trace.tracer import _emit, _lift, _promote, _trace_of
 
 __all__ = ["ConvDimensionNumbers", "all_gather", "axis_index", "axis_size", "bessel_i0e",
            "bessel_i1e", "betainc", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor",
-           "cond", "digamma", "igamma", "igamma_grad_a", "igammac", "lgamma", "polygamma",
-           "random_gamma_grad", "zeta", "conv", "conv_dimension_numbers",
+           "cond", "digamma", "div", "igamma", "igamma_grad_a", "igammac", "lgamma",
+           "polygamma", "random_gamma_grad", "zeta", "conv", "conv_dimension_numbers",
            "conv_general_dilated", "conv_transpose", "conv_with_general_padding",
            "custom_linear_solve", "custom_root", "dynamic_slice", "dynamic_update_slice",
-           "fori_loop", "linear_call", "pmax", "pmean", "pmin", "psum", "reduce_window", "scan",
+           "fori_loop", "linear_call", "pmax", "pmean", "pmin", "psum", "reduce_window", "rem",
+           "scan",
            "shift_left", "shift_right_arithmetic", "shift_right_logical", "stop_gradient",
            "switch", "top_k", "while_loop"]
 
@@ -73,6 +74,22 @@ def _shift(op):
 
     shift.__name__ = op.name
     return shift
+
+
+def div(x, y):
+    """``jax.lax.div``: x / y; integers truncate toward zero, and as XLA x / 0 is -1 (all ones
+    unsigned) and INT_MIN / -1 is INT_MIN (``//`` is numpy's floor division instead)."""
+    t = _trace_of(x, y)
+    a, b = _promote("div", t, x, y)
+    return _emit(t, _P.Div(), a, b)
+
+
+def rem(x, y):
+    """``jax.lax.rem``: C's remainder (the dividend's sign); integers as XLA: x rem 0 is x and
+    INT_MIN rem -1 is 0 (``%`` is numpy's floor remainder, x % 0 == 0, instead)."""
+    t = _trace_of(x, y)
+    a, b = _promote("rem", t, x, y)
+    return _emit(t, _P.Rem(), a, b)
 
 
 shift_left = _shift(_P.ShiftLeft())

@@ -12,12 +12,12 @@ import numpy as np
 
 __all__ = ["AbstractValue", "aval", "aval_of", "MAX_ELEMENTS", "FLOATS", "COMPLEXES", "INTS",
            "BOOL", "INEXACT", "NUMERIC", "REAL", "ALL", "SIGNED_INTS", "UNSIGNED_INTS",
-           "real_dtype", "is_differentiable", "saturating_int"]
+           "real_dtype", "accumulation_dtype", "is_differentiable", "saturating_int"]
 
 
 _DTYPES = {np.dtype(n) for n in
            ("float32", "float64", "complex64", "complex128", "int32", "int64", "bool",
-            "uint32")}
+            "uint32", "int8", "int16", "uint8", "uint16", "uint64")}
 
 
 # The most elements an array may have (product of its non-zero dimensions): 2^48, so that byte
@@ -91,9 +91,9 @@ def aval_of(aval_id: int) -> AbstractValue:
 
 FLOATS = frozenset(np.dtype(d) for d in ("float32", "float64"))
 COMPLEXES = frozenset(np.dtype(d) for d in ("complex64", "complex128"))
-INTS = frozenset(np.dtype(d) for d in ("int32", "int64", "uint32"))
-SIGNED_INTS = frozenset(np.dtype(d) for d in ("int32", "int64"))
-UNSIGNED_INTS = frozenset({np.dtype("uint32")})
+SIGNED_INTS = frozenset(np.dtype(d) for d in ("int8", "int16", "int32", "int64"))
+UNSIGNED_INTS = frozenset(np.dtype(d) for d in ("uint8", "uint16", "uint32", "uint64"))
+INTS = SIGNED_INTS | UNSIGNED_INTS
 BOOL = np.dtype("bool")
 INEXACT = FLOATS | COMPLEXES
 NUMERIC = INEXACT | INTS
@@ -106,6 +106,15 @@ _REAL_OF = {np.dtype("complex64"): np.dtype("float32"), np.dtype("complex128"): 
 def real_dtype(dt: np.dtype) -> np.dtype:
     """float32 for complex64, float64 for complex128, dt itself otherwise."""
     return _REAL_OF.get(dt, dt)
+
+
+_I64, _U64 = np.dtype("int64"), np.dtype("uint64")
+
+
+def accumulation_dtype(dt: np.dtype) -> np.dtype:
+    """The dtype sum and prod accumulate dt in (numpy's and jax's under x64): bool and signed
+    integers int64, unsigned integers uint64, anything else dt itself."""
+    return _I64 if dt in SIGNED_INTS or dt == BOOL else _U64 if dt in UNSIGNED_INTS else dt
 
 
 def is_differentiable(dt: np.dtype) -> bool:

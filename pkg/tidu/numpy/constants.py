@@ -15,7 +15,8 @@ from tidu.numpy.creation import asarray
 
 __all__ = [
     "bool_", "complex64", "complex128", "dtype", "e", "euler_gamma", "finfo", "float32",
-    "float64", "iinfo", "inf", "int32", "int64", "nan", "newaxis", "pi", "uint32",
+    "float64", "iinfo", "inf", "int8", "int16", "int32", "int64", "nan", "newaxis", "pi", "uint8",
+    "uint16", "uint32", "uint64",
 ]
 
 
@@ -46,8 +47,10 @@ class _ScalarType:
 
 
 float32, float64 = _ScalarType("float32"), _ScalarType("float64")
+int8, int16 = _ScalarType("int8"), _ScalarType("int16")
 int32, int64 = _ScalarType("int32"), _ScalarType("int64")
-uint32 = _ScalarType("uint32")
+uint8, uint16 = _ScalarType("uint8"), _ScalarType("uint16")
+uint32, uint64 = _ScalarType("uint32"), _ScalarType("uint64")
 complex64, complex128 = _ScalarType("complex64"), _ScalarType("complex128")
 bool_ = _ScalarType("bool")
 

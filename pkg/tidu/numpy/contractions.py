@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from tidu import ops as P
+from tidu.graph.dtypes import accumulation_dtype
 from tidu.numpy.core import broadcast_to, concatenate, conj, reshape, transpose
 from tidu.numpy.core import sum as tsum
 from tidu.numpy.einsum import _diagonals, _emit, _Term
@@ -110,8 +111,8 @@ def trace(a, offset=0, axis1=0, axis2=1, dtype=None):
     nd = x.ndim
     x = _emit(P.Slice((0,) * (nd - 2) + (r0, c0), lead + (r0 + k, c0 + k), (1,) * nd), x)
     d = _diagonals(_Term(x, list(range(nd - 2)) + ["_d", "_d"]))
-    if dtype is None and x.dtype in (np.dtype(bool), np.dtype(np.int32)):
-        d = _Term(_lift(t, d.x, np.int64), d.idx)  # as sum: jax (x64) accumulates in int64
+    if dtype is None and x.dtype != accumulation_dtype(x.dtype):
+        d = _Term(_lift(t, d.x, accumulation_dtype(x.dtype)), d.idx)  # as sum (jax x64)
     return _emit(P.ReduceSum((nd - 2,)), d.x)
 
 

@@ -12,7 +12,7 @@ import numpy as np
 from tidu import ops as P
 from tidu._native import _core
 from tidu.graph import AbstractValue, _aval_list, prim_id, prim_of, shape_rule
-from tidu.graph.dtypes import BOOL, COMPLEXES
+from tidu.graph.dtypes import BOOL, COMPLEXES, INTS, accumulation_dtype
 from tidu.trace.tracer import (
     Tracer,
     _broadcast,
@@ -99,8 +99,8 @@ def _reduce(cls, x, axis, keepdims, name):
     t = _trace_of(x)
     x = _lift(t, x)
     axes = _axes(x, axis)
-    if cls is P.ReduceSum and x.aval.dtype in (BOOL, np.dtype("int32")):
-        x = _lift(t, x, np.int64)  # numpy's and jax's (x64) sum: bool and int32 in int64
+    if cls is P.ReduceSum and x.aval.dtype != accumulation_dtype(x.aval.dtype):
+        x = _lift(t, x, accumulation_dtype(x.aval.dtype))  # bool, int8..int32: int64; uints: uint64
     elif cls is P.ReduceMax and x.aval.dtype == BOOL:
         cls = P.ReduceOr  # max of bools is any (as min is all)
     elif cls is P.ReduceMax and x.aval.dtype in COMPLEXES:
@@ -160,6 +160,8 @@ def mean(x, axis=None, keepdims=False):
     t = _trace_of(x)
     x = _lift(t, x)
     n = int(np.prod([x.shape[a] for a in _axes(x, axis)], dtype=np.int64))
+    if x.aval.dtype in INTS or x.aval.dtype == BOOL:  # summed in float64, as numpy's and jax's
+        x = _lift(t, x, np.float64)                   # (an int64 sum would wrap)
     return sum(x, axis, keepdims) / n
 
 

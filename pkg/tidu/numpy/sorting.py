@@ -12,7 +12,7 @@ import operator
 import numpy as np
 
 from tidu import ops as P
-from tidu.graph.dtypes import BOOL, INTS
+from tidu.graph.dtypes import BOOL, INTS, accumulation_dtype
 from tidu.numpy.core import _axes, iota, lex_extreme, lex_index, reshape, transpose
 from tidu.numpy.take import take_along_axis
 from tidu.trace.tracer import _broadcast, _compare, _const, _lift, _trace_of
@@ -80,13 +80,14 @@ def min(a, axis=None, keepdims=False):  # noqa: A001
 
 
 def prod(a, axis=None, dtype=None, keepdims=False):
-    """Product over ``axis``, as ``jnp.prod`` (bool and int32 accumulate in int64, as jax under
-    x64); its derivative never divides, so it is exact where elements are zero."""
+    """Product over ``axis``, as ``jnp.prod`` (bool and signed integers accumulate in int64,
+    unsigned ones in uint64, as jax under x64); its derivative never divides, so it is exact
+    where elements are zero."""
     t, x = _traced(a)
     if dtype is not None:
         x = _lift(t, x, np.dtype(dtype))
     elif x.aval.dtype == BOOL or x.aval.dtype in INTS:
-        x = _lift(t, x, _INT)
+        x = _lift(t, x, accumulation_dtype(x.aval.dtype))
     return _reduce(P.ReduceProd, x, axis, keepdims)
 
 

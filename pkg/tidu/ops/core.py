@@ -573,7 +573,7 @@ class Convert(Primitive):
 
     def impl(self, x):
         x, dt = np.asarray(x), np.dtype(self.dtype)
-        if dt.kind == "i" and x.dtype.kind in "fc":  # as the C++ kernel: saturate, NaN -> 0
+        if dt.kind in "iu" and x.dtype.kind in "fc":  # as the C++ kernel: saturate, NaN -> 0
             return saturating_int(x.real, dt)
         return (x != 0) if dt.kind == "b" and x.dtype.kind == "c" else x.astype(dt)
 

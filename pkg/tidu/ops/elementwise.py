@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tidu.ad.rules import register
+from tidu.backends.xla.hlo import tensor_type
 from tidu.graph import aval
 from tidu.ops.core import (
     ALL,
@@ -47,10 +48,12 @@ def int_div(x, y):
     INT_MIN / -1 == INT_MIN (the numpy reference of Div on integers)."""
     x, y = np.asarray(x), np.asarray(y)
     safe = np.where((y == 0) | (y == -1), 1, y)
-    q = np.abs(x) // np.abs(safe) * np.where((x < 0) != (safe < 0), -1, 1)
+    q = x // safe  # floor; never overflows (safe is not -1), then rounded toward zero
+    q = q + ((np.remainder(x, safe) != 0) & ((x < 0) != (safe < 0))).astype(q.dtype)
     with np.errstate(over="ignore"):
         q = np.where(y == -1, -x, q)
-    return np.where(y == 0, -1, q).astype(x.dtype)
+    ones = np.array(-1).astype(x.dtype)  # all ones: -1, or an unsigned dtype's largest value
+    return np.where(y == 0, ones, q).astype(x.dtype)
 
 
 # ---- arithmetic ----
@@ -119,7 +122,7 @@ class Div(Binary):
         return [lin(b, self, [ct[0], conj_fixed(b, inputs[1])], [A, F]), None]
 
     def impl(self, x, y):
-        if x.dtype.kind == "i":
+        if x.dtype.kind in "iu":
             return int_div(x, y)
         return x / y
 
@@ -318,6 +321,11 @@ class Abs(Primitive):
         coef = fix(b, Div(), fix(b, Conj(), x), fix(b, Convert(x.dtype.name), safe))
         return [lin(b, Real(), [scale(b, coef, t[0])], [A])]
 
+    def lower(self, lo, out, x):
+        if out.dtype.kind == "u":  # stablehlo.abs takes signless integers only; |x| is x
+            return x
+        return lo.op(self.hlo, [x], out)
+
     def impl(self, x):
         return np.abs(x)
 
@@ -332,6 +340,13 @@ class Sign(Unary):
     dtypes = NUMERIC
     dtypes_doc = "numeric"
     differentiable = False
+
+    def lower(self, lo, out, x):
+        if out.dtype.kind == "u":  # stablehlo.sign takes signless integers only: min(x, 1)
+            ty = tensor_type(out.shape, out.dtype)
+            one = lo.source("stablehlo.constant", f"value = dense<1> : {ty}", out)
+            return lo.op("stablehlo.minimum", [x, one], out)
+        return lo.op(self.hlo, [x], out)
 
     def impl(self, x):
         if np.iscomplexobj(x):

@@ -24,7 +24,7 @@ from enum import IntEnum
 import numpy as np
 
 from tidu.ad.rules import register
-from tidu.backends.xla.hlo import tensor_type
+from tidu.backends.xla.hlo import ELEMENT_DTYPE, tensor_type
 from tidu.graph import aval
 from tidu.ops.core import (
     ALL,
@@ -170,9 +170,7 @@ class Gather(Primitive):
 def _unbatched(v, lo):
     """The AbstractValue of a lowering Value (its tensor type) without the batch axis."""
     dims, el = re.fullmatch(r"tensor<((?:\d+x)*)(.*)>", v.type).groups()
-    dt = {"i32": "int32", "i64": "int64", "f32": "float32", "f64": "float64", "i1": "bool",
-          "ui32": "uint32",
-          "complex<f32>": "complex64", "complex<f64>": "complex128"}[el]
+    dt = ELEMENT_DTYPE[el]
     return aval(tuple(int(p) for p in dims.split("x") if p)[lo.nb:], dt)
 
 

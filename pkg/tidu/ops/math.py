@@ -350,7 +350,7 @@ class Rem(Binary):
         return [add_all(b, [t[0], dy])]
 
     def impl(self, x, y):
-        if x.dtype.kind == "i":
+        if x.dtype.kind in "iu":
             return int_rem(x, y)
         return np.fmod(x, y)
 

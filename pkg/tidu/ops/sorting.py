@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tidu.ad.rules import register
-from tidu.backends.xla.hlo import Value, tensor_type
+from tidu.backends.xla.hlo import ELEMENT_DTYPE, Value, tensor_type
 from tidu.graph import aval
 from tidu.ops.core import (
     ALL,
@@ -160,9 +160,7 @@ def _region(lo, args, build) -> str:
             f'      "stablehlo.return"({", ".join(n for n, _ in rets)}) : ({tys}) -> ()\n    ')
 
 
-_EL = {"f32": "float32", "f64": "float64", "i32": "int32", "i64": "int64", "i1": "bool",
-       "ui32": "uint32",
-       "complex<f32>": "complex64", "complex<f64>": "complex128"}
+_EL = ELEMENT_DTYPE
 
 
 def _type_dtype(ty: str) -> str:

@@ -4,8 +4,7 @@ fixed transform of the bits (uniform's mantissa trick is computed as the exact i
 conversion it equals, so no bitcast is needed), up to the last-bit differences of the elementwise
 functions (log, erf_inv) between tidu's kernels and XLA's.
 
-Default dtypes are jax's under x64 (float64, int64); randint of int64 is not supported yet (it
-needs uint64), so pass dtype=td.int32 there."""
+Default dtypes are jax's under x64 (float64, int64)."""
 
 from __future__ import annotations
 
@@ -15,7 +14,17 @@ import numpy as np
 
 import tidu as td
 from tidu import ops as P
-from tidu.random.keys import U32, bits32, check_key, eager, random_bits, shape_of, split
+from tidu.random.keys import (
+    U32,
+    UINTS,
+    bits32,
+    bits_of,
+    check_key,
+    eager,
+    random_bits,
+    shape_of,
+    split,
+)
 from tidu.trace.tracer import Tracer, _current, _emit, _lift
 
 __all__ = ["bernoulli", "categorical", "cauchy", "choice", "exponential", "gumbel", "laplace",
@@ -160,16 +169,28 @@ def _clip_int(v, dt):
 
 @eager("shape", "dtype")
 def randint(key, shape, minval, maxval, dtype=None):
-    """``jax.random.randint``: integers in [minval, maxval) from 2 x 32 bits per value reduced
-    modulo the span (jax's algorithm); int32 and uint32 (int64 needs uint64 bits, not yet)."""
+    """``jax.random.randint``: integers in [minval, maxval) from 2 x nbits random bits per value
+    reduced modulo the span (jax's algorithm; 8- and 16-bit dtypes drawn as int32 and
+    converted, as jax), for every integer dtype (int64 by default)."""
     dt = np.dtype("int64") if dtype is None else np.dtype(dtype)
-    if dt not in (np.dtype("int32"), U32):
-        raise NotImplementedError(f"randint: dtype {dt}; tidu draws int32 and uint32 so far "
-                                  "(pass dtype=td.int32)")
+    if dt.kind not in "iu":
+        raise TypeError(f"randint only accepts integer dtypes, got {dt}")
     k = check_key("randint", key)
     shape = shape_of(shape)
     t = _current()
     minval, maxval = _lift(t, minval), _lift(t, maxval)
+    info = np.iinfo(dt)
+    if info.bits < 32:  # jax draws 8- and 16-bit integers as int32 (less bias), then converts
+        i32 = np.dtype("int32")
+        lo = td.clip(minval.astype(i32), np.int32(info.min), np.int32(info.max))
+        hi = td.clip(maxval.astype(i32), np.int32(info.min), np.int32(info.max + 1))
+        return _randint(k, shape, lo, hi, i32).astype(dt)
+    return _randint(k, shape, minval, maxval, dt)
+
+
+def _randint(k, shape, minval, maxval, dt):
+    """jax's _randint: 2 x nbits bits per value (nbits = 32 or 64), reduced modulo the span."""
+    t = _current()
     if minval.dtype.kind not in "iu":
         minval = minval.astype(np.int64)
     if maxval.dtype.kind not in "iu":
@@ -177,14 +198,18 @@ def randint(key, shape, minval, maxval, dtype=None):
     big = _clip_int(_lift(t, np.array(np.iinfo(dt).max, dt)), maxval.dtype)
     out_of_range = maxval > big
     lo, hi = _clip_int(minval, dt), _clip_int(maxval, dt)
+    nbits = 8 * dt.itemsize
+    ut = UINTS[nbits]
     keys = split(k, 2)
-    higher, lower = bits32(keys[0], shape), bits32(keys[1], shape)
-    span = (hi - lo).astype(U32)
-    span = td.where(hi <= lo, np.uint32(1), span)
-    span = td.where(out_of_range & (hi > lo), span + np.uint32(1), span)
-    mult = _lift(t, np.uint32(2 ** 16)) % span
-    mult = (mult * mult) % span
-    off = ((higher % span) * mult + lower % span) % span
+    higher, lower = bits_of(keys[0], shape, ut), bits_of(keys[1], shape, ut)
+    one = np.array(1, ut)
+    span = (hi - lo).astype(ut)
+    span = td.where(hi <= lo, one, span)
+    span = td.where(out_of_range & (hi > lo), span + one, span)  # wraps to 0: no remainder
+    rem = td.lax.rem  # XLA's: x rem 0 is x (the span wraps to 0 for a dtype's whole range)
+    mult = rem(_lift(t, np.array(2 ** (nbits // 2), ut)), span)
+    mult = rem(mult * mult, span)
+    off = rem(rem(higher, span) * mult + rem(lower, span), span)
     return td.broadcast_to(lo + off.astype(dt), shape)
 
 
@@ -401,7 +426,7 @@ def _choice_impl(key, a, shape=(), replace=True, p=None, axis=0):
                          f"{n}) when 'replace=False'")
     if p is None:
         if replace:
-            ind = randint(k, shape, 0, n, dtype=np.int32).astype(np.int64)
+            ind = randint(k, shape, 0, n)  # int64, as jax's (x64)
             result = ind if scalar else td.take(arr, ind, axis=axis)
         else:
             perm = _shuffle(k, td.arange(n) if scalar else arr, 0 if scalar else axis)

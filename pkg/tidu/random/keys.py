@@ -180,10 +180,26 @@ def fold_in(key, data):
     return _emit(t, P.Threefry2x32(), k, td.concatenate([td.zeros((1,), U32), d]))
 
 
+UINTS = {8: np.dtype("uint8"), 16: np.dtype("uint16"), 32: U32, 64: np.dtype("uint64")}
+
+
+def bits_of(key: Tracer, shape: tuple[int, ...], dt: np.dtype) -> Tracer:
+    """jax's random bits of unsigned dtype dt (partitionable threefry): 32 bits are the hash
+    words' xor, 8 and 16 that xor's low bits, 64 the words as (high, low)."""
+    if dt == U32:
+        return bits32(key, shape)
+    if dt.itemsize < 4:
+        return bits32(key, shape).astype(dt)
+    hi, lo = random_bits(key, shape)
+    return td.lax.shift_left(hi.astype(dt), np.array(32, dt)) | lo.astype(dt)
+
+
 @eager("shape", "dtype")
 def bits(key, shape=(), dtype=None):
-    """``jax.random.bits``: uniform random bits, uint32 (the only unsigned dtype tidu has)."""
-    dt = U32 if dtype is None else np.dtype(dtype)
-    if dt != U32:
-        raise TypeError(f"bits: dtype {dt} is not supported; tidu has uint32 bits")
-    return bits32(check_key("bits", key), shape_of(shape))
+    """``jax.random.bits``: uniform random bits of an unsigned dtype (uint64 by default, as jax
+    under x64)."""
+    dt = UINTS[64] if dtype is None else np.dtype(dtype)
+    if dt not in UINTS.values():
+        raise TypeError(f"bits: dtype argument must be an unsigned int dtype (uint8, uint16, "
+                        f"uint32 or uint64), got {dt}")
+    return bits_of(check_key("bits", key), shape_of(shape), dt)

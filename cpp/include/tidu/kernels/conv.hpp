@@ -335,6 +335,12 @@ inline void run_reduce_window(Op op, const Program& p, const std::uint32_t* a, s
     TIDU_RW(C128, std::complex<double>)
     TIDU_RW(I32, std::int32_t)
     TIDU_RW(I64, std::int64_t)
+    TIDU_RW(I8, std::int8_t)
+    TIDU_RW(I16, std::int16_t)
+    TIDU_RW(U8, std::uint8_t)
+    TIDU_RW(U16, std::uint16_t)
+    TIDU_RW(U32, std::uint32_t)
+    TIDU_RW(U64, std::uint64_t)
 #undef TIDU_RW
     default: throw std::runtime_error("tidu: reduce_window of an unsupported dtype");
   }

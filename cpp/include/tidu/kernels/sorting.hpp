@@ -348,7 +348,7 @@ inline const char* check_sort_scan(const Program& p, const Instr& in) {
   const std::int64_t* xs = p.shape(a[0]);
   const DType d = x.dtype;
   const bool cplx = d == DType::C64 || d == DType::C128, flt = d == DType::F32 || d == DType::F64;
-  const bool integer = d == DType::I32 || d == DType::I64 || d == DType::U32;
+  const bool integer = is_integer_dtype(d);
   auto same_shape = [&](std::uint32_t s) {
     return p.slots[s].ndim == o.ndim && std::equal(oshape, oshape + o.ndim, p.shape(s));
   };

@@ -18,7 +18,12 @@ namespace tidu {
   X(I32, std::int32_t, "int32")        \
   X(I64, std::int64_t, "int64")        \
   X(Bool, bool, "bool")                \
-  X(U32, std::uint32_t, "uint32")
+  X(U32, std::uint32_t, "uint32")      \
+  X(I8, std::int8_t, "int8")           \
+  X(I16, std::int16_t, "int16")        \
+  X(U8, std::uint8_t, "uint8")         \
+  X(U16, std::uint16_t, "uint16")      \
+  X(U64, std::uint64_t, "uint64")
 
 enum class DType : std::uint8_t {
 #define TIDU_DT_ENUM(name, type, str) name,
@@ -46,6 +51,17 @@ inline std::size_t dtype_size(DType d) {
 #undef TIDU_DT_SIZE
     default:
       return 0;
+  }
+}
+
+// The integer dtypes (bool is not one): what bitwise ops, shifts and integer kernels take.
+inline bool is_integer_dtype(DType d) {
+  switch (d) {
+    case DType::I8: case DType::I16: case DType::I32: case DType::I64:
+    case DType::U8: case DType::U16: case DType::U32: case DType::U64:
+      return true;
+    default:
+      return false;
   }
 }
 

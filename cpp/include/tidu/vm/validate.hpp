@@ -158,10 +158,9 @@ inline void validate_instructions(const Program& p) {
           need(slot(k).dtype == o.dtype, "operand dtype mismatch");
         }
         if (in.op == Op::And || in.op == Op::Or || in.op == Op::Xor)
-          need(o.dtype == DType::I32 || o.dtype == DType::I64 || o.dtype == DType::U32 || o.dtype == DType::Bool,
-               "bitwise operands must be integers or bools");
+          need(is_integer_dtype(o.dtype) || o.dtype == DType::Bool, "bitwise operands must be integers or bools");
         else if (in.op >= Op::ShiftLeft)
-          need(o.dtype == DType::I32 || o.dtype == DType::I64 || o.dtype == DType::U32, "shift operands must be integers");
+          need(is_integer_dtype(o.dtype), "shift operands must be integers");
         break;
       case Op::Neg: case Op::Conj: case Op::Exp: case Op::Log: case Op::Sin: case Op::Cos: case Op::Tanh:
       case Op::Sqrt: case Op::Rsqrt: case Op::Expm1: case Op::Log1p: case Op::Sign: case Op::StopGradient:
@@ -172,8 +171,7 @@ inline void validate_instructions(const Program& p) {
       case Op::Not:
         arity(1);
         if (in.op == Op::Not)
-          need(o.dtype == DType::I32 || o.dtype == DType::I64 || o.dtype == DType::U32 || o.dtype == DType::Bool,
-               "bitwise operands must be integers or bools");
+          need(is_integer_dtype(o.dtype) || o.dtype == DType::Bool, "bitwise operands must be integers or bools");
         if (in.op == Op::Reshape) need(slot(0).size == o.size, "reshape changes the size");
         else same_shape(0);
         need(slot(0).dtype == o.dtype, "operand dtype mismatch");
@@ -522,8 +520,7 @@ inline void validate_instructions(const Program& p) {
         arity(1);
         need(slot(0).dtype == o.dtype, "operand dtype mismatch");
         const DType dt = o.dtype;
-        const bool real = dt == DType::F32 || dt == DType::F64 || dt == DType::I32 || dt == DType::I64 ||
-                          dt == DType::U32;
+        const bool real = dt == DType::F32 || dt == DType::F64 || is_integer_dtype(dt);
         need(real || (in.op == Op::ReduceWindowSum && (dt == DType::C64 || dt == DType::C128)),
              "reduce_window dtype");
         const std::int64_t n = slot(0).ndim;

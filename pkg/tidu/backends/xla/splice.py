@@ -15,13 +15,11 @@ import re
 
 import numpy as np
 
+from tidu.backends.xla.hlo import ELEMENT_DTYPE
 from tidu.graph.memory import register_cache
 
 __all__ = ["call_jax"]
 
-_ELEMENT = {"f32": "float32", "f64": "float64", "complex<f32>": "complex64",
-            "complex<f64>": "complex128", "i32": "int32", "i64": "int64", "i1": "bool",
-            "ui32": "uint32"}
 
 _cache: dict[tuple, tuple[str, list[str]]] = {}
 register_cache("xla_splice", _cache)
@@ -31,7 +29,7 @@ _serial = itertools.count()
 def _parse_type(ty: str) -> tuple[tuple[int, ...], np.dtype]:
     """Shape and dtype of ``tensor<2x3xf64>``."""
     dims, elem = re.fullmatch(r"tensor<((?:\d+x)*)(.+)>", ty).groups()
-    return tuple(int(d) for d in dims.split("x")[:-1]), np.dtype(_ELEMENT[elem])
+    return tuple(int(d) for d in dims.split("x")[:-1]), np.dtype(ELEMENT_DTYPE[elem])
 
 
 def _functions(text: str) -> list[tuple[str, str]]:
