@@ -281,6 +281,25 @@ def samples(fn, calls, budget):
     return ts
 
 
+def settle(f, call, budget):
+    """Call f until tiered execution has decided every program's tier for good (or `budget`
+    seconds pass): the default backend's warm figures are taken after that.  Returns a line
+    saying what it decided, after how many calls and seconds."""
+    t0, n = time.perf_counter(), 0
+    tiers = getattr(f, "tiers", lambda: [])
+    while tiers() and not all(s["final"] for s in tiers()) and time.perf_counter() - t0 < budget:
+        call()
+        n += 1
+    states = tiers()
+    if not states:
+        return "no tiering (ruled out at compile time, or off)"
+    s = states[0]
+    comp = f", compile {s['compile_s']:.2f} s (estimate {s['budget_s']:.2f} s)" \
+        if s["compile_s"] is not None else ""
+    return (f"{s['tier']}{'' if s['final'] else ' (undecided)'} after {n} more calls, "
+            f"{time.perf_counter() - t0:.1f} s{comp}: {s['why']}")
+
+
 def summary(ts):
     ts = sorted(ts)
     return statistics.median(ts), ts[min(len(ts) - 1, int(round(0.99 * (len(ts) - 1))))]
@@ -298,6 +317,9 @@ def main(argv=None):
     ap.add_argument("--calls", type=int, default=200, help="warm calls per figure (at most)")
     ap.add_argument("--only", nargs="*", choices=sorted(WORKLOADS), help="run these workloads only")
     ap.add_argument("--no-busy", action="store_true", help="skip the busy-core figures")
+    ap.add_argument("--settle", type=float, default=60.0,
+                    help="seconds the default backend may take to settle its tier before its "
+                         "warm figures (tiered execution: docs/xla.md)")
     args = ap.parse_args(argv)
     calls, budget = (30, 0.5) if args.quick else (args.calls, 3.0)
     tns, jns, jax = namespaces()
@@ -325,6 +347,8 @@ def main(argv=None):
             out = call()
             res[label] = {"cold": time.perf_counter() - t0, "out": first_leaf(out)}
             fns[label] = call
+            if label == "tidu":
+                res[label]["settle"] = settle(f, call, args.settle)
         for label in ("cpu", "tidu"):
             np.testing.assert_allclose(res[label]["out"], res["jax"]["out"], rtol=2e-3, atol=1e-5,
                                        err_msg=f"{name}: tidu {label} disagrees with jax")
@@ -332,6 +356,7 @@ def main(argv=None):
             res[label]["quiet"] = summary(samples(call, calls, budget))
         rows[name] = (fns, res)
         _print(name, res, columns, ("cold", "quiet"))
+        print(f"{'':12} {'default':13}{res['tidu']['settle']}")
     if not args.no_busy:
         child = mp.get_context("spawn").Process(target=spin, daemon=True)
         child.start()

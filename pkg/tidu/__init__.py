@@ -36,6 +36,7 @@ from tidu.backends import xla
 from tidu.backends.interpreter import LoadedProgram, get_num_threads, load, set_num_threads
 from tidu.backends.pictures import show, to_dot
 from tidu.backends.program import CompiledProgram, compile
+from tidu.backends.tiered import set_tiering, tiering
 from tidu.graph import (
     PRIMAL,
     AbstractValue,
@@ -356,10 +357,11 @@ __all__ = [
     "remat", "repeat", "reshape", "resolve", "ResolvedView", "right_shift", "rint", "roll",
     "rot90", "round", "rsqrt", "saved_values", "SavedValue", "scan", "scipy", "searchsorted",
     "select", "set_cache_limits",
-    "set_num_threads", "shape", "shard_map", "show", "sign", "signbit", "sin", "sinc", "sinh",
+    "set_num_threads", "set_tiering", "shape", "shard_map", "show", "sign", "signbit", "sin",
+    "sinc", "sinh",
     "size", "sort", "spec", "split", "sqrt", "square", "squeeze", "stack", "std", "stop_gradient",
-    "sum", "swapaxes", "switch", "take", "take_along_axis", "tan", "tanh", "tensordot", "tile",
-    "to_dot", "trace", "Tracer", "transpose", "tree_util", "tri", "tril", "tril_indices",
+    "sum", "swapaxes", "switch", "take", "take_along_axis", "tan", "tanh", "tensordot", "tiering",
+    "tile", "to_dot", "trace", "Tracer", "transpose", "tree_util", "tri", "tril", "tril_indices",
     "tril_indices_from", "triu", "triu_indices", "triu_indices_from", "trunc", "uint8", "uint16",
     "uint32", "uint64", "unique",
     "ValKey",

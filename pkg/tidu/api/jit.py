@@ -20,6 +20,7 @@ from tidu.api.tree import check_leaves, unflatten
 from tidu.api.tree import flatten_args as _flatten_args
 from tidu.api.tree_util import keystr, tree_leaves_with_path
 from tidu.backends.program import CompiledProgram, _check_backend, compile
+from tidu.backends.tiered import TierTable, track, wrap
 from tidu.graph import FragmentBuilder, materialize_merge, resolve
 from tidu.graph.memory import FunctionCache, at_safe_point, register_cache
 from tidu.trace.build import as_aval, flatten_outputs, tracing
@@ -140,7 +141,7 @@ def _entry(fn, args, backend, device, concrete, variants=None) -> tuple:
         if variants is None or len(variants) >= MAX_VARIANTS:
             variants = []
         build = Guarded(len(prog.outputs) - 1, build, variants)
-    entry = (prog, build, order, prog.runner())
+    entry = (prog, build, order, wrap(prog, prog.runner(), backend))  # tidu.backends.tiered
     if prog.n_guards:
         build.entry = entry
     return entry
@@ -190,8 +191,8 @@ def jit(fn: Callable | None = None, *, static_argnums=None, static_argnames=None
     Args:
         fn: a function of arrays (or tuples/lists/dicts of arrays) returning the same.
         backend: "cpu" (the C++ interpreter), "xla" (StableHLO through XLA; needs the ``xla``
-            extra) or "auto" (XLA for large tensor work, the interpreter otherwise; see
-            ``tidu.xla.choose_backend``).
+            extra) or "auto" (``tidu.xla.choose_backend``: XLA for large tensor work, else the
+            interpreter, tiered to XLA once that pays: ``tidu.backends.tiered``, ``.tiers()``).
         device: XLA only: None (jax's default device), a platform name or a jax Device.
         in_shardings: XLA only, as jax.jit's: a ``jax.sharding.NamedSharding`` for every
             argument, or a tuple with one per positional argument (applying to each of its
@@ -257,6 +258,7 @@ def jit(fn: Callable | None = None, *, static_argnums=None, static_argnames=None
         if hit is None:
             where = _placement(args, in_shardings, out_shardings) if sharded else device
             hit = cache[sig] = _entry(fn, args, backend, where, _concrete)
+            track(hit[3], sig, getattr(me(), "tiers", None))
         prog, build, order, run = hit
         inputs = [leaves[i] for i in order]
         try:
@@ -299,6 +301,7 @@ def jit(fn: Callable | None = None, *, static_argnums=None, static_argnames=None
     jitted.cache = cache
     cache.forget = functools.partial(_forget, me)  # an evicted entry may be the fast path
     jitted.lower = lower
+    jitted.tiers = TierTable(cache)  # the programs tiering moves: jitted.tiers() lists them
     return jitted
 
 
@@ -518,8 +521,8 @@ def static_jit(fn: Callable, static_argnums, static_argnames, backend: str = "au
     entry = _core.StaticJitted(call)
     me = weakref.ref(entry)  # call reaches entry weakly: a dropped function goes at once
     functools.update_wrapper(entry, fn)
-    entry.lower = lower
-    entry.selections = selections
+    entry.lower, entry.selections = lower, selections
+    entry.tiers = lambda: [s for inner, _, _ in list(selections.values()) for s in inner.tiers()]
     return entry
 
 

@@ -305,7 +305,8 @@ def maybe_reclaim() -> None:
 def clear_caches() -> bool:
     """Empty every cache tidu keeps (as ``jax.clear_caches``): the compiled entries of every
     jitted and transformed function, ``td.program_cache``, the AD rule templates, the tracer's
-    memos, the interpreter's encodings, XLA's splice cache; then, if no fragment or program is
+    memos, the interpreter's encodings, XLA's splice cache, the queued background XLA compiles of
+    tiered execution (one running finishes); then, if no fragment or program is
     still alive, the interner and its tables (``memory_stats()["interner"]``).
 
     Functions keep working: their next call traces and compiles again. Returns whether the

@@ -73,6 +73,7 @@ __all__ = [
     "AUTO_MIN_WORK",
     "AUTO_MAX_INSTRUCTIONS",
     "LoweringMissing",
+    "use_compilation_cache",
 ]
 
 # The auto backend (choose_backend): XLA when jax's default device is an accelerator and the
@@ -139,6 +140,25 @@ def require_jax():
             f"the XLA backend needs jax and jaxlib: pip install 'tidu[xla]' (import failed: {e})"
         ) from None
     return jax
+
+
+_cache_dir: list = []  # the persistent compilation cache directory set, once set
+
+
+def use_compilation_cache(path: str | None = None) -> None:
+    """jax's persistent compilation cache for tidu's XLA executables (and jax's own): ``path``,
+    or ``TIDU_XLA_CACHE_DIR`` from the environment; nothing when neither is set.  Every compile
+    is cached (jax's minimum compile time and entry size set to 0), so a second process finds
+    the executables the first one compiled.  Setting jax's own ``jax_compilation_cache_dir``
+    works too, with jax's thresholds (by default only compiles over 1 s are kept)."""
+    path = path or os.environ.get("TIDU_XLA_CACHE_DIR")
+    if not path or _cache_dir == [path]:
+        return
+    jax = require_jax()
+    jax.config.update("jax_compilation_cache_dir", str(path))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    _cache_dir[:] = [path]
 
 
 def _version() -> str:
@@ -322,6 +342,7 @@ class XlaRunner:
         shardings: tuple[tuple, tuple] | None = None,
     ):
         jax = require_jax()
+        use_compilation_cache()
         from jax.sharding import NamedSharding, PartitionSpec, SingleDeviceSharding  # noqa: PLC0415 - optional dependency, imported on first use
 
         self.exe = exe
