@@ -14,6 +14,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "tidu/kernels/fastmath.hpp"
 #include "tidu/vm/opcodes.hpp"
 
 namespace tidu {
@@ -31,10 +32,10 @@ template <class T> inline constexpr bool is_integer = std::is_integral_v<T> && !
 
 // The inverse error function as XLA computes it (stablehlo's chlo.erf_inv decomposition, which
 // jax's erf_inv lowers to): M. Giles' approximations ("Approximating the erfinv function", GPU
-// Gems 2010), single precision for float (w = -log((1 - y)(1 + y))), the three-range double
-// precision one for double, with w = -log1p(-y * y) by XLA's CPU log1p (Cephes' rational function
-// below |x| < sqrt(2) - 1, log(1 + x) above) and every multiply-add fused, as XLA's CPU backend
-// contracts them: so float64 normals are jax's to the bit.
+// Gems 2010), single precision for float, the three-range double precision one for double, with
+// w = -log1p(-y * y) by XLA's CPU log1p (Cephes' rational function below |x| < sqrt(2) - 1,
+// XLA's log(1 + x) above) and every multiply-add fused, as XLA's CPU backend contracts them: so
+// float32 and float64 normals are jax's to the bit.
 namespace math_detail {
 template <bool Fused>
 inline double fmadd(double a, double b, double c) {
@@ -102,21 +103,60 @@ inline double erfinv64(double y) {
 }
 
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+inline bool has_fma_cpu() {
+  static const bool yes = __builtin_cpu_supports("fma");
+  return yes;
+}
+#endif
+
+// Giles' single-precision erfinv as XLA's CPU backend evaluates it: w = -log1p(-y * y) by
+// XLA's float log1p (fastmath's log1p_fastf), every multiply-add of the polynomials fused; so float32 normals are jax's.
+template <bool Fused = true>
+inline float erfinv32(float y) {
+  if (!(y > -1.0f && y < 1.0f)) {  // NaN, |y| >= 1
+    if (y == 1.0f) return std::numeric_limits<float>::infinity();
+    if (y == -1.0f) return -std::numeric_limits<float>::infinity();
+    return std::numeric_limits<float>::quiet_NaN();
+  }
+  static constexpr float c1[9] = {2.81022636e-08f, 3.43273939e-07f, -3.5233877e-06f,
+      -4.39150654e-06f, 0.00021858087f, -0.00125372503f, -0.00417768164f, 0.246640727f,
+      1.50140941f};
+  static constexpr float c2[9] = {-0.000200214257f, 0.000100950558f, 0.00134934322f,
+      -0.00367342844f, 0.00573950773f, -0.0076224613f, 0.00943887047f, 1.00167406f, 2.83297682f};
+  const float w = -fm::log1p_fastf<Fused>(y * -y);  // -y^2 in (-1, 0]: in its range
+  const bool small = w < 5.0f;
+  const float* c = small ? c1 : c2;
+  const float t = small ? w - 2.5f : std::sqrt(w) - 3.0f;
+  float p = c[0];
+  for (int i = 1; i < 9; ++i) p = fm::fmadd<Fused>(p, t, c[i]);
+  return p * y;
+}
+
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+__attribute__((target("fma"))) inline void erfinv32_fma(const float* x, float* y, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) y[i] = erfinv32<true>(x[i]);
+}
+#endif
+
+inline void erfinv32_array(const float* x, float* y, std::int64_t n) {
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+  if (has_fma_cpu()) return erfinv32_fma(x, y, n);
+#endif
+  for (std::int64_t i = 0; i < n; ++i) y[i] = erfinv32<true>(x[i]);
+}
+
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 // The array kernel compiled for FMA hardware, chosen at run time: std::fma inlines to one
 // instruction there (elsewhere it is a libm call, same result).
 __attribute__((target("fma"))) inline void erfinv64_fma(const double* x, double* y,
                                                         std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) y[i] = erfinv64<true>(x[i]);
 }
-inline bool has_fma() {
-  static const bool yes = __builtin_cpu_supports("fma");
-  return yes;
-}
 #endif
 
 inline void erfinv64_array(const double* x, double* y, std::int64_t n) {
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
-  if (has_fma()) return erfinv64_fma(x, y, n);
+  if (has_fma_cpu()) return erfinv64_fma(x, y, n);
 #endif
   for (std::int64_t i = 0; i < n; ++i) y[i] = erfinv64<true>(x[i]);
 }
@@ -125,36 +165,7 @@ inline void erfinv64_array(const double* x, double* y, std::int64_t n) {
 template <class T>
 inline T erfinv(T y) {
   if constexpr (std::is_same_v<T, float>) {
-    if (!(y > T(-1) && y < T(1))) {  // NaN, |y| >= 1
-      if (y == T(1)) return std::numeric_limits<T>::infinity();
-      if (y == T(-1)) return -std::numeric_limits<T>::infinity();
-      return std::numeric_limits<T>::quiet_NaN();
-    }
-    T w = -std::log((T(1) - y) * (T(1) + y)), p;
-    if (w < T(5)) {
-      w -= T(2.5);
-      p = T(2.81022636e-08f);
-      p = T(3.43273939e-07f) + p * w;
-      p = T(-3.5233877e-06f) + p * w;
-      p = T(-4.39150654e-06f) + p * w;
-      p = T(0.00021858087f) + p * w;
-      p = T(-0.00125372503f) + p * w;
-      p = T(-0.00417768164f) + p * w;
-      p = T(0.246640727f) + p * w;
-      p = T(1.50140941f) + p * w;
-    } else {
-      w = std::sqrt(w) - T(3);
-      p = T(-0.000200214257f);
-      p = T(0.000100950558f) + p * w;
-      p = T(0.00134934322f) + p * w;
-      p = T(-0.00367342844f) + p * w;
-      p = T(0.00573950773f) + p * w;
-      p = T(-0.0076224613f) + p * w;
-      p = T(0.00943887047f) + p * w;
-      p = T(1.00167406f) + p * w;
-      p = T(2.83297682f) + p * w;
-    }
-    return p * y;
+    return math_detail::erfinv32<true>(y);
   } else {
     return math_detail::erfinv64<true>(static_cast<double>(y));
   }
@@ -184,7 +195,7 @@ inline bool math_unary(Op op, const T* x, T* y, std::int64_t n) {
       case Op::Erfc: for (std::int64_t i = 0; i < n; ++i) y[i] = std::erfc(x[i]); return true;
       case Op::ErfInv:
         if constexpr (std::is_same_v<T, double>) math_detail::erfinv64_array(x, y, n);
-        else for (std::int64_t i = 0; i < n; ++i) y[i] = erfinv(x[i]);
+        else math_detail::erfinv32_array(x, y, n);
         return true;
       case Op::Cbrt: for (std::int64_t i = 0; i < n; ++i) y[i] = std::cbrt(x[i]); return true;
       case Op::Logistic: for (std::int64_t i = 0; i < n; ++i) y[i] = logistic(x[i]); return true;
