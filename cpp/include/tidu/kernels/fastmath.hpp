@@ -353,11 +353,13 @@ constexpr float kL1pQ[7] = {1.0f, 1.5062909083469192043167E1f, 8.304756596796720
     6.0118660497603843919306E1f};
 template <bool FMA>
 TIDU_FM_INLINE float log1p_fastf(float x) {
-  float num = kL1pP[0], den = kL1pQ[0];
-  for (int i = 1; i < 7; ++i) {
-    num = fmadd<FMA>(num, x, kL1pP[i]);
-    den = fmadd<FMA>(den, x, kL1pQ[i]);
-  }
+  // Horner, written out (a loop here keeps GCC from vectorising the caller's loop)
+  float num = fmadd<FMA>(kL1pP[0], x, kL1pP[1]), den = fmadd<FMA>(kL1pQ[0], x, kL1pQ[1]);
+  num = fmadd<FMA>(num, x, kL1pP[2]), den = fmadd<FMA>(den, x, kL1pQ[2]);
+  num = fmadd<FMA>(num, x, kL1pP[3]), den = fmadd<FMA>(den, x, kL1pQ[3]);
+  num = fmadd<FMA>(num, x, kL1pP[4]), den = fmadd<FMA>(den, x, kL1pQ[4]);
+  num = fmadd<FMA>(num, x, kL1pP[5]), den = fmadd<FMA>(den, x, kL1pQ[5]);
+  num = fmadd<FMA>(num, x, kL1pP[6]), den = fmadd<FMA>(den, x, kL1pQ[6]);
   const float x2 = x * x;
   const float small = x + fmadd<FMA>(-0.5f, x2, (x * x2) * (num / den));
   const bool is_small = std::fabs(x) < 0.41421356237309504880f;

@@ -111,30 +111,58 @@ inline bool has_fma_cpu() {
 
 // Giles' single-precision erfinv as XLA's CPU backend evaluates it: w = -log1p(-y * y) by
 // XLA's float log1p (fastmath's log1p_fastf), every multiply-add of the polynomials fused; so float32 normals are jax's.
-template <bool Fused = true>
-inline float erfinv32(float y) {
-  if (!(y > -1.0f && y < 1.0f)) {  // NaN, |y| >= 1
-    if (y == 1.0f) return std::numeric_limits<float>::infinity();
-    if (y == -1.0f) return -std::numeric_limits<float>::infinity();
-    return std::numeric_limits<float>::quiet_NaN();
-  }
+// In three steps, so that an array loop of each vectorises (the square root, needed only where
+// w >= 5, |y| > 0.9966, is a C library call): w = -log1p(-y^2); s = sqrt(w) where w >= 5; then
+// Giles' polynomial, both ranges' coefficients selected per step as XLA's code does, and
+// |y| >= 1 and NaN patched.
+template <bool Fused>
+TIDU_FM_INLINE float erfinv32_w(float y) {
+  const float yc = fm::fsel(std::fabs(y) < 1.0f, y, 0.0f);
+  return -fm::log1p_fastf<Fused>(yc * -yc);  // -y^2 in (-1, 0]: in its range
+}
+template <bool Fused>
+TIDU_FM_INLINE float erfinv32_poly(float y, float w, float s) {
   static constexpr float c1[9] = {2.81022636e-08f, 3.43273939e-07f, -3.5233877e-06f,
       -4.39150654e-06f, 0.00021858087f, -0.00125372503f, -0.00417768164f, 0.246640727f,
       1.50140941f};
   static constexpr float c2[9] = {-0.000200214257f, 0.000100950558f, 0.00134934322f,
       -0.00367342844f, 0.00573950773f, -0.0076224613f, 0.00943887047f, 1.00167406f, 2.83297682f};
-  const float w = -fm::log1p_fastf<Fused>(y * -y);  // -y^2 in (-1, 0]: in its range
   const bool small = w < 5.0f;
-  const float* c = small ? c1 : c2;
-  const float t = small ? w - 2.5f : std::sqrt(w) - 3.0f;
-  float p = c[0];
-  for (int i = 1; i < 9; ++i) p = fm::fmadd<Fused>(p, t, c[i]);
-  return p * y;
+  const float t = fm::fsel(small, w - 2.5f, s - 3.0f);
+  float p = fm::fsel(small, c1[0], c2[0]);
+  p = fm::fmadd<Fused>(p, t, fm::fsel(small, c1[1], c2[1]));
+  p = fm::fmadd<Fused>(p, t, fm::fsel(small, c1[2], c2[2]));
+  p = fm::fmadd<Fused>(p, t, fm::fsel(small, c1[3], c2[3]));
+  p = fm::fmadd<Fused>(p, t, fm::fsel(small, c1[4], c2[4]));
+  p = fm::fmadd<Fused>(p, t, fm::fsel(small, c1[5], c2[5]));
+  p = fm::fmadd<Fused>(p, t, fm::fsel(small, c1[6], c2[6]));
+  p = fm::fmadd<Fused>(p, t, fm::fsel(small, c1[7], c2[7]));
+  p = fm::fmadd<Fused>(p, t, fm::fsel(small, c1[8], c2[8]));
+  const float edge = fm::fsel(std::fabs(y) == 1.0f, y * std::numeric_limits<float>::infinity(),
+                              std::numeric_limits<float>::quiet_NaN());
+  return fm::fsel(std::fabs(y) < 1.0f, p * y, edge);
+}
+template <bool Fused = true>
+inline float erfinv32(float y) {
+  const float w = erfinv32_w<Fused>(y);
+  return erfinv32_poly<Fused>(y, w, w < 5.0f ? 0.0f : std::sqrt(w));
+}
+template <bool Fused>
+TIDU_FM_INLINE void erfinv32_loop(const float* x, float* y, std::int64_t n) {
+  constexpr std::int64_t kChunk = 256;
+  float w[kChunk], s[kChunk];
+  for (std::int64_t i0 = 0; i0 < n; i0 += kChunk) {
+    const std::int64_t m = n - i0 < kChunk ? n - i0 : kChunk;
+    const float* xs = x + i0;
+    for (std::int64_t j = 0; j < m; ++j) w[j] = erfinv32_w<Fused>(xs[j]);
+    for (std::int64_t j = 0; j < m; ++j) s[j] = w[j] < 5.0f ? 0.0f : std::sqrt(w[j]);
+    for (std::int64_t j = 0; j < m; ++j) y[i0 + j] = erfinv32_poly<Fused>(xs[j], w[j], s[j]);
+  }
 }
 
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 __attribute__((target("fma"))) inline void erfinv32_fma(const float* x, float* y, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) y[i] = erfinv32<true>(x[i]);
+  erfinv32_loop<true>(x, y, n);
 }
 #endif
 
@@ -142,7 +170,7 @@ inline void erfinv32_array(const float* x, float* y, std::int64_t n) {
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
   if (has_fma_cpu()) return erfinv32_fma(x, y, n);
 #endif
-  for (std::int64_t i = 0; i < n; ++i) y[i] = erfinv32<true>(x[i]);
+  erfinv32_loop<true>(x, y, n);
 }
 
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
