@@ -40,10 +40,11 @@ def test_poisson_identical(seed):
 
 
 def test_poisson_large_rates_nearly_identical():
-    # the rejection test compares float32 values of ~lam log(lam) that cancel to O(1): the last
-    # bits of tidu's float32 log/lgamma and XLA's then flip a few acceptances (docs/random.md)
+    # the rejection test compares float32 values of ~lam log(lam) that cancel to O(1): tidu's
+    # float32 log is XLA's, but the last bits of its float32 lgamma are not, and they flip a few
+    # acceptances from lam ~ 1e4 (docs/random.md); lam = 1e3: identical on this key
     k, jk = td.random.PRNGKey(0), jax.random.PRNGKey(0)
-    for lam, frac in ((1e3, 1e-3), (1e4, 1e-2), (1e6, 3e-2)):
+    for lam, frac in ((1e3, 0.0), (1e4, 5e-3), (1e6, 1.5e-2)):
         got = np.asarray(td.random.poisson(k, lam, (20000,)))
         want = np.asarray(jax.random.poisson(jk, lam, (20000,)))
         assert np.mean(got != want) <= frac, (lam, np.mean(got != want))

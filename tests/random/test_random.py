@@ -1,6 +1,7 @@
 """td.random against jax.random (x64, threefry2x32, jax_threefry_partitionable as jax's default):
 keys, bits and integer draws identical; uniform identical to the last bit; the transforms through
-log/erf_inv within a few ulps (tidu's kernels and XLA's differ there); inside jit, scan, vmap and
+log/log1p/erf_inv identical in float32 (tidu's float32 kernels are XLA's), within a few ulps in
+float64 (normal and cauchy identical); inside jit, scan, vmap and
 while_loop; gradients through reparameterisation; a statistical check per distribution."""
 
 from __future__ import annotations
@@ -82,9 +83,14 @@ def test_float_transforms_within_ulps(name, dtype):
     got = getattr(td.random, name)(k, (500,), dtype)
     want = getattr(jax.random, name)(jk, (500,), dtype)
     assert got.dtype == want.dtype and got.shape == want.shape
-    # the bits are jax's (test_uniform_identical); what differs is the elementwise function:
-    # XLA's CPU log1p is up to ~100 ulps off in float64 where tidu's is within 1
-    assert _ulps(got, want) <= 256, _ulps(got, want)
+    # the bits are jax's (test_uniform_identical); float32 log, log1p and erf_inv are XLA's own
+    # approximations (kernels/fastmath.hpp), so float32 draws are jax's bit for bit; in float64
+    # the elementwise functions differ: XLA's CPU log1p is up to ~100 ulps off where tidu's is
+    # within 1 (float64 normal and cauchy are identical too)
+    if dtype == "float32" or name in ("normal", "cauchy"):
+        np.testing.assert_array_equal(got, want)
+    else:
+        assert _ulps(got, want) <= 256, _ulps(got, want)
 
 
 def test_integer_draws_identical():

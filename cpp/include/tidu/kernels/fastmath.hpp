@@ -5,8 +5,9 @@
 //
 // Each function is a range reduction (Cody-Waite) and a polynomial (Taylor to below half an ulp,
 // or fdlibm's minimax kernels).  Float arrays of exp, expm1, log, log1p and tanh run float
-// kernels in float arithmetic (within 2 ulp); float sin and cos are evaluated in double and
-// rounded once.  An input
+// kernels in float arithmetic (within 2 ulp); float log and log1p are XLA:CPU's own (Cephes'
+// polynomials, fused as XLA fuses them: jax's values to the bit); float sin and cos are
+// evaluated in double and rounded once.  An input
 // outside a function's fast range (NaN, infinities, overflow, results that would be denormal,
 // |x| >= 2^19 for sin/cos, ...) goes to the C library instead, so the fast path never answers
 // wrongly: arrays are checked a chunk at a time and a chunk holding such an input is evaluated
@@ -309,37 +310,60 @@ TIDU_FM_INLINE float tanh_fastf(float x) {
 }
 TIDU_FM_INLINE bool tanh_okf(float x) { return x == x; }
 
-// log: x = 2^k z, z in [sqrt(2)/2, sqrt(2)), log(z) = f - f^2/2 + s (f^2/2 + R(s^2)), s = f/(2+f),
-// with R the minimax polynomial of fdlibm's e_logf.c.
-constexpr float kLg1F = 0.66666662693f, kLg2F = 0.40000972152f, kLg3F = 0.28498786688f,
-                kLg4F = 0.24279078841f;
-constexpr float kLn2HiLogF = 6.9313812256e-01f, kLn2LoLogF = 9.0580006145e-06f;
+// Float log is XLA's CPU float32 log (the Cephes polynomial its LLVM-IR rewrite, polynomial_
+// approximations' GenerateVF32Log, substitutes for logf), so that td.log and what is built on it
+// (erf_inv, normals, poisson) give jax's float32 values to the bit: x = 2^e m, m in [sqrt(1/2),
+// sqrt(2)), f = m - 1, log x = f - f^2/2 + f^3 P(f) + e (ln2_hi + ln2_lo), P Cephes' degree 8
+// evaluated in three Estrin-like strands; the multiply-adds are fused exactly where XLA's
+// x86 backend fuses them (checked against jax on every normal float, tests/numpy/test_log_xla.py).
+// Within 2 ulp of log (float64 reference).  Normal positive finite x only (log_okf).
+constexpr float kLogP0F = 7.0376836292e-2f, kLogP1F = -1.1514610310e-1f, kLogP2F = 1.1676998740e-1f,
+                kLogP3F = -1.2420140846e-1f, kLogP4F = 1.4249322787e-1f, kLogP5F = -1.6668057665e-1f,
+                kLogP6F = 2.0000714765e-1f, kLogP7F = -2.4999993993e-1f, kLogP8F = 3.3333331174e-1f;
+constexpr float kLogLn2LoF = -2.12194440e-4f, kLogLn2HiF = 0.693359375f;
 template <bool FMA>
-TIDU_FM_INLINE float log_coref(float x, float c) {
+TIDU_FM_INLINE float log_fastf(float x) {
   const std::uint32_t ix = fbits(x);
-  const std::uint32_t u = ix - 0x3f3504f3u + 0x3f800000u;
-  const std::uint32_t kb = u >> 23;  // k + 127
-  const float z = ffrom_bits(ix - ((kb << 23) - 0x3f800000u));
-  const float k = static_cast<float>(static_cast<std::int32_t>(kb) - 127);
-  const float f = z - 1.0f;
-  const float hfsq = 0.5f * f * f;
-  const float s = f / (2.0f + f);
-  const float z2 = s * s, w = z2 * z2;
-  const float R = fmadd<FMA>(z2, fmadd<FMA>(w, kLg3F, kLg1F), w * fmadd<FMA>(w, kLg4F, kLg2F));
-  return fmadd<FMA>(k, kLn2HiLogF, -((hfsq - fmadd<FMA>(s, hfsq + R, fmadd<FMA>(k, kLn2LoLogF, c))) - f));
+  const float m = ffrom_bits((ix & 0x807fffffu) | 0x3f000000u);  // in [1/2, 1)
+  const float e0 = static_cast<float>(static_cast<std::int32_t>(ix >> 23) - 127) + 1.0f;
+  const bool lo = m < 0.707106781186547524f;  // then m -> 2m, e -> e - 1
+  const float f = (m - 1.0f) + fsel(lo, m, 0.0f);
+  const float e = e0 - fsel(lo, 1.0f, 0.0f);
+  const float f2 = f * f, f3 = f2 * f;
+  float a = fmadd<FMA>(f, kLogP0F, kLogP1F), b = fmadd<FMA>(f, kLogP3F, kLogP4F),
+        c = fmadd<FMA>(f, kLogP6F, kLogP7F);
+  a = fmadd<FMA>(a, f, kLogP2F);
+  b = fmadd<FMA>(b, f, kLogP5F);
+  c = fmadd<FMA>(c, f, kLogP8F);
+  a = fmadd<FMA>(fmadd<FMA>(a, f3, b), f3, c);
+  const float y = fmadd<FMA>(a, f3, kLogLn2LoF * e);  // XLA: the e * ln2_lo product unfused
+  return fmadd<FMA>(kLogLn2HiF, e, fmadd<FMA>(-0.5f, f2, f) + y);
 }
-template <bool FMA>
-TIDU_FM_INLINE float log_fastf(float x) { return log_coref<FMA>(x, 0.0f); }
 TIDU_FM_INLINE bool log_okf(float x) {
   return (x >= std::numeric_limits<float>::min()) & (x <= std::numeric_limits<float>::max());
 }
+// Float log1p is XLA's too (its xla.log1p.f32 intrinsic): below |x| < sqrt(2) - 1 Cephes'
+// rational function R(x) = P(x)/Q(x) of degree 6, log1p(x) = x - x^2/2 + x^3 R(x); above it
+// log_fastf(1 + x).  Both sides are computed and one selected (so the loop vectorises).
+constexpr float kL1pP[7] = {4.5270000862445199635215E-5f, 4.9854102823193375972212E-1f,
+    6.5787325942061044846969E0f, 2.9911919328553073277375E1f, 6.0949667980987787057556E1f,
+    5.7112963590585538103336E1f, 2.0039553499201281259648E1f};
+constexpr float kL1pQ[7] = {1.0f, 1.5062909083469192043167E1f, 8.3047565967967209469434E1f,
+    2.2176239823732856465394E2f, 3.0909872225312059774938E2f, 2.1642788614495947685003E2f,
+    6.0118660497603843919306E1f};
 template <bool FMA>
 TIDU_FM_INLINE float log1p_fastf(float x) {
-  const float u = 1.0f + x;
-  const float bp = u - x;
-  const float err = (1.0f - bp) + (x - (u - bp));
-  const float y = log_coref<FMA>(u, err / u);
-  return fsel(x == 0.0f, x, y);  // keeps -0
+  // Horner, written out (a loop here keeps GCC from vectorising the caller's loop)
+  float num = fmadd<FMA>(kL1pP[0], x, kL1pP[1]), den = fmadd<FMA>(kL1pQ[0], x, kL1pQ[1]);
+  num = fmadd<FMA>(num, x, kL1pP[2]), den = fmadd<FMA>(den, x, kL1pQ[2]);
+  num = fmadd<FMA>(num, x, kL1pP[3]), den = fmadd<FMA>(den, x, kL1pQ[3]);
+  num = fmadd<FMA>(num, x, kL1pP[4]), den = fmadd<FMA>(den, x, kL1pQ[4]);
+  num = fmadd<FMA>(num, x, kL1pP[5]), den = fmadd<FMA>(den, x, kL1pQ[5]);
+  num = fmadd<FMA>(num, x, kL1pP[6]), den = fmadd<FMA>(den, x, kL1pQ[6]);
+  const float x2 = x * x;
+  const float small = x + fmadd<FMA>(-0.5f, x2, (x * x2) * (num / den));
+  const bool is_small = std::fabs(x) < 0.41421356237309504880f;
+  return fsel(is_small, small, log_fastf<FMA>(fsel(is_small, 1.0f, x + 1.0f)));
 }
 TIDU_FM_INLINE bool log1p_okf(float x) { return (x > -1.0f) & (x <= std::numeric_limits<float>::max()); }
 

@@ -14,6 +14,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "tidu/kernels/fastmath.hpp"
 #include "tidu/vm/opcodes.hpp"
 
 namespace tidu {
@@ -31,10 +32,10 @@ template <class T> inline constexpr bool is_integer = std::is_integral_v<T> && !
 
 // The inverse error function as XLA computes it (stablehlo's chlo.erf_inv decomposition, which
 // jax's erf_inv lowers to): M. Giles' approximations ("Approximating the erfinv function", GPU
-// Gems 2010), single precision for float (w = -log((1 - y)(1 + y))), the three-range double
-// precision one for double, with w = -log1p(-y * y) by XLA's CPU log1p (Cephes' rational function
-// below |x| < sqrt(2) - 1, log(1 + x) above) and every multiply-add fused, as XLA's CPU backend
-// contracts them: so float64 normals are jax's to the bit.
+// Gems 2010), single precision for float, the three-range double precision one for double, with
+// w = -log1p(-y * y) by XLA's CPU log1p (Cephes' rational function below |x| < sqrt(2) - 1,
+// XLA's log(1 + x) above) and every multiply-add fused, as XLA's CPU backend contracts them: so
+// float32 and float64 normals are jax's to the bit.
 namespace math_detail {
 template <bool Fused>
 inline double fmadd(double a, double b, double c) {
@@ -102,21 +103,88 @@ inline double erfinv64(double y) {
 }
 
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+inline bool has_fma_cpu() {
+  static const bool yes = __builtin_cpu_supports("fma");
+  return yes;
+}
+#endif
+
+// Giles' single-precision erfinv as XLA's CPU backend evaluates it: w = -log1p(-y * y) by
+// XLA's float log1p (fastmath's log1p_fastf), every multiply-add of the polynomials fused; so float32 normals are jax's.
+// In three steps, so that an array loop of each vectorises (the square root, needed only where
+// w >= 5, |y| > 0.9966, is a C library call): w = -log1p(-y^2); s = sqrt(w) where w >= 5; then
+// Giles' polynomial, both ranges' coefficients selected per step as XLA's code does, and
+// |y| >= 1 and NaN patched.
+template <bool Fused>
+TIDU_FM_INLINE float erfinv32_w(float y) {
+  const float yc = fm::fsel(std::fabs(y) < 1.0f, y, 0.0f);
+  return -fm::log1p_fastf<Fused>(yc * -yc);  // -y^2 in (-1, 0]: in its range
+}
+template <bool Fused>
+TIDU_FM_INLINE float erfinv32_poly(float y, float w, float s) {
+  static constexpr float c1[9] = {2.81022636e-08f, 3.43273939e-07f, -3.5233877e-06f,
+      -4.39150654e-06f, 0.00021858087f, -0.00125372503f, -0.00417768164f, 0.246640727f,
+      1.50140941f};
+  static constexpr float c2[9] = {-0.000200214257f, 0.000100950558f, 0.00134934322f,
+      -0.00367342844f, 0.00573950773f, -0.0076224613f, 0.00943887047f, 1.00167406f, 2.83297682f};
+  const bool small = w < 5.0f;
+  const float t = fm::fsel(small, w - 2.5f, s - 3.0f);
+  float p = fm::fsel(small, c1[0], c2[0]);
+  p = fm::fmadd<Fused>(p, t, fm::fsel(small, c1[1], c2[1]));
+  p = fm::fmadd<Fused>(p, t, fm::fsel(small, c1[2], c2[2]));
+  p = fm::fmadd<Fused>(p, t, fm::fsel(small, c1[3], c2[3]));
+  p = fm::fmadd<Fused>(p, t, fm::fsel(small, c1[4], c2[4]));
+  p = fm::fmadd<Fused>(p, t, fm::fsel(small, c1[5], c2[5]));
+  p = fm::fmadd<Fused>(p, t, fm::fsel(small, c1[6], c2[6]));
+  p = fm::fmadd<Fused>(p, t, fm::fsel(small, c1[7], c2[7]));
+  p = fm::fmadd<Fused>(p, t, fm::fsel(small, c1[8], c2[8]));
+  const float edge = fm::fsel(std::fabs(y) == 1.0f, y * std::numeric_limits<float>::infinity(),
+                              std::numeric_limits<float>::quiet_NaN());
+  return fm::fsel(std::fabs(y) < 1.0f, p * y, edge);
+}
+template <bool Fused = true>
+inline float erfinv32(float y) {
+  const float w = erfinv32_w<Fused>(y);
+  return erfinv32_poly<Fused>(y, w, w < 5.0f ? 0.0f : std::sqrt(w));
+}
+template <bool Fused>
+TIDU_FM_INLINE void erfinv32_loop(const float* x, float* y, std::int64_t n) {
+  constexpr std::int64_t kChunk = 256;
+  float w[kChunk], s[kChunk];
+  for (std::int64_t i0 = 0; i0 < n; i0 += kChunk) {
+    const std::int64_t m = n - i0 < kChunk ? n - i0 : kChunk;
+    const float* xs = x + i0;
+    for (std::int64_t j = 0; j < m; ++j) w[j] = erfinv32_w<Fused>(xs[j]);
+    for (std::int64_t j = 0; j < m; ++j) s[j] = w[j] < 5.0f ? 0.0f : std::sqrt(w[j]);
+    for (std::int64_t j = 0; j < m; ++j) y[i0 + j] = erfinv32_poly<Fused>(xs[j], w[j], s[j]);
+  }
+}
+
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+__attribute__((target("fma"))) inline void erfinv32_fma(const float* x, float* y, std::int64_t n) {
+  erfinv32_loop<true>(x, y, n);
+}
+#endif
+
+inline void erfinv32_array(const float* x, float* y, std::int64_t n) {
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+  if (has_fma_cpu()) return erfinv32_fma(x, y, n);
+#endif
+  erfinv32_loop<true>(x, y, n);
+}
+
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 // The array kernel compiled for FMA hardware, chosen at run time: std::fma inlines to one
 // instruction there (elsewhere it is a libm call, same result).
 __attribute__((target("fma"))) inline void erfinv64_fma(const double* x, double* y,
                                                         std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) y[i] = erfinv64<true>(x[i]);
 }
-inline bool has_fma() {
-  static const bool yes = __builtin_cpu_supports("fma");
-  return yes;
-}
 #endif
 
 inline void erfinv64_array(const double* x, double* y, std::int64_t n) {
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
-  if (has_fma()) return erfinv64_fma(x, y, n);
+  if (has_fma_cpu()) return erfinv64_fma(x, y, n);
 #endif
   for (std::int64_t i = 0; i < n; ++i) y[i] = erfinv64<true>(x[i]);
 }
@@ -125,36 +193,7 @@ inline void erfinv64_array(const double* x, double* y, std::int64_t n) {
 template <class T>
 inline T erfinv(T y) {
   if constexpr (std::is_same_v<T, float>) {
-    if (!(y > T(-1) && y < T(1))) {  // NaN, |y| >= 1
-      if (y == T(1)) return std::numeric_limits<T>::infinity();
-      if (y == T(-1)) return -std::numeric_limits<T>::infinity();
-      return std::numeric_limits<T>::quiet_NaN();
-    }
-    T w = -std::log((T(1) - y) * (T(1) + y)), p;
-    if (w < T(5)) {
-      w -= T(2.5);
-      p = T(2.81022636e-08f);
-      p = T(3.43273939e-07f) + p * w;
-      p = T(-3.5233877e-06f) + p * w;
-      p = T(-4.39150654e-06f) + p * w;
-      p = T(0.00021858087f) + p * w;
-      p = T(-0.00125372503f) + p * w;
-      p = T(-0.00417768164f) + p * w;
-      p = T(0.246640727f) + p * w;
-      p = T(1.50140941f) + p * w;
-    } else {
-      w = std::sqrt(w) - T(3);
-      p = T(-0.000200214257f);
-      p = T(0.000100950558f) + p * w;
-      p = T(0.00134934322f) + p * w;
-      p = T(-0.00367342844f) + p * w;
-      p = T(0.00573950773f) + p * w;
-      p = T(-0.0076224613f) + p * w;
-      p = T(0.00943887047f) + p * w;
-      p = T(1.00167406f) + p * w;
-      p = T(2.83297682f) + p * w;
-    }
-    return p * y;
+    return math_detail::erfinv32<true>(y);
   } else {
     return math_detail::erfinv64<true>(static_cast<double>(y));
   }
@@ -184,7 +223,7 @@ inline bool math_unary(Op op, const T* x, T* y, std::int64_t n) {
       case Op::Erfc: for (std::int64_t i = 0; i < n; ++i) y[i] = std::erfc(x[i]); return true;
       case Op::ErfInv:
         if constexpr (std::is_same_v<T, double>) math_detail::erfinv64_array(x, y, n);
-        else for (std::int64_t i = 0; i < n; ++i) y[i] = erfinv(x[i]);
+        else math_detail::erfinv32_array(x, y, n);
         return true;
       case Op::Cbrt: for (std::int64_t i = 0; i < n; ++i) y[i] = std::cbrt(x[i]); return true;
       case Op::Logistic: for (std::int64_t i = 0; i < n; ++i) y[i] = logistic(x[i]); return true;
