@@ -48,10 +48,11 @@ def _pair(dtype):
     return a, b
 
 
-def _check(got, want):
+def _check(got, want, what: str = ""):
+    """got equals want bit for bit, dtype included; what names the case in a failure."""
     got, want = np.asarray(got), np.asarray(want)
-    assert got.dtype == want.dtype, (got.dtype, want.dtype)
-    np.testing.assert_array_equal(got, want)
+    assert got.dtype == want.dtype, (what, got.dtype, want.dtype)
+    np.testing.assert_array_equal(got, want, err_msg=what)
 
 
 # ---- promotion ----
@@ -113,10 +114,7 @@ def test_elementwise_match_jax(dtype, backend):
     got = td.jit(f(td), backend=backend)(a, b)
     want = f(jnp)(jnp.asarray(a), jnp.asarray(b))
     for name, g, w in zip(list(BINARY) + list(NAMED) + list(UNARY) + ["neg", "~"], got, want):
-        try:
-            _check(g, w)
-        except AssertionError as e:
-            raise AssertionError(f"{name} {dtype} {backend}: {e}") from None
+        _check(g, w, f"{name} {dtype} {backend}")
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -128,10 +126,7 @@ def test_division_match_jax(dtype, backend):
     got = td.jit(lambda a, b: [getattr(td, n)(a, b) for n in names], backend=backend)(a, b)
     for name, g in zip(names, got):
         w = getattr(jnp, name)(a, b)
-        try:
-            _check(g, w)
-        except AssertionError as e:
-            raise AssertionError(f"{name} {dtype} {backend}: {e}") from None
+        _check(g, w, f"{name} {dtype} {backend}")
 
 
 @pytest.mark.parametrize("dtype", INTS)
@@ -167,10 +162,7 @@ def test_shifts_match_jax(dtype, backend):
                  [getattr(td.lax, n)(a, s) for n in lax], backend=backend)(a, s)
     want = [getattr(jnp, n)(a, s) for n in names] + [getattr(jax.lax, n)(a, s) for n in lax]
     for name, g, w in zip(names + lax, got, want):
-        try:
-            _check(g, w)
-        except AssertionError as e:
-            raise AssertionError(f"{name} {dtype} {backend}: {e}") from None
+        _check(g, w, f"{name} {dtype} {backend}")
 
 
 # ---- reductions, sorting, indexing ----
@@ -191,10 +183,7 @@ def test_reductions_match_jax(dtype, backend):
     k = 0
     for n in names:
         for axis in ((None, 0, 1) if not n.startswith("cum") else (0, 1)):
-            try:
-                _check(got[k], getattr(jnp, n)(x, axis=axis))
-            except AssertionError as e:
-                raise AssertionError(f"{n} axis={axis} {dtype} {backend}: {e}") from None
+            _check(got[k], getattr(jnp, n)(x, axis=axis), f"{n} axis={axis} {dtype} {backend}")
             k += 1
 
 
@@ -231,10 +220,7 @@ def test_sort_gather_scatter_match_jax(dtype, backend):
             jnp.where(jx > upd[0], jx, upd[1]), jnp.concatenate([jx, upd]),
             jnp.unique(jx, size=N, fill_value=0))
     for k, (g, w) in enumerate(zip(got, want)):
-        try:
-            _check(g, w)
-        except AssertionError as e:
-            raise AssertionError(f"output {k} {dtype} {backend}: {e}") from None
+        _check(g, w, f"output {k} {dtype} {backend}")
 
 
 # ---- conversions ----
@@ -254,10 +240,7 @@ def test_float_to_int_saturates_as_xla(src, backend):
     got = td.jit(lambda x: [x.astype(d) for d in INTS], backend=backend)(x)
     for d, g in zip(INTS, got):
         want = np.asarray(jax.jit(lambda v, d=d: v.astype(d))(x))
-        try:
-            _check(g, want)
-        except AssertionError as e:
-            raise AssertionError(f"{src} -> {d} {backend}: {e}") from None
+        _check(g, want, f"{src} -> {d} {backend}")
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -268,10 +251,7 @@ def test_int_conversions_match_jax(src, backend):
     got = td.jit(lambda x: [x.astype(d) for d in targets], backend=backend)(x)
     for d, g in zip(targets, got):
         want = np.asarray(jax.jit(lambda v, d=d: v.astype(d))(x))
-        try:
-            _check(g, want)
-        except AssertionError as e:
-            raise AssertionError(f"{src} -> {d} {backend}: {e}") from None
+        _check(g, want, f"{src} -> {d} {backend}")
 
 
 def test_no_gradient_through_integers():
