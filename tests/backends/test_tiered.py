@@ -329,3 +329,23 @@ def test_a_dropped_tiered_function_goes_at_once_without_the_collector(mode, how)
         assert memory._core.live_holders() == before
     finally:
         gc.enable()
+
+
+@pytest.mark.parametrize("how", ["on", "sync"])
+def test_clear_caches_lets_a_tiered_program_go_while_its_function_lives(mode, how):
+    """The function's tiers() holds its undecided programs weakly and a decided one's final
+    state only, so clear_caches empties the interner with the function alive (the program
+    comes back on the next call, as every cached program does)."""
+    from tidu.graph import memory
+
+    mode(how, calls=1)
+    f = td.jit(loss)
+    for _ in range(3):
+        want = f(W, X)
+    (state,) = f.tiers()
+    assert state["tier"] == ("xla" if how == "sync" else "interpreter"), state
+    assert memory._core.live_holders() > 0
+    assert td.clear_caches()  # nothing else holds ids: the interner is emptied
+    assert memory._core.live_holders() == 0
+    assert f.tiers() == []  # its program went with the cache
+    np.testing.assert_allclose(f(W, X), want, rtol=1e-12)

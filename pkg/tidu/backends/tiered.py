@@ -481,17 +481,25 @@ def _xla_entry(prog, runner):
 class TierTable(dict):
     """A jitted function's ``tiers``: its programs that tiering moves, by call signature;
     ``tiers()`` lists the state of each still in its cache (``Tiered.state``) with its call
-    signature under ``signature``."""
+    signature under ``signature``. It holds a program's Tiered weakly while tiering decides (the
+    function's cache holds it: clear_caches lets the program go) and the state it ended in once
+    decided (the Tiered is gone from the cache then)."""
 
-    __slots__ = ("cache",)
+    __slots__ = ("cache", "__weakref__")
 
     def __init__(self, cache):
         super().__init__()
         self.cache = cache
 
     def __call__(self) -> list[dict]:
-        return [{"signature": sig, **t.state()} for sig, t in list(self.items())
-                if sig in self.cache]
+        out = []
+        for sig, v in list(self.items()):
+            if sig not in self.cache:
+                continue
+            state = v if isinstance(v, dict) else (t.state() if (t := v()) is not None else None)
+            if state is not None:
+                out.append({"signature": sig, **state})
+        return out
 
 
 def track(run, sig, table: TierTable | None) -> None:
@@ -502,10 +510,13 @@ def track(run, sig, table: TierTable | None) -> None:
         return
     for s in [s for s in table if s not in table.cache]:
         del table[s]
-    table[sig] = run
-    ref = weakref.ref(table.cache)
+    table[sig] = weakref.ref(run)  # no callback: a signal landing in one would be dropped
+    ref, table_ref = weakref.ref(table.cache), weakref.ref(table)
 
     def on_final(t, run):
+        tbl = table_ref()
+        if tbl is not None and sig in tbl:
+            tbl[sig] = t.state()  # decided: what tiers() says from now on
         c = ref()
         if c is None:
             return
