@@ -22,6 +22,20 @@ def builds(cpp_build):
     return {"release": cpp_build("release"), "asan": cpp_build("asan")}
 
 
+def _save_for_cpp(prog, inputs, outs, tmp_path, name: str) -> list[str]:
+    """prog saved with the raw buffers of its inputs and of Python's outputs, in program order;
+    returns eval_saved's arguments for them."""
+    prog.save(tmp_path / f"{name}.tidu")
+    (tmp_path / "in.bin").write_bytes(b"".join(np.asarray(a).tobytes() for a in inputs))
+    (tmp_path / "want.bin").write_bytes(b"".join(np.asarray(o).tobytes() for o in outs))
+    return [str(tmp_path / f"{name}.tidu"), str(tmp_path / "in.bin"), str(tmp_path / "want.bin")]
+
+
+def _eval_saved(build_dir: Path, args: list[str]) -> subprocess.CompletedProcess:
+    """The C++ consumer's eval_saved run on args (see _save_for_cpp)."""
+    return subprocess.run([str(build_dir / "eval_saved"), *args], capture_output=True, text=True)
+
+
 def test_get_include_and_cmake_dir_exist():
     assert (Path(td.get_include()) / "tidu" / "tidu.hpp").is_file()
     assert (Path(td.get_cmake_dir()) / "tiduConfig.cmake").is_file()
@@ -58,12 +72,8 @@ def test_cpp_evaluates_saved_loop_program_like_python(builds, kind, tmp_path):
     feed = {"x": x, "w": w}
     inputs = [np.asarray(feed[n], np.float64) for n in prog.inputs]
     outs = prog.program.eval(inputs)
-    prog.save(tmp_path / "loops.tidu")
-    (tmp_path / "in.bin").write_bytes(b"".join(a.tobytes() for a in inputs))
-    (tmp_path / "want.bin").write_bytes(b"".join(np.asarray(o).tobytes() for o in outs))
-    res = subprocess.run([str(builds[kind] / "eval_saved"), str(tmp_path / "loops.tidu"),
-                          str(tmp_path / "in.bin"), str(tmp_path / "want.bin")],
-                         capture_output=True, text=True)
+    args = _save_for_cpp(prog, inputs, outs, tmp_path, "loops")
+    res = _eval_saved(builds[kind], args)
     assert res.returncode == 0, res.stdout + res.stderr
     assert f"eval_saved: ok (2 inputs, {len(outs)} outputs)" in res.stdout
 
@@ -82,20 +92,14 @@ def test_cpp_evaluates_saved_integer_dtypes_like_python(cpp_build, tmp_path):
     inputs = [rng.integers(np.iinfo(d).min, np.iinfo(d).max, 16, dtype=d, endpoint=True)
               for d in prog.inputs]
     outs = prog.program.eval(inputs)
-    prog.save(tmp_path / "ints.tidu")
-    (tmp_path / "in.bin").write_bytes(b"".join(a.tobytes() for a in inputs))
-    (tmp_path / "want.bin").write_bytes(b"".join(np.asarray(o).tobytes() for o in outs))
-    res = subprocess.run([str(cpp_build("release") / "eval_saved"), str(tmp_path / "ints.tidu"),
-                          str(tmp_path / "in.bin"), str(tmp_path / "want.bin")],
-                         capture_output=True, text=True)
+    args = _save_for_cpp(prog, inputs, outs, tmp_path, "ints")
+    res = _eval_saved(cpp_build("release"), args)
     assert res.returncode == 0, res.stdout + res.stderr
     assert "eval_saved: ok (5 inputs, 8 outputs)" in res.stdout
     bad = bytearray((tmp_path / "want.bin").read_bytes())
     bad[-1] ^= 1  # one bit off in the last output: refused
     (tmp_path / "want.bin").write_bytes(bytes(bad))
-    res = subprocess.run([str(cpp_build("release") / "eval_saved"), str(tmp_path / "ints.tidu"),
-                          str(tmp_path / "in.bin"), str(tmp_path / "want.bin")],
-                         capture_output=True, text=True)
+    res = _eval_saved(cpp_build("release"), args)
     assert res.returncode == 1 and "output 7 (int8) differs" in res.stderr, res.stderr
 
 
@@ -114,12 +118,8 @@ def test_cpp_evaluates_saved_fft_program_like_python(builds, kind, tmp_path):
     feed = {"x": x, "w": w}
     inputs = [np.asarray(feed[n]) for n in prog.inputs]
     outs = prog.program.eval(inputs)
-    prog.save(tmp_path / "fft.tidu")
-    (tmp_path / "in.bin").write_bytes(b"".join(a.tobytes() for a in inputs))
-    (tmp_path / "want.bin").write_bytes(b"".join(np.asarray(o).tobytes() for o in outs))
-    res = subprocess.run([str(builds[kind] / "eval_saved"), str(tmp_path / "fft.tidu"),
-                          str(tmp_path / "in.bin"), str(tmp_path / "want.bin")],
-                         capture_output=True, text=True)
+    args = _save_for_cpp(prog, inputs, outs, tmp_path, "fft")
+    res = _eval_saved(builds[kind], args)
     assert res.returncode == 0, res.stdout + res.stderr
     assert f"eval_saved: ok (2 inputs, {len(outs)} outputs)" in res.stdout
 
@@ -197,12 +197,8 @@ def test_cpp_evaluates_saved_custom_rule_program_like_python(builds, kind, tmp_p
     outs = prog.program.eval([x])
     # clip's bwd clips 3 sigmoid(3 x) (above 0.5 here) to 0.5; the root is sqrt(|x|^2 + 1)
     assert np.allclose(outs[1], 0.5 + x / np.sqrt(np.sum(x * x) + 1.0))
-    prog.save(tmp_path / "custom.tidu")
-    (tmp_path / "in.bin").write_bytes(x.tobytes())
-    (tmp_path / "want.bin").write_bytes(b"".join(np.asarray(o).tobytes() for o in outs))
-    res = subprocess.run([str(builds[kind] / "eval_saved"), str(tmp_path / "custom.tidu"),
-                          str(tmp_path / "in.bin"), str(tmp_path / "want.bin")],
-                         capture_output=True, text=True)
+    args = _save_for_cpp(prog, [x], outs, tmp_path, "custom")
+    res = _eval_saved(builds[kind], args)
     assert res.returncode == 0, res.stdout + res.stderr
     assert f"eval_saved: ok (1 inputs, {len(outs)} outputs)" in res.stdout
 
