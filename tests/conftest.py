@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +20,28 @@ def pytest_configure(config):
     limit = os.environ.get("TIDU_TEST_RECLAIM_BYTES")
     if limit:
         td.set_cache_limits(reclaim_bytes=int(limit))
+
+
+_OWN_PROCESS = "TIDU_TEST_OWN_PROCESS"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem):
+    """A test marked ``own_process`` runs in a child ``python -m pytest <its id>``: the interner,
+    the holders and the background compiles it sees are its own, not what the tests before it in
+    this worker left (a cut's cost grows with them: 2-3 minutes each in a full run against 5 s
+    alone). The child runs it with the same options; its failure is this test's."""
+    if pyfuncitem.get_closest_marker("own_process") is None or os.environ.get(_OWN_PROCESS):
+        return None
+    root = Path(__file__).resolve().parent.parent
+    env = dict(os.environ, **{_OWN_PROCESS: "1"})
+    cmd = [sys.executable, "-m", "pytest", pyfuncitem.nodeid, "-q", "-n", "0", "-p",
+           "no:cacheprovider", "--durations=0", "-W", "error"]
+    run = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, timeout=900)
+    if run.returncode != 0:
+        pytest.fail(f"in its own process ({' '.join(cmd[2:])}), rc={run.returncode}:\n"
+                    f"{run.stdout[-6000:]}\n{run.stderr[-3000:]}", pytrace=False)
+    return True
 
 
 def pytest_addoption(parser):

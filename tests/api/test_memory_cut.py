@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import gc
 import threading
-import time
 
 import numpy as np
 import pytest
@@ -50,6 +49,7 @@ def _why_no_cut() -> str:
             f"holder tops={_core.holder_tops()}")
 
 
+@pytest.mark.own_process
 def test_dropped_closures_nodes_go_while_a_long_lived_function_keeps_its_own():
     keep = td.jit(lambda x: td.sum(td.sin(x) ** 2))
     keep_grad = td.jit(td.grad(lambda x: td.sum(td.cos(x) * x)))
@@ -80,6 +80,7 @@ def test_dropped_closures_nodes_go_while_a_long_lived_function_keeps_its_own():
     np.testing.assert_array_equal(keep_grad(X), want_grad)
 
 
+@pytest.mark.own_process
 def test_the_cut_is_not_held_off_by_a_loop_that_always_has_its_newest_graph_in_use():
     """All the growth comes from f, and the next safe point is the trace of a small function
     right after f's call, while f (the newest graph) is in use: an attempt due only after
@@ -104,12 +105,10 @@ def test_the_cut_is_not_held_off_by_a_loop_that_always_has_its_newest_graph_in_u
             peak = max(peak, _stats()["n_ops"])
         return _core.generation() - start, peak - before
 
-    # an XLA compile an earlier test left in flight (tidu.backends.tiered) drops a program when
-    # it ends: holders going on their own make an attempt due wherever the loop is (CI: 2 cuts
-    # in the locked loop below), so it ends first
-    deadline = time.monotonic() + 120
-    while tiered.in_flight() and time.monotonic() < deadline:
-        time.sleep(0.05)
+    # in its own process (own_process): an XLA compile an earlier test left in flight
+    # (tidu.backends.tiered) would drop a program when it ends, and holders going on their own
+    # make an attempt due wherever the loop is (CI at 0b41243: 2 cuts in the locked loop)
+    assert not tiered.in_flight()
     retries = memory._RETRIES
     memory._RETRIES = 0  # as before the retries: the loop above never gets its memory back ...
     try:
@@ -203,6 +202,7 @@ def test_no_automatic_cut_while_a_trace_is_open():
     assert (_stats()["epoch"], _core.generation()) != start, _why_no_cut()
 
 
+@pytest.mark.own_process
 def test_the_automatic_cut_runs_with_other_python_threads_alive():
     """A process with a second thread (a server, a data loader) still gets its memory back; the
     cut waits only for traces and graph transforms in progress."""
