@@ -12,7 +12,17 @@ from tidu import ops
 from tidu._paths import get_cmake_dir, get_include
 from tidu.ad import LinearFragment, SavedValue, differentiate, saved_values
 from tidu.api import custom_derivatives, debug, lax, tree_util
-from tidu.api.control_flow import checkpoint, cond, fori_loop, remat, scan, switch, while_loop
+from tidu.api.control_flow import (
+    checkpoint,
+    checkpoint_name,
+    checkpoint_policies,
+    cond,
+    fori_loop,
+    remat,
+    scan,
+    switch,
+    while_loop,
+)
 from tidu.api.custom import custom_jvp
 from tidu.api.custom_vjp import custom_vjp
 from tidu.api.debug import pure_callback
@@ -30,6 +40,8 @@ from tidu.api.grad import (
 )
 from tidu.api.jit import jit
 from tidu.api.linear_transpose import linear_transpose
+from tidu.api.lowered import Lowered
+from tidu.api.runtime import block_until_ready, device_get, make_jaxpr, make_program
 from tidu.api.shard_map import shard_map
 from tidu.api.vmap import vmap
 from tidu.backends import xla
@@ -121,9 +133,7 @@ from tidu.numpy.core import (
     log,
     log1p,
     matmul,
-    max,
     maximum,
-    mean,
     minimum,
     power,
     real,
@@ -133,7 +143,6 @@ from tidu.numpy.core import (
     sin,
     sqrt,
     stop_gradient,
-    sum,
     tanh,
     where,
 )
@@ -190,7 +199,9 @@ from tidu.numpy.numeric import (
     signbit,
     sinc,
 )
-from tidu.numpy.reductions import diff, std, var
+from tidu.numpy.reducers import all, amax, amin, any, max, mean, min, prod, std, sum, var
+from tidu.numpy.reductions import diff
+from tidu.numpy.segment import segment_max, segment_min, segment_prod, segment_sum
 from tidu.numpy.selection import (
     argwhere,
     bincount,
@@ -225,8 +236,6 @@ from tidu.numpy.shapes import (
     vstack,
 )
 from tidu.numpy.sorting import (
-    all,
-    any,
     argmax,
     argmin,
     argsort,
@@ -234,8 +243,6 @@ from tidu.numpy.sorting import (
     cummin,
     cumprod,
     cumsum,
-    min,
-    prod,
     sort,
 )
 from tidu.numpy.statistics import (
@@ -367,6 +374,10 @@ __all__ = [
     "ValKey",
     "value_and_grad", "vander", "var", "vdot", "vjp", "vmap", "vstack", "where", "while_loop",
     "xla", "zeros", "zeros_like", "random",
+    # jax's runtime and inspection names (tidu.api.runtime, tidu.api.lowered)
+    "block_until_ready", "checkpoint_name", "checkpoint_policies", "device_get", "Lowered",
+    "make_jaxpr", "make_program",
+    "amax", "amin", "segment_max", "segment_min", "segment_prod", "segment_sum",
 ]
 
 from tidu import random  # noqa: E402  (last: it builds on the names above)

@@ -817,9 +817,10 @@ cdef class Tracer:
     def __ne__(self, o): return _py._compare("NE", self, o)
 
     # methods
-    def sum(self, axis=None, keepdims=False): return _py.sum(self, axis, keepdims)
-    def max(self, axis=None, keepdims=False): return _py.max(self, axis, keepdims)
-    def mean(self, axis=None, keepdims=False): return _py.mean(self, axis, keepdims)
+    # jax.Array's signatures (dtype, initial, where, ...): tidu.numpy.reducers
+    def sum(self, *args, **kwargs): return _py.sum(self, *args, **kwargs)
+    def max(self, *args, **kwargs): return _py.max(self, *args, **kwargs)
+    def mean(self, *args, **kwargs): return _py.mean(self, *args, **kwargs)
     def reshape(self, *shape): return reshape(self, shape[0] if len(shape) == 1 else shape)
 
     def transpose(self, *axes):

@@ -242,15 +242,26 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
     return _unflatten(i_spec, outs[:n_c]), _unflatten(y_spec, outs[n_c:])
 
 
-def fori_loop(lower, upper, body_fun: Callable, init_val):
+def fori_loop(lower, upper, body_fun: Callable, init_val, *, unroll: int | bool | None = None):
     """``jax.lax.fori_loop``: ``val = body_fun(i, val)`` for i in [lower, upper).
+
+    ``unroll`` (a positive int or a bool) is checked as jax's and, as ``scan``'s, ignored: the
+    loop is never unrolled.  As in jax it needs static bounds.
 
     Static bounds (anything not traced, converted by ``int()`` as jax does: float bounds
     truncate) give a scan (differentiable in both modes); traced bounds give a while_loop
     (forward mode only).  The bounds' dtypes must agree, as in jax: a Python int beside an integer
     array takes its dtype; fori_loop(0, 3.5, ...) is a TypeError."""
     _fori_bounds_dtype(lower, upper)
-    if not isinstance(lower, Tracer) and not isinstance(upper, Tracer):
+    static = not isinstance(lower, Tracer) and not isinstance(upper, Tracer)
+    if unroll is not None:
+        if not isinstance(unroll, (bool, int, np.integer)) or (
+                not isinstance(unroll, bool) and unroll < 1):
+            raise ValueError(f"fori_loop: unroll must be a positive int or a bool, got {unroll!r}")
+        if not static:
+            raise ValueError("fori_loop: unroll needs static loop bounds (as in jax); these are "
+                             "traced")
+    if static:
         try:
             lo, hi = int(lower), int(upper)
         except TypeError as e:  # complex, or not a number at all
@@ -415,10 +426,15 @@ def checkpoint(fn: Callable, policy=None, prevent_cse: bool = True, static_argnu
     from its arguments instead of saving them: a VJP keeps only fn's inputs (and outputs) and
     runs fn's forward part again in its backward part.
 
-    ``policy`` (jax's saveable-value policies) is not supported: only None (save nothing)."""
-    if policy is not None:
-        raise NotImplementedError("checkpoint: only policy=None (recompute everything) is "
-                                  "supported")
+    ``policy``: one of ``tidu.checkpoint_policies`` (jax's names) or any callable jax takes.
+    tidu applies a policy at its two ends only: ``everything_saveable`` saves everything (fn
+    as it is, no recomputation); every other policy recomputes everything, as None does. The
+    values are the same; the memory a VJP holds is at most jax's, its work at least jax's."""
+    if policy is not None and not callable(policy):
+        raise TypeError(f"checkpoint: policy must be callable (a tidu.checkpoint_policies "
+                        f"entry), got {policy!r}")
+    if policy is everything_saveable:
+        return fn
     if static_argnums:
         raise NotImplementedError("checkpoint: static_argnums is not supported; close over "
                                   "static values instead")
@@ -448,3 +464,45 @@ def checkpoint(fn: Callable, policy=None, prevent_cse: bool = True, static_argnu
 
 
 remat = checkpoint
+
+
+# jax.checkpoint_policies' names: saveable-value predicates (prim, *avals, **params) -> bool.
+# tidu's checkpoint reads everything_saveable (save all) and treats the rest as "save nothing".
+
+def everything_saveable(*_, **__) -> bool:
+    return True
+
+
+def nothing_saveable(*_, **__) -> bool:
+    return False
+
+
+def _saveable_by_name(*names):
+    return nothing_saveable
+
+
+class checkpoint_policies:  # noqa: N801 - jax's name, a namespace of policies
+    """``jax.checkpoint_policies`` (see ``checkpoint``: every policy but ``everything_saveable``
+    recomputes everything in tidu)."""
+
+    everything_saveable = staticmethod(everything_saveable)
+    nothing_saveable = staticmethod(nothing_saveable)
+    dots_saveable = checkpoint_dots = staticmethod(nothing_saveable)
+    dots_with_no_batch_dims_saveable = staticmethod(nothing_saveable)
+    checkpoint_dots_with_no_batch_dims = staticmethod(nothing_saveable)
+    save_only_these_names = save_any_names_but_these = staticmethod(_saveable_by_name)
+    save_and_offload_only_these_names = staticmethod(
+        lambda *_, **__: nothing_saveable)
+
+    @staticmethod
+    def save_from_both_policies(policy_1, policy_2):
+        if policy_1 is everything_saveable or policy_2 is everything_saveable:
+            return everything_saveable
+        return nothing_saveable
+
+
+def checkpoint_name(x, name: str):
+    """``jax.ad_checkpoint.checkpoint_name``: x, named for a policy (tidu's policies read no
+    names, so this is the identity)."""
+    del name
+    return x

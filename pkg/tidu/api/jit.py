@@ -16,6 +16,8 @@ import numpy as np
 
 from tidu._native import _core
 from tidu.api.guards import MAX_VARIANTS, Concrete, Guarded, GuardMiss
+from tidu.api.lowered import Lowered
+from tidu.api.lowered import output_builder as _output_builder
 from tidu.api.tree import check_leaves, unflatten
 from tidu.api.tree import flatten_args as _flatten_args
 from tidu.api.tree_util import keystr, tree_leaves_with_path
@@ -118,16 +120,6 @@ def describe(fn, what: str, user, names=None):
     return fn
 
 
-def _output_builder(tree) -> Callable[[list], Any]:
-    """A function from a program's flat outputs to fn's output structure (the common shapes,
-    one array or a flat tuple of them, without walking the tree per call)."""
-    if tree is None:
-        return lambda res: res[0]
-    if tree[0] is tuple and all(c is None for c in tree[1]):
-        return tuple
-    return functools.partial(unflatten, tree)
-
-
 def _entry(fn, args, backend, device, concrete, variants=None) -> tuple:
     """A jit cache entry (program, output builder, input order, C++ entry point); a program
     with guards gets a guard-checking builder (a tidu.guards.Guarded variant, one of
@@ -185,6 +177,8 @@ def _other_path(cache, sig, fn, args, leaves, miss, backend, device):
 
 def jit(fn: Callable | None = None, *, static_argnums=None, static_argnames=None,
         backend: str = "auto", device=None, in_shardings=None, out_shardings=None,
+        donate_argnums=None, donate_argnames=None, keep_unused: bool = False,
+        inline: bool = False, compiler_options: dict | None = None,
         _concrete: bool = False) -> Callable:
     """Compile fn once per input shapes/dtypes and evaluate it with the compiled program.
 
@@ -208,6 +202,13 @@ def jit(fn: Callable | None = None, *, static_argnums=None, static_argnames=None
             is traced and compiled once per distinct value (``range(n)``, ``if flag:`` work).
         static_argnames: a str or strs: the same for arguments passed by keyword.  Each of the
             two also marks the parameter it names in fn's signature, as in jax.
+        donate_argnums, donate_argnames: accepted and checked as jax's (ints / strs), and
+            ignored: tidu never writes into a caller's array (the interpreter's outputs are new
+            numpy arrays; XLA gets a copy of a numpy input), so there is nothing to donate.
+        keep_unused, inline: accepted for jax's signature: an argument fn never reads is not
+            a program input whatever keep_unused says (the call still takes it), and a jit
+            called inside a trace is always inlined.
+        compiler_options: XLA's flags in jax; only None or {} (tidu takes none).
 
     Returns:
         A function with fn's signature returning numpy arrays in fn's output structure, with
@@ -225,8 +226,16 @@ def jit(fn: Callable | None = None, *, static_argnums=None, static_argnames=None
     if fn is None:
         return functools.partial(jit, static_argnums=static_argnums,
                                  static_argnames=static_argnames, backend=backend, device=device,
-                                 in_shardings=in_shardings, out_shardings=out_shardings)
+                                 in_shardings=in_shardings, out_shardings=out_shardings,
+                                 donate_argnums=donate_argnums, donate_argnames=donate_argnames,
+                                 keep_unused=keep_unused, inline=inline,
+                                 compiler_options=compiler_options)
     _check_backend(backend)
+    _as_tuple(donate_argnums, int, "donate_argnums")  # checked as jax does, then ignored
+    _as_tuple(donate_argnames, str, "donate_argnames")
+    del keep_unused, inline
+    if compiler_options:
+        raise NotImplementedError("jit: compiler_options are XLA flags in jax; tidu takes none")
     sharded = in_shardings is not None or out_shardings is not None
     if sharded:
         if backend == "cpu" or device is not None:
@@ -547,54 +556,3 @@ def lower_program(fn: Callable, args: tuple, backend: str, device, names) -> "Lo
     flat_names = [n for a, name in zip(args, names) for n in leaf_names(a, name)]
     prog, out_tree = trace_program(fn, args, backend, device, concrete=False)
     return Lowered(prog, out_tree, flat_names)
-
-
-class Lowered:
-    """The compiled program behind a jitted function for given argument shapes and dtypes:
-    ``tidu.jit(f).lower(*args)`` (and ``tidu.jit(tidu.grad(f)).lower(*args)``).
-
-    Attributes:
-        program: the tidu.CompiledProgram (its ``inputs`` are tidu's own keys).
-        inputs: the name of each program input, in the order the program (and a C++ caller of
-            the saved file) takes them: the parameter name of fn (``x``), with the path into a
-            tuple/list/dict argument (``params['w']``, ``xs[0]``).  An argument fn never reads
-            is not an input.
-        in_avals: each input's shape and dtype, in that order.
-        outputs: how many outputs the program has (fn's output leaves in flattening order).
-    """
-
-    def __init__(self, program, out_tree, flat_names: list[str]):
-        self.program = program
-        self._leaf = [key[1] for key in program.inputs]  # each input's leaf index
-        self.inputs = [flat_names[i] for i in self._leaf]
-        self.in_avals = [k.aval for k in program.input_vals]
-        self.outputs = len(program.outputs)
-        self._build = _output_builder(out_tree)
-
-    def input_names(self) -> list[str]:
-        """The inputs' names in program order (as ``tidu::Program::input_names()`` reads them
-        from the saved file)."""
-        return list(self.inputs)
-
-    def save(self, path) -> None:
-        """Write the program as a .tidu file for ``tidu.load`` or C++ ``tidu::Program::load``;
-        the file carries the input names of ``self.inputs``."""
-        self.program.save(path, input_names=self.inputs)
-
-    def as_stablehlo(self, batch: int | None = None) -> str:
-        """The program as StableHLO MLIR text, ``@main`` taking ``self.inputs`` in order."""
-        return self.program.as_stablehlo(batch)
-
-    def to_dot(self) -> str:
-        """The program as Graphviz DOT text."""
-        return self.program.to_dot()
-
-    def __call__(self, *args) -> Any:
-        """Evaluate at these arguments (same structure, shapes and dtypes as lowered)."""
-        leaves, _ = _flatten_args(args)
-        return self._build(self.program.eval([leaves[i] for i in self._leaf]))
-
-    def __repr__(self) -> str:
-        ins = ", ".join(f"{n}: {a}" for n, a in zip(self.inputs, self.in_avals))
-        n = self.program.n_instructions
-        return f"Lowered({ins}) -> {self.outputs} outputs, {n} instructions"

@@ -20,7 +20,7 @@ from tidu.numpy import (
     dispatch,
     indexing,
     logical,
-    reductions,
+    reducers,
     shapes,
     sorting,
     statistics,
@@ -43,8 +43,8 @@ def _copy(x, order=None):
 # jax.Array's methods beyond the ones the compiled Tracer defines itself (sum, max, mean,
 # reshape, transpose, astype, conj, item, real, imag, at): x.name(...) is fn(x, ...).
 METHODS = {
-    "all": sorting.all,
-    "any": sorting.any,
+    "all": reducers.all,
+    "any": reducers.any,
     "argmax": sorting.argmax,
     "argmin": sorting.argmin,
     "argsort": sorting.argsort,
@@ -56,8 +56,8 @@ METHODS = {
     "diagonal": creation.diagonal,
     "dot": core.dot,
     "flatten": _flatten,
-    "min": sorting.min,
-    "prod": sorting.prod,
+    "min": reducers.min,
+    "prod": reducers.prod,
     "ptp": statistics.ptp,
     "ravel": shapes.ravel,
     "repeat": shapes.repeat,
@@ -65,11 +65,11 @@ METHODS = {
     "searchsorted": statistics.searchsorted,
     "sort": sorting.sort,
     "squeeze": shapes.squeeze,
-    "std": reductions.std,
+    "std": reducers.std,
     "swapaxes": shapes.swapaxes,
     "take": take.take,
     "trace": contractions.trace,
-    "var": reductions.var,
+    "var": reducers.var,
 }
 
 # jax.Array's properties beyond shape, dtype, ndim, size, T, real, imag, at
@@ -121,8 +121,8 @@ HOOKS = SimpleNamespace(
     left_shift=logical.left_shift,
     matmul=core.matmul,
     matmul_rule=core.matmul_rule,
-    max=core.max,
-    mean=core.mean,
+    max=reducers.max,
+    mean=reducers.mean,
     method=method,
     power=core.power,
     real=core.real,
@@ -130,7 +130,7 @@ HOOKS = SimpleNamespace(
     reshape_general=core.reshape_general,
     reshape_rule=core.reshape_rule,
     right_shift=logical.right_shift,
-    sum=core.sum,
+    sum=reducers.sum,
     transpose=core.transpose,
 )
 

@@ -26,7 +26,16 @@ from tidu import ops as P
 from tidu.graph import _aval_list, shape_rule
 from tidu.graph.dtypes import INTS
 from tidu.graph.memory import register_cache
-from tidu.numpy.core import astype, broadcast_to, maximum, minimum, reshape, transpose, where
+from tidu.numpy.core import (
+    astype,
+    broadcast_to,
+    maximum,
+    minimum,
+    power,
+    reshape,
+    transpose,
+    where,
+)
 from tidu.trace.tracer import Tracer, _emit, _home, _lift, _trace_of
 
 __all__ = ["IndexUpdateRef", "advanced_getitem"]
@@ -64,6 +73,9 @@ def _index_key(idx):
 
 def _getitem(x: Tracer, idx) -> Tracer:
     key = _index_key(idx)
+    if key is not None and any(type(i) is bool for i in (idx if isinstance(idx, tuple)
+                                                         else (idx,))):
+        return _bool_scalar_getitem(x, idx if isinstance(idx, tuple) else (idx,))
     if key is None and is_advanced(idx):  # integer arrays, traced ints: a Gather
         return advanced_getitem(x, idx)
     plan = _index_plans.get((x.aval.id, key)) if key is not None else None
@@ -78,6 +90,24 @@ def _getitem(x: Tracer, idx) -> Tracer:
     for pid, out in plan:
         v = t.store.emit(pid, 0, [v], out)
     return Tracer(t, v, _aval_list[plan[-1][1]]) if plan else x
+
+
+def _bool_scalar_getitem(x: Tracer, items: tuple) -> Tracer:
+    """jax's scalar boolean index among static items: True adds an axis of length 1 where it
+    stands (as None does), False one of length 0.  (numpy treats it as a 0-d mask, an advanced
+    index that moves to the front beside a separated int: ``x[1:, True, None, 2]`` is (1, 3, 1)
+    in numpy, (3, 1, 1) in jax and tidu.)"""
+    y = _getitem(x, tuple(None if type(i) is bool else i for i in items))
+    n_real = sum(1 for i in items if i is not None and i is not Ellipsis and type(i) is not bool)
+    axis = 0
+    for i in items:
+        if type(i) is bool and not i:
+            y = y[(slice(None),) * axis + (slice(0, 0),)]
+        if i is Ellipsis:
+            axis += x.ndim - n_real
+        elif type(i) is not int:  # an int index takes its axis away; the rest give one
+            axis += 1
+    return y
 
 
 def _at(x: Tracer):
@@ -243,7 +273,7 @@ class _Plan:
     """How x[idx] maps onto one Gather/Scatter: x expanded (None axes), sliced (static slices),
     permuted and merged so the advanced axes are one axis, and the linear index."""
 
-    def __init__(self, x: Tracer, idx, mode: str):
+    def __init__(self, x: Tracer, idx, mode: str, wrap: bool = True):
         t = _trace_of(x)
         items = list(idx) if isinstance(idx, tuple) else [idx]
         if sum(1 for i in items if i is Ellipsis) > 1:
@@ -313,7 +343,9 @@ class _Plan:
         big = math.prod(dims) >= 2 ** 31
         dts = {np.dtype(c.dtype) for c in comps}
         dt = np.dtype("int32") if dts == {np.dtype("int32")} and not big else np.dtype("int64")
-        comps = [_wrap(_cast(_bcast(c, bshape), dt), d) for c, d in zip(comps, dims)]
+        comps = [_cast(_bcast(c, bshape), dt) for c in comps]
+        if wrap:  # jax's wrap_negative_indices (default): -1 is the last element
+            comps = [_wrap(c, d) for c, d in zip(comps, dims)]
         lin = _linear_index(comps, dims, mode)
         self.valid = None
         if mode == "fill":
@@ -378,10 +410,11 @@ def _fill_value(dtype, fill_value):
     return np.iinfo(dt).min
 
 
-def _gather(x, idx, mode: str = "clip", fill_value=None):
-    """x[idx] through one Gather; mode 'clip' (clamp) or 'fill' (out-of-range -> fill_value)."""
+def _gather(x, idx, mode: str = "clip", fill_value=None, wrap: bool = True):
+    """x[idx] through one Gather; mode 'clip' (clamp) or 'fill' (out-of-range -> fill_value);
+    ``wrap``: a negative index counts from the end (False: it is out of range)."""
     x = _lift(_trace_of(x), x)
-    plan = _Plan(x, idx, "fill" if mode == "fill" else "gather")
+    plan = _Plan(x, idx, "fill" if mode == "fill" else "gather", wrap)
     if plan.axis is None:
         return plan.x_sl if plan.x_sl.shape == plan.gshape else reshape(plan.x_sl, plan.gshape)
     t = _trace_of(x)
@@ -406,16 +439,20 @@ def advanced_getitem(x: Tracer, idx) -> Tracer:
 _MODES = ("set", "add", "mul", "min", "max")
 
 
-def _scatter(x, idx, v, how: str, mode=None):
+def _scatter(x, idx, v, how: str, mode=None, wrap: bool = True):
     if mode not in (None, "drop", "clip", "promise_in_bounds", "fill"):
         raise ValueError(f"unknown index mode {mode!r}; expected 'drop', 'clip', "
                          f"'promise_in_bounds' or 'fill'")
     t = _trace_of(x, v)
     x = _lift(t, x)
-    plan = _Plan(x, idx, "clip" if mode == "clip" else "drop")
+    plan = _Plan(x, idx, "clip" if mode == "clip" else "drop", wrap)
     v = _lift(t, v)
     if v.dtype != x.dtype:
         v = astype(v, x.dtype)
+    if how == "sub":  # jax's scatter_sub: adding the negated updates (modular for unsigned)
+        if v.dtype.kind == "b":
+            raise TypeError("at[].subtract: bool arrays have no subtraction")
+        v, how = -v, "add"
     try:
         np.broadcast_shapes(v.shape, plan.gshape)
     except ValueError:
@@ -442,35 +479,82 @@ def _show(idx) -> str:
 
 
 class _IndexUpdateRef:
-    """``x.at[idx]``: ``get``, ``set``, ``add``, ``mul``, ``multiply``, ``min``, ``max`` as
-    jax's (``indices_are_sorted`` and ``unique_indices`` are accepted and ignored)."""
+    """``x.at[idx]``: ``get``, ``set``, ``add``, ``subtract``, ``mul``/``multiply``, ``divide``,
+    ``power``, ``min``, ``max``, ``apply`` as jax's (``indices_are_sorted`` and
+    ``unique_indices`` are accepted and ignored; ``wrap_negative_indices=False`` leaves a
+    negative index out of range instead of counting it from the end)."""
 
     __slots__ = ("x", "idx")
 
     def __init__(self, x, idx):
         self.x, self.idx = x, idx
 
-    def get(self, *, indices_are_sorted=False, unique_indices=False, mode=None, fill_value=None):
-        if mode not in (None, "clip", "promise_in_bounds", "fill"):
+    def get(self, *, indices_are_sorted=False, unique_indices=False, mode=None, fill_value=None,
+            wrap_negative_indices=True, out_sharding=None):
+        if mode not in (None, "clip", "promise_in_bounds", "fill", "drop"):
             raise ValueError(f"unknown index mode {mode!r} for get")
-        return _gather(self.x, self.idx, "fill" if mode == "fill" else "clip", fill_value)
+        fill = mode in ("fill", "drop")  # jax's FILL_OR_DROP: a read fills
+        return _gather(self.x, self.idx, "fill" if fill else "clip", fill_value,
+                       wrap_negative_indices)
 
-    def set(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
-        return _scatter(self.x, self.idx, values, "set", mode)
+    def set(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+            wrap_negative_indices=True):
+        return _scatter(self.x, self.idx, values, "set", mode, wrap_negative_indices)
 
-    def add(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
-        return _scatter(self.x, self.idx, values, "add", mode)
+    def add(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+            wrap_negative_indices=True):
+        return _scatter(self.x, self.idx, values, "add", mode, wrap_negative_indices)
 
-    def mul(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
-        return _scatter(self.x, self.idx, values, "mul", mode)
+    def subtract(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+                 wrap_negative_indices=True):
+        return _scatter(self.x, self.idx, values, "sub", mode, wrap_negative_indices)
+
+    def mul(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+            wrap_negative_indices=True):
+        return _scatter(self.x, self.idx, values, "mul", mode, wrap_negative_indices)
 
     multiply = mul
 
-    def min(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
-        return _scatter(self.x, self.idx, values, "min", mode)
+    def divide(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+               wrap_negative_indices=True):
+        """x divided, at idx, by the product of the values landing there (jax's: the values
+        are multiplied into ones first, so repeated indices divide by each)."""
+        return _ones_then(self.x, self.idx, values, mode, wrap_negative_indices, _truediv)
 
-    def max(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
-        return _scatter(self.x, self.idx, values, "max", mode)
+    def power(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+              wrap_negative_indices=True):
+        """x raised, at idx, to the product of the values landing there (jax's rule)."""
+        return _ones_then(self.x, self.idx, values, mode, wrap_negative_indices, power)
+
+    def min(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+            wrap_negative_indices=True):
+        return _scatter(self.x, self.idx, values, "min", mode, wrap_negative_indices)
+
+    def max(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+            wrap_negative_indices=True):
+        return _scatter(self.x, self.idx, values, "max", mode, wrap_negative_indices)
+
+    def apply(self, func, *, indices_are_sorted=False, unique_indices=False, mode=None,
+              wrap_negative_indices=True):
+        """func applied to the elements at idx (a unary function of arrays, as jax's).  An
+        element indexed more than once gets func once here; jax's scatter applies it once per
+        occurrence."""
+        if not callable(func):
+            raise TypeError(f"at[].apply: func must be callable, got {func!r}")
+        picked = _gather(self.x, self.idx, "clip", None, wrap_negative_indices)
+        return _scatter(self.x, self.idx, func(picked), "set", mode, wrap_negative_indices)
+
+
+def _truediv(a, b):
+    return a / b
+
+
+def _ones_then(x, idx, values, mode, wrap, op):
+    """jax's at[].divide/power: op(x, ones.at[idx].multiply(values))."""
+    t = _trace_of(x, values)
+    x = _lift(t, x)
+    factor = _scatter(_lift(t, np.ones(x.shape, x.dtype)), idx, values, "mul", mode, wrap)
+    return op(x, factor)
 
 
 class IndexUpdateRef:
