@@ -14,6 +14,9 @@ What is not counted, by rule (``_excluded``):
 - jax.Array's device, sharding and buffer-lifetime names (``DEVICE_METHODS``): a traced value
   lives in no buffer on no device.
 
+Methods are looked up on a traced value (tidu's Tracer, inside ``td.jit``); what ``td.jit``
+returns is a numpy array, with numpy's methods, so it is not walked.
+
 Values and derivatives of the names are checked elsewhere (test_parity_names.py,
 test_numpy_extras.py, test_more_names.py, ...); this test checks the vocabulary is complete and
 that the documentation's list of what is missing is true: a name listed as absent that tidu has is
