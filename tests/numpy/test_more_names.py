@@ -191,6 +191,13 @@ CASES = {
                 X),
     "bitwise_count": (lambda L, x: L.bitwise_count(x), I32),
     "bitwise_count_u8": (lambda L, x: L.bitwise_count(x), U8),
+    "bitwise_count_64": (lambda L, x: L.bitwise_count(x), np.array(
+        [-1, 0, 2**63 - 1, -(2**63), 0x5A5A5A5A5A5A5A5A, -12345678901], np.int64)),
+    "bitwise_count_u64": (lambda L, x: L.bitwise_count(x), np.array(
+        [2**64 - 1, 0, 2**63, 0xF0F0F0F0F0F0F0F0, 12345678901], np.uint64)),
+    "bitwise_count_16": (lambda L, x: L.bitwise_count(x), np.array(
+        [-1, 0, 2**15 - 1, -(2**15), 0x5A5A, -1234], np.int16)),
+    "bitwise_count_bool": (lambda L, x: L.bitwise_count(x > 0), X),
     "packbits": (lambda L, x: L.packbits(x > 0, axis=1), X),
     "packbits_little": (lambda L, x: L.packbits(x > 0, bitorder="little"), X),
     "unpackbits": (lambda L, x: L.unpackbits(x), U8),

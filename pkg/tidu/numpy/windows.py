@@ -4,7 +4,7 @@
 The windows of a static length are constants (numpy arrays, float64 as jax's under x64);
 ``kaiser`` with a traced ``beta`` is computed with ``i0``. ``i0`` is
 ``td.scipy.special.i0`` (``exp(|x|) i0e(x)``). The bit functions are shifts, ands and sums of
-the integer primitives.
+the integer primitives (``bitwise_count`` a SWAR popcount of a dozen of them).
 """
 
 from __future__ import annotations
@@ -79,11 +79,25 @@ def bitwise_count(x, /):
     u, bits = _as_unsigned(x)
     if x.dtype.kind == "i":
         u = core.where(x < 0, 0 - u, u)  # |x| as unsigned: exact for the minimum too
-    count = None
-    for i in range(bits):
-        b = logical.bitwise_and(logical.right_shift(u, i), 1)
-        count = b if count is None else count + b
-    return core.astype(count, np.uint8)
+    # SWAR popcount (unsigned arithmetic wraps): pairs, nibbles, bytes, then a multiply sums
+    # the bytes into the top one
+    ud = u.dtype
+
+    def c(v):
+        return np.array(v & ((1 << bits) - 1), ud)
+
+    def band(a, m):
+        return logical.bitwise_and(a, c(m))
+
+    def shr(a, k):
+        return logical.right_shift(a, np.array(k, ud))
+
+    u = u - band(shr(u, 1), 0x5555555555555555)
+    u = band(u, 0x3333333333333333) + band(shr(u, 2), 0x3333333333333333)
+    u = band(u + shr(u, 4), 0x0F0F0F0F0F0F0F0F)
+    if bits > 8:
+        u = shr(u * c(0x0101010101010101), bits - 8)
+    return core.astype(u, np.uint8)
 
 
 def packbits(a, axis=None, bitorder: str = "big"):
