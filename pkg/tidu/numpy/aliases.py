@@ -106,6 +106,7 @@ def fabs(x, /):
     return core.abs(x)
 
 
+@_numpy_outside(np.concat)
 def concat(arrays, /, *, axis: int | None = 0):
     """``jnp.concat`` (the array API's concatenate); ``axis=None`` flattens first."""
     if axis is None:
@@ -113,11 +114,13 @@ def concat(arrays, /, *, axis: int | None = 0):
     return core.concatenate(list(arrays), axis)
 
 
+@_numpy_outside(np.permute_dims)
 def permute_dims(a, /, axes):
     """``jnp.permute_dims``: transpose by ``axes``."""
     return core.transpose(_tr(a), tuple(axes))
 
 
+@_numpy_outside(np.matrix_transpose)
 def matrix_transpose(x, /):
     """Swap the last two axes (rank >= 2, a ValueError otherwise, as jax's)."""
     x = _tr(x)
@@ -249,12 +252,14 @@ def _cumulative(fn, name, x, axis, dtype, include_initial, initial):
     return out
 
 
+@_numpy_outside(np.cumulative_sum)
 def cumulative_sum(x, /, *, axis: int | None = None, dtype=None, include_initial: bool = False):
     """``jnp.cumulative_sum`` (the array API's): axis required above rank 1; `include_initial`
     puts a 0 first."""
     return _cumulative(sorting.cumsum, "cumulative_sum", x, axis, dtype, include_initial, 0)
 
 
+@_numpy_outside(np.cumulative_prod)
 def cumulative_prod(x, /, *, axis: int | None = None, dtype=None, include_initial: bool = False):
     """``jnp.cumulative_prod``: as cumulative_sum, a 1 first with `include_initial`."""
     return _cumulative(sorting.cumprod, "cumulative_prod", x, axis, dtype, include_initial, 1)

@@ -145,6 +145,9 @@ def _pair(x1, x2):
 
 def vecdot(x1, x2, /, *, axis: int = -1, precision=None, preferred_element_type=None):
     """sum(conj(x1) * x2) along axis, the other axes broadcast (the array API's vecdot)."""
+    if not shapes._traced() and not shapes._has_tracer([x1, x2]):
+        out = np.vecdot(x1, x2, axis=axis)
+        return out if preferred_element_type is None else out.astype(preferred_element_type)
     a, b = _pair(x1, x2)
     if a.shape[axis] != b.shape[axis]:
         raise ValueError(f"vecdot: axes of length {a.shape[axis]} and {b.shape[axis]} differ")
@@ -152,6 +155,7 @@ def vecdot(x1, x2, /, *, axis: int = -1, precision=None, preferred_element_type=
     return out if preferred_element_type is None else core.astype(out, preferred_element_type)
 
 
+@_numpy_outside(np.matvec)
 def matvec(x1, x2, /):
     """The matrix-vector product of (..., m, n) and (..., n), batch axes broadcast."""
     a, b = _pair(x1, x2)
@@ -161,6 +165,7 @@ def matvec(x1, x2, /):
     return core.sum(a * shapes.expand_dims(b, -2), axis=-1)
 
 
+@_numpy_outside(np.vecmat)
 def vecmat(x1, x2, /):
     """The vector-matrix product conj(x1) @ x2 of (..., m) and (..., m, n)."""
     a, b = _pair(x1, x2)
