@@ -170,6 +170,11 @@ CASES = {
     # sets and partial sorts
     "isin": (lambda L, x: L.isin(x, INTS2), INTS),
     "isin_invert": (lambda L, x: L.isin(x, INTS2, invert=True), INTS),
+    "isin_sort": (lambda L, x: L.isin(x, np.concatenate([INTS2, INTS2 + 20, INTS2 * 3, [-3]]),
+                                      method="sort"), INTS),
+    "isin_auto_float": (lambda L, x: L.isin(x, np.concatenate([x[1], x[2, :3], [np.nan] * 20])),
+                        np.where(X > 1, np.nan, X)),
+    "isin_2d": (lambda L, x: L.isin(x.reshape(2, -1)[:, :5], x.reshape(-1)[::3]), X),
     "union1d": (lambda L, x: L.union1d(x, INTS2, size=10), INTS),
     "intersect1d": (lambda L, x: L.intersect1d(x, INTS2, size=4), INTS),
     "intersect1d_fill": (lambda L, x: L.intersect1d(x, INTS2, size=6, fill_value=-1), INTS),

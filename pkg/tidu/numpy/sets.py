@@ -17,6 +17,7 @@ import numpy as np
 from tidu.numpy import core, shapes, sorting, take
 from tidu.numpy.selection import _positions, _static_size, unique
 from tidu.numpy.shapes import _axis, _has_tracer, _traced
+from tidu.numpy.statistics import searchsorted
 from tidu.trace.tracer import _lift, _trace_of
 
 __all__ = [
@@ -48,17 +49,28 @@ def _eager(*xs) -> bool:
 
 def isin(element, test_elements, assume_unique: bool = False, invert: bool = False, *,
          method: str = "auto"):
-    """Elementwise: whether the element occurs in test_elements (a comparison against each of
-    them, jax's 'compare_all')."""
+    """Elementwise: whether the element occurs in test_elements. 'compare_all' compares with
+    each of them (O(n m)); 'sort' (and 'auto' for more than 16 real test elements) sorts them
+    and binary-searches each element (O(n log m)), as jax's methods."""
     if _eager(element, test_elements):
         return np.isin(element, test_elements, assume_unique=assume_unique, invert=invert)
+    if method not in ("auto", "compare_all", "sort", "binary_search"):
+        raise ValueError(f"isin: method must be 'auto', 'compare_all', 'sort' or "
+                         f"'binary_search', got {method!r}")
     t = _trace_of(element, test_elements)
     e, s = _lift(t, element), shapes.ravel(_lift(t, test_elements))
     if s.size == 0:
-        out = e != e
-        out = out & (e == e)
-    else:
+        out = (e != e) & (e == e)
+    elif method == "compare_all" or (method == "auto" and s.size <= 16) or \
+            e.dtype.kind == "c" or s.dtype.kind == "c":
         out = sorting.any(core.reshape(e, e.shape + (1,)) == s, axis=-1)
+    else:
+        dt = np.result_type(e.dtype, s.dtype)
+        e, s = _lift(t, e, dt), sorting.sort(_lift(t, s, dt))
+        flat = shapes.ravel(e)
+        i = searchsorted(s, flat, side="left")
+        hit = take.take(s, i, mode="clip") == flat
+        out = core.reshape(hit, e.shape)
     return ~out if invert else out
 
 
