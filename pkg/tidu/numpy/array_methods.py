@@ -14,6 +14,7 @@ from tidu import ops as P
 from tidu._native import _core
 from tidu.graph import _aval_list
 from tidu.numpy import (
+    arrays,
     contractions,
     core,
     creation,
@@ -21,6 +22,8 @@ from tidu.numpy import (
     indexing,
     logical,
     reducers,
+    selection,
+    sets,
     shapes,
     sorting,
     statistics,
@@ -40,6 +43,14 @@ def _copy(x, order=None):
     return x  # traced values are immutable: a copy is the value itself
 
 
+def _choose(x, choices, out=None, mode="raise"):
+    return arrays.choose(x, choices, out, mode)
+
+
+def _compress(x, condition, axis=None, *, size=None, fill_value=0, out=None):
+    return arrays.compress(condition, x, axis, size=size, fill_value=fill_value, out=out)
+
+
 # jax.Array's methods beyond the ones the compiled Tracer defines itself (sum, max, mean,
 # reshape, transpose, astype, conj, item, real, imag, at): x.name(...) is fn(x, ...).
 METHODS = {
@@ -47,6 +58,10 @@ METHODS = {
     "any": reducers.any,
     "argmax": sorting.argmax,
     "argmin": sorting.argmin,
+    "argpartition": sets.argpartition,
+    "choose": _choose,
+    "clone": _copy,
+    "compress": _compress,
     "argsort": sorting.argsort,
     "clip": ufuncs.clip,
     "conjugate": core.conj,
@@ -57,6 +72,7 @@ METHODS = {
     "dot": core.dot,
     "flatten": _flatten,
     "min": reducers.min,
+    "nonzero": selection.nonzero,
     "prod": reducers.prod,
     "ptp": statistics.ptp,
     "ravel": shapes.ravel,

@@ -12,11 +12,18 @@ from __future__ import annotations
 import numpy as np
 
 from tidu.numpy.creation import asarray
+from tidu.trace.tracer import Tracer
 
 __all__ = [
     "bool_", "complex64", "complex128", "dtype", "e", "euler_gamma", "finfo", "float32",
     "float64", "iinfo", "inf", "int8", "int16", "int32", "int64", "nan", "newaxis", "pi", "uint8",
     "uint16", "uint32", "uint64",
+    # other spellings of those dtypes, numpy's abstract categories and the dtype functions
+    "bool", "cdouble", "complex_", "csingle", "double", "float_", "int_", "single", "uint",
+    "character", "complexfloating", "flexible", "floating", "generic", "inexact", "integer",
+    "number", "object_", "signedinteger", "unsignedinteger",
+    "can_cast", "ComplexWarning", "get_printoptions", "isdtype", "issubdtype", "ndarray",
+    "printoptions", "promote_types", "result_type", "set_printoptions",
 ]
 
 
@@ -66,3 +73,97 @@ def dtype(obj) -> np.dtype:
         return obj.dtype
     d = getattr(obj, "dtype", None)
     return np.dtype(d if d is not None and not isinstance(obj, type) else obj)
+
+
+# jax.numpy's other names of the same dtypes (jax under x64: int_ is int64, float_ float64)
+bool = bool_  # noqa: A001 - jax.numpy's name
+single, double = float32, float64
+csingle, cdouble = complex64, complex128
+int_, uint = int64, uint64
+float_, complex_ = float64, complex128
+
+# numpy's abstract scalar categories, for issubdtype (jax.numpy re-exports numpy's own)
+generic, number, inexact, floating = np.generic, np.number, np.inexact, np.floating
+complexfloating, integer = np.complexfloating, np.integer
+signedinteger, unsignedinteger = np.signedinteger, np.unsignedinteger
+character, flexible, object_ = np.character, np.flexible, np.object_
+ComplexWarning = np.exceptions.ComplexWarning
+printoptions, get_printoptions, set_printoptions = (
+    np.printoptions, np.get_printoptions, np.set_printoptions)  # results are numpy arrays
+
+
+def _dt(x):
+    """x's dtype for the dtype functions: a dtype-like, a traced value or an array; Python
+    scalars stay as they are (numpy's weak scalars)."""
+    if isinstance(x, _ScalarType):
+        return x.dtype
+    if isinstance(x, (int, float, complex)):
+        return x
+    d = getattr(x, "dtype", None)
+    if d is not None and not isinstance(x, type):
+        return np.dtype(d)
+    return np.dtype(x)
+
+
+def issubdtype(arg1, arg2) -> bool:
+    """numpy's issubdtype, taking tidu's scalar types (``issubdtype(td.float32, td.floating)``)."""
+    a = arg1.dtype if isinstance(arg1, _ScalarType) else arg1
+    b = arg2.dtype if isinstance(arg2, _ScalarType) else arg2
+    return bool(np.issubdtype(a, b))
+
+
+_KINDS = {
+    "bool": lambda d: d.kind == "b",
+    "signed integer": lambda d: d.kind == "i",
+    "unsigned integer": lambda d: d.kind == "u",
+    "integral": lambda d: d.kind in "iu",
+    "real floating": lambda d: d.kind == "f",
+    "complex floating": lambda d: d.kind == "c",
+    "numeric": lambda d: d.kind in "iufc",
+}
+
+
+def isdtype(dtype, kind) -> bool:
+    """The array API's ``isdtype``: `kind` a dtype, one of the kind names ('bool', 'signed
+    integer', 'unsigned integer', 'integral', 'real floating', 'complex floating', 'numeric') or a
+    tuple of these."""
+    d = np.dtype(_dt(dtype))
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    for k in kinds:
+        if isinstance(k, str):
+            if k not in _KINDS:
+                raise ValueError(f"isdtype: unknown kind {k!r}; expected one of {sorted(_KINDS)}")
+            if _KINDS[k](d):
+                return True
+        elif d == np.dtype(_dt(k)):
+            return True
+    return False
+
+
+def promote_types(a, b) -> np.dtype:
+    """The dtype two dtypes promote to (tidu's promotion, docs/numpy.md "Dtypes")."""
+    return np.promote_types(_dt(a), _dt(b))
+
+
+def result_type(*args) -> np.dtype:
+    """The dtype of an operation on `args` (dtypes, arrays, traced values, Python scalars as
+    weak), by tidu's promotion."""
+    return np.result_type(*[_dt(a) for a in args])
+
+
+def can_cast(from_, to, casting: str = "safe") -> bool:
+    """numpy's can_cast of dtypes (a traced value or array stands for its dtype)."""
+    return bool(np.can_cast(np.dtype(_dt(from_)), np.dtype(_dt(to)), casting))
+
+
+class _ArrayMeta(type):
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, (np.ndarray, Tracer))
+
+
+class ndarray(metaclass=_ArrayMeta):  # noqa: N801 - jax.numpy's name
+    """For ``isinstance(x, td.ndarray)``: true of traced values and of numpy arrays (what tidu's
+    functions return outside a trace and what td.jit returns). Not constructible."""
+
+    def __new__(cls, *args, **kwargs):
+        raise TypeError("td.ndarray is for isinstance checks; create arrays with td.asarray")
