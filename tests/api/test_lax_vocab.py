@@ -31,6 +31,8 @@ U = R.standard_normal((5, 4, 3))
 I1 = np.array([[0], [4], [2], [7], [-1]], np.int32)  # two out of range
 I2 = np.array([[0, 1], [3, 2], [4, 3], [2, 9]], np.int32)
 INTS = (X * 10).astype(np.int32)
+TIE = np.array([[1.0, 3.0, 3.0, -1.0], [2.0, 2.0, 2.0, 0.5]])
+TIE2 = np.array([[1.0, 0.0, 3.0, -1.0], [2.0, 2.5, 2.0, 1.0]])
 GD, SD = L.GatherDimensionNumbers, L.ScatterDimensionNumbers
 ROUND = np.array([0.5, 1.5, -0.5, -2.5, 2.4999, 0.49999999999999994, -3.7])
 
@@ -159,6 +161,12 @@ CASES = [
                           M.fft(a, "RFFT", (4,))), (X,), 0),
     ("conv_general_dilated_patches", lambda M, a: M.conv_general_dilated_patches(
         a.reshape(1, 3, 4, 5), (2, 3), (1, 2), "SAME"), (R.standard_normal(60),), 1),
+    # ties and boundaries, where jax's derivative conventions show (halved at max/min ties,
+    # shared among equal maxima, zero on clamp's bounds)
+    ("max-min-ties", lambda M, a, b: (M.max(a, b), M.min(a, b)), (TIE, TIE2), 1),
+    ("reduce_max-ties", lambda M, a: (M.reduce_max(a, (1,)), M.reduce_min(a, (0,)),
+                                      M.reduce(a, -np.inf, M.max, (1,))), (TIE,), 1),
+    ("clamp-bounds", lambda M, a: M.clamp(-1.0, a, 1.0), (TIE,), 1),
     # derivatives where jax defines them: in-bounds indices for PROMISE_IN_BOUNDS (jax's
     # transpose drops what a clamped read took), unique ones for scatter_mul
     ("gather-points-inbounds", lambda M, a, i: M.gather(a, i, GD((1,), (0, 1), (0, 1)),

@@ -1,6 +1,9 @@
-"""``td.lax``: jax.lax's names that tidu has (control flow, stop_gradient, dynamic slices) and
-the implicit differentiation of roots and linear solves, ``custom_root`` and
-``custom_linear_solve``, built on ``td.custom_jvp`` (docs/frontend.md)."""
+"""``td.lax``: jax.lax's names with jax's signatures, on tidu's primitives (docs/lax.md lists
+them, where each lives, and the names left out with the reason).  Here: the re-exports, the
+shifts, ``linear_call``, and the implicit differentiation of roots and linear solves,
+``custom_root`` and ``custom_linear_solve``, built on ``td.custom_jvp`` (docs/frontend.md); the
+vocabulary itself is in ``lax_math``, ``lax_shapes``, ``lax_reduce``, ``lax_gather`` and
+``lax_extra``."""
 
 from __future__ import annotations
 

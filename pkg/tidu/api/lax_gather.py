@@ -104,9 +104,21 @@ def _index(t, idx, name):
     return astype(i, np.int64) if i.dtype != np.int64 else i
 
 
-def _plan(name, x, idx, sizes, index_map, op_batch, idx_batch, clip):
-    """(flat positions of shape B + W, in-bounds mask of shape B) for windows of ``sizes``
-    starting at idx[..., k] on operand axis index_map[k] (B = idx.shape[:-1])."""
+def _rows(x, sizes, index_map, op_batch):
+    """k: operand axes k.. are whole, unindexed window axes, kept as rows of a (prefix, row)
+    view, so the flat positions only address the first k axes (k >= 1)."""
+    k = x.ndim
+    while k > 1 and (k - 1) not in index_map and (k - 1) not in op_batch and \
+            sizes[k - 1] == x.shape[k - 1]:
+        k -= 1
+    return k
+
+
+def _plan(name, x, idx, sizes, index_map, op_batch, idx_batch, clip, k, drop=False):
+    """(flat positions of shape B + sizes[:k] into the first k axes of x, in-bounds mask of
+    shape B or None) for windows of ``sizes`` starting at idx[..., j] on operand axis
+    index_map[j] (B = idx.shape[:-1]); ``drop``: an out-of-bounds window's positions are all
+    past the end."""
     t = x._t
     bshape = idx.shape[:-1]
     nb = len(bshape)
@@ -115,33 +127,46 @@ def _plan(name, x, idx, sizes, index_map, op_batch, idx_batch, clip):
                          f"map names {len(index_map)} operand axes")
     if len(sizes) != x.ndim:
         raise ValueError(f"{name}: {len(sizes)} window sizes for an operand of rank {x.ndim}")
-    for d, s in enumerate(sizes):
-        if not 0 <= s <= x.shape[d]:
-            raise ValueError(f"{name}: window size {s} out of range for axis {d} of shape "
+    for d, n in enumerate(sizes):
+        if not 0 <= n <= x.shape[d]:
+            raise ValueError(f"{name}: window size {n} out of range for axis {d} of shape "
                              f"{x.shape}")
-    full = bshape + tuple(sizes)
-    strides = [int(np.prod(x.shape[d + 1:])) for d in range(x.ndim)]
-    flat, ok = None, None
-    for d in range(x.ndim):
-        pos = _iota(t, full, nb + d)
+    sizes_k = tuple(sizes[:k])
+    full = bshape + sizes_k
+    strides = [int(np.prod(x.shape[d + 1:k])) for d in range(k)]
+    # the window's own offsets are a constant of shape sizes[:k] (numpy, at trace time); the
+    # starts give one flat base per index (shape B); flat = base + offsets, broadcast once
+    offs = np.zeros(sizes_k, np.int64)
+    for d, n in enumerate(sizes_k):
+        shape = [1] * k
+        shape[d] = n
+        offs = offs + (np.arange(n, dtype=np.int64) * strides[d]).reshape(shape)
+    base, ok = None, None
+    for d in range(k):
         if d in index_map:
-            k = index_map.index(d)
-            start = reshape(_slice_last(idx, k), bshape)
+            start = reshape(_slice_last(idx, index_map.index(d)), bshape)
             hi = x.shape[d] - sizes[d]
-            good = logical_and(start >= 0, start <= hi)
-            ok = good if ok is None else logical_and(ok, good)
-            if clip:
+            if not clip:
+                good = logical_and(start >= 0, start <= hi)
+                ok = good if ok is None else logical_and(ok, good)
+            else:
                 start = minimum(maximum(start, 0), hi)
-            pos = pos + _emit(t, _P.BroadcastInDim(full, tuple(range(nb))), start)
         elif d in op_batch:
-            j = op_batch.index(d)
             if sizes[d] != 1:
                 raise ValueError(f"{name}: batching axis {d} needs window size 1")
-            pos = _iota(t, full, idx_batch[j])
-        term = pos * strides[d] if strides[d] != 1 else pos
-        flat = term if flat is None else flat + term
-    if flat is None:
-        flat = _iota(t, full, 0) * 0 if full else _lift(t, np.int64(0))
+            start = _iota(t, bshape, idx_batch[op_batch.index(d)])
+        else:
+            continue
+        term = start * strides[d] if strides[d] != 1 else start
+        base = term if base is None else base + term
+    if base is None:
+        base = _emit(t, _P.BroadcastInDim(bshape, ()), _lift(t, np.int64(0)))
+    if drop and ok is not None:
+        base = where(ok, base, _lift(t, np.int64(int(np.prod(x.shape[:k])))))
+    flat = _emit(t, _P.BroadcastInDim(full, tuple(range(nb))), base) if sizes_k else base
+    if offs.size > 1:
+        flat = flat + _emit(t, _P.BroadcastInDim(full, tuple(range(nb, len(full)))),
+                            _lift(t, offs))
     return flat, ok
 
 
@@ -207,14 +232,12 @@ def gather(operand, start_indices, dimension_numbers, slice_sizes, *, unique_ind
         rest = [d for d in range(g.ndim) if d not in perm]
         ok = None if clip else logical_and(i >= 0, i < x.shape[a])
     else:
-        flat, ok = _plan("gather", x, idx, sizes, index_map, op_batch, idx_batch, clip)
-        g = _emit(t, _P.Gather(0), reshape(x, (x.size,)), flat)
-        keep = [nb + d for d in range(x.ndim) if d not in collapsed and d not in op_batch]
-        g = reshape(g, bshape + window)
+        k = _rows(x, sizes, index_map, op_batch)
+        flat, ok = _plan("gather", x, idx, sizes, index_map, op_batch, idx_batch, clip, k)
+        rows = reshape(x, (int(np.prod(x.shape[:k])), int(np.prod(x.shape[k:]))))
+        g = reshape(_emit(t, _P.Gather(0), rows, flat), bshape + window)
         perm = list(range(nb))
         rest = list(range(nb, nb + len(window)))
-        del keep
-        ok = None if clip else ok
     # output: window axes at `offset`, batch axes elsewhere in order
     order, bi, wi = [], iter(perm), iter(rest)
     for p in range(rank):
@@ -273,13 +296,12 @@ def _scatter(name, how, operand, scatter_indices, updates, dn, mode):
         perm = tuple(range(nb, nb + a)) + tuple(range(nb)) + tuple(range(nb + a, u.ndim))
         uu = u if perm == tuple(range(u.ndim)) else transpose(u, perm)
         return _emit(t, _P.Scatter(a, how), x, i, uu)
-    flat, ok = _plan(name, x, idx, tuple(sizes), index_map, op_batch, idx_batch, clip)
-    if not clip and ok is not None:
-        drop = _emit(t, _P.BroadcastInDim(flat.shape, tuple(range(nb))), ok) if nb else ok
-        flat = where(drop, flat, _lift(t, np.int64(x.size)))
-    uu = reshape(u, flat.shape)
-    y = _emit(t, _P.Scatter(0, how), reshape(x, (x.size,)), reshape(flat, (flat.size,)),
-              reshape(uu, (flat.size,)))
+    k = _rows(x, sizes, index_map, op_batch)
+    flat, _ = _plan(name, x, idx, tuple(sizes), index_map, op_batch, idx_batch, clip, k,
+                    drop=not clip)
+    nrow, row = int(np.prod(x.shape[:k])), int(np.prod(x.shape[k:]))
+    y = _emit(t, _P.Scatter(0, how), reshape(x, (nrow, row)), reshape(flat, (flat.size,)),
+              reshape(u, (flat.size, row)))
     return reshape(y, x.shape)
 
 

@@ -12,6 +12,7 @@ from enum import IntEnum
 import numpy as np
 
 from tidu import ops as _P
+from tidu.api.custom import custom_jvp
 from tidu.graph.dtypes import BOOL, INTS
 from tidu.numpy.core import abs as _abs
 from tidu.numpy.core import (
@@ -239,14 +240,38 @@ def select_n(which, *cases):
     return out
 
 
+def _clamp_value(lo, v, hi):
+    return minimum(maximum(v, lo), hi)
+
+
+_clamp_rule = custom_jvp(_clamp_value)
+
+
+@_clamp_rule.defjvp
+def _clamp_jvp(primals, tangents):
+    # jax's clamp_p rule: x's tangent where min < x < max, min's where x < min < max, max's
+    # where max < x (zero on the bounds themselves)
+    lo, v, hi = primals
+    dlo, dv, dhi = tangents
+    out = _clamp_rule(lo, v, hi)
+    z = out * 0
+    t = where(logical_and(v > lo, v < hi), dv, z)
+    t = t + where(logical_and(lo > v, lo < hi), dlo, z)
+    return out, t + where(hi < v, dhi, z)
+
+
 def clamp(min, x, max):  # noqa: A002 - jax.lax's argument names
     """``jax.lax.clamp``: x clipped to [min, max] (min and max scalars or x's shape), with jax's
-    derivative: x's where min < x < max, min's where x < min < max, max's where max < x."""
+    derivative: x's where min < x < max, min's where x < min < max, max's where max < x.  The
+    value is one Max and one Min; the selects live in the derivative only (a custom JVP)."""
     t = _trace_of(min, x, max)
     lo, v, hi = _lift(t, min), _lift(t, x), _lift(t, max)
-    out = minimum(maximum(v, lo), hi)
-    return where(logical_and(lo > v, lo < hi), lo,
-                 where(hi < v, hi, where(logical_and(v > lo, v < hi), v, stop_gradient(out))))
+    if v.dtype.kind not in "fc":
+        return _clamp_value(lo, v, hi)
+    dt = v.dtype
+    lo = astype(lo, dt) if lo.dtype != dt else lo
+    hi = astype(hi, dt) if hi.dtype != dt else hi
+    return _clamp_rule(lo, v, hi)
 
 
 def conj(x):
