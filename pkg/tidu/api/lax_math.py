@@ -231,7 +231,7 @@ def select_n(which, *cases):
         if len(cases) > 2:
             raise TypeError(f"select_n: a bool `which` selects between at most two cases, got "
                             f"{len(cases)}")
-        return cases[0] * 1 if len(cases) == 1 else where(w, cases[1], cases[0])
+        return _tr(cases[0]) if len(cases) == 1 else where(w, cases[1], cases[0])
     if w.dtype not in INTS:
         raise TypeError(f"select_n: `which` must be bool or integer, got {w.dtype}")
     out = cases[-1]
