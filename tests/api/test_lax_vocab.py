@@ -1,6 +1,6 @@
 """td.lax's jax.lax vocabulary against jax.lax in x64, table-driven: values and dtypes on the
-interpreter and XLA, first and second derivatives where differentiable, td.vmap of a
-representative subset, and a walk of dir(jax.lax) that fails on any name td.lax lacks and
+interpreter and XLA, first and second derivatives where differentiable (and central differences
+for the composite forms), td.vmap of a representative subset, and a walk of dir(jax.lax) that fails on any name td.lax lacks and
 docs/lax.md does not list as deliberately absent."""
 
 from __future__ import annotations
@@ -262,6 +262,15 @@ def test_vmap(name):
 
 # ---- errors and the name walk ----
 
+def test_reduce_recognises_jax_and_operator_monoids():
+    import operator
+
+    for comp, init in [(L.add, 0.0), (operator.mul, 1.0), (np.maximum, -np.inf), (L.min, 5.0)]:
+        got = td.jit(lambda a, c=comp, i=init: T.reduce(a, i, c, (1,)))(X)
+        np.testing.assert_allclose(got, L.reduce(X, init, comp if comp is not np.maximum
+                                                 else L.max, (1,)), rtol=1e-13)
+
+
 def test_bad_input_errors():
     with pytest.raises(NotImplementedError, match="ONE_HOT"):
         td.jit(lambda a, i: T.gather(a, i, GD((1, 2), (0,), (0,)), (1, 4, 3),
@@ -320,3 +329,26 @@ def test_shape_helpers_and_absent_names_say_why():
     assert T.dtype(np.float32(1)) == L.dtype(np.float32(1))
     served = [n for n in _jax_names() if hasattr(T, n)]
     assert not set(served) & set(ABSENT), "a served name is also listed absent"
+
+
+FD = ["gather-windows-clip", "scatter_add-points-None", "reduce-body", "reduce-tuple",
+      "associative_scan-tree", "cumlogsumexp-True", "clamp-arrays", "integer_pow", "pad",
+      "dot_general", "sort-multi", "select_n", "conv_general_dilated_patches"]
+
+
+@pytest.mark.parametrize("name", FD)
+def test_directional_derivative_matches_central_differences(name):
+    _, f, args, _ = {c[0]: c for c in CASES}[name]
+    pos = _float_positions(args)
+    outs = jax.tree_util.tree_leaves(f(L, *args))
+    w = [np.random.default_rng(1).standard_normal(np.shape(o)) for o in outs]
+    s = _scalar(T, f, args, pos, w)
+    fl = [np.asarray(args[k], np.float64) for k in pos]
+    v = [np.random.default_rng(3).standard_normal(a.shape) for a in fl]
+    g = td.jit(td.grad(s, argnums=tuple(range(len(pos)))))(*fl)
+    want = sum(float((gi * vi).sum()) for gi, vi in zip(g, v))
+    fs = td.jit(s)
+    eps = 1e-6
+    plus = fs(*[a + eps * d for a, d in zip(fl, v)])
+    minus = fs(*[a - eps * d for a, d in zip(fl, v)])
+    np.testing.assert_allclose((plus - minus) / (2 * eps), want, rtol=1e-6, atol=1e-7)

@@ -125,6 +125,10 @@ def reduce_xor(operand, axes):
 
 # ---- reduce ----
 
+_COMBINE = {"add": add, "mul": mul, "max": max, "min": min, "and": bitwise_and,
+            "or": bitwise_or}  # tidu's own, for a non-identity init (computation may be jax's)
+
+
 def _monoids():
     """computation -> (tidu reducer, identity of a dtype) for the bodies jax's own
     _get_monoid_reducer recognises, by identity (tidu's, jax.lax's if jax is loaded, operator's
@@ -181,7 +185,7 @@ def reduce(operands, init_values, computation, dimensions, out_sharding=None):
             out = fn(x, ax)
             init = np.asarray(inits[0])
             if init.shape != () or not np.all(init == ident(x.dtype)):
-                out = computation(_lift(t, init.astype(x.dtype)), out)
+                out = _COMBINE[kind](_lift(t, init.astype(x.dtype)), out)
             return _unflatten(spec, [out])
 
     def body(a, b):
