@@ -1,12 +1,16 @@
-"""``td.lax``: jax.lax's names that tidu has (control flow, stop_gradient, dynamic slices) and
-the implicit differentiation of roots and linear solves, ``custom_root`` and
-``custom_linear_solve``, built on ``td.custom_jvp`` (docs/frontend.md)."""
+"""``td.lax``: jax.lax's names with jax's signatures, on tidu's primitives (docs/lax.md lists
+them, where each lives, and the names left out with the reason).  Here: the re-exports, the
+shifts, ``linear_call``, and the implicit differentiation of roots and linear solves,
+``custom_root`` and ``custom_linear_solve``, built on ``td.custom_jvp`` (docs/frontend.md); the
+vocabulary itself is in ``lax_math``, ``lax_shapes``, ``lax_reduce``, ``lax_gather`` and
+``lax_extra``."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 from tidu import ops as _P
+from tidu.api import lax_absent as _absent
 from tidu.api.collectives import all_gather, axis_index, axis_size, pmax, pmean, pmin, psum
 from tidu.api.control_flow import (
     _eager,
@@ -23,6 +27,161 @@ from tidu.api.control_flow import (
 )
 from tidu.api.custom import closure_convert, custom_jvp
 from tidu.api.grad import jvp, vjp
+from tidu.api.lax_extra import (
+    ConvGeneralDilatedDimensionNumbers,
+    FftType,
+    PrecisionLike,
+    broadcast_like,
+    clz,
+    conv_general_dilated_patches,
+    conv_general_permutations,
+    conv_general_shape_tuple,
+    conv_shape_tuple,
+    conv_transpose_shape_tuple,
+    dtype,
+    empty,
+    fft,
+    index_take,
+    population_count,
+    reduce_window_shape_tuple,
+    stack,
+    unstack,
+)
+from tidu.api.lax_gather import (
+    GatherDimensionNumbers,
+    GatherScatterMode,
+    ScatterDimensionNumbers,
+    gather,
+    scatter,
+    scatter_add,
+    scatter_apply,
+    scatter_max,
+    scatter_min,
+    scatter_mul,
+    scatter_sub,
+)
+from tidu.api.lax_math import (
+    RoundingMethod,
+    abs,
+    acos,
+    acosh,
+    add,
+    asin,
+    asinh,
+    atan,
+    atan2,
+    atanh,
+    cbrt,
+    ceil,
+    clamp,
+    complex,
+    conj,
+    convert_element_type,
+    cos,
+    cosh,
+    div,
+    eq,
+    erf,
+    erf_inv,
+    erfc,
+    exp,
+    exp2,
+    expm1,
+    floor,
+    ge,
+    gt,
+    imag,
+    integer_pow,
+    is_finite,
+    le,
+    log,
+    log1p,
+    logistic,
+    lt,
+    max,
+    min,
+    mul,
+    ne,
+    neg,
+    nextafter,
+    pow,
+    real,
+    reciprocal,
+    rem,
+    round,
+    rsqrt,
+    select,
+    select_n,
+    sign,
+    sin,
+    sinh,
+    sqrt,
+    square,
+    sub,
+    tan,
+    tanh,
+)
+from tidu.api.lax_reduce import (
+    _cummax as cummax,
+)
+from tidu.api.lax_reduce import (
+    _cummin as cummin,
+)
+from tidu.api.lax_reduce import (
+    approx_max_k,
+    approx_min_k,
+    argmax,
+    argmin,
+    associative_scan,
+    cumlogsumexp,
+    cumprod,
+    cumsum,
+    map,
+    optimization_barrier,
+    reduce,
+    reduce_and,
+    reduce_max,
+    reduce_min,
+    reduce_or,
+    reduce_prod,
+    reduce_sum,
+    reduce_xor,
+    sort,
+    sort_key_val,
+)
+from tidu.api.lax_shapes import (
+    DotDimensionNumbers,
+    Precision,
+    batch_matmul,
+    broadcast,
+    broadcast_in_dim,
+    broadcast_shapes,
+    broadcast_to_rank,
+    broadcasted_iota,
+    collapse,
+    dot,
+    dot_general,
+    dynamic_index_in_dim,
+    dynamic_slice_in_dim,
+    dynamic_update_index_in_dim,
+    dynamic_update_slice_in_dim,
+    expand_dims,
+    full,
+    full_like,
+    index_in_dim,
+    iota,
+    pad,
+    padtype_to_pads,
+    rev,
+    slice_in_dim,
+    split,
+    squeeze,
+    tile,
+)
+from tidu.api.lax_shapes import _concatenate as concatenate
+from tidu.api.lax_shapes import _reshape as reshape
+from tidu.api.lax_shapes import _slice as slice
+from tidu.api.lax_shapes import _transpose as transpose
 from tidu.api.special import (
     bessel_i0e,
     bessel_i1e,
@@ -52,16 +211,36 @@ from tidu.numpy.take import dynamic_slice, dynamic_update_slice
 from tidu.ops.control_flow import CustomLinear, close_body
 from tidu.trace.tracer import _emit, _lift, _promote, _trace_of
 
-__all__ = ["ConvDimensionNumbers", "all_gather", "axis_index", "axis_size", "bessel_i0e",
-           "bessel_i1e", "betainc", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor",
-           "cond", "digamma", "div", "igamma", "igamma_grad_a", "igammac", "lgamma",
-           "polygamma", "random_gamma_grad", "zeta", "conv", "conv_dimension_numbers",
-           "conv_general_dilated", "conv_transpose", "conv_with_general_padding",
-           "custom_linear_solve", "custom_root", "dynamic_slice", "dynamic_update_slice",
-           "fori_loop", "linear_call", "pmax", "pmean", "pmin", "psum", "reduce_window", "rem",
-           "scan",
-           "shift_left", "shift_right_arithmetic", "shift_right_logical", "stop_gradient",
-           "switch", "top_k", "while_loop"]
+__all__ = [
+    "ConvDimensionNumbers", "ConvGeneralDilatedDimensionNumbers", "DotDimensionNumbers", "FftType",
+    "GatherDimensionNumbers", "GatherScatterMode", "Precision", "PrecisionLike", "RoundingMethod",
+    "ScatterDimensionNumbers", "abs", "acos", "acosh", "add", "all_gather", "approx_max_k",
+    "approx_min_k", "argmax", "argmin", "asin", "asinh", "associative_scan", "atan", "atan2",
+    "atanh", "axis_index", "axis_size", "batch_matmul", "bessel_i0e", "bessel_i1e", "betainc",
+    "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "broadcast", "broadcast_in_dim",
+    "broadcast_like", "broadcast_shapes", "broadcast_to_rank", "broadcasted_iota", "cbrt", "ceil",
+    "clamp", "clz", "collapse", "complex", "concatenate", "cond", "conj", "conv",
+    "conv_dimension_numbers", "conv_general_dilated", "conv_general_dilated_patches",
+    "conv_general_permutations", "conv_general_shape_tuple", "conv_shape_tuple", "conv_transpose",
+    "conv_transpose_shape_tuple", "conv_with_general_padding", "convert_element_type", "cos",
+    "cosh", "cumlogsumexp", "cummax", "cummin", "cumprod", "cumsum", "custom_linear_solve",
+    "custom_root", "digamma", "div", "dot", "dot_general", "dtype", "dynamic_index_in_dim",
+    "dynamic_slice", "dynamic_slice_in_dim", "dynamic_update_index_in_dim", "dynamic_update_slice",
+    "dynamic_update_slice_in_dim", "empty", "eq", "erf", "erf_inv", "erfc", "exp", "exp2",
+    "expand_dims", "expm1", "fft", "floor", "fori_loop", "full", "full_like", "gather", "ge", "gt",
+    "igamma", "igamma_grad_a", "igammac", "imag", "index_in_dim", "index_take", "integer_pow",
+    "iota", "is_finite", "le", "lgamma", "linear_call", "log", "log1p", "logistic", "lt", "map",
+    "max", "min", "mul", "ne", "neg", "nextafter", "optimization_barrier", "pad",
+    "padtype_to_pads", "pmax", "pmean", "pmin", "polygamma", "population_count", "pow", "psum",
+    "random_gamma_grad", "real", "reciprocal", "reduce", "reduce_and", "reduce_max", "reduce_min",
+    "reduce_or", "reduce_prod", "reduce_sum", "reduce_window", "reduce_window_shape_tuple",
+    "reduce_xor", "rem", "reshape", "rev", "round", "rsqrt", "scan", "scatter", "scatter_add",
+    "scatter_apply", "scatter_max", "scatter_min", "scatter_mul", "scatter_sub", "select",
+    "select_n", "shift_left", "shift_right_arithmetic", "shift_right_logical", "sign", "sin",
+    "sinh", "slice", "slice_in_dim", "sort", "sort_key_val", "split", "sqrt", "square", "squeeze",
+    "stack", "stop_gradient", "sub", "switch", "tan", "tanh", "tile", "top_k", "transpose",
+    "unstack", "while_loop", "zeta",
+]
 
 
 def _shift(op):
@@ -76,34 +255,16 @@ def _shift(op):
     return shift
 
 
-def div(x, y):
-    """``jax.lax.div``: x / y; integers truncate toward zero, and as XLA x / 0 is -1 (all ones
-    unsigned) and INT_MIN / -1 is INT_MIN (``//`` is numpy's floor division instead)."""
-    t = _trace_of(x, y)
-    a, b = _promote("div", t, x, y)
-    return _emit(t, _P.Div(), a, b)
-
-
-def rem(x, y):
-    """``jax.lax.rem``: C's remainder (the dividend's sign); integers as XLA: x rem 0 is x and
-    INT_MIN rem -1 is 0 (``%`` is numpy's floor remainder, x % 0 == 0, instead)."""
-    t = _trace_of(x, y)
-    a, b = _promote("rem", t, x, y)
-    return _emit(t, _P.Rem(), a, b)
-
-
 shift_left = _shift(_P.ShiftLeft())
 shift_right_arithmetic = _shift(_P.ShiftRightArithmetic())
 shift_right_logical = _shift(_P.ShiftRightLogical())
 
 
 def __getattr__(name: str):
-    # a jax.lax name tidu does not have: say so, rather than a bare AttributeError
+    # a jax.lax name tidu does not have: say so and why, rather than a bare AttributeError
     if name.startswith("__"):
         raise AttributeError(name)
-    raise AttributeError(
-        f"td.lax has no {name!r} (jax.lax has it; tidu serves these of its names: "
-        f"{', '.join(sorted(__all__))}; most others have a tidu.numpy spelling, see docs/numpy.md)")
+    raise AttributeError(_absent.message(name, len(__all__)))
 
 
 def _tree_map(fn, *trees):
@@ -119,7 +280,7 @@ def _zeros_like(tree):
 # ---- linear_call ----
 
 
-def linear_call(fun: Callable, transpose: Callable | None, residual_args, linear_args,
+def linear_call(fun: Callable, transpose: Callable | None, residual_args, linear_args,  # noqa: F811
                 message: str = ""):
     """``jax.custom_derivatives.linear_call``: ``fun(residual_args, linear_args)``, linear in
     linear_args, whose transpose is ``transpose(residual_args, cotangent)`` (one op; its forward

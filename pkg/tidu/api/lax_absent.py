@@ -1,0 +1,59 @@
+"""The jax.lax names that ``td.lax`` leaves out on purpose, each with its reason (docs/lax.md
+prints this table; tests/api/test_lax_vocab.py checks it against ``dir(jax.lax)``)."""
+
+from __future__ import annotations
+
+__all__ = ["ABSENT", "message"]
+
+_PRIM = ("jax's primitive objects are internal to jax's tracing machinery; tidu's primitives are "
+         "the classes in tidu.ops")
+
+_ACCEL = ("an accelerator's dot algorithm and accuracy control; tidu's kernels compute in the "
+          "operands' dtype, and dot_general accepts and ignores precision")
+_RAGGED = "ragged (grouped-by-size) operations: tidu has no ragged primitive"
+_COMM = ("a device-to-device communication pattern; tidu's named axes (vmap, shard_map) serve "
+         "psum, pmean, pmax, pmin, all_gather, axis_index and axis_size only")
+_TOKEN = "effect tokens: tidu orders its effects itself (docs/evaluator.md)"
+_RNG = ("XLA's stateful bit generators: tidu.random is counter-based (threefry keys), as "
+        "jax.random")
+_JAXINT = "a jax tracing/lowering internal with no meaning outside jax's staging"
+
+ABSENT: dict[str, str] = {
+    "AccuracyMode": _ACCEL, "DotAlgorithm": _ACCEL, "DotAlgorithmPreset": _ACCEL,
+    "Tolerance": _ACCEL,
+    "scaled_dot": "a block-scaled low-precision (FP8/MX) matmul for accelerators",
+    "RaggedDotDimensionNumbers": _RAGGED, "ragged_dot": _RAGGED, "ragged_dot_general": _RAGGED,
+    "ragged_all_to_all": _RAGGED,
+    "all_to_all": _COMM, "ppermute": _COMM, "pshuffle": _COMM, "psum_scatter": _COMM,
+    "pswapaxes": _COMM, "psend": _COMM, "precv": _COMM, "pbroadcast": _COMM, "pcast": _COMM,
+    "after_all": _TOKEN, "create_token": _TOKEN,
+    "RandomAlgorithm": _RNG, "rng_bit_generator": _RNG, "rng_uniform": _RNG,
+    "bitcast_convert_type": ("reinterpreting bits needs a primitive tidu does not have (no "
+                             "composite of value-level operations reproduces it)"),
+    "reduce_precision": ("rounding to a narrower exponent/mantissa needs bit-level access "
+                         "(bitcast), which tidu does not have"),
+    "mulhi": "the high half of a 64-bit product needs 128-bit arithmetic tidu does not have",
+    "conv_general_dilated_local": ("an unshared-weight convolution; compose it from "
+                                   "conv_general_dilated_patches and einsum"),
+    "composite": ("a StableHLO composite op with a user decomposition: tidu lowers its own "
+                  "primitives and has no hook for named decompositions"),
+    "platform_dependent": ("a per-platform choice of implementation: tidu's interpreter and "
+                           "XLA backends run one program"),
+    "with_sharding_constraint": ("tidu places shardings through jit's in_shardings/"
+                                 "out_shardings and shard_map (docs/scale.md)"),
+    "linalg": "jax.lax.linalg's names are td.linalg and td.scipy.linalg (docs/linalg.md)",
+    "dce_sink": _JAXINT, "shape_as_value": _JAXINT, "stage": _JAXINT,
+}
+
+
+def message(name: str, served: int) -> str:
+    """The AttributeError text for a name ``td.lax`` does not have."""
+    why = ABSENT.get(name)
+    if why is None and name.endswith("_p"):
+        why = _PRIM
+    if why is not None:
+        return (f"td.lax has no {name!r}: {why} (td.lax serves {served} of jax.lax's names; "
+                f"docs/lax.md lists the rest and why)")
+    return (f"td.lax has no {name!r} (td.lax serves {served} of jax.lax's names; docs/lax.md "
+            f"lists those it leaves out, and most numpy-style names are top-level tidu "
+            f"functions, docs/numpy.md)")
