@@ -1,0 +1,242 @@
+"""``tidu.scipy.signal``: jax.scipy.signal's convolutions and ``detrend`` on traced values.
+
+Composites of tidu primitives written as jax writes them, with jax's signatures:
+
+- ``convolve``, ``correlate`` (N-D), ``convolve2d``, ``correlate2d``: one Conv primitive
+  (``tidu.numpy.conv.conv_general_dilated``) on the arrays as a single-batch, single-feature
+  image, the smaller array the kernel (jax's ``_convolve_nd``); modes full/same/valid;
+  ``method='fft'`` goes to ``fftconvolve``, ``'auto'``/``'direct'`` to the Conv.
+- ``fftconvolve``: ``td.fft.rfftn``/``irfftn`` (``fftn``/``ifftn`` for complex inputs) over
+  the full size, then the centred slice; ``axes`` convolves along those axes only, the others
+  matched elementwise (jax vmaps over them; the product broadcasts the same way here).
+- ``detrend``: ``'constant'`` subtracts the mean; ``'linear'`` subtracts, per segment between
+  breakpoints ``bp``, the least-squares line (jax solves it with ``lstsq``; here the projection
+  onto (1, t) is written out, equal to rounding, differentiable the same way).
+
+As jax: integer and bool inputs are computed in floating point (tidu: float64), ``boundary``
+other than ``'fill'`` or a nonzero ``fillvalue`` raise ``NotImplementedError``, ``precision``
+is accepted (tidu computes at full precision).  The spectral names of jax.scipy.signal (``stft``,
+``istft``, ``csd``, ``welch``) are not provided yet.
+"""
+
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+from tidu.numpy import fft as _fft
+from tidu.numpy.conv import conv_general_dilated
+from tidu.numpy.core import concatenate, conj, mean, reshape
+from tidu.numpy.core import sum as _sum
+from tidu.numpy.shapes import flip, moveaxis
+from tidu.trace.tracer import Tracer, _lift, _trace_of
+
+__all__ = ["convolve", "convolve2d", "correlate", "correlate2d", "detrend", "fftconvolve"]
+
+_range = builtins.range
+_MODES = ("full", "same", "valid")
+
+
+def _inexact(*xs):
+    """The operands traced in one inexact dtype (integers and bool: float64)."""
+    t = _trace_of(*xs)
+    dts = [x.aval.dtype if isinstance(x, Tracer) else np.asarray(x).dtype for x in xs]
+    dt = np.result_type(*dts)
+    if dt.kind not in "fc":
+        dt = np.dtype("float64")
+    return [_lift(t, x, dt) for x in xs]
+
+
+def _check_mode(mode, name):
+    if mode not in _MODES:
+        raise ValueError(f"{name}: mode {mode!r} must be one of 'full', 'same', 'valid'")
+
+
+def _convolve_nd(in1, in2, mode, name, precision=None):
+    """jax's _convolve_nd: the full/same/valid N-D convolution as one Conv."""
+    _check_mode(mode, name)
+    if in1.ndim != in2.ndim:
+        raise ValueError(f"{name}: in1 and in2 must have the same number of dimensions "
+                         f"(shapes {in1.shape} and {in2.shape})")
+    if in1.size == 0 or in2.size == 0:
+        raise ValueError(f"{name}: zero-size arrays not supported in convolutions, got shapes "
+                         f"{in1.shape} and {in2.shape}")
+    no_swap = all(s1 >= s2 for s1, s2 in zip(in1.shape, in2.shape))
+    swap = all(s1 <= s2 for s1, s2 in zip(in1.shape, in2.shape))
+    if not (no_swap or swap):
+        raise ValueError(f"{name}: one input must be smaller than the other in every dimension "
+                         f"(shapes {in1.shape} and {in2.shape})")
+    shape_o = in2.shape
+    if swap:
+        in1, in2 = in2, in1
+    shape = in2.shape
+    in2 = flip(in2)
+    if mode == "valid":
+        padding = [(0, 0) for _ in shape]
+    elif mode == "same":
+        padding = [(s - 1 - (so - 1) // 2, s - so + (so - 1) // 2)
+                   for s, so in zip(shape, shape_o)]
+    else:
+        padding = [(s - 1, s - 1) for s in shape]
+    nd = in1.ndim
+    y = conv_general_dilated(reshape(in1, (1, 1) + in1.shape), reshape(in2, (1, 1) + in2.shape),
+                             (1,) * nd, padding, precision=precision)
+    return reshape(y, y.shape[2:])
+
+
+def convolve(in1, in2, mode="full", method="auto", precision=None):
+    """jax.scipy.signal.convolve: the N-D convolution of two arrays of one rank.
+
+    Args:
+        in1, in2: the arrays (one at least as large as the other along every axis).
+        mode: 'full' (default), 'same' (the size of in1, centred) or 'valid'.
+        method: 'auto' or 'direct' (one Conv) or 'fft' (``fftconvolve``).
+        precision: accepted for jax compatibility.
+    """
+    if method == "fft":
+        return fftconvolve(in1, in2, mode=mode)
+    if method not in ("auto", "direct"):
+        raise ValueError(f"convolve: got method={method!r}; expected 'auto', 'fft', or 'direct'")
+    in1, in2 = _inexact(in1, in2)
+    return _convolve_nd(in1, in2, mode, "convolve", precision)
+
+
+def correlate(in1, in2, mode="full", method="auto", precision=None):
+    """jax.scipy.signal.correlate: ``convolve(in1, flip(conj(in2)))``."""
+    in1, in2 = _inexact(in1, in2)
+    return convolve(in1, flip(conj(in2)), mode, method=method, precision=precision)
+
+
+def _check_2d(in1, in2, boundary, fillvalue, name):
+    if boundary != "fill" or not _is_zero(fillvalue):
+        raise NotImplementedError(f"{name}() only supports boundary='fill', fillvalue=0 "
+                                  f"(as jax); got boundary={boundary!r}, fillvalue={fillvalue!r}")
+    if in1.ndim != 2 or in2.ndim != 2:
+        raise ValueError(f"{name}() only supports 2-dimensional inputs (shapes {in1.shape} and "
+                         f"{in2.shape})")
+
+
+def _is_zero(v) -> bool:
+    if isinstance(v, Tracer):
+        raise NotImplementedError("a traced fillvalue is not supported (only fillvalue=0)")
+    return bool(np.all(np.asarray(v) == 0))
+
+
+def convolve2d(in1, in2, mode="full", boundary="fill", fillvalue=0, precision=None):
+    """jax.scipy.signal.convolve2d: the 2-D convolution (boundary 'fill' with 0 only, as jax)."""
+    in1, in2 = _inexact(in1, in2)
+    _check_2d(in1, in2, boundary, fillvalue, "convolve2d")
+    return _convolve_nd(in1, in2, mode, "convolve2d", precision)
+
+
+def correlate2d(in1, in2, mode="full", boundary="fill", fillvalue=0, precision=None):
+    """jax.scipy.signal.correlate2d: the 2-D cross-correlation, jax's case analysis (which
+    array is flipped and conjugated depends on the mode and which is larger)."""
+    in1, in2 = _inexact(in1, in2)
+    _check_2d(in1, in2, boundary, fillvalue, "correlate2d")
+    _check_mode(mode, "correlate2d")
+    swap = all(s1 <= s2 for s1, s2 in zip(in1.shape, in2.shape))
+    same_shape = tuple(in1.shape) == tuple(in2.shape)
+    name = "correlate2d"
+    if mode == "same":
+        return flip(_convolve_nd(flip(in1), conj(in2), mode, name, precision))
+    if mode == "valid":
+        if swap and not same_shape:
+            return _convolve_nd(flip(in2), conj(in1), mode, name, precision)
+        return flip(_convolve_nd(flip(in1), conj(in2), mode, name, precision))
+    if swap:
+        return conj(_convolve_nd(flip(in2), conj(in1), mode, name, precision))
+    return flip(_convolve_nd(flip(in1), conj(in2), mode, name, precision))
+
+
+def fftconvolve(in1, in2, mode="full", axes=None):
+    """jax.scipy.signal.fftconvolve: the convolution through FFTs of the full size.
+
+    Args:
+        in1, in2: arrays of one rank.
+        mode: 'full', 'same' or 'valid'.
+        axes: the axes to convolve along (default all); the others must match in size and are
+            taken elementwise.
+    """
+    in1, in2 = _inexact(in1, in2)
+    if in1.ndim != in2.ndim:
+        raise ValueError(f"fftconvolve: in1 and in2 should have the same dimensionality "
+                         f"(shapes {in1.shape} and {in2.shape})")
+    _check_mode(mode, "fftconvolve")
+    nd = in1.ndim
+    if axes is None:
+        axes = tuple(_range(nd))
+    else:
+        axes = (axes,) if isinstance(axes, (int, np.integer)) else tuple(axes)
+        for a in axes:
+            if not -nd <= a < nd:
+                raise ValueError(f"fftconvolve: axis {a} is out of bounds for rank {nd}")
+        axes = tuple(sorted({a % nd for a in axes}))
+    mapped = [i for i in _range(nd) if i not in axes]
+    if any(in1.shape[i] != in2.shape[i] for i in mapped):
+        raise ValueError(f"fftconvolve: mapped axes must have same shape; got in1.shape="
+                         f"{in1.shape} in2.shape={in2.shape} axes={axes}")
+    s1 = [in1.shape[a] for a in axes]
+    s2 = [in2.shape[a] for a in axes]
+    if mode == "valid":
+        no_swap = all(a >= b for a, b in zip(s1, s2))
+        swap = all(a <= b for a, b in zip(s1, s2))
+        if not (no_swap or swap):
+            raise ValueError("fftconvolve: for 'valid' mode, one input must be at least as large "
+                             "as the other in every dimension")
+        if swap:
+            in1, in2, s1, s2 = in2, in1, s2, s1
+    full = [a + b - 1 for a, b in zip(s1, s2)]
+    if all(a == 1 or b == 1 for a, b in zip(s1, s2)):
+        out = in1 * in2
+    elif in1.aval.dtype.kind == "c":
+        out = _fft.ifftn(_fft.fftn(in1, full, axes) * _fft.fftn(in2, full, axes), full, axes)
+    else:
+        out = _fft.irfftn(_fft.rfftn(in1, full, axes) * _fft.rfftn(in2, full, axes), full, axes)
+    if mode == "full":
+        want = full
+    elif mode == "same":
+        want = s1
+    else:
+        want = [a - b + 1 for a, b in zip(s1, s2)]
+    idx = [slice(None)] * nd
+    for a, f, w in zip(axes, full, want):
+        start = (f - w) // 2
+        idx[a] = slice(start, start + w)
+    return out[tuple(idx)]
+
+
+def detrend(data, axis=-1, type="linear", bp=0, overwrite_data=None):  # noqa: A002
+    """jax.scipy.signal.detrend: the data less its mean ('constant') or less its least-squares
+    line on each segment between the breakpoints `bp` ('linear')."""
+    if overwrite_data is not None:
+        raise NotImplementedError("detrend: overwrite_data argument not implemented")
+    if type not in ("constant", "linear"):
+        raise ValueError(f"detrend: trend type {type!r} must be 'linear' or 'constant'")
+    (x,) = _inexact(data)
+    if not -x.ndim <= axis < builtins.max(x.ndim, 1):
+        raise ValueError(f"detrend: axis {axis} is out of bounds for shape {x.shape}")
+    if type == "constant":
+        return x - mean(x, axis, keepdims=True)
+    n = x.shape[axis]
+    bps = np.sort(np.unique(np.r_[0, bp, n]))
+    if bps[0] < 0 or bps[-1] > n:
+        raise ValueError("detrend: breakpoints must be non-negative and less than length of data "
+                         "along given axis")
+    x = moveaxis(x, axis, 0)
+    pieces = []
+    for lo, hi in zip(bps[:-1], bps[1:]):
+        lo, hi = int(lo), int(hi)
+        seg = x[lo:hi]
+        npts = hi - lo
+        if npts == 1:  # one point: the line through it leaves nothing
+            pieces.append(seg - seg)
+            continue
+        rdt = np.finfo(x.aval.dtype).dtype  # the real dtype of x's
+        tc = (np.arange(npts, dtype=np.float64) - (npts - 1) / 2.0).astype(rdt)
+        tc = tc.reshape((npts,) + (1,) * (x.ndim - 1))
+        slope = _sum(seg * tc, 0, keepdims=True) / float(np.sum(tc * tc))
+        pieces.append(seg - mean(seg, 0, keepdims=True) - slope * tc)
+    y = pieces[0] if len(pieces) == 1 else concatenate(pieces, 0)
+    return moveaxis(y, 0, axis)
