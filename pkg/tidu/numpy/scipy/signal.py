@@ -12,27 +12,33 @@ Composites of tidu primitives written as jax writes them, with jax's signatures:
 - ``detrend``: ``'constant'`` subtracts the mean; ``'linear'`` subtracts, per segment between
   breakpoints ``bp``, the least-squares line (jax solves it with ``lstsq``; here the projection
   onto (1, t) is written out, equal to rounding, differentiable the same way).
+- ``stft``, ``csd``, ``welch``: jax's ``_spectral_helper``: the segments are one gather of the
+  (boundary-extended, padded) signal, detrended, windowed and transformed with ``td.fft``; the
+  window ``'hann'`` is built here, others come from ``scipy.signal.get_window`` (scipy needed,
+  as in jax) or are given as an array.
 
 As jax: integer and bool inputs are computed in floating point (tidu: float64), ``boundary``
 other than ``'fill'`` or a nonzero ``fillvalue`` raise ``NotImplementedError``, ``precision``
-is accepted (tidu computes at full precision).  The spectral names of jax.scipy.signal (``stft``,
-``istft``, ``csd``, ``welch``) are not provided yet.
+is accepted (tidu computes at full precision).  ``istft`` is not provided yet.
 """
 
 from __future__ import annotations
 
 import builtins
+import warnings
 
 import numpy as np
 
 from tidu.numpy import fft as _fft
 from tidu.numpy.conv import conv_general_dilated
-from tidu.numpy.core import concatenate, conj, mean, reshape
+from tidu.numpy.core import concatenate, conj, mean, real, reshape
 from tidu.numpy.core import sum as _sum
-from tidu.numpy.shapes import flip, moveaxis
+from tidu.numpy.shapes import flip, moveaxis, pad
+from tidu.numpy.statistics import median
 from tidu.trace.tracer import Tracer, _lift, _trace_of
 
-__all__ = ["convolve", "convolve2d", "correlate", "correlate2d", "detrend", "fftconvolve"]
+__all__ = ["convolve", "convolve2d", "correlate", "correlate2d", "csd", "detrend", "fftconvolve",
+           "stft", "welch"]
 
 _range = builtins.range
 _MODES = ("full", "same", "valid")
@@ -240,3 +246,206 @@ def detrend(data, axis=-1, type="linear", bp=0, overwrite_data=None):  # noqa: A
         pieces.append(seg - mean(seg, 0, keepdims=True) - slope * tc)
     y = pieces[0] if len(pieces) == 1 else concatenate(pieces, 0)
     return moveaxis(y, 0, axis)
+
+
+# ---- spectral estimates: stft, csd, welch (jax's _spectral_helper) ----
+
+
+def _window(window, nperseg, length, dtype):
+    """jax's _triage_segments: the window as a numpy array of `dtype`, and nperseg."""
+    if isinstance(window, (str, tuple)):
+        n = length if nperseg is None else int(nperseg)
+        if n > length:
+            warnings.warn(f"nperseg={n} is greater than input_length={length}, using "
+                          f"nperseg={length}", stacklevel=3)
+            n = length
+        if isinstance(window, str) and window == "hann":
+            win = np.array([1.0]) if n == 1 else np.sin(
+                np.linspace(0, np.pi, n, endpoint=False)) ** 2
+        else:
+            try:
+                from scipy.signal import get_window  # noqa: PLC0415  (optional dependency)
+            except ImportError as err:
+                raise ImportError(f"scipy must be available to use window={window!r}") from err
+            win = get_window(window, n)
+        return np.asarray(win, dtype), n
+    if isinstance(window, Tracer):
+        raise NotImplementedError("a traced window is not supported (give a numpy array)")
+    win = np.asarray(window, dtype)
+    if win.ndim != 1:
+        raise ValueError("window must be 1-D")
+    n = win.size if nperseg is None else int(nperseg)
+    if length < win.size:
+        raise ValueError("window is longer than input signal")
+    if n != win.size:
+        raise ValueError("value specified for nperseg is different from length of window")
+    return win, n
+
+
+def _odd_ext(x, n):
+    if n < 1:
+        return x
+    if n > x.shape[-1] - 1:
+        raise ValueError(f"The extension length n ({n}) is too big. It must not exceed "
+                         f"x.shape[axis]-1, which is {x.shape[-1] - 1}.")
+    left = 2 * x[..., :1] - flip(x[..., 1:n + 1], -1)
+    right = 2 * x[..., -1:] - flip(x[..., -(n + 1):-1], -1)
+    return concatenate([left, x, right], -1)
+
+
+def _extend(x, n, boundary):
+    widths = [(0, 0)] * (x.ndim - 1) + [(n, n)]
+    if boundary == "even":
+        return pad(x, widths, "reflect")
+    if boundary == "odd":
+        return _odd_ext(x, n)
+    if boundary == "constant":
+        return pad(x, widths, "edge")
+    return pad(x, widths, "constant", constant_values=0.0)  # zeros
+
+
+def _segments_fft(x, win, detrend_func, nperseg, noverlap, nfft, sides):
+    """jax's _fft_helper: the windowed, detrended segments (..., frames, nperseg), one gather,
+    transformed along the last axis."""
+    length = x.shape[-1]
+    if nperseg == 1 and noverlap == 0:
+        seg = reshape(x, x.shape + (1,))
+    else:
+        starts = np.arange(0, length - nperseg + 1, nperseg - noverlap)
+        seg = x[..., starts[:, None] + np.arange(nperseg)[None, :]]
+    seg = detrend_func(seg)
+    seg = seg * win
+    if sides == "twosided":
+        return _fft.fft(seg, n=nfft)
+    return _fft.rfft(real(seg), n=nfft)
+
+
+def _spectral(x, y, fs, window, nperseg, noverlap, nfft, detrend_type, return_onesided,
+              scaling, axis, mode, boundary=None, padded=False):
+    name = "stft" if mode == "stft" else "csd"
+    if boundary not in ("even", "odd", "constant", "zeros", None):
+        raise ValueError(f"{name}: unknown boundary option {boundary!r}, must be one of: "
+                         f"['even', 'odd', 'constant', 'zeros', None]")
+    xs = _inexact(x) if y is None else _inexact(x, y)
+    x = xs[0]
+    y = None if y is None else xs[1]
+    if not -x.ndim <= axis < x.ndim:
+        raise ValueError(f"{name}: axis {axis} is out of bounds for shape {x.shape}")
+    axis = axis % x.ndim
+    if y is not None and x.ndim != y.ndim:
+        raise ValueError(f"{name}: two arguments must have the same rank ({x.ndim} vs {y.ndim})")
+    rdt = np.finfo(x.aval.dtype).dtype
+    cdt = np.result_type(rdt, np.complex64)
+    win, nperseg = _window(window, nperseg, x.shape[axis], x.aval.dtype)
+    noverlap = nperseg // 2 if noverlap is None else int(noverlap)
+    nfft = nperseg if nfft is None else int(nfft)
+    if nperseg < 1:
+        raise ValueError(f"{name}: nperseg must be a positive integer")
+    if nfft < nperseg:
+        raise ValueError(f"{name}: nfft must be greater than or equal to nperseg")
+    if noverlap >= nperseg:
+        raise ValueError(f"{name}: noverlap must be less than nperseg")
+    x = moveaxis(x, axis, -1)
+    if y is not None:
+        y = moveaxis(y, axis, -1)
+        if x.shape[-1] != y.shape[-1]:  # the shorter one padded with zeros
+            n = builtins.max(x.shape[-1], y.shape[-1])
+            x, y = (pad(v, [(0, 0)] * (v.ndim - 1) + [(0, n - v.shape[-1])]) for v in (x, y))
+    nstep = nperseg - noverlap
+    if boundary is not None:
+        x = _extend(x, nperseg // 2, boundary)
+        if y is not None:
+            y = _extend(y, nperseg // 2, boundary)
+    if padded:
+        nadd = (-(x.shape[-1] - nperseg) % nstep) % nperseg
+        x = pad(x, [(0, 0)] * (x.ndim - 1) + [(0, nadd)])
+        if y is not None:
+            y = pad(y, [(0, 0)] * (y.ndim - 1) + [(0, nadd)])
+    if isinstance(detrend_type, str):
+        detrend_func = lambda d: detrend(d, axis=-1, type=detrend_type)  # noqa: E731
+    elif callable(detrend_type):
+        detrend_func = detrend_type
+    elif not detrend_type:
+        detrend_func = lambda d: d  # noqa: E731
+    else:
+        raise ValueError(f"{name}: unsupported detrend type {detrend_type!r}")
+    if scaling == "density":
+        scale = 1.0 / (fs * float(np.sum(win * win).real))
+    elif scaling == "spectrum":
+        scale = 1.0 / float(np.sum(win).real) ** 2
+    else:
+        raise ValueError(f"{name}: unknown scaling {scaling!r}")
+    if mode == "stft":
+        scale = scale ** 0.5
+    cplx = x.aval.dtype.kind == "c" or (y is not None and y.aval.dtype.kind == "c")
+    sides = "onesided" if return_onesided and not cplx else "twosided"
+    if return_onesided and cplx:
+        warnings.warn("Input data is complex, switching to return_onesided=False", stacklevel=3)
+    freqs = (np.fft.fftfreq(nfft, 1 / fs) if sides == "twosided"
+             else np.fft.rfftfreq(nfft, 1 / fs)).astype(rdt)
+    result = _segments_fft(x, win, detrend_func, nperseg, noverlap, nfft, sides)
+    if y is not None:
+        result = conj(result) * _segments_fft(y, win, detrend_func, nperseg, noverlap, nfft,
+                                              sides)
+    elif mode == "psd":
+        result = conj(result) * result
+    result = result * scale
+    if sides == "onesided" and mode == "psd":
+        double = np.ones(result.shape[-1], rdt)
+        double[1:None if nfft % 2 else -1] = 2
+        result = result * double
+    time = np.arange(nperseg / 2, x.shape[-1] - nperseg / 2 + 1, nperseg - noverlap,
+                     dtype=rdt) / fs
+    if boundary is not None:
+        time = time - (nperseg / 2) / fs
+    result = _lift(result._t, result, cdt)
+    if y is None and mode != "stft":
+        result = real(result)
+    return freqs.astype(rdt), np.asarray(time, rdt), moveaxis(result, -1, axis)
+
+
+def stft(x, fs=1.0, window="hann", nperseg=256, noverlap=None, nfft=None, detrend=False,
+         return_onesided=True, boundary="zeros", padded=True, axis=-1):
+    """jax.scipy.signal.stft: (frequencies, segment times, the STFT (..., freqs, segments))."""
+    f, t, z = _spectral(x, None, fs, window, nperseg, noverlap, nfft, detrend, return_onesided,
+                        "spectrum", axis, "stft", boundary, padded)
+    return _lift(z._t, f), _lift(z._t, t), z
+
+
+def csd(x, y, fs=1.0, window="hann", nperseg=None, noverlap=None, nfft=None,
+        detrend="constant", return_onesided=True, scaling="density", axis=-1, average="mean"):
+    """jax.scipy.signal.csd: (frequencies, the cross spectral density of x and y) by Welch's
+    method (segments averaged by mean or median)."""
+    f, _, p = _spectral(x, y, fs, window, nperseg, noverlap, nfft, detrend, return_onesided,
+                        scaling, axis, "psd")
+    if y is not None:
+        p = _lift(p._t, p, np.result_type(p.aval.dtype, np.complex64))
+    if p.ndim >= 2 and p.size > 0:
+        if p.shape[-1] > 1:
+            if average == "median":
+                k = p.shape[-1]
+                bias = 1 + float(np.sum(1.0 / (np.arange(2.0, k, 2) + 1)
+                                        - 1.0 / np.arange(2.0, k, 2)))
+                if p.aval.dtype.kind == "c":
+                    p = (_lift(p._t, median(real(p), axis=-1), p.aval.dtype)
+                         + 1j * median(p.imag, axis=-1))
+                else:
+                    p = median(p, axis=-1)
+                p = p / bias
+            elif average == "mean":
+                p = mean(p, axis=-1)
+            else:
+                raise ValueError(f'csd: average must be "median" or "mean", got {average}')
+        else:
+            p = reshape(p, p.shape[:-1])
+    return _lift(p._t, f), p
+
+
+def welch(x, fs=1.0, window="hann", nperseg=None, noverlap=None, nfft=None,
+          detrend="constant", return_onesided=True, scaling="density", axis=-1,
+          average="mean"):
+    """jax.scipy.signal.welch: (frequencies, the power spectral density of x)."""
+    f, p = csd(x, None, fs=fs, window=window, nperseg=nperseg, noverlap=noverlap, nfft=nfft,
+               detrend=detrend, return_onesided=return_onesided, scaling=scaling, axis=axis,
+               average=average)
+    return f, real(p)
