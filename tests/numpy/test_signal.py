@@ -271,3 +271,28 @@ def test_spectral_second_derivatives_match_jax():
     hj = jax.hessian(_spectral_loss("jax", "welch", kw))(x)
     ht = td.jit(td.hessian(_spectral_loss("td", "welch", kw)))(x)
     np.testing.assert_allclose(ht, np.asarray(hj), rtol=1e-9, atol=1e-10)
+
+
+ISTFT = [(dict(nperseg=32), dict(nperseg=32)),
+         (dict(nperseg=24, noverlap=6), dict(nperseg=24, noverlap=6)),
+         (dict(nperseg=16, return_onesided=False), dict(nperseg=16, input_onesided=False)),
+         (dict(nperseg=20, nfft=24), dict(nperseg=20, nfft=24, boundary=False))]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("case", ISTFT, ids=str)
+def test_istft_matches_jax(case, backend):
+    """Values of jax's istft (of jax's stft of a signal), and the gradient of a loss of it."""
+    skw, ikw = case
+    x = np.random.default_rng(13).standard_normal((2, 100))
+    z = np.asarray(jsig.stft(x, **skw)[2])
+    want = jsig.istft(z, **ikw)
+    got = td.jit(lambda a: td.scipy.signal.istft(a, **ikw), backend=backend)(z)
+    for g, j in zip(got, want):
+        assert np.shape(g) == j.shape and np.asarray(g).dtype == j.dtype
+        np.testing.assert_allclose(g, np.asarray(j), rtol=1e-10, atol=1e-12)
+    zr = z.real.copy()  # the gradient in a real input (tidu's complex convention differs)
+    gj = jax.grad(lambda a: jnp.sum(jnp.sin(jnp.real(jsig.istft(a + 0j, **ikw)[1]))))(zr)
+    gt = td.jit(td.grad(lambda a: td.sum(td.sin(td.real(td.scipy.signal.istft(a, **ikw)[1])))),
+                backend=backend)(zr)
+    np.testing.assert_allclose(gt, np.asarray(gj), rtol=1e-10, atol=1e-12)

@@ -12,6 +12,8 @@ Composites of tidu primitives written as jax writes them, with jax's signatures:
 - ``detrend``: ``'constant'`` subtracts the mean; ``'linear'`` subtracts, per segment between
   breakpoints ``bp``, the least-squares line (jax solves it with ``lstsq``; here the projection
   onto (1, t) is written out, equal to rounding, differentiable the same way).
+- ``istft``: the inverse transform of the frames, windowed and overlapped-and-added by jax's
+  pad/reshape/sum scheme (no scatter); the window-square normalisation is a constant.
 - ``stft``, ``csd``, ``welch``: jax's ``_spectral_helper``: the segments are one gather of the
   (boundary-extended, padded) signal, detrended, windowed and transformed with ``td.fft``; the
   window ``'hann'`` is built here, others come from ``scipy.signal.get_window`` (scipy needed,
@@ -19,7 +21,7 @@ Composites of tidu primitives written as jax writes them, with jax's signatures:
 
 As jax: integer and bool inputs are computed in floating point (tidu: float64), ``boundary``
 other than ``'fill'`` or a nonzero ``fillvalue`` raise ``NotImplementedError``, ``precision``
-is accepted (tidu computes at full precision).  ``istft`` is not provided yet.
+is accepted (tidu computes at full precision).
 """
 
 from __future__ import annotations
@@ -31,14 +33,14 @@ import numpy as np
 
 from tidu.numpy import fft as _fft
 from tidu.numpy.conv import conv_general_dilated
-from tidu.numpy.core import concatenate, conj, mean, real, reshape
+from tidu.numpy.core import concatenate, conj, mean, real, reshape, transpose
 from tidu.numpy.core import sum as _sum
 from tidu.numpy.shapes import flip, moveaxis, pad
 from tidu.numpy.statistics import median
 from tidu.trace.tracer import Tracer, _lift, _trace_of
 
 __all__ = ["convolve", "convolve2d", "correlate", "correlate2d", "csd", "detrend", "fftconvolve",
-           "stft", "welch"]
+           "istft", "stft", "welch"]
 
 _range = builtins.range
 _MODES = ("full", "same", "valid")
@@ -449,3 +451,85 @@ def welch(x, fs=1.0, window="hann", nperseg=None, noverlap=None, nfft=None,
                detrend=detrend, return_onesided=return_onesided, scaling=scaling, axis=axis,
                average=average)
     return f, real(p)
+
+
+def _overlap_and_add(x, step: int):
+    """jax's _overlap_and_add: frames (..., N, T) summed at offsets of `step`, by padding,
+    reshaping and one sum (no scatter)."""
+    *batch, nframes, seglen = x.shape
+    nb = int(np.prod(batch, dtype=np.int64))
+    x = reshape(x, (nb, nframes, seglen))
+    out_size = step * (nframes - 1) + seglen
+    nsteps = 1 + (seglen - 1) // step
+    x = pad(x, ((0, 0), (0, 0), (0, nsteps * step - seglen)))
+    x = reshape(x, (nb, nframes, nsteps, step))
+    x = transpose(x, (0, 2, 1, 3))
+    x = pad(x, ((0, 0), (0, 0), (0, nframes), (0, 0)))
+    shrunken = x.shape[2] - 1
+    x = reshape(x, (nb, -1))[:, :nsteps * shrunken * step]
+    x = reshape(x, (nb, nsteps, shrunken * step))
+    x = _sum(x, axis=1)[:, :out_size]
+    return reshape(x, tuple(batch) + (out_size,))
+
+
+def istft(Zxx, fs=1.0, window="hann", nperseg=None, noverlap=None, nfft=None,
+          input_onesided=True, boundary=True, time_axis=-1, freq_axis=-2):
+    """jax.scipy.signal.istft: (times, the signal) from an STFT (..., freqs, segments)."""
+    (z,) = _inexact(Zxx)
+    if z.ndim < 2:
+        raise ValueError("istft: input stft must be at least 2d")
+    if not (-z.ndim <= freq_axis < z.ndim and -z.ndim <= time_axis < z.ndim):
+        raise ValueError(f"istft: axes {time_axis}, {freq_axis} out of bounds for {z.shape}")
+    freq_axis, time_axis = freq_axis % z.ndim, time_axis % z.ndim
+    if freq_axis == time_axis:
+        raise ValueError("istft: must specify differing time and frequency axes")
+    rdt = np.finfo(z.aval.dtype).dtype
+    z = _lift(z._t, z, np.result_type(rdt, np.complex64))
+    n_default = 2 * (z.shape[freq_axis] - 1) if input_onesided else z.shape[freq_axis]
+    nperseg = int(nperseg or n_default)
+    if nperseg < 1:
+        raise ValueError("istft: nperseg must be a positive integer")
+    if nfft is None:
+        nfft = n_default + (1 if input_onesided and nperseg == n_default + 1 else 0)
+    nfft = int(nfft)
+    if nfft < nperseg:
+        raise ValueError(f"istft: FFT length ({nfft}) must be longer than nperseg ({nperseg})")
+    noverlap = int(noverlap or nperseg // 2)
+    if noverlap >= nperseg:
+        raise ValueError("istft: noverlap must be less than nperseg")
+    nstep = nperseg - noverlap
+    if time_axis != z.ndim - 1 or freq_axis != z.ndim - 2:
+        outer = tuple(i for i in _range(z.ndim) if i not in (time_axis, freq_axis))
+        z = transpose(z, outer + (freq_axis, time_axis))
+    inv = _fft.irfft if input_onesided else _fft.ifft
+    xsubs = inv(z, n=nfft, axis=-2)[..., :nperseg, :]  # (..., T, N)
+    if isinstance(window, (str, tuple)):
+        win, _ = _window(window, nperseg, nperseg, rdt if input_onesided else xsubs.aval.dtype)
+    else:
+        if isinstance(window, Tracer):
+            raise NotImplementedError("a traced window is not supported (give a numpy array)")
+        win = np.asarray(window)
+        if win.ndim != 1:
+            raise ValueError("window must be 1-D")
+        if win.shape[0] != nperseg:
+            raise ValueError(f"window must have length of {nperseg}")
+    xsubs = xsubs * win.sum()  # the 'spectrum' scaling
+    wcol = win.reshape((nperseg, 1))
+    nframes = xsubs.shape[-1]
+    frames = xsubs * wcol
+    x = _overlap_and_add(moveaxis(frames, -1, -2), nstep)
+    sq = (np.abs(win) ** 2 if np.iscomplexobj(win) else win * win)
+    norm = np.zeros(nstep * (nframes - 1) + nperseg, sq.dtype)
+    for f in _range(nframes):  # a constant: the window squares overlapped
+        norm[f * nstep:f * nstep + nperseg] += sq
+    if boundary:
+        h = nperseg // 2
+        x = x[..., h:-h] if h else x[..., 0:0]
+        norm = norm[h:-h] if h else norm[0:0]
+    x = x / np.where(norm > 1e-10, norm, 1.0).astype(np.finfo(norm.dtype).dtype)
+    if x.ndim > 1 and time_axis != z.ndim - 1:
+        if freq_axis < time_axis:
+            time_axis -= 1
+        x = moveaxis(x, -1, time_axis)
+    time = np.arange(x.shape[0], dtype=np.finfo(x.aval.dtype).dtype) / fs
+    return _lift(x._t, time), x
