@@ -238,10 +238,80 @@ def test_bad_arguments_name_the_problem(bad, err, match):
         td.jit(lambda a, b: conv_general_dilated(a, b, **kw))(x, w)
 
 
-def test_integer_operands_are_refused_with_a_clear_error():
-    x, w = np.zeros((1, 1, 3), np.int32), np.zeros((1, 1, 2), np.int32)
-    with pytest.raises(TypeError, match="not floating or complex"):
-        td.jit(lambda a, b: conv_general_dilated(a, b, (1,), "VALID"))(x, w)
+INT_DTYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool"]
+
+
+def _int_operands(case, dtype, seed=0):
+    """Integers over the dtype's whole range (products and sums wrap), or random bools."""
+    x, w, dn = _operands(case, "float64", seed)
+    r = np.random.default_rng(seed + 100)
+    dt = np.dtype(dtype)
+    if dt.kind == "b":
+        return r.integers(0, 2, x.shape).astype(dt), r.integers(0, 2, w.shape).astype(dt), dn
+    info = np.iinfo(dt)
+    draw = lambda s: r.integers(info.min, info.max, s, dtype=dt, endpoint=True)  # noqa: E731
+    return draw(x.shape), draw(w.shape), dn
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", INT_DTYPES)
+@pytest.mark.parametrize("case", [CASES[4], CASES[7], CASES[9], CASES[13]],
+                         ids=lambda c: c[0])
+def test_integer_convolutions_equal_jax(case, dtype, backend):
+    """Integer and bool convolutions are exact and wrap as jax's (XLA's fixed-width sums); bool
+    is the OR of ANDs."""
+    x, w, dn = _int_operands(case, dtype)
+    want = np.asarray(_fn(case, "jax")(x, w, dn))
+    got = td.jit(lambda a, b: _fn(case, "td")(a, b, dn), backend=backend)(x, w)
+    assert got.dtype == want.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(_fn(case, "td")(x, w, dn), want)  # the numpy reference
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype,pet", [("int8", "int32"), ("int8", "int16"), ("uint8", "int8"),
+                                       ("uint16", "uint64"), ("int16", "float64"),
+                                       ("bool", "int32"), ("bool", "float32"),
+                                       ("float32", "float64"), ("complex64", "complex128")])
+def test_preferred_element_type_matches_jax(dtype, pet, backend):
+    """int8 inputs accumulating in int32 (etc.): the result has the preferred dtype and jax's
+    values."""
+    case = CASES[4]
+    if np.dtype(dtype).kind in "biu":
+        x, w, dn = _int_operands(case, dtype, seed=3)
+    else:
+        x, w, dn = _operands(case, dtype, seed=3)
+    _, _, _, strides, padding, ld, rd, _, fg, bg = case
+
+    def f(lib):
+        fn = lax.conv_general_dilated if lib == "jax" else conv_general_dilated
+        return lambda a, b: fn(a, b, strides, padding, ld, rd, dn, fg, bg,
+                               preferred_element_type=pet)
+
+    want = np.asarray(f("jax")(x, w))
+    got = td.jit(f("td"), backend=backend)(x, w)
+    assert got.dtype == want.dtype == np.dtype(pet)
+    if np.dtype(pet).kind in "iu":
+        np.testing.assert_array_equal(got, want)
+    else:
+        tol = 1e-5 if np.dtype(dtype).itemsize <= 4 and np.dtype(pet).itemsize <= 4 else 1e-12
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("dtype,pet,match", [
+    ("int32", "int16", "must not be narrower"),
+    ("float64", "float32", "must not be narrower"),
+    ("int8", "uint16", "signedness"),
+    ("float32", "complex64", "cannot accumulate"),
+    ("int8", "bool", "cannot accumulate"),
+])
+def test_bad_preferred_element_type_is_refused_as_jax(dtype, pet, match):
+    x, w = np.zeros((1, 1, 3), dtype), np.zeros((1, 1, 2), dtype)
+    with pytest.raises(TypeError, match=match):
+        td.jit(lambda a, b: conv_general_dilated(a, b, (1,), "VALID",
+                                                 preferred_element_type=pet))(x, w)
+    with pytest.raises(TypeError):
+        lax.conv_general_dilated(x, w, (1,), "VALID", preferred_element_type=pet)
 
 
 # ---- numpy's convolve / correlate ----
@@ -263,11 +333,31 @@ def test_convolve_correlate_match_numpy(fn, n, m, mode):
                                atol=1e-12)
 
 
-def test_convolve_of_integers_stays_integer():
-    a, v = np.array([1, 2, 3, 4]), np.array([2, -1])
-    got = td.jit(lambda p, q: td.convolve(p, q))(a, v)
-    assert got.dtype == np.convolve(a, v).dtype
-    np.testing.assert_array_equal(got, np.convolve(a, v))
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fn", ["convolve", "correlate"])
+def test_convolve_of_integers_matches_jax(fn, backend):
+    """As jnp's: integer inputs give floating values (tidu's inexact dtype, float64), or with
+    preferred_element_type an exact integer convolution (int8 summed in int32 here)."""
+    a = np.array([100, -120, 3, 127, -128, 5], np.int8)
+    v = np.array([127, 100, -3], np.int8)
+    for mode in ("full", "same", "valid"):
+        want = np.asarray(getattr(jnp, fn)(a, v, mode))
+        got = td.jit(lambda p, q: getattr(td, fn)(p, q, mode), backend=backend)(a, v)
+        assert got.dtype == np.float64
+        np.testing.assert_array_equal(got, want)
+        want = np.asarray(getattr(jnp, fn)(a, v, mode, preferred_element_type=np.int32))
+        got = td.jit(lambda p, q: getattr(td, fn)(p, q, mode, preferred_element_type="int32"),
+                     backend=backend)(a, v)
+        assert got.dtype == want.dtype == np.int32
+        np.testing.assert_array_equal(got, want)
+        got = getattr(td, fn)(a, v, mode, preferred_element_type="int32")  # outside a trace
+        assert got.dtype == np.int32
+        np.testing.assert_array_equal(got, want)
+    b = np.array([True, False, True])
+    want = np.asarray(getattr(jnp, fn)(b, b[:2], preferred_element_type=np.int32))
+    got = td.jit(lambda p, q: getattr(td, fn)(p, q, preferred_element_type="int32"),
+                 backend=backend)(b, b[:2])
+    np.testing.assert_array_equal(got, want)
 
 
 def test_convolve_gradient_matches_jax():

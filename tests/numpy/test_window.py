@@ -190,3 +190,22 @@ def test_eval_batch_on_xla_matches_the_interpreter(op, shapes):
     for i in range(3):
         np.testing.assert_allclose(want[i], op.impl(*[s[i] for s in stacked]), rtol=1e-12,
                                    atol=1e-12)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", ["int8", "int16", "int64", "uint8", "uint16", "uint32",
+                                   "uint64"])
+def test_integer_dtypes_match_jax(dtype, backend):
+    """add/max/min windows of every integer dtype, with padding, strides and dilations, equal
+    jax's (sums wrap alike)."""
+    info = np.iinfo(dtype)
+    x = np.random.default_rng(11).integers(info.min, info.max, (5, 7), dtype=dtype,
+                                           endpoint=True)
+    for comp, init, jcomp in (("add", 0, lax.add), ("max", info.min, lax.max),
+                              ("min", info.max, lax.min)):
+        init = np.asarray(init, dtype)
+        args = ((2, 3), (1, 2), [(1, 0), (2, 1)], (2, 1), (1, 2))
+        got = td.jit(lambda a: reduce_window(a, init, comp, *args), backend=backend)(x)
+        want = lax.reduce_window(x, init, jcomp, *args)
+        assert got.dtype == np.dtype(dtype)
+        np.testing.assert_array_equal(got, np.asarray(want))

@@ -328,13 +328,13 @@ GOOD += [(_CONV, [A((2, 3, 7, 6)), A((4, 3, 3, 2))], A((2, 4, 4, 4))),
          (P.Conv((1,), (-1,), (0,), (1,), (1,), 1, 2), [A((4, 2, 5)), A((6, 2, 2))],
           A((2, 6, 3))),
          (P.Conv((), (), (), (), ()), [A((3, 2), "complex128"), A((5, 2), "complex128")],
-          A((3, 5), "complex128"))]
+          A((3, 5), "complex128")),
+         (_CONV, [A((2, 3, 7, 6), "int8"), A((4, 3, 3, 2), "int8")], A((2, 4, 4, 4), "int8")),
+         (_CONV, [A((2, 3, 7, 6), "bool"), A((4, 3, 3, 2), "bool")], A((2, 4, 4, 4), "bool"))]
 BAD += [(_CONV, [A((2, 3, 7, 6)), A((4, 2, 3, 2))], ValueError,
          r"Conv: lhs feature size 3 is not rhs input features 2 times feature_group_count 1"),
         (_CONV, [A((2, 3, 7)), A((4, 3, 3))], ValueError, r"Conv: lhs shape \(2, 3, 7\) and rhs "
          r"shape \(4, 3, 3\) must both have rank 4"),
-        (_CONV, [A((2, 3, 7, 6), "int32"), A((4, 3, 3, 2), "int32")], TypeError,
-         "Conv: operand dtype int32 is not floating or complex"),
         (_CONV, [A((2, 3, 7, 6)), A((4, 3, 3, 2), "float32")], TypeError,
          "Conv: dtype mismatch float64 vs float32"),
         (P.Conv((0,), (0,), (0,), (1,), (1,)), [A((1, 1, 3)), A((1, 1, 2))], ValueError,

@@ -148,6 +148,31 @@ def _dtype_of(x):
     return x.aval.dtype if isinstance(x, Tracer) else np.asarray(x).dtype
 
 
+def _result_dtype(name, dt, preferred) -> np.dtype:
+    """The convolution's dtype: the operands' (promoted), or `preferred_element_type` checked as
+    jax checks it (integers or bool to a wider-or-equal integer of the same signedness or to a
+    float, floats to a wider-or-equal float, complex to a wider-or-equal complex).  The operands
+    are converted to it and the Conv runs in it: for integers that is exact (fixed-width
+    arithmetic wraps the same way at any width that holds the result), as XLA's i8 x i8 -> i32."""
+    dt = np.dtype(dt)
+    if preferred is None:
+        return dt
+    p = np.dtype(preferred)
+    if p == dt:
+        return p
+    if dt.kind in "biu" and p.kind in "iuf" or dt.kind == p.kind and dt.kind in "fc":
+        if dt.kind != "b" and p.itemsize < dt.itemsize:
+            raise TypeError(f"{name}: preferred_element_type {p} must not be narrower than the "
+                            f"operands' dtype {dt}")
+        if dt.kind == "i" and p.kind == "u":
+            raise TypeError(f"{name}: preferred_element_type {p} must have the signedness of "
+                            f"the operands' dtype {dt}")
+        return p
+    raise TypeError(f"{name}: operands of dtype {dt} cannot accumulate in preferred_element_type "
+                    f"{p} (the pairs allowed, as jax: integer or bool to integer or floating, "
+                    f"floating to floating, complex to complex)")
+
+
 def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
                          rhs_dilation=None, dimension_numbers=None, feature_group_count=1,
                          batch_group_count=1, precision=None, preferred_element_type=None):
@@ -161,7 +186,8 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
         dimension_numbers: None, three spec strings or a ConvDimensionNumbers.
         feature_group_count, batch_group_count: grouped convolutions (at most one above 1).
         precision: accepted for jax compatibility (tidu always computes at full precision).
-        preferred_element_type: the result dtype (operands are converted to it).
+        preferred_element_type: the result dtype, checked as jax does (e.g. int8 operands
+            accumulating in int32); the operands are converted to it.
 
     Returns:
         The convolution, laid out as `dimension_numbers`' output spec.
@@ -175,12 +201,8 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
     lshape, rshape = shp(lhs), shp(rhs)
     dn = conv_dimension_numbers(lshape, rshape, dimension_numbers)
     ns = len(lshape) - 2
-    dt = np.result_type(_dtype_of(lhs), _dtype_of(rhs))
-    if preferred_element_type is not None:
-        dt = np.dtype(preferred_element_type)
-    if dt.kind not in "fc":
-        raise TypeError(f"conv_general_dilated: operands of dtype {dt} are not floating or "
-                        f"complex (convert them first)")
+    dt = _result_dtype("conv_general_dilated", np.result_type(_dtype_of(lhs), _dtype_of(rhs)),
+                       preferred_element_type)
     if live:
         t = _trace_of(lhs, rhs)
         lhs, rhs = _lift(t, lhs, dt), _lift(t, rhs, dt)
@@ -218,8 +240,10 @@ def conv_with_general_padding(lhs, rhs, window_strides, padding, lhs_dilation, r
                                 preferred_element_type=preferred_element_type)
 
 
-def _conv_transpose_padding(k: int, s: int, padding: str) -> tuple[int, int]:
-    if padding == "SAME":
+def _conv_transpose_padding(k: int, s: int, padding) -> tuple[int, int]:
+    if isinstance(padding, tuple):  # a forward conv's (low, high) (use_consistent_padding)
+        pad_a, pad_len = k - padding[0] - 1, 2 * k - padding[0] - padding[1] - 2
+    elif padding == "SAME":
         pad_len = k + s - 2
         pad_a = k - 1 if s > k - 1 else -(-pad_len // 2)
     elif padding == "VALID":
@@ -235,9 +259,11 @@ _TRANSPOSE_DEFAULTS = {2: ("NC", "IO", "NC"), 3: ("NHC", "HIO", "NHC"),
 
 
 def conv_transpose(lhs, rhs, strides, padding, rhs_dilation=None, dimension_numbers=None,
-                   transpose_kernel=False, precision=None, preferred_element_type=None):
+                   transpose_kernel=False, precision=None, preferred_element_type=None,
+                   use_consistent_padding=False):
     """jax.lax.conv_transpose: a convolution with lhs dilation `strides` (the gradient of a
-    strided convolution), padding 'SAME'/'VALID' as jax computes it, or pairs."""
+    strided convolution), padding 'SAME'/'VALID' as jax computes it, or pairs (with
+    `use_consistent_padding`, pairs are the forward convolution's padding, as PyTorch)."""
     shp = lambda x: tuple(x.shape) if isinstance(x, Tracer) else np.shape(x)
     lshape, rshape = shp(lhs), shp(rhs)
     nd = len(lshape)
@@ -253,9 +279,13 @@ def conv_transpose(lhs, rhs, strides, padding, rhs_dilation=None, dimension_numb
     win = [rshape[a] for a in dn.rhs_spec[2:]]
     strides = _tuple("strides", strides, ns)
     rd = _tuple("rhs_dilation", rhs_dilation, ns)
-    if isinstance(padding, str) and padding in ("SAME", "VALID"):
+    if use_consistent_padding or isinstance(padding, str) and padding in ("SAME", "VALID"):
         eff = [0 if k == 0 else 1 + r * (k - 1) for k, r in zip(win, rd)]
-        pads = [_conv_transpose_padding(k, s, padding) for k, s in zip(eff, strides)]
+        rep = [padding] * ns if isinstance(padding, str) else [tuple(p) for p in padding]
+        if len(rep) != ns:
+            raise ValueError(f"conv_transpose: padding {padding!r} must be {ns} (low, high) "
+                             f"pairs")
+        pads = [_conv_transpose_padding(k, s, p) for k, s, p in zip(eff, strides, rep)]
     else:
         pads = padding
     if transpose_kernel:
@@ -355,10 +385,19 @@ def _full_correlation(a, w, name: str):
     return _emit(a._t, _op(P.Reshape, (n + m - 1,)), y)
 
 
-def _np_mode(a, v, mode: str, name: str, conj: bool):
-    t = _trace_of(a, v)
+def _np_work_dtype(a, v, name, preferred) -> np.dtype:
+    """jnp.convolve's dtype: the operands promoted to inexact (integers and bool to float64,
+    tidu's rule for inexact results), or, with `preferred_element_type`, the operands' promoted
+    dtype accumulating in it (integers stay integers, exactly as jax)."""
     dt = np.result_type(_dtype_of(a), _dtype_of(v))
-    work = dt if dt.kind in "fc" else np.dtype("float64")
+    if preferred is None:
+        return dt if dt.kind in "fc" else np.dtype("float64")
+    return _result_dtype(name, dt, preferred)
+
+
+def _np_mode(a, v, mode: str, name: str, conj: bool, preferred=None):
+    t = _trace_of(a, v)
+    work = _np_work_dtype(a, v, name, preferred)
     a, v = _lift_in(t, a, work), _lift_in(t, v, work)
     if a.ndim != 1 or v.ndim != 1:
         raise ValueError(f"{name}: object too deep for desired array (shapes {a.shape} and "
@@ -372,33 +411,44 @@ def _np_mode(a, v, mode: str, name: str, conj: bool):
         w = _emit(t, _op(P.Rev, (0,)), v) if m > 1 else v
     full = _full_correlation(a, w, name)
     if mode == "full":
-        out = full
-    elif mode == "same":
+        return full
+    if mode == "same":
         size, start = builtins.max(n, m), (builtins.min(n, m) - 1) // 2
         if conj and n < m:  # numpy correlates the swapped pair and reverses it
             start = n // 2
-        out = full[start:start + size]
-    elif mode == "valid":
+        return full[start:start + size]
+    if mode == "valid":
         size, start = builtins.max(n, m) - builtins.min(n, m) + 1, builtins.min(n, m) - 1
-        out = full[start:start + size]
-    else:
+        return full[start:start + size]
+    raise ValueError(f"{name}: mode {mode!r} must be 'full', 'same' or 'valid'")
+
+
+def _np_outside(fn, a, v, mode, name, preferred):
+    """numpy's convolve/correlate on concrete arrays in the dtype jnp's would compute in."""
+    work = _np_work_dtype(a, v, name, preferred)
+    if mode not in ("full", "same", "valid"):
         raise ValueError(f"{name}: mode {mode!r} must be 'full', 'same' or 'valid'")
-    if dt.kind not in "fc":
-        out = _emit(t, _op(P.Convert, dt.name), out.round() if dt.kind != "b" else out)
-    return out
+    a, v = np.asarray(a), np.asarray(v)
+    if work.kind == "b":  # numpy has no boolean sum of products: count, then test
+        return fn(a.astype(np.int64), v.astype(np.int64), mode) != 0
+    return fn(a.astype(work), v.astype(work), mode).astype(work)
 
 
-def convolve(a, v, mode="full"):
-    """numpy.convolve: the discrete linear convolution of two 1-D arrays (modes full, same,
-    valid), one Conv primitive.  Integer inputs are computed in float64 and rounded back."""
+def convolve(a, v, mode="full", *, precision=None, preferred_element_type=None):
+    """jnp.convolve: the discrete linear convolution of two 1-D arrays (modes full, same,
+    valid), one Conv primitive.  Integer and bool inputs give float64 (jax: an inexact dtype)
+    unless `preferred_element_type` names the accumulation dtype (e.g. int8 inputs summed in
+    int32, exactly).  `precision` is accepted and ignored (full precision)."""
+    del precision
     if not _live(a, v):
-        return np.convolve(a, v, mode)
-    return _np_mode(a, v, mode, "convolve", conj=False)
+        return _np_outside(np.convolve, a, v, mode, "convolve", preferred_element_type)
+    return _np_mode(a, v, mode, "convolve", False, preferred_element_type)
 
 
-def correlate(a, v, mode="valid"):
-    """numpy.correlate: sum_n a[n + k] * conj(v[n]) (modes full, same, valid), one Conv."""
+def correlate(a, v, mode="valid", *, precision=None, preferred_element_type=None):
+    """jnp.correlate: sum_n a[n + k] * conj(v[n]) (modes full, same, valid), one Conv; dtypes
+    as `convolve`."""
+    del precision
     if not _live(a, v):
-        return np.correlate(a, v, mode)
-    return _np_mode(a, v, mode, "correlate", conj=True)
-
+        return _np_outside(np.correlate, a, v, mode, "correlate", preferred_element_type)
+    return _np_mode(a, v, mode, "correlate", True, preferred_element_type)

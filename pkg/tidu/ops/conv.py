@@ -22,7 +22,7 @@ import numpy as np
 from tidu.ad.rules import register
 from tidu.graph import aval
 from tidu.ops.core import (
-    INEXACT,
+    ALL,
     A,
     BroadcastInDim,
     F,
@@ -138,7 +138,7 @@ class Conv(Primitive):
         n = self.name
         if lhs.dtype != rhs.dtype:
             raise TypeError(f"{n}: dtype mismatch {lhs.dtype} vs {rhs.dtype}")
-        check_dtype(n, lhs, INEXACT, "floating or complex")
+        check_dtype(n, lhs, ALL, "numeric or bool")
         ns = len(self.window_strides)
         if lhs.ndim != ns + 2 or rhs.ndim != ns + 2:
             raise ValueError(f"{n}: lhs shape {lhs.shape} and rhs shape {rhs.shape} must both have "

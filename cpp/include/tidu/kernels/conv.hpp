@@ -58,6 +58,30 @@ inline void conv_gemm(const T* A, const T* B, T* Cm, std::int64_t m, std::int64_
     }
     return;
   }
+  if constexpr (std::is_integral_v<T>) {
+    // integers and bool: products summed in uint64, which wraps as XLA's fixed-width integer
+    // arithmetic does (the result mod 2^bits is the same; no signed-overflow UB); bool is the
+    // OR of ANDs (a nonzero sum)
+    thread_local std::vector<std::uint64_t> acc;
+    if (static_cast<std::int64_t>(acc.size()) < n) acc.resize(n);
+    for (std::int64_t i = 0; i < m; ++i) {
+      std::fill(acc.begin(), acc.begin() + n, std::uint64_t{0});
+      for (std::int64_t q = 0; q < k; ++q) {
+        const std::uint64_t a = static_cast<std::uint64_t>(static_cast<std::int64_t>(A[i * k + q]));
+        if (a == 0) continue;  // exact for integers (no NaN to keep)
+        const T* bq = B + q * n;
+        for (std::int64_t j = 0; j < n; ++j)
+          acc[j] += a * static_cast<std::uint64_t>(static_cast<std::int64_t>(bq[j]));
+      }
+      T* c = Cm + i * n;
+      if constexpr (std::is_same_v<T, bool>) {
+        for (std::int64_t j = 0; j < n; ++j) c[j] = acc[j] != 0;
+      } else {
+        for (std::int64_t j = 0; j < n; ++j) c[j] = static_cast<T>(acc[j]);
+      }
+    }
+    return;
+  }
   for (std::int64_t i = 0; i < m * n; ++i) Cm[i] = T(0);
   for (std::int64_t i = 0; i < m; ++i) {
     T* c = Cm + i * n;
@@ -145,11 +169,14 @@ inline void conv(const T* x, const T* w, T* y, const ConvGeom& g) {
   const std::int64_t threads = std::min<std::int64_t>({detail::cores(), tasks,
                                                        static_cast<std::int64_t>(std::min(work / (1 << 22), 1e6)) + 1});
   auto run = [&](std::int64_t task) {
-    thread_local std::vector<T> buf;
+    // bool's patches live in bytes (std::vector<bool> packs bits and has no data())
+    using Cell = std::conditional_t<std::is_same_v<T, bool>, std::uint8_t, T>;
+    static_assert(sizeof(Cell) == sizeof(T));
+    thread_local std::vector<Cell> buf;
     const std::int64_t grp = task % k, c0 = task / k * chunk, nc = std::min(chunk, g.N1 - c0);
     const std::int64_t cols = nc * g.Pp;
     if (static_cast<std::int64_t>(buf.size()) < IK * cols + og * cols) buf.resize(IK * cols + og * cols);
-    T* col = buf.data();
+    T* col = reinterpret_cast<T*>(buf.data());
     T* res = col + IK * cols;
     const std::int64_t cin0 = g.G > 1 ? grp * g.I : 0;
     std::int64_t off[8];
@@ -217,7 +244,21 @@ inline void run_conv(const Program& p, const std::uint32_t* a, std::uint32_t out
       conv<std::complex<double>>(static_cast<const std::complex<double>*>(ptr[a[0]]),
                                  static_cast<const std::complex<double>*>(ptr[a[1]]), static_cast<std::complex<double>*>(y), g);
       return;
-    default: throw std::runtime_error("tidu: Conv of a dtype that is not floating or complex");
+#define TIDU_CONV_INT(code, type)                                                                          \
+  case DType::code:                                                                                        \
+    conv<type>(static_cast<const type*>(ptr[a[0]]), static_cast<const type*>(ptr[a[1]]), static_cast<type*>(y), g); \
+    return;
+    TIDU_CONV_INT(I8, std::int8_t)
+    TIDU_CONV_INT(I16, std::int16_t)
+    TIDU_CONV_INT(I32, std::int32_t)
+    TIDU_CONV_INT(I64, std::int64_t)
+    TIDU_CONV_INT(U8, std::uint8_t)
+    TIDU_CONV_INT(U16, std::uint16_t)
+    TIDU_CONV_INT(U32, std::uint32_t)
+    TIDU_CONV_INT(U64, std::uint64_t)
+    TIDU_CONV_INT(Bool, bool)
+#undef TIDU_CONV_INT
+    default: throw std::runtime_error("tidu: Conv of an unsupported dtype");
   }
 }
 

@@ -488,8 +488,9 @@ inline void validate_instructions(const Program& p) {
       case Op::Conv: {  // conv.hpp; attrs: n, strides..., n, low..., n, high..., n, ld..., n, rd..., G, BG
         arity(2);
         need(slot(0).dtype == o.dtype && slot(1).dtype == o.dtype, "operand dtype mismatch");
-        need(o.dtype == DType::F32 || o.dtype == DType::F64 || o.dtype == DType::C64 || o.dtype == DType::C128,
-             "conv needs floating or complex operands");
+        need(o.dtype == DType::F32 || o.dtype == DType::F64 || o.dtype == DType::C64 || o.dtype == DType::C128 ||
+                 is_integer_dtype(o.dtype) || o.dtype == DType::Bool,
+             "conv needs numeric or bool operands");
         const std::int64_t n = count(0);
         need(n <= 8 && na == 5 * (n + 1) + 2, "attribute lengths");
         for (std::int64_t f = 1; f < 5; ++f) need(count(f * (n + 1)) == n, "attribute lengths");
