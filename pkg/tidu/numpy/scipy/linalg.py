@@ -20,12 +20,32 @@ from tidu.numpy.linalg.core import cho_solve as _cho_solve
 from tidu.numpy.linalg.core import lu_factor as _lu_factor
 from tidu.numpy.linalg.core import lu_solve as _lu_solve
 from tidu.numpy.linalg.core import solve_triangular as _solve_triangular
+from tidu.numpy.scipy.matrices import (
+    circulant,
+    companion,
+    convolution_matrix,
+    dft,
+    fiedler,
+    fiedler_companion,
+    hadamard,
+    hankel,
+    helmert,
+    hilbert,
+    invhilbert,
+    invpascal,
+    leslie,
+    pascal,
+    toeplitz,
+)
 from tidu.numpy.shapes import pad
 from tidu.numpy.ufuncs import floor
 from tidu.trace.tracer import _lift, _trace_of
 
-__all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "det", "eigh", "expm", "inv",
-           "lu", "lu_factor", "lu_solve", "qr", "solve", "solve_triangular", "svd"]
+__all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "circulant", "companion",
+           "convolution_matrix", "det", "dft", "eigh", "expm", "fiedler", "fiedler_companion",
+           "hadamard", "hankel", "helmert", "hilbert", "inv", "invhilbert", "invpascal", "leslie",
+           "lu", "lu_factor", "lu_solve", "pascal", "qr", "solve", "solve_triangular", "svd",
+           "toeplitz"]
 
 
 def cholesky(a, lower: bool = False, overwrite_a: bool = False, check_finite: bool = True):
