@@ -81,7 +81,17 @@ def vector_norm(x, /, *, axis=None, keepdims: bool = False, ord=2):  # noqa: A00
     if axis is None:
         r = norm(reshape(x, (-1,)), ord=ord)
         return reshape(r, (1,) * x.ndim) if keepdims else r
-    return norm(x, ord=ord, axis=axis, keepdims=keepdims)
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    if len(axes) == 1:
+        return norm(x, ord=ord, axis=axes[0], keepdims=keepdims)
+    axes = tuple(sorted(int(a) % x.ndim for a in axes))  # several axes: one vector of them
+    rest = [k for k in range(x.ndim) if k not in axes]
+    flat = reshape(transpose(x, tuple(rest + list(axes))),
+                   tuple(x.shape[k] for k in rest) + (-1,))
+    r = norm(flat, ord=ord, axis=-1)
+    if keepdims:
+        r = reshape(r, tuple(1 if k in axes else x.shape[k] for k in range(x.ndim)))
+    return r
 
 
 def matrix_norm(x, /, *, keepdims: bool = False, ord="fro"):  # noqa: A002
