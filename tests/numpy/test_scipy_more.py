@@ -266,3 +266,40 @@ def test_bad_arguments_name_the_problem():
         td.jit(td.scipy.special.spence)(np.arange(3))
     with pytest.raises(NotImplementedError, match="exact=True"):
         td.jit(lambda n: td.scipy.special.factorial(n, exact=True))(3.0)
+
+
+INITS = [("uniform", (), (3, 4), None), ("normal", (0.5,), (3, 4), None),
+         ("truncated_normal", (), (3, 4), np.float32), ("glorot_uniform", (), (3, 4), None),
+         ("glorot_normal", (), (3, 4), np.complex64), ("xavier_normal", (), (4, 3), None),
+         ("he_normal", (), (2, 3, 4), None), ("kaiming_uniform", (), (2, 3, 4), np.complex128),
+         ("lecun_uniform", (), (5, 4), None), ("lecun_normal", (), (5, 4), None),
+         ("he_uniform", (), (5, 4), np.float32), ("orthogonal", (), (4, 3), None),
+         ("orthogonal", (2.0, 0), (4, 3), None), ("delta_orthogonal", (), (3, 2, 4), None),
+         ("variance_scaling", (1.0, "fan_geo_avg", "normal"), (3, 4), None),
+         ("variance_scaling", (0.5, "fan_out", "uniform", 0, 1, 2), (3, 4, 2), None),
+         ("constant", (0.3,), (2, 2), None)]
+
+
+@pytest.mark.parametrize("name,args,shape,dtype", INITS,
+                         ids=[f"{n}-{i}" for i, (n, *_) in enumerate(INITS)])
+@pytest.mark.parametrize("backend", ["cpu", "xla"])
+def test_initializers_draw_jaxs_numbers_from_the_same_key(name, args, shape, dtype, backend):
+    want = np.asarray(getattr(jax.nn.initializers, name)(*args)(jax.random.PRNGKey(42), shape,
+                                                                 dtype or jnp.float64))
+    got = td.jit(lambda k: getattr(td.nn.initializers, name)(*args)(k, shape, dtype),
+                 backend=backend)(td.random.PRNGKey(42))
+    assert got.dtype == want.dtype and got.shape == want.shape
+    close(got, want, rtol=1e-5 if want.dtype.itemsize <= 8 else 1e-12, atol=1e-6
+          if want.dtype.itemsize <= 8 else 1e-14)
+
+
+def test_zeros_ones_and_bad_initializer_arguments():
+    k = td.random.PRNGKey(0)
+    assert td.nn.initializers.zeros(k, (2, 3)).dtype == np.float64
+    close(td.nn.initializers.ones(k, 3, np.float32), np.ones(3, np.float32))
+    with pytest.raises(ValueError, match="invalid mode"):
+        td.nn.initializers.variance_scaling(1.0, "fan", "normal")
+    with pytest.raises(ValueError, match="requires at least a 2D shape"):
+        td.jit(lambda k: td.nn.initializers.orthogonal()(k, (3,)))(k)
+    with pytest.raises(ValueError, match="Must be at least 2D"):
+        td.jit(lambda k: td.nn.initializers.glorot_uniform()(k, (3,)))(k)
