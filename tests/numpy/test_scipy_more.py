@@ -111,6 +111,14 @@ CASES = {
                                              np.array([0.0, 1.0, 2.0, 1.5, 0.5])], [0], 1e-12),
     "wofz": (lambda L, x: L.sp.wofz(x + 0.5j * x[::-1]), [REAL, POS], None, 1e-12),
     "wofz_real": (lambda L, x: L.sp.wofz(x), [REAL], None, 1e-12),
+    "owens_t": (lambda L, x: L.sp.owens_t(x, x[::-1] * 0.8), [REAL, POS], [0], 1e-12),
+    "owens_t_edges": (lambda L, x: L.sp.owens_t(x, np.array([0.0, 1.0, -1.0, 2.0, np.nan, 0.5,
+                                                              1.0, 3.0, -0.2, 1.0])),
+                      [REAL * 0.5], None, 1e-12),
+    "bessel_jn": (lambda L, x: L.sp.bessel_jn(x, v=4), [POS[2:7], REAL[4:], POS[:2], POS[7:]], [0, 1],
+                  1e-10),
+    "bessel_jn_iter": (lambda L, x: L.sp.bessel_jn(x, v=2, n_iter=20), [MAT * 0 + UNIT[:4]],
+                       None, 1e-10),
     "erfcx_complex": (lambda L, x: L.sp.erfcx(x - 0.3j), [REAL], None, 1e-12),
     # ---- scipy.stats ----
     "binom": (lambda L, x: L.st.binom.logpmf(L.np.round(x), 8.0, 0.3), [REAL * 2, POS], None,
@@ -258,6 +266,17 @@ def test_spence_derivatives_are_log_x_over_1_minus_x_everywhere():
     d2 = td.jit(td.vmap(td.grad(td.grad(td.scipy.special.spence))))(x)
     close(d1, np.log(x) / (1 - x))
     close(d2, ((1 - x) / x + np.log(x)) / (1 - x) ** 2, rtol=1e-10)
+
+
+def test_bessel_jn_second_derivative_solves_bessels_equation_near_zero():
+    """At z = 0.1 jax's second derivative of its recurrence is -649 (cancellation); tidu's
+    satisfies z^2 J'' + z J' + (z^2 - n^2) J = 0."""
+    z = 0.1
+    for n in range(4):
+        def j(z, n=n):
+            return td.scipy.special.bessel_jn(z, v=4)[n]
+        v, d1, d2 = (td.jit(f)(z) for f in (j, td.grad(j), td.grad(td.grad(j))))
+        close(z * z * d2 + z * d1 + (z * z - n * n) * v, 0.0, atol=1e-12)
 
 
 def test_bad_arguments_name_the_problem():

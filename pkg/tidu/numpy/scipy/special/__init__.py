@@ -43,6 +43,7 @@ from tidu.numpy.scipy.special.core import (
 )
 from tidu.numpy.scipy.special.more import (
     bernoulli,
+    bessel_jn,
     beta,
     boxcox,
     boxcox1p,
@@ -55,15 +56,16 @@ from tidu.numpy.scipy.special.more import (
     kl_div,
     loggamma,
     multigammaln,
+    owens_t,
     poch,
     rel_entr,
     spence,
     wofz,
 )
 
-__all__ = ["bernoulli", "beta", "betainc", "betaln", "boxcox", "boxcox1p", "comb", "dawsn",
-           "digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "expit", "factorial",
-           "gamma", "gammainc", "gammaincc", "gammaln", "gammasgn", "i0", "i0e", "i1",
-           "i1e", "kl_div", "log_ndtr", "log_softmax", "loggamma", "logit", "logsumexp",
-           "multigammaln", "ndtr", "ndtri", "poch", "polygamma", "rel_entr", "softmax",
-           "spence", "wofz", "xlog1py", "xlogy", "zeta"]
+__all__ = ["bernoulli", "bessel_jn", "beta", "betainc", "betaln", "boxcox", "boxcox1p", "comb",
+           "dawsn", "digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "expit",
+           "factorial", "gamma", "gammainc", "gammaincc", "gammaln", "gammasgn", "i0",
+           "i0e", "i1", "i1e", "kl_div", "log_ndtr", "log_softmax", "loggamma", "logit",
+           "logsumexp", "multigammaln", "ndtr", "ndtri", "owens_t", "poch", "polygamma",
+           "rel_entr", "softmax", "spence", "wofz", "xlog1py", "xlogy", "zeta"]
