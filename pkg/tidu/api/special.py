@@ -23,6 +23,7 @@ import numpy as np
 
 from tidu.api.control_flow import while_loop
 from tidu.api.custom import custom_jvp
+from tidu.api.grad import jvp as _jvp
 from tidu.numpy import core as _core
 from tidu.numpy import creation as _creation
 from tidu.numpy import sorting as _sorting
@@ -505,3 +506,5 @@ def polygamma(m, x):
 # td.scipy.special's names that need loops (the numpy layer cannot make them itself)
 _special._register_loops(igamma=igamma, igammac=igammac, betainc=betainc, i0e=bessel_i0e,
                          i1e=bessel_i1e, zeta=zeta, polygamma=polygamma)
+# td.scipy.linalg.expm_frechet is jax's jvp of expm: the numpy layer has no jvp of its own
+_special._register_loops(jvp=_jvp)

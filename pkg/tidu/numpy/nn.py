@@ -21,6 +21,7 @@ from tidu.numpy.core import (
     expm1,
     iota,
     log,
+    log1p,
     maximum,
     minimum,
     reshape,
@@ -41,7 +42,8 @@ _where = where  # the functions below take jax's `where=` mask argument
 __all__ = ["relu", "relu6", "sigmoid", "log_sigmoid", "softplus", "silu", "swish", "gelu", "elu",
            "leaky_relu", "softmax", "log_softmax", "logsumexp", "one_hot", "standardize", "glu",
            "selu", "celu", "hard_tanh", "hard_sigmoid", "hard_silu", "hard_swish", "mish",
-           "squareplus", "sparse_plus", "identity", "dot_product_attention"]
+           "squareplus", "sparse_plus", "identity", "dot_product_attention", "log1mexp",
+           "logmeanexp", "soft_sign", "sparse_sigmoid"]
 
 
 def _tr(x):
@@ -408,3 +410,37 @@ def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None
     lse = stop_gradient(logsumexp(logits, axis=-1))  # (B, K, G, T)
     lse = transpose(reshape(lse, (B, N, T)), (0, 2, 1))
     return out, (reshape(lse, (T, N)) if unbatched else lse)
+
+
+# ---- jax.nn's newer small names ----
+
+def log1mexp(x):
+    """log(1 - exp(-x)) for x >= 0, by expm1 below log 2 and log1p above (jax's; its
+    derivative 1 / expm1(x) is the derivative of these branches)."""
+    x = _tr(x)
+    if x.dtype.kind in "iub":
+        x = astype(x, np.float64)
+    return where(x < math.log(2.0), log(-expm1(-x)), log1p(-exp(-x)))
+
+
+def logmeanexp(x, axis=None, where=None, keepdims: bool = False):
+    """log(mean(exp(x))) over ``axis`` (only the ``where`` entries): logsumexp - log(count)."""
+    x = _tr(x)
+    lse = logsumexp(x, axis=axis, keepdims=keepdims, where=where)
+    axes = _axis_tuple(x, axis)
+    if where is None:
+        return lse - math.log(math.prod(x.shape[a] for a in axes))
+    count = _sum(astype(broadcast_to(_tr(where), x.shape), lse.dtype), axes, keepdims=keepdims)
+    return lse - log(count)
+
+
+def soft_sign(x):
+    """x / (|x| + 1)."""
+    x = _tr(x)
+    return x / (_abs(x) + 1)
+
+
+def sparse_sigmoid(x):
+    """0.5 * clip(x + 1, 0, 2), the derivative of sparse_plus."""
+    x = _tr(x)
+    return 0.5 * minimum(maximum(x + 1.0, 0.0), 2.0)

@@ -27,6 +27,11 @@ from tidu.random.gamma import beta, chisquare, dirichlet, gamma, loggamma, t
 from tidu.random.keys import PRNGKey, bits, fold_in, key, key_data, split, wrap_key_data
 from tidu.random.poisson import poisson
 
+from tidu.numpy import nn as _nn  # isort: skip
+from tidu.random import initializers  # isort: skip
+
+_nn.initializers = initializers  # td.nn.initializers needs td.random, which sits above td.nn
+
 __all__ = ["PRNGKey", "bernoulli", "beta", "bits", "categorical", "cauchy", "chisquare", "choice",
            "dirichlet", "exponential", "fold_in", "gamma", "gumbel", "key", "key_data", "laplace",
            "loggamma", "logistic", "multivariate_normal", "normal", "orthogonal", "permutation",

@@ -27,10 +27,22 @@ from tidu.numpy.linalg.core import (
     svdvals,
 )
 from tidu.numpy.linalg.more import cond, matrix_rank, multi_dot, tensorinv, tensorsolve
+from tidu.numpy.linalg.names import (
+    cross,
+    matmul,
+    matrix_norm,
+    matrix_transpose,
+    outer,
+    tensordot,
+    trace,
+    vecdot,
+    vector_norm,
+)
 from tidu.numpy.linalg.results import EighResult, QRResult, SlogdetResult, SVDResult
 
-__all__ = ["cho_factor", "cho_solve", "cholesky", "cond", "det", "diagonal", "eigh",
-           "EighResult", "eigvalsh", "inv", "lstsq", "lu_factor", "lu_solve", "matrix_power",
-           "matrix_rank", "multi_dot", "norm", "pinv", "qr", "QRResult", "slogdet",
+__all__ = ["cho_factor", "cho_solve", "cholesky", "cond", "cross", "det", "diagonal", "eigh",
+           "EighResult", "eigvalsh", "inv", "lstsq", "lu_factor", "lu_solve", "matmul",
+           "matrix_norm", "matrix_power", "matrix_rank", "matrix_transpose",
+           "multi_dot", "norm", "outer", "pinv", "qr", "QRResult", "slogdet",
            "SlogdetResult", "solve", "solve_triangular", "svd", "SVDResult", "svdvals",
-           "tensorinv", "tensorsolve"]
+           "tensordot", "tensorinv", "tensorsolve", "trace", "vecdot", "vector_norm"]

@@ -20,12 +20,33 @@ from tidu.numpy.linalg.core import cho_solve as _cho_solve
 from tidu.numpy.linalg.core import lu_factor as _lu_factor
 from tidu.numpy.linalg.core import lu_solve as _lu_solve
 from tidu.numpy.linalg.core import solve_triangular as _solve_triangular
+from tidu.numpy.scipy.matrices import (
+    circulant,
+    companion,
+    convolution_matrix,
+    dft,
+    fiedler,
+    fiedler_companion,
+    hadamard,
+    hankel,
+    helmert,
+    hilbert,
+    invhilbert,
+    invpascal,
+    leslie,
+    pascal,
+    toeplitz,
+)
+from tidu.numpy.scipy.special.core import _loop
 from tidu.numpy.shapes import pad
 from tidu.numpy.ufuncs import floor
 from tidu.trace.tracer import _lift, _trace_of
 
-__all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "det", "eigh", "expm", "inv",
-           "lu", "lu_factor", "lu_solve", "qr", "solve", "solve_triangular", "svd"]
+__all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "circulant", "companion",
+           "convolution_matrix", "det", "dft", "eigh", "eigh_tridiagonal", "expm",
+           "expm_frechet", "fiedler", "fiedler_companion", "hadamard", "hankel", "helmert",
+           "hilbert", "inv", "invhilbert", "invpascal", "leslie", "lu", "lu_factor", "lu_solve",
+           "pascal", "polar", "qr", "solve", "solve_triangular", "svd", "toeplitz"]
 
 
 def cholesky(a, lower: bool = False, overwrite_a: bool = False, check_finite: bool = True):
@@ -240,3 +261,86 @@ def expm(A, *, upper_triangular: bool = False, max_squarings: int = 16):
         R = where(i < n_sq, matmul(R, R), R)
     return where(n_sq > max_squarings, np.nan, R)
 
+
+
+# ---- polar, expm_frechet, eigh_tridiagonal ----
+
+def polar(a, side: str = "right", *, method: str = "qdwh", eps=None, max_iterations=None):
+    """The polar decomposition a = u p (side 'right') or p u ('left'): u with orthonormal
+    columns (rows when n > m), p Hermitian positive semidefinite.  Both methods are computed
+    from the SVD (jax's 'svd' method; jax's 'qdwh' iteration agrees to rounding)."""
+    del eps, max_iterations
+    if side not in ("right", "left"):
+        raise ValueError(f"polar: side must be 'right' or 'left', got {side!r}")
+    if method not in ("qdwh", "svd"):
+        raise ValueError(f"polar: unknown polar decomposition method {method}")
+    (a,) = _arrays("polar", a)
+    if a.ndim != 2:
+        raise ValueError(f"polar: a must be a 2-D matrix, got shape {tuple(a.shape)}")
+    m, n = a.shape
+    if method == "qdwh" and not ((m >= n and side == "right") or (m < n and side == "left")):
+        raise NotImplementedError(f"polar: method='qdwh' only supports m x n matrices with "
+                                  f"m >= n for side='right' and m < n for side='left', got "
+                                  f"{tuple(a.shape)} with side={side!r} (jax's neither; "
+                                  f"method='svd' does)")
+    u, s, vh = _la.svd(a, full_matrices=False)
+    s = astype(s, u.dtype)
+    unitary = matmul(u, vh)
+    if side == "right":
+        posdef = matmul(_conj(_mT(vh)) * s[None, :], vh)
+    else:
+        posdef = matmul(u * s[None, :], _conj(_mT(u)))
+    return unitary, posdef
+
+
+def expm_frechet(A, E, *, method=None, compute_expm: bool = True):
+    """The Frechet derivative of expm at A along E (jax's: the JVP of ``expm``), with expm(A)
+    first when ``compute_expm``."""
+    del method
+    A, E = _arrays("expm_frechet", A, E)
+    if A.ndim < 2 or A.shape[-2] != A.shape[-1]:
+        raise ValueError(f"expm_frechet: expected A to be a (batched) square matrix, got "
+                         f"A.shape={tuple(A.shape)}")
+    if tuple(A.shape) != tuple(E.shape):
+        raise ValueError(f"expm_frechet: expected A and E to be the same shape, got "
+                         f"A.shape={tuple(A.shape)} E.shape={tuple(E.shape)}")
+    ea, frechet = _loop("jvp")(expm, (A,), (E,))
+    return (ea, frechet) if compute_expm else frechet
+
+
+def eigh_tridiagonal(d, e, *, eigvals_only: bool = False, select: str = "a",
+                     select_range=None, tol=None, key=None):
+    """Eigenvalues (ascending) of the real symmetric tridiagonal matrix with diagonal d and
+    off-diagonal e, from the dense matrix's ``eigh`` (jax bisects; the values agree to
+    rounding); ``select='i'`` keeps indices select_range[0]..select_range[1].  Eigenvectors
+    (``eigvals_only=False``) are not supported."""
+    del tol, key
+    if not eigvals_only:
+        raise NotImplementedError("eigh_tridiagonal: only eigvals_only=True is supported")
+    d, e = _arrays("eigh_tridiagonal", d, e)
+    if d.dtype.kind == "c":
+        raise TypeError("eigh_tridiagonal: d and e must be real")
+    if d.ndim != 1 or e.ndim != 1 or e.shape[0] != max(d.shape[0] - 1, 0):
+        raise ValueError(f"eigh_tridiagonal: d must be (N,) and e (N - 1,), got "
+                         f"{tuple(d.shape)} and {tuple(e.shape)}")
+    n = d.shape[0]
+    eye = np.eye(n, dtype=bool)
+    sub, sup = np.eye(n, k=-1, dtype=bool), np.eye(n, k=1, dtype=bool)
+    ep = pad(e, [(0, 1)])
+    mat = where(eye, d[None, :], 0.0)
+    mat = where(sub, ep[None, :], mat)  # row i + 1, column i: e[i]
+    mat = where(sup, ep[:, None], mat)  # row i, column i + 1: e[i]
+    w = _la.eigvalsh(mat)
+    if select == "a":
+        return w
+    if select == "i":
+        if select_range is None:
+            raise ValueError("eigh_tridiagonal: for select='i', select_range must be specified")
+        lo, hi = int(select_range[0]), int(select_range[1])
+        if lo > hi:
+            raise ValueError("eigh_tridiagonal: got empty index range in select_range")
+        return w[lo:hi + 1]
+    if select == "v":
+        raise NotImplementedError("eigh_tridiagonal(..., select='v') is not implemented "
+                                  "(jax's neither)")
+    raise ValueError("eigh_tridiagonal: select must have a value in {'a', 'i', 'v'}")

@@ -32,11 +32,32 @@ from tidu.numpy.scipy.special import (
     xlog1py,
     xlogy,
 )
+from tidu.numpy.scipy.stats_more import (
+    ModeResult,
+    betabinom,
+    binom,
+    dirichlet,
+    gennorm,
+    geom,
+    gumbel_l,
+    gumbel_r,
+    mode,
+    multinomial,
+    nbinom,
+    pareto,
+    rankdata,
+    sem,
+    truncnorm,
+    vonmises,
+    wrapcauchy,
+)
 from tidu.numpy.ufuncs import arctan, clip, floor, isnan, logaddexp, tan
 from tidu.numpy.ufuncs import round as _round
 
-__all__ = ["bernoulli", "beta", "cauchy", "chi2", "expon", "gamma", "laplace", "logistic",
-           "multivariate_normal", "norm", "poisson", "t", "uniform"]
+__all__ = ["bernoulli", "beta", "betabinom", "binom", "cauchy", "chi2", "dirichlet", "expon",
+           "gamma", "gennorm", "geom", "gumbel_l", "gumbel_r", "laplace", "logistic", "mode",
+           "ModeResult", "multinomial", "multivariate_normal", "nbinom", "norm", "pareto",
+           "poisson", "rankdata", "sem", "t", "truncnorm", "uniform", "vonmises", "wrapcauchy"]
 
 
 def _ns(name, **fns):

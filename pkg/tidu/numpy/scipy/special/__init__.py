@@ -1,0 +1,71 @@
+"""``tidu.scipy.special``: jax.scipy.special's functions on traced values: ``core`` (the gamma
+and error function families, the normal distribution function, the functions that iterate,
+registered by tidu.api.special) and ``more`` (the rest of jax's names built on them)."""
+
+from __future__ import annotations
+
+from tidu.numpy.scipy.special.core import (
+    _inexact as _inexact,
+)
+from tidu.numpy.scipy.special.core import (
+    _real as _real,
+)
+from tidu.numpy.scipy.special.core import (
+    _register_loops as _register_loops,
+)
+from tidu.numpy.scipy.special.core import (
+    betainc,
+    betaln,
+    digamma,
+    entr,
+    erf,
+    erfc,
+    erfinv,
+    expit,
+    gammainc,
+    gammaincc,
+    gammaln,
+    i0,
+    i0e,
+    i1,
+    i1e,
+    log_ndtr,
+    log_softmax,
+    logit,
+    logsumexp,
+    ndtr,
+    ndtri,
+    polygamma,
+    softmax,
+    xlog1py,
+    xlogy,
+    zeta,
+)
+from tidu.numpy.scipy.special.more import (
+    bernoulli,
+    bessel_jn,
+    beta,
+    boxcox,
+    boxcox1p,
+    comb,
+    dawsn,
+    erfcx,
+    factorial,
+    gamma,
+    gammasgn,
+    kl_div,
+    loggamma,
+    multigammaln,
+    owens_t,
+    poch,
+    rel_entr,
+    spence,
+    wofz,
+)
+
+__all__ = ["bernoulli", "bessel_jn", "beta", "betainc", "betaln", "boxcox", "boxcox1p", "comb",
+           "dawsn", "digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "expit",
+           "factorial", "gamma", "gammainc", "gammaincc", "gammaln", "gammasgn", "i0",
+           "i0e", "i1", "i1e", "kl_div", "log_ndtr", "log_softmax", "loggamma", "logit",
+           "logsumexp", "multigammaln", "ndtr", "ndtri", "owens_t", "poch", "polygamma",
+           "rel_entr", "softmax", "spence", "wofz", "xlog1py", "xlogy", "zeta"]
