@@ -130,13 +130,18 @@ def test_top_k_matches_jax(backend):
                        (_ties((5, 7, 3)), 2, 1), (np.random.default_rng(1).standard_normal(
                            (3, 50)), 7, -1),
                        (np.array([1.0, np.nan, 3.0, np.inf, -np.inf, 3.0]), 4, -1),
-                       (np.arange(12, dtype=np.int32).reshape(3, 4) % 3, 3, 0)]:
+                       (np.arange(12, dtype=np.int32).reshape(3, 4) % 3, 3, 0),
+                       # XLA ranks +0 above -0
+                       (np.array([0.0, -0.0, 1.0, -0.0, 0.0, -1.0, np.nan, 1e-300]), 8, -1),
+                       (np.array([[-0.0, 0.0, 1e-30, -0.0, -1e-30, 0.0, np.nan]] * 2,
+                                 np.float32), 6, -1)]:
         got = td.jit(lambda a, k=k, axis=axis: td.lax.top_k(a, k, axis=axis),
                      backend=backend)(x)
         want = jax.lax.top_k(x, k, axis=axis)
         for g, w in zip(got, want):
             assert g.dtype == w.dtype and g.shape == w.shape
             np.testing.assert_array_equal(g, w)
+            np.testing.assert_array_equal(np.signbit(g), np.signbit(w))
 
 
 def test_top_k_gradient_vmap_and_errors():
