@@ -3,7 +3,8 @@
 // the logistic function, is_finite, C's fmod (Rem, integers too), atan2, and integer division.
 //
 // Each float dtype is computed in its own precision (float in float, through the C library's
-// float overloads, except float erf, erf_inv and lgamma, which are XLA:CPU's own approximations); complex operands take std::complex's functions (C99 branch cuts, as numpy's).
+// float overloads, except float erf, erf_inv and lgamma, which are XLA:CPU's own approximations);
+// complex operands take std::complex's functions (C99 branch cuts, as numpy's).
 // Integer division and remainder are defined everywhere, as XLA defines them: x / 0 == -1,
 // x % 0 == x, INT_MIN / -1 == INT_MIN, INT_MIN % -1 == 0 (C++ leaves those undefined).
 #pragma once
