@@ -3,13 +3,17 @@ and float64, 1e6 categorical draws over 1,000 classes, and an HMC step that draw
 inside scan (500 steps, 10-d).  Prints cold (first call: trace, compile, run) and warm (median)
 times, the ratios jax / tidu (> 1: tidu faster) and the largest difference of the numbers drawn
 (0: identical).  ``--quick`` shrinks the sizes 10x; ``--full`` draws categorical's 1e6 (tidu draws it in blocks,
-peak memory ~200 MB; jax's fused program is slow there).
+peak memory ~200 MB; jax's fused program is slow there).  ``--split`` then breaks each normals
+case's first call into its parts, in fresh functions: tidu's trace + compile (``td.jit(f).lower``)
+and its first and later evaluations, jax's trace + lower and XLA compile and its first and later
+calls.
 
-Run: python bench/random_draws.py [--quick] [--full]"""
+Run: python bench/random_draws.py [--quick] [--full] [--split]"""
 
 from __future__ import annotations
 
 import sys
+import time
 
 import jax
 import jax.numpy as jnp
@@ -56,6 +60,37 @@ def block(x):
     return jax.block_until_ready(x)
 
 
+def _t(fn):
+    t0 = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - t0
+
+
+def split_first_call():
+    """The first call of the normals cases in parts (ms), each in a function never called."""
+    k, jk = td.random.PRNGKey(1), jax.random.PRNGKey(1)
+    print(f"\n{'first call, in parts':24s} {'trace+compile':>14s} {'1st run':>9s} {'2nd run':>9s}")
+    for dt in ("float32", "float64"):
+        n = 10**7 // S
+
+        def tf(key, dt=dt):
+            return td.random.normal(key, (n,), dt)
+
+        def jf(key, dt=dt):
+            return jax.random.normal(key, (n,), dt)
+
+        low, tl = _t(lambda: td.jit(tf).lower(k))
+        _, t1 = _t(lambda: low(k))
+        _, t2 = _t(lambda: low(k))
+        print(f"{'tidu normal ' + dt:24s} {tl * 1e3:13.1f}ms {t1 * 1e3:8.1f}ms {t2 * 1e3:8.1f}ms")
+        jl, tjl = _t(lambda: jax.jit(jf).lower(jk))
+        jc, tjc = _t(lambda: jl.compile())
+        _, j1 = _t(lambda: block(jc(jk)))
+        _, j2 = _t(lambda: block(jc(jk)))
+        print(f"{'jax normal ' + dt:24s} {(tjl + tjc) * 1e3:13.1f}ms {j1 * 1e3:8.1f}ms "
+              f"{j2 * 1e3:8.1f}ms  (trace+lower {tjl * 1e3:.1f}ms, XLA compile {tjc * 1e3:.1f}ms)")
+
+
 def main():
     cases = [("normal f32 1e7", normals(td, "float32"), normals(jax, "float32")),
              ("normal f64 1e7", normals(td, "float64"), normals(jax, "float64")),
@@ -73,6 +108,8 @@ def main():
                                    jax.tree_util.tree_leaves(jout)))
         print(f"{name:24s} {tc * 1e3:9.1f}ms {jc * 1e3:9.1f}ms {jc / tc:7.2f} "
               f"{tw * 1e3:9.2f}ms {jw * 1e3:9.2f}ms {jw / tw:7.2f}  max|tidu-jax|={diff:.1e}")
+    if "--split" in sys.argv:
+        split_first_call()
 
 
 if __name__ == "__main__":

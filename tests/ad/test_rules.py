@@ -198,6 +198,7 @@ TABLE.update({
     "Logistic": (td.nn.sigmoid, lambda d: [arr((3,), d)], REAL),
     "Rem": (td.fmod, rem_args, REAL),
     "Atan2": (td.arctan2, lambda d: [arr((3,), d), arr((3,), d)], REAL),
+    "Lgamma": (td.lax.lgamma, lambda d: [(arr((3,), d, True) + 0.5).astype(d)], REAL),
 })
 NONDIFF_MATH = {"Floor", "Ceil", "Round", "IsFinite"}
 

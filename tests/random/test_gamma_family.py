@@ -71,3 +71,21 @@ def test_bad_arguments_are_refused():
         td.random.dirichlet(k, 1.0)
     with pytest.raises(TypeError, match="float32 or float64"):
         td.random.gamma(k, 1.0, dtype=np.int32)
+
+
+def test_float32_gamma_identical_where_xlas_rsqrt_agrees():
+    # jax's c = (1/3) / sqrt(d) is c = (1/3) * rsqrt(d) after XLA's simplifier, and XLA's CPU
+    # rsqrt (a hardware estimate and Newton steps) is 1 / sqrt(d) rounded in ~3/4 of float32
+    # inputs only; everything else in the sampler is jax's to the bit (log, normals, uniforms,
+    # and the two multiply-adds XLA fuses), so where c agrees the draws are identical
+    third = np.float32(1 / 3)
+    for a in (0.3, 0.7, 2.5, 5.0, 40.0, 123.0):
+        d = np.float32(a if a >= 1 else a + 1) - third
+        c_jax = jax.jit(lambda d: third / jnp.sqrt(d))(d)
+        k, jk = td.random.PRNGKey(11), jax.random.PRNGKey(11)
+        got = np.asarray(td.random.gamma(k, a, (3000,), td.float32))
+        want = np.asarray(jax.random.gamma(jk, a, (3000,), jnp.float32))
+        if c_jax == third / np.sqrt(d):
+            np.testing.assert_array_equal(got, want, err_msg=f"alpha={a}")
+        else:
+            np.testing.assert_allclose(got, want, rtol=2e-6, err_msg=f"alpha={a}")

@@ -121,11 +121,20 @@ def test_integer_draws_identical():
                                   jax.random.choice(jk, 10, (6,), p=pr))
 
 
-def test_truncated_and_multivariate_normal_close():
+def test_truncated_normal_identical_and_multivariate_normal_close():
     k, jk = td.random.PRNGKey(5), jax.random.PRNGKey(5)
     a = td.random.truncated_normal(k, -1.0, 2.0, (200,))
-    np.testing.assert_allclose(a, jax.random.truncated_normal(jk, -1.0, 2.0, (200,)), rtol=1e-12)
     assert a.min() > -1.0 and a.max() < 2.0
+    # identical in float32 too: float32 erf is XLA's kernel, and lower / sqrt2 is XLA's
+    # lower * (1 / sqrt2)
+    for dt in (np.float32, np.float64):
+        for lo, hi in ((-1.0, 2.0), (0.0, np.inf), (1.5, 4.0), (-np.inf, 0.3)):
+            np.testing.assert_array_equal(
+                td.random.truncated_normal(k, lo, hi, (5000,), dt),
+                jax.random.truncated_normal(jk, lo, hi, (5000,), dt), err_msg=f"{lo} {hi} {dt}")
+        lo, hi = np.array([-2.0, 0.5, 1.0], dt), np.array([2.5, 3.0, np.inf], dt)
+        np.testing.assert_array_equal(td.random.truncated_normal(k, lo, hi, (40, 3), dt),
+                                      jax.random.truncated_normal(jk, lo, hi, (40, 3), dt))
     cov = np.array([[2.0, 0.5], [0.5, 1.0]])
     np.testing.assert_allclose(td.random.multivariate_normal(k, np.ones(2), cov, (6,)),
                                jax.random.multivariate_normal(jk, np.ones(2), cov, (6,)),

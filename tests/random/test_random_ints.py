@@ -110,3 +110,14 @@ def test_bad_dtypes_are_refused():
         td.random.bits(k, (2,), td.int8)
     with pytest.raises(TypeError, match="integer dtypes"):
         td.random.randint(k, (2,), 0, 3, td.float64)
+
+
+def test_large_draws_split_over_threads_are_jaxs():
+    # draws of >= 2^18 values are hashed in ranges of 2^16 counters on the thread pool, by the
+    # AVX2/AVX-512 loop where the CPU has it: the same bits as one pass
+    k, jk = td.random.PRNGKey(9), jax.random.PRNGKey(9)
+    ks, jks = td.random.split(k, 3), jax.random.split(jk, 3)
+    np.testing.assert_array_equal(td.vmap(lambda q: td.random.bits(q, (300_001,)))(ks),
+                                  jax.vmap(lambda q: jax.random.bits(q, (300_001,)))(jks))
+    np.testing.assert_array_equal(td.random.bits(k, (2**18 + 5,), td.uint32),
+                                  jax.random.bits(jk, (2**18 + 5,), jnp.uint32))

@@ -13,7 +13,7 @@ import numpy as np
 
 from tidu import ops as P
 from tidu.graph.dtypes import BOOL, INTS, accumulation_dtype
-from tidu.numpy.core import _axes, iota, lex_extreme, lex_index, reshape, transpose
+from tidu.numpy.core import _axes, iota, lex_extreme, lex_index, reshape, transpose, where
 from tidu.numpy.take import take_along_axis
 from tidu.trace.tracer import _broadcast, _compare, _const, _lift, _trace_of
 from tidu.trace.tracer import _emit as emit
@@ -225,7 +225,8 @@ def _zeros_i32(t, shape):
 
 def top_k(operand, k, *, axis=-1):
     """``jax.lax.top_k``: the k largest entries along ``axis`` (the last by default), largest
-    first, and their int32 indices; equal entries in index order, NaN above every number.
+    first, and their int32 indices; equal entries in index order, NaN above every number and +0
+    above -0 (as XLA's TopK; a NaN with its sign bit set still ranks first, where XLA's is last).
     One stable descending Sort of an iota by the operand, then a gather of the values, so its
     derivative scatters the values' cotangent back to the chosen indices."""
     t, x = _traced(operand)
@@ -242,7 +243,21 @@ def top_k(operand, k, *, axis=-1):
     if not 0 <= k <= n:
         raise ValueError(f"top_k: k must be between 0 and the size of axis {ax} ({n}), got {k}")
     xs = x if x.aval.dtype != BOOL else _lift(t, x, np.int32)
-    order = _emit(t, P.Sort(ax, True), xs, iota(x.shape, "int32", ax))
+    idx = iota(x.shape, "int32", ax)
+    if xs.aval.dtype.kind == "f":
+        # XLA's TopK ranks +0 above -0 (Sort ties them): float32 sorts float64 keys with the
+        # zeros moved to +-1e-300 (below every nonzero float32); float64 sorts twice, stably,
+        # +0s first then by value, so the zeros' tie keeps +0 ahead
+        zero = xs == 0
+        neg0 = zero & (1 / where(zero, xs, np.ones((), xs.aval.dtype)) < 0)
+        if xs.aval.dtype == np.float32:
+            xs = where(zero, where(neg0, np.float64(-1e-300), np.float64(1e-300)),
+                       _lift(t, xs, np.float64))
+        else:
+            first = where(zero & ~neg0, np.int32(1), np.int32(0))
+            idx = _emit(t, P.Sort(ax, True), first, idx)
+            xs = take_along_axis(xs, idx, ax)
+    order = _emit(t, P.Sort(ax, True), xs, idx)
     if k < n:
         limit = tuple(k if i == ax else d for i, d in enumerate(x.shape))
         order = _emit(t, P.Slice((0,) * x.ndim, limit, (1,) * x.ndim), order)

@@ -61,6 +61,7 @@ from tidu.ops.math import (
                                   ErfInv,
                                   Floor,
                                   IsFinite,
+                                  Lgamma,
                                   Logistic,
                                   Rem,
                                   Round,
@@ -96,7 +97,7 @@ SORTING = ("ArgMax", "ArgMin", "Cummax", "Cummin", "Cumprod", "Cumsum", "LinearS
            "ReduceMin", "ReduceOr", "ReduceProd", "Sort")
 # elementwise math (ops/math.py)
 MATH = ("Floor", "Ceil", "Round", "Tan", "Atan", "Asin", "Acos", "Sinh", "Cosh", "Asinh", "Acosh",
-        "Atanh", "Erf", "Erfc", "ErfInv", "Cbrt", "Logistic", "IsFinite", "Rem", "Atan2")
+        "Atanh", "Erf", "Erfc", "ErfInv", "Cbrt", "Logistic", "IsFinite", "Rem", "Atan2", "Lgamma")
 SHAPES = ("Rev",)  # the numpy shape surface (docs/numpy.md)
 # bitwise and logical (ops/bitwise.py, docs/numpy.md)
 BITWISE = ("And", "Or", "Xor", "Not", "ShiftLeft", "ShiftRightArithmetic", "ShiftRightLogical")
@@ -122,7 +123,8 @@ __all__ = [
     "Cosh", "Cummax", "Cummin", "Cumprod", "Cumsum", "Div", "DotGeneral", "DynamicSlice",
     "DynamicUpdateSlice", "Eigh", "Erf", "ErfInv", "Erfc", "Exp", "Expm1", "Fft", "FftType",
     "Floor", "Gather",
-    "HostCallback", "Imag", "Iota", "IsFinite", "LU", "LUPermute", "LinearScan", "Log", "Log1p",
+    "HostCallback", "Imag", "Iota", "IsFinite", "LU", "LUPermute", "Lgamma", "LinearScan", "Log",
+    "Log1p",
     "Logistic", "Max", "Min", "Mul", "Neg", "Not", "Or", "Pad", "Pow", "QR", "Real", "ReduceAnd",
     "ReduceMax", "ReduceMin", "ReduceOr", "ReduceProd", "ReduceSum", "ReduceWindowMax",
     "ReduceWindowMin", "ReduceWindowSum", "Rem", "Reshape", "Rev", "Round", "Rsqrt", "SVD", "Scan",

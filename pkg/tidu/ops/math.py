@@ -36,11 +36,25 @@ from tidu.ops.core import (
     same_op_batched,
     scale,
 )
-from tidu.ops.elementwise import Abs, Div, Exp, Neg, Rsqrt, Sign, Sub, int_div
+from tidu.ops.elementwise import (
+    Abs,
+    Compare,
+    Cos,
+    Div,
+    Exp,
+    Log1p,
+    Neg,
+    Rsqrt,
+    Sign,
+    Sin,
+    Sub,
+    int_div,
+)
+from tidu.ops.structural import Select
 
 __all__ = ["Floor", "Ceil", "Round", "Tan", "Atan", "Asin", "Acos", "Sinh", "Cosh", "Asinh",
            "Acosh", "Atanh", "Erf", "Erfc", "ErfInv", "Cbrt", "Logistic", "IsFinite", "Rem",
-           "Atan2", "int_div", "int_rem"]
+           "Atan2", "Lgamma", "int_div", "int_rem"]
 
 
 def _c(b, v, x):
@@ -297,6 +311,62 @@ class Logistic(_FloatUnary):
     def impl(self, x):
         e = np.exp(-np.abs(x))
         return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype)
+
+
+# ---- log-gamma (XLA's Lanczos approximation) ----
+
+_LANCZOS_BASE = 0.99999999999980993227684700473478
+_LANCZOS = (676.520368121885098567009190444019, -1259.13921672240287047156078755283,
+            771.3234287776530788486528258894, -176.61502916214059906584551354,
+            12.507343278686904814458936853, -0.13857109526572011689554706,
+            9.984369578019570859563e-6, 1.50563273514931155834e-7)
+
+
+def _digamma(b, x):
+    """d/dx lgamma, emitted as primitives: XLA's Lanczos digamma (g = 7) with the reflection
+    below 1/2 and NaN at 0 and the negative integers (jax.scipy.special.digamma's values)."""
+    def c(v):
+        return _c(b, v, x)
+
+    def op(p, *a):
+        return fix(b, p, *a)
+
+    reflect = op(Compare("LT"), x, c(0.5))
+    z = op(Select(), reflect, op(Neg(), x), op(Sub(), x, c(1)))
+    num, den = c(0.0), c(_LANCZOS_BASE)
+    for i, k in enumerate(_LANCZOS):
+        zi = op(Add(), z, c(i + 1))
+        num = op(Sub(), num, op(Div(), c(k), op(Mul(), zi, zi)))
+        den = op(Add(), den, op(Div(), c(k), zi))
+    t = op(Add(), z, c(7.5))
+    log_t = op(Add(), c(math.log(7.5)), op(Log1p(), op(Div(), z, c(7.5))))
+    y = op(Sub(), op(Add(), log_t, op(Div(), num, den)), op(Div(), c(7.0), t))
+    xr = op(Select(), reflect, x, c(0.25))
+    reduced = op(Add(), xr, op(Abs(), op(Floor(), op(Add(), xr, c(0.5)))))
+    pr = op(Mul(), c(math.pi), reduced)
+    cot = op(Div(), op(Mul(), c(math.pi), op(Cos(), pr)), op(Sin(), pr))
+    out = op(Select(), reflect, op(Sub(), y, cot), y)
+    pole = op(Select(), op(Compare("LE"), x, c(0)), op(Compare("EQ"), x, op(Floor(), x)),
+              op(Compare("NE"), x, x))
+    return op(Select(), pole, c(np.nan), out)
+
+
+@register
+@dataclass(frozen=True)
+class Lgamma(_FloatUnary):
+    """log|Gamma(x)| (jax.lax.lgamma): +inf at the poles 0, -1, -2, ... and at +-inf.  The
+    kernel is XLA:CPU's (Lanczos, its float log/log1p and fused multiply-add: math.hpp), so
+    float32 values are jax's to the bit; the derivative is digamma (XLA's Lanczos digamma)."""
+
+    hlo = "chlo.lgamma"
+
+    def linearize(self, b, primal_in, primal_out, t):
+        return [scale(b, _digamma(b, primal_in[0]), t[0])]
+
+    def impl(self, x):
+        from scipy.special import gammaln  # noqa: PLC0415  (optional dependency)
+
+        return gammaln(x).astype(x.dtype)
 
 
 # ---- predicates ----

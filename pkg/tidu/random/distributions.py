@@ -137,7 +137,9 @@ def truncated_normal(key, lower, upper, shape=None, dtype=None):
     if shape is None:
         shape = np.broadcast_shapes(lower.shape, upper.shape)
     sqrt2 = np.array(np.sqrt(2), dt)
-    a, b = td.scipy.special.erf(lower / sqrt2), td.scipy.special.erf(upper / sqrt2)
+    # XLA's algebraic simplifier turns jax's x / sqrt2 into x * (1 / sqrt2), 1 / sqrt2 rounded
+    inv_sqrt2 = np.array(1, dt) / sqrt2
+    a, b = td.scipy.special.erf(lower * inv_sqrt2), td.scipy.special.erf(upper * inv_sqrt2)
     out = sqrt2 * td.scipy.special.erfinv(_uniform(k, shape_of(shape), dt, a, b))
     inf = np.array(np.inf, dt)
     return td.clip(out, td.nextafter(td.stop_gradient(lower), inf),

@@ -3,17 +3,18 @@
 split from the key as jax splits it, alpha < 1 boosted by a uniform power) and jax's implicit
 reparameterisation gradients (``td.lax.random_gamma_grad``).
 
-The draws equal jax's to rounding, not to the last bit: the sampler compares values computed
-with ``log`` and ``erf_inv`` (through ``normal``), whose last bits differ between tidu's kernels
-and XLA's, so an acceptance test can very rarely go the other way and that element then takes a
-different sample (docs/random.md)."""
+The draws equal jax's to rounding, float32 ones to the bit where XLA's ``rsqrt`` of the sampler's
+constant d is the rounded 1 / sqrt(d): ``log`` and ``normal`` are XLA's kernels and the two
+multiply-adds XLA fuses (``1 + x c``, ``1 - 0.0331 x^4``) are rounded once; jax's ``c = (1/3) /
+sqrt(d)`` is XLA's ``(1/3) * rsqrt(d)``, a hardware estimate refined by Newton steps, 1 ulp off
+for some d (docs/random.md)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 import tidu as td
-from tidu.random.distributions import _float, _normal, _uniform
+from tidu.random.distributions import _float, _fma, _normal, _uniform
 from tidu.random.keys import check_key, eager, shape_of, split
 
 __all__ = ["beta", "chisquare", "dirichlet", "gamma", "loggamma", "t"]
@@ -30,7 +31,7 @@ def _gamma_one(key, alpha, log_space: bool):
 
     def accept_not_yet(s):
         _, x2, v3, u = s
-        return (u >= one - np.array(0.0331, dt) * (x2 * x2)) \
+        return (u >= _fma(np.array(-0.0331, dt), x2 * x2, one, dt)) \
             & (td.log(u) >= x2 * np.array(0.5, dt) + d * ((one - v3) + td.log(v3)))
 
     def propose(s):
@@ -41,7 +42,7 @@ def _gamma_one(key, alpha, log_space: bool):
         def positive_v(kxv):
             kk = split(kxv[0])
             x = _normal(kk[1], (), dt)
-            return kk[0], x, one + x * c
+            return kk[0], x, _fma(x, c, one, dt)
 
         _, x, v = td.while_loop(lambda kxv: kxv[2] <= zero, positive_v,
                                 (xk, zero, np.array(-1, dt)))

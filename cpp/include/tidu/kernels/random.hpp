@@ -3,18 +3,22 @@
 // numbers are pure integer arithmetic over counters and a program can draw them anywhere.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+
+#include "tidu/kernels/fastmath.hpp"
+#include "tidu/vm/parallel.hpp"
 
 namespace tidu {
 namespace kern {
 
 namespace threefry_detail {
 
-inline constexpr std::uint32_t rotl(std::uint32_t v, int r) { return (v << r) | (v >> (32 - r)); }
+TIDU_FM_INLINE constexpr std::uint32_t rotl(std::uint32_t v, int r) { return (v << r) | (v >> (32 - r)); }
 
 // Four rounds with rotations R0..R3, then the key injection number `inj`.
 template <int R0, int R1, int R2, int R3>
-inline void rounds(std::uint32_t& x0, std::uint32_t& x1) {
+TIDU_FM_INLINE void rounds(std::uint32_t& x0, std::uint32_t& x1) {
   x0 += x1; x1 = rotl(x1, R0); x1 ^= x0;
   x0 += x1; x1 = rotl(x1, R1); x1 ^= x0;
   x0 += x1; x1 = rotl(x1, R2); x1 ^= x0;
@@ -25,8 +29,8 @@ inline void rounds(std::uint32_t& x0, std::uint32_t& x1) {
 
 // Threefry-2x32 of n counts (pairs x[2i], x[2i+1]) under one key (k0, k1) into y (pairs); y may
 // be x.  Works in blocks of 64 pairs held in separate lanes so the compiler vectorises the rounds.
-inline void threefry2x32(std::uint32_t k0, std::uint32_t k1, const std::uint32_t* x, std::uint32_t* y,
-                         std::int64_t n) {
+TIDU_FM_INLINE void threefry2x32_body(std::uint32_t k0, std::uint32_t k1, const std::uint32_t* x,
+                                      std::uint32_t* y, std::int64_t n) {
   using namespace threefry_detail;
   const std::uint32_t k2 = k0 ^ k1 ^ 0x1BD11BDAu;
   constexpr std::int64_t B = 64;
@@ -53,10 +57,15 @@ inline void threefry2x32(std::uint32_t k0, std::uint32_t k1, const std::uint32_t
   }
 }
 
+inline void threefry2x32(std::uint32_t k0, std::uint32_t k1, const std::uint32_t* x, std::uint32_t* y,
+                         std::int64_t n) {
+  threefry2x32_body(k0, k1, x, y, n);
+}
+
 // Threefry-2x32 of the counters i = start .. start + n - 1 as pairs (i >> 32, i & 0xffffffff),
 // with no count array: jax's counters for a draw of n values (its iota_2x32_shape).
 // With `fold`, y gets y0 ^ y1, one word a value (jax's 32-bit random bits).
-inline void threefry2x32_iota(std::uint32_t k0, std::uint32_t k1, std::uint64_t start, std::uint32_t* y,
+TIDU_FM_INLINE void threefry2x32_iota_loop(std::uint32_t k0, std::uint32_t k1, std::uint64_t start, std::uint32_t* y,
                               std::int64_t n, bool fold = false) {
   constexpr std::int64_t B = 64;
   std::uint32_t c[2 * B];
@@ -68,12 +77,37 @@ inline void threefry2x32_iota(std::uint32_t k0, std::uint32_t k1, std::uint64_t 
       c[2 * j + 1] = static_cast<std::uint32_t>(i);
     }
     if (fold) {
-      threefry2x32(k0, k1, c, c, m);
+      threefry2x32_body(k0, k1, c, c, m);
       for (std::int64_t j = 0; j < m; ++j) y[lo + j] = c[2 * j] ^ c[2 * j + 1];
     } else {
-      threefry2x32(k0, k1, c, y + 2 * lo, m);
+      threefry2x32_body(k0, k1, c, y + 2 * lo, m);
     }
   }
+}
+
+#if TIDU_FM_DISPATCH
+// The same loop compiled for AVX2 (8 lanes) and AVX-512 (16 lanes, native rotates): the module's
+// baseline build has 4 (integer arithmetic: every variant gives the same bits).
+TIDU_FM_TARGET_AVX2 inline void threefry2x32_iota_avx2(std::uint32_t k0, std::uint32_t k1, std::uint64_t start,
+                                                        std::uint32_t* y, std::int64_t n, bool fold) {
+  threefry2x32_iota_loop(k0, k1, start, y, n, fold);
+}
+TIDU_FM_TARGET_AVX512 inline void threefry2x32_iota_avx512(std::uint32_t k0, std::uint32_t k1, std::uint64_t start,
+                                                            std::uint32_t* y, std::int64_t n, bool fold) {
+  threefry2x32_iota_loop(k0, k1, start, y, n, fold);
+}
+#endif
+
+inline void threefry2x32_iota(std::uint32_t k0, std::uint32_t k1, std::uint64_t start, std::uint32_t* y,
+                              std::int64_t n, bool fold = false) {
+#if TIDU_FM_DISPATCH
+  switch (fm::isa()) {
+    case fm::Isa::Avx512: return threefry2x32_iota_avx512(k0, k1, start, y, n, fold);
+    case fm::Isa::Avx2: return threefry2x32_iota_avx2(k0, k1, start, y, n, fold);
+    default: break;
+  }
+#endif
+  threefry2x32_iota_loop(k0, k1, start, y, n, fold);
 }
 
 // The Threefry2x32 instruction: key (..., 2) and count (..., C..., 2) with the key's leading axes
@@ -89,6 +123,18 @@ inline void run_threefry(const std::uint32_t* key, const std::uint32_t* count, s
 inline void run_threefry_iota(const std::uint32_t* key, std::uint32_t* y, std::int64_t groups, std::int64_t per,
                               bool fold) {
   const std::int64_t w = fold ? 1 : 2;
+  // a large draw is cut into ranges of counters hashed on the pool's threads (same bits)
+  constexpr std::int64_t kPiece = std::int64_t{1} << 16;
+  const int threads = ::tidu::num_threads();
+  if (threads > 1 && groups * per >= 4 * kPiece) {
+    const std::int64_t pieces = (per + kPiece - 1) / kPiece;
+    ::tidu::detail::parallel_chunks(groups * pieces, threads, [&](std::int64_t c, int) {
+      const std::int64_t g = c / pieces, lo = c % pieces * kPiece, m = std::min(kPiece, per - lo);
+      threefry2x32_iota(key[2 * g], key[2 * g + 1], static_cast<std::uint64_t>(lo),
+                        y + w * (g * per + lo), m, fold);
+    });
+    return;
+  }
   for (std::int64_t g = 0; g < groups; ++g)
     threefry2x32_iota(key[2 * g], key[2 * g + 1], 0, y + w * g * per, per, fold);
 }

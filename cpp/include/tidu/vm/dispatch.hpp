@@ -64,7 +64,7 @@ inline void run_instr(const Program& p, Workspace& ws, std::size_t idx) {
     case Op::StopGradient:
     case Op::Floor: case Op::Ceil: case Op::Round: case Op::Tan: case Op::Atan: case Op::Asin:
     case Op::Acos: case Op::Sinh: case Op::Cosh: case Op::Asinh: case Op::Acosh: case Op::Atanh:
-    case Op::Erf: case Op::Erfc: case Op::ErfInv: case Op::Cbrt: case Op::Logistic:  // math.hpp
+    case Op::Erf: case Op::Erfc: case Op::ErfInv: case Op::Cbrt: case Op::Logistic: case Op::Lgamma:  // math.hpp
     case Op::Not:
       visit_dtype(out.dtype, [&](auto t) {
         using T = decltype(t);

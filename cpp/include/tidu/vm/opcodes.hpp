@@ -126,7 +126,8 @@ namespace tidu {
   X(Threefry2x32Iota, S, ti)     \
   X(HostCallback, S, k)           \
   X(Tie, S, _)                    \
-  X(Fft, S, it)
+  X(Fft, S, it)                   \
+  X(Lgamma, E1, _)
 
 enum class Op : std::uint8_t {
 #define TIDU_ENUM(name, kind, sig) name,

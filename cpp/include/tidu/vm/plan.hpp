@@ -266,7 +266,7 @@ inline bool Program::blockable(const Instr& in, std::int64_t size) const {
     case Op::Floor: case Op::Ceil: case Op::Round: case Op::Tan: case Op::Atan: case Op::Asin:
     case Op::Acos: case Op::Sinh: case Op::Cosh: case Op::Asinh: case Op::Acosh: case Op::Atanh:
     case Op::Erf: case Op::Erfc: case Op::ErfInv: case Op::Cbrt: case Op::Logistic: case Op::Rem:
-    case Op::Atan2:  // math.hpp
+    case Op::Atan2: case Op::Lgamma:  // math.hpp
     case Op::And: case Op::Or: case Op::Xor: case Op::Not: case Op::ShiftLeft:
     case Op::ShiftRightArithmetic: case Op::ShiftRightLogical:  // elementwise.hpp: bitwise
       for (std::uint32_t k = 0; k < in.n_in; ++k)

@@ -167,7 +167,7 @@ inline void validate_instructions(const Program& p) {
       case Op::Reshape:
       case Op::Floor: case Op::Ceil: case Op::Round: case Op::Tan: case Op::Atan: case Op::Asin:
       case Op::Acos: case Op::Sinh: case Op::Cosh: case Op::Asinh: case Op::Acosh: case Op::Atanh:
-      case Op::Erf: case Op::Erfc: case Op::ErfInv: case Op::Cbrt: case Op::Logistic:  // math.hpp
+      case Op::Erf: case Op::Erfc: case Op::ErfInv: case Op::Cbrt: case Op::Logistic: case Op::Lgamma:  // math.hpp
       case Op::Not:
         arity(1);
         if (in.op == Op::Not)

@@ -3,9 +3,10 @@
 Composites of existing primitives, written as jax (or XLA, for its ``lgamma``/``digamma``
 kernels) writes them, so values agree with jax's to rounding:
 
-- ``gammaln`` and ``digamma`` are XLA's Lanczos approximation (g = 7, nine coefficients) with
-  Euler's reflection below 1/2; their derivatives are the derivatives of that approximation
-  (jax's are ``digamma`` and ``polygamma(1, .)``: the two agree to about 1e-12 relative).
+- ``gammaln`` is the primitive ``ops.Lgamma`` (XLA:CPU's kernel, float32 bit for bit as jax's),
+  its derivative ``digamma``; ``digamma`` is XLA's Lanczos approximation (g = 7, nine
+  coefficients) with Euler's reflection below 1/2, its derivative that of the approximation
+  (jax's is ``polygamma(1, .)``: the two agree to about 1e-12 relative).
 - ``ndtri`` is Cephes' piecewise rational approximation, ``log_ndtr`` jax's three segments
   (``log(ndtr)``, ``-ndtr(-x)`` above 8, the asymptotic series below -20 in float64).
 - ``xlogy``/``xlog1py`` give 0 where ``x == 0`` and their derivative in ``x`` there is
@@ -22,8 +23,9 @@ from tidu.numpy.core import abs as _abs
 from tidu.numpy.core import broadcast_to, cos, exp, log, log1p, maximum, minimum, sin, sqrt, where
 from tidu.numpy.nn import log_softmax, logsumexp, softmax
 from tidu.numpy.nn import sigmoid as expit
-from tidu.numpy.ufuncs import erf, erfc, erfinv, floor, isinf, isnan
-from tidu.trace.tracer import Tracer, _lift, _trace_of
+from tidu.numpy.ufuncs import erf, erfc, erfinv, floor
+from tidu.ops import Lgamma
+from tidu.trace.tracer import Tracer, _emit, _lift, _trace_of
 
 __all__ = ["betainc", "betaln", "digamma", "entr", "erf", "erfc", "erfinv", "expit", "gammainc",
            "gammaincc", "gammaln", "i0", "i0e", "i1", "i1e", "log_ndtr", "log_softmax", "logit",
@@ -140,26 +142,11 @@ _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 
 
 def gammaln(x):
-    """log|Gamma(x)| (jax.scipy.special.gammaln): +inf at the poles 0, -1, -2, ... and at
-    +-inf, NaN for NaN."""
+    """log|Gamma(x)| (jax.scipy.special.gammaln, jax.lax.lgamma): +inf at the poles 0, -1, -2,
+    ... and at +-inf, NaN for NaN.  One primitive (ops.Lgamma), XLA:CPU's kernel: float32
+    values are jax's to the bit."""
     (x,) = _real("gammaln", x)
-    reflect = x < 0.5
-    z = where(reflect, -x, x - 1)
-    acc = _LANCZOS_BASE
-    for i, c in enumerate(_LANCZOS):
-        acc = acc + c / (z + (i + 1))
-    t = z + (_LANCZOS_G + 0.5)
-    log_t = math.log(_LANCZOS_G + 0.5) + log1p(z / (_LANCZOS_G + 0.5))
-    log_y = log(acc) + (z + 0.5 - t / log_t) * log_t + _LOG_SQRT_2PI
-    xr = where(reflect, x, 0.25)  # the reflection's input, kept off the poles where unused
-    ax = _abs(xr)
-    frac = ax - floor(ax)
-    frac = where(frac > 0.5, 1 - frac, frac)
-    denom = log(sin(math.pi * frac))
-    finite = ~(isinf(denom) | isnan(denom))
-    reflection = where(finite, math.log(math.pi) - denom - log_y, -denom)
-    out = where(reflect, reflection, log_y)
-    return where(isinf(x), np.inf, out)
+    return _emit(x._t, Lgamma(), x)
 
 
 def digamma(x):
