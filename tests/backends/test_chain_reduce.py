@@ -1,5 +1,6 @@
 """Elementwise chains that end in a float32 sum (the sum taken block by block, its operand never
-stored), reshapes inside chains, and the interpreter's per-instruction profile."""
+stored), reshapes inside chains, batched matrix-vector products below the BLAS threshold, and the
+interpreter's per-instruction profile."""
 from __future__ import annotations
 
 import numpy as np
@@ -123,3 +124,23 @@ def test_the_per_instruction_profile_counts_each_instruction():
     assert sum(runs for *_, runs, _ in rows) >= 3  # each evaluation adds its chains and instructions
     lowered(x)
     assert native.profile() == rows  # off again: nothing added
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "complex128"])
+@pytest.mark.parametrize("spec", ["bnk,bk->bn", "bkn,bk->bn", "bnk,k->bn", "bkn,bkm->bnm"])
+def test_small_batched_matrix_vector_products_match_numpy(spec, dtype):
+    """Per-example products with one output column (skip-gram's negatives . centre vector), too
+    small for the BLAS: a dot per row over contiguous k, else k outermost over contiguous rows,
+    each output still summed in k order."""
+    rng = np.random.default_rng(5)
+    dims = {"b": 64, "n": 5, "k": 7, "m": 1}
+    ins = spec.split("->")[0].split(",")
+    args = [rng.standard_normal([dims[c] for c in s]) for s in ins]
+    if dtype.startswith("complex"):
+        args = [a + 1j * rng.standard_normal(a.shape) for a in args]
+    args = [a.astype(dtype) for a in args]
+    got = td.jit(lambda x, y: td.einsum(spec, x, y), backend="cpu")(*args)
+    want = np.einsum(spec, *[a.astype("complex128" if dtype.startswith("complex") else "float64")
+                             for a in args])
+    tol = 1e-5 if dtype == "float32" else 1e-13
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
