@@ -466,6 +466,9 @@ void make_program(py::module_& m) {
         "Threads one evaluation loop may use, the caller's included (n <= 0: the default).");
   m.def("get_num_threads", [] { return tidu::num_threads(); },
         "Threads one evaluation loop may use, the caller's included.");
+  m.def("set_profiling", [](bool on) { tidu::set_profiling(on); }, py::arg("on"),
+        "Start (clearing earlier figures) or stop the per-instruction profile of every "
+        "evaluation: Program.profile() reads it.");
   m.def("pool_workers", [] { return tidu::detail::ThreadPool::get().workers(); },
         "Worker threads the pool has started (started on demand and kept: vm/parallel.hpp).");
   m.def("pool_stats", [] {
@@ -530,6 +533,22 @@ void make_program(py::module_& m) {
         return v;
       })
       .def("run", &PyProgram::run, py::arg("inputs"), py::arg("out") = py::none())
+      .def("profile", [](const PyProgram& self) {
+        // (opcode name, output shape, seconds, runs, chain end or 0) per instruction, in the
+        // order this program runs them (after scheduling); empty when it ran unprofiled
+        const tidu::Program& p = self.program();
+        auto t = tidu::Profiler::get().take(p);
+        py::list out;
+        for (std::size_t i = 0; i < t.size(); ++i) {
+          const auto& ins = p.instrs[i];
+          const auto& s = p.slots[ins.out];
+          std::vector<std::int64_t> shape(p.shapes.begin() + s.shape_begin,
+                                          p.shapes.begin() + s.shape_begin + s.ndim);
+          out.append(py::make_tuple(std::string(tidu::op_name(ins.op)), shape, t[i].first, t[i].second,
+                                    p.chain_end.empty() ? 0u : p.chain_end[i]));
+        }
+        return out;
+      }, "The per-instruction profile (tidu._native._eval.set_profiling) of this program.")
       .def("run_batch", &PyProgram::run_batch, py::arg("inputs"), py::arg("batch"), py::arg("threads"),
            py::arg("exact") = true, py::arg("shared") = py::none())
       .def_property_readonly("arena_bytes", [](const PyProgram& p) { return p.program().arena_bytes; })

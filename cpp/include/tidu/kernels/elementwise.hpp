@@ -834,6 +834,46 @@ inline void dot_loops(const T* x, const T* w, T* y, const DotTables& t) {
   const std::int64_t nb = t.lb.size(), ni = t.lf.size(), nj = t.rf.size(), nk = t.lc.size();
   bool rf_contig = true;
   for (std::int64_t j = 0; j < nj; ++j) rf_contig = rf_contig && t.rf[j] == t.rf[0] + j;
+  auto ramp = [](const std::vector<std::int64_t>& v) {
+    for (std::size_t k = 0; k < v.size(); ++k)
+      if (v[k] != v[0] + static_cast<std::int64_t>(k)) return false;
+    return true;
+  };
+  if constexpr (!is_int_v<T>) {
+    // One output column per batch (a batch of matrix-vector products too small for the BLAS:
+    // skip-gram's 5 negatives . 64-vector per example): the loop below would run its j loop of
+    // one element nk times per row.  Each y[i] is still sum over k in order, so the values
+    // are the same: over contiguous contracting axes as one dot per row, else, with contiguous
+    // rows, k outermost and the rows as one vector.
+    if (nj == 1 && nk > 0 && ni > 0) {
+      const bool lc_ramp = ramp(t.lc), rc_ramp = ramp(t.rc), lf_ramp = ramp(t.lf);
+      if ((lc_ramp && rc_ramp) || lf_ramp) {
+        for (std::int64_t b = 0; b < nb; ++b) {
+          T* yb = y + b * ni;
+          const T* wb = w + t.rb[b] + t.rf[0];
+          const T* xb = x + t.lb[b];
+          if (lc_ramp && rc_ramp) {
+            const T* wk = wb + t.rc[0];
+            for (std::int64_t i = 0; i < ni; ++i) {
+              const T* xi = xb + t.lf[i] + t.lc[0];
+              T acc = T(0);
+              for (std::int64_t k = 0; k < nk; ++k) acc += xi[k] * wk[k];
+              yb[i] = acc;
+            }
+          } else {
+            for (std::int64_t i = 0; i < ni; ++i) yb[i] = T(0);
+            const T* x0 = xb + t.lf[0];
+            for (std::int64_t k = 0; k < nk; ++k) {
+              const T a = wb[t.rc[k]];
+              const T* xk = x0 + t.lc[k];
+              for (std::int64_t i = 0; i < ni; ++i) yb[i] += xk[i] * a;
+            }
+          }
+        }
+        return;
+      }
+    }
+  }
   for (std::int64_t b = 0; b < nb; ++b) {
     T* yb = y + b * ni * nj;
     for (std::int64_t i = 0; i < ni * nj; ++i) yb[i] = T(0);

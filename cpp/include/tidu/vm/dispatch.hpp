@@ -397,6 +397,44 @@ inline Handler handler_for(const Program& p, std::size_t i) {
 }
 
 
+// Elements [lo, lo + n) of a chain's tail reduction (Program::tail_reduce) added into acc, its
+// run's partial sums (double, one per output element): the operand as [A, R, C], a run along R
+// (C == 1) summed in 8 lanes and added to its output, a run along C added element by element.
+inline void run_reduce_block(const Program& p, Workspace& ws, std::size_t idx, std::int64_t lo, std::int64_t n,
+                             std::uint8_t* scratch, double* acc) {
+  const Instr& in = p.instrs[idx];
+  const std::uint32_t a = p.args[in.in_begin];
+  const std::int32_t l = p.local.empty() ? -1 : p.local[a];
+  const float* x = l >= 0 ? reinterpret_cast<const float*>(scratch + static_cast<std::size_t>(l) * Program::kBlock *
+                                                                         Program::kMaxElemBytes)
+                          : static_cast<const float*>(ws.ptrs()[a]) + lo;
+  std::int64_t A, R, C;
+  p.reduce_split(in, A, R, C);
+  (void)A;
+  const std::int64_t RC = R * C;
+  for (std::int64_t e = lo, end = lo + n; e < end;) {
+    const std::int64_t outer = e / RC, rem = e % RC;
+    if (C == 1) {
+      const std::int64_t len = std::min(R - rem, end - e);
+      const float* v = x + (e - lo);
+      double lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+      std::int64_t k = 0;
+      for (; k + 8 <= len; k += 8)
+        for (int q = 0; q < 8; ++q) lane[q] += static_cast<double>(v[k + q]);
+      double t = 0;
+      for (; k < len; ++k) t += static_cast<double>(v[k]);
+      acc[outer] += ((lane[0] + lane[4]) + (lane[1] + lane[5])) + ((lane[2] + lane[6]) + (lane[3] + lane[7])) + t;
+      e += len;
+    } else {
+      const std::int64_t c = rem % C, len = std::min(C - c, end - e);
+      const float* v = x + (e - lo);
+      double* d = acc + outer * C + c;
+      for (std::int64_t k = 0; k < len; ++k) d[k] += static_cast<double>(v[k]);
+      e += len;
+    }
+  }
+}
+
 // Elements [lo, lo + n) of a blockable instruction (see Program::chain_end): elementwise maps,
 // compare/select/convert, broadcasts and iotas.
 // A chain-local slot (Program::local) is the thread's scratch buffer for the block instead.
@@ -442,6 +480,12 @@ inline void run_block(const Program& p, Workspace& ws, std::size_t idx, std::int
         for (std::int64_t i = 0; i < n; ++i) r[i] = c[i] ? u[i] : v[i];
       });
       return;
+    case Op::Reshape: {  // the same elements in the same order: a copy of the block
+      void* r = addr(in.out);
+      const void* x = addr(a[0]);
+      if (n && r != x) std::memcpy(r, x, static_cast<std::size_t>(n) * dtype_size(out.dtype));
+      return;
+    }
     case Op::Convert:
       visit_dtype(xd, [&](auto s) {
         using S = decltype(s);

@@ -10,9 +10,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <ctime>
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <mutex>
+#include <unordered_map>
 #include <vector>
 
 #include "tidu/vm/cancel.hpp"
@@ -25,7 +28,51 @@
 
 namespace tidu {
 
+// Per-instruction profile (off by default; one relaxed load per evaluation when off).
+// set_profiling(true) makes every evaluation add each instruction's wall time (a chain's time
+// goes to its last instruction) into a table per Program; profile(p) reads p's, one entry per
+// instruction: total seconds and runs.  For finding where a program's time goes, not for timing
+// it: a profiled evaluation pays two clock reads and a lock per instruction.
+class Profiler {
+ public:
+  static Profiler& get() {
+    static Profiler p;
+    return p;
+  }
+  bool on() const { return on_.load(std::memory_order_relaxed); }
+  void set(bool on) {
+    std::lock_guard<std::mutex> lock(mu_);
+    on_.store(on, std::memory_order_relaxed);
+    if (on) table_.clear();
+  }
+  void add(const Program& p, std::size_t i, double seconds) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto& v = table_[&p];
+    if (v.size() < p.instrs.size()) v.resize(p.instrs.size());
+    v[i].first += seconds;
+    v[i].second += 1;
+  }
+  std::vector<std::pair<double, std::int64_t>> take(const Program& p) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = table_.find(&p);
+    if (it == table_.end()) return {};
+    return it->second;
+  }
+
+ private:
+  std::atomic<bool> on_{false};
+  std::mutex mu_;
+  std::unordered_map<const Program*, std::vector<std::pair<double, std::int64_t>>> table_;
+};
+inline void set_profiling(bool on) { Profiler::get().set(on); }
+
 namespace detail {
+
+inline double now_s() {  // the calling thread's CPU time: a loaded machine's waits are not counted
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
 
 // While an evaluation runs, the program's direct outputs point at the caller's buffers; this
 // points them back at the arena when it ends, normally or by an exception, so that a pooled
@@ -90,7 +137,14 @@ inline void eval(const Program& p, Workspace& ws, const void* const* inputs, voi
   // Outputs are computed straight into the caller's buffers, saving a copy, unless a buffer
   // overlaps an input or another output (an in-place call): those go through the arena.
   const detail::DirectOutputs direct(p, ws, outputs, detail::outputs_apart(p, inputs, outputs));
+  const bool profiling = Profiler::get().on();
+  double t0 = profiling ? detail::now_s() : 0;
   for (std::size_t i = 0; i < p.instrs.size(); ++i) {
+    if (profiling && i != 0) {
+      double t1 = detail::now_s();
+      Profiler::get().add(p, i - 1, t1 - t0);  // a chain's time: at its last instruction
+      t0 = t1;
+    }
     std::uint32_t end = p.chain_end.empty() ? 0 : p.chain_end[i];
     if (end == 0) {
       if (i != 0) ws.check_cancel();
@@ -108,16 +162,44 @@ inline void eval(const Program& p, Workspace& ws, const void* const* inputs, voi
                                                           nblocks / 64));
     const std::size_t per_thread = std::size_t{p.max_locals} * Program::kBlock * Program::kMaxElemBytes;
     std::uint8_t* scratch = ws.chain_scratch(per_thread * static_cast<std::size_t>(std::max(threads, 1)));
+    // A chain ending in a reduction (Program::tail_reduce): run r of kReduceRun blocks adds its
+    // part of the sum into row r of acc; the rows are added in order once all have run.
+    const Slot& last_out = p.slots[p.instrs[end - 1].out];
+    const bool tail = last_out.size != size;
+    const std::size_t stop = tail ? end - 1 : end;
+    const std::int64_t nruns = (nblocks + Program::kReduceRun - 1) / Program::kReduceRun;
+    double* acc = nullptr;
+    if (tail) {
+      acc = ws.reduce_scratch(static_cast<std::size_t>(nruns * last_out.size));
+      std::fill(acc, acc + nruns * last_out.size, 0.0);
+    }
     auto blocks = [&](std::int64_t first, std::int64_t last, int t) {  // block indices [first, last)
       std::uint8_t* mine = scratch + per_thread * static_cast<std::size_t>(t);
       for (std::int64_t b = first; b < last; ++b) {
         ws.check_cancel();
         std::int64_t lo = b * Program::kBlock, n = std::min<std::int64_t>(Program::kBlock, size - lo);
-        for (std::size_t j = i; j < end; ++j)
+        for (std::size_t j = i; j < stop; ++j)
           if (p.instrs[j].op != Op::Constant) detail::run_block(p, ws, j, lo, n, mine);
+        if (tail)
+          detail::run_reduce_block(p, ws, end - 1, lo, n, mine, acc + b / Program::kReduceRun * last_out.size);
       }
     };
-    if (threads <= 1) {
+    if (tail) {
+      // Whole runs per chunk, so a run's sum never depends on the thread count.
+      if (threads <= 1) {
+        blocks(0, nblocks, 0);
+      } else {
+        detail::parallel_chunks(nruns, threads, [&](std::int64_t r, int worker) {
+          blocks(r * Program::kReduceRun, std::min(nblocks, (r + 1) * Program::kReduceRun), worker);
+        });
+      }
+      float* y = static_cast<float*>(ptr[p.instrs[end - 1].out]);
+      for (std::int64_t k = 0; k < last_out.size; ++k) {
+        double t = 0;
+        for (std::int64_t r = 0; r < nruns; ++r) t += acc[r * last_out.size + k];
+        y[k] = static_cast<float>(t);
+      }
+    } else if (threads <= 1) {
       blocks(0, nblocks, 0);
     } else {
       // Runs of blocks taken dynamically (parallel.hpp), several per thread, so a thread whose
@@ -130,6 +212,7 @@ inline void eval(const Program& p, Workspace& ws, const void* const* inputs, voi
     }
     i = end - 1;
   }
+  if (profiling && !p.instrs.empty()) Profiler::get().add(p, p.instrs.size() - 1, detail::now_s() - t0);
   for (std::size_t i = 0; i < p.outputs.size(); ++i)
     if (ptr[p.outputs[i]] != outputs[i] && p.nbytes(p.outputs[i]))
       std::memcpy(outputs[i], ptr[p.outputs[i]], p.nbytes(p.outputs[i]));

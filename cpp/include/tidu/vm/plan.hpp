@@ -58,25 +58,43 @@ inline void Program::schedule() {
   }
   using Heap = std::priority_queue<std::uint32_t, std::vector<std::uint32_t>, std::greater<>>;
   std::map<std::int64_t, Heap> chained;  // by element count
-  Heap small, rest;
-  auto ready = [&](std::uint32_t i) {
+  Heap small, rest, tails;  // tails: reductions that may end the current chain (tail_reduce)
+  std::int64_t current = 0;
+  auto place = [&](std::uint32_t i) {
     if (cls[i]) chained[cls[i]].push(i);
     else if (slots[instrs[i].out].size < kMinChainSize) small.push(i);
     else rest.push(i);
+  };
+  auto ready = [&](std::uint32_t i) {
+    const Instr& in = instrs[i];
+    if (current && in.n_in && slots[args[in.in_begin]].size == current && tail_reduce(in, current)) tails.push(i);
+    else place(i);
+  };
+  auto end_chain = [&] {  // the chain's reductions that did not run at its end run as usual
+    for (; !tails.empty(); tails.pop()) place(tails.top());
   };
   for (std::uint32_t i = 0; i < n; ++i)
     if (!waiting[i]) ready(i);
   std::vector<Instr> order;
   order.reserve(n);
-  std::int64_t current = 0;
   while (order.size() < n) {
     Heap* from = nullptr;
     auto it = chained.find(current);
     if (current && it != chained.end() && !it->second.empty()) {
       from = &it->second;
+    } else if (!tails.empty()) {  // one reduction ends the chain (build_chains)
+      const std::uint32_t i = tails.top();
+      tails.pop();
+      end_chain();
+      current = 0;
+      order.push_back(instrs[i]);
+      for (std::uint32_t u = first[i]; u < first[i + 1]; ++u)
+        if (--waiting[users[u]] == 0) ready(users[u]);
+      continue;
     } else if (!small.empty()) {
       from = &small;
     } else {
+      end_chain();
       // Large instructions that join no chain (a matrix product, a reduction) run before a
       // new chain starts: the chain's later instructions may be waiting for them, and would
       // otherwise start a second chain of the same size after them.
@@ -124,11 +142,15 @@ inline void Program::plan() {
   // block by block while the broadcast still reads later blocks.
   for (std::size_t i = 0; i < instrs.size(); ++i) {
     if (!chain_end[i]) continue;
+    // A chain ending in a reduction writes the sum from its first block on: nothing the chain
+    // reads is freed (for the sum's buffer to take) before its end.
+    const bool tail = slots[instrs[chain_end[i] - 1].out].size != slots[instrs[i].out].size;
     for (std::size_t j = i; j < chain_end[i]; ++j)
-      if (instrs[j].op == Op::BroadcastInDim) {
-        const std::uint32_t a = args[instrs[j].in_begin];
-        last[a] = std::max<std::int64_t>(last[a], chain_end[i] - 1);
-      }
+      for (std::uint32_t k = 0; k < instrs[j].n_in; ++k)
+        if (tail || instrs[j].op == Op::BroadcastInDim) {
+          const std::uint32_t a = args[instrs[j].in_begin + k];
+          last[a] = std::max<std::int64_t>(last[a], chain_end[i] - 1);
+        }
     i = chain_end[i] - 1;
   }
   find_locals(last);
@@ -259,6 +281,8 @@ inline bool Program::blockable(const Instr& in, std::int64_t size) const {
     case Op::BroadcastInDim:  // any: run_block reads the operand row by row with its strides
     case Op::Iota:
       return true;
+    case Op::Reshape:  // row-major order is kept: element k of the output is element k of the operand
+      return slots[a[0]].size == size;
     case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Pow: case Op::Max: case Op::Min:
     case Op::Neg: case Op::Conj: case Op::Exp: case Op::Log: case Op::Sin: case Op::Cos: case Op::Tanh:
     case Op::Sqrt: case Op::Rsqrt: case Op::Expm1: case Op::Log1p: case Op::Sign: case Op::StopGradient:
@@ -277,6 +301,33 @@ inline bool Program::blockable(const Instr& in, std::int64_t size) const {
   }
 }
 
+inline void Program::reduce_split(const Instr& in, std::int64_t& A, std::int64_t& R, std::int64_t& C) const {
+  const std::int64_t* at = attrs.data() + in.attr_begin;  // n, axes...
+  const std::uint32_t x = args[in.in_begin];
+  const std::int64_t* sh = shape(x);
+  const std::int64_t nax = at[0], lo = nax ? at[1] : 0, hi = nax ? at[nax] + 1 : 0;
+  A = R = C = 1;
+  for (std::int64_t k = 0; k < static_cast<std::int64_t>(slots[x].ndim); ++k)
+    (k < lo ? A : k < hi ? R : C) *= sh[k];
+}
+
+// A float32 sum over `size` elements whose axes are one run [lo, hi) of the operand's axes,
+// with partial sums small enough to keep per run of blocks: it may end a chain that writes its
+// operand, and take its sum block by block (interpreter.hpp).
+inline bool Program::tail_reduce(const Instr& in, std::int64_t size) const {
+  if (in.op != Op::ReduceSum || in.n_in != 1 || slots[in.out].dtype != DType::F32) return false;
+  const std::uint32_t x = args[in.in_begin];
+  if (slots[x].size != size || size < kMinChainSize || slots[x].dtype != DType::F32 ||
+      slots[in.out].size >= size)
+    return false;
+  const std::int64_t* at = attrs.data() + in.attr_begin;
+  if (at[0] == 0) return false;
+  for (std::int64_t k = 1; k < at[0]; ++k)
+    if (at[k + 1] != at[k] + 1) return false;
+  const std::int64_t runs = (size / kBlock + kReduceRun) / kReduceRun;
+  return slots[in.out].size <= kMaxReduceAcc / runs;
+}
+
 // Chain-local slots (see `local`): written by a non-constant instruction of a chain, read only
 // by later instructions of it that are not broadcasts (a broadcast reads other positions than
 // its block), and not a program output.  last: each slot's last reader.
@@ -293,6 +344,7 @@ inline void Program::find_locals(const std::vector<std::int64_t>& last) {
     std::int32_t k = 0;
     for (std::size_t j = i; j < chain_end[i]; ++j) {
       const std::uint32_t o = instrs[j].out;
+      if (slots[o].size != slots[instrs[i].out].size) continue;  // a tail reduction's sum
       if (instrs[j].op != Op::Constant && !pinned[o] && last[o] >= static_cast<std::int64_t>(j) &&
           last[o] < static_cast<std::int64_t>(chain_end[i]) &&
           dtype_size(slots[o].dtype) <= kMaxElemBytes)
@@ -305,6 +357,7 @@ inline void Program::find_locals(const std::vector<std::int64_t>& last) {
 
 inline void Program::build_chains() {
   chain_end.assign(instrs.size(), 0);
+  max_reduce_acc = 0;
   std::vector<char> in_chain(slots.size(), 0);  // written by the chain being grown
   for (std::size_t i = 0; i < instrs.size();) {
     std::int64_t size = slots[instrs[i].out].size;
@@ -319,8 +372,15 @@ inline void Program::build_chains() {
       const std::uint32_t a = args[in.in_begin];
       return slots[a].size == 1 || !in_chain[a];
     };
-    if (size >= kMinChainSize)
+    if (size >= kMinChainSize) {
       while (j < instrs.size() && fits(instrs[j])) in_chain[instrs[j++].out] = 1;
+      while (j > i && instrs[j - 1].op == Op::Constant) --j;
+      if (j > i && j < instrs.size() && tail_reduce(instrs[j], size) && in_chain[args[instrs[j].in_begin]]) {
+        const std::int64_t runs = (size / kBlock + kReduceRun) / kReduceRun;
+        max_reduce_acc = std::max<std::uint64_t>(max_reduce_acc, runs * slots[instrs[j].out].size);
+        ++j;
+      }
+    }
     for (std::size_t k = i; k < j; ++k) in_chain[instrs[k].out] = 0;
     while (j > i && instrs[j - 1].op == Op::Constant) --j;
     if (j - i >= 2) {

@@ -116,6 +116,17 @@ struct Program {
   static constexpr std::size_t kMaxElemBytes = 16;
   static constexpr std::int64_t kBlock = 2048;
   static constexpr std::int64_t kMinChainSize = 4 * kBlock;
+  // A chain may end with a float32 ReduceSum of a value it writes (tail_reduce): the sum is
+  // taken block by block as the chain runs, so the reduced operand needs no arena buffer.  Each
+  // run of kReduceRun blocks adds into its own row of max_reduce_acc doubles (the most any
+  // chain needs: its runs times its output size), and the rows are added in run order at the
+  // chain's end: the same bits for any thread count.
+  static constexpr std::int64_t kReduceRun = 64;
+  static constexpr std::int64_t kMaxReduceAcc = std::int64_t{1} << 20;
+  std::uint64_t max_reduce_acc = 0;
+  bool tail_reduce(const Instr& in, std::int64_t size) const;  // plan.hpp
+  // [A, R, C]: the reduction's operand as A outer, R reduced and C inner elements.
+  void reduce_split(const Instr& in, std::int64_t& A, std::int64_t& R, std::int64_t& C) const;  // plan.hpp
 
   const std::int64_t* shape(std::uint32_t s) const { return shapes.data() + slots[s].shape_begin; }
   std::vector<std::int64_t> shape_of(std::uint32_t s) const {
@@ -212,6 +223,7 @@ struct Program {
       // One thread's block scratch of a chain's local slots (Program::local): more threads
       // each take as much for a large chain.
       b = sat_add(b, std::uint64_t{max_locals} * kBlock * kMaxElemBytes);
+      b = sat_add(b, max_reduce_acc * sizeof(double));  // fused reductions' partial sums
     }
     for (const Program& sub : subs) {
       b = sat_add(b, sub.workspace_bytes);

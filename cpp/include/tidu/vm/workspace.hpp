@@ -177,6 +177,10 @@ class Workspace {
   double* scalars() { return scalars_.data(); }
   // Block scratch of the chains' local slots (Program::local), at least `bytes`: grown by the
   // first evaluation that needs it, reused after.
+  double* reduce_scratch(std::size_t n) {  // a chain's fused reduction: partial sums per run
+    if (reduce_.size() < n) reduce_.resize(n);
+    return reduce_.data();
+  }
   std::uint8_t* chain_scratch(std::size_t bytes) {
     if (scratch_.size() * sizeof(double) < bytes) scratch_.resize((bytes + sizeof(double) - 1) / sizeof(double));
     return reinterpret_cast<std::uint8_t*>(scratch_.data());
@@ -191,6 +195,7 @@ class Workspace {
   std::vector<std::uint32_t> dot_of_;  // instruction -> its entry in dots_
   std::vector<double> scalars_;  // slot values on the all-scalar fast path
   std::vector<double> scratch_;  // chain_scratch
+  std::vector<double> reduce_;   // reduce_scratch
   std::vector<Handler> handlers_;
   std::vector<std::unique_ptr<Workspace>> subs_;
   CancelState cancel_;
