@@ -180,8 +180,6 @@ def test_every_missing_name_is_listed_as_deliberately_absent(cov):
     assert set(tables) <= set(cov), set(tables) - set(cov)
 
 
-@pytest.mark.xfail(strict=False, reason="the 95% target counts td.nn / td.scipy / td.linalg names "
-                   "another branch (scinames2) adds; remove this mark once it is merged")
 def test_at_least_95_percent_of_jax_names_exist(cov, capsys):
     total = sum(len(c) for c, _ in cov.values())
     have = sum(len(h) for _, h in cov.values())
