@@ -55,6 +55,7 @@ from tidu.graph import (
     program_cache,
     resolve,
 )
+from tidu.graph.dtypes import promote_types
 from tidu.graph.memory import (
     FreedGraphError,
     cache_limits,
@@ -316,7 +317,7 @@ from tidu.numpy.ufuncs import (
     trunc,
 )
 from tidu.trace.build import apply, build, spec
-from tidu.trace.tracer import Tracer
+from tidu.trace.tracer import Tracer, result_type
 
 __version__ = "0.1.0"
 
@@ -351,10 +352,12 @@ __all__ = [
     "nan", "nan_to_num", "nanargmax", "nanargmin", "nanmax", "nanmean", "nanmedian", "nanmin",
     "nanpercentile", "nanprod", "nanquantile", "nanstd", "nansum", "nanvar", "ndim", "newaxis",
     "nextafter", "nn", "nonzero", "ones", "ones_like", "OpMode", "ops", "outer", "pad",
-    "percentile", "pi", "polyfit", "polyval", "power", "PRIMAL", "prod", "program_cache", "ptp",
+    "percentile", "pi", "polyfit", "polyval", "power", "PRIMAL", "prod", "program_cache",
+    "promote_types", "ptp",
     "pure_callback",
     "put_along_axis", "quantile", "rad2deg", "radians", "ravel", "real", "reciprocal", "remainder",
-    "remat", "repeat", "reshape", "resolve", "ResolvedView", "right_shift", "rint", "roll",
+    "remat", "repeat", "reshape", "resolve", "ResolvedView",
+    "result_type", "right_shift", "rint", "roll",
     "rot90", "round", "rsqrt", "saved_values", "SavedValue", "scan", "scipy", "searchsorted",
     "select", "set_cache_limits",
     "set_num_threads", "set_tiering", "shape", "shard_map", "show", "sign", "signbit", "sin",

@@ -13,7 +13,7 @@ from typing import NamedTuple
 import numpy as np
 
 from tidu import ops as P
-from tidu.trace.tracer import Tracer, _emit, _op, _stack, _trace_of
+from tidu.trace.tracer import Tracer, _emit, _op, _stack, _trace_of, result_type
 from tidu.trace.tracer import _lift as _lift_in
 
 __all__ = ["ConvDimensionNumbers", "conv", "conv_dimension_numbers", "conv_general_dilated",
@@ -175,7 +175,7 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
     lshape, rshape = shp(lhs), shp(rhs)
     dn = conv_dimension_numbers(lshape, rshape, dimension_numbers)
     ns = len(lshape) - 2
-    dt = np.result_type(_dtype_of(lhs), _dtype_of(rhs))
+    dt = result_type(lhs, rhs)
     if preferred_element_type is not None:
         dt = np.dtype(preferred_element_type)
     if dt.kind not in "fc":
@@ -357,7 +357,7 @@ def _full_correlation(a, w, name: str):
 
 def _np_mode(a, v, mode: str, name: str, conj: bool):
     t = _trace_of(a, v)
-    dt = np.result_type(_dtype_of(a), _dtype_of(v))
+    dt = result_type(a, v)
     work = dt if dt.kind in "fc" else np.dtype("float64")
     a, v = _lift_in(t, a, work), _lift_in(t, v, work)
     if a.ndim != 1 or v.ndim != 1:
