@@ -163,6 +163,14 @@ cdef inline Tracer _new(Trace t, Id v, Id aid):
     r._v = v
     r._aid = aid
     r.aval = _avals[aid]
+    r.weak_type = False
+    return r
+
+
+cdef inline Tracer _new_w(Trace t, Id v, Id aid, bint weak):
+    """_new, weakly typed where weak (jax's weak_type: see tidu.graph.dtypes)."""
+    cdef Tracer r = _new(t, v, aid)
+    r.weak_type = weak
     return r
 
 
@@ -334,9 +342,9 @@ cdef object _scalar(int k, Tracer x, object s, bint left):
     cdef Id c = _emit0(t, e.const_pid, e.const_aval)
     if e.bcast:
         c = _emit1(t, e.bcast_pid, c, e.bcast_aval)
-    if left:
-        return _new(t, _emit2(t, pid, c, x._v, out), out)
-    return _new(t, _emit2(t, pid, x._v, c, out), out)
+    if left:  # a Python scalar is weak: the result is as weak as x
+        return _new_w(t, _emit2(t, pid, c, x._v, out), out, x.weak_type)
+    return _new_w(t, _emit2(t, pid, x._v, c, out), out, x.weak_type)
 
 
 cdef object _binary(int k, object x, object y):
@@ -350,7 +358,8 @@ cdef object _binary(int k, object x, object y):
                 if a._t is b._t and a.aval is b.aval and a._t is not None and _here(a._t):
                     _rule(_r2, _brule, k, a, &r)
                     if r.state == 1:
-                        return _new(a._t, _emit2(a._t, r.pid, a._v, b._v, r.out), r.out)
+                        return _new_w(a._t, _emit2(a._t, r.pid, a._v, b._v, r.out), r.out,
+                                      a.weak_type and b.weak_type)
             elif type(y) is float or type(y) is int:
                 res = _scalar(k, a, y, False)
                 if res is not None:
@@ -372,7 +381,7 @@ cdef object _unary(int k, object x):
         a = <Tracer>x
         _rule(_r1, _urule, k, a, &r)
         if r.state == 1:
-            return _new(a._t, _emit1(a._t, r.pid, a._v, r.out), r.out)
+            return _new_w(a._t, _emit1(a._t, r.pid, a._v, r.out), r.out, a.weak_type)
     slow = _uslow[k]
     if slow is None:
         raise RuntimeError("tidu.numpy is not imported (it registers the tracer's methods)")
@@ -439,7 +448,14 @@ cdef object _emit_plan(Tracer x, tuple plan):
     for step in plan:
         out = <Id>step[1]
         v = _emit1(t, <Id>step[0], v, out)
-    return _new(t, v, out) if plan else x
+    return _new_w(t, v, out, x.weak_type) if plan else x
+
+
+cdef inline object _keep_weak(Tracer x, object out):
+    """out (x indexed or reshaped) as weakly typed as x, as jax's."""
+    if x.weak_type and type(out) is Tracer:
+        (<Tracer>out).weak_type = True
+    return out
 
 
 cdef object _getitem(Tracer x, object idx):
@@ -453,8 +469,8 @@ cdef object _getitem(Tracer x, object idx):
         plan = _py._index_plans.get((x._aid, ((int, idx),)))
         if type(plan) is tuple:
             _getitem_plans[key] = plan
-        return out
-    return _py._getitem(x, idx)
+        return _keep_weak(x, out)
+    return _keep_weak(x, _py._getitem(x, idx))
 
 
 def reshape(x, shape):
@@ -474,10 +490,12 @@ def reshape(x, shape):
             hit = _py.reshape_rule(a.aval, shape)
             if hit is not None:
                 _reshape_rules[key] = hit
-            return out
+            return _keep_weak(a, out)
         if not hit:
             return x
-        return _new(a._t, _emit1(a._t, <Id>hit[0], a._v, <Id>hit[1]), <Id>hit[1])
+        return _new_w(a._t, _emit1(a._t, <Id>hit[0], a._v, <Id>hit[1]), <Id>hit[1], a.weak_type)
+    if type(x) is Tracer:
+        return _keep_weak(<Tracer>x, _py.reshape_general(x, shape))
     return _py.reshape_general(x, shape)
 
 
@@ -671,14 +689,18 @@ cdef class Tracer:
     cdef readonly Id _v
     cdef readonly object aval
     cdef Id _aid  # aval.id
+    # jax's weak_type: a Python scalar argument, or computed from weakly typed values only;
+    # type promotion lets the other operand's dtype win (tidu.graph.dtypes.lattice_result_type)
+    cdef public bint weak_type
 
     __array_priority__ = 1000  # numpy defers to our reflected operators
 
-    def __init__(self, Trace trace not None, Id v, av):
+    def __init__(self, Trace trace not None, Id v, av, bint weak_type=False):
         self._t = trace
         self._v = v
         self._aid = av.id
         self.aval = av
+        self.weak_type = weak_type
 
     @property
     def key(self):

@@ -20,9 +20,9 @@ from tidu.graph import FragmentBuilder, ValKey, _aval_list, aval
 from tidu.numpy import core as T
 from tidu.numpy.core import iota
 from tidu.ops.control_flow import Checkpoint, Cond, Scan, While, close_body, fresh_key
-from tidu.trace.build import as_aval, tracing
+from tidu.trace.build import as_aval, mark_weak, tracing
 from tidu.trace.effects import body_effect, has_effects, mark_op, tie
-from tidu.trace.tracer import Tracer, _capture, _lift, _stack
+from tidu.trace.tracer import Tracer, _capture, _lift, _stack, result_type
 
 __all__ = ["scan", "fori_loop", "while_loop", "cond", "switch", "checkpoint", "remat"]
 
@@ -70,14 +70,16 @@ def _outer_trace():
     return s[-1] if s else None
 
 
-def _trace_body(outer, fn: Callable, arg_avals, make_args: Callable, what: str):
-    """Trace fn on fresh inputs of arg_avals; returns (builder, input ValKeys, output Tracers as a
-    flat list, output tree)."""
+def _trace_body(outer, fn: Callable, arg_avals, make_args: Callable, what: str, weak=()):
+    """Trace fn on fresh inputs of arg_avals (weakly typed where weak[i]); returns (builder, input
+    ValKeys, output Tracers as a flat list, output tree)."""
     builder = _BodyBuilder(outer)
     try:
         with tracing(builder) as t:
             builder.trace = t.trace
             ins = [t.input(fresh_key(), av) for av in arg_avals]
+            for x, w in zip(ins, weak):
+                x.weak_type = w
             prev = _core.body_enter(t.trace)  # ops on outer values go into the body (_home)
             try:
                 out = fn(*make_args(ins))
@@ -162,6 +164,26 @@ def _eager(fn: Callable, *args, check: Callable[[], None] | None = None):
     return _unflatten(spec[-1], leaves)
 
 
+def _weak_as(outs: list, body_outs: Sequence[Tracer]) -> None:
+    """A loop's results as weakly typed as the body's outputs (a forwarded carry stays as it
+    is)."""
+    for k, (o, b) in enumerate(zip(outs, body_outs)):
+        if b.weak_type and not o.weak_type:
+            o.weak_type = True
+
+
+def _promote_weak_carry(t, init_t: list, outs: Sequence[Tracer]) -> bool:
+    """jax's _promote_weak_typed_inputs: a weakly typed initial carry (a Python scalar) whose
+    body returns another dtype of the same shape becomes the promotion of the two (0.0 carried
+    through a float32 body is float32).  Changes init_t in place; True when one changed."""
+    changed = False
+    for k, (x, o) in enumerate(zip(init_t, outs)):
+        if x.weak_type and o.aval.shape == x.aval.shape and o.aval.dtype != x.aval.dtype:
+            init_t[k] = _lift(t, x, result_type(x, o))
+            changed = True
+    return changed
+
+
 def _leaf_aval(x):
     return x.aval if isinstance(x, Tracer) else as_aval(np.asarray(x))
 
@@ -196,6 +218,7 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
     i_leaves, i_spec = _flatten(init)
     x_leaves, x_spec = _flatten(xs)
     init_t = _lifted(t, i_leaves, check)
+    mark_weak(init_t, i_leaves)  # a Python scalar carry is weakly typed (as jax's)
     xs_t = _lifted(t, x_leaves, check)
     lengths = {x.shape[0] if x.aval.ndim else None for x in xs_t}
     if None in lengths:
@@ -209,17 +232,20 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
         raise ValueError(f"scan: xs leaves and length disagree on the number of steps: "
                          f"{sorted(lengths)}")
     (n,) = lengths
-    c_avals = [x.aval for x in init_t]
     x_avals = [aval(x.shape[1:], x.dtype) for x in xs_t]
+    for again in (True, False):
+        c_avals = [x.aval for x in init_t]
 
-    def make(ins):
-        k = len(c_avals)
-        return (_unflatten(i_spec, ins[:k]), _unflatten(x_spec, ins[k:]))
+        def make(ins, k=len(c_avals)):
+            return (_unflatten(i_spec, ins[:k]), _unflatten(x_spec, ins[k:]))
 
-    builder, in_keys, flat, spec = _trace_body(t, lambda c, x: f(c, x), c_avals + x_avals, make,
-                                               "the scanned function")
-    if spec is None or spec[0] not in (tuple, list) or len(spec[1]) != 2:
-        raise TypeError("scan: the scanned function must return a pair (carry, y)")
+        builder, in_keys, flat, spec = _trace_body(
+            t, lambda c, x: f(c, x), c_avals + x_avals, make, "the scanned function",
+            [x.weak_type for x in init_t] + [x.weak_type for x in xs_t])
+        if spec is None or spec[0] not in (tuple, list) or len(spec[1]) != 2:
+            raise TypeError("scan: the scanned function must return a pair (carry, y)")
+        if not (again and _promote_weak_carry(t, init_t, flat[:len(c_avals)])):
+            break
     c_out_spec, y_spec = spec[1]
     n_c = len(c_avals)
     if c_out_spec != i_spec:
@@ -239,6 +265,7 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
     # unbatched read-only carry then stays unbatched, and AD sees no dependence on the loop.
     fwd = _forwarded(in_keys[:n_c], init_t, flat[:n_c])
     outs[:n_c] = [o if f is None else f for o, f in zip(outs[:n_c], fwd)]
+    _weak_as(outs, flat)
     return _unflatten(i_spec, outs[:n_c]), _unflatten(y_spec, outs[n_c:])
 
 
@@ -320,13 +347,18 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
                       check=check)
     t = outer
     init_t = _lifted(t, leaves, check)
-    avals = [x.aval for x in init_t]
+    mark_weak(init_t, leaves)
     make = lambda ins: (_unflatten(spec, ins),)  # noqa: E731
-    cb, c_keys, c_flat, c_spec = _trace_body(t, cond_fun, avals, make, "cond_fun")
+    for again in (True, False):
+        avals = [x.aval for x in init_t]
+        weak = [x.weak_type for x in init_t]
+        bb, b_keys, b_flat, b_spec = _trace_body(t, body_fun, avals, make, "body_fun", weak)
+        if not (again and b_spec == spec and _promote_weak_carry(t, init_t, b_flat)):
+            break
+    cb, c_keys, c_flat, c_spec = _trace_body(t, cond_fun, avals, make, "cond_fun", weak)
     if len(c_flat) != 1 or c_flat[0].aval is not aval((), "bool"):
         got = ", ".join(str(x.aval) for x in c_flat)
         raise TypeError(f"while_loop: cond_fun must return a boolean scalar, got {got}")
-    bb, b_keys, b_flat, b_spec = _trace_body(t, body_fun, avals, make, "body_fun")
     if b_spec != spec:
         raise TypeError(f"while_loop: body_fun returns structure {_tree_str(b_spec)}, but "
                         f"init_val has {_tree_str(spec)}")
@@ -344,6 +376,7 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
     outs = _emit_multi(t, op, list(c_caps) + list(b_caps) + init_t)
     fwd = _forwarded(b_keys, init_t, b_flat)  # read-only carries are their initial values
     outs = [o if f is None else f for o, f in zip(outs, fwd)]
+    _weak_as(outs, b_flat)
     return _unflatten(spec, outs)
 
 

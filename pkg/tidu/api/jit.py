@@ -25,14 +25,13 @@ from tidu.backends.program import CompiledProgram, _check_backend, compile
 from tidu.backends.tiered import TierTable, track, wrap
 from tidu.graph import FragmentBuilder, materialize_merge, resolve
 from tidu.graph.memory import FunctionCache, at_safe_point, register_cache
-from tidu.trace.build import as_aval, flatten_outputs, tracing
+from tidu.trace.build import as_aval, flatten_outputs, mark_weak, tracing
 from tidu.trace.effects import tokens
 from tidu.trace.tracer import Tracer
 from tidu.trace.tracer import _stack as _trace_stack
 
 __all__ = ["Lowered", "describe", "jit", "leaf_names", "lower_program", "static_jit",
            "trace_program", "unflatten"]
-
 
 
 # ---- jit ----
@@ -73,6 +72,7 @@ def trace_program(fn: Callable, args: tuple, backend: str = "auto", device=None,
             check_leaves(what, args, names)
             raise
         tracers = t.inputs([("arg", i) for i in range(len(leaves))], avals)
+        mark_weak(tracers, leaves)  # Python int/float/complex arguments are weakly typed
         # A transform's own trace: no user code has run in it, so the first nested call may
         # differentiate these inputs in place (see _Nested).
         builder.top_inputs = {x._v for x in tracers} if getattr(fn, "_own_trace", False) \

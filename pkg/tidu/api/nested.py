@@ -10,7 +10,7 @@ from tidu._native import _core
 from tidu.api.tree import check_leaves, unflatten
 from tidu.api.tree import flatten_args as _flatten_args
 from tidu.graph import resolve
-from tidu.trace.build import flatten_outputs
+from tidu.trace.build import flatten_outputs, mark_weak
 from tidu.trace.effects import add_token, tokens
 from tidu.trace.tracer import Tracer, _broadcast, _const, _lift, _trace_of
 from tidu.trace.tracer import _stack as _trace_stack
@@ -84,6 +84,7 @@ class _Nested:
         except TypeError:  # name the leaf that is no array, with its path
             check_leaves(what, args)
             raise
+        mark_weak(self.args, leaves)  # Python scalar leaves: weakly typed (as jit's arguments)
         b = trace.builder
         self.direct = False
         top = getattr(b, "top_inputs", None)
@@ -99,7 +100,7 @@ class _Nested:
         self.fresh = []
         for k, a in enumerate(self.args):
             local = b.add_input(NestedArg(n + k), a.aval)
-            self.fresh.append(Tracer(trace, trace.store.global_of(local), a.aval))
+            self.fresh.append(Tracer(trace, trace.store.global_of(local), a.aval, a.weak_type))
         self.mapping = {f._v: a._v for f, a in zip(self.fresh, self.args)}
         conc = trace.concrete
         if conc is not None:

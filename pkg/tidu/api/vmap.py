@@ -29,7 +29,7 @@ from tidu.api.tree_util import PyTreeDef, tree_structure
 from tidu.graph import FragmentBuilder, ValKey, _aval_list, aval, resolve
 from tidu.numpy import core as T
 from tidu.numpy.core import broadcast_to
-from tidu.trace.build import flatten_outputs
+from tidu.trace.build import flatten_outputs, mark_weak
 from tidu.trace.effects import add_token, tokens
 from tidu.trace.tracer import Tracer
 
@@ -91,6 +91,7 @@ def _inline_vmap(trace, fn, args, kwargs, in_axes, out_axes, axis_size, axis_nam
     except TypeError:  # name the leaf that is no array, with its path
         check_leaves("td.vmap", args)
         raise
+    mark_weak(lifted, leaves)  # Python scalar leaves: weakly typed (as jit's arguments)
     sizes = {}
     for i, (x, ax) in enumerate(zip(lifted, axes)):
         if ax is None:
@@ -129,7 +130,7 @@ def _inline_vmap(trace, fn, args, kwargs, in_axes, out_axes, axis_size, axis_nam
             continue
         av = aval(x.shape[:ax] + x.shape[ax + 1 :], x.dtype)
         local = b.add_input(NestedArg(base + k), av)
-        fresh = Tracer(trace, trace.store.global_of(local), av)
+        fresh = Tracer(trace, trace.store.global_of(local), av, x.weak_type)
         inner.append(fresh)
         seeds.append((fresh._v, _moveaxis(x, ax, 0)._v))
     bound = contextlib.nullcontext()

@@ -12,7 +12,8 @@ import numpy as np
 
 __all__ = ["AbstractValue", "aval", "aval_of", "MAX_ELEMENTS", "FLOATS", "COMPLEXES", "INTS",
            "BOOL", "INEXACT", "NUMERIC", "REAL", "ALL", "SIGNED_INTS", "UNSIGNED_INTS",
-           "real_dtype", "accumulation_dtype", "is_differentiable", "saturating_int"]
+           "real_dtype", "accumulation_dtype", "is_differentiable", "saturating_int",
+           "lattice_result_type", "promote_types", "to_inexact_dtype", "WEAK_KINDS"]
 
 
 _DTYPES = {np.dtype(n) for n in
@@ -131,3 +132,119 @@ def saturating_int(v: np.ndarray, dt: np.dtype) -> np.ndarray:
     out[v <= lo] = info.min
     out[v >= hi] = info.max
     return out
+
+
+# ---- type promotion: jax's lattice (https://docs.jax.dev/en/latest/type_promotion.html) ----
+#
+# The nodes are the dtypes plus three weak kinds: "i*", "f*", "c*" (a Python int, float, complex,
+# or a value computed from weakly typed values only).  The result of promoting some operands is
+# their least upper bound; where it is a weak kind, it is that kind's default dtype (int64,
+# float64, complex128: jax's under x64) and weakly typed.  bfloat16 and float16 are nodes for
+# when tidu carries them (they are skipped while np.dtype cannot name them).
+
+_LATTICE_EDGES = {
+    "bool": ("i*",),
+    "i*": ("uint8", "int8"),
+    "uint8": ("int16", "uint16"), "uint16": ("int32", "uint32"), "uint32": ("int64", "uint64"),
+    "uint64": ("f*",),
+    "int8": ("int16",), "int16": ("int32",), "int32": ("int64",), "int64": ("f*",),
+    "f*": ("bfloat16", "float16", "c*"),
+    "bfloat16": ("float32",), "float16": ("float32",), "float32": ("float64", "complex64"),
+    "float64": ("complex128",),
+    "c*": ("complex64",), "complex64": ("complex128",), "complex128": (),
+}
+WEAK_KINDS = {"i*": "int64", "f*": "float64", "c*": "complex128"}
+
+
+def _upper_sets() -> dict[str, frozenset]:
+    up: dict[str, frozenset] = {}
+
+    def visit(n: str) -> frozenset:
+        if n not in up:
+            s = {n}
+            for m in _LATTICE_EDGES[n]:
+                s |= visit(m)
+            up[n] = frozenset(s)
+        return up[n]
+
+    for n in _LATTICE_EDGES:
+        visit(n)
+    return up
+
+
+_UP = _upper_sets()
+_NODE_OF_KIND = {"b": "bool", "i": "i*", "u": "i*", "f": "f*", "c": "c*"}
+_lub_memo: dict[frozenset, str] = {}
+
+
+def _lub(nodes: frozenset) -> str:
+    hit = _lub_memo.get(nodes)
+    if hit is None:
+        common = frozenset.intersection(*[_UP[n] for n in nodes])
+        # the least upper bound: the one common bound below all the others
+        (hit,) = [n for n in common if _UP[n] >= common]
+        _lub_memo[nodes] = hit
+    return hit
+
+
+def _node(dt: np.dtype, weak: bool) -> str:
+    """The lattice node of a value of dtype dt (weakly typed or not); jax's _jax_type."""
+    if weak and dt != BOOL:
+        return _NODE_OF_KIND[dt.kind]
+    name = dt.name
+    if name not in _UP:
+        raise TypeError(f"no type promotion rule for dtype {dt}")
+    return name
+
+
+_rt_memo: dict[tuple, tuple[np.dtype, bool]] = {}
+
+
+def lattice_result_type(*operands: tuple[np.dtype, bool]) -> tuple[np.dtype, bool]:
+    """(dtype, weak) of the result of combining operands given as (dtype, weakly typed) pairs:
+    jax's ``dtypes.lattice_result_type`` under x64.  A Python bool is a strong bool; a Python
+    int, float, complex is (int64 / float64 / complex128, True)."""
+    key = tuple(operands)
+    hit = _rt_memo.get(key)
+    if hit is not None:
+        return hit
+    if not operands:
+        raise TypeError("no operands to promote")
+    dts = [np.dtype(d) for d, _ in operands]
+    weaks = [bool(w) for _, w in operands]
+    if len(dts) == 1:
+        out, weak = dts[0], weaks[0]
+    elif len(set(dts)) == 1 and not all(weaks):
+        out, weak = dts[0], False
+    elif all(weaks):  # the bound of the strong counterparts, weakly typed (no weak int16)
+        n = _lub(frozenset(_node(d, False) for d in dts))
+        out, weak = np.dtype(WEAK_KINDS.get(n, n)), True
+    else:
+        n = _lub(frozenset(_node(d, w) for d, w in zip(dts, weaks)))
+        weak = n in WEAK_KINDS
+        out = np.dtype(WEAK_KINDS.get(n, n))
+    weak = weak and out != BOOL
+    if len(_rt_memo) < 4096:
+        _rt_memo[key] = (out, weak)
+    return out, weak
+
+
+def promote_types(a: Any, b: Any) -> np.dtype:
+    """The dtype two strongly typed dtypes promote to: ``jnp.promote_types`` under x64."""
+    da, db = np.dtype(a), np.dtype(b)
+    n = _lub(frozenset((_node(da, False), _node(db, False))))
+    return np.dtype(WEAK_KINDS.get(n, n))
+
+
+# jax's to_inexact_dtype: the float dtype a non-float computes a float function in
+_TO_INEXACT = {np.dtype(k): np.dtype(v) for k, v in (
+    ("bool", "float32"), ("int8", "float32"), ("uint8", "float32"), ("int16", "float32"),
+    ("uint16", "float32"), ("int32", "float32"), ("uint32", "float32"), ("int64", "float64"),
+    ("uint64", "float64"))}
+
+
+def to_inexact_dtype(dt: Any) -> np.dtype:
+    """jax's to_inexact_dtype: float32 for bool and integers up to 32 bits, float64 for 64-bit
+    integers, dt itself for floats and complexes."""
+    d = np.dtype(dt)
+    return _TO_INEXACT.get(d, d)

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from tidu.graph.dtypes import promote_types as _lattice_promote
 from tidu.numpy.creation import asarray
 from tidu.trace.tracer import Tracer
+from tidu.trace.tracer import result_type as _result_type
 
 __all__ = [
     "bool_", "complex64", "complex128", "dtype", "e", "euler_gamma", "finfo", "float32",
@@ -141,14 +143,15 @@ def isdtype(dtype, kind) -> bool:
 
 
 def promote_types(a, b) -> np.dtype:
-    """The dtype two dtypes promote to (tidu's promotion, docs/numpy.md "Dtypes")."""
-    return np.promote_types(_dt(a), _dt(b))
+    """The dtype two dtypes promote to: jax's lattice (``jnp.promote_types`` under x64,
+    tidu.graph.dtypes; docs/frontend.md "Types: weak types and promotion")."""
+    return _lattice_promote(_dt(a), _dt(b))
 
 
 def result_type(*args) -> np.dtype:
     """The dtype of an operation on `args` (dtypes, arrays, traced values, Python scalars as
-    weak), by tidu's promotion."""
-    return np.result_type(*[_dt(a) for a in args])
+    weak): ``jnp.result_type`` under x64 (tidu.trace.tracer.result_type)."""
+    return _result_type(*args)
 
 
 def can_cast(from_, to, casting: str = "safe") -> bool:

@@ -19,7 +19,7 @@ from tidu.numpy.shapes import _has_tracer, _numpy_outside, _traced, flip, moveax
 from tidu.numpy.sorting import argsort
 from tidu.numpy.take import take_along_axis
 from tidu.numpy.ufuncs import log10
-from tidu.trace.tracer import Tracer, _lift, _trace_of
+from tidu.trace.tracer import Tracer, _lift, _trace_of, result_type
 
 __all__ = ["block", "diag_indices", "diag_indices_from", "geomspace", "ix_", "lexsort",
            "logspace", "polyfit", "put_along_axis", "rot90", "tril_indices", "tril_indices_from",
@@ -210,8 +210,7 @@ def block(arrays):
 
     collect(arrays)
     t = _trace_of(*flat)
-    dt = np.result_type(*[f.dtype if isinstance(f, Tracer) else np.asarray(f).dtype
-                          for f in flat])
+    dt = result_type(*[f if isinstance(f, Tracer) else np.asarray(f).dtype for f in flat])
 
     def conv(x):
         if isinstance(x, list):

@@ -10,7 +10,7 @@ from tidu.graph.dtypes import accumulation_dtype
 from tidu.numpy.core import broadcast_to, concatenate, conj, reshape, transpose
 from tidu.numpy.core import sum as tsum
 from tidu.numpy.einsum import _diagonals, _emit, _Term
-from tidu.trace.tracer import _dtype_of, _lift, _trace_of
+from tidu.trace.tracer import _lift, _trace_of, result_type
 
 __all__ = ["cross", "inner", "kron", "outer", "tensordot", "trace", "vdot"]
 
@@ -44,7 +44,7 @@ def tensordot(a, b, axes=2):
 
 
 def _lift_both(t, a, b):
-    dt = np.result_type(_dtype_of(a), _dtype_of(b))
+    dt = result_type(a, b)
     return _lift(t, a, dt), _lift(t, b, dt)
 
 

@@ -13,7 +13,7 @@ from typing import NamedTuple
 import numpy as np
 
 from tidu import ops as P
-from tidu.trace.tracer import Tracer, _emit, _op, _stack, _trace_of
+from tidu.trace.tracer import Tracer, _emit, _op, _stack, _trace_of, result_type
 from tidu.trace.tracer import _lift as _lift_in
 
 __all__ = ["ConvDimensionNumbers", "conv", "conv_dimension_numbers", "conv_general_dilated",
@@ -201,8 +201,7 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
     lshape, rshape = shp(lhs), shp(rhs)
     dn = conv_dimension_numbers(lshape, rshape, dimension_numbers)
     ns = len(lshape) - 2
-    dt = _result_dtype("conv_general_dilated", np.result_type(_dtype_of(lhs), _dtype_of(rhs)),
-                       preferred_element_type)
+    dt = _result_dtype("conv_general_dilated", result_type(lhs, rhs), preferred_element_type)
     if live:
         t = _trace_of(lhs, rhs)
         lhs, rhs = _lift(t, lhs, dt), _lift(t, rhs, dt)
@@ -389,7 +388,7 @@ def _np_work_dtype(a, v, name, preferred) -> np.dtype:
     """jnp.convolve's dtype: the operands promoted to inexact (integers and bool to float64,
     tidu's rule for inexact results), or, with `preferred_element_type`, the operands' promoted
     dtype accumulating in it (integers stay integers, exactly as jax)."""
-    dt = np.result_type(_dtype_of(a), _dtype_of(v))
+    dt = result_type(a, v)
     if preferred is None:
         return dt if dt.kind in "fc" else np.dtype("float64")
     return _result_dtype(name, dt, preferred)

@@ -19,12 +19,15 @@ from tidu.trace.tracer import (
     _compare,
     _const,
     _current,
-    _dtype_of,
+    _dtype_of,  # noqa: F401  (other numpy modules import it here)
     _emit,
     _lift,
     _op,
-    _promote,
+    _promote,  # noqa: F401  (other numpy modules import it here)
+    _promote_weak,
     _trace_of,
+    _weak,
+    result_type,
 )
 
 __all__ = [
@@ -228,7 +231,10 @@ def broadcast_to(x, shape):
 
 def astype(x, dtype):
     t = _trace_of(x)
-    return _lift(t, x, np.dtype(dtype))
+    r = _lift(t, x, np.dtype(dtype))
+    if r.weak_type:  # as jax's: an explicit dtype makes a value strongly typed
+        r = Tracer(r._t, r._v, r.aval)
+    return r
 
 
 def where(cond, x, y):
@@ -236,11 +242,11 @@ def where(cond, x, y):
     c = _lift(t, cond)
     if c.aval.dtype != BOOL:
         c = _compare("NE", c, 0)
-    a, b = _promote("where", t, x, y)
+    (a, b), weak = _promote_weak("where", t, x, y)
     shape = np.broadcast_shapes(c.shape, a.shape)
-    return _emit(
+    return _weak(_emit(
         t, P.Select(), _broadcast(t, c, shape), _broadcast(t, a, shape), _broadcast(t, b, shape)
-    )
+    ), weak)
 
 
 def conj(x):
@@ -285,7 +291,7 @@ def concatenate_general(xs: Sequence, axis: int = 0):
     dt = (
         next(iter(dts))
         if len(dts) == 1 and None not in dts
-        else np.result_type(*[_dtype_of(x) for x in xs])
+        else result_type(*xs)
     )
     lifted = [_lift(t, x, dt) for x in xs]
     nd = lifted[0].ndim
@@ -326,7 +332,7 @@ def _dot_general(t, a: Tracer, b: Tracer, lc, rc, lb=(), rb=()):
     op = _op(P.DotGeneral, lc, rc, lb, rb)
     if a.aval.dtype is b.aval.dtype:
         return _emit(t, op, a, b)
-    dt = np.result_type(a.dtype, b.dtype)
+    dt = result_type(a, b)
     return _emit(t, op, _lift(t, a, dt), _lift(t, b, dt))
 
 

@@ -23,7 +23,16 @@ from tidu.numpy.shapes import (
     _zeros,
     ravel,
 )
-from tidu.trace.tracer import Tracer, _broadcast, _const, _dtype_of, _emit, _op, _promote, _trace_of
+from tidu.trace.tracer import (
+    Tracer,
+    _broadcast,
+    _const,
+    _emit,
+    _op,
+    _promote,
+    _trace_of,
+    result_type,
+)
 from tidu.trace.tracer import _lift as _lift_in
 
 __all__ = [
@@ -193,7 +202,7 @@ def asarray(a, dtype=None, order=None, *, copy=None):
     t = _trace_of(*leaves)
     if dtype is None:
         try:
-            dtype = np.result_type(*[_dtype_of(x) for x in leaves])
+            dtype = result_type(*leaves)
         except TypeError as e:
             raise TypeError(f"array: cannot promote the elements' dtypes: {e}") from None
     dtype = np.dtype(dtype)

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from tidu import ops as P
-from tidu.trace.tracer import _compare, _dtype_of, _lift, _trace_of
+from tidu.trace.tracer import _compare, _lift, _trace_of, result_type
 from tidu.trace.tracer import _emit as emit
 
 __all__ = ["PathInfo", "einsum", "einsum_path"]
@@ -427,7 +427,7 @@ def einsum(
     """
     ins, out, ops = _parse(subscripts, operands)
     t = _trace_of(*ops)
-    dt = np.result_type(*[_dtype_of(o) for o in ops]) if ops else np.dtype("float64")
+    dt = result_type(*ops) if ops else np.dtype("float64")
     if preferred_element_type is not None:
         dt = np.dtype(preferred_element_type)
     if dt == np.dtype(bool):

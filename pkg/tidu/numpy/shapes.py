@@ -24,7 +24,16 @@ import numpy as np
 from tidu import ops as P
 from tidu.graph.dtypes import BOOL
 from tidu.numpy import core as T
-from tidu.trace.tracer import Tracer, _broadcast, _const, _dtype_of, _emit, _op, _stack, _trace_of
+from tidu.trace.tracer import (
+    Tracer,
+    _broadcast,
+    _const,
+    _emit,
+    _op,
+    _stack,
+    _trace_of,
+    result_type,
+)
 from tidu.trace.tracer import _lift as _lift_in
 
 __all__ = [
@@ -582,7 +591,7 @@ def select(condlist: Sequence, choicelist: Sequence, default=0) -> Tracer:
         if dt != BOOL:
             raise TypeError(f"select: condlist entries must be bool, got {dt}")
     out = default
-    dt = np.result_type(*[_dtype_of(c) for c in choicelist + [default]])
+    dt = result_type(*choicelist, default)
     for c, v in zip(reversed(condlist), reversed(choicelist)):
         out = T.where(c, T.astype(_lift(v), dt) if isinstance(v, Tracer) else v, out)
     return T.astype(out, dt) if isinstance(out, Tracer) and out.dtype != dt else out

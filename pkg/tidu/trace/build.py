@@ -14,7 +14,7 @@ from tidu.graph.memory import at_safe_point
 from tidu.trace.effects import has_effects, tie
 from tidu.trace.tracer import _PY_SCALARS, Tracer, _emit, _lift, _Trace, _trace_of
 
-__all__ = ["apply", "as_aval", "build", "flatten_outputs", "spec", "tracing"]
+__all__ = ["apply", "as_aval", "build", "flatten_outputs", "mark_weak", "spec", "tracing"]
 
 
 def spec(shape: Sequence[int] | int = (), dtype: Any = "float64") -> AbstractValue:
@@ -31,6 +31,19 @@ def as_aval(s) -> AbstractValue:
     if hasattr(s, "shape") and hasattr(s, "dtype"):
         return aval(tuple(s.shape), s.dtype)
     raise TypeError(f"input spec must be tidu.spec(shape, dtype) or an array, got {s!r}")
+
+
+_WEAK_TYPES = (int, float, complex)
+
+
+def mark_weak(tracers: Sequence[Tracer], leaves: Sequence) -> None:
+    """Each tracer standing for a Python int, float or complex leaf (a bool and numpy's scalar
+    types are strong) becomes weakly typed, as jax's arguments: promotion lets the other
+    operand's dtype win. The program depends on it only through what tracing emitted, and
+    jit's signature keys a Python scalar by its type, apart from an array of its dtype."""
+    for tr, x in zip(tracers, leaves):
+        if type(x) in _WEAK_TYPES:
+            tr.weak_type = True
 
 
 class tracing(_core.TraceScope):

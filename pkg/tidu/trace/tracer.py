@@ -17,10 +17,10 @@ import numpy as np
 from tidu import ops as P
 from tidu._native import _core
 from tidu.graph import _aval_list, prim_id, shape_rule
-from tidu.graph.dtypes import BOOL, INTS
+from tidu.graph.dtypes import BOOL, INTS, lattice_result_type
 from tidu.graph.memory import register_cache
 
-__all__ = ["Tracer"]
+__all__ = ["Tracer", "result_type", "weak_result_type"]
 
 _PY_SCALARS = (bool, int, float, complex)
 
@@ -137,7 +137,10 @@ def _capture(t: _Trace, x: "Tracer") -> "Tracer":
     if cap is None:
         raise ValueError("values from two different traces were combined; a traced "
                          "value cannot leave the function that traced it")
-    return cap(x)
+    y = cap(x)
+    if x.weak_type and not y.weak_type:  # a closed-over weak value is weak in the body too
+        y = Tracer(y._t, y._v, y.aval, True)
+    return y
 
 
 def _dtype_of(x) -> Any:
@@ -146,6 +149,54 @@ def _dtype_of(x) -> Any:
     if isinstance(x, _PY_SCALARS):
         return x  # weak: numpy 2's result_type lets the other operand decide
     return np.asarray(x).dtype
+
+
+_STRONG = {}  # np.dtype -> (dtype, False)
+_PY_WEAK = {bool: (BOOL, False), int: (np.dtype("int64"), True),
+            float: (np.dtype("float64"), True), complex: (np.dtype("complex128"), True)}
+
+
+def _typed(x) -> tuple:
+    """(dtype, weakly typed) of an operand: a Tracer's, a Python scalar's (bool strong; int,
+    float, complex weak, as jax's), a dtype's or an array's (strong)."""
+    if isinstance(x, Tracer):
+        return (x.aval.dtype, True) if x.weak_type else _strong(x.aval.dtype)
+    w = _PY_WEAK.get(type(x))
+    if w is not None:
+        return w
+    if isinstance(x, _PY_SCALARS):  # subclasses: numpy's float64 and bool_ types are strong
+        if isinstance(x, (np.generic,)):
+            return _strong(x.dtype)
+        return _PY_WEAK[bool if isinstance(x, bool) else int if isinstance(x, int)
+                        else float if isinstance(x, float) else complex]
+    if isinstance(x, np.dtype):
+        return _strong(x)
+    if isinstance(x, type) and issubclass(x, np.generic):
+        return _strong(np.dtype(x))
+    if isinstance(x, str):
+        return _strong(np.dtype(x))
+    dt = getattr(x, "dtype", None)
+    return _strong(np.dtype(dt) if dt is not None else np.asarray(x).dtype)
+
+
+def _strong(dt) -> tuple:
+    hit = _STRONG.get(dt)
+    if hit is None:
+        hit = _STRONG[dt] = (np.dtype(dt), False)
+    return hit
+
+
+def weak_result_type(*xs) -> tuple[np.dtype, bool]:
+    """(dtype, weakly typed) of combining xs: values (Tracers, Python scalars, arrays) or dtypes,
+    by jax's promotion lattice (tidu.graph.dtypes.lattice_result_type)."""
+    return lattice_result_type(*[_typed(x) for x in xs])
+
+
+def result_type(*xs) -> np.dtype:
+    """jnp.result_type under x64: the dtype of combining xs (values or dtypes); Python int,
+    float and complex are weakly typed (the other operands' dtype wins where it can hold them),
+    as are Tracers computed from them."""
+    return lattice_result_type(*[_typed(x) for x in xs])[0]
 
 
 def _lift(t: _Trace, x, dtype=None) -> "Tracer":
@@ -174,11 +225,20 @@ def _broadcast(t: _Trace, x: "Tracer", shape: tuple[int, ...]) -> "Tracer":
 
 
 def _promote(name: str, t: _Trace, *xs, min_dtype=None) -> list["Tracer"]:
-    """Lift, type-promote and broadcast operands numpy-style."""
-    dts = [_dtype_of(x) for x in xs]
+    """Lift, type-promote (jax's lattice, weak types included) and broadcast operands.
+    min_dtype: a float dtype the result must be at least (non-float operands are computed in
+    float64: numpy's rule for float functions of integers, kept)."""
+    return _promote_weak(name, t, *xs, min_dtype=min_dtype)[0]
+
+
+def _promote_weak(name: str, t: _Trace, *xs, min_dtype=None) -> tuple[list["Tracer"], bool]:
+    """_promote, and whether the result is weakly typed (every operand was)."""
     try:
-        dt = np.result_type(*dts) if min_dtype is None else np.result_type(*dts, min_dtype)
+        dt, weak = weak_result_type(*xs)
+        if min_dtype is not None and dt.kind not in "fc":
+            dt = np.result_type(dt, min_dtype)
     except TypeError as e:
+        dts = [_dtype_of(x) for x in xs]
         raise TypeError(f"{name}: cannot promote {dts}: {e}") from None
     lifted = [_lift(t, x, dt) for x in xs]
     shapes = [x.aval.shape for x in lifted]
@@ -187,18 +247,24 @@ def _promote(name: str, t: _Trace, *xs, min_dtype=None) -> list["Tracer"]:
     except ValueError:
         raise ValueError(f"{name}: shapes {' vs '.join(map(str, shapes))} do not broadcast") \
             from None
-    return [_broadcast(t, x, shape) for x in lifted]
+    return [_broadcast(t, x, shape) for x in lifted], weak
+
+
+def _weak(x: "Tracer", weak: bool) -> "Tracer":
+    if weak:
+        x.weak_type = True
+    return x
 
 
 def _binary(cls, name: str, x, y, float_only=False) -> "Tracer":
-    """x op y by the general path: numpy promotion and broadcasting made explicit."""
+    """x op y by the general path: promotion and broadcasting made explicit."""
     t = _trace_of(x, y)
-    a, b = _promote(name, t, x, y, min_dtype=np.float32 if float_only else None)
+    (a, b), weak = _promote_weak(name, t, x, y, min_dtype=np.float32 if float_only else None)
     if a.aval.dtype == BOOL and cls in _BOOL_AS:  # numpy's and jax's bool + (or) and * (and)
         return _emit(t, _BOOL_AS[cls](), a, b)
     if float_only and a.aval.dtype in _NONFLOAT:
         a, b = _lift(t, a, np.float64), _lift(t, b, np.float64)
-    return _emit(t, cls(), a, b)
+    return _weak(_emit(t, cls(), a, b), weak)
 
 
 _NONFLOAT = INTS | {BOOL}
@@ -209,10 +275,11 @@ _BOOL_AS = {P.Add: P.Or, P.Max: P.Or, P.Mul: P.And, P.Min: P.And}
 def _unary_float(cls, x) -> "Tracer":
     """Transcendental functions: integer and bool inputs are computed in float64 (numpy's rule)."""
     t = _trace_of(x)
+    weak = _typed(x)[1]
     x = _lift(t, x)
     if x.aval.dtype in _NONFLOAT:
         x = _lift(t, x, np.float64)
-    return _emit(t, cls(), x)
+    return _weak(_emit(t, cls(), x), weak)
 
 
 # The compiled fast path (pyx/trace/tracer.pxi) takes Tracer op Tracer (one trace, one abstract
@@ -254,7 +321,7 @@ def _unary_slot(cls, float_only=True):
     def slow(x):
         if float_only:
             return _unary_float(cls, x)
-        return _emit(x._t, cls(), x)
+        return _weak(_emit(x._t, cls(), x), x.weak_type)
 
     def rule(av):
         if float_only and av.dtype in _NONFLOAT:

@@ -36,7 +36,7 @@ from tidu.numpy.core import sum as sum_
 from tidu.numpy.custom_op import call_with_jvp
 from tidu.numpy.linalg.results import EighResult, QRResult, SlogdetResult, SVDResult
 from tidu.trace.build import apply
-from tidu.trace.tracer import _dtype_of, _lift, _trace_of
+from tidu.trace.tracer import _lift, _trace_of, result_type
 
 __all__ = ["cholesky", "solve_triangular", "cho_factor", "cho_solve", "diagonal", "lu_factor",
            "lu_solve", "solve", "inv", "det", "slogdet", "eigh", "eigvalsh", "qr", "svd",
@@ -48,7 +48,7 @@ __all__ = ["cholesky", "solve_triangular", "cho_factor", "cho_solve", "diagonal"
 def _arrays(name: str, *xs):
     """The operands traced, promoted to one inexact dtype."""
     t = _trace_of(*xs)
-    dt = np.result_type(*[_dtype_of(x) for x in xs])
+    dt = result_type(*xs)
     if dt not in INEXACT:
         dt = np.result_type(dt, np.float64)
     if dt not in INEXACT:
