@@ -295,7 +295,7 @@ def test_outside_a_trace_numpy_answers(name):
 
 
 def test_dtype_functions():
-    assert td.promote_types(td.int32, td.float32) == np.promote_types(np.int32, np.float32)
+    assert td.promote_types(td.int32, td.float32) == jnp.promote_types(jnp.int32, jnp.float32)
     assert td.result_type(np.ones(2, np.float32), 1.0) == np.float32
     assert td.issubdtype(td.float32, td.floating) and not td.issubdtype(td.int8, td.floating)
     assert td.isdtype(td.int8, "signed integer") and td.isdtype(np.uint8, ("bool", "integral"))

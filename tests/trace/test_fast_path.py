@@ -303,10 +303,12 @@ def test_static_index_plans_are_reused_with_the_same_nodes_and_errors():
     finally:
         indexing._index_plans.update(cold)
     assert [k.id for k in fresh.outputs] == [k.id for k in first.outputs]
-    for bad, err in [(True, TypeError), (5, IndexError), ((0, 0, 0), IndexError)]:
+    for bad, err in [(slice(0, 3, 0), ValueError), (5, IndexError), ((0, 0, 0), IndexError)]:
         for _ in range(2):
             with pytest.raises(err):
                 td.build(lambda x: x[bad], x=td.spec((3, 4)))
+    for _ in range(2):  # a scalar bool is an index now (jax's new axis), planned like the rest
+        assert td.build(lambda x: x[True, 1], x=td.spec((3, 4))).outputs[0].aval.shape == (1, 4)
     assert td.build(lambda x: x[1], x=td.spec((3, 4))).outputs[0].aval.shape == (4,)
 
 
