@@ -80,7 +80,9 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where
     return y if initial is None else y * np.asarray(initial, y.dtype)
 
 
-def _lowest(dt: np.dtype, largest: bool):
+def extreme_identity(dt: np.dtype, largest: bool):
+    """The identity of max (largest) or min over dtype dt: -inf/+inf for floats, the integer
+    dtype's lowest/highest value, False/True for bool."""
     if dt == BOOL:
         return not largest
     if dt.kind in "iu":
@@ -98,7 +100,7 @@ def _extreme(a, axis, out, keepdims, initial, where, largest: bool):
                          f"where mask one has to specify 'initial'")
     if where is not None and x.dtype in COMPLEXES:
         raise NotImplementedError(f"{name}: where= with complex values")
-    x = _mask(x, where, _lowest(x.dtype, largest), name)
+    x = _mask(x, where, extreme_identity(x.dtype, largest), name)
     y = (T.max if largest else S.min)(x, axis, keepdims)
     if initial is None:
         return y

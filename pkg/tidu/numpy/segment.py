@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from tidu.numpy import core as T
+from tidu.numpy.reducers import extreme_identity
 from tidu.numpy.shapes import _lift
 from tidu.trace.tracer import Tracer
 
@@ -37,15 +38,6 @@ def _segments(name, data, segment_ids, num_segments, mode, fill):
     return out.at[ids], ("drop" if mode in (None, "fill") else mode)
 
 
-def _identity(dtype: np.dtype, largest: bool):
-    if dtype.kind == "b":
-        return not largest
-    if dtype.kind in "iu":
-        info = np.iinfo(dtype)
-        return info.min if largest else info.max
-    return -np.inf if largest else np.inf
-
-
 def segment_sum(data, segment_ids, num_segments=None, indices_are_sorted=False,
                 unique_indices=False, bucket_size=None, mode=None):
     """``jax.ops.segment_sum``: ``out[s] = sum of data[i]`` over the i with
@@ -69,7 +61,7 @@ def segment_max(data, segment_ids, num_segments=None, indices_are_sorted=False,
     dtype's lowest value (-inf for floats), as jax."""
     dt = np.dtype(_lift(data).dtype)
     ref, mode = _segments("segment_max", data, segment_ids, num_segments, mode,
-                          _identity(dt, True))
+                          extreme_identity(dt, True))
     return ref.max(data, mode=mode, wrap_negative_indices=False)
 
 
@@ -79,5 +71,5 @@ def segment_min(data, segment_ids, num_segments=None, indices_are_sorted=False,
     +inf for floats, for an empty one)."""
     dt = np.dtype(_lift(data).dtype)
     ref, mode = _segments("segment_min", data, segment_ids, num_segments, mode,
-                          _identity(dt, False))
+                          extreme_identity(dt, False))
     return ref.min(data, mode=mode, wrap_negative_indices=False)
