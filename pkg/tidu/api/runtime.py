@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from tidu.api.jit import jit
-from tidu.api.tree_util import tree_map
+from tidu.api.tree_util import tree_leaves, tree_map
 
 __all__ = ["block_until_ready", "device_get", "make_jaxpr", "make_program"]
 
@@ -24,7 +24,7 @@ def _is_jax_array(x) -> bool:
 def block_until_ready(x: Any) -> Any:
     """``jax.block_until_ready``: wait until every array leaf of the pytree x is computed and
     return x.  A numpy array (what tidu returns) is ready already; a jax Array waits."""
-    for leaf in _leaves(x):
+    for leaf in tree_leaves(x):
         if _is_jax_array(leaf):
             leaf.block_until_ready()
     return x
@@ -34,12 +34,6 @@ def device_get(x: Any) -> Any:
     """``jax.device_get``: the pytree x with each jax Array leaf copied to a numpy array on the
     host; numpy arrays and other leaves (Python scalars) are returned as they are."""
     return tree_map(lambda a: np.asarray(a) if _is_jax_array(a) else a, x)
-
-
-def _leaves(x):
-    out = []
-    tree_map(out.append, x)
-    return out
 
 
 def make_program(fn: Callable, static_argnums=(), *, backend: str = "cpu") -> Callable:
