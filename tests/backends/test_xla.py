@@ -583,6 +583,30 @@ def run_python(code: str, env_extra: dict | None = None) -> str:
     return res.stdout
 
 
+def test_xla_entry_takes_exact_inputs_and_leaves_the_rest_to_eval():
+    """td.jit's per-call entry of an XLA program: exact numpy inputs in, numpy out; jax Arrays
+    in, jax Arrays out; anything else refused with TypeError, so that eval converts it or
+    names the problem."""
+    prog = td.jit(lambda x: td.sin(x) * 2, backend="xla").lower(np.ones(3)).program
+    entry = prog.runner()
+    x = np.arange(3.0)
+    (got,) = entry([x])
+    assert type(got) is np.ndarray
+    np.testing.assert_allclose(got, np.sin(x) * 2, rtol=1e-15)
+    for other in (x.astype("float32"), np.repeat(x, 2)[::2], [0.0, 1.0, 2.0]):
+        with pytest.raises(TypeError):
+            entry([other])
+        np.testing.assert_allclose(prog.eval([other])[0], np.sin(x) * 2, rtol=1e-7)
+    with jax.enable_x64(True):
+        (on,) = entry([jax.numpy.asarray(x)])
+    assert isinstance(on, jax.Array) and on.dtype == np.float64
+    np.testing.assert_allclose(np.asarray(on), np.sin(x) * 2, rtol=1e-15)
+    with pytest.raises(TypeError):
+        entry([np.ones(4)])
+    with pytest.raises(ValueError, match="shape"):
+        prog.eval([np.ones(4)])
+
+
 def test_float64_without_touching_the_global_jax_config():
     out = run_python("""
         import numpy as np, jax, tidu as td
