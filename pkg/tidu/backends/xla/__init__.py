@@ -353,6 +353,7 @@ class XlaRunner:
                        if len(self.segments) == 1 and one.host is None and not self.spread
                        else None)
         self._where = [by_slot[k] for k in one.in_keys] if self._order is not None else None
+        self._fine = [None] * len(one.in_keys)  # per parameter: a sharding found equivalent
         self._local = in_sh is None and mesh is None  # outputs on one device of this process
         # the keys no later segment reads, dropped after each segment (device memory stays what
         # is live, not everything computed)
@@ -377,9 +378,14 @@ class XlaRunner:
             args = [inputs[i] for i in self._order]
             with jax.enable_x64(True):  # (a device_put outside it would make float64 float32)
                 for j, x in enumerate(args):  # a jax Array laid out otherwise: moved
-                    if type(x) is not np.ndarray and isinstance(x, jax.Array) and \
-                            not x.sharding.is_equivalent_to(self._where[j], x.ndim):
-                        args[j] = jax.device_put(x, self._where[j])
+                    if type(x) is not np.ndarray and isinstance(x, jax.Array):
+                        sh = x.sharding
+                        if sh is self._fine[j]:  # the sharding seen last time, found in place
+                            continue
+                        if sh.is_equivalent_to(self._where[j], x.ndim):
+                            self._fine[j] = sh
+                        else:
+                            args[j] = jax.device_put(x, self._where[j])
                 vals = self.calls[0](*args)
             if as_jax:
                 return list(vals)
