@@ -1,7 +1,7 @@
 """Medium tensor programs, each written once the jax way, in one process: tidu's interpreter
 (``backend="cpu"``), tidu's default backend and jax.jit.
 
-    python bench/tensor.py [--quick] [--calls N] [--only NAME ...] [--no-busy]
+    python bench/tensor.py [--quick] [--calls N] [--only NAME ...] [--no-busy] [--xla]
 
 Workloads (issue #30's table):
 
@@ -323,6 +323,9 @@ def main(argv=None):
     ap.add_argument("--calls", type=int, default=200, help="warm calls per figure (at most)")
     ap.add_argument("--only", nargs="*", choices=sorted(WORKLOADS), help="run these workloads only")
     ap.add_argument("--no-busy", action="store_true", help="skip the busy-core figures")
+    ap.add_argument("--xla", action="store_true",
+                    help="a fourth column: tidu's XLA backend (backend='xla'), compiled at the "
+                         "cold call")
     ap.add_argument("--settle", type=float, default=60.0,
                     help="seconds the default backend may take to settle its tier before its "
                          "warm figures (tiered execution: docs/xla.md)")
@@ -336,11 +339,11 @@ def main(argv=None):
     calls, budget = (30, 0.5) if args.quick else (args.calls, 3.0)
     tns, jns, jax = namespaces()
     names = args.only or list(WORKLOADS)
-    columns = (("jax", None), ("cpu", "cpu"), ("tidu", None))
+    columns = (("jax", None), ("cpu", "cpu"), ("tidu", None)) + ((("xla", "xla"),) if args.xla else ())
     print(f"tidu threads: {getattr(td, 'get_num_threads', lambda: '?')()}; calls per warm figure: up to {calls}; times in ms ({args.clock} clock);"
           f" load average {os.getloadavg()[0]:.1f} (other work on the machine skews every figure)")
     head = "".join(f"{c:>9}" for c, _ in columns)
-    print(f"{'':12} {'':13}{head}   tidu/jax (cpu, default)")
+    print(f"{'':12} {'':13}{head}   tidu/jax ({', '.join(c for c, _ in columns[1:])})")
     rows = {}
     for name in names:
         make = WORKLOADS[name]
@@ -361,7 +364,7 @@ def main(argv=None):
             fns[label] = call
             if label == "tidu":
                 res[label]["settle"] = settle(f, call, args.settle)
-        for label in ("cpu", "tidu"):
+        for label in [c for c, _ in columns[1:]]:
             np.testing.assert_allclose(res[label]["out"], res["jax"]["out"], rtol=2e-3, atol=1e-5,
                                        err_msg=f"{name}: tidu {label} disagrees with jax")
         for label, call in fns.items():
@@ -403,7 +406,7 @@ def _print(name, res, columns, what):
             lines.append((f"{kind} median", med, ratio))
             if kind == "busy":
                 spread = ", ".join(f"{res[k]['busy'][1] / res[k]['quiet'][0]:.1f}" for k in labels)
-                lines.append((f"{kind} p99", p99, f"p99/quiet median (jax, cpu, default): {spread}"))
+                lines.append((f"{kind} p99", p99, f"p99/quiet median ({', '.join(labels)}): {spread}"))
             else:
                 lines.append((f"{kind} p99", p99, ", ".join(f"{v / p99[0]:.2f}" for v in p99[1:])))
         for label, vals, tail in lines:

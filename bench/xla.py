@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -66,6 +67,39 @@ def grad_bench(sizes, repeat):
             print(f"{n:>6} {dt:>8} {t_jax * 1e3:>8.2f}ms {t_xla * 1e3:>8.2f}ms "
                   f"{t_cpu * 1e3:>8.2f}ms {t_xla / t_jax:>8.2f} {t_cpu / t_jax:>8.2f}  "
                   f"{prog.backend}")
+
+
+def small_calls(calls):
+    """Per-call cost around a tiny executable: tidu's XLA backend vs jax.jit, both given numpy
+    and both read back as numpy (the medians of `calls` calls, wall time), and with jax Arrays
+    in and out (outputs left on the device)."""
+    import jax
+    import jax.numpy as jnp
+
+    def median_us(f):
+        for _ in range(50):
+            f()
+        ts = []
+        for _ in range(calls):
+            t0 = time.perf_counter()
+            f()
+            ts.append(time.perf_counter() - t0)
+        return statistics.median(ts) * 1e6
+
+    x, w = np.ones((4, 3)), np.ones((3, 2))
+    with jax.enable_x64(True):
+        jg = jax.jit(jax.grad(lambda x, w: jnp.sum(jnp.tanh(x @ w)), argnums=1))
+        xj, wj = jnp.asarray(x), jnp.asarray(w)
+        t_jax = median_us(lambda: np.asarray(jg(x, w)))
+        t_jax_dev = median_us(lambda: jg(xj, wj).block_until_ready())
+    tg = td.jit(td.grad(lambda x, w: td.sum(td.tanh(x @ w)), argnums=1), backend="xla")
+    t_td = median_us(lambda: tg(x, w))
+    with jax.enable_x64(True):
+        t_td_dev = median_us(lambda: tg(xj, wj).block_until_ready())
+    print("(0) per call around a tiny executable: grad of sum(tanh(x @ w)), x 4x3, w 3x2, float64")
+    print(f"    numpy in and out: tidu xla {t_td:.1f} us, jax.jit {t_jax:.1f} us "
+          f"({t_td / t_jax:.2f}x); jax Arrays in and out: tidu {t_td_dev:.1f} us, "
+          f"jax.jit {t_jax_dev:.1f} us ({t_td_dev / t_jax_dev:.2f}x)\n")
 
 
 def crossover(quick):
@@ -127,6 +161,7 @@ def main():
     ap.add_argument("--sizes", type=int, nargs="*", default=None)
     a = ap.parse_args()
     sizes = a.sizes or ([256] if a.quick else [512, 2048])
+    small_calls(1000 if a.quick else 5000)
     grad_bench(sizes, 3 if a.quick else 5)
     crossover(a.quick)
     compile_times(a.quick)

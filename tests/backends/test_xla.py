@@ -146,6 +146,10 @@ def test_dot_general(dtype):
     check(P.DotGeneral((0, 2), (2, 1), (1,), (0,)),
           [value((3, 2, 4), dtype), value((2, 4, 3, 5), dtype)])
     check(P.DotGeneral((), ()), [value((2,), dtype), value((3,), dtype)])  # outer product
+    # batched outer products (written rhs first, then transposed): a batch axis that is not
+    # leading, two lhs free axes
+    check(P.DotGeneral((), (), (1,), (0,)), [value((3, 2, 4), dtype), value((2, 5), dtype)])
+    check(P.DotGeneral((), (), (0,), (1,)), [value((2, 3), dtype), value((5, 2), dtype)])
 
 
 @pytest.mark.parametrize("dtype", ALL)
@@ -311,6 +315,32 @@ def test_stablehlo_text_parses_and_runs_through_jaxlib():
     assert "tensor<5x2x3xf64>" in batched and "lhs_batching_dimensions = [0]" in batched
     with pytest.raises(Exception, match="rejects|parse|error"):
         xla._exported(text.replace("dot_general", "dot_generl"), [], [], "cpu")
+
+
+def test_batched_outer_product_is_written_as_jax_writes_it():
+    """A batched outer product lowers as jax's dot_general gradients lower it (rhs first, then a
+    transpose), which XLA:CPU compiles to a fast per-example gradient sum; the values are the
+    interpreter's and jax's."""
+    def step(w, x):  # per-example gradients of a linear layer, clipped, then summed
+        g = td.vmap(td.grad(lambda w, x: td.sum(td.tanh(x @ w))), in_axes=(None, 0))(w, x)
+        scale = td.minimum(1.0, 1.0 / td.sqrt(td.sum(g * g, axis=(1, 2))))
+        return td.mean(g * scale[:, None, None], axis=0)
+
+    w, x = value((6, 5), "float32"), value((40, 6), "float32")
+    text = td.jit(step).lower(w, x).as_text()
+    outer = [ln for ln in text.splitlines() if "dot_general" in ln and
+             "lhs_contracting_dimensions = []" in ln]
+    assert outer and all("(tensor<40x5xf32>, tensor<40x6xf32>) -> tensor<40x5x6xf32>" in ln
+                         for ln in outer), outer
+    assert "permutation = array<i64: 0, 2, 1>} : (tensor<40x5x6xf32>) -> tensor<40x6x5xf32>" \
+        in text
+    got = td.jit(step, backend="xla")(w, x)
+    np.testing.assert_allclose(got, td.jit(step, backend="cpu")(w, x), rtol=2e-5, atol=1e-6)
+    jnp = pytest.importorskip("jax.numpy")
+    gj = jax.vmap(jax.grad(lambda w, x: jnp.sum(jnp.tanh(x @ w))), in_axes=(None, 0))(w, x)
+    sj = jnp.minimum(1.0, 1.0 / jnp.sqrt(jnp.sum(gj * gj, axis=(1, 2))))
+    np.testing.assert_allclose(got, jnp.mean(gj * sj[:, None, None], axis=0), rtol=2e-5,
+                               atol=1e-6)
 
 
 def test_exported_fields_follow_the_installed_jax():
@@ -551,6 +581,30 @@ def run_python(code: str, env_extra: dict | None = None) -> str:
                          text=True, env=env, timeout=600)
     assert res.returncode == 0, res.stderr[-4000:]
     return res.stdout
+
+
+def test_xla_entry_takes_exact_inputs_and_leaves_the_rest_to_eval():
+    """td.jit's per-call entry of an XLA program: exact numpy inputs in, numpy out; jax Arrays
+    in, jax Arrays out; anything else refused with TypeError, so that eval converts it or
+    names the problem."""
+    prog = td.jit(lambda x: td.sin(x) * 2, backend="xla").lower(np.ones(3)).program
+    entry = prog.runner()
+    x = np.arange(3.0)
+    (got,) = entry([x])
+    assert type(got) is np.ndarray
+    np.testing.assert_allclose(got, np.sin(x) * 2, rtol=1e-15)
+    for other in (x.astype("float32"), np.repeat(x, 2)[::2], [0.0, 1.0, 2.0]):
+        with pytest.raises(TypeError):
+            entry([other])
+        np.testing.assert_allclose(prog.eval([other])[0], np.sin(x) * 2, rtol=1e-7)
+    with jax.enable_x64(True):
+        (on,) = entry([jax.numpy.asarray(x)])
+    assert isinstance(on, jax.Array) and on.dtype == np.float64
+    np.testing.assert_allclose(np.asarray(on), np.sin(x) * 2, rtol=1e-15)
+    with pytest.raises(TypeError):
+        entry([np.ones(4)])
+    with pytest.raises(ValueError, match="shape"):
+        prog.eval([np.ones(4)])
 
 
 def test_float64_without_touching_the_global_jax_config():

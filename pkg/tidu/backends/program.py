@@ -180,11 +180,17 @@ class CompiledProgram:
 
     def _bind(self):
         """The entry point ``eval`` calls first: the C++ interpreter's (which checks its inputs
-        itself), or False to go through the checks in Python (XLA, Python kernels)."""
-        native = self.executable.native if self.backend == "cpu" else None
+        itself), XLA's for exact numpy inputs (``_XlaEntry``), or False to go through the checks
+        in Python (Python kernels, XLA with shardings)."""
         # A program calling back into Python runs once per call: no fast path that retries a
         # call whose error (the callback's own) looks like a bad input.
-        if native is not None and next(_host_callbacks(self.executable), None) is not None:
+        calls_back = next(_host_callbacks(self.executable), None) is not None
+        if self.backend == "xla":
+            fast = not calls_back and not isinstance(self.device, xla.Shardings)
+            self._run = _XlaEntry(self) if fast else False
+            return self._run
+        native = self.executable.native if self.backend == "cpu" else None
+        if native is not None and calls_back:
             native = None
         self._run = native.run if native is not None else False
         return self._run
@@ -404,6 +410,38 @@ def _callbacks_in(ops):
                 frag = getattr(body, "fragment", None)
                 if frag is not None and callable(getattr(frag, "ops", None)):
                     yield from _callbacks_in(o for o, *_ in frag.ops())
+
+
+class _XlaEntry:
+    """An XLA program's per-call entry for inputs of exactly its dtypes and shapes, numpy
+    arrays or jax Arrays (what a jitted function passes on every call after its first): no
+    conversion, the runner looked up once; the outputs are numpy arrays, or jax Arrays on their
+    devices where an input is a jax Array (as ``eval`` gives them).  Any other input raises
+    TypeError, so that ``eval`` converts it or names the problem."""
+
+    __slots__ = ("prog", "runner", "kinds")
+
+    def __init__(self, prog):
+        self.prog = prog
+        self.runner = None  # made on the first call (lowering a program does not compile it)
+        self.kinds = [(np.dtype(av.dtype), tuple(av.shape)) for av in prog._input_avals]
+
+    def __call__(self, inputs):
+        if len(inputs) != len(self.kinds):
+            raise TypeError("input count: the checked path names the problem")
+        on_device = False
+        for x, (dt, shape) in zip(inputs, self.kinds):
+            if type(x) is np.ndarray:
+                if x.dtype != dt or x.shape != shape or not x.flags.c_contiguous:
+                    raise TypeError("not an exact numpy input: the checked path converts it")
+            elif _jax_arrays((x,)) and x.dtype == dt and tuple(x.shape) == shape:
+                on_device = True
+            else:
+                raise TypeError("not an exact input: the checked path converts it")
+        runner = self.runner
+        if runner is None:
+            runner = self.runner = self.prog.executable.xla(device=self.prog.device)
+        return runner.run(inputs, as_jax=on_device)
 
 
 def _jax_arrays(inputs) -> bool:

@@ -3,6 +3,7 @@ differentiable operand (Iota, StopGradient)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -111,14 +112,24 @@ class DotGeneral(Primitive):
 
     def lower(self, lo, out, x, y):
         batch = tuple(range(lo.nb))
-        dims = (f"lhs_batching_dimensions = [{_csv(batch + lo.ax(self.lhs_batch))}], "
-                f"rhs_batching_dimensions = [{_csv(batch + lo.ax(self.rhs_batch))}], "
-                f"lhs_contracting_dimensions = [{_csv(lo.ax(self.lhs_contracting))}], "
-                f"rhs_contracting_dimensions = [{_csv(lo.ax(self.rhs_contracting))}]")
-        # HIGHEST: full-precision products on every device (no TF32/bf16 passes on GPUs)
-        return lo.op("stablehlo.dot_general", [x, y], out,
-                     f"dot_dimension_numbers = #stablehlo.dot<{dims}>, precision_config = "
-                     f"[#stablehlo<precision HIGHEST>, #stablehlo<precision HIGHEST>]")
+        lb, rb = batch + lo.ax(self.lhs_batch), batch + lo.ax(self.rhs_batch)
+        nl = _rank(x.type) - len(lb) - len(self.lhs_contracting)  # lhs free axes
+        nr = _rank(y.type) - len(rb) - len(self.rhs_contracting)
+        if not self.lhs_contracting and lb and nl and nr:
+            # A batched outer product is written as jax's dot_general gradients write it: rhs
+            # first, then a transpose into (batch, lhs free, rhs free).  Same values (each
+            # element is one product); XLA:CPU gives the transposed result a layout under
+            # which a later sum over the batch axis is split into a reduce-window tree,
+            # where the plain order lets YNNPACK's reduce fusion take it on a slow path (a
+            # per-example clipped gradient: 13 ms against 1.5 ms; docs/performance.md).
+            nb = len(lb)
+            shape = lo.shape(out.shape)
+            swapped = shape[:nb] + shape[nb + nl:] + shape[nb:nb + nl]
+            r = _dot(lo, y, x, rb, lb, (), (), lo.tensor_type(swapped, out.dtype))
+            perm = (*range(nb), *range(nb + nr, nb + nr + nl), *range(nb, nb + nr))
+            return lo.op("stablehlo.transpose", [r], out, f"permutation = {lo.i64_array(perm)}")
+        return _dot(lo, x, y, lb, rb, lo.ax(self.lhs_contracting),
+                    lo.ax(self.rhs_contracting), out)
 
     def impl(self, x, y):
         lc, rc, lb, rb = self.lhs_contracting, self.rhs_contracting, self.lhs_batch, self.rhs_batch
@@ -430,6 +441,21 @@ class StopGradient(Primitive):
 
 def _csv(xs) -> str:
     return ", ".join(map(str, xs))
+
+
+def _rank(ty: str) -> int:
+    """The rank of a tensor type: 2 for ``tensor<2x3xcomplex<f32>>``."""
+    return re.match(r"tensor<((?:\d+x)*)", ty).group(1).count("x")
+
+
+def _dot(lo, x, y, lb, rb, lc, rc, out):
+    """``stablehlo.dot_general`` of x and y over the given (already shifted) axes."""
+    dims = (f"lhs_batching_dimensions = [{_csv(lb)}], rhs_batching_dimensions = [{_csv(rb)}], "
+            f"lhs_contracting_dimensions = [{_csv(lc)}], rhs_contracting_dimensions = [{_csv(rc)}]")
+    # HIGHEST: full-precision products on every device (no TF32/bf16 passes on GPUs)
+    return lo.op("stablehlo.dot_general", [x, y], out,
+                 f"dot_dimension_numbers = #stablehlo.dot<{dims}>, precision_config = "
+                 f"[#stablehlo<precision HIGHEST>, #stablehlo<precision HIGHEST>]")
 
 
 def primal_shape(b, local):

@@ -27,7 +27,6 @@ The ``auto`` backend routes such programs to the interpreter anyway (see ``choos
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import glob
 import importlib.util
@@ -40,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from tidu.backends.xla import segments
+from tidu.backends.xla.export import _exported, _exported_fields, _version  # noqa: F401 - tests use them here
 from tidu.backends.xla.hlo import Lowering, Value, dense_hex, i64_array, tensor_type
 from tidu.backends.xla.segments import (
     MAX_FUSED_INSTRUCTIONS,
@@ -159,74 +159,6 @@ def use_compilation_cache(path: str | None = None) -> None:
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
     _cache_dir[:] = [path]
-
-
-def _version() -> str:
-    import jaxlib.mlir.dialects.stablehlo as sh  # noqa: PLC0415 - optional dependency, imported on first use
-
-    return sh.get_version_from_compatibility_requirement(
-        sh.StablehloCompatibilityRequirement.WEEK_4
-    )
-
-
-def _exported(text: str, in_avals, out_avals, platform: str):
-    """A jax.export.Exported over our StableHLO text (serialised as a portable artifact)."""
-    jax = require_jax()
-    from jax import export, tree_util  # noqa: PLC0415 - optional dependency, imported on first use
-    from jax.extend import mlir  # noqa: PLC0415 - optional dependency, imported on first use
-
-    try:
-        blob = mlir.serialize_portable_artifact(text, _version())
-    except Exception as e:  # a lowering bug: show the text that failed to parse
-        raise RuntimeError(f"tidu produced StableHLO that jaxlib rejects: {e}") from e
-    sa = [jax.core.ShapedArray(tuple(a.shape), a.dtype) for a in in_avals]
-    so = [jax.core.ShapedArray(tuple(a.shape), a.dtype) for a in out_avals]
-    n_in, n_out = len(sa), len(so)
-    fields = dict(
-        fun_name="tidu",
-        in_tree=tree_util.tree_structure((tuple(range(n_in)), {})),
-        in_avals=tuple(sa),
-        out_tree=tree_util.tree_structure(tuple(range(n_out))),
-        out_avals=tuple(so),
-        _has_named_shardings=False,
-        _in_named_shardings=(None,) * n_in,
-        _out_named_shardings=(None,) * n_out,
-        in_shardings_hlo=(None,) * n_in,
-        out_shardings_hlo=(None,) * n_out,
-        nr_devices=1,
-        platforms=(platform,),
-        ordered_effects=(),
-        unordered_effects=(),
-        disabled_safety_checks=(),
-        mlir_module_serialized=blob,
-        calling_convention_version=10,
-        module_kept_var_idx=tuple(range(n_in)),
-        uses_global_constants=False,
-        _get_vjp=None,
-    )
-    return export.Exported(**_exported_fields(export.Exported, fields))
-
-
-def _exported_fields(cls, fields: dict) -> dict:
-    """The subset of `fields` that this jax's Exported dataclass declares: private fields come
-    and go between jax releases (0.11 dropped `_has_named_shardings`). A field it requires that
-    tidu does not know raises, naming it and the jax version."""
-    import jax  # noqa: PLC0415 - optional dependency, imported on first use
-
-    declared = {f.name: f for f in dataclasses.fields(cls)}
-    missing = [
-        n
-        for n, f in declared.items()
-        if n not in fields
-        and f.default is dataclasses.MISSING
-        and f.default_factory is dataclasses.MISSING
-    ]
-    if missing:
-        raise RuntimeError(
-            f"tidu's XLA backend does not support jax {jax.__version__}: "
-            f"jax.export.Exported needs fields {missing} that tidu does not set"
-        )
-    return {n: v for n, v in fields.items() if n in declared}
 
 
 class _Shape:
@@ -412,6 +344,17 @@ class XlaRunner:
                     in_s = tuple(replicated if sh else sharding for sh in seg.in_shared)
                     out_s = (sharding,) * len(outs)
                 self.calls.append(jax.jit(ex.call, in_shardings=in_s, out_shardings=out_s))
+        # one compiled segment on this process's devices (the common case): run calls it with
+        # the inputs in its parameter order, nothing else per call
+        self._jax = jax
+        one = self.segments[0]
+        pos = {int(s): i for i, s in enumerate(exe.input_slots)}
+        self._order = ([pos[k] for k in one.in_keys]
+                       if len(self.segments) == 1 and one.host is None and not self.spread
+                       else None)
+        self._where = [by_slot[k] for k in one.in_keys] if self._order is not None else None
+        self._fine = [None] * len(one.in_keys)  # per parameter: a sharding found equivalent
+        self._local = in_sh is None and mesh is None  # outputs on one device of this process
         # the keys no later segment reads, dropped after each segment (device memory stays what
         # is live, not everything computed)
         last: dict = {}
@@ -430,7 +373,23 @@ class XlaRunner:
     def run(self, inputs: Sequence[Any], as_jax: bool = False) -> list[Any]:
         """Inputs in the program's input order; values cross segments on the device.  Returns
         numpy arrays, or the jax Arrays on their devices with ``as_jax``."""
-        jax = require_jax()
+        jax = self._jax
+        if self._order is not None:
+            args = [inputs[i] for i in self._order]
+            with jax.enable_x64(True):  # (a device_put outside it would make float64 float32)
+                for j, x in enumerate(args):  # a jax Array laid out otherwise: moved
+                    if type(x) is not np.ndarray and isinstance(x, jax.Array):
+                        sh = x.sharding
+                        if sh is self._fine[j]:  # the sharding seen last time, found in place
+                            continue
+                        if sh.is_equivalent_to(self._where[j], x.ndim):
+                            self._fine[j] = sh
+                        else:
+                            args[j] = jax.device_put(x, self._where[j])
+                vals = self.calls[0](*args)
+            if as_jax:
+                return list(vals)
+            return [np.asarray(v) for v in vals] if self._local else [to_numpy(v) for v in vals]
         with jax.enable_x64(True):
             env: dict[Any, Any] = {int(s): x for s, x in zip(self.exe.input_slots, inputs)}
             for s, sh in self.spread.items():  # numpy: the global value, each process its part
