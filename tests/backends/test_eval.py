@@ -86,9 +86,31 @@ def test_convert(src, dst):
     check(P.Convert(dst), [value((7,), src)])
 
 
+@pytest.mark.parametrize("shape", [(3, 3), (3, 4099)])
 @pytest.mark.parametrize("dtype", NUMERIC + ("bool",))
-def test_select(dtype):
-    check(P.Select(), [value((3, 3), "bool"), value((3, 3), dtype), value((3, 3), dtype)])
+def test_select(dtype, shape):
+    check(P.Select(), [value(shape, "bool"), value(shape, dtype), value(shape, dtype)])
+
+
+@pytest.mark.parametrize("dtype", NUMERIC + ("bool",))
+def test_select_in_a_chain_copies_every_value(dtype):
+    """Select inside an elementwise chain (blocks of a long array; the kernel loads both operands
+    and blends): every element, NaN and infinities included, is the chosen operand's."""
+    n = 3 * 4096 + 5
+    rng = np.random.default_rng(11)
+    c = rng.random(n) < 0.5
+    u, v = value((n,), dtype), value((n,), dtype)
+    if np.dtype(dtype).kind == "f":
+        u[::7], v[::11], u[::13] = np.nan, np.inf, -np.inf
+
+    def f(c, u, v):
+        return td.where(c & (u == u) | ~c, u, v), td.where(c, v, u)
+
+    got = td.jit(f, backend="cpu")(c, u, v)
+    want = (np.where(c & (u == u) | ~c, u, v), np.where(c, v, u))
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype
+        np.testing.assert_array_equal(g, w)
 
 
 @pytest.mark.parametrize("shape, axes", [((1000, 16), (0,)), ((16, 1000), (1,)), ((7, 1, 9, 5), (1, 2)),

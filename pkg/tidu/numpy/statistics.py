@@ -355,10 +355,16 @@ def corrcoef(x, y=None, rowvar=True):
 
 @_numpy_outside(np.searchsorted)
 def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
-    """Indices where v would be inserted into the sorted 1-D a to keep it sorted: a binary
-    search of ceil(log2(n + 1)) steps (jax's default method), int32 as jax."""
+    """Indices where v would be inserted into the sorted 1-D a to keep it sorted, int32 as jax;
+    NaN sorts last, as numpy. Every `method` of jax's gives the same indices; tidu runs one:
+    a branchless binary search of ceil(log2(n + 1)) steps over a padded to a power of two, four
+    elementwise instructions a step (index, gather, compare, select), where a search that tracks
+    lo and hi takes about fourteen."""
     if side not in ("left", "right"):
         raise ValueError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
+    if method not in ("scan", "scan_unrolled", "sort", "compare_all"):
+        raise ValueError(f"searchsorted: method must be one of 'scan', 'scan_unrolled', 'sort', "
+                         f"'compare_all', got {method!r}")
     t = _trace_of(a, v)
     arr, val = _lift(t, a), _lift(t, v)
     if arr.ndim != 1:
@@ -368,17 +374,47 @@ def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
     n = arr.shape[0]
     dt = np.result_type(arr.dtype, val.dtype)
     arr, val = T.astype(arr, dt), T.astype(val, dt)
+    if n == 0:
+        return _lift(t, zeros_like(val, dtype=np.int32))
+    if dt in COMPLEXES:
+        return _searchsorted_lexicographic(arr, val, side, t)
+    steps = n.bit_length()  # 2^steps > n
+    floating = dt.kind == "f"
+    # past the end: NaN for floats (never < or <= a number; a NaN v is settled below), the
+    # largest value otherwise (counted only where v is that value, and clamped to n below)
+    pad = np.array(np.nan if floating else (True if dt == BOOL else np.iinfo(dt).max), dt)
+    table = T.concatenate([arr, T.astype(_lift(t, np.full(2**steps - n, pad, dt)), dt)])
+    before = (lambda x, y: x < y) if side == "left" else (lambda x, y: x <= y)
+    # last: the index of the last element known to sort before v (-1: none yet)
+    last = _lift(t, np.full(val.shape, -1, np.int32))
+    for k in reversed(range(steps)):
+        probe = last + np.int32(1 << k)
+        last = T.where(before(take(table, probe, mode="promise_in_bounds"), val), probe, last)
+    pos = last + np.int32(1)
+    if not floating:
+        return T.minimum(pos, np.int32(n)) if 2**steps - n > 0 else pos
+    # a NaN v sorts after every number: left of the NaNs in a (side left), or after all of a
+    at_nan = (T.sum(T.astype(~isnan(arr), np.int32)) if side == "left"
+              else _lift(t, np.array(n, np.int32)))
+    return T.where(isnan(val), T.astype(at_nan, np.int32), pos)
+
+
+def _searchsorted_lexicographic(arr, val, side, t):
+    """searchsorted over complex values (real part, then imaginary, NaN last as numpy): the
+    binary search on lo and hi with the full comparison."""
+    n = arr.shape[0]
     lo = _lift(t, zeros_like(val, dtype=np.int32))
     hi = lo + n
-    last = max(n - 1, 0)
-    nan_v = isnan(val) if val.dtype.kind == "f" else None
-    for _ in range(max(n, 1).bit_length()):
+    last = n - 1
+    rv, iv = T.real(val), T.imag(val)
+    nan_v = isnan(val)
+    for _ in range(n.bit_length()):
         go = lo < hi
         mid = (lo + hi) >> 1
-        am = take(arr, T.minimum(mid, last), mode="promise_in_bounds") if n else val
-        right = (am < val) if side == "left" else (am <= val)
-        if nan_v is not None:  # NaN sorts last, as numpy
-            right = right | (~isnan(am) & nan_v) if side == "left" else right | nan_v
+        am = take(arr, T.minimum(mid, last), mode="promise_in_bounds")
+        ra, ia = T.real(am), T.imag(am)
+        right = (ra < rv) | ((ra == rv) & ((ia < iv) if side == "left" else (ia <= iv)))
+        right = right | (~isnan(am) & nan_v) if side == "left" else right | nan_v
         lo = T.where(go & right, mid + 1, lo)
         hi = T.where(go & ~right, mid, hi)
     return lo

@@ -122,11 +122,8 @@ inline void run_instr(const Program& p, Workspace& ws, std::size_t idx) {
     case Op::Select:
       visit_dtype(out.dtype, [&](auto t) {
         using T = decltype(t);
-        const bool* c = static_cast<const bool*>(ptr[a[0]]);
-        const T* u = static_cast<const T*>(ptr[a[1]]);
-        const T* v = static_cast<const T*>(ptr[a[2]]);
-        T* r = static_cast<T*>(y);
-        for (std::int64_t i = 0; i < out.size; ++i) r[i] = c[i] ? u[i] : v[i];
+        kern::select<T>(static_cast<const bool*>(ptr[a[0]]), static_cast<const T*>(ptr[a[1]]),
+                        static_cast<const T*>(ptr[a[2]]), static_cast<T*>(y), out.size);
       });
       return;
     case Op::Convert:
@@ -474,10 +471,7 @@ inline void run_block(const Program& p, Workspace& ws, std::size_t idx, std::int
     case Op::Select:
       visit_dtype(out.dtype, [&](auto t) {
         using T = decltype(t);
-        const bool* c = static_cast<const bool*>(addr(a[0]));
-        const T *u = at(1, t), *v = at(2, t);
-        T* r = static_cast<T*>(addr(in.out));
-        for (std::int64_t i = 0; i < n; ++i) r[i] = c[i] ? u[i] : v[i];
+        kern::select<T>(static_cast<const bool*>(addr(a[0])), at(1, t), at(2, t), static_cast<T*>(addr(in.out)), n);
       });
       return;
     case Op::Reshape: {  // the same elements in the same order: a copy of the block
