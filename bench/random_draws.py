@@ -5,7 +5,8 @@ times, the ratios jax / tidu (> 1: tidu faster) and the largest difference of th
 (0: identical).  ``--quick`` shrinks the sizes 10x; ``--full`` draws the issue's categorical size,
 1e6 draws over 1,000 classes (tidu draws it in blocks, peak memory ~200 MB), with 2 warm calls
 instead of 5: by default the case draws 1e5, since at 1e6 each call of either takes 10-20 s of
-a core (1e9 float64 Gumbel values).  ``--clock cpu`` times this process's CPU time (all its
+a core (1e9 float64 Gumbel values), and jax's 1e6 program was killed for memory (13 GB
+resident) on a 23 GB machine (docs/random.md, Figures).  ``--clock cpu`` times this process's CPU time (all its
 threads) instead of wall time: on a shared machine the work each side does, not its waits.
 ``--case TEXT`` runs only the cases whose name contains TEXT.  ``--split`` then breaks each
 normals case's first call into its parts, in fresh functions: tidu's trace + compile
