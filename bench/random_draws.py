@@ -2,23 +2,29 @@
 and float64, 1e6 categorical draws over 1,000 classes, and an HMC step that draws its momentum
 inside scan (500 steps, 10-d).  Prints cold (first call: trace, compile, run) and warm (median)
 times, the ratios jax / tidu (> 1: tidu faster) and the largest difference of the numbers drawn
-(0: identical).  ``--quick`` shrinks the sizes 10x; ``--full`` draws categorical's 1e6 (tidu draws it in blocks,
-peak memory ~200 MB; jax's fused program is slow there).  ``--split`` then breaks each normals
-case's first call into its parts, in fresh functions: tidu's trace + compile (``td.jit(f).lower``)
-and its first and later evaluations, jax's trace + lower and XLA compile and its first and later
-calls.
+(0: identical).  ``--quick`` shrinks the sizes 10x; ``--full`` draws the issue's categorical size,
+1e6 draws over 1,000 classes (tidu draws it in blocks, peak memory ~200 MB), with 2 warm calls
+instead of 5: by default the case draws 1e5, since at 1e6 each call of either takes 10-20 s of
+a core (1e9 float64 Gumbel values), and jax's 1e6 program was killed for memory (13 GB
+resident) on a 23 GB machine (docs/random.md, Figures).  ``--clock cpu`` times this process's CPU time (all its
+threads) instead of wall time: on a shared machine the work each side does, not its waits.
+``--case TEXT`` runs only the cases whose name contains TEXT.  ``--split`` then breaks each
+normals case's first call into its parts, in fresh functions: tidu's trace + compile
+(``td.jit(f).lower``) and its first and later evaluations, jax's trace + lower and XLA compile
+and its first and later calls.
 
-Run: python bench/random_draws.py [--quick] [--full] [--split]"""
+Run: python bench/random_draws.py [--quick] [--full] [--clock cpu] [--case TEXT] [--split]"""
 
 from __future__ import annotations
 
+import statistics
 import sys
 import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from _timing import timed
+
 
 import tidu as td
 
@@ -29,6 +35,23 @@ S = 10 if QUICK else 1
 # never whole), 1e5 draws unless --full
 CAT = 10**6 // S if "--full" in sys.argv else 10**5 // S
 REPEAT = 5
+CPU_CLOCK = "--clock" in sys.argv and sys.argv[sys.argv.index("--clock") + 1] == "cpu"
+CASE = sys.argv[sys.argv.index("--case") + 1] if "--case" in sys.argv else ""
+clock = time.process_time if CPU_CLOCK else time.perf_counter
+
+
+def timed(fn, repeat: int):
+    """(fn's result, the first call's time, the median of `repeat` more calls), in seconds of
+    `clock` (wall, or this process's CPU time with --clock cpu)."""
+    t0 = clock()
+    out = fn()
+    cold = clock() - t0
+    samples = []
+    for _ in range(repeat):
+        t0 = clock()
+        fn()
+        samples.append(clock() - t0)
+    return out, cold, statistics.median(samples)
 
 
 def normals(mod, dt):
@@ -98,11 +121,15 @@ def main():
              ("hmc scan 500x10", hmc(td, td.scan), hmc(jax, jax.lax.scan))]
     k, jk = td.random.PRNGKey(0), jax.random.PRNGKey(0)
     print(f"{'case':24s} {'tidu cold':>10s} {'jax cold':>10s} {'ratio':>7s} "
-          f"{'tidu warm':>10s} {'jax warm':>10s} {'ratio':>7s}")
+          f"{'tidu warm':>10s} {'jax warm':>10s} {'ratio':>7s}"
+          f"   ({'process CPU' if CPU_CLOCK else 'wall'} time, {td.get_num_threads()} tidu threads)")
     for name, tf, jf in cases:
+        if CASE not in name:
+            continue
+        repeat = 2 if CAT >= 10**6 and name.startswith("categorical") else REPEAT
         tj, jj = td.jit(tf), jax.jit(jf)
-        tout, tc, tw = timed(lambda: tj(k), REPEAT)
-        jout, jc, jw = timed(lambda: block(jj(jk)), REPEAT)
+        tout, tc, tw = timed(lambda: tj(k), repeat)
+        jout, jc, jw = timed(lambda: block(jj(jk)), repeat)
         diff = max(float(np.max(np.abs(np.asarray(a, float) - np.asarray(b, float)), initial=0))
                    for a, b in zip(jax.tree_util.tree_leaves(tout),
                                    jax.tree_util.tree_leaves(jout)))

@@ -101,12 +101,16 @@ def iota_counters(shape, xp=np):
 
 
 def _jax_threefry_iota(shape, fold):
-    def fn(key):
+    def fn(key, *start):
         import jax.numpy as jnp  # noqa: PLC0415  (optional dependency)
 
-        count = iota_counters(shape, jnp)
         lead = key.shape[:-1]
-        count = jnp.broadcast_to(count, lead + count.shape)
+        if start:  # counters start + i as 64-bit (high, low) words
+            i = jnp.arange(math.prod(shape), dtype=jnp.uint64).reshape(shape)
+            i = i + start[0].astype(jnp.uint64).reshape(lead + (1,) * len(shape))
+            count = jnp.stack([(i >> 32).astype(jnp.uint32), i.astype(jnp.uint32)], axis=-1)
+        else:
+            count = jnp.broadcast_to(iota_counters(shape, jnp), lead + shape + (2,))
         y = _jax_threefry(key, count)
         return y[..., 0] ^ y[..., 1] if fold else y
     return fn
@@ -118,7 +122,9 @@ class Threefry2x32Iota(Primitive):
     """Threefry2x32 of the counters of a draw of `shape`: key uint32 (K..., 2) -> (K..., *shape,
     2), the hash of (i >> 32, i & 0xffffffff) for the row-major index i (jax's
     ``iota_2x32_shape``), with no count array in memory; with `fold`, (K..., *shape), the two
-    words' xor (jax's 32-bit random bits)."""
+    words' xor (jax's 32-bit random bits).  An optional second operand `start`, uint32 (K...),
+    one per key, offsets the counters: i runs from start (a block of a larger draw, as
+    categorical's blocked argmax hashes them)."""
 
     shape: tuple[int, ...]
     fold: bool = False
@@ -131,7 +137,7 @@ class Threefry2x32Iota(Primitive):
         if any(d < 0 for d in self.shape):
             raise ValueError(f"{self.name}: negative dimension in shape {self.shape}")
 
-    def abstract_eval(self, key):
+    def abstract_eval(self, key, *start):
         if key.dtype != _U32:
             raise TypeError(f"{self.name}: key dtype {key.dtype} is not uint32")
         if key.ndim < 1 or key.shape[-1] != 2:
@@ -139,14 +145,26 @@ class Threefry2x32Iota(Primitive):
                              "(a pair of uint32 words)")
         if math.prod(self.shape) >= 2 ** 32:
             raise ValueError(f"{self.name}: {math.prod(self.shape)} counters, 2**32 or more")
+        if len(start) > 1:
+            raise TypeError(f"{self.name}: takes a key and at most one start, got "
+                            f"{1 + len(start)} operands")
+        if start and (start[0].dtype != _U32 or start[0].shape != key.shape[:-1]):
+            raise TypeError(f"{self.name}: start must be uint32 of shape {key.shape[:-1]} (one "
+                            f"per key), got {start[0].dtype} {start[0].shape}")
         return aval(key.shape[:-1] + self.shape + (() if self.fold else (2,)), _U32)
 
-    def lower(self, lo, out, key):
-        name = f"threefry2x32_iota_{'x'.join(map(str, self.shape))}_{int(self.fold)}"
-        return call_jax(lo, out, [key], name, _jax_threefry_iota(self.shape, self.fold))
+    def lower(self, lo, out, key, *start):
+        name = (f"threefry2x32_iota_{'x'.join(map(str, self.shape))}_{int(self.fold)}"
+                f"{'_start' if start else ''}")
+        return call_jax(lo, out, [key, *start], name, _jax_threefry_iota(self.shape, self.fold))
 
-    def impl(self, key):
+    def impl(self, key, *start):
         key = np.asarray(key, _U32)
         count = np.broadcast_to(iota_counters(self.shape), key.shape[:-1] + self.shape + (2,))
+        if start:
+            i = (count[..., 0].astype(np.uint64) << np.uint64(32)) | count[..., 1]
+            s0 = np.asarray(start[0], _U32).astype(np.uint64)
+            i = i + s0.reshape(s0.shape + (1,) * len(self.shape))
+            count = np.stack([(i >> np.uint64(32)).astype(_U32), i.astype(_U32)], axis=-1)
         y = threefry2x32_reference(key, count)
         return y[..., 0] ^ y[..., 1] if self.fold else y

@@ -233,15 +233,13 @@ def _argmax_gumbel_chunked(key, logits, gshape, axis):
     b = max(1, _BLOCK // max(inner, 1))
     nfull, rest = divmod(rows, b)
     lrows = logits.shape[0]  # 1 (broadcast) or rows
-    t = _current()
 
     def block(start, nrows):
         """argmax of rows [start, start + nrows); start a uint32 scalar (traced or not)."""
         bshape = (nrows,) + gshape[1:]
-        off = start * np.uint32(inner)
-        lo = td.reshape(_emit(t, P.Iota((nrows * inner,), "uint32", 0)) + off, bshape + (1,))
-        count = td.concatenate([td.zeros(bshape + (1,), U32), lo], axis=-1)
-        h = _emit(t, P.Threefry2x32(), key, count)
+        t = _current()  # the scan body's trace, or the function's for the remainder
+        off = _lift(t, start * np.uint32(inner), U32)
+        h = _emit(t, P.Threefry2x32Iota(bshape), _lift(t, key), off)  # counters off, off + 1, ...
         g = _gumbel(None, bshape, logits.dtype, _unit_of_pairs(h, logits.dtype))
         lg = logits
         if lrows != 1:

@@ -119,9 +119,11 @@ inline void run_threefry(const std::uint32_t* key, const std::uint32_t* count, s
 }
 
 // The Threefry2x32Iota instruction: key (..., 2) -> (..., S..., 2), `per` = prod(S) values a key.
-// With `fold`, the output is (K..., S...), y0 ^ y1.
+// With `fold`, the output is (K..., S...), y0 ^ y1.  With `start` (one per key), key g's counters
+// run from start[g] (as 64-bit counts) instead of 0.
 inline void run_threefry_iota(const std::uint32_t* key, std::uint32_t* y, std::int64_t groups, std::int64_t per,
-                              bool fold) {
+                              bool fold, const std::uint32_t* start = nullptr) {
+  auto base = [start](std::int64_t g) { return start ? static_cast<std::uint64_t>(start[g]) : std::uint64_t{0}; };
   const std::int64_t w = fold ? 1 : 2;
   // a large draw is cut into ranges of counters hashed on the pool's threads (same bits)
   constexpr std::int64_t kPiece = std::int64_t{1} << 16;
@@ -130,13 +132,13 @@ inline void run_threefry_iota(const std::uint32_t* key, std::uint32_t* y, std::i
     const std::int64_t pieces = (per + kPiece - 1) / kPiece;
     ::tidu::detail::parallel_chunks(groups * pieces, threads, [&](std::int64_t c, int) {
       const std::int64_t g = c / pieces, lo = c % pieces * kPiece, m = std::min(kPiece, per - lo);
-      threefry2x32_iota(key[2 * g], key[2 * g + 1], static_cast<std::uint64_t>(lo),
+      threefry2x32_iota(key[2 * g], key[2 * g + 1], base(g) + static_cast<std::uint64_t>(lo),
                         y + w * (g * per + lo), m, fold);
     });
     return;
   }
   for (std::int64_t g = 0; g < groups; ++g)
-    threefry2x32_iota(key[2 * g], key[2 * g + 1], 0, y + w * g * per, per, fold);
+    threefry2x32_iota(key[2 * g], key[2 * g + 1], base(g), y + w * g * per, per, fold);
 }
 
 }  // namespace kern

@@ -300,7 +300,8 @@ inline void run_instr(const Program& p, Workspace& ws, std::size_t idx) {
       const std::int64_t groups = x0.size / 2;
       const bool fold = at[at[0] + 1] != 0;
       kern::run_threefry_iota(static_cast<const std::uint32_t*>(ptr[a[0]]), static_cast<std::uint32_t*>(y), groups,
-                              groups ? out.size / (fold ? 1 : 2) / groups : 0, fold);
+                              groups ? out.size / (fold ? 1 : 2) / groups : 0, fold,
+                              in.n_in == 2 ? static_cast<const std::uint32_t*>(ptr[a[1]]) : nullptr);
       return;
     }
     case Op::ReduceWindowSum: case Op::ReduceWindowMax: case Op::ReduceWindowMin:  // conv.hpp

@@ -553,9 +553,15 @@ inline void validate_instructions(const Program& p) {
         need(std::equal(p.shape(a[0]), p.shape(a[0]) + k.ndim - 1, oshape), "threefry key and count batch axes");
         break;
       }
-      case Op::Threefry2x32Iota: {  // random.hpp; attrs: n, S...: key (K..., 2) -> (K..., S..., 2)
-        arity(1);
+      case Op::Threefry2x32Iota: {  // random.hpp; attrs: n, S...: key (K..., 2) [, start (K...)] -> (K..., S..., 2)
+        need(in.n_in == 1 || in.n_in == 2, "wrong number of operands");
         const Slot& k = slot(0);
+        if (in.n_in == 2) {
+          const Slot& s = slot(1);
+          need(s.dtype == DType::U32 && k.ndim >= 1 && s.ndim == k.ndim - 1 &&
+                   std::equal(p.shape(a[1]), p.shape(a[1]) + s.ndim, p.shape(a[0])),
+               "threefry start must be uint32, one per key");
+        }
         const std::int64_t n = count(0);
         need(na == n + 2 && (at[n + 1] == 0 || at[n + 1] == 1), "attribute lengths or fold flag");
         const bool fold = at[n + 1] != 0;
