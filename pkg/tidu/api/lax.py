@@ -182,6 +182,7 @@ from tidu.api.lax_shapes import _concatenate as concatenate
 from tidu.api.lax_shapes import _reshape as reshape
 from tidu.api.lax_shapes import _slice as slice
 from tidu.api.lax_shapes import _transpose as transpose
+from tidu.api.lax_window import reduce_window
 from tidu.api.special import (
     bessel_i0e,
     bessel_i1e,
@@ -200,7 +201,6 @@ from tidu.numpy.conv import (
     conv_general_dilated,
     conv_transpose,
     conv_with_general_padding,
-    reduce_window,
 )
 from tidu.numpy.core import stop_gradient
 from tidu.numpy.logical import bitwise_and, bitwise_not, bitwise_or, bitwise_xor
