@@ -13,7 +13,7 @@ import numpy as np
 
 from tidu import ops as _P
 from tidu.api.lax_gather import GatherDimensionNumbers, gather
-from tidu.api.lax_shapes import Precision, broadcast_in_dim, padtype_to_pads
+from tidu.api.lax_shapes import Precision, broadcast_in_dim, dot_general, padtype_to_pads
 from tidu.graph.dtypes import INTS
 from tidu.numpy.conv import (
     ConvDimensionNumbers,
@@ -23,13 +23,15 @@ from tidu.numpy.conv import (
 )
 from tidu.numpy.core import astype, concatenate, reshape, where
 from tidu.numpy.logical import bitwise_and, bitwise_or
+from tidu.numpy.shapes import moveaxis
 from tidu.ops.fft import FftType
 from tidu.trace.tracer import _current, _emit, _lift, _trace_of
 
 __all__ = [
     "ConvGeneralDilatedDimensionNumbers", "FftType", "PrecisionLike", "broadcast_like", "clz",
-    "conv_general_dilated_patches", "conv_general_permutations", "conv_general_shape_tuple",
-    "conv_shape_tuple", "conv_transpose_shape_tuple", "dtype", "empty", "fft", "index_take",
+    "conv_general_dilated_local", "conv_general_dilated_patches", "conv_general_permutations",
+    "conv_general_shape_tuple", "conv_shape_tuple", "conv_transpose_shape_tuple", "dtype",
+    "empty", "fft", "index_take",
     "population_count", "reduce_window_shape_tuple", "stack", "unstack",
 ]
 
@@ -194,6 +196,41 @@ def conv_general_dilated_patches(lhs, filter_shape, window_strides, padding, lhs
     return conv_general_dilated(x, _lift(x._t, rhs), window_strides, padding, lhs_dilation,
                                 rhs_dilation, dn, feature_group_count=c,
                                 preferred_element_type=preferred_element_type)
+
+
+
+def conv_general_dilated_local(lhs, rhs, window_strides, padding, filter_shape,
+                               lhs_dilation=None, rhs_dilation=None, dimension_numbers=None,
+                               precision=None):
+    """``jax.lax.conv_general_dilated_local``: an unshared (locally connected) convolution, one
+    kernel per output position, composed as jax composes it: the patches
+    (``conv_general_dilated_patches``) contracted with ``rhs`` by one ``dot_general`` batched
+    over the output positions.  ``rhs`` has the output's spatial sizes in its spatial axes and
+    ``C * prod(filter_shape)`` in its ``I`` axis (channel-major, then the filter's positions in
+    ``rhs_spec``'s order)."""
+    x = _tr(lhs)
+    patches = conv_general_dilated_patches(x, filter_shape, window_strides, padding,
+                                           lhs_dilation, rhs_dilation, dimension_numbers)
+    _, rhs_spec, out_spec = conv_dimension_numbers(
+        x.shape, (1, 1) + tuple(int(d) for d in filter_shape), dimension_numbers)
+    w = _lift(x._t, rhs)
+    if w.ndim != x.ndim:
+        raise ValueError(f"conv_general_dilated_local: rhs of rank {w.ndim} for lhs of rank "
+                         f"{x.ndim}")
+    want = {rhs_spec[1]: patches.shape[out_spec[1]]}
+    want.update({r: patches.shape[o] for r, o in zip(rhs_spec[2:], out_spec[2:])})
+    bad = {a: n for a, n in want.items() if w.shape[a] != n}
+    if bad:
+        raise ValueError(f"conv_general_dilated_local: rhs shape {w.shape} must have "
+                         f"{', '.join(f'{n} at axis {a}' for a, n in sorted(want.items()))} "
+                         f"(the output positions and C * prod(filter_shape) patch entries)")
+    lhs_b = list(out_spec[2:])
+    rhs_b = list(rhs_spec[2:])
+    rhs_b = [rhs_b[i] for i in sorted(range(len(rhs_b)), key=lambda k: lhs_b[k])]
+    lhs_b = sorted(lhs_b)
+    dn = (([out_spec[1]], [rhs_spec[1]]), (lhs_b, rhs_b))
+    out = dot_general(patches, w, dn)
+    return moveaxis(out, (-2, -1), (out_spec[0], out_spec[1]))
 
 
 # ---- shape tuples (plain Python, as jax's) ----
