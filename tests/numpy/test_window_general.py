@@ -170,6 +170,20 @@ def test_monoids_from_identity_stay_one_primitive():
     text = str(td.build(lambda a: T.reduce_window(a, -np.inf, T.max, (2, 2), (2, 2), "VALID"),
                         a=td.spec((4, 6), "float64")))
     assert text.count("ReduceWindowMax(") == 1 and "Gather(" not in text
+    # another init value: the primitive from the identity, then the init combined once
+    text = str(td.build(lambda a: T.reduce_window(a, 1.5, T.add, (2, 2), (1, 1), "SAME"),
+                        a=td.spec((4, 6), "float64")))
+    assert text.count("ReduceWindowSum(") == 1 and "Gather(" not in text
+
+
+def test_negative_padding_of_a_monoid_matches_jax():
+    """The primitives take no negative padding; the composite does (for the identity too)."""
+    x = _x((6, 5))
+    for init, bt, bj in [(0.0, T.add, L.add), (-np.inf, T.max, L.max)]:
+        args = ((2, 2), (1, 1), [(-1, 1), (2, -1)])
+        want = L.reduce_window(x, init, bj, *args)
+        got = td.jit(lambda a: T.reduce_window(a, init, bt, *args))(x)
+        np.testing.assert_allclose(got, want, rtol=1e-13)
 
 
 def test_bad_input_names_the_problem():

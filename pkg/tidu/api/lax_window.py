@@ -1,7 +1,8 @@
-"""``td.lax.reduce_window`` with jax's full semantics: add, max or min from their identity is one
-ReduceWindow primitive (``tidu.numpy.conv.reduce_window``, docs/conv.md); any other body, a
-non-identity or traced init value, or a pytree of operands is a composite of compiled primitives
-(docs/lax.md "How the general forms are mapped"):
+"""``td.lax.reduce_window`` with jax's full semantics: add, max or min is one ReduceWindow
+primitive (``tidu.numpy.conv.reduce_window``, docs/conv.md) from the identity, and a
+non-identity or traced init value is combined with its result once (XLA folds the init value in
+once per window and skips padding); any other body, a pytree of operands, or negative padding is
+a composite of compiled primitives (docs/lax.md "How the general forms are mapped"):
 
 1. one ``Gather`` of the flattened operand by a constant index array takes every window's
    elements onto a new trailing axis, ``out_shape + (prod(window),)``; positions in the padding
@@ -57,15 +58,11 @@ def _monoid_name(computation):
         return None
 
 
-def _is_identity(name, init, dtype) -> bool:
+def _is_identity(ident, init) -> bool:
     if isinstance(init, Tracer):
         return False
     iv = np.asarray(init)
-    if iv.shape != ():
-        return False
-    prim = {"add": _P.ReduceWindowSum, "max": _P.ReduceWindowMax, "min": _P.ReduceWindowMin}[name]
-    ident = prim.init(prim, dtype)  # init reads only the class's body name
-    return bool(iv == ident) or bool(np.isnan(ident) and np.isnan(iv))
+    return iv.shape == () and (bool(iv == ident) or bool(np.isnan(ident) and np.isnan(iv)))
 
 
 def reduce_window(operand, init_value, computation, window_dimensions, window_strides,
@@ -75,9 +72,10 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
     ``init_values``), strided, padded ('SAME', 'SAME_LOWER', 'VALID' or (low, high) pairs, for
     the dilated window) and dilated as jax.
 
-    add, max or min from its identity is one ReduceWindow primitive; every other form is the
-    module's composite (pad, one gather of the windows, a log-depth tree of the body), so the body
-    must be associative and commutative, as XLA requires.  Derivatives are the body's: jax
+    add, max or min is one ReduceWindow primitive (from the identity; another init value is then
+    combined once per window, as XLA folds it in); every other form, and negative padding, is
+    the module's composite (one gather of the windows, a log-depth tree of the body), so the
+    body must be associative and commutative, as XLA requires.  Derivatives are the body's: jax
     defines only forward mode for a general body (reverse mode raises there); tidu's composite
     differentiates in both modes."""
     xs, spec = _flatten(operand)
@@ -87,10 +85,24 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
     name = _monoid_name(computation) if len(xs) == 1 else None
     dt0 = getattr(xs[0], "dtype", None)
     dt0 = np.dtype(dt0) if dt0 is not None else np.result_type(xs[0])
-    if name is not None and _is_identity(name, inits[0], dt0):
-        return _unflatten(spec, [_conv.reduce_window(
-            xs[0], inits[0], name, window_dimensions, window_strides, padding, base_dilation,
-            window_dilation)])
+    crop = not isinstance(padding, str) and any(int(v) < 0 for pair in padding for v in pair)
+    if name is not None and not crop:  # (the primitives take no negative padding)
+        # XLA skips padding and holes and folds the init value in once per window, so a
+        # monoid from any init is the primitive from the identity, then init (+) it once
+        prim = {"add": _P.ReduceWindowSum, "max": _P.ReduceWindowMax,
+                "min": _P.ReduceWindowMin}[name]
+        ident = prim.init(prim, dt0)  # init reads only the class's body name
+        out = _conv.reduce_window(xs[0], ident, name, window_dimensions, window_strides,
+                                  padding, base_dilation, window_dilation)
+        if not _is_identity(ident, inits[0]):
+            t = _trace_of(out, inits[0])
+            init = _lift(t, inits[0])
+            if init.ndim:
+                raise ValueError(f"reduce_window: init value must be a scalar, got shape "
+                                 f"{init.shape}")
+            init = astype(init, dt0) if init.dtype != dt0 else init
+            out = {"add": add, "max": max, "min": min}[name](init, out)
+        return _unflatten(spec, [out])
     if not callable(computation):
         raise TypeError(f"reduce_window: computation {computation!r} must be a function (a "
                         f"name is accepted only for add/max/min from their identity)")
