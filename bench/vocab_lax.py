@@ -1,6 +1,7 @@
 """td.lax's composite forms against jax.lax, per call, in one run (float64, x64): the general
 gather (point and window forms, the flat-index mapping), scatter_add of windows, ``reduce`` with
-a traced (associative, logaddexp) body: the log-depth tree, ``cumlogsumexp`` (associative_scan of logaddexp), a
+a traced (associative, logaddexp) body: the log-depth tree, ``reduce_window`` with such a
+body and with a non-identity init (gather + masked tree), ``cumlogsumexp`` (associative_scan of logaddexp), a
 two-operand ``sort`` and ``clamp``.  Prints medians and ratios (tidu / jax.jit; lower is better)
 for tidu's interpreter (backend="cpu") and its default backend.
 
@@ -37,6 +38,11 @@ def cases(L, n):
             a, -np.inf, lambda p, q: M.max(p, q) + M.log1p(M.exp(-M.abs(p - q))), (1,)),
             (x,)),
         "cumlogsumexp": (lambda M, a: M.cumlogsumexp(a, 1), (x,)),
+        "reduce_window logaddexp 3x3": (lambda M, a: M.reduce_window(
+            a, -np.inf, lambda p, q: M.max(p, q) + M.log1p(M.exp(-M.abs(p - q))), (3, 3, 1),
+            (1, 1, 1), "SAME"), (img,)),
+        "reduce_window add init 1": (lambda M, a: M.reduce_window(
+            a, 1.0, M.add, (3, 3, 1), (2, 2, 1), "SAME"), (img,)),
         "sort (keys, values)": (lambda M, a, b: M.sort((a, b), 1), (x, x * 2)),
         "clamp": (lambda M, a: M.clamp(-0.5, a, 0.5), (y,)),
     }

@@ -33,6 +33,8 @@ from tidu.api.lax_extra import (
     PrecisionLike,
     broadcast_like,
     clz,
+    composite,
+    conv_general_dilated_local,
     conv_general_dilated_patches,
     conv_general_permutations,
     conv_general_shape_tuple,
@@ -42,6 +44,7 @@ from tidu.api.lax_extra import (
     empty,
     fft,
     index_take,
+    mulhi,
     population_count,
     reduce_window_shape_tuple,
     stack,
@@ -107,6 +110,7 @@ from tidu.api.lax_math import (
     pow,
     real,
     reciprocal,
+    reduce_precision,
     rem,
     round,
     rsqrt,
@@ -182,6 +186,7 @@ from tidu.api.lax_shapes import _concatenate as concatenate
 from tidu.api.lax_shapes import _reshape as reshape
 from tidu.api.lax_shapes import _slice as slice
 from tidu.api.lax_shapes import _transpose as transpose
+from tidu.api.lax_window import reduce_window
 from tidu.api.special import (
     bessel_i0e,
     bessel_i1e,
@@ -200,7 +205,6 @@ from tidu.numpy.conv import (
     conv_general_dilated,
     conv_transpose,
     conv_with_general_padding,
-    reduce_window,
 )
 from tidu.numpy.core import stop_gradient
 from tidu.numpy.logical import bitwise_and, bitwise_not, bitwise_or, bitwise_xor
@@ -212,34 +216,35 @@ from tidu.ops.control_flow import CustomLinear, close_body
 from tidu.trace.tracer import _emit, _lift, _promote, _trace_of
 
 __all__ = [
-    "ConvDimensionNumbers", "ConvGeneralDilatedDimensionNumbers", "DotDimensionNumbers", "FftType",
-    "GatherDimensionNumbers", "GatherScatterMode", "Precision", "PrecisionLike", "RoundingMethod",
-    "ScatterDimensionNumbers", "abs", "acos", "acosh", "add", "all_gather", "approx_max_k",
-    "approx_min_k", "argmax", "argmin", "asin", "asinh", "associative_scan", "atan", "atan2",
-    "atanh", "axis_index", "axis_size", "batch_matmul", "bessel_i0e", "bessel_i1e", "betainc",
-    "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "broadcast", "broadcast_in_dim",
-    "broadcast_like", "broadcast_shapes", "broadcast_to_rank", "broadcasted_iota", "cbrt", "ceil",
-    "clamp", "clz", "collapse", "complex", "concatenate", "cond", "conj", "conv",
-    "conv_dimension_numbers", "conv_general_dilated", "conv_general_dilated_patches",
-    "conv_general_permutations", "conv_general_shape_tuple", "conv_shape_tuple", "conv_transpose",
-    "conv_transpose_shape_tuple", "conv_with_general_padding", "convert_element_type", "cos",
+    "abs", "acos", "acosh", "add", "all_gather", "approx_max_k", "approx_min_k", "argmax", "argmin",
+    "asin", "asinh", "associative_scan", "atan", "atan2", "atanh", "axis_index", "axis_size",
+    "batch_matmul", "bessel_i0e", "bessel_i1e", "betainc", "bitwise_and", "bitwise_not",
+    "bitwise_or", "bitwise_xor", "broadcast", "broadcast_in_dim", "broadcast_like",
+    "broadcast_shapes", "broadcast_to_rank", "broadcasted_iota", "cbrt", "ceil", "clamp", "clz",
+    "collapse", "complex", "composite", "concatenate", "cond", "conj", "conv",
+    "conv_dimension_numbers", "conv_general_dilated", "conv_general_dilated_local",
+    "conv_general_dilated_patches", "conv_general_permutations", "conv_general_shape_tuple",
+    "conv_shape_tuple", "conv_transpose", "conv_transpose_shape_tuple", "conv_with_general_padding",
+    "ConvDimensionNumbers", "convert_element_type", "ConvGeneralDilatedDimensionNumbers", "cos",
     "cosh", "cumlogsumexp", "cummax", "cummin", "cumprod", "cumsum", "custom_linear_solve",
-    "custom_root", "digamma", "div", "dot", "dot_general", "dtype", "dynamic_index_in_dim",
-    "dynamic_slice", "dynamic_slice_in_dim", "dynamic_update_index_in_dim", "dynamic_update_slice",
-    "dynamic_update_slice_in_dim", "empty", "eq", "erf", "erf_inv", "erfc", "exp", "exp2",
-    "expand_dims", "expm1", "fft", "floor", "fori_loop", "full", "full_like", "gather", "ge", "gt",
-    "igamma", "igamma_grad_a", "igammac", "imag", "index_in_dim", "index_take", "integer_pow",
-    "iota", "is_finite", "le", "lgamma", "linear_call", "log", "log1p", "logistic", "lt", "map",
-    "max", "min", "mul", "ne", "neg", "nextafter", "optimization_barrier", "pad",
-    "padtype_to_pads", "pmax", "pmean", "pmin", "polygamma", "population_count", "pow", "psum",
-    "random_gamma_grad", "real", "reciprocal", "reduce", "reduce_and", "reduce_max", "reduce_min",
-    "reduce_or", "reduce_prod", "reduce_sum", "reduce_window", "reduce_window_shape_tuple",
-    "reduce_xor", "rem", "reshape", "rev", "round", "rsqrt", "scan", "scatter", "scatter_add",
-    "scatter_apply", "scatter_max", "scatter_min", "scatter_mul", "scatter_sub", "select",
-    "select_n", "shift_left", "shift_right_arithmetic", "shift_right_logical", "sign", "sin",
-    "sinh", "slice", "slice_in_dim", "sort", "sort_key_val", "split", "sqrt", "square", "squeeze",
-    "stack", "stop_gradient", "sub", "switch", "tan", "tanh", "tile", "top_k", "transpose",
-    "unstack", "while_loop", "zeta",
+    "custom_root", "digamma", "div", "dot", "dot_general", "DotDimensionNumbers", "dtype",
+    "dynamic_index_in_dim", "dynamic_slice", "dynamic_slice_in_dim", "dynamic_update_index_in_dim",
+    "dynamic_update_slice", "dynamic_update_slice_in_dim", "empty", "eq", "erf", "erf_inv", "erfc",
+    "exp", "exp2", "expand_dims", "expm1", "fft", "FftType", "floor", "fori_loop", "full",
+    "full_like", "gather", "GatherDimensionNumbers", "GatherScatterMode", "ge", "gt", "igamma",
+    "igamma_grad_a", "igammac", "imag", "index_in_dim", "index_take", "integer_pow", "iota",
+    "is_finite", "le", "lgamma", "linear_call", "log", "log1p", "logistic", "lt", "map", "max",
+    "min", "mul", "mulhi", "ne", "neg", "nextafter", "optimization_barrier", "pad",
+    "padtype_to_pads", "pmax", "pmean", "pmin", "polygamma", "population_count", "pow", "Precision",
+    "PrecisionLike", "psum", "random_gamma_grad", "real", "reciprocal", "reduce", "reduce_and",
+    "reduce_max", "reduce_min", "reduce_or", "reduce_precision", "reduce_prod", "reduce_sum",
+    "reduce_window", "reduce_window_shape_tuple", "reduce_xor", "rem", "reshape", "rev", "round",
+    "RoundingMethod", "rsqrt", "scan", "scatter", "scatter_add", "scatter_apply", "scatter_max",
+    "scatter_min", "scatter_mul", "scatter_sub", "ScatterDimensionNumbers", "select", "select_n",
+    "shift_left", "shift_right_arithmetic", "shift_right_logical", "sign", "sin", "sinh", "slice",
+    "slice_in_dim", "sort", "sort_key_val", "split", "sqrt", "square", "squeeze", "stack",
+    "stop_gradient", "sub", "switch", "tan", "tanh", "tile", "top_k", "transpose", "unstack",
+    "while_loop", "zeta",
 ]
 
 

@@ -30,13 +30,6 @@ ABSENT: dict[str, str] = {
     "RandomAlgorithm": _RNG, "rng_bit_generator": _RNG, "rng_uniform": _RNG,
     "bitcast_convert_type": ("reinterpreting bits needs a primitive tidu does not have (no "
                              "composite of value-level operations reproduces it)"),
-    "reduce_precision": ("rounding to a narrower exponent/mantissa needs bit-level access "
-                         "(bitcast), which tidu does not have"),
-    "mulhi": "the high half of a 64-bit product needs 128-bit arithmetic tidu does not have",
-    "conv_general_dilated_local": ("an unshared-weight convolution; compose it from "
-                                   "conv_general_dilated_patches and einsum"),
-    "composite": ("a StableHLO composite op with a user decomposition: tidu lowers its own "
-                  "primitives and has no hook for named decompositions"),
     "platform_dependent": ("a per-platform choice of implementation: tidu's interpreter and "
                            "XLA backends run one program"),
     "with_sharding_constraint": ("tidu places shardings through jit's in_shardings/"

@@ -6,6 +6,7 @@ and windowed reductions (plain Python).  docs/lax.md."""
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Union
 
@@ -13,7 +14,7 @@ import numpy as np
 
 from tidu import ops as _P
 from tidu.api.lax_gather import GatherDimensionNumbers, gather
-from tidu.api.lax_shapes import Precision, broadcast_in_dim, padtype_to_pads
+from tidu.api.lax_shapes import Precision, broadcast_in_dim, dot_general, padtype_to_pads
 from tidu.graph.dtypes import INTS
 from tidu.numpy.conv import (
     ConvDimensionNumbers,
@@ -22,14 +23,16 @@ from tidu.numpy.conv import (
     conv_general_dilated,
 )
 from tidu.numpy.core import astype, concatenate, reshape, where
-from tidu.numpy.logical import bitwise_and, bitwise_or
+from tidu.numpy.logical import bitwise_and, bitwise_or, right_shift
+from tidu.numpy.shapes import moveaxis
 from tidu.ops.fft import FftType
 from tidu.trace.tracer import _current, _emit, _lift, _trace_of
 
 __all__ = [
     "ConvGeneralDilatedDimensionNumbers", "FftType", "PrecisionLike", "broadcast_like", "clz",
-    "conv_general_dilated_patches", "conv_general_permutations", "conv_general_shape_tuple",
-    "conv_shape_tuple", "conv_transpose_shape_tuple", "dtype", "empty", "fft", "index_take",
+    "conv_general_dilated_local", "conv_general_dilated_patches", "conv_general_permutations",
+    "conv_general_shape_tuple", "conv_shape_tuple", "conv_transpose_shape_tuple", "dtype",
+    "composite", "empty", "fft", "index_take", "mulhi",
     "population_count", "reduce_window_shape_tuple", "stack", "unstack",
 ]
 
@@ -196,6 +199,41 @@ def conv_general_dilated_patches(lhs, filter_shape, window_strides, padding, lhs
                                 preferred_element_type=preferred_element_type)
 
 
+
+def conv_general_dilated_local(lhs, rhs, window_strides, padding, filter_shape,
+                               lhs_dilation=None, rhs_dilation=None, dimension_numbers=None,
+                               precision=None):
+    """``jax.lax.conv_general_dilated_local``: an unshared (locally connected) convolution, one
+    kernel per output position, composed as jax composes it: the patches
+    (``conv_general_dilated_patches``) contracted with ``rhs`` by one ``dot_general`` batched
+    over the output positions.  ``rhs`` has the output's spatial sizes in its spatial axes and
+    ``C * prod(filter_shape)`` in its ``I`` axis (channel-major, then the filter's positions in
+    ``rhs_spec``'s order)."""
+    x = _tr(lhs)
+    patches = conv_general_dilated_patches(x, filter_shape, window_strides, padding,
+                                           lhs_dilation, rhs_dilation, dimension_numbers)
+    _, rhs_spec, out_spec = conv_dimension_numbers(
+        x.shape, (1, 1) + tuple(int(d) for d in filter_shape), dimension_numbers)
+    w = _lift(x._t, rhs)
+    if w.ndim != x.ndim:
+        raise ValueError(f"conv_general_dilated_local: rhs of rank {w.ndim} for lhs of rank "
+                         f"{x.ndim}")
+    want = {rhs_spec[1]: patches.shape[out_spec[1]]}
+    want.update({r: patches.shape[o] for r, o in zip(rhs_spec[2:], out_spec[2:])})
+    bad = {a: n for a, n in want.items() if w.shape[a] != n}
+    if bad:
+        raise ValueError(f"conv_general_dilated_local: rhs shape {w.shape} must have "
+                         f"{', '.join(f'{n} at axis {a}' for a, n in sorted(want.items()))} "
+                         f"(the output positions and C * prod(filter_shape) patch entries)")
+    lhs_b = list(out_spec[2:])
+    rhs_b = list(rhs_spec[2:])
+    rhs_b = [rhs_b[i] for i in sorted(range(len(rhs_b)), key=lambda k: lhs_b[k])]
+    lhs_b = sorted(lhs_b)
+    dn = (([out_spec[1]], [rhs_spec[1]]), (lhs_b, rhs_b))
+    out = dot_general(patches, w, dn)
+    return moveaxis(out, (-2, -1), (out_spec[0], out_spec[1]))
+
+
 # ---- shape tuples (plain Python, as jax's) ----
 
 def conv_general_permutations(dimension_numbers):
@@ -284,3 +322,48 @@ def reduce_window_shape_tuple(operand_shape, window_dimensions, window_strides, 
         win = _dilate(win, window_dilation)
     return tuple(int((n + lo + hi - w) // s + 1) for n, w, s, (lo, hi) in
                  zip(shape, win, window_strides, padding))
+
+
+# ---- mulhi, composite ----
+
+def mulhi(x, y):
+    """``jax.lax.mulhi``: the high half of the full-width product of two integers of one dtype
+    (signed or unsigned).  Up to 32 bits, the product in 64 bits shifted down; 64 bits, the
+    32-bit halves' four partial products in uint64 with their carries, then the signed
+    correction (subtract y where x < 0 and x where y < 0)."""
+    t = _trace_of(x, y)
+    a, b = _lift(t, x), _lift(t, y)
+    if a.dtype != b.dtype or a.dtype not in INTS:
+        raise TypeError(f"mulhi: operands must be integers of one dtype, got {a.dtype} and "
+                        f"{b.dtype}")
+    dt = a.dtype
+    bits = dt.itemsize * 8
+    if bits <= 32:
+        wide = np.dtype(np.int64 if dt.kind == "i" else np.uint64)
+        return astype(right_shift(astype(a, wide) * astype(b, wide), wide.type(bits)), dt)
+    u64 = np.dtype(np.uint64)
+    ua, ub = astype(a, u64), astype(b, u64)
+    lo32, s32 = np.uint64(0xFFFFFFFF), np.uint64(32)
+    al, ah = bitwise_and(ua, lo32), right_shift(ua, s32)
+    bl, bh = bitwise_and(ub, lo32), right_shift(ub, s32)
+    lh, hl = al * bh, ah * bl
+    cross = right_shift(al * bl, s32) + bitwise_and(lh, lo32) + hl  # < 2**64
+    hi = ah * bh + right_shift(lh, s32) + right_shift(cross, s32)
+    if dt.kind == "i":
+        zero = np.uint64(0)
+        hi = hi - where(a < 0, ub, zero) - where(b < 0, ua, zero)
+    return astype(hi, dt)
+
+
+def composite(decomposition, name: str, version: int = 0):
+    """``jax.lax.composite``: ``decomposition`` as a function; its keyword arguments are the
+    composite's attributes.  tidu runs (and lowers) the decomposition itself: there is no
+    ``stablehlo.composite`` wrapper for a backend to match by ``name``."""
+    if not callable(decomposition):
+        raise TypeError(f"composite: decomposition {decomposition!r} must be a function")
+
+    @functools.wraps(decomposition)
+    def call(*args, **kwargs):
+        return decomposition(*args, **kwargs)
+
+    return call

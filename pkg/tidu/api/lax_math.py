@@ -38,7 +38,7 @@ from tidu.numpy.core import conj as _conj
 from tidu.numpy.core import power as _power
 from tidu.numpy.logical import logical_and, logical_or
 from tidu.numpy.nn import sigmoid
-from tidu.numpy.numeric import nextafter
+from tidu.numpy.numeric import frexp, ldexp, nextafter
 from tidu.numpy.scipy.special import digamma, erfinv
 from tidu.numpy.scipy.special import gammaln as lgamma
 from tidu.numpy.ufuncs import arccos as acos
@@ -58,7 +58,8 @@ __all__ = [
     "div", "rem",
     "eq", "erf", "erf_inv", "erfc", "exp", "exp2", "expm1", "floor", "ge", "gt", "imag",
     "integer_pow", "is_finite", "le", "lgamma", "log", "log1p", "logistic", "lt", "max", "min",
-    "mul", "ne", "neg", "nextafter", "pow", "real", "reciprocal", "round", "rsqrt", "select",
+    "mul", "ne", "neg", "nextafter", "pow", "real", "reciprocal", "reduce_precision", "round",
+    "rsqrt", "select",
     "select_n", "sign", "sin", "sinh", "sqrt", "square", "sub", "tan", "tanh",
 ]
 
@@ -297,3 +298,59 @@ __reexports__ = (acos, acosh, asin, asinh, atan, atan2, atanh, cbrt, ceil, cos, 
                  digamma, erf, erfc, exp, exp2, expm1, floor, imag, lgamma, log, log1p,
                  nextafter, real, rsqrt, sign, sin, sinh, sqrt, tan, tanh, logical_or)
 abs = _abs  # noqa: A001
+
+
+# ---- reduce_precision ----
+
+_FLOAT_BITS = {np.dtype(np.float32): (8, 23, -126), np.dtype(np.float64): (11, 52, -1022)}
+
+
+def _reduce_precision_value(x, exponent_bits, mantissa_bits):
+    ebits, mbits, emin = _FLOAT_BITS[x.dtype]
+    y = x
+    if mantissa_bits < mbits:
+        # round half to even at the mantissa_bits-th bit below the leading one, on the quantum
+        # of x's binade (a subnormal's is the smallest normal's, as XLA's bit arithmetic)
+        _, e = frexp(x)
+        q = maximum(astype(e, np.int32) - 1, emin) - mantissa_bits
+        r = ldexp(x, -q)
+        rr = _round_even(r)
+        if mantissa_bits == 0:
+            # no mantissa bit left: XLA's "even" is the exponent's lowest bit, so 1.5 * 2**q
+            # rounds down where the biased exponent is even (the bias is odd: q odd)
+            rr = where(logical_and(_abs(r) == 1.5, q % 2 != 0), r / 1.5, rr)
+        y = ldexp(rr, q)
+    if exponent_bits < ebits:
+        bias = (1 << (exponent_bits - 1)) - 1
+        big = np.ldexp(x.dtype.type(1), bias + 1)  # the reduced format's overflow threshold
+        tiny = np.ldexp(x.dtype.type(1), 1 - bias)  # its smallest normal
+        ay = _abs(y)
+        y = where(ay >= big, y * x.dtype.type(np.inf), where(ay < tiny, y * 0, y))
+    return where(isfinite(x), y, x) if mantissa_bits < mbits or exponent_bits < ebits else y
+
+
+_reduce_precision_rule = custom_jvp(_reduce_precision_value, nondiff_argnums=(1, 2))
+
+
+@_reduce_precision_rule.defjvp
+def _reduce_precision_jvp(exponent_bits, mantissa_bits, primals, tangents):
+    # straight through: the tangent unchanged (jax treats the op as linear and rounds the
+    # tangent too; tidu's linear rules must be exactly linear)
+    (x,), (t,) = primals, tangents
+    return _reduce_precision_rule(x, exponent_bits, mantissa_bits), t
+
+
+def reduce_precision(operand, exponent_bits: int, mantissa_bits: int):
+    """``jax.lax.reduce_precision``: each value rounded (to nearest, ties to even) to
+    ``mantissa_bits`` and its exponent range cut to ``exponent_bits`` as XLA does: overflow to
+    +-inf, values below the reduced format's smallest normal to +-0 (no subnormals), NaN and inf
+    kept.  Exact arithmetic (frexp, ldexp, Round) instead of bit access.  Its derivative passes
+    the tangent through unchanged (jax also rounds the tangent)."""
+    x = _tr(operand)
+    eb, mb = int(exponent_bits), int(mantissa_bits)
+    if eb < 1 or mb < 0:
+        raise ValueError(f"reduce_precision: exponent_bits must be >= 1 and mantissa_bits >= 0, "
+                         f"got {exponent_bits}, {mantissa_bits}")
+    if x.dtype not in _FLOAT_BITS:
+        raise TypeError(f"reduce_precision: operand must be float32 or float64, got {x.dtype}")
+    return _reduce_precision_rule(x, eb, mb)

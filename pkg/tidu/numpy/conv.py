@@ -322,7 +322,7 @@ def _computation(computation) -> str:
     if prim is None:
         raise NotImplementedError(
             f"reduce_window: computation {computation!r} is not supported; tidu reduces windows "
-            f"with add, max or min (a traced body is not supported yet)")
+            f"with add, max or min here; td.lax.reduce_window takes any associative body")
     return prim
 
 
@@ -351,7 +351,8 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
     nd = len(shape)
     prim = getattr(P, name)
     if isinstance(init_value, Tracer):
-        raise NotImplementedError("reduce_window: a traced init_value is not supported")
+        raise NotImplementedError("reduce_window: a traced init_value is not supported here "
+                                  "(td.lax.reduce_window takes one)")
     wd = _tuple("window_dimensions", window_dimensions, nd)
     st = _tuple("window_strides", window_strides, nd)
     bd = _tuple("base_dilation", base_dilation, nd)
@@ -364,7 +365,8 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
     if iv.shape != () or not (iv == ident or (np.isnan(ident) and np.isnan(iv))):
         raise NotImplementedError(
             f"reduce_window: init_value {init_value!r} is not the identity {ident!r} of "
-            f"{name[len('ReduceWindow'):].lower()} for {dt}; only the identity is supported")
+            f"{name[len('ReduceWindow'):].lower()} for {dt}; only the identity is supported here "
+            f"(td.lax.reduce_window takes any init value)")
     if not live:
         return op.impl(np.asarray(operand))
     t = _trace_of(operand)

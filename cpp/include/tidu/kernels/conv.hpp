@@ -38,6 +38,55 @@ struct ConvGeom {
   std::int64_t Sp = 1, Kp = 1, Pp = 1;       // their products
 };
 
+// Integer and bool C = A . B: products summed in unsigned integers of 32 bits for types up to 32
+// bits, 64 otherwise, which wrap as XLA's fixed-width integer arithmetic does (the result mod
+// 2^bits is the same; no signed-overflow UB; 32-bit lanes vectorise where 64-bit multiplies do
+// not); bool is the OR of ANDs (a nonzero sum, which cannot wrap to zero below 2^32 terms).
+// Blocked: 4 rows of C share each load of a row tile of B, the 4 accumulator tiles stay in L1.
+template <class T>
+inline void conv_int_gemm(const T* A, const T* B, T* Cm, std::int64_t m, std::int64_t n, std::int64_t k) {
+  using U = std::conditional_t<(sizeof(T) <= 4), std::uint32_t, std::uint64_t>;
+  constexpr std::int64_t MR = 4, NB = 512;
+  thread_local std::vector<U> buf;
+  if (buf.size() < static_cast<std::size_t>(MR * NB)) buf.resize(MR * NB);
+  U* acc = buf.data();
+  auto u = [](T v) { return static_cast<U>(static_cast<std::int64_t>(v)); };
+  for (std::int64_t i0 = 0; i0 < m; i0 += MR) {
+    const std::int64_t mr = std::min(MR, m - i0);
+    for (std::int64_t j0 = 0; j0 < n; j0 += NB) {
+      const std::int64_t nb = std::min(NB, n - j0);
+      std::fill(acc, acc + MR * NB, U{0});
+      for (std::int64_t q = 0; q < k; ++q) {
+        U a[MR] = {0, 0, 0, 0};
+        for (std::int64_t r = 0; r < mr; ++r) a[r] = u(A[(i0 + r) * k + q]);
+        if ((a[0] | a[1] | a[2] | a[3]) == 0) continue;  // exact for integers (no NaN to keep)
+        const T* bq = B + q * n + j0;
+        U* __restrict c0 = acc;
+        U* __restrict c1 = acc + NB;
+        U* __restrict c2 = acc + 2 * NB;
+        U* __restrict c3 = acc + 3 * NB;
+        const U a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
+        for (std::int64_t j = 0; j < nb; ++j) {
+          const U b = u(bq[j]);
+          c0[j] += a0 * b;
+          c1[j] += a1 * b;
+          c2[j] += a2 * b;
+          c3[j] += a3 * b;
+        }
+      }
+      for (std::int64_t r = 0; r < mr; ++r) {
+        T* c = Cm + (i0 + r) * n + j0;
+        const U* s = acc + r * NB;
+        if constexpr (std::is_same_v<T, bool>) {
+          for (std::int64_t j = 0; j < nb; ++j) c[j] = s[j] != 0;
+        } else {
+          for (std::int64_t j = 0; j < nb; ++j) c[j] = static_cast<T>(s[j]);
+        }
+      }
+    }
+  }
+}
+
 // C[m x n] = A[m x k] . B[k x n], row-major, through the BLAS hook when set.
 template <class T>
 inline void conv_gemm(const T* A, const T* B, T* Cm, std::int64_t m, std::int64_t n, std::int64_t k) {
@@ -59,27 +108,7 @@ inline void conv_gemm(const T* A, const T* B, T* Cm, std::int64_t m, std::int64_
     return;
   }
   if constexpr (std::is_integral_v<T>) {
-    // integers and bool: products summed in uint64, which wraps as XLA's fixed-width integer
-    // arithmetic does (the result mod 2^bits is the same; no signed-overflow UB); bool is the
-    // OR of ANDs (a nonzero sum)
-    thread_local std::vector<std::uint64_t> acc;
-    if (static_cast<std::int64_t>(acc.size()) < n) acc.resize(n);
-    for (std::int64_t i = 0; i < m; ++i) {
-      std::fill(acc.begin(), acc.begin() + n, std::uint64_t{0});
-      for (std::int64_t q = 0; q < k; ++q) {
-        const std::uint64_t a = static_cast<std::uint64_t>(static_cast<std::int64_t>(A[i * k + q]));
-        if (a == 0) continue;  // exact for integers (no NaN to keep)
-        const T* bq = B + q * n;
-        for (std::int64_t j = 0; j < n; ++j)
-          acc[j] += a * static_cast<std::uint64_t>(static_cast<std::int64_t>(bq[j]));
-      }
-      T* c = Cm + i * n;
-      if constexpr (std::is_same_v<T, bool>) {
-        for (std::int64_t j = 0; j < n; ++j) c[j] = acc[j] != 0;
-      } else {
-        for (std::int64_t j = 0; j < n; ++j) c[j] = static_cast<T>(acc[j]);
-      }
-    }
+    conv_int_gemm(A, B, Cm, m, n, k);
     return;
   }
   for (std::int64_t i = 0; i < m * n; ++i) Cm[i] = T(0);
