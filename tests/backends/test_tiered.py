@@ -230,6 +230,32 @@ def test_exit_with_a_compile_in_flight():
     assert "in flight 1" in r.stdout, r.stdout  # exited with the compile running
 
 
+def test_exit_waits_for_a_long_compile_instead_of_aborting():
+    """A compile still inside XLA when Python finalizes would be ended by pthread_exit and abort
+    the process ("FATAL: exception not rethrown"); the exit handler waits for it, saying so."""
+    code = """
+        import sys, time, numpy as np, tidu as td
+        from tidu.backends import tiered
+        tiered.COMPILE_S = tiered.COMPILE_S_PER_INSTRUCTION = tiered.MIN_CALL_S = 0.0
+        tiered._at_exit.__defaults__ = (0.2,)  # the notice after 0.2 s instead of 10
+        real = tiered._compile_xla
+        def slow(prog):
+            time.sleep(1.5)
+            out = real(prog)
+            print("compiled", flush=True)
+            return out
+        tiered._compile_xla = slow
+        f = td.jit(lambda w, x: td.sum(td.tanh(x @ w) ** 2))
+        a = np.ones((64, 64))
+        f(a, a); f(a, a)
+        print("in flight", tiered.in_flight(), flush=True)
+    """
+    r = _python(code, {"TIDU_TIERED": "1"})
+    assert r.returncode == 0, r.stderr
+    assert "in flight 1" in r.stdout and "compiled" in r.stdout, r.stdout
+    assert "waiting for a background XLA compile" in r.stderr, r.stderr
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 def test_fork_with_a_compile_in_flight():
     code = """

@@ -38,6 +38,7 @@ import importlib.util
 import logging
 import os
 import queue
+import sys
 import threading
 import time
 import weakref
@@ -289,9 +290,12 @@ def _drain(reason: str) -> None:
             job.done.set()
 
 
-def _at_exit(timeout: float = 10.0) -> None:
-    """Process exit: no new compiles, the queued ones dropped, the running one given up to
-    ``timeout`` seconds to finish (jax's own exit handlers run after this one)."""
+def _at_exit(notice_after: float = 10.0) -> None:
+    """Process exit: no new compiles, the queued ones dropped, and the running one waited for
+    (jax's own exit handlers run after this one). Not given up on: a compile thread still inside
+    XLA when Python finalizes is ended by pthread_exit on its way back to the interpreter, whose
+    unwinding through jaxlib's frames aborts the process ("FATAL: exception not rethrown"), so an
+    exit waits for the compile instead, saying so on stderr after ``notice_after`` seconds."""
     global _closed
     _closed = True
     _drain("the process is exiting")
@@ -300,7 +304,11 @@ def _at_exit(timeout: float = 10.0) -> None:
             _queue.put_nowait(None)
         except queue.Full:
             pass
-        _worker[0].join(timeout)
+        _worker[0].join(notice_after)
+        if _worker[0].is_alive():
+            print("tidu: waiting for a background XLA compile to finish before exiting",
+                  file=sys.stderr, flush=True)
+            _worker[0].join()
 
 
 def clear() -> None:
