@@ -93,6 +93,75 @@ inline void conv_gemm(const T* A, const T* B, T* Cm, std::int64_t m, std::int64_
   }
 }
 
+// C[m x n] = A[m x k] . B[n x k]^T, row-major, through the BLAS hook (the caller checks
+// conv_gemm_nt_ok first).
+template <class T>
+inline bool conv_gemm_nt_ok(std::int64_t m, std::int64_t n, std::int64_t k) {
+  if (m <= 0 || n <= 0 || k <= 0 || m >= (1LL << 31) || n >= (1LL << 31) || k >= (1LL << 31)) return false;
+  if constexpr (std::is_same_v<T, float>) return blas().sgemm != nullptr;
+  else if constexpr (std::is_same_v<T, double>) return blas().dgemm != nullptr;
+  else if constexpr (std::is_same_v<T, std::complex<float>>) return blas().cgemm != nullptr;
+  else if constexpr (std::is_same_v<T, std::complex<double>>) return blas().zgemm != nullptr;
+  else return false;
+}
+
+template <class T>
+inline void conv_gemm_nt(const T* A, const T* B, T* Cm, std::int64_t m, std::int64_t n, std::int64_t k) {
+  const int mi = static_cast<int>(m), ni = static_cast<int>(n), ki = static_cast<int>(k);
+  if constexpr (std::is_same_v<T, float>) {
+    reinterpret_cast<real_gemm_t<T>>(blas().sgemm)(kRowMajor, kNoTrans, kTrans, mi, ni, ki, T(1), A, ki, B, ki,
+                                                   T(0), Cm, ni);
+  } else if constexpr (std::is_same_v<T, double>) {
+    reinterpret_cast<real_gemm_t<T>>(blas().dgemm)(kRowMajor, kNoTrans, kTrans, mi, ni, ki, T(1), A, ki, B, ki,
+                                                   T(0), Cm, ni);
+  } else if constexpr (is_complex_v<T>) {
+    const T one(1), zero(0);
+    void* fn = std::is_same_v<T, std::complex<float>> ? blas().cgemm : blas().zgemm;
+    reinterpret_cast<complex_gemm_t>(fn)(kRowMajor, kNoTrans, kTrans, mi, ni, ki, &one, A, ki, B, ki, &zero, Cm,
+                                         ni);
+  }
+}
+
+// One row of the transposed patch matrix: for output position `q` (per axis), the input plane
+// `x` read at every window offset (Kp, the last window axis fastest), written to `row`.  Used
+// where the windows are long and the output rows short (the kernel gradient, a convolution of
+// the input with the output's cotangent as its window: a 3x3 output, 32x32 windows), where the
+// patch rows of `conv_row` would be 3 elements long.
+template <class T>
+inline void conv_row_t(const T* x, const ConvGeom& g, const std::int64_t* const* tab, const std::int64_t* q,
+                       const std::int64_t* in_str, T* row) {
+  const std::int64_t ns = g.ns, last = ns - 1, kl = g.K[last], pl = g.P[last];
+  const std::int64_t* tl = tab[last] + q[last];
+  const std::int64_t outer = g.Kp / kl;
+  std::int64_t kidx[8] = {0};
+  for (std::int64_t o = 0; o < outer; ++o) {
+    std::int64_t base = 0;
+    bool valid = true;
+    for (std::int64_t d = 0; d < last; ++d) {
+      const std::int64_t v = tab[d][kidx[d] * g.P[d] + q[d]];
+      if (v < 0) {
+        valid = false;
+        break;
+      }
+      base += v * in_str[d];
+    }
+    T* r = row + o * kl;
+    if (!valid) {
+      for (std::int64_t j = 0; j < kl; ++j) r[j] = T(0);
+    } else {
+      const T* xb = x + base;
+      for (std::int64_t j = 0; j < kl; ++j) {
+        const std::int64_t v = tl[j * pl];
+        r[j] = v >= 0 ? xb[v] : T(0);
+      }
+    }
+    for (std::int64_t d = last; d-- > 0;) {
+      if (++kidx[d] < g.K[d]) break;
+      kidx[d] = 0;
+    }
+  }
+}
+
 // One row of the patch matrix: for window offset `off` (per axis), the input plane `x` (one
 // batch index and feature, S row-major) read at every output position, written to `row` (Pp).
 // tab[d] holds, per (window index, output index) of axis d, the input index or -1.
@@ -168,6 +237,10 @@ inline void conv(const T* x, const T* w, T* y, const ConvGeom& g) {
   const double work = static_cast<double>(out_size) * static_cast<double>(IK);
   const std::int64_t threads = std::min<std::int64_t>({detail::cores(), tasks,
                                                        static_cast<std::int64_t>(std::min(work / (1 << 22), 1e6)) + 1});
+  // long windows over short output rows (a kernel gradient): the patch matrix transposed, its
+  // rows whole windows, and the product against it as a transposed operand
+  const bool transposed = ns > 0 && g.P[ns - 1] < g.K[ns - 1] && g.Pp < g.Kp &&
+                          conv_gemm_nt_ok<T>(og, chunk * g.Pp, IK);
   auto run = [&](std::int64_t task) {
     // bool's patches live in bytes (std::vector<bool> packs bits and has no data())
     using Cell = std::conditional_t<std::is_same_v<T, bool>, std::uint8_t, T>;
@@ -179,6 +252,23 @@ inline void conv(const T* x, const T* w, T* y, const ConvGeom& g) {
     T* col = reinterpret_cast<T*>(buf.data());
     T* res = col + IK * cols;
     const std::int64_t cin0 = g.G > 1 ? grp * g.I : 0;
+    if (transposed) {  // col as [cols x IK]: rows (batch, output position), windows contiguous
+      std::int64_t q[8];
+      for (std::int64_t b = 0; b < nc; ++b) {
+        const std::int64_t n = (g.BG > 1 ? grp * g.N1 : 0) + c0 + b;
+        for (std::int64_t pq = 0; pq < g.Pp; ++pq) {
+          std::int64_t rem = pq;
+          for (std::int64_t d = ns; d-- > 0;) {
+            q[d] = rem % g.P[d];
+            rem /= g.P[d];
+          }
+          T* row = col + (b * g.Pp + pq) * IK;
+          for (std::int64_t i = 0; i < g.I; ++i)
+            conv_row_t<T>(x + (n * g.C + cin0 + i) * g.Sp, g, tab, q, in_str, row + i * g.Kp);
+        }
+      }
+      conv_gemm_nt<T>(w + grp * og * IK, col, res, og, cols, IK);
+    } else {
     std::int64_t off[8];
     for (std::int64_t i = 0; i < g.I; ++i) {
       for (std::int64_t kf = 0; kf < g.Kp; ++kf) {
@@ -196,6 +286,7 @@ inline void conv(const T* x, const T* w, T* y, const ConvGeom& g) {
       }
     }
     conv_gemm<T>(w + grp * og * IK, col, res, og, cols, IK);
+    }
     for (std::int64_t b = 0; b < nc; ++b)
       for (std::int64_t o = 0; o < og; ++o) {
         const T* src = res + o * cols + b * g.Pp;
