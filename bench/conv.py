@@ -10,7 +10,8 @@ XLA against jax.jit (and torch, if installed).
   batch norm + skip - relu, a squared loss; the gradient wrt both kernels.
 
 cold: the first
-call of a fresh jit (trace, differentiate, compile, first evaluation); warm: the median of
+call of a fresh jit (after one tiny jit of each library, so that one-time process costs such as
+jax's CPU client and tidu's BLAS load count in neither) (trace, differentiate, compile, first evaluation); warm: the median of
 `repeat` later calls.  The default backend (tiered execution, docs/xla.md) is called until its
 tier is decided for good (at most `--settle` seconds, as bench/tensor.py does) before its warm
 figure: without that its warm calls are the interpreter's first ones, counting towards the XLA
@@ -98,6 +99,11 @@ def main(argv=None):
     import jax.numpy as jnp
     from jax import lax
 
+    # one tiny jit of each first: one-time process costs (jax's CPU client, tidu's BLAS load)
+    # count in neither library's cold figure
+    small = np.ones((4, 4), np.float32)
+    jax.block_until_ready(jax.jit(lambda a: a @ a)(small))
+    td.jit(lambda a: a @ a)(small)
     rng = np.random.default_rng(0)
     jconv = lambda x, k, s, p: lax.conv_general_dilated(x, k, s, p)
     tconv = lambda x, k, s, p: td_conv(x, k, s, p)
@@ -116,6 +122,7 @@ def main(argv=None):
         want = jf(*data)
         for label, backend in (("tidu", None), ("cpu", "cpu"), ("xla", "xla")):
             kw = {} if backend is None else {"backend": backend}
+            td.clear_caches()  # cold means never seen in this process, for each backend
             tf = td.jit(td.value_and_grad(model(td, tconv, td_rw)), **kw)
             if backend is None:  # the cold call, then the tier settled, then the warm calls
                 t0 = time.perf_counter()
