@@ -9,13 +9,13 @@ XLA against jax.jit (and torch, if installed).
 - ResNet-style block: batch 16, 64 channels, 32x32, conv 3x3 - batch norm - relu - conv 3x3 -
   batch norm + skip - relu, a squared loss; the gradient wrt both kernels.
 
-cold: the first
-call of a fresh jit (after one tiny jit of each library, so that one-time process costs such as
-jax's CPU client and tidu's BLAS load count in neither) (trace, differentiate, compile, first evaluation); warm: the median of
-`repeat` later calls.  The default backend (tiered execution, docs/xla.md) is called until its
-tier is decided for good (at most `--settle` seconds, as bench/tensor.py does) before its warm
-figure: without that its warm calls are the interpreter's first ones, counting towards the XLA
-compile.  Ratios are tidu / jax (lower is better).
+cold: the first call of a fresh jit (trace, differentiate, compile, first evaluation), after one
+tiny jit of each library so that one-time process costs (jax's CPU client, tidu's BLAS load)
+count in neither; warm: the median of `repeat` later calls.  The default backend (tiered
+execution, docs/xla.md) is called until its tier is decided for good (at most `--settle`
+seconds, as bench/tensor.py does) before its warm figure: without that its warm calls are the
+interpreter's first ones, counting towards the XLA compile.  Ratios are tidu / jax (lower is
+better).
 """
 
 from __future__ import annotations
