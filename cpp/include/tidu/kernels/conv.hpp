@@ -38,6 +38,26 @@ struct ConvGeom {
   std::int64_t Sp = 1, Kp = 1, Pp = 1;       // their products
 };
 
+// Of one table row t[0..n) (input indices, -1 where padding or a hole): the valid entries as
+// one run [lo, hi) of consecutive input indices, when they are (ok; no lhs dilation or stride
+// along the row), so the row is zeros, a copy, zeros; else ok is false (gather element-wise).
+struct ConvRun {
+  std::int64_t lo = 0, hi = 0;
+  bool ok = false;
+};
+
+inline ConvRun conv_run(const std::int64_t* t, std::int64_t n, std::int64_t step) {
+  ConvRun r;
+  std::int64_t j = 0;
+  while (j < n && t[j * step] < 0) ++j;
+  r.lo = r.hi = j;
+  while (j < n && t[j * step] >= 0 && t[j * step] == t[r.lo * step] + (j - r.lo)) ++j;
+  r.hi = j;
+  while (j < n && t[j * step] < 0) ++j;
+  r.ok = j == n;
+  return r;
+}
+
 // C[m x n] = A[m x k] . B[k x n], row-major, through the BLAS hook when set.
 template <class T>
 inline void conv_gemm(const T* A, const T* B, T* Cm, std::int64_t m, std::int64_t n, std::int64_t k) {
@@ -129,9 +149,10 @@ inline void conv_gemm_nt(const T* A, const T* B, T* Cm, std::int64_t m, std::int
 // patch rows of `conv_row` would be 3 elements long.
 template <class T>
 inline void conv_row_t(const T* x, const ConvGeom& g, const std::int64_t* const* tab, const std::int64_t* q,
-                       const std::int64_t* in_str, T* row) {
+                       const std::int64_t* in_str, const ConvRun* runs, T* row) {
   const std::int64_t ns = g.ns, last = ns - 1, kl = g.K[last], pl = g.P[last];
   const std::int64_t* tl = tab[last] + q[last];
+  const ConvRun ru = runs[q[last]];
   const std::int64_t outer = g.Kp / kl;
   std::int64_t kidx[8] = {0};
   for (std::int64_t o = 0; o < outer; ++o) {
@@ -150,9 +171,15 @@ inline void conv_row_t(const T* x, const ConvGeom& g, const std::int64_t* const*
       for (std::int64_t j = 0; j < kl; ++j) r[j] = T(0);
     } else {
       const T* xb = x + base;
-      for (std::int64_t j = 0; j < kl; ++j) {
-        const std::int64_t v = tl[j * pl];
-        r[j] = v >= 0 ? xb[v] : T(0);
+      if (ru.ok) {
+        for (std::int64_t j = 0; j < ru.lo; ++j) r[j] = T(0);
+        if (ru.hi > ru.lo) std::copy(xb + tl[ru.lo * pl], xb + tl[ru.lo * pl] + (ru.hi - ru.lo), r + ru.lo);
+        for (std::int64_t j = ru.hi; j < kl; ++j) r[j] = T(0);
+      } else {
+        for (std::int64_t j = 0; j < kl; ++j) {
+          const std::int64_t v = tl[j * pl];
+          r[j] = v >= 0 ? xb[v] : T(0);
+        }
       }
     }
     for (std::int64_t d = last; d-- > 0;) {
@@ -167,7 +194,7 @@ inline void conv_row_t(const T* x, const ConvGeom& g, const std::int64_t* const*
 // tab[d] holds, per (window index, output index) of axis d, the input index or -1.
 template <class T>
 inline void conv_row(const T* x, const ConvGeom& g, const std::int64_t* const* tab, const std::int64_t* off,
-                     const std::int64_t* in_str, T* row) {
+                     const std::int64_t* in_str, const ConvRun* runs, T* row) {
   const std::int64_t ns = g.ns;
   if (ns == 0) {
     row[0] = x[0];
@@ -179,6 +206,7 @@ inline void conv_row(const T* x, const ConvGeom& g, const std::int64_t* const* t
   const std::int64_t* tl = tab[last] + off[last] * pl;
   std::int64_t outer = g.Pp / std::max<std::int64_t>(pl, 1);
   if (pl == 0) return;
+  const ConvRun ru = runs[off[last]];
   for (std::int64_t o = 0; o < outer; ++o) {
     std::int64_t base = 0;
     bool valid = true;
@@ -195,7 +223,13 @@ inline void conv_row(const T* x, const ConvGeom& g, const std::int64_t* const* t
       for (std::int64_t j = 0; j < pl; ++j) r[j] = T(0);
     } else {
       const T* xb = x + base;
-      for (std::int64_t j = 0; j < pl; ++j) r[j] = tl[j] >= 0 ? xb[tl[j]] : T(0);
+      if (ru.ok) {
+        for (std::int64_t j = 0; j < ru.lo; ++j) r[j] = T(0);
+        if (ru.hi > ru.lo) std::copy(xb + tl[ru.lo], xb + tl[ru.lo] + (ru.hi - ru.lo), r + ru.lo);
+        for (std::int64_t j = ru.hi; j < pl; ++j) r[j] = T(0);
+      } else {
+        for (std::int64_t j = 0; j < pl; ++j) r[j] = tl[j] >= 0 ? xb[tl[j]] : T(0);
+      }
     }
     for (std::int64_t d = last; d-- > 0;) {
       if (++idx[d] < g.P[d]) break;
@@ -227,6 +261,14 @@ inline void conv(const T* x, const T* w, T* y, const ConvGeom& g) {
   }
   const std::int64_t* tab[8];
   for (std::int64_t d = 0; d < ns; ++d) tab[d] = tabs.data() + tab_off[d];
+  // of the last axis: per window index its run over the output positions (conv_row), and per
+  // output position its run over the window indices (conv_row_t)
+  std::vector<ConvRun> runs, runs_t;
+  if (ns > 0) {
+    const std::int64_t kl = g.K[ns - 1], pl = g.P[ns - 1];
+    for (std::int64_t kk = 0; kk < kl; ++kk) runs.push_back(conv_run(tab[ns - 1] + kk * pl, pl, 1));
+    for (std::int64_t q = 0; q < pl; ++q) runs_t.push_back(conv_run(tab[ns - 1] + q, kl, pl));
+  }
   in_str[ns > 0 ? ns - 1 : 0] = 1;
   for (std::int64_t d = ns - 1; d-- > 0;) in_str[d] = in_str[d + 1] * g.S[d + 1];
   // chunks of output batch indices: a patch matrix of at most ~4M elements each
@@ -264,7 +306,7 @@ inline void conv(const T* x, const T* w, T* y, const ConvGeom& g) {
           }
           T* row = col + (b * g.Pp + pq) * IK;
           for (std::int64_t i = 0; i < g.I; ++i)
-            conv_row_t<T>(x + (n * g.C + cin0 + i) * g.Sp, g, tab, q, in_str, row + i * g.Kp);
+            conv_row_t<T>(x + (n * g.C + cin0 + i) * g.Sp, g, tab, q, in_str, runs_t.data(), row + i * g.Kp);
         }
       }
       conv_gemm_nt<T>(w + grp * og * IK, col, res, og, cols, IK);
@@ -281,7 +323,7 @@ inline void conv(const T* x, const T* w, T* y, const ConvGeom& g) {
         for (std::int64_t b = 0; b < nc; ++b) {
           const std::int64_t n = (g.BG > 1 ? grp * g.N1 : 0) + c0 + b;
           const T* plane = x + (n * g.C + cin0 + i) * g.Sp;
-          conv_row<T>(plane, g, tab, off, in_str, row + b * g.Pp);
+          conv_row<T>(plane, g, tab, off, in_str, runs.data(), row + b * g.Pp);
         }
       }
     }
