@@ -423,6 +423,43 @@ inline void window_step(Op op, T& acc, T v) {
   }
 }
 
+// y[j] (op)= x[j * s] for j < n: one window offset of the last axis over a run of outputs that
+// read input elements s apart (2x2 pooling: s = 2), branch-free (vectorisable); NaN propagates
+// as in window_step.  K: 0 sum, 1 max, 2 min.
+template <class T, int K>
+inline void window_run(T* y, const T* x, std::int64_t n, std::int64_t s) {
+  for (std::int64_t j = 0; j < n; ++j) {
+    const T v = x[j * s];
+    if constexpr (K == 0) {
+      y[j] += v;
+    } else if constexpr (std::is_floating_point_v<T>) {
+      y[j] = ((K == 1 ? v > y[j] : v < y[j]) | (v != v)) ? v : y[j];
+    } else if constexpr (std::is_integral_v<T>) {
+      y[j] = (K == 1 ? v > y[j] : v < y[j]) ? v : y[j];
+    }
+  }
+}
+
+// Of one table row t[0..n) (input offsets, -1 where padding or a hole): the valid entries as one
+// run [lo, hi) of offsets `s` apart (s >= 1), when they are (ok).
+struct WindowRun {
+  std::int64_t lo = 0, hi = 0, s = 1;
+  bool ok = false;
+};
+
+inline WindowRun window_run_of(const std::int64_t* t, std::int64_t n) {
+  WindowRun r;
+  std::int64_t j = 0;
+  while (j < n && t[j] < 0) ++j;
+  r.lo = j;
+  if (j + 1 < n && t[j + 1] > t[j]) r.s = t[j + 1] - t[j];
+  while (j < n && t[j] >= 0 && t[j] == t[r.lo] + (j - r.lo) * r.s) ++j;
+  r.hi = j;
+  while (j < n && t[j] < 0) ++j;
+  r.ok = j == n;
+  return r;
+}
+
 // Per axis d a table of (window index, output index) -> input index or -1 (padding, a hole of
 // base dilation); the outer axes walk an odometer, the last axis is a tight loop over the table.
 template <class T>
@@ -457,6 +494,9 @@ inline void reduce_window(Op op, const T* x, const std::int64_t* xs, std::uint32
   const std::int64_t outer = out_size / pl;
   std::int64_t win_outer = 1;
   for (std::uint32_t d = 0; d < last; ++d) win_outer *= wd[d];
+  std::vector<WindowRun> runs;
+  for (std::int64_t k = 0; k < kl; ++k) runs.push_back(window_run_of(tl + k * pl, pl));
+  const int kind = op == Op::ReduceWindowSum ? 0 : op == Op::ReduceWindowMax ? 1 : 2;
   std::int64_t pidx[16] = {0};
   for (std::int64_t o = 0; o < outer; ++o) {
     T* yr = y + o * pl;
@@ -477,8 +517,20 @@ inline void reduce_window(Op op, const T* x, const std::int64_t* xs, std::uint32
         const T* xb = x + base;
         for (std::int64_t k = 0; k < kl; ++k) {
           const std::int64_t* tk = tl + k * pl;
-          for (std::int64_t j = 0; j < pl; ++j)
-            if (tk[j] >= 0) window_step(op, yr[j], xb[tk[j]]);
+          const WindowRun& r = runs[k];
+          if (r.ok) {
+            if (r.hi > r.lo) {
+              T* yo = yr + r.lo;
+              const T* xo = xb + tk[r.lo];
+              const std::int64_t len = r.hi - r.lo;
+              if (kind == 0) window_run<T, 0>(yo, xo, len, r.s);
+              else if (kind == 1) window_run<T, 1>(yo, xo, len, r.s);
+              else window_run<T, 2>(yo, xo, len, r.s);
+            }
+          } else {
+            for (std::int64_t j = 0; j < pl; ++j)
+              if (tk[j] >= 0) window_step(op, yr[j], xb[tk[j]]);
+          }
         }
       }
       for (std::uint32_t d = last; d-- > 0;) {
