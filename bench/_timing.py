@@ -46,3 +46,22 @@ def calls(fn, n: int):
         ts.append(time.perf_counter() - t0)
     med = statistics.median(ts)
     return med, max(ts) / med
+
+
+def settle(f, call, budget):
+    """Call f until tiered execution has decided every program's tier for good (or `budget`
+    seconds pass): the default backend's warm figures are taken after that.  Returns a line
+    saying what it decided, after how many calls and seconds."""
+    t0, n = time.perf_counter(), 0
+    tiers = getattr(f, "tiers", lambda: [])
+    while tiers() and not all(s["final"] for s in tiers()) and time.perf_counter() - t0 < budget:
+        call()
+        n += 1
+    states = tiers()
+    if not states:
+        return "no tiering (ruled out at compile time, or off)"
+    s = states[0]
+    comp = f", compile {s['compile_s']:.2f} s (estimate {s['budget_s']:.2f} s)" \
+        if s["compile_s"] is not None else ""
+    return (f"{s['tier']}{'' if s['final'] else ' (undecided)'} after {n} more calls, "
+            f"{time.perf_counter() - t0:.1f} s{comp}: {s['why']}")

@@ -9,14 +9,20 @@ XLA against jax.jit (and torch, if installed).
 - ResNet-style block: batch 16, 64 channels, 32x32, conv 3x3 - batch norm - relu - conv 3x3 -
   batch norm + skip - relu, a squared loss; the gradient wrt both kernels.
 
-cold: the first
-call of a fresh jit (trace, differentiate, compile, first evaluation); warm: the median of
-`repeat` later calls.  Ratios are tidu / jax (lower is better).
+cold: the first call of a fresh jit (trace, differentiate, compile, first evaluation), after one
+tiny jit of each library so that one-time process costs (jax's CPU client, tidu's BLAS load)
+count in neither; warm: the median of `repeat` later calls.  The default backend (tiered
+execution, docs/xla.md) is called until its tier is decided for good (at most `--settle`
+seconds, as bench/tensor.py does) before its warm figure: without that its warm calls are the
+interpreter's first ones, counting towards the XLA compile.  Ratios are tidu / jax (lower is
+better).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import time
 
 import numpy as np
 
@@ -24,7 +30,7 @@ import tidu as td
 from tidu.numpy.conv import conv_general_dilated as td_conv
 from tidu.numpy.conv import reduce_window as td_rw
 
-from _timing import timed
+from _timing import settle, timed
 
 
 def lenet(m, conv, rw):
@@ -82,6 +88,9 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--settle", type=float, default=60.0,
+                    help="seconds the default backend may take to settle its tier before its "
+                         "warm figure")
     args = ap.parse_args(argv)
     if args.quick:
         args.repeat = 3
@@ -90,6 +99,11 @@ def main(argv=None):
     import jax.numpy as jnp
     from jax import lax
 
+    # one tiny jit of each first: one-time process costs (jax's CPU client, tidu's BLAS load)
+    # count in neither library's cold figure
+    small = np.ones((4, 4), np.float32)
+    jax.block_until_ready(jax.jit(lambda a: a @ a)(small))
+    td.jit(lambda a: a @ a)(small)
     rng = np.random.default_rng(0)
     jconv = lambda x, k, s, p: lax.conv_general_dilated(x, k, s, p)
     tconv = lambda x, k, s, p: td_conv(x, k, s, p)
@@ -97,18 +111,27 @@ def main(argv=None):
     jrw = lambda x, init, c, wd, st, p: lax.reduce_window(x, jops[c][1], jops[c][0], wd, st, p)
     cases = [("LeNet-5 step, batch 64", lenet, lenet_data(rng)),
              ("ResNet block, 16x64x32x32", resblock, resblock_data(rng))]
+    print(f"load average {os.getloadavg()[0]:.1f} (other work on the machine skews every figure)")
     print(f"{'':28} {'':5} {'jax.jit':>10} {'tidu':>10} {'tidu cpu':>10} {'tidu xla':>10}"
           f" {'torch':>10}   ratios tidu/jax (default, cpu, xla)")
     for name, model, data in cases:
-        rows = {}
+        rows, settled = {}, ""
         jf = jax.jit(jax.value_and_grad(model(jnp, jconv, jrw)))
         _, jcold, jwarm = timed(lambda: jax.block_until_ready(jf(*data)), args.repeat)
         rows["jax"] = (jcold, jwarm)
         want = jf(*data)
         for label, backend in (("tidu", None), ("cpu", "cpu"), ("xla", "xla")):
             kw = {} if backend is None else {"backend": backend}
+            td.clear_caches()  # cold means never seen in this process, for each backend
             tf = td.jit(td.value_and_grad(model(td, tconv, td_rw)), **kw)
-            got, cold, warm = timed(lambda: tf(*data), args.repeat)
+            if backend is None:  # the cold call, then the tier settled, then the warm calls
+                t0 = time.perf_counter()
+                got = tf(*data)
+                cold = time.perf_counter() - t0
+                settled = settle(tf, lambda: tf(*data), args.settle)
+                warm = timed(lambda: tf(*data), args.repeat)[2]
+            else:
+                got, cold, warm = timed(lambda: tf(*data), args.repeat)
             np.testing.assert_allclose(got[0], want[0], rtol=2e-3)
             rows[label] = (cold, warm)
         torch_row = ("-", "-")
@@ -123,6 +146,8 @@ def main(argv=None):
             ratios = ", ".join(f"{v / vals[0]:.2f}" for v in vals[1:])
             print(f"{name if i == 0 else '':28} {what:5} " +
                   " ".join(f"{v:10.2f}" for v in vals) + f" {tv:>10}   {ratios}  (ms)")
+        print(f"{'':28} default: {settled}")
+    print(f"load average at the end: {os.getloadavg()[0]:.1f}")
 
 
 def _torch(name, data, repeat):

@@ -40,6 +40,8 @@ import numpy as np
 
 import tidu as td
 
+from _timing import settle
+
 
 # ---- the workloads, written once over a namespace (tidu's or jax's) ----
 
@@ -285,25 +287,6 @@ def samples(fn, calls, budget):
         fn()
         ts.append(CLOCK() - t0)
     return ts
-
-
-def settle(f, call, budget):
-    """Call f until tiered execution has decided every program's tier for good (or `budget`
-    seconds pass): the default backend's warm figures are taken after that.  Returns a line
-    saying what it decided, after how many calls and seconds."""
-    t0, n = time.perf_counter(), 0
-    tiers = getattr(f, "tiers", lambda: [])
-    while tiers() and not all(s["final"] for s in tiers()) and time.perf_counter() - t0 < budget:
-        call()
-        n += 1
-    states = tiers()
-    if not states:
-        return "no tiering (ruled out at compile time, or off)"
-    s = states[0]
-    comp = f", compile {s['compile_s']:.2f} s (estimate {s['budget_s']:.2f} s)" \
-        if s["compile_s"] is not None else ""
-    return (f"{s['tier']}{'' if s['final'] else ' (undecided)'} after {n} more calls, "
-            f"{time.perf_counter() - t0:.1f} s{comp}: {s['why']}")
 
 
 def summary(ts):

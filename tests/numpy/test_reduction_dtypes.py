@@ -186,3 +186,22 @@ def test_int32_sum_and_mean_of_the_issue():
     x = np.array([2**31 - 1, 1], np.int32)
     assert int(td.jit(td.sum)(x)) == 2**31 == int(np.sum(x))
     assert float(td.jit(td.mean)(x)) == 2**30 == float(np.mean(x))
+
+
+@pytest.mark.parametrize("axis", [(0, 2, 3), (1, 3), (0, 2)])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32"])
+def test_reduced_kept_reduced_axes(axis, dtype):
+    """Axes that alternate reduced / kept (a batch norm's (0, 2, 3) over NCHW) take the row
+    kernel (elementwise.hpp reduce_rows): sums, max and min against numpy, NaN propagated."""
+    x = rng.standard_normal((5, 6, 7, 33)) * 10
+    if dtype == "int32":
+        x = x.astype(np.int32)
+    else:
+        x = x.astype(dtype)
+        x[2, 3, 4, 5] = np.nan
+    for name in ("sum", "max", "min"):
+        got = td.jit(lambda a, n=name: getattr(td, n)(a, axis=axis), backend="cpu")(x)
+        want = getattr(np, name)(x, axis=axis)
+        rtol = 1e-5 if dtype == "float32" else 1e-12
+        np.testing.assert_allclose(np.asarray(got), want, rtol=rtol, equal_nan=True,
+                                   err_msg=f"{name} over {axis}")

@@ -97,11 +97,12 @@ def test_second_order_matches_jax(case, comp):
                                atol=1e-11)
 
 
+@pytest.mark.parametrize("strides", [(2, 1), (2, 2)])  # (2, 2): windows tiling x exactly
 @pytest.mark.parametrize("comp", ["max", "min"])
-def test_ties_go_to_the_first_element_as_in_jax(comp):
+def test_ties_go_to_the_first_element_as_in_jax(comp, strides):
     z = np.array([[1.0, 1.0, 2.0, 2.0], [1.0, 1.0, 2.0, 2.0], [0.0, 3.0, 3.0, 3.0],
                   [3.0, 3.0, 3.0, 0.0]])
-    case = ("ties", z.shape, (2, 2), (2, 1), "VALID", None, None)
+    case = ("ties", z.shape, (2, 2), strides, "VALID", None, None)
     want = jax.grad(lambda a: jnp.sum(_rw(case, comp, "jax")(a)))(z)
     got = td.jit(td.grad(lambda a: td.sum(_rw(case, comp, "td")(a))))(z)
     np.testing.assert_array_equal(got, np.asarray(want))
@@ -133,10 +134,12 @@ def test_integers_nan_and_complex(backend):
     xn = _x((6,), 7)
     xn[2] = np.nan
     for comp in ("max", "min"):
-        got = td.jit(_rw(("n", (6,), (2,), (1,), "VALID", None, None), comp, "td"),
-                     backend=backend)(xn)
-        want = _rw(("n", (6,), (2,), (1,), "VALID", None, None), comp, "jax")(xn)
-        np.testing.assert_array_equal(np.isnan(got), np.isnan(np.asarray(want)))
+        for st in ((1,), (2,)):  # (2,): the strided run of the kernel's fast path
+            case = ("n", (6,), (2,), st, "VALID", None, None)
+            got = td.jit(_rw(case, comp, "td"), backend=backend)(xn)
+            want = np.asarray(_rw(case, comp, "jax")(xn))
+            np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+            np.testing.assert_array_equal(np.asarray(got)[~np.isnan(want)], want[~np.isnan(want)])
     z = _x((5,), 8) + 1j * _x((5,), 9)
     got = td.jit(lambda a: reduce_window(a, 0j, "add", (2,), (1,), "SAME"), backend=backend)(z)
     np.testing.assert_allclose(got, lax.reduce_window(z, 0j, lax.add, (2,), (1,), "SAME"),

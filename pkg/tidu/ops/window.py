@@ -10,7 +10,8 @@ integer's extreme values), as XLA's init value.  Derivatives are jax's:
 - max/min: the tangent at each window's selected element (select-and-gather-add; the first
   maximum in window order on ties, as XLA's ``ge`` select on CPU), so the transpose scatters
   each cotangent to that element and adds (select-and-scatter-add).  It is written with Conv:
-  the windows of x as patches (a Conv with an identity kernel), ArgMax over the patch axis, a
+  the windows of x as patches (a Conv with an identity kernel; a reshape and a transpose where
+  the windows tile x exactly, as 2x2 pooling with stride 2 does), ArgMax over the patch axis, a
   one-hot mask and the patches of the tangent, so every derivative of it differentiates again.
 """
 
@@ -37,6 +38,7 @@ from tidu.ops.core import (
     Primitive,
     ReduceSum,
     Reshape,
+    Transpose,
     aval_of,
     check_dtype,
     const,
@@ -193,11 +195,30 @@ class _Chooser(_ReduceWindow):
     _what = "real"
     _arg = ArgMax
 
+    def _tiles(self, shape) -> bool:
+        """Whether the windows tile x exactly (strides equal to the window, no padding, no
+        dilation, each size a multiple of the window: 2x2 pooling of an even image), so that the
+        patches are a reshape and a transpose of x and no window reaches padding."""
+        one = (1,) * len(shape)
+        return (self.window_strides == self.window_dimensions and self.base_dilation == one
+                and self.window_dilation == one and not any(self.padding_low)
+                and not any(self.padding_high)
+                and all(d % w == 0 for d, w in zip(shape, self.window_dimensions)))
+
     def _patches(self, b, x, active: bool):
         """(1, prod(window), *out): each window of x (of any rank) on a new axis, zero where
         a window reaches padding or a hole of base dilation."""
         av = aval_of(b, x)
         kp = math.prod(self.window_dimensions)
+        if self._tiles(av.shape):  # (o0, w0, o1, w1, ...) -> (w0, w1, ..., o0, o1, ...)
+            nd, wd = av.ndim, self.window_dimensions
+            split = tuple(v for d, w in zip(av.shape, wd) for v in (d // w, w))
+            perm = tuple(range(1, 2 * nd, 2)) + tuple(range(0, 2 * nd, 2))
+            flat = (1, kp) + tuple(d // w for d, w in zip(av.shape, wd))
+            if active:
+                y = lin(b, Transpose(perm), [lin(b, Reshape(split), [x], [A])], [A])
+                return lin(b, Reshape(flat), [y], [A])
+            return fix(b, Reshape(flat), fix(b, Transpose(perm), fix(b, Reshape(split), x)))
         eye = np.eye(kp, dtype=av.dtype).reshape((kp, 1) + self.window_dimensions)
         k = fix(b, Constant.of(eye))
         op = Conv(self.window_strides, self.padding_low, self.padding_high, self.base_dilation,
@@ -214,11 +235,12 @@ class _Chooser(_ReduceWindow):
         av = x.aval
         px = self._patches(b, x, False)
         pav = aval_of(b, px)
-        valid = self._patches(b, const(b, 1, av), False)
-        inside = fix(b, Compare("GT"), valid, const(b, 0.5, pav))
-        worst = const(b, -np.inf if self._arg is ArgMax else np.inf, pav)
-        masked = fix(b, Select(), inside, px, worst)
-        idx = fix(b, self._arg(1, "int64"), masked)
+        if not self._tiles(av.shape):  # windows reaching padding: those places never chosen
+            valid = self._patches(b, const(b, 1, av), False)
+            inside = fix(b, Compare("GT"), valid, const(b, 0.5, pav))
+            worst = const(b, -np.inf if self._arg is ArgMax else np.inf, pav)
+            px = fix(b, Select(), inside, px, worst)
+        idx = fix(b, self._arg(1, "int64"), px)
         out_rank = pav.ndim
         keep = (0,) + tuple(range(2, out_rank))
         idx = fix(b, BroadcastInDim(pav.shape, keep), idx)

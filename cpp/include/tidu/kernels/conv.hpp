@@ -87,6 +87,26 @@ inline void conv_int_gemm(const T* A, const T* B, T* Cm, std::int64_t m, std::in
   }
 }
 
+// Of one table row t[0..n) (input indices, -1 where padding or a hole): the valid entries as
+// one run [lo, hi) of consecutive input indices, when they are (ok; no lhs dilation or stride
+// along the row), so the row is zeros, a copy, zeros; else ok is false (gather element-wise).
+struct ConvRun {
+  std::int64_t lo = 0, hi = 0;
+  bool ok = false;
+};
+
+inline ConvRun conv_run(const std::int64_t* t, std::int64_t n, std::int64_t step) {
+  ConvRun r;
+  std::int64_t j = 0;
+  while (j < n && t[j * step] < 0) ++j;
+  r.lo = r.hi = j;
+  while (j < n && t[j * step] >= 0 && t[j * step] == t[r.lo * step] + (j - r.lo)) ++j;
+  r.hi = j;
+  while (j < n && t[j * step] < 0) ++j;
+  r.ok = j == n;
+  return r;
+}
+
 // C[m x n] = A[m x k] . B[k x n], row-major, through the BLAS hook when set.
 template <class T>
 inline void conv_gemm(const T* A, const T* B, T* Cm, std::int64_t m, std::int64_t n, std::int64_t k) {
@@ -122,12 +142,88 @@ inline void conv_gemm(const T* A, const T* B, T* Cm, std::int64_t m, std::int64_
   }
 }
 
+// C[m x n] = A[m x k] . B[n x k]^T, row-major, through the BLAS hook (the caller checks
+// conv_gemm_nt_ok first).
+template <class T>
+inline bool conv_gemm_nt_ok(std::int64_t m, std::int64_t n, std::int64_t k) {
+  if (m <= 0 || n <= 0 || k <= 0 || m >= (1LL << 31) || n >= (1LL << 31) || k >= (1LL << 31)) return false;
+  if constexpr (std::is_same_v<T, float>) return blas().sgemm != nullptr;
+  else if constexpr (std::is_same_v<T, double>) return blas().dgemm != nullptr;
+  else if constexpr (std::is_same_v<T, std::complex<float>>) return blas().cgemm != nullptr;
+  else if constexpr (std::is_same_v<T, std::complex<double>>) return blas().zgemm != nullptr;
+  else return false;
+}
+
+template <class T>
+inline void conv_gemm_nt(const T* A, const T* B, T* Cm, std::int64_t m, std::int64_t n, std::int64_t k) {
+  const int mi = static_cast<int>(m), ni = static_cast<int>(n), ki = static_cast<int>(k);
+  if constexpr (std::is_same_v<T, float>) {
+    reinterpret_cast<real_gemm_t<T>>(blas().sgemm)(kRowMajor, kNoTrans, kTrans, mi, ni, ki, T(1), A, ki, B, ki,
+                                                   T(0), Cm, ni);
+  } else if constexpr (std::is_same_v<T, double>) {
+    reinterpret_cast<real_gemm_t<T>>(blas().dgemm)(kRowMajor, kNoTrans, kTrans, mi, ni, ki, T(1), A, ki, B, ki,
+                                                   T(0), Cm, ni);
+  } else if constexpr (is_complex_v<T>) {
+    const T one(1), zero(0);
+    void* fn = std::is_same_v<T, std::complex<float>> ? blas().cgemm : blas().zgemm;
+    reinterpret_cast<complex_gemm_t>(fn)(kRowMajor, kNoTrans, kTrans, mi, ni, ki, &one, A, ki, B, ki, &zero, Cm,
+                                         ni);
+  }
+}
+
+// One row of the transposed patch matrix: for output position `q` (per axis), the input plane
+// `x` read at every window offset (Kp, the last window axis fastest), written to `row`.  Used
+// where the windows are long and the output rows short (the kernel gradient, a convolution of
+// the input with the output's cotangent as its window: a 3x3 output, 32x32 windows), where the
+// patch rows of `conv_row` would be 3 elements long.
+template <class T>
+inline void conv_row_t(const T* x, const ConvGeom& g, const std::int64_t* const* tab, const std::int64_t* q,
+                       const std::int64_t* in_str, const ConvRun* runs, T* row) {
+  const std::int64_t ns = g.ns, last = ns - 1, kl = g.K[last], pl = g.P[last];
+  const std::int64_t* tl = tab[last] + q[last];
+  const ConvRun ru = runs[q[last]];
+  const std::int64_t outer = g.Kp / kl;
+  std::int64_t kidx[8] = {0};
+  for (std::int64_t o = 0; o < outer; ++o) {
+    std::int64_t base = 0;
+    bool valid = true;
+    for (std::int64_t d = 0; d < last; ++d) {
+      const std::int64_t v = tab[d][kidx[d] * g.P[d] + q[d]];
+      if (v < 0) {
+        valid = false;
+        break;
+      }
+      base += v * in_str[d];
+    }
+    T* r = row + o * kl;
+    if (!valid) {
+      for (std::int64_t j = 0; j < kl; ++j) r[j] = T(0);
+    } else {
+      const T* xb = x + base;
+      if (ru.ok) {
+        for (std::int64_t j = 0; j < ru.lo; ++j) r[j] = T(0);
+        if (ru.hi > ru.lo) std::copy(xb + tl[ru.lo * pl], xb + tl[ru.lo * pl] + (ru.hi - ru.lo), r + ru.lo);
+        for (std::int64_t j = ru.hi; j < kl; ++j) r[j] = T(0);
+      } else {
+        for (std::int64_t j = 0; j < kl; ++j) {
+          const std::int64_t v = tl[j * pl];
+          r[j] = v >= 0 ? xb[v] : T(0);
+        }
+      }
+    }
+    for (std::int64_t d = last; d-- > 0;) {
+      if (++kidx[d] < g.K[d]) break;
+      kidx[d] = 0;
+    }
+  }
+}
+
 // One row of the patch matrix: for window offset `off` (per axis), the input plane `x` (one
 // batch index and feature, S row-major) read at every output position, written to `row` (Pp).
 // tab[d] holds, per (window index, output index) of axis d, the input index or -1.
 template <class T>
 inline void conv_row(const T* x, const ConvGeom& g, const std::int64_t* const* tab, const std::int64_t* off,
-                     const std::int64_t* in_str, T* row) {
+                     const std::int64_t* in_str, const ConvRun* runs, T* row) {
   const std::int64_t ns = g.ns;
   if (ns == 0) {
     row[0] = x[0];
@@ -139,6 +235,7 @@ inline void conv_row(const T* x, const ConvGeom& g, const std::int64_t* const* t
   const std::int64_t* tl = tab[last] + off[last] * pl;
   std::int64_t outer = g.Pp / std::max<std::int64_t>(pl, 1);
   if (pl == 0) return;
+  const ConvRun ru = runs[off[last]];
   for (std::int64_t o = 0; o < outer; ++o) {
     std::int64_t base = 0;
     bool valid = true;
@@ -155,7 +252,13 @@ inline void conv_row(const T* x, const ConvGeom& g, const std::int64_t* const* t
       for (std::int64_t j = 0; j < pl; ++j) r[j] = T(0);
     } else {
       const T* xb = x + base;
-      for (std::int64_t j = 0; j < pl; ++j) r[j] = tl[j] >= 0 ? xb[tl[j]] : T(0);
+      if (ru.ok) {
+        for (std::int64_t j = 0; j < ru.lo; ++j) r[j] = T(0);
+        if (ru.hi > ru.lo) std::copy(xb + tl[ru.lo], xb + tl[ru.lo] + (ru.hi - ru.lo), r + ru.lo);
+        for (std::int64_t j = ru.hi; j < pl; ++j) r[j] = T(0);
+      } else {
+        for (std::int64_t j = 0; j < pl; ++j) r[j] = tl[j] >= 0 ? xb[tl[j]] : T(0);
+      }
     }
     for (std::int64_t d = last; d-- > 0;) {
       if (++idx[d] < g.P[d]) break;
@@ -187,6 +290,14 @@ inline void conv(const T* x, const T* w, T* y, const ConvGeom& g) {
   }
   const std::int64_t* tab[8];
   for (std::int64_t d = 0; d < ns; ++d) tab[d] = tabs.data() + tab_off[d];
+  // of the last axis: per window index its run over the output positions (conv_row), and per
+  // output position its run over the window indices (conv_row_t)
+  std::vector<ConvRun> runs, runs_t;
+  if (ns > 0) {
+    const std::int64_t kl = g.K[ns - 1], pl = g.P[ns - 1];
+    for (std::int64_t kk = 0; kk < kl; ++kk) runs.push_back(conv_run(tab[ns - 1] + kk * pl, pl, 1));
+    for (std::int64_t q = 0; q < pl; ++q) runs_t.push_back(conv_run(tab[ns - 1] + q, kl, pl));
+  }
   in_str[ns > 0 ? ns - 1 : 0] = 1;
   for (std::int64_t d = ns - 1; d-- > 0;) in_str[d] = in_str[d + 1] * g.S[d + 1];
   // chunks of output batch indices: a patch matrix of at most ~4M elements each
@@ -197,6 +308,10 @@ inline void conv(const T* x, const T* w, T* y, const ConvGeom& g) {
   const double work = static_cast<double>(out_size) * static_cast<double>(IK);
   const std::int64_t threads = std::min<std::int64_t>({detail::cores(), tasks,
                                                        static_cast<std::int64_t>(std::min(work / (1 << 22), 1e6)) + 1});
+  // long windows over short output rows (a kernel gradient): the patch matrix transposed, its
+  // rows whole windows, and the product against it as a transposed operand
+  const bool transposed = ns > 0 && g.P[ns - 1] < g.K[ns - 1] && g.Pp < g.Kp &&
+                          conv_gemm_nt_ok<T>(og, chunk * g.Pp, IK);
   auto run = [&](std::int64_t task) {
     // bool's patches live in bytes (std::vector<bool> packs bits and has no data())
     using Cell = std::conditional_t<std::is_same_v<T, bool>, std::uint8_t, T>;
@@ -208,6 +323,23 @@ inline void conv(const T* x, const T* w, T* y, const ConvGeom& g) {
     T* col = reinterpret_cast<T*>(buf.data());
     T* res = col + IK * cols;
     const std::int64_t cin0 = g.G > 1 ? grp * g.I : 0;
+    if (transposed) {  // col as [cols x IK]: rows (batch, output position), windows contiguous
+      std::int64_t q[8];
+      for (std::int64_t b = 0; b < nc; ++b) {
+        const std::int64_t n = (g.BG > 1 ? grp * g.N1 : 0) + c0 + b;
+        for (std::int64_t pq = 0; pq < g.Pp; ++pq) {
+          std::int64_t rem = pq;
+          for (std::int64_t d = ns; d-- > 0;) {
+            q[d] = rem % g.P[d];
+            rem /= g.P[d];
+          }
+          T* row = col + (b * g.Pp + pq) * IK;
+          for (std::int64_t i = 0; i < g.I; ++i)
+            conv_row_t<T>(x + (n * g.C + cin0 + i) * g.Sp, g, tab, q, in_str, runs_t.data(), row + i * g.Kp);
+        }
+      }
+      conv_gemm_nt<T>(w + grp * og * IK, col, res, og, cols, IK);
+    } else {
     std::int64_t off[8];
     for (std::int64_t i = 0; i < g.I; ++i) {
       for (std::int64_t kf = 0; kf < g.Kp; ++kf) {
@@ -220,11 +352,12 @@ inline void conv(const T* x, const T* w, T* y, const ConvGeom& g) {
         for (std::int64_t b = 0; b < nc; ++b) {
           const std::int64_t n = (g.BG > 1 ? grp * g.N1 : 0) + c0 + b;
           const T* plane = x + (n * g.C + cin0 + i) * g.Sp;
-          conv_row<T>(plane, g, tab, off, in_str, row + b * g.Pp);
+          conv_row<T>(plane, g, tab, off, in_str, runs.data(), row + b * g.Pp);
         }
       }
     }
     conv_gemm<T>(w + grp * og * IK, col, res, og, cols, IK);
+    }
     for (std::int64_t b = 0; b < nc; ++b)
       for (std::int64_t o = 0; o < og; ++o) {
         const T* src = res + o * cols + b * g.Pp;
@@ -319,6 +452,43 @@ inline void window_step(Op op, T& acc, T v) {
   }
 }
 
+// y[j] (op)= x[j * s] for j < n: one window offset of the last axis over a run of outputs that
+// read input elements s apart (2x2 pooling: s = 2), branch-free (vectorisable); NaN propagates
+// as in window_step.  K: 0 sum, 1 max, 2 min.
+template <class T, int K>
+inline void window_run(T* y, const T* x, std::int64_t n, std::int64_t s) {
+  for (std::int64_t j = 0; j < n; ++j) {
+    const T v = x[j * s];
+    if constexpr (K == 0) {
+      y[j] += v;
+    } else if constexpr (std::is_floating_point_v<T>) {
+      y[j] = ((K == 1 ? v > y[j] : v < y[j]) | (v != v)) ? v : y[j];
+    } else if constexpr (std::is_integral_v<T>) {
+      y[j] = (K == 1 ? v > y[j] : v < y[j]) ? v : y[j];
+    }
+  }
+}
+
+// Of one table row t[0..n) (input offsets, -1 where padding or a hole): the valid entries as one
+// run [lo, hi) of offsets `s` apart (s >= 1), when they are (ok).
+struct WindowRun {
+  std::int64_t lo = 0, hi = 0, s = 1;
+  bool ok = false;
+};
+
+inline WindowRun window_run_of(const std::int64_t* t, std::int64_t n) {
+  WindowRun r;
+  std::int64_t j = 0;
+  while (j < n && t[j] < 0) ++j;
+  r.lo = j;
+  if (j + 1 < n && t[j + 1] > t[j]) r.s = t[j + 1] - t[j];
+  while (j < n && t[j] >= 0 && t[j] == t[r.lo] + (j - r.lo) * r.s) ++j;
+  r.hi = j;
+  while (j < n && t[j] < 0) ++j;
+  r.ok = j == n;
+  return r;
+}
+
 // Per axis d a table of (window index, output index) -> input index or -1 (padding, a hole of
 // base dilation); the outer axes walk an odometer, the last axis is a tight loop over the table.
 template <class T>
@@ -353,6 +523,9 @@ inline void reduce_window(Op op, const T* x, const std::int64_t* xs, std::uint32
   const std::int64_t outer = out_size / pl;
   std::int64_t win_outer = 1;
   for (std::uint32_t d = 0; d < last; ++d) win_outer *= wd[d];
+  std::vector<WindowRun> runs;
+  for (std::int64_t k = 0; k < kl; ++k) runs.push_back(window_run_of(tl + k * pl, pl));
+  const int kind = op == Op::ReduceWindowSum ? 0 : op == Op::ReduceWindowMax ? 1 : 2;
   std::int64_t pidx[16] = {0};
   for (std::int64_t o = 0; o < outer; ++o) {
     T* yr = y + o * pl;
@@ -373,8 +546,20 @@ inline void reduce_window(Op op, const T* x, const std::int64_t* xs, std::uint32
         const T* xb = x + base;
         for (std::int64_t k = 0; k < kl; ++k) {
           const std::int64_t* tk = tl + k * pl;
-          for (std::int64_t j = 0; j < pl; ++j)
-            if (tk[j] >= 0) window_step(op, yr[j], xb[tk[j]]);
+          const WindowRun& r = runs[k];
+          if (r.ok) {
+            if (r.hi > r.lo) {
+              T* yo = yr + r.lo;
+              const T* xo = xb + tk[r.lo];
+              const std::int64_t len = r.hi - r.lo;
+              if (kind == 0) window_run<T, 0>(yo, xo, len, r.s);
+              else if (kind == 1) window_run<T, 1>(yo, xo, len, r.s);
+              else window_run<T, 2>(yo, xo, len, r.s);
+            }
+          } else {
+            for (std::int64_t j = 0; j < pl; ++j)
+              if (tk[j] >= 0) window_step(op, yr[j], xb[tk[j]]);
+          }
         }
       }
       for (std::uint32_t d = last; d-- > 0;) {

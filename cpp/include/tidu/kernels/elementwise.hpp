@@ -544,6 +544,63 @@ inline bool reduce_blocked(const T* x, const std::int64_t* shape, std::uint32_t 
   return true;
 }
 
+// Any other pattern (e.g. a batch norm's per-channel sums over axes (0, 2, 3) of NCHW:
+// reduced, kept, reduced): adjacent axes of one kind merged, an odometer over the rows of the last
+// merged axis and a contiguous kernel per row (a reduced row into one output, a kept row added
+// into a run of outputs), not an odometer step per element (30x slower on (16, 64, 1024)).
+template <class T>
+inline void reduce_rows(const T* x, const std::int64_t* shape, std::uint32_t ndim, const bool* reduced, T* y,
+                        std::int64_t n, bool is_max) {
+  std::int64_t sz[16], ost[16], idx[16] = {0};
+  bool red[16];
+  int m = 0;
+  for (std::uint32_t k = 0; k < ndim; ++k) {
+    if (shape[k] == 1) continue;
+    if (m > 0 && red[m - 1] == reduced[k]) {
+      sz[m - 1] *= shape[k];
+    } else {
+      sz[m] = shape[k], red[m] = reduced[k];
+      ++m;
+    }
+  }
+  if (m == 0) {
+    accumulate(y[0], x[0], is_max);
+    return;
+  }
+  for (std::int64_t k = m, s = 1; k-- > 0;) {
+    ost[k] = red[k] ? 0 : s;
+    if (!red[k]) s *= sz[k];
+  }
+  const std::int64_t len = sz[m - 1], rows = n / len;
+  const bool last_reduced = red[m - 1];
+  std::int64_t o = 0;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const T* xr = x + r * len;
+    if (last_reduced) {
+      if constexpr (is_float_v<T>) {
+        y[o] = is_max ? row_max(xr, len, y[o]) : row_sum(xr, len, y[o]);
+      } else {
+        T acc = y[o];
+        for (std::int64_t j = 0; j < len; ++j) accumulate(acc, xr[j], is_max);
+        y[o] = acc;
+      }
+    } else {
+      T* yr = y + o;
+      if (is_max) {
+        for (std::int64_t j = 0; j < len; ++j) accumulate(yr[j], xr[j], true);
+      } else {
+        for (std::int64_t j = 0; j < len; ++j) accumulate(yr[j], xr[j], false);
+      }
+    }
+    for (int k = m - 1; k-- > 0;) {
+      o += ost[k];
+      if (++idx[k] < sz[k]) break;
+      o -= ost[k] * sz[k];
+      idx[k] = 0;
+    }
+  }
+}
+
 // y[kept index] (+)= x over `axes`; is_max selects max instead of sum.
 template <class T>
 inline void reduce(const T* x, const std::int64_t* shape, std::uint32_t ndim, const std::int64_t* axes,
@@ -570,6 +627,8 @@ inline void reduce(const T* x, const std::int64_t* shape, std::uint32_t ndim, co
   if (n == 0) return;
   if constexpr (!std::is_same_v<T, bool>) {
     if (reduce_blocked(x, shape, ndim, reduced, y, is_max)) return;
+    reduce_rows(x, shape, ndim, reduced, y, n, is_max);
+    return;
   }
   std::int64_t idx[16] = {0};
   std::int64_t o = 0;
