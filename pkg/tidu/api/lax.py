@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from tidu import ops as _P
 from tidu.api import lax_absent as _absent
+from tidu.api import lax_linalg as linalg
 from tidu.api.collectives import all_gather, axis_index, axis_size, pmax, pmean, pmin, psum
 from tidu.api.control_flow import (
     _eager,
@@ -229,8 +230,8 @@ __all__ = [
     "dynamic_update_slice_in_dim", "empty", "eq", "erf", "erf_inv", "erfc", "exp", "exp2",
     "expand_dims", "expm1", "fft", "floor", "fori_loop", "full", "full_like", "gather", "ge", "gt",
     "igamma", "igamma_grad_a", "igammac", "imag", "index_in_dim", "index_take", "integer_pow",
-    "iota", "is_finite", "le", "lgamma", "linear_call", "log", "log1p", "logistic", "lt", "map",
-    "max", "min", "mul", "ne", "neg", "nextafter", "optimization_barrier", "pad",
+    "iota", "is_finite", "le", "lgamma", "linalg", "linear_call", "log", "log1p", "logistic",
+    "lt", "map", "max", "min", "mul", "ne", "neg", "nextafter", "optimization_barrier", "pad",
     "padtype_to_pads", "pmax", "pmean", "pmin", "polygamma", "population_count", "pow", "psum",
     "random_gamma_grad", "real", "reciprocal", "reduce", "reduce_and", "reduce_max", "reduce_min",
     "reduce_or", "reduce_prod", "reduce_sum", "reduce_window", "reduce_window_shape_tuple",
