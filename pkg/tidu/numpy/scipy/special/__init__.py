@@ -50,6 +50,9 @@ from tidu.numpy.scipy.special.more import (
     comb,
     dawsn,
     erfcx,
+    exp1,
+    expi,
+    expn,
     factorial,
     gamma,
     gammasgn,
@@ -64,8 +67,8 @@ from tidu.numpy.scipy.special.more import (
 )
 
 __all__ = ["bernoulli", "bessel_jn", "beta", "betainc", "betaln", "boxcox", "boxcox1p", "comb",
-           "dawsn", "digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "expit",
-           "factorial", "gamma", "gammainc", "gammaincc", "gammaln", "gammasgn", "i0",
+           "dawsn", "digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp1", "expi", "expit",
+           "expn", "factorial", "gamma", "gammainc", "gammaincc", "gammaln", "gammasgn", "i0",
            "i0e", "i1", "i1e", "kl_div", "log_ndtr", "log_softmax", "loggamma", "logit",
            "logsumexp", "multigammaln", "ndtr", "ndtri", "owens_t", "poch", "polygamma",
            "rel_entr", "softmax", "spence", "wofz", "xlog1py", "xlogy", "zeta"]
