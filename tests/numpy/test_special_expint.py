@@ -1,4 +1,5 @@
-"""td.scipy.special's exponential integrals (expi, exp1, expn: jax's Cephes ports) against
+"""td.scipy.special's exponential and trigonometric integrals (expi, exp1, expn, sici: jax's
+Cephes ports) against
 jax.scipy.special in x64 over their domain (both signs, the piece boundaries, 0, +-inf, NaN, n up
 to and past 5000) on both backends, float32, and first and second derivatives against jax and
 finite differences."""
@@ -76,3 +77,35 @@ def test_complex_input_is_refused():
     for fn in (S.expi, S.exp1, lambda z: S.expn(1, z)):
         with pytest.raises(TypeError, match="complex input is not supported"):
             td.jit(fn)(np.ones(2, np.complex128))
+
+
+# ---- sici (Cephes' sici.c as jax ports it) ----
+
+XS = np.concatenate([-np.geomspace(1e-4, 1e12, 50), np.geomspace(1e-4, 1e12, 70),
+                     [4.0, np.nextafter(4.0, 0), 8.0, 1e9, 0.0, -0.0, np.inf, -np.inf, np.nan]])
+
+
+@pytest.mark.parametrize("backend", ["cpu", "xla"])
+def test_sici_matches_jax(backend):
+    si, ci = td.jit(S.sici, backend=backend)(XS)
+    jsi, jci = jss.sici(XS)
+    np.testing.assert_allclose(si, jsi, rtol=1e-14, atol=0, equal_nan=True)
+    np.testing.assert_allclose(ci, jci, rtol=1e-14, atol=0, equal_nan=True)
+    x32 = XS.astype(np.float32)
+    si32, ci32 = td.jit(S.sici, backend=backend)(x32)
+    assert si32.dtype == ci32.dtype == np.float32
+    jsi32, jci32 = jss.sici(x32)
+    np.testing.assert_allclose(si32, jsi32, rtol=1e-5, atol=1e-6, equal_nan=True)
+    np.testing.assert_allclose(ci32, jci32, rtol=1e-5, atol=1e-6, equal_nan=True)
+
+
+def test_sici_derivatives_match_jax():
+    x = np.array([-20.0, -3.0, -0.5, 0.0, 0.05, 0.7, 3.9, 4.1, 7.0, 9.0, 50.0])
+    for k in range(2):
+        f = lambda ns, k=k: lambda x: ns.scipy.special.sici(x)[k]  # noqa: E731
+        got = td.jit(td.vmap(td.grad(f(td))))(x)
+        want = np.asarray(jax.vmap(jax.grad(f(jax)))(x))
+        np.testing.assert_allclose(got, want, rtol=1e-12, equal_nan=True)
+    pts = np.array([-2.0, 0.3, 3.0, 6.0])
+    check_grads(lambda x: S.sici(x)[0], [pts], order=2, atol=1e-6, rtol=1e-6)
+    check_grads(lambda x: S.sici(x)[1], [pts], order=2, atol=1e-6, rtol=1e-6)

@@ -65,10 +65,11 @@ from tidu.numpy.scipy.special.more import (
     spence,
     wofz,
 )
+from tidu.numpy.scipy.special.sici import sici
 
 __all__ = ["bernoulli", "bessel_jn", "beta", "betainc", "betaln", "boxcox", "boxcox1p", "comb",
            "dawsn", "digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp1", "expi", "expit",
            "expn", "factorial", "gamma", "gammainc", "gammaincc", "gammaln", "gammasgn", "i0",
            "i0e", "i1", "i1e", "kl_div", "log_ndtr", "log_softmax", "loggamma", "logit",
            "logsumexp", "multigammaln", "ndtr", "ndtri", "owens_t", "poch", "polygamma",
-           "rel_entr", "softmax", "spence", "wofz", "xlog1py", "xlogy", "zeta"]
+           "rel_entr", "sici", "softmax", "spence", "wofz", "xlog1py", "xlogy", "zeta"]
