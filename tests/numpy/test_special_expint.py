@@ -1,8 +1,7 @@
-"""td.scipy.special's exponential and trigonometric integrals (expi, exp1, expn, sici: jax's
-Cephes ports) against
-jax.scipy.special in x64 over their domain (both signs, the piece boundaries, 0, +-inf, NaN, n up
-to and past 5000) on both backends, float32, and first and second derivatives against jax and
-finite differences."""
+"""td.scipy.special's exponential, trigonometric and Fresnel integrals (expi, exp1, expn, sici,
+fresnel: jax's Cephes ports) against jax.scipy.special in x64 over their domain (both signs, the
+piece boundaries, 0, +-inf, NaN, expn's n up to and past 5000) on both backends, float32, and
+first and second derivatives against jax and finite differences."""
 
 from __future__ import annotations
 
@@ -109,3 +108,30 @@ def test_sici_derivatives_match_jax():
     pts = np.array([-2.0, 0.3, 3.0, 6.0])
     check_grads(lambda x: S.sici(x)[0], [pts], order=2, atol=1e-6, rtol=1e-6)
     check_grads(lambda x: S.sici(x)[1], [pts], order=2, atol=1e-6, rtol=1e-6)
+
+
+# ---- fresnel (jax's port of SciPy's/Cephes' fresnl) ----
+
+XF = np.concatenate([-np.geomspace(1e-4, 1e6, 50), np.geomspace(1e-4, 1e6, 70),
+                     [1.6, np.nextafter(1.6, 0), 36974.0, 0.0, -0.0, np.inf, -np.inf, np.nan]])
+
+
+@pytest.mark.parametrize("backend", ["cpu", "xla"])
+@pytest.mark.parametrize("dtype, tol", [("float64", 1e-14), ("float32", 1e-6)])
+def test_fresnel_matches_jax(backend, dtype, tol):
+    x = XF.astype(dtype)
+    s, c = td.jit(S.fresnel, backend=backend)(x)
+    js, jc = jss.fresnel(x)
+    assert s.dtype == c.dtype == np.dtype(dtype)
+    np.testing.assert_allclose(s, js, rtol=tol, atol=0, equal_nan=True)
+    np.testing.assert_allclose(c, jc, rtol=tol, atol=0, equal_nan=True)
+
+
+def test_fresnel_derivatives_match_jax():
+    x = np.array([-9.0, -1.3, -0.2, 0.0, 0.4, 1.59, 1.61, 3.3, 7.5])
+    for k in range(2):
+        f = lambda ns, k=k: lambda x: ns.scipy.special.fresnel(x)[k]  # noqa: E731
+        got = td.jit(td.vmap(td.grad(f(td))))(x)
+        np.testing.assert_allclose(got, np.asarray(jax.vmap(jax.grad(f(jax)))(x)), rtol=1e-13,
+                                   atol=1e-15)
+        check_grads(f(td), [np.array([-1.3, 0.4, 2.0])], order=2, atol=1e-6, rtol=1e-6)

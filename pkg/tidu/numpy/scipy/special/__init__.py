@@ -41,6 +41,7 @@ from tidu.numpy.scipy.special.core import (
     xlogy,
     zeta,
 )
+from tidu.numpy.scipy.special.fresnel import fresnel
 from tidu.numpy.scipy.special.more import (
     bernoulli,
     bessel_jn,
@@ -69,7 +70,8 @@ from tidu.numpy.scipy.special.sici import sici
 
 __all__ = ["bernoulli", "bessel_jn", "beta", "betainc", "betaln", "boxcox", "boxcox1p", "comb",
            "dawsn", "digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp1", "expi", "expit",
-           "expn", "factorial", "gamma", "gammainc", "gammaincc", "gammaln", "gammasgn", "i0",
+           "expn", "factorial", "fresnel", "gamma", "gammainc", "gammaincc", "gammaln",
+           "gammasgn", "i0",
            "i0e", "i1", "i1e", "kl_div", "log_ndtr", "log_softmax", "loggamma", "logit",
            "logsumexp", "multigammaln", "ndtr", "ndtri", "owens_t", "poch", "polygamma",
            "rel_entr", "sici", "softmax", "spence", "wofz", "xlog1py", "xlogy", "zeta"]
