@@ -39,7 +39,7 @@ OPCODES = ["Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Neg", "Conj", "Exp"
            "LUPermute", "Eigh", "QR", "SVD", "Rev", "Scan", "While", "Cond", "Checkpoint", "And",
            "Or", "Xor", "Not", "ShiftLeft", "ShiftRightArithmetic", "ShiftRightLogical",
            "Conv", "ReduceWindowSum", "ReduceWindowMax", "ReduceWindowMin", "Threefry2x32",
-           "Threefry2x32Iota", "HostCallback", "Tie", "Fft", "Lgamma"]
+           "Threefry2x32Iota", "HostCallback", "Tie", "Fft", "Lgamma", "Eig"]
 DTYPES = ["float32", "float64", "complex64", "complex128", "int32", "int64", "bool", "uint32",
           "int8", "int16", "uint8", "uint16", "uint64"]
 OP = {n: i for i, n in enumerate(OPCODES)}
@@ -201,6 +201,7 @@ def attr_roles(op: int, at: list[int]) -> list[tuple[int, str]]:
     fixed = {"Compare": ["dir"], "Concatenate": ["axis"], "Constant": ["offset", "nbytes"],
              "TriangularSolve": ["flag"] * 5, "Gather": ["axis"], "Scatter": ["axis", "mode"],
              "LUPermute": ["flag"], "Eigh": ["flag"], "QR": ["flag"], "SVD": ["flag"] * 2,
+             "Eig": ["flag"] * 3,
              "ArgMax": ["dim", "dtype"], "ArgMin": ["dim", "dtype"],
              **{n: ["dim", "flag"] for n in ("Cumsum", "Cumprod", "Cummax", "Cummin", "LinearScan",
                                              "Sort")}}

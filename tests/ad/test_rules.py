@@ -136,6 +136,12 @@ TABLE = {
              lambda d: [(arr((3, 3), d) + np.diag([0.0, 3.0, 6.0])).astype(d)], ALL),
     "Eigh values": (lambda a: td.apply(P.Eigh(False), a),
                     lambda d: [(arr((3, 3), d) + np.diag([0.0, 3.0, 6.0])).astype(d)], ALL),
+    # Eig: eigenvectors under jax's opt-in (enable_eigvec_derivs), through |.|^2 (phase-free)
+    "Eig": (lambda a: td.apply(P.Eig(False, True, True), a)
+            * td.conj(td.apply(P.Eig(False, True, True), a)),
+            lambda d: [(arr((3, 3), d) + np.diag([0.0, 3.0, 6.0])).astype(d)], ALL),
+    "Eig values": (lambda a: td.apply(P.Eig(False, False, True), a),
+                   lambda d: [(arr((3, 3), d) + np.diag([0.0, 3.0, 6.0])).astype(d)], ALL),
     "QR": (lambda a: td.apply(P.QR(False), a),
            lambda d: [(arr((4, 3), d) + 3 * np.eye(4, 3)).astype(d)], ALL),
     "SVD": (lambda a: td.apply(P.SVD(False, True), a) * td.conj(td.apply(P.SVD(False, True), a)),

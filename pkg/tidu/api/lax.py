@@ -11,6 +11,8 @@ from collections.abc import Callable
 
 from tidu import ops as _P
 from tidu.api import lax_absent as _absent
+from tidu.api import lax_linalg as linalg
+from tidu.api import special_expint as _special_expint  # noqa: F401  (registers expi, exp1, expn)
 from tidu.api.collectives import all_gather, axis_index, axis_size, pmax, pmean, pmin, psum
 from tidu.api.control_flow import (
     _eager,
@@ -233,7 +235,7 @@ __all__ = [
     "exp", "exp2", "expand_dims", "expm1", "fft", "FftType", "floor", "fori_loop", "full",
     "full_like", "gather", "GatherDimensionNumbers", "GatherScatterMode", "ge", "gt", "igamma",
     "igamma_grad_a", "igammac", "imag", "index_in_dim", "index_take", "integer_pow", "iota",
-    "is_finite", "le", "lgamma", "linear_call", "log", "log1p", "logistic", "lt", "map", "max",
+    "is_finite", "le", "lgamma", "linalg", "linear_call", "log", "log1p", "logistic", "lt", "map", "max",
     "min", "mul", "mulhi", "ne", "neg", "nextafter", "optimization_barrier", "pad",
     "padtype_to_pads", "pmax", "pmean", "pmin", "polygamma", "population_count", "pow", "Precision",
     "PrecisionLike", "psum", "random_gamma_grad", "real", "reciprocal", "reduce", "reduce_and",

@@ -34,7 +34,6 @@ ABSENT: dict[str, str] = {
                            "XLA backends run one program"),
     "with_sharding_constraint": ("tidu places shardings through jit's in_shardings/"
                                  "out_shardings and shard_map (docs/scale.md)"),
-    "linalg": "jax.lax.linalg's names are td.linalg and td.scipy.linalg (docs/linalg.md)",
     "dce_sink": _JAXINT, "shape_as_value": _JAXINT, "stage": _JAXINT,
 }
 

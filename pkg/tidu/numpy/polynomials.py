@@ -153,10 +153,6 @@ def roots(p, *, strip_zeros: bool = True):
     if strip_zeros:
         raise ValueError("roots: strip_zeros=True needs concrete coefficients; pass "
                          "strip_zeros=False under a trace")
-    eigvals = getattr(linalg, "eigvals", None)
-    if eigvals is None:
-        raise NotImplementedError("roots: a traced polynomial's roots need td.linalg.eigvals, "
-                                  "which tidu does not have yet")
     t = _trace_of(p)
     x = _inexact(t, _vec(t, p, "roots"))
     n = x.shape[0] - 1
@@ -164,4 +160,4 @@ def roots(p, *, strip_zeros: bool = True):
         return core.astype(x[:0], np.complex128)
     top = core.reshape(-x[1:] / x[0], (1, n))
     sub = np.eye(n - 1, n, dtype=np.float64) if n > 1 else np.zeros((0, 1))
-    return eigvals(core.concatenate([top, core.astype(_lift(t, sub), top.dtype)], 0))
+    return linalg.eigvals(core.concatenate([top, core.astype(_lift(t, sub), top.dtype)], 0))

@@ -21,6 +21,7 @@ from tidu.ops.core import (
                                   Transpose,
 )
 from tidu.ops.dynamic_slice import DynamicSlice, DynamicUpdateSlice
+from tidu.ops.eig import Eig
 from tidu.ops.elementwise import (
                                   Abs,
                                   Compare,
@@ -90,7 +91,7 @@ TIER1 = ("Abs", "Add", "BroadcastInDim", "Compare", "Concatenate", "Conj", "Cons
          "Mul", "Neg", "Pad", "Pow", "Real", "ReduceMax", "ReduceSum", "Reshape", "Rsqrt", "Select",
          "Sign", "Sin", "Slice", "Sqrt", "StopGradient", "Sub", "Tanh", "Transpose")
 # linear algebra (docs/linalg.md)
-LINALG = ("Cholesky", "TriangularSolve", "LU", "LUPermute", "Eigh", "QR", "SVD")
+LINALG = ("Cholesky", "TriangularSolve", "LU", "LUPermute", "Eigh", "QR", "SVD", "Eig")
 INDEXING = ("DynamicSlice", "DynamicUpdateSlice", "Gather", "Scatter")  # docs/numpy.md
 # ordering and accumulation (docs/numpy.md)
 SORTING = ("ArgMax", "ArgMin", "Cummax", "Cummin", "Cumprod", "Cumsum", "LinearScan", "ReduceAnd",
@@ -121,7 +122,7 @@ __all__ = [
     "Atanh", "AxisGather", "AxisReduce", "BroadcastInDim", "Cbrt", "Ceil", "Checkpoint",
     "Cholesky", "Compare", "Concatenate", "Cond", "Conj", "Constant", "Conv", "Convert", "Cos",
     "Cosh", "Cummax", "Cummin", "Cumprod", "Cumsum", "Div", "DotGeneral", "DynamicSlice",
-    "DynamicUpdateSlice", "Eigh", "Erf", "ErfInv", "Erfc", "Exp", "Expm1", "Fft", "FftType",
+    "DynamicUpdateSlice", "Eig", "Eigh", "Erf", "ErfInv", "Erfc", "Exp", "Expm1", "Fft", "FftType",
     "Floor", "Gather",
     "HostCallback", "Imag", "Iota", "IsFinite", "LU", "LUPermute", "Lgamma", "LinearScan", "Log",
     "Log1p",

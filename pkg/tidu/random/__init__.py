@@ -29,6 +29,7 @@ from tidu.random.poisson import poisson
 
 from tidu.numpy import nn as _nn  # isort: skip
 from tidu.random import initializers  # isort: skip
+from tidu.random import kde as _kde  # noqa: F401  # isort: skip  (gaussian_kde on td.scipy.stats)
 
 _nn.initializers = initializers  # td.nn.initializers needs td.random, which sits above td.nn
 

@@ -13,13 +13,18 @@
 //   SVD     (..., m, n)  -> compute_uv: (..., k + m*ku + kv*n), s, U (m x ku), Vh (kv x n); ku = kv
 //                           = k = min(m, n) (reduced) or ku = m, kv = n (full); else s (..., k) of
 //                           the real dtype.  s descending.
+//   Eig(left, right, _) (..., m, m) -> left or right: (..., m, m*(left + right) + 1) complex:
+//                           [VL | VR | w] (LAPACK ?geev: each vector of unit 2-norm, its largest
+//                           component real); neither: w (..., m) complex.  Real input: complex
+//                           pairs unpacked as jax's (v_j = re + i im, v_{j+1} = re - i im).  A
+//                           matrix with a non-finite entry gives NaN (as jax, without calling geev).
 //   LUPermute(inverse) (pivots int32 (..., k), x (..., m, n)) -> the rows of x swapped i <-> p[i]
 //                           for i = 0..k-1 (backwards when inverse); a pivot outside [0, m) is ignored.
 //
 // Kernels call LAPACK (Fortran interface) through FactorHooks when set: ?getrf_, ?syevd_/?heevd_,
-// ?geqrf_ + ?orgqr_/?ungqr_, ?gesdd_.  The Python package fills them from scipy-openblas32; a C++
+// ?geqrf_ + ?orgqr_/?ungqr_, ?gesdd_, ?geev_.  The Python package fills them from scipy-openblas32; a C++
 // embedder sets them to any LAPACK it links (tidu::kern::factor_hooks().dgetrf = (void*)&dgetrf_;
-// ...).  Without hooks LU runs its own loops (partial pivoting as LAPACK's); Eigh, QR and SVD
+// ...).  Without hooks LU runs its own loops (partial pivoting as LAPACK's); Eigh, QR, SVD and Eig
 // throw a std::runtime_error naming the missing routine.  A factorisation that fails
 // (info != 0: no convergence, NaN input) gives NaN results for that matrix, as jax.
 #pragma once
@@ -49,6 +54,7 @@ struct FactorHooks {
   void* geqrf[4] = {};
   void* orgqr[4] = {};  // sorgqr, dorgqr, cungqr, zungqr
   void* gesdd[4] = {};
+  void* geev[4] = {};   // sgeev, dgeev, cgeev, zgeev
 };
 inline FactorHooks& factor_hooks() {
   static FactorHooks hooks;
@@ -365,9 +371,109 @@ inline void svd(bool full, bool uv, const T* X, void* Yv, std::int64_t batch, st
   }
 }
 
+// ---- Eig ----
+
+using geev_t = void (*)(const char*, const char*, const int*, void*, const int*, void*, void*, void*, const int*,
+                        void*, const int*, void*, const int*, int*, std::size_t, std::size_t);
+using cgeev_t = void (*)(const char*, const char*, const int*, void*, const int*, void*, void*, const int*, void*,
+                         const int*, void*, const int*, void*, int*, std::size_t, std::size_t);
+
+template <class T>
+inline bool all_finite(const T* x, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    if constexpr (is_complex_v<T>) {
+      if (!std::isfinite(x[i].real()) || !std::isfinite(x[i].imag())) return false;
+    } else if (!std::isfinite(x[i])) {
+      return false;
+    }
+  }
+  return true;
+}
+
+template <class T>
+inline void eig(bool left, bool right, const T* X, std::complex<real_of_t<T>>* Y, std::int64_t batch,
+                std::int64_t m) {
+  using R = real_of_t<T>;
+  using C = std::complex<R>;
+  void* fn = factor_hooks().geev[type_index<T>()];
+  need_hook(fn, "Eig (?geev)");
+  if (!lapack_size_ok(2 * m, m)) throw std::runtime_error("tidu: Eig: matrix too large for LAPACK");
+  const std::int64_t nv = (left ? 1 : 0) + (right ? 1 : 0), width = nv ? m * nv + 1 : 1;
+  auto& a = scratch<T>(0);
+  auto& work = scratch<T>(1);
+  auto& rwork = scratch<R>(2);
+  auto& vecs = scratch<T>(3);
+  a.resize(static_cast<std::size_t>(std::max<std::int64_t>(m * m, 1)));
+  vecs.resize(static_cast<std::size_t>(std::max<std::int64_t>(2 * m * m, 1)));
+  if constexpr (is_complex_v<T>) rwork.resize(static_cast<std::size_t>(std::max<std::int64_t>(2 * m, 1)));
+  std::vector<R> wr(static_cast<std::size_t>(std::max<std::int64_t>(m, 1))), wi(wr.size());
+  std::vector<C> wc(wr.size());
+  const int M = static_cast<int>(m), LD = static_cast<int>(std::max<std::int64_t>(m, 1));
+  const int LDVL = left ? LD : 1, LDVR = right ? LD : 1;
+  T* VL = vecs.data();
+  T* VR = vecs.data() + m * m;
+  const char* jl = left ? "V" : "N";
+  const char* jr = right ? "V" : "N";
+  for (std::int64_t b = 0; b < batch; ++b) {
+    const T* x = X + b * m * m;
+    bool ok = all_finite(x, m * m);
+    if (ok && m > 0) {
+      to_colmajor(x, a.data(), m, m);
+      int info = 0, lwork = -1;
+      T wq{};
+      auto call = [&](T* wk) {
+        if constexpr (is_complex_v<T>)
+          reinterpret_cast<cgeev_t>(fn)(jl, jr, &M, a.data(), &LD, wc.data(), VL, &LDVL, VR, &LDVR, wk, &lwork,
+                                        rwork.data(), &info, 1, 1);
+        else
+          reinterpret_cast<geev_t>(fn)(jl, jr, &M, a.data(), &LD, wr.data(), wi.data(), VL, &LDVL, VR, &LDVR, wk,
+                                       &lwork, &info, 1, 1);
+      };
+      call(&wq);
+      lwork = std::max(1, static_cast<int>(std::real(wq)));
+      work.resize(static_cast<std::size_t>(lwork));
+      call(work.data());
+      ok = info == 0;
+      if constexpr (!is_complex_v<T>)
+        for (std::int64_t i = 0; i < m; ++i) wc[i] = C(wr[i], wi[i]);
+    }
+    C* y = Y + b * m * width;
+    if (!ok) {
+      for (std::int64_t i = 0; i < m * width; ++i) y[i] = nan_of<C>();
+      continue;
+    }
+    if (!nv) {
+      for (std::int64_t i = 0; i < m; ++i) y[i] = wc[i];
+      continue;
+    }
+    // column j of V (column-major, leading dimension m) -> y[i * width + off + j]
+    auto put = [&](const T* V, std::int64_t off) {
+      for (std::int64_t j = 0; j < m;) {
+        if constexpr (is_complex_v<T>) {
+          for (std::int64_t i = 0; i < m; ++i) y[i * width + off + j] = V[i + j * m];
+          ++j;
+        } else if (wi[j] == R(0) || std::isnan(wi[j]) || j + 1 >= m) {
+          for (std::int64_t i = 0; i < m; ++i) y[i * width + off + j] = C(V[i + j * m], R(0));
+          ++j;
+        } else {  // a complex-conjugate pair: re in column j, im in column j + 1
+          for (std::int64_t i = 0; i < m; ++i) {
+            const R re = V[i + j * m], im = V[i + (j + 1) * m];
+            y[i * width + off + j] = C(re, im);
+            y[i * width + off + j + 1] = C(re, -im);
+          }
+          j += 2;
+        }
+      }
+    };
+    if (left) put(VL, 0);
+    if (right) put(VR, left ? m : 0);
+    for (std::int64_t i = 0; i < m; ++i) y[i * width + width - 1] = wc[i];
+  }
+}
+
 // ---- dispatch (from interpreter.hpp's run_instr; operands checked by validate.hpp) ----
 // LU: no attrs.  LUPermute: inverse.  Eigh: vectors.  QR: full_matrices.  SVD: full_matrices,
-// compute_uv.  The dtype visited is the matrix operand's (Eigh values and SVD s are real).
+// compute_uv.  Eig: left, right, (derivative flag, unused here).  The dtype visited is the matrix operand's (Eigh values and SVD s are real).
 inline void run_factor(Op op, const Program& p, const std::uint32_t* a, const std::int64_t* at, void* y,
                        void** ptr) {
   const bool perm = op == Op::LUPermute;
@@ -388,6 +494,9 @@ inline void run_factor(Op op, const Program& p, const std::uint32_t* a, const st
         return;
       }
       case Op::Eigh: eigh<T>(at[0] != 0, X, y, batch, m); return;
+      case Op::Eig:
+        eig<T>(at[0] != 0, at[1] != 0, X, static_cast<std::complex<real_of_t<T>>*>(y), batch, m);
+        return;
       case Op::QR: qr<T>(at[0] != 0, X, static_cast<T*>(y), batch, m, n); return;
       default: svd<T>(at[0] != 0, at[1] != 0, X, y, batch, m, n); return;
     }

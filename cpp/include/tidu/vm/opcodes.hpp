@@ -127,7 +127,8 @@ namespace tidu {
   X(HostCallback, S, k)           \
   X(Tie, S, _)                    \
   X(Fft, S, it)                   \
-  X(Lgamma, E1, _)
+  X(Lgamma, E1, _)                \
+  X(Eig, S, iii)
 
 enum class Op : std::uint8_t {
 #define TIDU_ENUM(name, kind, sig) name,

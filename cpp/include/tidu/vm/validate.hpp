@@ -408,10 +408,11 @@ inline void validate_instructions(const Program& p) {
       case Op::LinearScan: case Op::Sort:  // sort_scan.hpp
         if (const char* problem = check_sort_scan(p, in)) fail(problem);
         break;
-      case Op::LU: case Op::LUPermute: case Op::Eigh: case Op::QR: case Op::SVD: {  // factor.hpp
+      case Op::LU: case Op::LUPermute: case Op::Eigh: case Op::QR: case Op::SVD: case Op::Eig: {  // factor.hpp
         const bool perm = in.op == Op::LUPermute;
         arity(perm ? 2 : 1);
-        need(na == (in.op == Op::LU ? 0 : in.op == Op::SVD ? 2 : 1), "wrong number of attributes");
+        need(na == (in.op == Op::LU ? 0 : in.op == Op::SVD ? 2 : in.op == Op::Eig ? 3 : 1),
+             "wrong number of attributes");
         for (std::int64_t k = 0; k < na; ++k) need(at[k] == 0 || at[k] == 1, "flag attribute is not 0 or 1");
         const Slot& x = slot(perm ? 1 : 0);
         const DType d = x.dtype;
@@ -457,6 +458,18 @@ inline void validate_instructions(const Program& p) {
               last(n, nd - 1, real);
             }
             break;
+          case Op::Eig: {
+            need(m == n, "operand is not a (batch of) square matrices");
+            const DType cplx = d == DType::F32 || d == DType::C64 ? DType::C64 : DType::C128;
+            const std::int64_t nv = at[0] + at[1];
+            if (nv) {
+              last(sum(prod(n, nv), 1), nd, cplx);
+              need(oshape[nd - 2] == m, "result size");
+            } else {
+              last(n, nd - 1, cplx);
+            }
+            break;
+          }
           case Op::QR: {
             const std::int64_t kq = at[0] ? m : k;
             last(sum(prod(m, kq), prod(kq, n)), nd - 1, d);

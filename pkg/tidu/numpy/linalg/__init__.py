@@ -26,6 +26,7 @@ from tidu.numpy.linalg.core import (
     svd,
     svdvals,
 )
+from tidu.numpy.linalg.eig import eig, eigvals
 from tidu.numpy.linalg.more import cond, matrix_rank, multi_dot, tensorinv, tensorsolve
 from tidu.numpy.linalg.names import (
     cross,
@@ -38,10 +39,11 @@ from tidu.numpy.linalg.names import (
     vecdot,
     vector_norm,
 )
-from tidu.numpy.linalg.results import EighResult, QRResult, SlogdetResult, SVDResult
+from tidu.numpy.linalg.results import EighResult, EigResult, QRResult, SlogdetResult, SVDResult
 
-__all__ = ["cho_factor", "cho_solve", "cholesky", "cond", "cross", "det", "diagonal", "eigh",
-           "EighResult", "eigvalsh", "inv", "lstsq", "lu_factor", "lu_solve", "matmul",
+__all__ = ["cho_factor", "cho_solve", "cholesky", "cond", "cross", "det", "diagonal", "eig",
+           "EigResult", "eigh", "EighResult", "eigvals", "eigvalsh", "inv", "lstsq", "lu_factor",
+           "lu_solve", "matmul",
            "matrix_norm", "matrix_power", "matrix_rank", "matrix_transpose",
            "multi_dot", "norm", "outer", "pinv", "qr", "QRResult", "slogdet",
            "SlogdetResult", "solve", "solve_triangular", "svd", "SVDResult", "svdvals",

@@ -5,13 +5,19 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-__all__ = ["EighResult", "QRResult", "SVDResult", "SlogdetResult"]
+__all__ = ["EigResult", "EighResult", "QRResult", "SVDResult", "SlogdetResult"]
 
 
 class SlogdetResult(NamedTuple):
     """``slogdet``'s result: the sign (or phase) and log|det|."""
     sign: Any
     logabsdet: Any
+
+
+class EigResult(NamedTuple):
+    """``eig``'s result: the eigenvalues and the eigenvectors as columns (complex)."""
+    eigenvalues: Any
+    eigenvectors: Any
 
 
 class EighResult(NamedTuple):

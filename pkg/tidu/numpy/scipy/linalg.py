@@ -10,7 +10,7 @@ import numpy as np
 from tidu import ops as P_
 from tidu.numpy import linalg as _la
 from tidu.numpy.core import abs as _abs
-from tidu.numpy.core import astype, concatenate, log, matmul, reshape, where
+from tidu.numpy.core import astype, broadcast_to, concatenate, log, matmul, reshape, where
 from tidu.numpy.core import max as _max
 from tidu.numpy.core import sum as _sum
 from tidu.numpy.creation import tril, triu
@@ -46,7 +46,7 @@ __all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "circulant", "co
            "convolution_matrix", "det", "dft", "eigh", "eigh_tridiagonal", "expm",
            "expm_frechet", "fiedler", "fiedler_companion", "hadamard", "hankel", "helmert",
            "hilbert", "inv", "invhilbert", "invpascal", "leslie", "lu", "lu_factor", "lu_solve",
-           "pascal", "polar", "qr", "solve", "solve_triangular", "svd", "toeplitz"]
+           "pascal", "polar", "qr", "qr_multiply", "solve", "solve_triangular", "svd", "toeplitz"]
 
 
 def cholesky(a, lower: bool = False, overwrite_a: bool = False, check_finite: bool = True):
@@ -344,3 +344,47 @@ def eigh_tridiagonal(d, e, *, eigvals_only: bool = False, select: str = "a",
         raise NotImplementedError("eigh_tridiagonal(..., select='v') is not implemented "
                                   "(jax's neither)")
     raise ValueError("eigh_tridiagonal: select must have a value in {'a', 'i', 'v'}")
+
+
+def qr_multiply(a, c, mode: str = "right", pivoting: bool = False, conjugate: bool = False,
+                overwrite_a: bool = False, overwrite_c: bool = False):
+    """``(c Q, R)`` (mode 'right') or ``(Q c, R)`` (mode 'left'), as
+    ``jax.scipy.linalg.qr_multiply``: Q and R of a's reduced QR (LAPACK's Householder signs, as
+    jax's geqrf/ormqr), conj(Q) when `conjugate`; a 1-d c gives a 1-d product.  tidu forms Q
+    (``td.linalg.qr``) and multiplies where jax applies the reflectors (ormqr): the same values
+    to rounding.  ``pivoting=True`` needs LAPACK's geqp3, which tidu has not."""
+    del overwrite_a, overwrite_c
+    if mode not in ("right", "left"):
+        raise ValueError(f"mode must be 'right' or 'left', got {mode!r}")
+    if pivoting:
+        raise NotImplementedError("qr_multiply: pivoting=True needs a pivoted QR (LAPACK "
+                                  "geqp3), which tidu does not have")
+    a, c = _arrays("qr_multiply", a, c)
+    if a.ndim < 2:
+        raise ValueError(f"qr_multiply: a of shape {a.shape} is not a matrix")
+    onedim = c.ndim == 1
+    if onedim:
+        c = reshape(c, (-1, 1)) if mode == "left" else reshape(c, (1, -1))
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    if mode == "left" and c.shape[-2] != k:
+        raise ValueError(f"Array shapes are not compatible for Q @ c operation: a has shape "
+                         f"{tuple(a.shape)} so Q has {k} columns, but c has {c.shape[-2]} rows "
+                         f"(expected {k}).")
+    if mode == "right" and c.shape[-1] != m:
+        raise ValueError(f"Array shapes are not compatible for c @ Q operation: a has shape "
+                         f"{tuple(a.shape)} so Q has {m} rows, but c has {c.shape[-1]} columns "
+                         f"(expected {m}).")
+    batch = np.broadcast_shapes(a.shape[:-2], c.shape[:-2])
+    a = _broadcast(a, batch + a.shape[-2:])
+    q, r = _la.qr(a)
+    if conjugate:
+        q = _conj(q)
+    cq = matmul(q, c) if mode == "left" else matmul(c, q)
+    if onedim:
+        cq = reshape(cq, (-1,))
+    return cq, r
+
+
+def _broadcast(x, shape):
+    return x if x.shape == tuple(shape) else broadcast_to(x, tuple(shape))

@@ -41,6 +41,7 @@ from tidu.numpy.scipy.special.core import (
     xlogy,
     zeta,
 )
+from tidu.numpy.scipy.special.fresnel import fresnel
 from tidu.numpy.scipy.special.more import (
     bernoulli,
     bessel_jn,
@@ -50,6 +51,9 @@ from tidu.numpy.scipy.special.more import (
     comb,
     dawsn,
     erfcx,
+    exp1,
+    expi,
+    expn,
     factorial,
     gamma,
     gammasgn,
@@ -62,10 +66,12 @@ from tidu.numpy.scipy.special.more import (
     spence,
     wofz,
 )
+from tidu.numpy.scipy.special.sici import sici
 
 __all__ = ["bernoulli", "bessel_jn", "beta", "betainc", "betaln", "boxcox", "boxcox1p", "comb",
-           "dawsn", "digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "expit",
-           "factorial", "gamma", "gammainc", "gammaincc", "gammaln", "gammasgn", "i0",
+           "dawsn", "digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp1", "expi", "expit",
+           "expn", "factorial", "fresnel", "gamma", "gammainc", "gammaincc", "gammaln",
+           "gammasgn", "i0",
            "i0e", "i1", "i1e", "kl_div", "log_ndtr", "log_softmax", "loggamma", "logit",
            "logsumexp", "multigammaln", "ndtr", "ndtri", "owens_t", "poch", "polygamma",
-           "rel_entr", "softmax", "spence", "wofz", "xlog1py", "xlogy", "zeta"]
+           "rel_entr", "sici", "softmax", "spence", "wofz", "xlog1py", "xlogy", "zeta"]

@@ -19,6 +19,7 @@ from tidu.numpy.custom_op import call_with_jvp
 from tidu.numpy.numeric import signbit
 from tidu.numpy.scipy.special.core import (
     _inexact,
+    _loop,
     _real,
     betaln,
     digamma,
@@ -33,7 +34,7 @@ from tidu.trace.tracer import _lift, _trace_of
 
 __all__ = ["bernoulli", "beta", "boxcox", "boxcox1p", "comb", "dawsn", "erfcx", "factorial",
            "gamma", "gammasgn", "kl_div", "loggamma", "multigammaln", "poch", "rel_entr",
-           "spence", "wofz", "owens_t", "bessel_jn"]
+           "spence", "wofz", "owens_t", "bessel_jn", "expi", "exp1", "expn"]
 
 
 def _horner(coeffs, x):
@@ -425,3 +426,20 @@ def bessel_jn(z, *, v: int, n_iter: int = 50):
         if k <= v:
             vals[k] = f
     return stack([vals[k] for k in range(min(v, n_iter) + 1)], axis=0) / (bs - f)
+
+
+# ---- exponential integrals (jax's Cephes ports with while loops: tidu.api.special_expint) ----
+
+def expi(x):
+    """The exponential integral Ei(x) (real input), as ``jax.scipy.special.expi``."""
+    return _loop("expi")(x)
+
+
+def exp1(x):
+    """E_1(x), as ``jax.scipy.special.exp1``."""
+    return _loop("exp1")(x)
+
+
+def expn(n, x):
+    """The generalized exponential integral E_n(x), as ``jax.scipy.special.expn``."""
+    return _loop("expn")(n, x)
