@@ -3,8 +3,8 @@ and values of sum, mean, var, std, min, max, prod, argmin, argmax, any, all over
 int64, float32, float64, complex64 and complex128 inputs, every axis form, keepdims, and var/std's
 ddof at and beyond the number of elements.
 
-Where tidu differs from jax x64 on purpose (docs/numpy.md), the table says so and checks numpy:
-- mean/var/std of bool and int32 inputs are float64 (numpy's; jax x64 gives float32);
+Where tidu differs from jax x64 on purpose (docs/numpy.md), the table says so and checks numpy
+(mean/var/std of bool and int32 are float32, jax's, no longer numpy's float64):
 - argmin/argmax of complex inputs order lexicographically (numpy's; jax refuses complex);
 - any/all of complex inputs: a purely imaginary element is true (numpy's; jax 0.10 reduces such
   elements as false: jnp.any(np.array([1j])) is False)."""
