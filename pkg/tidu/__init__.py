@@ -38,7 +38,7 @@ from tidu.api.grad import (
     value_and_grad,
     vjp,
 )
-from tidu.api.jit import jit
+from tidu.api.jit import disable_jit, jit
 from tidu.api.linear_transpose import linear_transpose
 from tidu.api.lowered import Lowered
 from tidu.api.runtime import block_until_ready, device_get, make_jaxpr, make_program
@@ -356,6 +356,7 @@ from tidu.numpy.selection import (
     flatnonzero,
     histogram,
     nonzero,
+    select,
     unique,
 )
 from tidu.numpy.sets import (
@@ -389,7 +390,6 @@ from tidu.numpy.shapes import (
     ravel,
     repeat,
     roll,
-    select,
     split,
     squeeze,
     stack,
@@ -512,7 +512,8 @@ __all__ = [
     "cos", "cosh", "count_nonzero", "cov", "cross", "cummax", "cummin", "cumprod", "cumsum",
     "custom_derivatives", "custom_jvp", "custom_vjp", "debug", "deg2rad", "degrees", "diag",
     "diag_indices", "diag_indices_from",
-    "diagonal", "diff", "differentiate", "digitize", "divmod", "dot", "dstack", "dtype",
+    "diagonal", "diff", "differentiate", "digitize", "disable_jit", "divmod", "dot", "dstack",
+    "dtype",
     "dynamic_slice", "dynamic_update_slice", "e", "einsum", "einsum_path", "empty", "empty_like",
     "erf", "erfc", "erfinv", "euler_gamma", "exp", "exp2", "expand_dims", "expm1", "External",
     "eye", "fft", "finfo", "fix", "flatnonzero", "flip", "fliplr", "flipud", "float32", "float64",

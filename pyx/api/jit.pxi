@@ -107,6 +107,19 @@ def intern_ids(dict ids, list objs, keys):
 cdef class StaticJitted
 
 
+def set_jit_disabled(bint on):
+    """Set whether jit is disabled; returns the previous setting (tidu.api.jit.disable_jit)."""
+    global _jit_off
+    old = _jit_off
+    _jit_off = on
+    return old
+
+
+def jit_disabled():
+    """Whether td.disable_jit() is in effect."""
+    return _jit_off
+
+
 cdef class Jitted:
     """A jitted function's per-call entry.  Flat arguments of the kinds seen on the last call
     (each a Python scalar of one type, or an ndarray of one dtype and shape) go straight to the
@@ -166,7 +179,7 @@ cdef class Jitted:
         cdef Py_ssize_t i, k, nd
         cdef cnp.ndarray a
         cdef cnp.npy_intp* dims
-        if _n_tracing or self._run is None or len(args) != self._n:
+        if _n_tracing or _jit_off or self._run is None or len(args) != self._n:
             return self.slow(*args)
         for i in range(self._n):
             x = args[i]
@@ -250,7 +263,7 @@ cdef class StaticJitted:
 
     cdef object call(self, tuple args, dict kwargs):
         cdef Py_ssize_t j, n_pos, nkw
-        if _n_tracing or self._inner is None or len(args) != self._n:
+        if _n_tracing or _jit_off or self._inner is None or len(args) != self._n:
             return self.slow(*args, **kwargs)
         nkw = len(self._kw)
         if len(kwargs) != nkw:

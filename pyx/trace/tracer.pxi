@@ -429,7 +429,8 @@ cdef object _matmul(object x, object y):
                     hit = (res[0], res[1].id)
                 _mm_rules[key] = hit
             if hit is not None:
-                return _new(a._t, _emit2(a._t, <Id>hit[0], a._v, b._v, <Id>hit[1]), <Id>hit[1])
+                return _new_w(a._t, _emit2(a._t, <Id>hit[0], a._v, b._v, <Id>hit[1]),
+                              <Id>hit[1], a.weak_type and b.weak_type)
     return _py.matmul(x, y)
 
 
@@ -513,10 +514,12 @@ def concatenate(xs, axis=0):
             first = <Tracer>xs[0]
             t = first._t
             avs = []
+            weak = True
             for y in xs:
                 if type(y) is not Tracer or (<Tracer>y)._t is not t:
                     return _py.concatenate_general(xs, axis)
                 avs.append((<Tracer>y)._aid)
+                weak = weak and (<Tracer>y).weak_type
             key = (tuple(avs), axis)
             hit = _concat_rules.get(key)
             if hit is None:
@@ -527,7 +530,8 @@ def concatenate(xs, axis=0):
                 return out
             for y in xs:
                 args.push_back(_check((<Tracer>y)._v))
-            return _new(t, _emit_n(t, <Id>hit[0], args, <Id>hit[1]), <Id>hit[1])
+            # weakly typed where every operand is (jax's rule for concatenate)
+            return _new_w(t, _emit_n(t, <Id>hit[0], args, <Id>hit[1]), <Id>hit[1], weak)
     return _py.concatenate_general(xs, axis)
 
 
@@ -591,8 +595,17 @@ def log1p(x):
     return _unary(_LOG1P, x)
 
 
+# td.disable_jit(): while set, every jitted function takes its general path, which traces the
+# Python function with values on each call (tidu.api.jit.disable_jit), and a traced value's repr
+# shows its value where its trace has one (pyx/api/jit.pxi sets it)
+cdef bint _jit_off = False
+
+
 def _tracer_repr(Tracer x):
-    """A traced value says it is abstract, where it came from, and how to see its value."""
+    """A traced value says it is abstract, where it came from, and how to see its value; under
+    td.disable_jit, in a trace with values, it shows its value."""
+    if _jit_off and x._t is not None and x._t.concrete is not None:
+        return f"Traced<{x.aval}> with value {x._t.concrete.value(x)!r}"
     k = x.key
     if k.is_input:
         ik = k.input_key

@@ -336,14 +336,14 @@ def test_convolve_correlate_match_numpy(fn, n, m, mode):
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("fn", ["convolve", "correlate"])
 def test_convolve_of_integers_matches_jax(fn, backend):
-    """As jnp's: integer inputs give floating values (tidu's inexact dtype, float64), or with
+    """As jnp's: integer inputs give floating values (jax's to_inexact_dtype: float32 for int8), or with
     preferred_element_type an exact integer convolution (int8 summed in int32 here)."""
     a = np.array([100, -120, 3, 127, -128, 5], np.int8)
     v = np.array([127, 100, -3], np.int8)
     for mode in ("full", "same", "valid"):
         want = np.asarray(getattr(jnp, fn)(a, v, mode))
         got = td.jit(lambda p, q: getattr(td, fn)(p, q, mode), backend=backend)(a, v)
-        assert got.dtype == np.float64
+        assert got.dtype == want.dtype == np.float32
         np.testing.assert_array_equal(got, want)
         want = np.asarray(getattr(jnp, fn)(a, v, mode, preferred_element_type=np.int32))
         got = td.jit(lambda p, q: getattr(td, fn)(p, q, mode, preferred_element_type="int32"),

@@ -46,7 +46,8 @@ def test_promotion_follows_numpy_and_jax_x64():
     assert td.jit(lambda a, b: a + b)(A, np.int32(1)).dtype == np.int64
     assert td.jit(lambda a, b: a + b)(A, np.float32(1)).dtype == np.float32  # jax's lattice
     assert td.jit(lambda a: a * 0.5)(A).dtype == np.float64
-    assert td.jit(lambda a: td.sqrt(a))(A).dtype == np.float64
+    assert td.jit(lambda a: td.sqrt(a))(A).dtype == np.float32  # jax's to_inexact_dtype
+    assert td.jit(lambda a: td.sqrt(a))(A.astype(np.uint64)).dtype == np.float64
 
 
 def test_conversions_saturate_like_xla():

@@ -22,7 +22,7 @@ from tidu.numpy.core import iota
 from tidu.ops.control_flow import Checkpoint, Cond, Scan, While, close_body, fresh_key
 from tidu.trace.build import as_aval, mark_weak, tracing
 from tidu.trace.effects import body_effect, has_effects, mark_op, tie
-from tidu.trace.tracer import Tracer, _capture, _lift, _stack, result_type
+from tidu.trace.tracer import Tracer, _as_weak, _capture, _lift, _stack, result_type
 
 __all__ = ["scan", "fori_loop", "while_loop", "cond", "switch", "checkpoint", "remat"]
 
@@ -402,9 +402,12 @@ def switch(index, branches: Sequence[Callable], *operands):
     if len(branches) > 1:  # clamped, as jax does
         idx = T.minimum(T.maximum(idx, 0), len(branches) - 1)
     ops_t = _lifted(t, leaves, _checker("td.switch", operands, _operand_names(len(operands))))
+    mark_weak(ops_t, leaves)  # a Python scalar operand is weakly typed (as jax's)
+    weak = [x.weak_type for x in ops_t]
     avals = [x.aval for x in ops_t]
     make = lambda ins: _unflatten(spec, ins)  # noqa: E731
-    traced = [_trace_body(t, br, avals, make, f"branch {i}") for i, br in enumerate(branches)]
+    traced = [_trace_body(t, br, avals, make, f"branch {i}", weak)
+              for i, br in enumerate(branches)]
     out_spec = traced[0][3]
     out_avals = [x.aval for x in traced[0][2]]
     for i, (_, _, flat, s) in enumerate(traced[1:], 1):
@@ -433,6 +436,8 @@ def switch(index, branches: Sequence[Callable], *operands):
     for m, f0 in enumerate(fwds[0]):
         if f0 is not None and all(f[m] is not None and f[m]._v == f0._v for f in fwds[1:]):
             outs[m] = f0
+        elif all(flat[m].weak_type for _, _, flat, _ in traced):  # weak in every branch: weak
+            outs[m] = _as_weak(outs[m])                           # (jax's cond)
     return _unflatten(out_spec, outs)
 
 

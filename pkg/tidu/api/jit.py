@@ -6,6 +6,7 @@ jit and its static-argument form share this file: each calls the other."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import weakref
@@ -30,7 +31,7 @@ from tidu.trace.effects import tokens
 from tidu.trace.tracer import Tracer
 from tidu.trace.tracer import _stack as _trace_stack
 
-__all__ = ["Lowered", "describe", "jit", "leaf_names", "lower_program", "static_jit",
+__all__ = ["Lowered", "describe", "disable_jit", "jit", "leaf_names", "lower_program", "static_jit",
            "trace_program", "unflatten"]
 
 
@@ -254,6 +255,8 @@ def jit(fn: Callable | None = None, *, static_argnums=None, static_argnames=None
     cache = FunctionCache()
 
     def wrapped(*args, **kwargs):  # the general path; `jitted` takes calls like the last one
+        if not _concrete and _core.jit_disabled():  # td.disable_jit(): traced with values,
+            return jit(fn, _concrete=True)(*args, **kwargs)  # afresh on every call
         if kwargs:  # traced like positional arguments, one jit per set of keyword names
             if sharded:
                 raise NotImplementedError("in_shardings/out_shardings with keyword arguments")
@@ -312,6 +315,22 @@ def jit(fn: Callable | None = None, *, static_argnums=None, static_argnames=None
     jitted.lower = lower
     jitted.tiers = TierTable(cache)  # the programs tiering moves: jitted.tiers() lists them
     return jitted
+
+
+@contextlib.contextmanager
+def disable_jit(disable: bool = True):
+    """``with td.disable_jit():`` a jitted function runs its Python function on every call,
+    traced with the argument values as the transforms trace outside jit (tidu.guards), so
+    breakpoints stop in it, ``print(y)`` of a traced value shows its value, and Python control
+    flow on values (``if y > 0:``, ``float(y)``) works, as under jax.disable_jit.  Nothing is
+    cached: each call traces and runs a program afresh.  Transforms (grad, vmap, ...) still
+    apply.  The setting is process-wide (not per thread) and nests: ``disable_jit(False)``
+    turns jit back on inside."""
+    old = _core.set_jit_disabled(bool(disable))
+    try:
+        yield
+    finally:
+        _core.set_jit_disabled(old)
 
 
 def _forget(me: weakref.ref) -> None:
@@ -510,6 +529,8 @@ def static_jit(fn: Callable, static_argnums, static_argnames, backend: str = "au
         return jit(g, backend=backend, device=device, _concrete=concrete), g, names
 
     def call(*args, **kwargs):  # the general path; `entry` takes calls like the last one
+        if not concrete and _core.jit_disabled():  # td.disable_jit()
+            return jit(fn, _concrete=True)(*args, **kwargs)
         (spos, dyn_idx, skw, dyn_kw, _), (inner, _, _) = select(args, kwargs)
         flat = [args[i] for i in dyn_idx]
         if dyn_kw:

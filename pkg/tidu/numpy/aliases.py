@@ -14,7 +14,7 @@ from tidu.graph.dtypes import BOOL, COMPLEXES, INTS
 from tidu.numpy import core, shapes, sorting, ufuncs
 from tidu.numpy.numeric import copysign, nextafter
 from tidu.numpy.shapes import _numpy_outside
-from tidu.trace.tracer import Tracer, _compare, _lift, _trace_of
+from tidu.trace.tracer import Tracer, _compare, _lift, _promote, _trace_of, as_inexact, keeps_weak
 
 __all__ = [
     "absolute", "acos", "acosh", "add", "asin", "asinh", "atan", "atan2", "atanh",
@@ -97,11 +97,10 @@ def fabs(x, /):
     x = _tr(x)
     if x.dtype in COMPLEXES:
         raise TypeError("fabs: complex input is not supported (use abs)")
-    if x.dtype in INTS or x.dtype == BOOL:
-        x = core.astype(x, np.float64)
-    return core.abs(x)
+    return core.abs(as_inexact(x))
 
 
+@keeps_weak(0, seq=True)
 @_numpy_outside(np.concat)
 def concat(arrays, /, *, axis: int | None = 0):
     """``jnp.concat`` (the array API's concatenate); ``axis=None`` flattens first."""
@@ -135,11 +134,11 @@ def copy(a, order=None):
 
 @_numpy_outside(np.float_power)
 def float_power(x1, x2, /):
-    """x1 ** x2 in float64 (complex128 where either is complex)."""
+    """x1 ** x2 in the operands' promoted inexact dtype (jax's: int32 in float32, int64 in
+    float64)."""
     t = _trace_of(x1, x2)
-    a, b = _lift(t, x1), _lift(t, x2)
-    dt = np.complex128 if (a.dtype in COMPLEXES or b.dtype in COMPLEXES) else np.float64
-    return core.power(_lift(t, a, dt), _lift(t, b, dt))
+    a, b = _promote("float_power", t, x1, x2, min_dtype=True)
+    return core.power(a, b)
 
 
 def _signed_inf(x, sign):
@@ -213,9 +212,7 @@ def iterable(y) -> bool:
 @_numpy_outside(np.modf)
 def modf(x, /):
     """(fractional part, integral part), both with x's sign, as jax's ``x - trunc(x), trunc(x)``."""
-    x = _tr(x)
-    if x.dtype in INTS or x.dtype == BOOL:
-        x = core.astype(x, np.float64)
+    x = as_inexact(x)
     whole = ufuncs.trunc(x)
     return x - whole, whole
 
@@ -224,9 +221,7 @@ def modf(x, /):
 def spacing(x, /):
     """The distance from x to the next representable value away from zero (jax's
     ``nextafter(x, copysign(inf, x)) - x``)."""
-    x = _tr(x)
-    if x.dtype in INTS or x.dtype == BOOL:
-        x = core.astype(x, np.float64)
+    x = as_inexact(x)
     return nextafter(x, copysign(np.inf, x)) - x
 
 

@@ -13,7 +13,7 @@ import numpy as np
 from tidu.numpy import core, shapes, sorting, ufuncs
 from tidu.numpy.reductions import diff
 from tidu.numpy.shapes import _axis, _numpy_outside
-from tidu.trace.tracer import Tracer, _lift, _trace_of
+from tidu.trace.tracer import Tracer, _lift, _trace_of, as_inexact
 
 __all__ = ["array_equal", "array_equiv", "ediff1d", "gradient", "matvec", "trapezoid",
            "unwrap", "vecdot", "vecmat"]
@@ -24,8 +24,7 @@ def _tr(x) -> Tracer:
 
 
 def _inexact(x) -> Tracer:
-    x = _tr(x)
-    return x if x.dtype.kind in "fc" else core.astype(x, np.float64)
+    return as_inexact(x)
 
 
 @_numpy_outside(np.ediff1d)

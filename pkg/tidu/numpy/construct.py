@@ -19,7 +19,15 @@ from tidu.numpy.shapes import _has_tracer, _numpy_outside, _traced, flip, moveax
 from tidu.numpy.sorting import argsort
 from tidu.numpy.take import take_along_axis
 from tidu.numpy.ufuncs import log10
-from tidu.trace.tracer import Tracer, _lift, _trace_of, result_type
+from tidu.trace.tracer import (
+    Tracer,
+    _lift,
+    _promote,
+    _trace_of,
+    as_inexact,
+    keeps_weak,
+    result_type,
+)
 
 __all__ = ["block", "diag_indices", "diag_indices_from", "geomspace", "ix_", "lexsort",
            "logspace", "polyfit", "put_along_axis", "rot90", "tril_indices", "tril_indices_from",
@@ -30,6 +38,7 @@ def _tr(x) -> Tracer:
     return _lift(_trace_of(x), x)
 
 
+@keeps_weak(0)
 @_numpy_outside(np.rot90)
 def rot90(m, k: int = 1, axes=(0, 1)):
     """m rotated by 90 degrees k times in the plane of ``axes`` (first towards second)."""
@@ -66,9 +75,7 @@ def geomspace(start, stop, num: int = 50, endpoint: bool = True, dtype=None, axi
     """num numbers spaced evenly on a log scale from start to stop (same sign, nonzero), the
     end points exact as jax's."""
     t = _trace_of(start, stop)
-    s, e = _lift(t, start), _lift(t, stop)
-    if s.dtype.kind not in "fc":
-        s, e = _lift(t, s, np.float64), _lift(t, e, np.float64)
+    s, e = _promote("geomspace", t, start, stop, min_dtype=True)
     sgn = (s > 0) * 2.0 - 1.0
     out = sgn * logspace(log10(s * sgn), log10(e * sgn), num, endpoint=endpoint, axis=0)
     num = int(num)
@@ -278,11 +285,7 @@ def polyfit(x, y, deg: int, rcond=None, full: bool = False, w=None, cov: bool = 
     if deg < 0:
         raise ValueError(f"polyfit: deg must be non-negative, got {deg}")
     t = _trace_of(x, y)
-    x, y = _lift(t, x), _lift(t, y)
-    if x.dtype.kind not in "fc":
-        x = _lift(t, x, np.float64)
-    if y.dtype.kind not in "fc":
-        y = _lift(t, y, np.float64)
+    x, y = as_inexact(x, t), as_inexact(y, t)
     if x.ndim != 1 or y.ndim not in (1, 2) or x.shape[0] != y.shape[0]:
         raise ValueError(f"polyfit: x must be 1-D and y 1-D or 2-D with x's length, got "
                          f"{x.shape} and {y.shape}")

@@ -10,13 +10,14 @@ from tidu.graph.dtypes import accumulation_dtype
 from tidu.numpy.core import broadcast_to, concatenate, conj, reshape, transpose
 from tidu.numpy.core import sum as tsum
 from tidu.numpy.einsum import _diagonals, _emit, _Term
-from tidu.trace.tracer import _lift, _trace_of, result_type
+from tidu.trace.tracer import _lift, _trace_of, keeps_weak, result_type
 
 __all__ = ["cross", "inner", "kron", "outer", "tensordot", "trace", "vdot"]
 
 
 # ---- contractions ----
 
+@keeps_weak(0, 1)
 def tensordot(a, b, axes=2):
     """``jnp.tensordot``: sum over the last ``axes`` axes of a and the first of b, or over the
     axis lists ``axes = (a_axes, b_axes)``."""
@@ -48,6 +49,7 @@ def _lift_both(t, a, b):
     return _lift(t, a, dt), _lift(t, b, dt)
 
 
+@keeps_weak(0, 1)
 def inner(a, b):
     """``jnp.inner``: sum over the last axes of a and b (a product when one is a scalar)."""
     t = _trace_of(a, b)
@@ -59,6 +61,7 @@ def inner(a, b):
     return _emit(P.DotGeneral((x.ndim - 1,), (y.ndim - 1,)), x, y)
 
 
+@keeps_weak(0, 1)
 def vdot(a, b):
     """``jnp.vdot``: sum(conj(a) * b) over the flattened arrays."""
     t = _trace_of(a, b)
@@ -68,6 +71,7 @@ def vdot(a, b):
     return _emit(P.DotGeneral((0,), (0,)), conj(reshape(x, (-1,))), reshape(y, (-1,)))
 
 
+@keeps_weak(0, 1)
 def outer(a, b):
     """``jnp.outer``: the outer product of the flattened arrays."""
     t = _trace_of(a, b)
@@ -75,6 +79,7 @@ def outer(a, b):
     return _emit(P.DotGeneral((), ()), reshape(x, (-1,)), reshape(y, (-1,)))
 
 
+@keeps_weak(0, 1)
 def kron(a, b):
     """``jnp.kron``: the Kronecker product (operands of different ranks padded with leading unit
     axes)."""

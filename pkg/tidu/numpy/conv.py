@@ -13,6 +13,7 @@ from typing import NamedTuple
 import numpy as np
 
 from tidu import ops as P
+from tidu.graph.dtypes import to_inexact_dtype
 from tidu.trace.tracer import Tracer, _emit, _op, _stack, _trace_of, result_type
 from tidu.trace.tracer import _lift as _lift_in
 
@@ -387,12 +388,12 @@ def _full_correlation(a, w, name: str):
 
 
 def _np_work_dtype(a, v, name, preferred) -> np.dtype:
-    """jnp.convolve's dtype: the operands promoted to inexact (integers and bool to float64,
-    tidu's rule for inexact results), or, with `preferred_element_type`, the operands' promoted
+    """jnp.convolve's dtype: the operands promoted to inexact (jax's to_inexact_dtype:
+    int32 to float32, int64 to float64), or, with `preferred_element_type`, the operands' promoted
     dtype accumulating in it (integers stay integers, exactly as jax)."""
     dt = result_type(a, v)
     if preferred is None:
-        return dt if dt.kind in "fc" else np.dtype("float64")
+        return to_inexact_dtype(dt)
     return _result_dtype(name, dt, preferred)
 
 

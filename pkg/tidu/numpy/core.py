@@ -12,7 +12,7 @@ import numpy as np
 from tidu import ops as P
 from tidu._native import _core
 from tidu.graph import AbstractValue, _aval_list, prim_id, prim_of, shape_rule
-from tidu.graph.dtypes import BOOL, COMPLEXES, INTS, accumulation_dtype
+from tidu.graph.dtypes import BOOL, COMPLEXES, accumulation_dtype
 from tidu.trace.tracer import (
     Tracer,
     _broadcast,
@@ -26,8 +26,12 @@ from tidu.trace.tracer import (
     _promote,  # noqa: F401  (other numpy modules import it here)
     _promote_weak,
     _trace_of,
+    _typed,
     _weak,
+    as_inexact,
+    keeps_weak,
     result_type,
+    weak_result_type,
 )
 
 __all__ = [
@@ -49,12 +53,22 @@ sqrt, rsqrt, expm1, log1p = _core.sqrt, _core.rsqrt, _core.expm1, _core.log1p
 
 def abs(x):  # noqa: A001 - numpy's name
     t = _trace_of(x)
-    return _emit(t, P.Abs(), _lift(t, x))
+    x = _lift_weak(t, x)
+    if x.aval.dtype == BOOL:  # jax's: bool is its own absolute value
+        return x
+    return _weak(_emit(t, P.Abs(), x), x.weak_type)
 
 
 def sign(x):
     t = _trace_of(x)
-    return _emit(t, P.Sign(), _lift(t, x))
+    x = _lift_weak(t, x)
+    return _weak(_emit(t, P.Sign(), x), x.weak_type)
+
+
+def _lift_weak(t, x):
+    """x traced, weakly typed where it is (a Python int/float/complex, or a weak Tracer)."""
+    weak = _typed(x)[1]
+    return _weak(_lift(t, x), weak) if weak and not isinstance(x, Tracer) else _lift(t, x)
 
 
 def power(x, y):
@@ -68,7 +82,36 @@ def power(x, y):
             return _integer_pow(x, int(y))
         if isinstance(y, float) and y == 2:
             return x * x
+    if _int_operands(x, y):
+        return _pow_int_int(x, y)
     return _core.binary(_core.B_POW, x, y)
+
+
+def _int_operands(x, y) -> bool:
+    """x and y promote to an integer or bool dtype (and one of them is traced)."""
+    if not (isinstance(x, Tracer) or isinstance(y, Tracer)):
+        return False
+    try:
+        return weak_result_type(x, y)[0].kind in "iub"
+    except TypeError:
+        return False
+
+
+def _pow_int_int(x, y):
+    """Integer x ** y, as jax's ``_pow_int_int``: binary exponentiation over the exponent's low 6
+    bits (anything more overflows for |x| > 1); bool operands as int32 (jax's
+    promote_args_numeric); pow(0, y) is 0 for y != 0."""
+    t = _trace_of(x, y)
+    (a, b), weak = _promote_weak("power", t, x, y)
+    if a.aval.dtype == BOOL:
+        a, b = astype(a, np.int32), astype(b, np.int32)
+    acc = where((a == 0) & (b != 0), 0, 1)
+    one = _broadcast(t, _const(t, 1, b.aval.dtype), b.aval.shape)
+    for _ in range(6):
+        acc = where((b & 1) != 0, acc * a, acc)
+        a = a * a
+        b = _emit(t, P.ShiftRightLogical(), b, one)
+    return _weak(acc, weak)
 
 
 def _integer_pow(x, n: int):
@@ -163,8 +206,7 @@ def mean(x, axis=None, keepdims=False):
     t = _trace_of(x)
     x = _lift(t, x)
     n = int(np.prod([x.shape[a] for a in _axes(x, axis)], dtype=np.int64))
-    if x.aval.dtype in INTS or x.aval.dtype == BOOL:  # summed in float64, as numpy's and jax's
-        x = _lift(t, x, np.float64)                   # (an int64 sum would wrap)
+    x = as_inexact(x, t)  # integers summed in jax's to_inexact_dtype (an int sum would wrap)
     return sum(x, axis, keepdims) / n
 
 
@@ -204,6 +246,7 @@ def reshape_rule(av: AbstractValue, shape):
 reshape = _core.reshape
 
 
+@keeps_weak(0)
 def transpose(x, axes=None):
     t = _trace_of(x)
     x = _lift(t, x)
@@ -219,6 +262,7 @@ def transpose(x, axes=None):
     return _emit(t, op, x)
 
 
+@keeps_weak(0)
 def broadcast_to(x, shape):
     t = _trace_of(x)
     x = _lift(t, x)
@@ -249,18 +293,21 @@ def where(cond, x, y):
     ), weak)
 
 
+@keeps_weak(0)
 def conj(x):
     t = _trace_of(x)
     x = _lift(t, x)
     return _emit(t, P.Conj(), x) if x.aval.dtype in COMPLEXES else x
 
 
+@keeps_weak(0)
 def real(x):
     t = _trace_of(x)
     x = _lift(t, x)
     return _emit(t, P.Real(), x) if x.aval.dtype in COMPLEXES else x
 
 
+@keeps_weak(0)
 def imag(x):
     t = _trace_of(x)
     x = _lift(t, x)
@@ -280,6 +327,7 @@ def concatenate_rule(avals: Sequence[AbstractValue], axis: int):
     return pid, out
 
 
+@keeps_weak(0, seq=True)
 def concatenate_general(xs: Sequence, axis: int = 0):
     """concatenate (tidu.concatenate is the compiled tracer's, pyx/trace/tracer.pxi, which comes
     here for what it does not take and for the errors)."""
@@ -349,6 +397,7 @@ def matmul_rule(a: AbstractValue, b: AbstractValue):
     return pid, _aval_list[out]
 
 
+@keeps_weak(0, 1)
 def matmul(a, b):
     t = _trace_of(a, b)
     a, b = _lift(t, a), _lift(t, b)
@@ -369,6 +418,7 @@ def matmul(a, b):
     return _dot_general(t, a, b, (nb + 1,), (nb,), tuple(range(nb)), tuple(range(nb)))
 
 
+@keeps_weak(0, 1)
 def dot(a, b):
     t = _trace_of(a, b)
     a, b = _lift(t, a), _lift(t, b)
@@ -377,6 +427,7 @@ def dot(a, b):
     return _dot_general(t, a, b, (a.ndim - 1,), (builtins_max(b.ndim - 2, 0),))
 
 
+@keeps_weak(0)
 def stop_gradient(x):
     t = _trace_of(x)
     return _emit(t, P.StopGradient(), _lift(t, x))

@@ -25,12 +25,16 @@ from tidu.numpy.shapes import (
 )
 from tidu.trace.tracer import (
     Tracer,
+    _as_weak,
     _broadcast,
     _const,
+    _current,
     _emit,
     _op,
     _promote,
+    _stack,
     _trace_of,
+    keeps_weak,
     result_type,
 )
 from tidu.trace.tracer import _lift as _lift_in
@@ -66,10 +70,17 @@ def empty(shape, dtype=None) -> np.ndarray:
     return zeros(shape, dtype)
 
 
+@keeps_weak(1, dtype_pos=2)
 def full(shape, fill_value, dtype=None):
-    """shape filled with fill_value (traced or not)."""
+    """shape filled with fill_value (traced or not); weakly typed where fill_value is (a
+    Python int/float/complex in a trace, or a weak traced value) and dtype is None."""
     shape = _static_shape("full", shape)
     if not isinstance(fill_value, Tracer):
+        if dtype is None and type(fill_value) in (int, float, complex) and _stack():
+            # in a trace, a Python scalar fill is weakly typed, as jax's: f32 * full(s, 0.5)
+            # stays float32
+            t = _current()
+            return _as_weak(_broadcast(t, _lift_in(t, fill_value), shape))
         return np.full(shape, fill_value, dtype)
     x = T.astype(fill_value, dtype) if dtype is not None else fill_value
     return T.broadcast_to(x, shape)
@@ -87,21 +98,25 @@ def _like(name, a, value, dtype, shape):
     return np.full(sh, value, dt)
 
 
+@keeps_weak(0, dtype_pos=1)
 def zeros_like(a, dtype=None, shape=None):
     """Zeros of a's shape and dtype (or those given)."""
     return _like("zeros_like", a, 0, dtype, shape)
 
 
+@keeps_weak(0, dtype_pos=1)
 def ones_like(a, dtype=None, shape=None):
     """Ones of a's shape and dtype (or those given)."""
     return _like("ones_like", a, 1, dtype, shape)
 
 
+@keeps_weak(0, dtype_pos=1)
 def empty_like(a, dtype=None, shape=None):
     """As zeros_like."""
     return _like("empty_like", a, 0, dtype, shape)
 
 
+@keeps_weak(0, dtype_pos=2)
 def full_like(a, fill_value, dtype=None, shape=None):
     """fill_value (traced or not) in a's shape and dtype (or those given)."""
     return _like("full_like", a, fill_value, dtype, shape)
@@ -244,6 +259,7 @@ def array(object, dtype=None, copy: bool = True, order=None, ndmin: int = 0):
 
 # ---- diagonals and triangles ----
 
+@keeps_weak(0)
 @_numpy_outside(np.diagonal)
 def diagonal(a, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Tracer:
     """The offset diagonal of the (axis1, axis2) planes, as a new last axis: a reshape and one
@@ -269,6 +285,7 @@ def diagonal(a, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Tracer:
     return _slice(flat, nd - 2, 0, L * L, L + 1)
 
 
+@keeps_weak(0)
 @_numpy_outside(np.diag)
 def diag(v, k: int = 0) -> Tracer:
     """The k-th diagonal of a 2-D array, or a 2-D array with the 1-D v on its k-th diagonal."""
@@ -305,12 +322,14 @@ def _triangle(name, m, k, lower: bool) -> Tracer:
     return _emit(x._t, P.Select(), mask, x, _zeros(x._t, x.shape, x.dtype))
 
 
+@keeps_weak(0)
 @_numpy_outside(np.tril)
 def tril(m, k: int = 0) -> Tracer:
     """m with the elements above the k-th diagonal zeroed (over the last two axes)."""
     return _triangle("tril", m, k, True)
 
 
+@keeps_weak(0)
 @_numpy_outside(np.triu)
 def triu(m, k: int = 0) -> Tracer:
     """m with the elements below the k-th diagonal zeroed (over the last two axes)."""

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from tidu import ops as P
-from tidu.trace.tracer import _compare, _lift, _trace_of, result_type
+from tidu.trace.tracer import _as_weak, _compare, _is_weak, _lift, _trace_of, result_type
 from tidu.trace.tracer import _emit as emit
 
 __all__ = ["PathInfo", "einsum", "einsum_path"]
@@ -459,4 +459,6 @@ def einsum(
     x = res.x if perm == tuple(range(len(perm))) else _emit(P.Transpose(perm), res.x)
     if dt == np.dtype(bool):
         x = _compare("NE", x, 0)
+    if preferred_element_type is None and ops and all(_is_weak(o) for o in ops):
+        x = _as_weak(x)  # weak operands only: a weak result, as jax's
     return x

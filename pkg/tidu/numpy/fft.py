@@ -19,6 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from tidu import ops as P
+from tidu.graph.dtypes import to_inexact_dtype
 from tidu.numpy import core as T
 from tidu.numpy import shapes as S
 from tidu.ops.fft import FftType, complex_dtype
@@ -36,15 +37,16 @@ _NORMS = ("backward", "ortho", "forward")
 
 def _lift(a, typ: FftType, name: str) -> Tracer:
     """a traced, in the dtype the transform takes (jax's ``lax.fft``): real for RFFT (complex
-    input refused), complex otherwise; integers and bools become float64 / complex128."""
+    input refused), complex otherwise; integers and bools become jax's
+    to_inexact_dtype (float32 up to 32 bits, float64 for 64) or its complex."""
     dt = np.dtype(_dtype_of(a))
     if typ == FftType.RFFT:
         if dt.kind == "c":
             raise ValueError(f"jax.numpy.fft.{name}: only real valued inputs supported for rfft "
                              f"(got {dt})")
-        want = dt if dt.kind == "f" else np.dtype("float64")
+        want = to_inexact_dtype(dt)
     else:
-        want = complex_dtype(dt) if dt.kind in "fc" else np.dtype("complex128")
+        want = complex_dtype(to_inexact_dtype(dt))
     return _lift_in(_trace_of(a), a, want)
 
 

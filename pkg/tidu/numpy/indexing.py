@@ -36,7 +36,7 @@ from tidu.numpy.core import (
     transpose,
     where,
 )
-from tidu.trace.tracer import Tracer, _emit, _home, _lift, _trace_of
+from tidu.trace.tracer import Tracer, _emit, _home, _lift, _trace_of, keeps_weak
 
 __all__ = ["IndexUpdateRef", "advanced_getitem"]
 
@@ -439,6 +439,7 @@ def advanced_getitem(x: Tracer, idx) -> Tracer:
 _MODES = ("set", "add", "mul", "min", "max")
 
 
+@keeps_weak(0)  # x.at[...].set(v) is as weakly typed as x (jax's)
 def _scatter(x, idx, v, how: str, mode=None, wrap: bool = True):
     if mode not in (None, "drop", "clip", "promise_in_bounds", "fill"):
         raise ValueError(f"unknown index mode {mode!r}; expected 'drop', 'clip', "

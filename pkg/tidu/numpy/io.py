@@ -16,7 +16,7 @@ from tidu.numpy import core, shapes
 from tidu.numpy.selection import histogram
 from tidu.numpy.shapes import _numpy_outside
 from tidu.numpy.statistics import searchsorted
-from tidu.trace.tracer import Tracer, _lift, _trace_of
+from tidu.trace.tracer import Tracer, _lift, _trace_of, as_inexact
 
 __all__ = ["array_repr", "array_str", "from_dlpack", "frombuffer", "fromfile", "fromiter",
            "fromstring", "histogram2d", "histogram_bin_edges", "histogramdd", "save", "savez"]
@@ -70,8 +70,7 @@ def histogramdd(sample, bins=10, range=None, weights=None, density=None):  # noq
     s = _lift(t, sample)
     if s.ndim != 2:
         raise ValueError("histogramdd: sample must be a 2-D array of shape (N, D)")
-    if s.dtype.kind not in "fc":
-        s = core.astype(s, np.float64)
+    s = as_inexact(s, t)
     n, d = s.shape
     if isinstance(bins, (int, np.integer)):
         bins = [int(bins)] * d

@@ -32,10 +32,11 @@ from tidu.numpy.core import (
     where,
 )
 from tidu.numpy.core import max as _max
+from tidu.numpy.core import sqrt as _core_sqrt
 from tidu.numpy.core import sum as _sum
 from tidu.numpy.einsum import einsum
 from tidu.numpy.ufuncs import erfc, isfinite, logaddexp
-from tidu.trace.tracer import _compare, _lift, _trace_of, _unary_float
+from tidu.trace.tracer import _compare, _lift, _trace_of, _unary_float, as_inexact
 
 _where = where  # the functions below take jax's `where=` mask argument
 
@@ -97,8 +98,8 @@ swish = silu
 
 def gelu(x, approximate: bool = True):
     """Gaussian error linear unit; the tanh approximation by default (as jax's), else
-    x * erfc(-x / sqrt 2) / 2."""
-    x = _tr(x)
+    x * erfc(-x / sqrt 2) / 2.  Integer input in jax's to_inexact_dtype."""
+    x = as_inexact(x)
     if approximate:
         c = math.sqrt(2 / math.pi)
         return x * (0.5 * (1 + tanh(c * (x + 0.044715 * (x * x * x)))))
@@ -137,8 +138,7 @@ def logsumexp(a, axis=None, b=None, keepdims: bool = False, return_sign: bool = 
     values do not overflow; an all -inf slice gives -inf.  With ``return_sign`` also the sign of
     the sum (then log of its absolute value), as jax.nn.logsumexp."""
     a = _tr(a)
-    if a.dtype not in (np.dtype("float32"), np.dtype("float64")):
-        a = astype(a, np.float64) if a.dtype.kind in "iub" else a
+    a = as_inexact(a)
     axes = _axis_tuple(a, axis)
     am = _masked(a, where)
     amax = stop_gradient(_max(am, axes, keepdims=True))
@@ -187,8 +187,9 @@ def log_softmax(x, axis=-1, where=None):
 
 
 def standardize(x, axis=-1, mean=None, variance=None, epsilon: float = 1e-5):
-    """(x - mean) / sqrt(variance + epsilon) over `axis` (jax.nn.standardize)."""
-    x = _tr(x)
+    """(x - mean) / sqrt(variance + epsilon) over `axis` (jax.nn.standardize); integer x in
+    jax's to_inexact_dtype."""
+    x = as_inexact(x)
     axes = _axis_tuple(x, axis)
     n = int(np.prod([x.shape[i] for i in axes], dtype=np.int64))
     if mean is None:
@@ -277,9 +278,9 @@ def mish(x):
 
 
 def squareplus(x, b=4):
-    """(x + sqrt(x^2 + b)) / 2."""
+    """(x + sqrt(x^2 + b)) / 2 (jax's formulation: integer x in to_inexact_dtype)."""
     x = _tr(x)
-    return (x + (x * x + b) ** 0.5) / 2
+    return (x + _core_sqrt(x * x + b)) / 2
 
 
 def sparse_plus(x):
@@ -417,9 +418,7 @@ def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None
 def log1mexp(x):
     """log(1 - exp(-x)) for x >= 0, by expm1 below log 2 and log1p above (jax's; its
     derivative 1 / expm1(x) is the derivative of these branches)."""
-    x = _tr(x)
-    if x.dtype.kind in "iub":
-        x = astype(x, np.float64)
+    x = as_inexact(x)
     return where(x < math.log(2.0), log(-expm1(-x)), log1p(-exp(-x)))
 
 

@@ -25,10 +25,7 @@ __all__ = ["copysign", "frexp", "gcd", "heaviside", "lcm", "ldexp", "nextafter",
 
 def _inexact(name, *xs):
     t = _trace_of(*xs)
-    xs = _promote(name, t, *xs)
-    if xs[0].dtype.kind not in "fc":
-        xs = [_lift(t, x, np.float64) for x in xs]
-    return xs
+    return _promote(name, t, *xs, min_dtype=True)
 
 
 @_numpy_outside(np.heaviside)

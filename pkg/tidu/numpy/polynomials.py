@@ -15,7 +15,7 @@ import numpy as np
 from tidu.numpy import core, linalg, shapes
 from tidu.numpy.conv import convolve
 from tidu.numpy.shapes import _numpy_outside
-from tidu.trace.tracer import Tracer, _lift, _trace_of
+from tidu.trace.tracer import Tracer, _lift, _trace_of, as_inexact
 
 __all__ = ["poly", "polyadd", "polyder", "polydiv", "polyint", "polymul", "polysub", "roots"]
 
@@ -28,7 +28,7 @@ def _vec(t, x, name):
 
 
 def _inexact(t, x):
-    return x if x.dtype.kind in "fc" else _lift(t, x, np.float64)
+    return as_inexact(x, t)
 
 
 def _pad_front(x, n):

@@ -13,6 +13,7 @@ from tidu.numpy import core as T
 from tidu.numpy import reductions as R
 from tidu.numpy import sorting as S
 from tidu.numpy.shapes import _lift
+from tidu.trace.tracer import as_inexact
 
 __all__ = ["all", "amax", "amin", "any", "max", "mean", "min", "prod", "std", "sum", "var"]
 
@@ -145,13 +146,12 @@ def _count(x, axis, keepdims, where):
 
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     """``jnp.mean``: the sum over ``axis`` of the elements where ``where`` holds, divided by
-    how many there are (integers and bools in float64)."""
+    how many there are (integers and bools in jax's to_inexact_dtype)."""
     _no_out(out, "mean")
     x = _prepared(a, dtype, "mean")
     if where is None:
         return T.mean(x, axis, keepdims)
-    if x.dtype in INTS or x.dtype == BOOL:
-        x = T.astype(x, np.float64)
+    x = as_inexact(x)
     n = _count(x, axis, keepdims, where)
     return T.sum(_mask(x, where, 0, "mean"), axis, keepdims) / T.astype(n, x.dtype)
 
@@ -168,8 +168,7 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
             raise ValueError("var: ddof and correction are both given")
         ddof = correction
     x = _prepared(a, dtype, "var")
-    if x.dtype in INTS or x.dtype == BOOL:
-        x = T.astype(x, np.float64)
+    x = as_inexact(x)
     centered = x - mean(x, axis, None, None, True, where=where)
     sq = T.real(centered * T.conj(centered)) if x.dtype in COMPLEXES else centered * centered
     n = _count(x, axis, keepdims, where)

@@ -8,7 +8,7 @@ import builtins
 
 import numpy as np
 
-from tidu.graph.dtypes import BOOL, COMPLEXES, INTS
+from tidu.graph.dtypes import BOOL, COMPLEXES
 from tidu.numpy import core as T
 from tidu.numpy.shapes import (
     _axes,
@@ -20,7 +20,7 @@ from tidu.numpy.shapes import (
     _static_int,
     _traced,
 )
-from tidu.trace.tracer import Tracer, _broadcast, _compare
+from tidu.trace.tracer import Tracer, _broadcast, _compare, as_inexact
 from tidu.trace.tracer import _lift as _lift_in
 
 __all__ = ["diff", "std", "var"]
@@ -36,8 +36,8 @@ def _moment_axes(x, axis):
 
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
         correction=None):
-    """Variance, mean(abs(x - mean(x))**2) * N / (N - ddof), real for complex input, float64 for
-    integer input (as ``jax.numpy.var``)."""
+    """Variance, mean(abs(x - mean(x))**2) * N / (N - ddof), real for complex input,
+    to_inexact_dtype for integer input (as ``jax.numpy.var``)."""
     if out is not None or where is not None:
         raise NotImplementedError("var: the out and where arguments are not supported")
     if not _traced() and not _has_tracer((a,)):
@@ -50,8 +50,8 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     x = _lift(a)
     if dtype is not None:
         x = T.astype(x, dtype)
-    elif x.dtype in INTS or x.dtype == BOOL:
-        x = T.astype(x, np.float64)
+    else:
+        x = as_inexact(x)
     axes = _moment_axes(x, axis)
     n = int(np.prod([x.shape[i] for i in axes], dtype=np.int64))
     centered = x - T.mean(x, axes, keepdims=True)

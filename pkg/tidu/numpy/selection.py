@@ -9,18 +9,22 @@ count (``searchsorted``), so no scatter is needed.  Outside a trace each is nump
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
+from tidu.graph.dtypes import BOOL
 from tidu.numpy.core import astype, concatenate, iota, reshape, where
 from tidu.numpy.core import sum as _sum
 from tidu.numpy.creation import linspace
-from tidu.numpy.shapes import _numpy_outside, ravel, stack
+from tidu.numpy.shapes import _has_tracer, _numpy_outside, _traced, ravel, stack
+from tidu.numpy.shapes import _lift as _lift1
 from tidu.numpy.sorting import cumsum, sort
 from tidu.numpy.statistics import searchsorted
 from tidu.numpy.take import take
-from tidu.trace.tracer import Tracer, _lift, _trace_of
+from tidu.trace.tracer import Tracer, _lift, _trace_of, as_inexact, keeps_weak, result_type
 
-__all__ = ["argwhere", "bincount", "flatnonzero", "histogram", "nonzero", "unique"]
+__all__ = ["argwhere", "bincount", "flatnonzero", "histogram", "nonzero", "select", "unique"]
 
 
 def _tr(x) -> Tracer:
@@ -153,8 +157,7 @@ def histogram(a, bins=10, range=None, weights=None, density=None):  # noqa: A002
     """(counts, bin_edges) of a's values in ``bins`` bins (a static int, or the edges); the
     last bin includes its right edge, as numpy's and jax's."""
     a = ravel(_tr(a))
-    if a.dtype.kind not in "fc":
-        a = astype(a, np.float64)
+    a = as_inexact(a)
     if isinstance(bins, (int, np.integer)):
         if bins < 1:
             raise ValueError(f"histogram: bins must be positive, got {bins}")
@@ -178,3 +181,27 @@ def histogram(a, bins=10, range=None, weights=None, density=None):  # noqa: A002
         widths = edges[1:] - edges[:-1]
         counts = counts / widths / _sum(counts)
     return counts, edges
+
+
+@keeps_weak(1, 2, seq=True)
+def select(condlist: Sequence, choicelist: Sequence, default=0) -> Tracer:
+    """choicelist[i] where condlist[i] is the first true condition, default where none is."""
+    condlist, choicelist = list(condlist), list(choicelist)
+    if len(condlist) != len(choicelist):
+        raise ValueError(
+            f"select: condlist and choicelist must have the same length, got "
+            f"{len(condlist)} and {len(choicelist)}"
+        )
+    if not condlist:
+        raise ValueError("select: condlist must not be empty")
+    if not _traced() and not _has_tracer(condlist + choicelist + [default]):
+        return np.select(condlist, choicelist, default)
+    for c in condlist:
+        dt = c.dtype if isinstance(c, Tracer) else np.asarray(c).dtype
+        if dt != BOOL:
+            raise TypeError(f"select: condlist entries must be bool, got {dt}")
+    out = default
+    dt = result_type(*choicelist, default)
+    for c, v in zip(reversed(condlist), reversed(choicelist)):
+        out = where(c, astype(_lift1(v), dt) if isinstance(v, Tracer) else v, out)
+    return astype(out, dt) if isinstance(out, Tracer) and out.dtype != dt else out

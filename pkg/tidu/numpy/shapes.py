@@ -22,7 +22,6 @@ from collections.abc import Sequence
 import numpy as np
 
 from tidu import ops as P
-from tidu.graph.dtypes import BOOL
 from tidu.numpy import core as T
 from tidu.trace.tracer import (
     Tracer,
@@ -32,14 +31,14 @@ from tidu.trace.tracer import (
     _op,
     _stack,
     _trace_of,
-    result_type,
+    keeps_weak,
 )
 from tidu.trace.tracer import _lift as _lift_in
 
 __all__ = [
     "array_split", "atleast_1d", "atleast_2d", "atleast_3d", "column_stack", "dstack",
     "expand_dims", "flip", "fliplr", "flipud", "hstack", "moveaxis", "pad", "ravel", "repeat",
-    "roll", "select", "split", "squeeze", "stack", "swapaxes", "tile", "vstack",
+    "roll", "split", "squeeze", "stack", "swapaxes", "tile", "vstack",
 ]
 
 _range, _max, _min = builtins.range, builtins.max, builtins.min
@@ -571,27 +570,10 @@ def _pad_constant(x: Tracer, widths, constant_values) -> Tracer:
     return x
 
 
-# ---- selection ----
-
-
-def select(condlist: Sequence, choicelist: Sequence, default=0) -> Tracer:
-    """choicelist[i] where condlist[i] is the first true condition, default where none is."""
-    condlist, choicelist = list(condlist), list(choicelist)
-    if len(condlist) != len(choicelist):
-        raise ValueError(
-            f"select: condlist and choicelist must have the same length, got "
-            f"{len(condlist)} and {len(choicelist)}"
-        )
-    if not condlist:
-        raise ValueError("select: condlist must not be empty")
-    if not _traced() and not _has_tracer(condlist + choicelist + [default]):
-        return np.select(condlist, choicelist, default)
-    for c in condlist:
-        dt = c.dtype if isinstance(c, Tracer) else np.asarray(c).dtype
-        if dt != BOOL:
-            raise TypeError(f"select: condlist entries must be bool, got {dt}")
-    out = default
-    dt = result_type(*choicelist, default)
-    for c, v in zip(reversed(condlist), reversed(choicelist)):
-        out = T.where(c, T.astype(_lift(v), dt) if isinstance(v, Tracer) else v, out)
-    return T.astype(out, dt) if isinstance(out, Tracer) and out.dtype != dt else out
+# Weakly typed results where the operands are (jax's rule; tidu.trace.tracer.keeps_weak)
+for _n in ("stack", "vstack", "hstack", "dstack", "column_stack"):
+    globals()[_n] = keeps_weak(0, seq=True)(globals()[_n])
+for _n in ("split", "array_split", "squeeze", "expand_dims", "moveaxis", "swapaxes", "ravel",
+           "flip", "fliplr", "flipud", "roll", "tile", "repeat", "pad"):
+    globals()[_n] = keeps_weak(0)(globals()[_n])
+del _n

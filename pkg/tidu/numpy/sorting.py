@@ -15,7 +15,7 @@ from tidu import ops as P
 from tidu.graph.dtypes import BOOL, INTS, accumulation_dtype
 from tidu.numpy.core import _axes, iota, lex_extreme, lex_index, reshape, transpose, where
 from tidu.numpy.take import take_along_axis
-from tidu.trace.tracer import _broadcast, _compare, _const, _lift, _trace_of
+from tidu.trace.tracer import _broadcast, _compare, _const, _lift, _trace_of, keeps_weak
 from tidu.trace.tracer import _emit as emit
 
 __all__ = ["min", "prod", "any", "all", "argmax", "argmin", "sort", "argsort", "cumsum", "cumprod",
@@ -139,6 +139,7 @@ def argmin(a, axis=None, keepdims=False):
 
 # ---- sorting ----
 
+@keeps_weak(0)
 def sort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False):
     """Sorted copy along ``axis`` (flattened when None), as ``jnp.sort``: stable, NaN last
     (first when ``descending``), complex by real then imaginary part.  Its derivative moves each

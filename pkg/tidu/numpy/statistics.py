@@ -22,7 +22,7 @@ from tidu.numpy.shapes import _numpy_outside, moveaxis, squeeze
 from tidu.numpy.take import take, take_along_axis
 from tidu.numpy.ufuncs import _tr, ceil, clip, floor, isinf, isnan
 from tidu.numpy.ufuncs import round as _round_half_even
-from tidu.trace.tracer import Tracer, _compare, _lift, _trace_of
+from tidu.trace.tracer import Tracer, _compare, _lift, _trace_of, as_inexact
 
 __all__ = [
     "allclose", "average", "corrcoef", "count_nonzero", "cov", "digitize", "interp", "isclose",
@@ -33,8 +33,7 @@ __all__ = [
 
 
 def _inexact(x) -> Tracer:
-    x = _tr(x)
-    return T.astype(x, np.float64) if x.dtype in INTS or x.dtype == BOOL else x
+    return as_inexact(x)
 
 
 def _nan_mask(x):
@@ -132,10 +131,7 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     nothing (to NaN with equal_nan), as numpy and jax."""
     t = _trace_of(a, b)
     x, y = _lift(t, a), _lift(t, b)
-    if x.dtype in INTS or x.dtype == BOOL:
-        x = T.astype(x, np.float64)
-    if y.dtype in INTS or y.dtype == BOOL:
-        y = T.astype(y, np.float64)
+    x, y = as_inexact(x, t), as_inexact(y, t)
     close = T.abs(x - y) <= atol + rtol * T.abs(y)
     inf = isinf(x) | isinf(y)
     out = T.where(inf, _compare("EQ", x, y), close)
@@ -446,8 +442,7 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     if xpv.ndim != 1 or fpv.ndim != 1 or xpv.shape != fpv.shape:
         raise ValueError(f"interp: xp and fp must be 1-D of one length, got {xpv.shape} and "
                          f"{fpv.shape}")
-    if fpv.dtype in INTS or fpv.dtype == BOOL:
-        fpv = T.astype(fpv, np.float64)
+    fpv = as_inexact(fpv, t)
     if period is not None:
         if left is not None or right is not None:
             raise ValueError("interp: left and right have no meaning with period")

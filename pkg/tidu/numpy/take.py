@@ -10,7 +10,7 @@ from tidu import ops as P
 from tidu.graph.dtypes import INTS
 from tidu.numpy.core import astype, broadcast_to, reshape, where
 from tidu.numpy.indexing import _bcast, _gather, _index_value, _is_static_int, _max, _min
-from tidu.trace.tracer import Tracer, _emit, _lift, _trace_of
+from tidu.trace.tracer import Tracer, _emit, _lift, _trace_of, keeps_weak
 
 __all__ = ["dynamic_slice", "dynamic_update_slice", "take", "take_along_axis"]
 
@@ -22,6 +22,7 @@ def _norm_axis(axis: int, ndim: int, name: str) -> int:
     return axis % ndim
 
 
+@keeps_weak(0)
 def take(a, indices, axis=None, mode=None, fill_value=None):
     """numpy/jax ``take``: elements of `a` at `indices` along `axis` (flattened when None).
     Out-of-range indices: mode None or 'fill' gives fill_value (NaN for inexact dtypes, as jax),
@@ -55,6 +56,7 @@ def _wrap(idx, n: int, name: str):
     return idx % n
 
 
+@keeps_weak(0)
 def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
     """numpy/jax ``take_along_axis``: out[..., j, ...] = arr[..., indices[..., j, ...], ...]
     along `axis`; the other axes of `indices` broadcast against arr's.  Out-of-range: as take."""

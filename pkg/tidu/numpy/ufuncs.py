@@ -26,6 +26,7 @@ from tidu.trace.tracer import (
     _promote,
     _trace_of,
     _unary_float,
+    as_inexact,
 )
 
 __all__ = [
@@ -63,7 +64,8 @@ def _float_unary(cls, name):
         return _unary_float(cls, x)
 
     f.__name__ = f.__qualname__ = name
-    f.__doc__ = f"Elementwise {name} (numpy's; integer and bool inputs computed in float64)."
+    f.__doc__ = (f"Elementwise {name} (integer and bool inputs computed in jax's "
+                 "to_inexact_dtype: float32 up to 32 bits, float64 for 64).")
     return f
 
 
@@ -128,11 +130,9 @@ def square(x):
 
 
 def reciprocal(x):
-    """1 / x; integer inputs computed in float64 (jax's rule; numpy's stays integer)."""
-    x = _tr(x)
-    if x.dtype in _NONFLOAT:
-        x = astype(x, np.float64)
-    return 1 / x
+    """1 / x; integer inputs computed in jax's to_inexact_dtype (numpy's
+    stays integer)."""
+    return 1 / as_inexact(x)
 
 
 def clip(x, min=None, max=None, *, a_min=None, a_max=None):  # noqa: A002 - jax's names
@@ -226,16 +226,15 @@ arctanh = _float_unary(P.Atanh, "arctanh")
 
 
 def arctan2(x1, x2):
-    """The angle of the point (x2, x1) in [-pi, pi] (floating; integers computed in float64)."""
+    """The angle of the point (x2, x1) in [-pi, pi] (floating; integers as jax's
+    to_inexact_dtype)."""
     return _binary(P.Atan2, "arctan2", x1, x2, float_only=True)
 
 
 def hypot(x1, x2):
     """sqrt(x1**2 + x2**2) without overflow or underflow (jax's formulation)."""
     t = _trace_of(x1, x2)
-    a, b = _promote("hypot", t, x1, x2, min_dtype=np.float32)
-    if a.dtype in _NONFLOAT:
-        a, b = astype(a, np.float64), astype(b, np.float64)
+    a, b = _promote("hypot", t, x1, x2, min_dtype=True)
     if a.dtype in COMPLEXES:
         raise TypeError(f"hypot: not defined for complex operands ({a.dtype})")
     a, b = abs(a), abs(b)
@@ -263,8 +262,7 @@ radians, degrees = deg2rad, rad2deg
 
 
 def _float_x(x):
-    x = _tr(x)
-    return astype(x, np.float64) if x.dtype in _NONFLOAT else x
+    return as_inexact(x)
 
 
 def angle(z, deg: bool = False):
@@ -272,8 +270,9 @@ def angle(z, deg: bool = False):
     z = _tr(z)
     if z.dtype in COMPLEXES:
         a = arctan2(imag(z), real(z))
-    else:
-        z = _float_x(z)
+    else:  # jax's angle: a non-float in the default float dtype (float64), not to_inexact
+        z = _tr(z)
+        z = astype(z, np.float64) if z.dtype in _NONFLOAT else z
         a = arctan2(_broadcast(z._t, _const(z._t, 0, z.dtype), z.shape), z)
     return a * (180 / math.pi) if deg else a
 
@@ -298,9 +297,7 @@ def exp2(x):
 def logaddexp(x1, x2):
     """log(exp(x1) + exp(x2)) without overflow; -inf, -inf gives -inf (jax's formulation)."""
     t = _trace_of(x1, x2)
-    a, b = _promote("logaddexp", t, x1, x2, min_dtype=np.float32)
-    if a.dtype in _NONFLOAT:
-        a, b = astype(a, np.float64), astype(b, np.float64)
+    a, b = _promote("logaddexp", t, x1, x2, min_dtype=True)
     # hi + log1p(exp(lo - hi)) with hi, lo picked by one select, not maximum(a, b) and abs(a - b):
     # each branch is the analytic function itself, so the select's derivative (the chosen
     # branch's) is right to every order at a tie, where maximum's 0.5 split and abs'(0) = 0

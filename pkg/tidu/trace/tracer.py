@@ -9,6 +9,7 @@ The numpy names on traced values are the layer above (``tidu.numpy``)."""
 from __future__ import annotations
 
 import builtins
+import functools
 import threading
 from typing import Any
 
@@ -17,10 +18,10 @@ import numpy as np
 from tidu import ops as P
 from tidu._native import _core
 from tidu.graph import _aval_list, prim_id, shape_rule
-from tidu.graph.dtypes import BOOL, INTS, lattice_result_type
+from tidu.graph.dtypes import BOOL, INTS, lattice_result_type, to_inexact_dtype
 from tidu.graph.memory import register_cache
 
-__all__ = ["Tracer", "result_type", "weak_result_type"]
+__all__ = ["Tracer", "as_inexact", "keeps_weak", "result_type", "weak_result_type"]
 
 _PY_SCALARS = (bool, int, float, complex)
 
@@ -226,8 +227,9 @@ def _broadcast(t: _Trace, x: "Tracer", shape: tuple[int, ...]) -> "Tracer":
 
 def _promote(name: str, t: _Trace, *xs, min_dtype=None) -> list["Tracer"]:
     """Lift, type-promote (jax's lattice, weak types included) and broadcast operands.
-    min_dtype: a float dtype the result must be at least (non-float operands are computed in
-    float64: numpy's rule for float functions of integers, kept)."""
+    min_dtype: not None for a float function: bool and integer results of the promotion are
+    computed in to_inexact_dtype's float (jax's _promote_dtypes_inexact: float32 for up to 32
+    bits, float64 for 64-bit integers and weak Python ints)."""
     return _promote_weak(name, t, *xs, min_dtype=min_dtype)[0]
 
 
@@ -236,7 +238,7 @@ def _promote_weak(name: str, t: _Trace, *xs, min_dtype=None) -> tuple[list["Trac
     try:
         dt, weak = weak_result_type(*xs)
         if min_dtype is not None and dt.kind not in "fc":
-            dt = np.result_type(dt, min_dtype)
+            dt = to_inexact_dtype(dt)  # jax's _promote_dtypes_inexact
     except TypeError as e:
         dts = [_dtype_of(x) for x in xs]
         raise TypeError(f"{name}: cannot promote {dts}: {e}") from None
@@ -259,11 +261,9 @@ def _weak(x: "Tracer", weak: bool) -> "Tracer":
 def _binary(cls, name: str, x, y, float_only=False) -> "Tracer":
     """x op y by the general path: promotion and broadcasting made explicit."""
     t = _trace_of(x, y)
-    (a, b), weak = _promote_weak(name, t, x, y, min_dtype=np.float32 if float_only else None)
+    (a, b), weak = _promote_weak(name, t, x, y, min_dtype=True if float_only else None)
     if a.aval.dtype == BOOL and cls in _BOOL_AS:  # numpy's and jax's bool + (or) and * (and)
         return _emit(t, _BOOL_AS[cls](), a, b)
-    if float_only and a.aval.dtype in _NONFLOAT:
-        a, b = _lift(t, a, np.float64), _lift(t, b, np.float64)
     return _weak(_emit(t, cls(), a, b), weak)
 
 
@@ -272,13 +272,77 @@ _NONFLOAT = INTS | {BOOL}
 _BOOL_AS = {P.Add: P.Or, P.Max: P.Or, P.Mul: P.And, P.Min: P.And}
 
 
-def _unary_float(cls, x) -> "Tracer":
-    """Transcendental functions: integer and bool inputs are computed in float64 (numpy's rule)."""
-    t = _trace_of(x)
+def as_inexact(x, t: _Trace | None = None) -> "Tracer":
+    """x traced, in jax's ``to_inexact_dtype`` of its dtype: bool and integers of up to 32 bits
+    as float32, 64-bit integers (and Python ints) as float64, floats and complexes unchanged;
+    weakly typed where x is.  The one place the numpy layer promotes a value to inexact."""
+    if t is None:
+        t = _trace_of(x)
     weak = _typed(x)[1]
     x = _lift(t, x)
-    if x.aval.dtype in _NONFLOAT:
-        x = _lift(t, x, np.float64)
+    dt = x.aval.dtype
+    want = to_inexact_dtype(dt)
+    if want is not dt and want != dt:
+        x = _weak(_emit(t, _op(P.Convert, want.name), x), weak)
+    return x
+
+
+def _is_weak(x) -> bool:
+    """x is weakly typed: a weak Tracer, or a Python int, float or complex (not bool)."""
+    if isinstance(x, Tracer):
+        return x.weak_type
+    return type(x) in (int, float, complex)
+
+
+def _as_weak(out):
+    """out (a Tracer, or a tuple/list of them) weakly typed: fresh Tracers of the same values
+    (a Tracer is never mutated: the function may have returned one of its operands)."""
+    if isinstance(out, Tracer):
+        return out if out.weak_type or out.aval.dtype == BOOL else \
+            Tracer(out._t, out._v, out.aval, True)
+    if isinstance(out, (tuple, list)):
+        return type(out)(_as_weak(o) for o in out)
+    return out
+
+
+def keeps_weak(*argnums: int, seq: bool = False, dtype_arg: str | None = "dtype",
+               dtype_pos: int | None = None):
+    """Decorator for structural functions and contractions: the result is weakly typed where
+    every operand at positions argnums is (jax's standard weak-type rule: ``stack`` of Python
+    scalars, ``transpose``/``broadcast_to``/``matmul`` of weak values stay weak).  seq: the
+    operand at argnums[0] is a sequence of operands (stack, concatenate).  A ``dtype`` argument
+    other than None (keyword dtype_arg, or positional at dtype_pos) makes the result strong,
+    as in jax."""
+    def deco(fn):
+        @functools.wraps(fn)
+        def wrapped(*args, **kwargs):
+            out = fn(*args, **kwargs)
+            if dtype_arg is not None and kwargs.get(dtype_arg) is not None or \
+                    dtype_pos is not None and len(args) > dtype_pos and args[dtype_pos] is not None:
+                return out
+            ops = []
+            for i in argnums:
+                if i < len(args):
+                    a = args[i]
+                    if seq and isinstance(a, (tuple, list)):
+                        ops.extend(a)
+                    else:
+                        ops.append(a)
+            if ops and builtins.all(_is_weak(a) for a in ops):
+                return _as_weak(out)
+            return out
+
+        return wrapped
+
+    return deco
+
+
+def _unary_float(cls, x) -> "Tracer":
+    """Transcendental functions: integer and bool inputs are computed in to_inexact_dtype's
+    float (jax's rule: float32 up to 32 bits, float64 for 64-bit integers)."""
+    t = _trace_of(x)
+    weak = _typed(x)[1]
+    x = as_inexact(x, t)
     return _weak(_emit(t, cls(), x), weak)
 
 

@@ -4,7 +4,7 @@
 Built on the primitives ``Cholesky`` and ``TriangularSolve`` (``tidu.ops.linalg``) and ``LU``,
 ``LUPermute``, ``Eigh``, ``QR``, ``SVD`` (``tidu.ops.factor``, packed results sliced here).  Every
 function takes leading batch axes (broadcast between operands as numpy's) and float32, float64,
-complex64 and complex128 (integer input is promoted to float64).  See docs/linalg.md.
+complex64 and complex128 (integer input is promoted to jax's to_inexact_dtype).  See docs/linalg.md.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from tidu import ops as P
-from tidu.graph.dtypes import INEXACT
+from tidu.graph.dtypes import INEXACT, to_inexact_dtype
 from tidu.numpy.core import abs as abs_
 from tidu.numpy.core import (
     astype,
@@ -49,8 +49,7 @@ def _arrays(name: str, *xs):
     """The operands traced, promoted to one inexact dtype."""
     t = _trace_of(*xs)
     dt = result_type(*xs)
-    if dt not in INEXACT:
-        dt = np.result_type(dt, np.float64)
+    dt = to_inexact_dtype(dt)  # jax's: int32 in float32, int64 in float64
     if dt not in INEXACT:
         raise TypeError(f"{name}: dtype {dt} is not supported (float32, float64, complex64, "
                         f"complex128)")

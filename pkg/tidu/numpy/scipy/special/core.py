@@ -25,7 +25,7 @@ from tidu.numpy.nn import log_softmax, logsumexp, softmax
 from tidu.numpy.nn import sigmoid as expit
 from tidu.numpy.ufuncs import erf, erfc, erfinv, floor
 from tidu.ops import Lgamma
-from tidu.trace.tracer import Tracer, _emit, _lift, _trace_of
+from tidu.trace.tracer import Tracer, _emit, _promote, _trace_of
 
 __all__ = ["betainc", "betaln", "digamma", "entr", "erf", "erfc", "erfinv", "expit", "gammainc",
            "gammaincc", "gammaln", "i0", "i0e", "i1", "i1e", "log_ndtr", "log_softmax", "logit",
@@ -105,13 +105,10 @@ def polygamma(n, x):
 
 
 def _inexact(*xs) -> list[Tracer]:
-    """Lift to one float dtype (ints and bools become float64), numpy-broadcast."""
+    """Lift to one float dtype (jax's lattice, then to_inexact_dtype: int32 and bool become
+    float32, int64 float64), numpy-broadcast."""
     t = _trace_of(*xs)
-    lifted = [_lift(t, x) for x in xs]
-    dt = np.result_type(*[x.dtype for x in lifted])
-    if dt.kind not in "fc":
-        dt = np.dtype(np.float64)
-    lifted = [_lift(t, x, dt) for x in lifted]
+    lifted = _promote("scipy.special", t, *xs, min_dtype=True)
     shape = np.broadcast_shapes(*[x.shape for x in lifted])
     return [broadcast_to(x, shape) for x in lifted]
 
