@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tidu.graph.dtypes import kind_of
 from tidu.numpy.core import astype, broadcast_to, concatenate, iota, reshape, sqrt, transpose
 from tidu.numpy.core import power as _power
 from tidu.numpy.core import sum as _sum
@@ -67,7 +68,7 @@ def geomspace(start, stop, num: int = 50, endpoint: bool = True, dtype=None, axi
     end points exact as jax's."""
     t = _trace_of(start, stop)
     s, e = _lift(t, start), _lift(t, stop)
-    if s.dtype.kind not in "fc":
+    if kind_of(s.dtype) not in "fc":
         s, e = _lift(t, s, np.float64), _lift(t, e, np.float64)
     sgn = (s > 0) * 2.0 - 1.0
     out = sgn * logspace(log10(s * sgn), log10(e * sgn), num, endpoint=endpoint, axis=0)
@@ -279,9 +280,9 @@ def polyfit(x, y, deg: int, rcond=None, full: bool = False, w=None, cov: bool = 
         raise ValueError(f"polyfit: deg must be non-negative, got {deg}")
     t = _trace_of(x, y)
     x, y = _lift(t, x), _lift(t, y)
-    if x.dtype.kind not in "fc":
+    if kind_of(x.dtype) not in "fc":
         x = _lift(t, x, np.float64)
-    if y.dtype.kind not in "fc":
+    if kind_of(y.dtype) not in "fc":
         y = _lift(t, y, np.float64)
     if x.ndim != 1 or y.ndim not in (1, 2) or x.shape[0] != y.shape[0]:
         raise ValueError(f"polyfit: x must be 1-D and y 1-D or 2-D with x's length, got "

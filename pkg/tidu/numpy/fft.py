@@ -19,6 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from tidu import ops as P
+from tidu.graph.dtypes import kind_of
 from tidu.numpy import core as T
 from tidu.numpy import shapes as S
 from tidu.ops.fft import FftType, complex_dtype
@@ -39,12 +40,12 @@ def _lift(a, typ: FftType, name: str) -> Tracer:
     input refused), complex otherwise; integers and bools become float64 / complex128."""
     dt = np.dtype(_dtype_of(a))
     if typ == FftType.RFFT:
-        if dt.kind == "c":
+        if kind_of(dt) == "c":
             raise ValueError(f"jax.numpy.fft.{name}: only real valued inputs supported for rfft "
                              f"(got {dt})")
-        want = dt if dt.kind == "f" else np.dtype("float64")
+        want = dt if kind_of(dt) == "f" else np.dtype("float64")
     else:
-        want = complex_dtype(dt) if dt.kind in "fc" else np.dtype("complex128")
+        want = complex_dtype(dt) if kind_of(dt) in "fc" else np.dtype("complex128")
     return _lift_in(_trace_of(a), a, want)
 
 

@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 
+from tidu.graph.dtypes import kind_of
 from tidu.numpy import core, shapes
 from tidu.numpy.selection import histogram
 from tidu.numpy.shapes import _numpy_outside
@@ -70,7 +71,7 @@ def histogramdd(sample, bins=10, range=None, weights=None, density=None):  # noq
     s = _lift(t, sample)
     if s.ndim != 2:
         raise ValueError("histogramdd: sample must be a 2-D array of shape (N, D)")
-    if s.dtype.kind not in "fc":
+    if kind_of(s.dtype) not in "fc":
         s = core.astype(s, np.float64)
     n, d = s.shape
     if isinstance(bins, (int, np.integer)):

@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from tidu import ops as P
+from tidu.graph.dtypes import kind_of
 from tidu.numpy.core import abs as _abs
 from tidu.numpy.core import (
     astype,
@@ -138,7 +139,7 @@ def logsumexp(a, axis=None, b=None, keepdims: bool = False, return_sign: bool = 
     the sum (then log of its absolute value), as jax.nn.logsumexp."""
     a = _tr(a)
     if a.dtype not in (np.dtype("float32"), np.dtype("float64")):
-        a = astype(a, np.float64) if a.dtype.kind in "iub" else a
+        a = astype(a, np.float64) if kind_of(a.dtype) in "iub" else a
     axes = _axis_tuple(a, axis)
     am = _masked(a, where)
     amax = stop_gradient(_max(am, axes, keepdims=True))
@@ -203,7 +204,7 @@ def one_hot(x, num_classes: int, dtype=np.float64, axis=-1):
     """x[..., None] == arange(num_classes) as `dtype` (new axis at `axis`); out-of-range and
     negative indices give all-zero rows, as jax's."""
     x = _tr(x)
-    if x.dtype.kind not in "iu":
+    if kind_of(x.dtype) not in "iu":
         raise TypeError(f"one_hot: indices must be integers, got {x.dtype}")
     num_classes = int(num_classes)
     nd = x.ndim + 1
@@ -418,7 +419,7 @@ def log1mexp(x):
     """log(1 - exp(-x)) for x >= 0, by expm1 below log 2 and log1p above (jax's; its
     derivative 1 / expm1(x) is the derivative of these branches)."""
     x = _tr(x)
-    if x.dtype.kind in "iub":
+    if kind_of(x.dtype) in "iub":
         x = astype(x, np.float64)
     return where(x < math.log(2.0), log(-expm1(-x)), log1p(-exp(-x)))
 

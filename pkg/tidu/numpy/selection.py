@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tidu.graph.dtypes import kind_of
 from tidu.numpy.core import astype, concatenate, iota, reshape, where
 from tidu.numpy.core import sum as _sum
 from tidu.numpy.creation import linspace
@@ -111,7 +112,7 @@ def unique(ar, return_index: bool = False, return_inverse: bool = False,
         raise ValueError("unique: an empty array has no values to fill with")
     s = sort(a)
     first = concatenate([s[:1] == s[:1], s[1:] != s[:-1]], axis=0)
-    if equal_nan and s.dtype.kind in "fc":
+    if equal_nan and kind_of(s.dtype) in "fc":
         first = first & ~concatenate([s[:1] != s[:1], (s[1:] != s[1:]) & (s[:-1] != s[:-1])],
                                      axis=0)
     pos, valid = _positions(first, size)
@@ -135,7 +136,7 @@ def bincount(x, weights=None, minlength: int = 0, *, length=None):
     if not isinstance(x, Tracer) and not isinstance(weights, Tracer) and length is None:
         return np.bincount(x, weights, minlength)
     x = _tr(x)
-    if x.dtype.kind not in "iub" or x.ndim != 1:
+    if kind_of(x.dtype) not in "iub" or x.ndim != 1:
         raise TypeError(f"bincount: x must be a 1-D integer array, got {x.dtype}{list(x.shape)}")
     length = _static_size("bincount", length)
     length = max(length, int(minlength))
@@ -153,7 +154,7 @@ def histogram(a, bins=10, range=None, weights=None, density=None):  # noqa: A002
     """(counts, bin_edges) of a's values in ``bins`` bins (a static int, or the edges); the
     last bin includes its right edge, as numpy's and jax's."""
     a = ravel(_tr(a))
-    if a.dtype.kind not in "fc":
+    if kind_of(a.dtype) not in "fc":
         a = astype(a, np.float64)
     if isinstance(bins, (int, np.integer)):
         if bins < 1:

@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from tidu.graph.dtypes import BOOL, COMPLEXES, INTS
+from tidu.graph.dtypes import BOOL, COMPLEXES, INTS, kind_of
 from tidu.numpy import core as T
 from tidu.numpy import sorting as S
 from tidu.numpy.core import reshape
@@ -371,7 +371,7 @@ def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
     lo = _lift(t, zeros_like(val, dtype=np.int32))
     hi = lo + n
     last = max(n - 1, 0)
-    nan_v = isnan(val) if val.dtype.kind == "f" else None
+    nan_v = isnan(val) if kind_of(val.dtype) == "f" else None
     for _ in range(max(n, 1).bit_length()):
         go = lo < hi
         mid = (lo + hi) >> 1
