@@ -64,16 +64,6 @@ inline std::uint16_t f32_to_bf16(float f) {
   return static_cast<std::uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
 }
 
-// double -> float rounded to odd: then rounding that float to 16 bits is one correct rounding of
-// the double (float32 has more than 11 + 2 significand bits), as XLA's direct f64 -> f16 convert.
-inline float f64_to_f32_odd(double d) {
-  float f = static_cast<float>(d);
-  if (std::isnan(d) || static_cast<double>(f) == d) return f;
-  std::uint32_t b = f32_bits(f);
-  if (std::fabs(static_cast<double>(f)) > std::fabs(d)) --b;  // the truncation toward zero
-  return bits_f32(b | 1u);
-}
-
 // n elements of dtype `src` at x as dtype `dst` at y, where either is float16 or bfloat16.
 inline void convert_half(DType src, const void* x, DType dst, void* y, std::int64_t n) {
   constexpr std::int64_t kChunk = 256;
@@ -107,15 +97,11 @@ inline void convert_half(DType src, const void* x, DType dst, void* y, std::int6
     const S* s = static_cast<const S*>(x);
     if constexpr (std::is_same_v<S, float>) {
       for (std::int64_t i = 0; i < n; ++i) r[i] = bf ? f32_to_bf16(s[i]) : f32_to_f16(s[i]);
-    } else {
-      double d[kChunk];
+    } else {  // through float32, as XLA:CPU (a float64 between two 16-bit neighbours rounds twice)
       for (std::int64_t lo = 0; lo < n; lo += kChunk) {
         const std::int64_t m = n - lo < kChunk ? n - lo : kChunk;
-        convert<S, double>(s + lo, d, m);
-        for (std::int64_t i = 0; i < m; ++i) {
-          const float f = f64_to_f32_odd(d[i]);
-          r[lo + i] = bf ? f32_to_bf16(f) : f32_to_f16(f);
-        }
+        convert<S, float>(s + lo, buf, m);
+        for (std::int64_t i = 0; i < m; ++i) r[lo + i] = bf ? f32_to_bf16(buf[i]) : f32_to_f16(buf[i]);
       }
     }
   });
