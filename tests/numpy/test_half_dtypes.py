@@ -341,3 +341,21 @@ def test_loader_refuses_an_unknown_dtype_code(tmp_path):
     header[24:32] = struct.pack("<Q", h)
     with pytest.raises(_eval.ProgramError, match="unknown dtype"):
         _eval.Program(bytes(header + payload))
+
+
+def test_conversions_bit_exact_on_every_float16_and_random_float32_patterns():
+    """The interpreter's 16-bit conversions against numpy's and ml_dtypes' on all 65536 float16
+    bit patterns and 2^16 random float32 ones (subnormals, infinities, NaNs included)."""
+    h = np.arange(65536, dtype=np.uint16).view(np.float16)
+    b = np.arange(65536, dtype=np.uint16).view(ml_dtypes.bfloat16)
+    x = rng.integers(0, 2**32, 65536, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    got = td.jit(lambda h, b, x: (h.astype(np.float32), b.astype(np.float32), x.astype(np.float16),
+                                  x.astype(ml_dtypes.bfloat16)))(h, b, x)
+    with np.errstate(all="ignore"):
+        want = (h.astype(np.float32), b.astype(np.float32), x.astype(np.float16),
+                x.astype(ml_dtypes.bfloat16))
+    for g, w in zip(got, want):
+        g32, w32 = g.astype(np.float32), w.astype(np.float32)
+        nan = np.isnan(w32)
+        np.testing.assert_array_equal(np.isnan(g32), nan)
+        np.testing.assert_array_equal(g[~nan].view(f"u{g.itemsize}"), w[~nan].view(f"u{w.itemsize}"))

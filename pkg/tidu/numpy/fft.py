@@ -43,6 +43,9 @@ def _lift(a, typ: FftType, name: str) -> Tracer:
         if kind_of(dt) == "c":
             raise ValueError(f"jax.numpy.fft.{name}: only real valued inputs supported for rfft "
                              f"(got {dt})")
+        if dt.itemsize == 2 and kind_of(dt) == "f":  # as jax's lax.fft
+            raise ValueError(f"jax.numpy.fft.{name}: RFFT input must be float32 or float64, got "
+                             f"{dt}")
         want = dt if kind_of(dt) == "f" else np.dtype("float64")
     else:
         want = complex_dtype(dt) if kind_of(dt) in "fc" else np.dtype("complex128")

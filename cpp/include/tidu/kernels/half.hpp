@@ -23,36 +23,30 @@ inline float bits_f32(std::uint32_t u) {
   return f;
 }
 
-// float16 -> float32, exact (subnormals, infinities and NaN payloads kept).
+// float16 -> float32, exact (subnormals, infinities and NaN payloads kept).  Branch-free (F.
+// Giesen's half_to_float with selects), so the conversion loops vectorise.
 inline float f16_to_f32(std::uint16_t h) {
-  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
-  const std::uint32_t e = (h >> 10) & 0x1Fu, m = h & 0x3FFu;
-  if (e == 0) {  // zero or subnormal: m * 2^-24, exact in float32
-    const float v = static_cast<float>(m) * 5.9604644775390625e-08f;
-    return bits_f32(f32_bits(v) | sign);
-  }
-  if (e == 31) return bits_f32(sign | 0x7F800000u | (m << 13));
-  return bits_f32(sign | ((e + 112) << 23) | (m << 13));
+  const std::uint32_t o = (static_cast<std::uint32_t>(h) & 0x7FFFu) << 13;  // exponent, mantissa
+  const std::uint32_t e = o & 0x0F800000u;
+  const std::uint32_t normal = o + 0x38000000u;          // exponent + (127 - 15)
+  const std::uint32_t special = normal + 0x38000000u;    // infinity, NaN: exponent 255
+  const std::uint32_t sub = f32_bits(bits_f32(normal + 0x00800000u) - bits_f32(0x38800000u));
+  const std::uint32_t r = e == 0x0F800000u ? special : e == 0 ? sub : normal;
+  return bits_f32(r | (static_cast<std::uint32_t>(h) & 0x8000u) << 16);
 }
 
-// float32 -> float16, rounded to nearest even (F. Giesen's float_to_half_fast3_rtne); NaN stays
-// a quiet NaN with its leading payload bits.
+// float32 -> float16, rounded to nearest even (F. Giesen's float_to_half_fast3_rtne, its three
+// cases computed and selected, so the loops vectorise); NaN stays a quiet NaN with its leading
+// payload bits.
 inline std::uint16_t f32_to_f16(float f) {
-  std::uint32_t u = f32_bits(f);
-  const std::uint32_t sign = u & 0x80000000u;
-  u ^= sign;
-  std::uint32_t o;
-  if (u >= (127u + 16u) << 23) {  // 2^16 and up: infinity, or NaN
-    o = u > 0x7F800000u ? 0x7E00u | ((u >> 13) & 0x3FFu) : 0x7C00u;
-  } else if (u < (113u << 23)) {  // below 2^-14: a subnormal or zero; the FPU rounds the sum
-    const std::uint32_t magic = ((127u - 15u) + (23u - 10u) + 1u) << 23;  // 0.5f
-    o = f32_bits(bits_f32(u) + bits_f32(magic)) - magic;
-  } else {
-    const std::uint32_t odd = (u >> 13) & 1u;
-    u += ((15u - 127u) << 23) + 0xFFFu + odd;
-    o = u >> 13;
-  }
-  return static_cast<std::uint16_t>(o | (sign >> 16));
+  const std::uint32_t x = f32_bits(f);
+  const std::uint32_t u = x & 0x7FFFFFFFu;
+  const std::uint32_t special = u > 0x7F800000u ? 0x7E00u | ((u >> 13) & 0x3FFu) : 0x7C00u;
+  // below 2^-14: a subnormal or zero, rounded by the FPU adding 0.5f (whose ulp is 2^-24)
+  const std::uint32_t sub = f32_bits(bits_f32(u) + 0.5f) - 0x3F000000u;
+  const std::uint32_t normal = (u + 0xC8000FFFu + ((u >> 13) & 1u)) >> 13;  // exponent - 112, RNE
+  const std::uint32_t o = u >= 0x47800000u ? special : u < 0x38800000u ? sub : normal;
+  return static_cast<std::uint16_t>(o | ((x >> 16) & 0x8000u));
 }
 
 inline float bf16_to_f32(std::uint16_t h) { return bits_f32(static_cast<std::uint32_t>(h) << 16); }
@@ -62,6 +56,13 @@ inline std::uint16_t f32_to_bf16(float f) {
   const std::uint32_t u = f32_bits(f);
   if ((u & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<std::uint16_t>((u >> 16) | 0x40u);
   return static_cast<std::uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}
+
+inline void to_half(const float* x, std::uint16_t* r, std::int64_t n, bool bf) {
+  if (bf)
+    for (std::int64_t i = 0; i < n; ++i) r[i] = f32_to_bf16(x[i]);
+  else
+    for (std::int64_t i = 0; i < n; ++i) r[i] = f32_to_f16(x[i]);
 }
 
 // n elements of dtype `src` at x as dtype `dst` at y, where either is float16 or bfloat16.
@@ -77,10 +78,12 @@ inline void convert_half(DType src, const void* x, DType dst, void* y, std::int6
     }
     for (std::int64_t lo = 0; lo < n; lo += kChunk) {
       const std::int64_t m = n - lo < kChunk ? n - lo : kChunk;
-      for (std::int64_t i = 0; i < m; ++i) buf[i] = bf ? bf16_to_f32(h[lo + i]) : f16_to_f32(h[lo + i]);
+      if (bf)
+        for (std::int64_t i = 0; i < m; ++i) buf[i] = bf16_to_f32(h[lo + i]);
+      else
+        for (std::int64_t i = 0; i < m; ++i) buf[i] = f16_to_f32(h[lo + i]);
       if (is_half_dtype(dst)) {
-        auto* r = static_cast<std::uint16_t*>(y) + lo;
-        for (std::int64_t i = 0; i < m; ++i) r[i] = dst == DType::BF16 ? f32_to_bf16(buf[i]) : f32_to_f16(buf[i]);
+        to_half(buf, static_cast<std::uint16_t*>(y) + lo, m, dst == DType::BF16);
       } else {
         visit_dtype(dst, [&](auto t) {
           using D = decltype(t);
@@ -96,12 +99,12 @@ inline void convert_half(DType src, const void* x, DType dst, void* y, std::int6
     using S = decltype(t);
     const S* s = static_cast<const S*>(x);
     if constexpr (std::is_same_v<S, float>) {
-      for (std::int64_t i = 0; i < n; ++i) r[i] = bf ? f32_to_bf16(s[i]) : f32_to_f16(s[i]);
+      to_half(s, r, n, bf);
     } else {  // through float32, as XLA:CPU (a float64 between two 16-bit neighbours rounds twice)
       for (std::int64_t lo = 0; lo < n; lo += kChunk) {
         const std::int64_t m = n - lo < kChunk ? n - lo : kChunk;
         convert<S, float>(s + lo, buf, m);
-        for (std::int64_t i = 0; i < m; ++i) r[lo + i] = bf ? f32_to_bf16(buf[i]) : f32_to_f16(buf[i]);
+        to_half(buf, r + lo, m, bf);
       }
     }
   });
