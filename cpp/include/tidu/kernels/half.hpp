@@ -31,7 +31,9 @@ inline float f16_to_f32(std::uint16_t h) {
   const std::uint32_t normal = o + 0x38000000u;          // exponent + (127 - 15)
   const std::uint32_t special = normal + 0x38000000u;    // infinity, NaN: exponent 255
   const std::uint32_t sub = f32_bits(bits_f32(normal + 0x00800000u) - bits_f32(0x38800000u));
-  const std::uint32_t r = e == 0x0F800000u ? special : e == 0 ? sub : normal;
+  const std::uint32_t is_special = 0u - static_cast<std::uint32_t>(e == 0x0F800000u);  // masks: the
+  const std::uint32_t is_sub = 0u - static_cast<std::uint32_t>(e == 0);  // selects stay branch-free
+  const std::uint32_t r = (special & is_special) | (sub & is_sub) | (normal & ~(is_special | is_sub));
   return bits_f32(r | (static_cast<std::uint32_t>(h) & 0x8000u) << 16);
 }
 
@@ -41,11 +43,14 @@ inline float f16_to_f32(std::uint16_t h) {
 inline std::uint16_t f32_to_f16(float f) {
   const std::uint32_t x = f32_bits(f);
   const std::uint32_t u = x & 0x7FFFFFFFu;
-  const std::uint32_t special = u > 0x7F800000u ? 0x7E00u | ((u >> 13) & 0x3FFu) : 0x7C00u;
+  const std::uint32_t special = 0x7C00u | ((0u - static_cast<std::uint32_t>(u > 0x7F800000u)) &
+                                            (0x200u | ((u >> 13) & 0x3FFu)));  // NaN: quiet, payload
   // below 2^-14: a subnormal or zero, rounded by the FPU adding 0.5f (whose ulp is 2^-24)
   const std::uint32_t sub = f32_bits(bits_f32(u) + 0.5f) - 0x3F000000u;
   const std::uint32_t normal = (u + 0xC8000FFFu + ((u >> 13) & 1u)) >> 13;  // exponent - 112, RNE
-  const std::uint32_t o = u >= 0x47800000u ? special : u < 0x38800000u ? sub : normal;
+  const std::uint32_t is_special = 0u - static_cast<std::uint32_t>(u >= 0x47800000u);
+  const std::uint32_t is_sub = 0u - static_cast<std::uint32_t>(u < 0x38800000u);
+  const std::uint32_t o = (special & is_special) | (sub & is_sub) | (normal & ~(is_special | is_sub));
   return static_cast<std::uint16_t>(o | ((x >> 16) & 0x8000u));
 }
 
