@@ -28,6 +28,17 @@ inline bool takes_half(Op op) {
   }
 }
 
+// Instructions whose outputs are some of their operands' elements (or zeros), unchanged.
+inline bool moves_data(Op op) {
+  switch (op) {
+    case Op::BroadcastInDim: case Op::Transpose: case Op::Slice: case Op::Pad: case Op::Concatenate:
+    case Op::Rev: case Op::Gather: case Op::DynamicSlice: case Op::DynamicUpdateSlice: case Op::Select:
+      return true;
+    default:
+      return false;
+  }
+}
+
 // Whether program arrays r hold a 16-bit float slot (at its top level).
 template <class Arrays>
 inline bool has_half(const Arrays& r) {
@@ -116,7 +127,12 @@ inline Arrays widen_half(const Arrays& r) {
     if (op == Op::Iota && !at.empty() && at[0] >= 0 && static_cast<std::size_t>(at[0]) + 1 < at.size())
       at[at[0] + 1] = f32;
     emit(r.opcode[i], in.data(), in.size(), out.data(), out.size(), at.data(), at.size());
-    for (std::size_t k = 0; k < rounds.size(); k += 2) convert(rounds[k + 1], rounds[k]);
+    for (std::size_t k = 0; k < rounds.size(); k += 2) {
+      convert(rounds[k + 1], rounds[k]);
+      // Data movement computes nothing: its float32 result is already 16-bit values, so later
+      // readers take it as the widened copy instead of converting the 16-bit slot back.
+      if (moves_data(op)) wide[rounds[k]] = rounds[k + 1];
+    }
   }
   return w;
 }
