@@ -30,7 +30,8 @@ int dtype_num(tidu::DType d);
 // True when a numpy dtype holds tidu dtype d exactly: same kind and width, native byte order
 // (so int64 made as np.longlong is accepted, and a big-endian array is not read as native).
 bool same_dtype(const py::dtype& dt, tidu::DType d) {
-  static const char kinds[] = {'f', 'f', 'c', 'c', 'i', 'i', 'b', 'u', 'i', 'i', 'u', 'u', 'u'};
+  if (d == tidu::DType::BF16) return dt.num() == dtype_num(d);  // ml_dtypes' type: kind 'V'
+  static const char kinds[] = {'f', 'f', 'c', 'c', 'i', 'i', 'b', 'u', 'i', 'i', 'u', 'u', 'u', 'f', 'V'};
   static_assert(sizeof(kinds) == static_cast<std::size_t>(tidu::DType::kCount), "one kind per dtype");
   static const char host = [] {
     const std::uint16_t one = 1;
@@ -397,7 +398,11 @@ int dtype_num(tidu::DType d) {
                              py::detail::npy_api::NPY_BOOL_, py::dtype::of<std::uint32_t>().num(),
                              py::dtype::of<std::int8_t>().num(), py::dtype::of<std::int16_t>().num(),
                              py::dtype::of<std::uint8_t>().num(), py::dtype::of<std::uint16_t>().num(),
-                             py::dtype::of<std::uint64_t>().num()};
+                             py::dtype::of<std::uint64_t>().num(), 23 /* NPY_HALF */, -1};
+  if (d == tidu::DType::BF16) {  // numpy numbers ml_dtypes' bfloat16 when ml_dtypes registers it
+    static const int bf16 = py::dtype::from_args(py::module_::import("ml_dtypes").attr("bfloat16")).num();
+    return bf16;
+  }
   static_assert(sizeof(nums) / sizeof(nums[0]) == static_cast<std::size_t>(tidu::DType::kCount),
                 "one numpy type number per dtype");
   return nums[static_cast<int>(d)];

@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 import tidu as td
+from tidu.graph.dtypes import kind_of
 
 __all__ = ["check_grads", "numerical_jvp", "gp_nll"]
 
@@ -33,7 +34,7 @@ def numerical_jvp(f: Callable, args: Sequence, tangents: Sequence, eps: float) -
 def _random_like(rng, x):
     x = np.asarray(x)
     t = rng.standard_normal(x.shape)
-    if x.dtype.kind == "c":
+    if kind_of(x.dtype) == "c":
         t = t + 1j * rng.standard_normal(x.shape)
     return t.astype(x.dtype)
 
@@ -58,7 +59,7 @@ def check_grads(f: Callable, args: Sequence, order: int = 2, modes=("fwd", "rev"
     args = [np.asarray(a) for a in args]
     dtype = args[0].dtype
     atol, rtol = _tols(dtype, atol, rtol)
-    eps = eps if eps is not None else (1e-3 if dtype.itemsize <= 8 and dtype.kind == "f"
+    eps = eps if eps is not None else (1e-3 if dtype.itemsize <= 8 and kind_of(dtype) == "f"
                                        and dtype.itemsize == 4 else 1e-6)
     rng = np.random.default_rng(seed)
     run = td.jit(f)

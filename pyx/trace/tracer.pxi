@@ -283,7 +283,7 @@ cdef inline bint _scalar_ok(Tracer x) except -1:
     if aid < _aval_flags.size() and _aval_flags[aid]:
         return _aval_flags[aid] == 3
     av = x.aval
-    f = 3 if av.dtype.kind in "fc" else 1
+    f = 3 if av.dtype.kind in "fc" or av.dtype.name == "bfloat16" else 1  # bfloat16: kind "V"
     if aid >= _aval_flags.size():
         _aval_flags.resize(aid + 1, 0)
     _aval_flags[aid] = f

@@ -18,6 +18,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import ml_dtypes  # noqa: F401 - registers bfloat16 with numpy (DTYPES names it)
 import numpy as np
 
 FIELDS = [("slot_dtype", np.uint8), ("slot_ndim", np.uint32), ("shapes", np.int64),
@@ -41,7 +42,7 @@ OPCODES = ["Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Neg", "Conj", "Exp"
            "Conv", "ReduceWindowSum", "ReduceWindowMax", "ReduceWindowMin", "Threefry2x32",
            "Threefry2x32Iota", "HostCallback", "Tie", "Fft", "Lgamma", "Eig"]
 DTYPES = ["float32", "float64", "complex64", "complex128", "int32", "int64", "bool", "uint32",
-          "int8", "int16", "uint8", "uint16", "uint64"]
+          "int8", "int16", "uint8", "uint16", "uint64", "float16", "bfloat16"]
 OP = {n: i for i, n in enumerate(OPCODES)}
 DT = {n: i for i, n in enumerate(DTYPES)}
 I64_MAX, I64_MIN = 2**63 - 1, -2**63

@@ -69,7 +69,7 @@ DEVICE_METHODS = {
 
 TD_DTYPES = {np.dtype(d) for d in (
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-    "float32", "float64", "complex64", "complex128")}
+    "float16", "bfloat16", "float32", "float64", "complex64", "complex128")}
 
 
 def _public(mod):

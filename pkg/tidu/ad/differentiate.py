@@ -25,6 +25,7 @@ from tidu.graph import (
     prim_of,
     resolve,
 )
+from tidu.graph.dtypes import kind_of
 from tidu.graph.memory import busy
 
 __all__ = ["LinearFragment", "differentiate", "rule_cache_info", "set_rule_cache"]
@@ -61,8 +62,8 @@ def _nondiff_table() -> np.ndarray:
     global _nondiff
     table, n = _nondiff, len(_aval_list)
     if len(table) < n:  # this call's table covers every aval so far, whatever another thread does
-        more = np.fromiter((a.dtype.kind not in "fc" for a in _aval_list[len(table):n]), np.uint8,
-                           count=n - len(table))
+        more = np.fromiter((kind_of(a.dtype) not in "fc" for a in _aval_list[len(table):n]),
+                           np.uint8, count=n - len(table))
         table = np.concatenate([table, more])
         if len(table) > len(_nondiff):
             _nondiff = table

@@ -17,6 +17,7 @@ from tidu.api.jit import jit
 from tidu.api.tree import check_leaves
 from tidu.api.tree_util import PyTreeDef
 from tidu.graph import FragmentBuilder, ValKey, _aval_list, aval
+from tidu.graph.dtypes import kind_of
 from tidu.numpy import core as T
 from tidu.numpy.core import iota
 from tidu.ops.control_flow import Checkpoint, Cond, Scan, While, close_body, fresh_key
@@ -327,7 +328,7 @@ def _fori_bounds_dtype(lower, upper) -> None:
     if dl == du:
         return
     weak_l, weak_u = type(lower) is int, type(upper) is int
-    if dl.kind == du.kind == "i" and weak_l != weak_u:
+    if kind_of(dl) == kind_of(du) == "i" and weak_l != weak_u:
         return
     raise TypeError(f"fori_loop: lower and upper must have equal types, got {dl} and {du}")
 
@@ -396,7 +397,7 @@ def switch(index, branches: Sequence[Callable], *operands):
     t = outer
 
     idx = _lift(t, index)
-    if idx.aval.ndim != 0 or idx.aval.dtype.kind not in "iub":
+    if idx.aval.ndim != 0 or kind_of(idx.aval.dtype) not in "iub":
         raise TypeError(f"switch: index must be an integer scalar, got {idx.aval}")
     idx = T.astype(idx, "int32")
     if len(branches) > 1:  # clamped, as jax does
@@ -452,7 +453,7 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
     p = _lift(outer, pred)
     if p.aval.ndim != 0:
         raise TypeError(f"cond: pred must be a scalar, got {p.aval}")
-    if p.aval.dtype.kind != "b":
+    if kind_of(p.aval.dtype) != "b":
         p = p != 0
     return switch(T.astype(p, "int32"), [false_fun, true_fun], *operands)
 

@@ -31,6 +31,7 @@ from tidu.api.tree import flatten_args as _flatten_args
 from tidu.api.tree_util import PyTreeDef
 from tidu.api.vmap import _inline_vmap
 from tidu.graph import Fragment, resolve
+from tidu.graph.dtypes import kind_of
 from tidu.graph.memory import register_cache
 from tidu.numpy import core as T
 from tidu.numpy.creation import zeros_like as _zeros_like
@@ -129,7 +130,7 @@ def _inline_jvp(trace, fn, primals, tangents, has_aux):
     nest = _Nested(trace, primals, "td.jvp")
     ctx = _Ctx(trace)
     t_leaves = [ctx.lift(t) for t in _flatten_args(tangents)[0]]
-    pairs = [(p, t) for p, t in zip(nest.fresh, t_leaves) if p.dtype.kind in "fc"]
+    pairs = [(p, t) for p, t in zip(nest.fresh, t_leaves) if kind_of(p.dtype) in "fc"]
     for p, t in pairs:
         if p.aval is not t.aval:
             raise ValueError(f"jvp: tangent {t.aval} does not match primal {p.aval}")
@@ -267,7 +268,7 @@ def _like_primals(primals, tangents):
     out = []
     for p, t in zip(p_leaves, t_leaves):
         dt = np.asarray(p).dtype if not hasattr(p, "dtype") else p.dtype
-        out.append(np.asarray(t, dt) if np.dtype(dt).kind in "fc" else t)
+        out.append(np.asarray(t, dt) if kind_of(np.dtype(dt)) in "fc" else t)
     return unflatten(t_tree, out)
 
 
@@ -316,7 +317,7 @@ def _check_vjp_primals(primals, dtypes=None):
             dt = np.dtype(dtypes[k]) if dtypes is not None else \
                 np.dtype(leaf.dtype if hasattr(leaf, "dtype") else np.asarray(leaf).dtype)
             k += 1
-            if dt.kind not in "fc":
+            if kind_of(dt) not in "fc":
                 raise TypeError(
                     f"vjp: cannot differentiate with respect to argument {i} (primals[{i}]), of "
                     f"dtype {dt}: only float and complex inputs are differentiable (tidu never "

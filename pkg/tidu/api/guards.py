@@ -22,6 +22,7 @@ import numpy as np
 
 from tidu._native import _core
 from tidu.graph import GraphError, ValKey, _aval_list, prim_of, resolve
+from tidu.graph.dtypes import kind_of
 from tidu.numpy import core as T
 from tidu.trace.tracer import Tracer, _compare
 
@@ -90,7 +91,7 @@ class Concrete:
         # this exact value (NaN: for NaN).
         pred = (
             _compare("NE", x0, x0)
-            if v.dtype.kind in "fc" and np.isnan(v)
+            if kind_of(v.dtype) in "fc" and np.isnan(v)
             else _compare("EQ", x0, v)
         )
         self._guard(pred, True)

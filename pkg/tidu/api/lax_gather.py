@@ -17,7 +17,7 @@ from typing import NamedTuple
 import numpy as np
 
 from tidu import ops as _P
-from tidu.graph.dtypes import BOOL, INTS
+from tidu.graph.dtypes import BOOL, INTS, kind_of
 from tidu.numpy.core import astype, maximum, minimum, reshape, transpose, where
 from tidu.numpy.logical import logical_and
 from tidu.numpy.sorting import all as _tall
@@ -179,11 +179,11 @@ def _slice_last(idx, k):
 
 def _fill_default(dt):
     dt = np.dtype(dt)
-    if dt.kind in "fc":
+    if kind_of(dt) in "fc":
         return np.nan
     if dt == BOOL:
         return True
-    return np.iinfo(dt).min if dt.kind == "i" else np.iinfo(dt).max
+    return np.iinfo(dt).min if kind_of(dt) == "i" else np.iinfo(dt).max
 
 
 def _simple(dn_window, dn_collapsed, index_map, op_batch, sizes, shape, idx):

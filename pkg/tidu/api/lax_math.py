@@ -13,7 +13,7 @@ import numpy as np
 
 from tidu import ops as _P
 from tidu.api.custom import custom_jvp
-from tidu.graph.dtypes import BOOL, INTS
+from tidu.graph.dtypes import BOOL, INTS, kind_of
 from tidu.numpy.core import abs as _abs
 from tidu.numpy.core import (
     astype,
@@ -157,7 +157,7 @@ def complex(x, y):
     t = _trace_of(x, y)
     a, b = _lift(t, x), _lift(t, y)
     dt = np.result_type(a.dtype, b.dtype)
-    if dt.kind != "f":
+    if kind_of(dt) != "f":
         raise TypeError(f"complex: operands must be floating point, got {a.dtype} and {b.dtype}")
     cdt = np.complex64 if dt == np.float32 else np.complex128
     return astype(a, cdt) + astype(b, cdt) * 1j
@@ -267,7 +267,7 @@ def clamp(min, x, max):  # noqa: A002 - jax.lax's argument names
     value is one Max and one Min; the selects live in the derivative only (a custom JVP)."""
     t = _trace_of(min, x, max)
     lo, v, hi = _lift(t, min), _lift(t, x), _lift(t, max)
-    if v.dtype.kind not in "fc":
+    if kind_of(v.dtype) not in "fc":
         return _clamp_value(lo, v, hi)
     dt = v.dtype
     lo = astype(lo, dt) if lo.dtype != dt else lo
@@ -278,7 +278,7 @@ def clamp(min, x, max):  # noqa: A002 - jax.lax's argument names
 def conj(x):
     """``jax.lax.conj``: the complex conjugate; a real operand becomes complex (as jax's)."""
     x = _tr(x)
-    if x.dtype.kind != "c":
+    if kind_of(x.dtype) != "c":
         x = astype(x, np.complex64 if x.dtype == np.float32 else np.complex128)
     return _conj(x)
 
@@ -288,7 +288,7 @@ def convert_element_type(operand, new_dtype):
     truncates toward zero; complex to real keeps the real part)."""
     x = _tr(operand)
     dt = np.dtype(new_dtype)
-    if x.dtype.kind == "c" and dt.kind != "c":
+    if kind_of(x.dtype) == "c" and kind_of(dt) != "c":
         x = real(x)
     return astype(x, dt)
 

@@ -17,7 +17,7 @@ from tidu.api.control_flow import _flatten, _unflatten, scan
 from tidu.api.lax_math import add, max, min, mul
 from tidu.api.lax_shapes import _concatenate, broadcast_in_dim, pad, rev, slice_in_dim
 from tidu.api.vmap import vmap
-from tidu.graph.dtypes import BOOL, INTS
+from tidu.graph.dtypes import BOOL, INTS, kind_of
 from tidu.numpy.construct import lexsort
 from tidu.numpy.core import astype, reshape, transpose, where
 from tidu.numpy.core import max as _tmax
@@ -134,10 +134,12 @@ def _monoids():
     _get_monoid_reducer recognises, by identity (tidu's, jax.lax's if jax is loaded, operator's
     and numpy's)."""
     def ident_max(dt):
-        return -np.inf if dt.kind == "f" else (np.iinfo(dt).min if dt.kind in "iu" else False)
+        k = kind_of(dt)
+        return -np.inf if k == "f" else (np.iinfo(dt).min if k in "iu" else False)
 
     def ident_min(dt):
-        return np.inf if dt.kind == "f" else (np.iinfo(dt).max if dt.kind in "iu" else True)
+        k = kind_of(dt)
+        return np.inf if k == "f" else (np.iinfo(dt).max if k in "iu" else True)
 
     table = {
         "add": (reduce_sum, lambda dt: 0), "mul": (reduce_prod, lambda dt: 1),

@@ -13,7 +13,7 @@ from typing import NamedTuple
 import numpy as np
 
 from tidu import ops as _P
-from tidu.graph.dtypes import INTS
+from tidu.graph.dtypes import INTS, kind_of
 from tidu.numpy.conv import _pads
 from tidu.numpy.core import astype, concatenate, reshape, transpose, where
 from tidu.numpy.creation import full, full_like
@@ -300,7 +300,7 @@ def broadcasted_iota(dtype, shape, dimension: int, *, out_sharding=None):
     dt = np.dtype(dtype)
     ax = _axis("broadcasted_iota", dimension, len(shape))
     t = _current()
-    if dt in INTS or dt.kind in "fc":
+    if dt in INTS or kind_of(dt) in "fc":
         base = "int32" if dt == np.int32 else "int64"
         out = _emit(t, _P.Iota(shape, base, ax))
         return out if np.dtype(base) == dt else astype(out, dt)
@@ -338,7 +338,7 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
             for d, v in ((lc, x), (rc, y), (lb, x), (rb, y))]
     if preferred_element_type is not None:
         pt = np.dtype(preferred_element_type)
-        if x.dtype.kind in "fc" and pt.kind in "fc" and pt.itemsize > x.dtype.itemsize:
+        if kind_of(x.dtype) in "fc" and kind_of(pt) in "fc" and pt.itemsize > x.dtype.itemsize:
             x, y = astype(x, pt), astype(y, pt)
     out = _emit(t, _P.DotGeneral(*norm), x, y)
     if preferred_element_type is not None and out.dtype != np.dtype(preferred_element_type):

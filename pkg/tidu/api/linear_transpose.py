@@ -19,6 +19,7 @@ from tidu.api.grad import vjp
 from tidu.api.tree import flatten_args as _flatten_args
 from tidu.api.tree import unflatten
 from tidu.graph import Local
+from tidu.graph.dtypes import kind_of
 from tidu.numpy.core import conj
 from tidu.trace.build import as_aval, build
 from tidu.trace.tracer import Tracer
@@ -57,7 +58,7 @@ def check_linear(frag, name: str = "linear_transpose") -> None:
                 dt = None
                 if not a and i is not None:
                     dt = frag.key_of(i).aval.dtype
-                if not a and dt is not None and dt.kind in "fc" and i not in zero:
+                if not a and dt is not None and kind_of(dt) in "fc" and i not in zero:
                     raise TypeError(f"{name}: the function is affine, not linear: {kind} "
                                     f"combines the inputs with a nonzero constant term")
         active.update(outs)
@@ -71,7 +72,7 @@ def make(fun: Callable, primals: tuple) -> Callable:
     leaves, in_tree = _core.flatten_args(primals)
     avals = [as_aval(np.asarray(x) if not hasattr(x, "shape") else x) for x in leaves]
     for i, av in enumerate(avals):
-        if av.dtype.kind not in "fc":
+        if kind_of(av.dtype) not in "fc":
             raise TypeError(f"linear_transpose: primal {i} has dtype {av.dtype}; only floating "
                             f"and complex inputs can be transposed")
     keys = [("linear_transpose", i) for i in range(len(avals))]
@@ -80,7 +81,7 @@ def make(fun: Callable, primals: tuple) -> Callable:
     check_linear(frag)
     zeros = unflatten(in_tree, [np.zeros(av.shape, av.dtype) for av in avals])
     out, back = vjp(fun, *zeros)
-    complex_ = any(av.dtype.kind == "c" for av in avals)
+    complex_ = any(kind_of(av.dtype) == "c" for av in avals)
 
     def transposed(ct: Any) -> tuple:
         if complex_:  # jax's plain transpose: conj(adjoint(conj(ct)))

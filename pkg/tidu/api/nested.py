@@ -10,6 +10,7 @@ from tidu._native import _core
 from tidu.api.tree import check_leaves, unflatten
 from tidu.api.tree import flatten_args as _flatten_args
 from tidu.graph import resolve
+from tidu.graph.dtypes import kind_of
 from tidu.trace.build import flatten_outputs, mark_weak
 from tidu.trace.effects import add_token, tokens
 from tidu.trace.tracer import Tracer, _broadcast, _const, _lift, _trace_of
@@ -165,7 +166,7 @@ def _check_inputs(name, holomorphic, avals_by_arg, allow_complex=True):
     """jax's input checks of grad/jacrev (allow_complex) and jacfwd, naming the argument."""
     for i, avs in avals_by_arg:
         for av in avs:
-            k = av.dtype.kind
+            k = kind_of(av.dtype)
             if k not in "fc":
                 raise TypeError(f"{name} requires real- or complex-valued inputs (input dtype "
                                 f"that is a sub-dtype of np.inexact), but got {av.dtype}: "
@@ -183,12 +184,12 @@ def _check_inputs(name, holomorphic, avals_by_arg, allow_complex=True):
 def _check_outputs(name, holomorphic, avals):
     """jax's output checks of grad/jacrev (real outputs, or complex ones when holomorphic)."""
     for av in avals:
-        if holomorphic and av.dtype.kind != "c":
+        if holomorphic and kind_of(av.dtype) != "c":
             raise TypeError(f"{name} with holomorphic=True requires outputs with complex dtype, "
                             f"but got {av.dtype}")
-        if not holomorphic and av.dtype.kind != "f":
+        if not holomorphic and kind_of(av.dtype) != "f":
             extra = (" For holomorphic differentiation, pass holomorphic=True."
-                     if av.dtype.kind == "c" else "")
+                     if kind_of(av.dtype) == "c" else "")
             raise TypeError(f"{name} requires real-valued outputs (output dtype that is a "
                             f"sub-dtype of np.floating), but got {av.dtype}.{extra}")
 

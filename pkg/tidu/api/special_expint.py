@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from tidu.api.control_flow import while_loop
+from tidu.graph.dtypes import kind_of
 from tidu.numpy import core as _core
 from tidu.numpy import sorting as _sorting
 from tidu.numpy import ufuncs as _ufuncs
@@ -222,7 +223,7 @@ def expn(n, x):
     """The generalized exponential integral E_n(x), as ``jax.scipy.special.expn`` (n real,
     integer-valued; no derivative in n, as jax's)."""
     dt = np.dtype(getattr(x, "dtype", np.float64))
-    if isinstance(n, (int, float)) and not isinstance(n, bool) and dt.kind == "f":
+    if isinstance(n, (int, float)) and not isinstance(n, bool) and kind_of(dt) == "f":
         n = np.asarray(n, dt)  # a Python number is weak, as in jax: x's float dtype
     n, x = _real("expn", n, x)
     shape = np.broadcast_shapes(n.shape, x.shape)

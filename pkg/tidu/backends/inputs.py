@@ -13,6 +13,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from tidu.graph.dtypes import kind_of
+
 __all__ = ["check_input", "check_inputs", "shared_inputs"]
 
 _IINFO = {np.dtype(t): np.iinfo(t) for t in (np.int32, np.int64)}
@@ -43,8 +45,8 @@ def _as_array(x, label: str) -> np.ndarray:
 def _convert(arr: np.ndarray, dtype: np.dtype, label: str) -> np.ndarray:
     """arr as dtype, refusing any cast that changes a value's kind or wraps an integer."""
     src = arr.dtype
-    if dtype.kind in "iu" and src.kind in "iub":
-        if src.kind != "b" and not np.can_cast(src, dtype, casting="safe") and arr.size:
+    if kind_of(dtype) in "iu" and kind_of(src) in "iub":
+        if kind_of(src) != "b" and not np.can_cast(src, dtype, casting="safe") and arr.size:
             info = _IINFO.get(dtype) or np.iinfo(dtype)
             lo, hi = (arr.item(),) * 2 if arr.ndim == 0 else (arr.min(), arr.max())
             if lo < info.min or hi > info.max:
@@ -53,10 +55,10 @@ def _convert(arr: np.ndarray, dtype: np.dtype, label: str) -> np.ndarray:
                                     f"[{info.min}, {info.max}] (got dtype {src})")
         return arr.astype(dtype)
     if not np.can_cast(src, dtype, casting="same_kind") or (
-            src.kind == "c" and dtype.kind != "c") or (src.kind not in "biufc"):
+            kind_of(src) == "c" and kind_of(dtype) != "c") or (kind_of(src) not in "biufc"):
         raise TypeError(f"{label}: expected dtype {dtype}, got {src}"
                         + (" (casting would drop or truncate part of the value)"
-                           if src.kind in "fc" else ""))
+                           if kind_of(src) in "fc" else ""))
     return arr.astype(dtype)
 
 

@@ -46,6 +46,7 @@ import weakref
 import numpy as np
 
 from tidu.backends import xla
+from tidu.graph.dtypes import kind_of
 from tidu.graph.memory import _BUSY, register_cache
 
 __all__ = ["TierTable", "Tiered", "agree", "compile_estimate", "set_tiering", "tiering", "track",
@@ -186,7 +187,7 @@ def agree(ref, got) -> str | None:
             if not np.array_equal(r, g):
                 return f"output {i} ({r.dtype}) differs"
             continue
-        r64 = r.astype(np.complex128 if r.dtype.kind == "c" else np.float64)
+        r64 = r.astype(np.complex128 if kind_of(r.dtype) == "c" else np.float64)
         g64 = g.astype(r64.dtype)
         finite = np.isfinite(r64)
         scale = float(np.max(np.abs(r64[finite]))) if finite.any() else 0.0

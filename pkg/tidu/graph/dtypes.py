@@ -8,17 +8,19 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+import ml_dtypes  # noqa: F401 - registers bfloat16 with numpy (np.dtype("bfloat16")), as jax does
 import numpy as np
 
-__all__ = ["AbstractValue", "aval", "aval_of", "MAX_ELEMENTS", "FLOATS", "COMPLEXES", "INTS",
+__all__ = ["AbstractValue", "aval", "aval_of", "MAX_ELEMENTS", "FLOATS", "HALF_FLOATS", "COMPLEXES",
+           "INTS",
            "BOOL", "INEXACT", "NUMERIC", "REAL", "ALL", "SIGNED_INTS", "UNSIGNED_INTS",
-           "real_dtype", "accumulation_dtype", "is_differentiable", "saturating_int",
+           "real_dtype", "accumulation_dtype", "kind_of", "is_differentiable", "saturating_int",
            "lattice_result_type", "promote_types", "to_inexact_dtype", "WEAK_KINDS"]
 
 
 _DTYPES = {np.dtype(n) for n in
            ("float32", "float64", "complex64", "complex128", "int32", "int64", "bool",
-            "uint32", "int8", "int16", "uint8", "uint16", "uint64")}
+            "uint32", "int8", "int16", "uint8", "uint16", "uint64", "float16", "bfloat16")}
 
 
 # The most elements an array may have (product of its non-zero dimensions): 2^48, so that byte
@@ -90,7 +92,8 @@ def aval_of(aval_id: int) -> AbstractValue:
 
 # ---- dtype classes ----
 
-FLOATS = frozenset(np.dtype(d) for d in ("float32", "float64"))
+HALF_FLOATS = frozenset(np.dtype(d) for d in ("float16", "bfloat16"))  # computed in float32
+FLOATS = frozenset(np.dtype(d) for d in ("float32", "float64")) | HALF_FLOATS
 COMPLEXES = frozenset(np.dtype(d) for d in ("complex64", "complex128"))
 SIGNED_INTS = frozenset(np.dtype(d) for d in ("int8", "int16", "int32", "int64"))
 UNSIGNED_INTS = frozenset(np.dtype(d) for d in ("uint8", "uint16", "uint32", "uint64"))
@@ -139,8 +142,7 @@ def saturating_int(v: np.ndarray, dt: np.dtype) -> np.ndarray:
 # The nodes are the dtypes plus three weak kinds: "i*", "f*", "c*" (a Python int, float, complex,
 # or a value computed from weakly typed values only).  The result of promoting some operands is
 # their least upper bound; where it is a weak kind, it is that kind's default dtype (int64,
-# float64, complex128: jax's under x64) and weakly typed.  bfloat16 and float16 are nodes for
-# when tidu carries them (they are skipped while np.dtype cannot name them).
+# float64, complex128: jax's under x64) and weakly typed.
 
 _LATTICE_EDGES = {
     "bool": ("i*",),
@@ -190,7 +192,7 @@ def _lub(nodes: frozenset) -> str:
 def _node(dt: np.dtype, weak: bool) -> str:
     """The lattice node of a value of dtype dt (weakly typed or not); jax's _jax_type."""
     if weak and dt != BOOL:
-        return _NODE_OF_KIND[dt.kind]
+        return "f*" if dt in HALF_FLOATS else _NODE_OF_KIND[dt.kind]  # bfloat16's kind is "V"
     name = dt.name
     if name not in _UP:
         raise TypeError(f"no type promotion rule for dtype {dt}")
@@ -248,3 +250,13 @@ def to_inexact_dtype(dt: Any) -> np.dtype:
     integers, dt itself for floats and complexes."""
     d = np.dtype(dt)
     return _TO_INEXACT.get(d, d)
+
+
+_BF16 = np.dtype("bfloat16")
+
+
+def kind_of(dt: Any) -> str:
+    """numpy's kind character of dt, with bfloat16 a float ("f"): numpy sees ml_dtypes' bfloat16
+    as kind "V" (void), so the code that asks ``dt.kind == "f"`` asks this instead."""
+    d = np.dtype(dt)
+    return "f" if d == _BF16 else d.kind

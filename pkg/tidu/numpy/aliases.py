@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from tidu._native import _core
-from tidu.graph.dtypes import BOOL, COMPLEXES, INTS
+from tidu.graph.dtypes import BOOL, COMPLEXES, INTS, kind_of
 from tidu.numpy import core, shapes, sorting, ufuncs
 from tidu.numpy.numeric import copysign, nextafter
 from tidu.numpy.shapes import _numpy_outside
@@ -185,7 +185,7 @@ def iscomplexobj(x) -> bool:
     dt = x.dtype if isinstance(x, Tracer) else getattr(x, "dtype", None)
     if dt is None:
         dt = np.asarray(x).dtype
-    return np.dtype(dt).kind == "c"
+    return kind_of(np.dtype(dt)) == "c"
 
 
 def isrealobj(x) -> bool:
@@ -260,7 +260,7 @@ def cumulative_prod(x, /, *, axis: int | None = None, dtype=None, include_initia
 def nancumsum(a, axis=None, dtype=None):
     """cumsum with NaN counted as 0."""
     x = _tr(a)
-    if x.dtype.kind in "fc":
+    if kind_of(x.dtype) in "fc":
         x = core.where(ufuncs.isnan(x), 0, x)
     return sorting.cumsum(x, axis, dtype)
 
@@ -269,7 +269,7 @@ def nancumsum(a, axis=None, dtype=None):
 def nancumprod(a, axis=None, dtype=None):
     """cumprod with NaN counted as 1."""
     x = _tr(a)
-    if x.dtype.kind in "fc":
+    if kind_of(x.dtype) in "fc":
         x = core.where(ufuncs.isnan(x), 1, x)
     return sorting.cumprod(x, axis, dtype)
 

@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from tidu.graph.dtypes import BOOL
+from tidu.graph.dtypes import BOOL, kind_of
 from tidu.numpy import core, creation, shapes, sorting, take
 from tidu.numpy.selection import nonzero
 from tidu.numpy.shapes import _axis, _numpy_outside, _traced
@@ -60,7 +60,7 @@ def _static_positions(name, obj, n):
         if idx.shape != (n,):
             raise ValueError(f"{name}: a boolean obj must have length {n}")
         return np.flatnonzero(idx)
-    if idx.dtype.kind not in "iu":
+    if kind_of(idx.dtype) not in "iu":
         raise TypeError(f"{name}: obj must hold integers, got {idx.dtype}")
     return idx
 
@@ -233,7 +233,7 @@ def choose(a, choices, out=None, mode: str = "raise"):
         return np.choose(a, choices, mode=mode)
     t = _trace_of(a, *choices)
     idx = _lift(t, a)
-    if idx.dtype.kind not in "iu":
+    if kind_of(idx.dtype) not in "iu":
         raise ValueError("choose: `a` array must be integer typed")
     n = len(choices)
     if mode == "raise":
@@ -404,7 +404,7 @@ def ravel_multi_index(multi_index, dims, mode: str = "raise", order: str = "C"):
         raise ValueError(f"ravel_multi_index: invalid mode={mode!r}")
     t = _trace_of(*multi_index)
     idx = [_lift(t, i) for i in multi_index]
-    if any(i.dtype.kind not in "iu" for i in idx):
+    if any(kind_of(i.dtype) not in "iu" for i in idx):
         raise TypeError("ravel_multi_index: only int indices permitted")
     idx = [core.minimum(core.maximum(i, 0), d - 1) if mode == "clip" else i % d
            for i, d in zip(idx, dims)]
@@ -430,7 +430,7 @@ def unravel_index(indices, shape):
         q, r = i // s, i % s
         i, out[k] = q, r
     oob_pos = i > 0
-    oob_neg = (i < -1) if i.dtype.kind == "i" else None
+    oob_neg = (i < -1) if kind_of(i.dtype) == "i" else None
     res = []
     for s, o in zip(shape, out):
         o = core.where(oob_pos, s - 1, o)

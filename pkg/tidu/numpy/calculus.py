@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tidu.graph.dtypes import kind_of
 from tidu.numpy import core, shapes, sorting, ufuncs
 from tidu.numpy.reductions import diff
 from tidu.numpy.shapes import _axis, _numpy_outside
@@ -187,7 +188,7 @@ def array_equal(a1, a2, equal_nan: bool = False):
     if a.shape != b.shape:
         return _false(t)
     eq = a == b
-    if equal_nan and a.dtype.kind in "fc":
+    if equal_nan and kind_of(a.dtype) in "fc":
         eq = eq | (ufuncs.isnan(a) & ufuncs.isnan(b))
     return sorting.all(eq)
 

@@ -9,6 +9,7 @@ array it is a numpy array of that dtype (jax returns a jax Array).
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 
 from tidu.graph.dtypes import promote_types as _lattice_promote
@@ -17,7 +18,8 @@ from tidu.trace.tracer import Tracer
 from tidu.trace.tracer import result_type as _result_type
 
 __all__ = [
-    "bool_", "complex64", "complex128", "dtype", "e", "euler_gamma", "finfo", "float32",
+    "bfloat16", "bool_", "complex64", "complex128", "dtype", "e", "euler_gamma", "finfo", "float16",
+    "float32",
     "float64", "iinfo", "inf", "int8", "int16", "int32", "int64", "nan", "newaxis", "pi", "uint8",
     "uint16", "uint32", "uint64",
     # other spellings of those dtypes, numpy's abstract categories and the dtype functions
@@ -55,6 +57,7 @@ class _ScalarType:
         return f"td.{self.dtype.name if self.dtype != np.bool_ else 'bool_'}"
 
 
+float16, bfloat16 = _ScalarType("float16"), _ScalarType("bfloat16")  # computed in float32
 float32, float64 = _ScalarType("float32"), _ScalarType("float64")
 int8, int16 = _ScalarType("int8"), _ScalarType("int16")
 int32, int64 = _ScalarType("int32"), _ScalarType("int64")
@@ -66,7 +69,7 @@ bool_ = _ScalarType("bool")
 pi, e, euler_gamma = np.pi, np.e, np.euler_gamma
 inf, nan = np.inf, np.nan
 newaxis = None
-finfo, iinfo = np.finfo, np.iinfo
+finfo, iinfo = ml_dtypes.finfo, np.iinfo  # ml_dtypes' finfo knows bfloat16, as jax's
 
 
 def dtype(obj) -> np.dtype:

@@ -13,7 +13,7 @@ from typing import NamedTuple
 import numpy as np
 
 from tidu import ops as P
-from tidu.graph.dtypes import to_inexact_dtype
+from tidu.graph.dtypes import kind_of, to_inexact_dtype
 from tidu.trace.tracer import Tracer, _emit, _op, _stack, _trace_of, result_type
 from tidu.trace.tracer import _lift as _lift_in
 
@@ -161,11 +161,11 @@ def _result_dtype(name, dt, preferred) -> np.dtype:
     p = np.dtype(preferred)
     if p == dt:
         return p
-    if dt.kind in "biu" and p.kind in "iuf" or dt.kind == p.kind and dt.kind in "fc":
-        if dt.kind != "b" and p.itemsize < dt.itemsize:
+    if kind_of(dt) in "biu" and p.kind in "iuf" or kind_of(dt) == p.kind and kind_of(dt) in "fc":
+        if kind_of(dt) != "b" and p.itemsize < dt.itemsize:
             raise TypeError(f"{name}: preferred_element_type {p} must not be narrower than the "
                             f"operands' dtype {dt}")
-        if dt.kind == "i" and p.kind == "u":
+        if kind_of(dt) == "i" and p.kind == "u":
             raise TypeError(f"{name}: preferred_element_type {p} must have the signedness of "
                             f"the operands' dtype {dt}")
         return p
@@ -408,7 +408,7 @@ def _np_mode(a, v, mode: str, name: str, conj: bool, preferred=None):
     if n == 0 or m == 0:
         raise ValueError(f"{name}: inputs cannot be empty (shapes {a.shape} and {v.shape})")
     if conj:
-        w = _emit(t, _op(P.Conj), v) if work.kind == "c" else v
+        w = _emit(t, _op(P.Conj), v) if kind_of(work) == "c" else v
     else:
         w = _emit(t, _op(P.Rev, (0,)), v) if m > 1 else v
     full = _full_correlation(a, w, name)
@@ -431,7 +431,7 @@ def _np_outside(fn, a, v, mode, name, preferred):
     if mode not in ("full", "same", "valid"):
         raise ValueError(f"{name}: mode {mode!r} must be 'full', 'same' or 'valid'")
     a, v = np.asarray(a), np.asarray(v)
-    if work.kind == "b":  # numpy has no boolean sum of products: count, then test
+    if kind_of(work) == "b":  # numpy has no boolean sum of products: count, then test
         return fn(a.astype(np.int64), v.astype(np.int64), mode) != 0
     return fn(a.astype(work), v.astype(work), mode).astype(work)
 

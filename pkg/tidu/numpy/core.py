@@ -12,7 +12,7 @@ import numpy as np
 from tidu import ops as P
 from tidu._native import _core
 from tidu.graph import AbstractValue, _aval_list, prim_id, prim_of, shape_rule
-from tidu.graph.dtypes import BOOL, COMPLEXES, accumulation_dtype
+from tidu.graph.dtypes import BOOL, COMPLEXES, accumulation_dtype, kind_of
 from tidu.trace.tracer import (
     Tracer,
     _broadcast,
@@ -76,9 +76,9 @@ def power(x, y):
     squaring (the same products in the same order as XLA's, so the same bits, and a derivative
     of a few multiplications instead of the general power rule), a reciprocal for a negative one
     (of a float x); a float literal 2 is traced as x * x. Exponent 0 takes the general path."""
-    if isinstance(x, Tracer) and not isinstance(y, bool) and x.aval.dtype.kind != "b":
+    if isinstance(x, Tracer) and not isinstance(y, bool) and kind_of(x.aval.dtype) != "b":
         if (type(y) is int or isinstance(y, np.integer)) and y != 0 \
-                and (y > 0 or x.aval.dtype.kind in "fc"):
+                and (y > 0 or kind_of(x.aval.dtype) in "fc"):
             return _integer_pow(x, int(y))
         if isinstance(y, float) and y == 2:
             return x * x
@@ -92,7 +92,7 @@ def _int_operands(x, y) -> bool:
     if not (isinstance(x, Tracer) or isinstance(y, Tracer)):
         return False
     try:
-        return weak_result_type(x, y)[0].kind in "iub"
+        return kind_of(weak_result_type(x, y)[0]) in "iub"
     except TypeError:
         return False
 

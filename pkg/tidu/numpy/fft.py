@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from tidu import ops as P
-from tidu.graph.dtypes import to_inexact_dtype
+from tidu.graph.dtypes import kind_of, to_inexact_dtype
 from tidu.numpy import core as T
 from tidu.numpy import shapes as S
 from tidu.ops.fft import FftType, complex_dtype
@@ -41,9 +41,12 @@ def _lift(a, typ: FftType, name: str) -> Tracer:
     to_inexact_dtype (float32 up to 32 bits, float64 for 64) or its complex."""
     dt = np.dtype(_dtype_of(a))
     if typ == FftType.RFFT:
-        if dt.kind == "c":
+        if kind_of(dt) == "c":
             raise ValueError(f"jax.numpy.fft.{name}: only real valued inputs supported for rfft "
                              f"(got {dt})")
+        if dt.itemsize == 2 and kind_of(dt) == "f":  # as jax's lax.fft
+            raise ValueError(f"jax.numpy.fft.{name}: RFFT input must be float32 or float64, got "
+                             f"{dt}")
         want = to_inexact_dtype(dt)
     else:
         want = complex_dtype(to_inexact_dtype(dt))

@@ -24,7 +24,7 @@ import numpy as np
 
 from tidu import ops as P
 from tidu.graph import _aval_list, shape_rule
-from tidu.graph.dtypes import INTS
+from tidu.graph.dtypes import INTS, kind_of
 from tidu.graph.memory import register_cache
 from tidu.numpy.core import (
     astype,
@@ -197,7 +197,7 @@ def is_advanced(idx) -> bool:
 def _index_value(i, axis_size: int):
     """An advanced index item as a numpy int array or an int Tracer; errors name the problem."""
     if isinstance(i, Tracer):
-        if i.dtype.kind == "b":
+        if kind_of(i.dtype) == "b":
             raise IndexError("boolean mask indexing needs a data-dependent shape, which a traced "
                              "program cannot have; use td.where(mask, x, other) instead")
         if i.dtype not in INTS:
@@ -207,11 +207,11 @@ def _index_value(i, axis_size: int):
     if a.dtype == np.bool_:
         raise IndexError("boolean mask indexing is not supported (the output shape would depend on "
                          "the mask's values); use td.where(mask, x, other) instead")
-    if a.dtype.kind not in "iu":
+    if kind_of(a.dtype) not in "iu":
         if a.size == 0:
             return a.astype(np.int64)
         raise IndexError(f"indices must be integers, got an array of dtype {a.dtype}")
-    return a.astype(np.int64) if a.dtype.kind == "u" or a.dtype.itemsize < 4 else a
+    return a.astype(np.int64) if kind_of(a.dtype) == "u" or a.dtype.itemsize < 4 else a
 
 
 def _xp(*vals):
@@ -403,9 +403,9 @@ def _fill_value(dtype, fill_value):
     if fill_value is not None:
         return fill_value
     dt = np.dtype(dtype)
-    if dt.kind in "fc":
+    if kind_of(dt) in "fc":
         return np.nan
-    if dt.kind == "b":
+    if kind_of(dt) == "b":
         return True
     return np.iinfo(dt).min
 
@@ -451,7 +451,7 @@ def _scatter(x, idx, v, how: str, mode=None, wrap: bool = True):
     if v.dtype != x.dtype:
         v = astype(v, x.dtype)
     if how == "sub":  # jax's scatter_sub: adding the negated updates (modular for unsigned)
-        if v.dtype.kind == "b":
+        if kind_of(v.dtype) == "b":
             raise TypeError("at[].subtract: bool arrays have no subtraction")
         v, how = -v, "add"
     try:

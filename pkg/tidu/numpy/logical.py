@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from tidu import ops as P
-from tidu.graph.dtypes import BOOL, INTS
+from tidu.graph.dtypes import BOOL, INTS, kind_of
 from tidu.numpy.shapes import _numpy_outside
 from tidu.trace.tracer import Tracer, _compare, _emit, _lift, _promote, _trace_of
 
@@ -66,7 +66,7 @@ def _operands(name, x, y, shift=False):
         a, b = _lift(t, a, np.int64), _lift(t, b, np.int64)
     elif dt not in _LOGIC:
         raise TypeError(f"{name}: operands must be integers or bools, got {dt} (numpy and jax "
-                        f"refuse {dt.kind == 'f' and 'floats' or dt} here too)")
+                        f"refuse {kind_of(dt) == 'f' and 'floats' or dt} here too)")
     return t, a, b
 
 
@@ -106,7 +106,7 @@ def left_shift(x1, x2) -> Tracer:
 @_numpy_outside(np.right_shift)
 def right_shift(x1, x2) -> Tracer:
     t, a, b = _operands("right_shift (>>)", x1, x2, shift=True)
-    if a.aval.dtype.kind == "u":  # numpy's and jax's >> of unsigned integers is logical
+    if kind_of(a.aval.dtype) == "u":  # numpy's and jax's >> of unsigned integers is logical
         return _emit(t, P.ShiftRightLogical(), a, b)
     return _emit(t, P.ShiftRightArithmetic(), a, b)
 

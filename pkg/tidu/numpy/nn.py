@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from tidu import ops as P
+from tidu.graph.dtypes import kind_of
 from tidu.numpy.core import abs as _abs
 from tidu.numpy.core import (
     astype,
@@ -204,7 +205,7 @@ def one_hot(x, num_classes: int, dtype=np.float64, axis=-1):
     """x[..., None] == arange(num_classes) as `dtype` (new axis at `axis`); out-of-range and
     negative indices give all-zero rows, as jax's."""
     x = _tr(x)
-    if x.dtype.kind not in "iu":
+    if kind_of(x.dtype) not in "iu":
         raise TypeError(f"one_hot: indices must be integers, got {x.dtype}")
     num_classes = int(num_classes)
     nd = x.ndim + 1

@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from tidu.graph.dtypes import kind_of
 from tidu.numpy.core import abs as _abs
 from tidu.numpy.core import astype, power, sin, where
 from tidu.numpy.shapes import _numpy_outside
@@ -51,9 +52,9 @@ def signbit(x):
     """Whether the sign bit is set (True for -0.0 and negative values)."""
     t = _trace_of(x)
     x = _lift(t, x)
-    if x.dtype.kind in "iu":
+    if kind_of(x.dtype) in "iu":
         return x < 0
-    if x.dtype.kind == "b":
+    if kind_of(x.dtype) == "b":
         return x & False
     return (x < 0) | ((x == 0) & (1 / where(x == 0, x, 1.0) < 0))
 
@@ -62,7 +63,7 @@ def signbit(x):
 def copysign(x1, x2):
     """|x1| with the sign of x2 (-0.0 counts as negative)."""
     x1, x2 = _inexact("copysign", x1, x2)
-    if x1.dtype.kind == "c":
+    if kind_of(x1.dtype) == "c":
         raise TypeError("copysign: complex input is not supported")
     a = where(x1 >= 0, x1, -x1)  # |x1| with jax's derivative at 0 (+1, as jax's abs)
     return where(signbit(x2), -a, a)
@@ -84,7 +85,7 @@ def frexp(x):
     """(mantissa, exponent) with x = mantissa * 2**exponent, 0.5 <= |mantissa| < 1 (0, inf
     and NaN keep their value with exponent 0); exponent int32 as jax's."""
     (x,) = _inexact("frexp", x)
-    if x.dtype.kind == "c":
+    if kind_of(x.dtype) == "c":
         raise TypeError("frexp: complex input is not supported")
     ok = isfinite(x) & (x != 0)
     ax = where(ok, _abs(x), 1.0)
@@ -103,7 +104,7 @@ def ldexp(x1, x2):
     before a small x1 brings it back."""
     t = _trace_of(x1, x2)
     x2 = _lift(t, x2)
-    if x2.dtype.kind not in "iub":
+    if kind_of(x2.dtype) not in "iub":
         raise TypeError(f"ldexp: the exponent must be an integer, got {x2.dtype}")
     (x1,) = _inexact("ldexp", x1)
     return _scale(x1, astype(x2, x1.dtype))
@@ -112,7 +113,7 @@ def ldexp(x1, x2):
 def _ints(name, x1, x2):
     t = _trace_of(x1, x2)
     a, b = _promote(name, t, x1, x2)
-    if a.dtype.kind not in "iu":
+    if kind_of(a.dtype) not in "iu":
         raise TypeError(f"{name}: integer arguments required, got {a.dtype}")
     return a, b
 
@@ -147,7 +148,7 @@ def nextafter(x1, x2):
     exponent: the spacing is 2**(e - p) (p the mantissa bits), half that below a power of two,
     never below the smallest subnormal."""
     x1, x2 = _inexact("nextafter", x1, x2)
-    if x1.dtype.kind == "c":
+    if kind_of(x1.dtype) == "c":
         raise TypeError("nextafter: complex input is not supported")
     fi = np.finfo(x1.dtype)
     p = fi.nmant + 1

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tidu.graph.dtypes import kind_of
 from tidu.numpy import core, linalg, shapes
 from tidu.numpy.conv import convolve
 from tidu.numpy.shapes import _numpy_outside
@@ -95,7 +96,7 @@ def polyder(p, m: int = 1):
         return x
     n = x.shape[0]
     coeff = (np.arange(m, n)[np.newaxis] - np.arange(m)[:, np.newaxis]).prod(0)[::-1]
-    if x.dtype.kind == "b":
+    if kind_of(x.dtype) == "b":
         x = core.astype(x, np.int64)
     return x[:n - m] * coeff.astype(x.dtype) if n > m else x[:0]
 

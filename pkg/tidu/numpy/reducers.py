@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tidu.graph.dtypes import BOOL, COMPLEXES, INTS
+from tidu.graph.dtypes import BOOL, COMPLEXES, INTS, kind_of
 from tidu.numpy import core as T
 from tidu.numpy import reductions as R
 from tidu.numpy import sorting as S
@@ -86,7 +86,7 @@ def extreme_identity(dt: np.dtype, largest: bool):
     dtype's lowest/highest value, False/True for bool."""
     if dt == BOOL:
         return not largest
-    if dt.kind in "iu":
+    if kind_of(dt) in "iu":
         info = np.iinfo(dt)
         return info.min if largest else info.max
     return -np.inf if largest else np.inf

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tidu.graph.dtypes import kind_of
 from tidu.numpy import core as T
 from tidu.numpy.reducers import extreme_identity
 from tidu.numpy.shapes import _lift
@@ -27,7 +28,7 @@ def _segments(name, data, segment_ids, num_segments, mode, fill):
     if not isinstance(num_segments, (int, np.integer)) or num_segments < 0:
         raise ValueError(f"{name}: num_segments must be a non-negative int, got {num_segments!r}")
     ids = _lift(segment_ids)
-    if ids.dtype.kind not in "iu":
+    if kind_of(ids.dtype) not in "iu":
         raise TypeError(f"{name}: segment_ids must be integers, got dtype {ids.dtype}")
     if ids.shape != x.shape[:ids.ndim]:
         raise ValueError(f"{name}: segment_ids of shape {ids.shape} do not match the leading "

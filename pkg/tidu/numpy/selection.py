@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from tidu.graph.dtypes import BOOL
+from tidu.graph.dtypes import BOOL, kind_of
 from tidu.numpy.core import astype, concatenate, iota, reshape, where
 from tidu.numpy.core import sum as _sum
 from tidu.numpy.creation import linspace
@@ -115,7 +115,7 @@ def unique(ar, return_index: bool = False, return_inverse: bool = False,
         raise ValueError("unique: an empty array has no values to fill with")
     s = sort(a)
     first = concatenate([s[:1] == s[:1], s[1:] != s[:-1]], axis=0)
-    if equal_nan and s.dtype.kind in "fc":
+    if equal_nan and kind_of(s.dtype) in "fc":
         first = first & ~concatenate([s[:1] != s[:1], (s[1:] != s[1:]) & (s[:-1] != s[:-1])],
                                      axis=0)
     pos, valid = _positions(first, size)
@@ -139,7 +139,7 @@ def bincount(x, weights=None, minlength: int = 0, *, length=None):
     if not isinstance(x, Tracer) and not isinstance(weights, Tracer) and length is None:
         return np.bincount(x, weights, minlength)
     x = _tr(x)
-    if x.dtype.kind not in "iub" or x.ndim != 1:
+    if kind_of(x.dtype) not in "iub" or x.ndim != 1:
         raise TypeError(f"bincount: x must be a 1-D integer array, got {x.dtype}{list(x.shape)}")
     length = _static_size("bincount", length)
     length = max(length, int(minlength))

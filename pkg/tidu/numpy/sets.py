@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from tidu.graph.dtypes import kind_of
 from tidu.numpy import core, shapes, sorting, take
 from tidu.numpy.selection import _positions, _static_size, unique
 from tidu.numpy.shapes import _axis, _has_tracer, _traced
@@ -62,7 +63,7 @@ def isin(element, test_elements, assume_unique: bool = False, invert: bool = Fal
     if s.size == 0:
         out = (e != e) & (e == e)
     elif method == "compare_all" or (method == "auto" and s.size <= 16) or \
-            e.dtype.kind == "c" or s.dtype.kind == "c":
+            kind_of(e.dtype) == "c" or kind_of(s.dtype) == "c":
         out = sorting.any(core.reshape(e, e.shape + (1,)) == s, axis=-1)
     else:
         dt = np.result_type(e.dtype, s.dtype)
@@ -77,7 +78,7 @@ def isin(element, test_elements, assume_unique: bool = False, invert: bool = Fal
 def _run_starts(s):
     """Where each run of equal values of sorted s starts (NaNs one run, as jax's equal_nan)."""
     first = core.concatenate([s[:1] == s[:1], s[1:] != s[:-1]], axis=0)
-    if s.dtype.kind in "fc":
+    if kind_of(s.dtype) in "fc":
         both_nan = (s[1:] != s[1:]) & (s[:-1] != s[:-1])
         first = first & ~core.concatenate([s[:1] != s[:1], both_nan], axis=0)
     return first
@@ -209,7 +210,7 @@ def partition(a, kth: int, axis: int = -1):
     if _eager(a):
         return np.partition(a, kth, axis)
     x = _lift(_trace_of(a), a)
-    if x.dtype.kind == "c":
+    if kind_of(x.dtype) == "c":
         raise NotImplementedError("partition: complex dtypes are not supported (as jax)")
     ax = _axis(axis, x.ndim, "partition")
     n = x.shape[ax]
@@ -225,7 +226,7 @@ def argpartition(a, kth: int, axis: int = -1):
     if _eager(a):
         return np.argpartition(a, kth, axis)
     x = _lift(_trace_of(a), a)
-    if x.dtype.kind == "c":
+    if kind_of(x.dtype) == "c":
         raise NotImplementedError("argpartition: complex dtypes are not supported (as jax)")
     ax = _axis(axis, x.ndim, "argpartition")
     n = x.shape[ax]
@@ -240,7 +241,7 @@ def sort_complex(a):
     if _eager(a):
         return np.sort_complex(a)
     x = sorting.sort(_lift(_trace_of(a), a), axis=-1)
-    if x.dtype.kind != "c":
+    if kind_of(x.dtype) != "c":
         x = core.astype(x, np.complex64 if x.dtype == np.float32 else np.complex128)
     return x
 

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from tidu import ops as P
+from tidu.graph.dtypes import kind_of
 from tidu.numpy import core as T
 from tidu.trace.tracer import (
     Tracer,
@@ -454,7 +455,7 @@ def repeat(a, repeats, axis=None, *, total_repeat_length=None) -> Tracer:
     if isinstance(repeats, Tracer):
         raise TypeError("repeat: repeats must be static (ints), not a traced value")
     r = np.asarray(repeats)
-    if r.dtype.kind not in "iub":
+    if kind_of(r.dtype) not in "iub":
         raise TypeError(f"repeat: repeats must be integers, got dtype {r.dtype}")
     if (r < 0).any():
         raise ValueError("repeat: negative repeats")
@@ -482,7 +483,7 @@ def _pad_widths(name, pad_width, ndim) -> list[tuple[int, int]]:
     if isinstance(pad_width, Tracer):
         raise TypeError(f"{name}: pad_width must be static (ints), not a traced value")
     pw = np.asarray(pad_width)
-    if pw.dtype.kind not in "iu":
+    if kind_of(pw.dtype) not in "iu":
         raise TypeError(f"{name}: pad_width must be integers, got {pad_width!r}")
     try:
         pw = np.broadcast_to(pw, (ndim, 2))

@@ -12,7 +12,7 @@ import operator
 import numpy as np
 
 from tidu import ops as P
-from tidu.graph.dtypes import BOOL, INTS, accumulation_dtype
+from tidu.graph.dtypes import BOOL, INTS, accumulation_dtype, kind_of
 from tidu.numpy.core import _axes, iota, lex_extreme, lex_index, reshape, transpose, where
 from tidu.numpy.take import take_along_axis
 from tidu.trace.tracer import _broadcast, _compare, _const, _lift, _trace_of, keeps_weak
@@ -74,7 +74,7 @@ def min(a, axis=None, keepdims=False):  # noqa: A001
     t, x = _traced(a)
     if x.aval.dtype == BOOL:
         return _reduce(P.ReduceAnd, x, axis, keepdims)
-    if x.aval.dtype.kind == "c":  # lexicographic, as numpy and jax
+    if kind_of(x.aval.dtype) == "c":  # lexicographic, as numpy and jax
         return lex_extreme(x, _axes(x, axis), keepdims, largest=False)
     return _reduce(P.ReduceMin, x, axis, keepdims)
 
@@ -112,7 +112,7 @@ def _arg(cls, a, axis, keepdims):
     if flat.shape[ax] == 0:
         raise ValueError(f"{cls.__name__.lower()}: attempt to get the {cls.__name__[3:].lower()} "
                          f"of an empty sequence (shape {x.shape})")
-    if x.aval.dtype.kind == "c":  # lexicographic, as numpy (jax refuses complex here)
+    if kind_of(x.aval.dtype) == "c":  # lexicographic, as numpy (jax refuses complex here)
         last = flat.ndim - 1
         perm = tuple(i for i in range(flat.ndim) if i != ax) + (ax,)
         y = lex_index(transpose(flat, perm) if ax != last else flat, cls is P.ArgMax)
@@ -209,7 +209,7 @@ def cummin(a, axis=0, reverse=False):
 
 def _cum_extreme(cls, a, axis, reverse):
     t, x = _traced(a)
-    if x.aval.dtype.kind == "c":
+    if kind_of(x.aval.dtype) == "c":
         raise TypeError(f"{cls.__name__.lower()}: complex numbers have no order")
     if x.aval.dtype == BOOL:  # through int32, back to bool
 
@@ -233,7 +233,7 @@ def top_k(operand, k, *, axis=-1):
     t, x = _traced(operand)
     if x.ndim == 0:
         raise ValueError("top_k: operand must have at least one dimension, got a scalar")
-    if x.aval.dtype.kind == "c":
+    if kind_of(x.aval.dtype) == "c":
         raise TypeError(f"top_k: operand must be real, got {x.aval.dtype}")
     ax = int(axis)
     if not -x.ndim <= ax < x.ndim:
@@ -245,7 +245,7 @@ def top_k(operand, k, *, axis=-1):
         raise ValueError(f"top_k: k must be between 0 and the size of axis {ax} ({n}), got {k}")
     xs = x if x.aval.dtype != BOOL else _lift(t, x, np.int32)
     idx = iota(x.shape, "int32", ax)
-    if xs.aval.dtype.kind == "f":
+    if kind_of(xs.aval.dtype) == "f":
         # XLA's TopK ranks +0 above -0 (Sort ties them): float32 sorts float64 keys with the
         # zeros moved to +-1e-300 (below every nonzero float32); float64 sorts twice, stably,
         # +0s first then by value, so the zeros' tie keeps +0 ahead

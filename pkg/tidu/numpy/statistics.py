@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from tidu.graph.dtypes import BOOL, COMPLEXES, INTS
+from tidu.graph.dtypes import BOOL, COMPLEXES, INTS, kind_of
 from tidu.numpy import core as T
 from tidu.numpy import sorting as S
 from tidu.numpy.core import reshape
@@ -375,7 +375,7 @@ def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
     if dt in COMPLEXES:
         return _searchsorted_lexicographic(arr, val, side, t)
     steps = n.bit_length()  # 2^steps > n
-    floating = dt.kind == "f"
+    floating = kind_of(dt) == "f"
     # past the end: NaN for floats (never < or <= a number; a NaN v is settled below), the
     # largest value otherwise (counted only where v is that value, and clamped to n below)
     pad = np.array(np.nan if floating else (True if dt == BOOL else np.iinfo(dt).max), dt)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from tidu import ops as P
-from tidu.graph.dtypes import INTS
+from tidu.graph.dtypes import INTS, kind_of
 from tidu.numpy.core import astype, broadcast_to, reshape, where
 from tidu.numpy.indexing import _bcast, _gather, _index_value, _is_static_int, _max, _min
 from tidu.trace.tracer import Tracer, _emit, _lift, _trace_of, keeps_weak
@@ -115,7 +115,7 @@ def _starts_of(t, x, start_indices, name):
         else:
             if not _is_static_int(s):
                 a = np.asarray(s)
-                if a.ndim or a.dtype.kind not in "iu":
+                if a.ndim or kind_of(a.dtype) not in "iu":
                     raise TypeError(f"{name}: start index {k} must be a scalar integer, got {s!r}")
                 s = int(a)
             s = int(s)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tidu.graph.dtypes import kind_of
 from tidu.numpy import core, logical, shapes
 from tidu.numpy.scipy.special import i0 as _i0
 from tidu.numpy.shapes import _axis, _numpy_outside
@@ -41,7 +42,7 @@ bartlett = _window(np.bartlett, "bartlett")
 def i0(x):
     """The modified Bessel function of the first kind, order 0 (real inputs)."""
     x = _lift(_trace_of(x), x)
-    if x.dtype.kind == "c":
+    if kind_of(x.dtype) == "c":
         raise ValueError("i0: complex input is not supported")
     return _i0(x)
 
@@ -72,12 +73,12 @@ def bitwise_count(x, /):
         a = np.asarray(x)
         return np.bitwise_count(a).astype(np.uint8)
     x = _lift(_trace_of(x), x)
-    if x.dtype.kind == "b":
+    if kind_of(x.dtype) == "b":
         return core.astype(x, np.uint8)
-    if x.dtype.kind not in "iu":
+    if kind_of(x.dtype) not in "iu":
         raise TypeError(f"bitwise_count: integer or bool input expected, got {x.dtype}")
     u, bits = _as_unsigned(x)
-    if x.dtype.kind == "i":
+    if kind_of(x.dtype) == "i":
         u = core.where(x < 0, 0 - u, u)  # |x| as unsigned: exact for the minimum too
     # SWAR popcount (unsigned arithmetic wraps): pairs, nibbles, bytes, then a multiply sums
     # the bytes into the top one
@@ -108,7 +109,7 @@ def packbits(a, axis=None, bitorder: str = "big"):
     if bitorder not in ("big", "little"):
         raise ValueError("packbits: bitorder must be 'big' or 'little'")
     x = _lift(_trace_of(a), a)
-    if x.dtype.kind not in "biu":
+    if kind_of(x.dtype) not in "biu":
         raise TypeError("packbits: expected an integer or bool array")
     if axis is None:
         x, axis = shapes.ravel(x), 0

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from tidu.ad.rules import register
 from tidu.graph import aval
+from tidu.graph.dtypes import kind_of
 from tidu.ops.core import (
     NUMERIC,
     A,
@@ -50,7 +51,7 @@ _KINDS = ("sum", "max", "min")
 
 
 def _check_index(name: str, idx) -> None:
-    if idx.shape != () or idx.dtype.kind not in "iu":
+    if idx.shape != () or kind_of(idx.dtype) not in "iu":
         raise TypeError(f"{name}: the axis index operand must be an integer scalar, got {idx}")
 
 

@@ -13,6 +13,7 @@ import numpy as np
 from tidu.ad.rules import register
 from tidu.backends.xla.hlo import tensor_type
 from tidu.graph import aval
+from tidu.graph.dtypes import kind_of
 from tidu.ops.core import (
     ALL,
     BOOL,
@@ -122,7 +123,7 @@ class Div(Binary):
         return [lin(b, self, [ct[0], conj_fixed(b, inputs[1])], [A, F]), None]
 
     def impl(self, x, y):
-        if x.dtype.kind in "iu":
+        if kind_of(x.dtype) in "iu":
             return int_div(x, y)
         return x / y
 
@@ -311,7 +312,7 @@ class Abs(Primitive):
 
     def linearize(self, b, primal_in, primal_out, t):
         x = primal_in[0]
-        if x.dtype.kind != "c":
+        if kind_of(x.dtype) != "c":
             return [scale(b, fix(b, Sign(), x), t[0])]
         # d|z| = Re(conj(z)/|z| * dz), in differentiable ops (Sign is piecewise constant on reals),
         # dividing by 1 where |z| == 0 so that the derivative there is 0 (as jax's), not NaN.
@@ -322,7 +323,7 @@ class Abs(Primitive):
         return [lin(b, Real(), [scale(b, coef, t[0])], [A])]
 
     def lower(self, lo, out, x):
-        if out.dtype.kind == "u":  # stablehlo.abs takes signless integers only; |x| is x
+        if kind_of(out.dtype) == "u":  # stablehlo.abs takes signless integers only; |x| is x
             return x
         return lo.op(self.hlo, [x], out)
 
@@ -342,7 +343,7 @@ class Sign(Unary):
     differentiable = False
 
     def lower(self, lo, out, x):
-        if out.dtype.kind == "u":  # stablehlo.sign takes signless integers only: min(x, 1)
+        if kind_of(out.dtype) == "u":  # stablehlo.sign takes signless integers only: min(x, 1)
             ty = tensor_type(out.shape, out.dtype)
             one = lo.source("stablehlo.constant", f"value = dense<1> : {ty}", out)
             return lo.op("stablehlo.minimum", [x, one], out)

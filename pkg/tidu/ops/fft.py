@@ -61,7 +61,9 @@ class FftType(IntEnum):
 
 
 _COMPLEX_OF = {np.dtype("float32"): np.dtype("complex64"),
-               np.dtype("float64"): np.dtype("complex128")}
+               np.dtype("float64"): np.dtype("complex128"),
+               np.dtype("float16"): np.dtype("complex64"),  # jax's: complex64 for 16-bit floats
+               np.dtype("bfloat16"): np.dtype("complex64")}
 
 
 def complex_dtype(dt) -> np.dtype:

@@ -15,6 +15,7 @@ import numpy as np
 
 from tidu.ad.rules import register
 from tidu.graph import aval
+from tidu.graph.dtypes import kind_of
 from tidu.ops.core import (
     COMPLEXES,
     INEXACT,
@@ -190,7 +191,7 @@ class TriangularSolve(Primitive):
 def _nan_of(dt):
     """NaN of dtype dt; complex: NaN in both parts (jax's Cholesky of a matrix that is not
     positive definite)."""
-    return complex(np.nan, np.nan) if np.dtype(dt).kind == "c" else np.nan
+    return complex(np.nan, np.nan) if kind_of(np.dtype(dt)) == "c" else np.nan
 
 
 @register

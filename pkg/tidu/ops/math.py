@@ -18,6 +18,7 @@ import numpy as np
 
 from tidu.ad.rules import register
 from tidu.graph import aval
+from tidu.graph.dtypes import kind_of
 from tidu.ops.core import (
     FLOATS,
     REAL,
@@ -420,7 +421,7 @@ class Rem(Binary):
         return [add_all(b, [t[0], dy])]
 
     def impl(self, x, y):
-        if x.dtype.kind in "iu":
+        if kind_of(x.dtype) in "iu":
             return int_rem(x, y)
         return np.fmod(x, y)
 

@@ -16,6 +16,7 @@ import numpy as np
 from tidu.ad.rules import register
 from tidu.backends.xla.hlo import Value
 from tidu.graph import aval
+from tidu.graph.dtypes import kind_of
 from tidu.ops.core import (
     BOOL,
     INTS,
@@ -99,7 +100,7 @@ class ReduceMax(Primitive):
 
     def lower(self, lo, out, x):
         dt = out.dtype
-        low = -np.inf if dt.kind == "f" else np.iinfo(dt).min
+        low = -np.inf if kind_of(dt) == "f" else np.iinfo(dt).min
         return lo.reduce(x, lo.scalar(low, dt), "stablehlo.maximum", self.axes, out)
 
     def impl(self, x):
@@ -134,7 +135,7 @@ class ReduceMin(Primitive):
 
     def lower(self, lo, out, x):
         dt = out.dtype
-        high = np.inf if dt.kind == "f" else np.iinfo(dt).max
+        high = np.inf if kind_of(dt) == "f" else np.iinfo(dt).max
         return lo.reduce(x, lo.scalar(high, dt), "stablehlo.minimum", self.axes, out)
 
     def impl(self, x):
@@ -262,7 +263,7 @@ class _ArgExtreme(Primitive):
         idx = Iota(shape, self.dtype, self.axis).lower(lo, aval(shape, self.dtype))
         tx, ti = lo.tensor_type((), dt_x), lo.tensor_type((), self.dtype)
         # init (lowest, 0) / (highest, 0): index 0 is the right answer whenever it ties
-        init_x = lo.scalar(-np.inf if self._gt else np.inf, dt_x) if dt_x.kind == "f" else \
+        init_x = lo.scalar(-np.inf if self._gt else np.inf, dt_x) if kind_of(dt_x) == "f" else \
             lo.scalar(np.iinfo(dt_x).min if self._gt else np.iinfo(dt_x).max, dt_x)
         init_i = lo.scalar(0, self.dtype)
         a, c, bb, d = lo.fresh(), lo.fresh(), lo.fresh(), lo.fresh()  # (a, ia), (b, ib)
@@ -270,7 +271,7 @@ class _ArgExtreme(Primitive):
 
         def body():
             better = _hlo_cmp(lo, a, c, "GT" if self._gt else "LT", tx)
-            if dt_x.kind == "f":  # NaN wins; two NaNs / equal values: the lower index
+            if kind_of(dt_x) == "f":  # NaN wins; two NaNs / equal values: the lower index
                 a_nan, c_nan = _hlo_cmp(lo, a, a, "NE", tx), _hlo_cmp(lo, c, c, "NE", tx)
                 not_c_nan = _hlo_un(lo, "not", c_nan, b1, b1)
                 better = _hlo_bin(lo, "or", _hlo_bin(lo, "and", better, _hlo_un(

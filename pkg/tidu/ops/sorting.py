@@ -26,6 +26,7 @@ import numpy as np
 from tidu.ad.rules import register
 from tidu.backends.xla.hlo import ELEMENT_DTYPE, Value, tensor_type
 from tidu.graph import aval
+from tidu.graph.dtypes import kind_of
 from tidu.ops.core import (
     ALL,
     INEXACT,
@@ -127,7 +128,7 @@ def _less(rg, a, b, dtype) -> str:
     """i1: a < b in numpy's sort order (NaN last, complex lexicographic) on rank-0 tensors."""
     dt = np.dtype(dtype)
     ty = tensor_type((), dt)
-    if dt.kind == "c":
+    if kind_of(dt) == "c":
         rt = tensor_type((), np.empty(0, dt).real.dtype)
         ar, br = _hlo_un(rg, "real", a, ty, rt), _hlo_un(rg, "real", b, ty, rt)
         ai, bi = _hlo_un(rg, "imag", a, ty, rt), _hlo_un(rg, "imag", b, ty, rt)
@@ -138,7 +139,7 @@ def _less(rg, a, b, dtype) -> str:
         eq_r = _hlo_un(rg, "not", _hlo_bin(rg, "or", lt_r, gt_r, b1), b1, b1)
         return _hlo_bin(rg, "or", lt_r, _hlo_bin(rg, "and", eq_r, lt_i, b1), b1)
     lt = _hlo_cmp(rg, a, b, "LT", ty)
-    if dt.kind != "f":
+    if kind_of(dt) != "f":
         return lt
     b1 = "tensor<i1>"
     b_nan = _hlo_cmp(rg, b, b, "NE", ty)
@@ -296,7 +297,7 @@ class Cummax(_CumExtreme):
 
     @staticmethod
     def _init(dt):
-        return -np.inf if np.dtype(dt).kind == "f" else np.iinfo(dt).min
+        return -np.inf if kind_of(np.dtype(dt)) == "f" else np.iinfo(dt).min
 
     def impl(self, x):
         return _cum_extreme(np.maximum, x, self.axis, self.reverse)
@@ -311,7 +312,7 @@ class Cummin(_CumExtreme):
 
     @staticmethod
     def _init(dt):
-        return np.inf if np.dtype(dt).kind == "f" else np.iinfo(dt).max
+        return np.inf if kind_of(np.dtype(dt)) == "f" else np.iinfo(dt).max
 
     def impl(self, x):
         return _cum_extreme(np.minimum, x, self.axis, self.reverse)

@@ -14,6 +14,7 @@ import numpy as np
 
 import tidu as td
 from tidu import ops as P
+from tidu.graph.dtypes import kind_of
 from tidu.random.keys import (
     U32,
     UINTS,
@@ -162,9 +163,9 @@ def bernoulli(key, p=0.5, shape=None, mode="low"):
 def _clip_int(v, dt):
     """jax's _convert_and_clip_integer: v clipped to dt's range, then converted."""
     info = np.iinfo(dt)
-    if v.dtype.kind in "iu" and np.iinfo(v.dtype).max > info.max:
+    if kind_of(v.dtype) in "iu" and np.iinfo(v.dtype).max > info.max:
         v = td.minimum(v, np.array(info.max, v.dtype))
-    if v.dtype.kind == "i" and np.iinfo(v.dtype).min < info.min:
+    if kind_of(v.dtype) == "i" and np.iinfo(v.dtype).min < info.min:
         v = td.maximum(v, np.array(info.min, v.dtype))
     return v.astype(dt)
 
@@ -175,7 +176,7 @@ def randint(key, shape, minval, maxval, dtype=None):
     reduced modulo the span (jax's algorithm; 8- and 16-bit dtypes drawn as int32 and
     converted, as jax), for every integer dtype (int64 by default)."""
     dt = np.dtype("int64") if dtype is None else np.dtype(dtype)
-    if dt.kind not in "iu":
+    if kind_of(dt) not in "iu":
         raise TypeError(f"randint only accepts integer dtypes, got {dt}")
     k = check_key("randint", key)
     shape = shape_of(shape)
@@ -193,9 +194,9 @@ def randint(key, shape, minval, maxval, dtype=None):
 def _randint(k, shape, minval, maxval, dt):
     """jax's _randint: 2 x nbits bits per value (nbits = 32 or 64), reduced modulo the span."""
     t = _current()
-    if minval.dtype.kind not in "iu":
+    if kind_of(minval.dtype) not in "iu":
         minval = minval.astype(np.int64)
-    if maxval.dtype.kind not in "iu":
+    if kind_of(maxval.dtype) not in "iu":
         maxval = maxval.astype(np.int64)
     big = _clip_int(_lift(t, np.array(np.iinfo(dt).max, dt)), maxval.dtype)
     out_of_range = maxval > big

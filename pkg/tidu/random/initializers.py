@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 
 import tidu as td
+from tidu.graph.dtypes import kind_of
 from tidu.random.distributions import normal as _normal
 from tidu.random.distributions import orthogonal as _orthogonal
 from tidu.random.distributions import truncated_normal as _truncated_normal
@@ -134,7 +135,7 @@ def variance_scaling(scale, mode: str, distribution: str, in_axis: int | Sequenc
         den = {"fan_in": fan_in, "fan_out": fan_out, "fan_avg": (fan_in + fan_out) / 2,
                "fan_geo_avg": (fan_in * fan_out) ** 0.5}[mode]
         variance = np.array(scale / den, dtype=dt)
-        complex_ = dt.kind == "c"
+        complex_ = kind_of(dt) == "c"
         if distribution == "truncated_normal":
             if not complex_:
                 stddev = np.sqrt(variance) / np.array(.87962566103423978, dt)

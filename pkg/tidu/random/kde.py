@@ -15,6 +15,7 @@ import math
 import numpy as np
 
 import tidu as td
+from tidu.graph.dtypes import kind_of
 from tidu.numpy.scipy import stats as _stats
 from tidu.random.distributions import choice, multivariate_normal
 from tidu.random.keys import split
@@ -54,7 +55,7 @@ class gaussian_kde:  # noqa: N801  (jax's name)
         if not dataset.size > 1:
             raise ValueError("`dataset` input should have multiple elements.")
         d, n = dataset.shape
-        if dataset.dtype.kind != "f":
+        if kind_of(dataset.dtype) != "f":
             dataset = _run(lambda x: td.astype(x, np.float64), dataset)
         if weights is not None:
             if np.ndim(weights) > 1:
@@ -63,7 +64,7 @@ class gaussian_kde:  # noqa: N801  (jax's name)
                 raise ValueError("`weights` input should be of length n")
             dt = np.result_type(dataset.dtype, np.asarray(weights).dtype
                                 if not _traced(weights) else weights.dtype)
-            if dt.kind != "f":
+            if kind_of(dt) != "f":
                 dt = np.dtype(np.float64)
             dataset, weights = _run(lambda x, w: (td.astype(x, dt),
                                                   td.astype(w, dt) / td.sum(w)), dataset, weights)

@@ -15,6 +15,7 @@ import numpy as np
 
 import tidu as td
 from tidu import ops as P
+from tidu.graph.dtypes import kind_of
 from tidu.trace.tracer import Tracer, _current, _emit, _lift, _stack
 
 __all__ = ["PRNGKey", "bits", "fold_in", "key", "key_data", "split", "wrap_key_data"]
@@ -119,7 +120,7 @@ def _seed_words(seed) -> np.ndarray:
     s = np.asarray(seed)
     if s.shape:
         raise TypeError(f"PRNG key seed must be a scalar; got an array of shape {s.shape}")
-    if s.dtype.kind not in "iu":
+    if kind_of(s.dtype) not in "iu":
         raise TypeError(f"PRNG key seed must be an integer; got {seed!r}")
     v = int(seed)
     if isinstance(seed, int) and not -2 ** 63 <= v < 2 ** 63:

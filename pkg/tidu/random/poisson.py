@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 import tidu as td
+from tidu.graph.dtypes import kind_of
 from tidu.random.distributions import _fma, _uniform
 from tidu.random.keys import check_key, eager, shape_of, split
 from tidu.trace.tracer import _current, _lift
@@ -79,11 +80,11 @@ def poisson(key, lam, shape=None, dtype=None):
     """``jax.random.poisson``: Poisson(lam) counts of an integer dtype (int64 by default, jax's
     under x64), lam taken as float32."""
     dt = np.dtype("int64") if dtype is None else np.dtype(dtype)
-    if dt.kind not in "iu":
+    if kind_of(dt) not in "iu":
         raise TypeError(f"poisson: dtype {dt} is not an integer dtype")
     k = check_key("poisson", key)
     lam = _lift(_current(), lam)
-    if lam.dtype.kind not in "iuf":
+    if kind_of(lam.dtype) not in "iuf":
         raise TypeError(f"poisson: lam must be real, got dtype {lam.dtype}")
     shape = tuple(lam.shape) if shape is None else shape_of(shape)
     if np.broadcast_shapes(lam.shape, shape) != shape:

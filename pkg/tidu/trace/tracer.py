@@ -18,7 +18,7 @@ import numpy as np
 from tidu import ops as P
 from tidu._native import _core
 from tidu.graph import _aval_list, prim_id, shape_rule
-from tidu.graph.dtypes import BOOL, INTS, lattice_result_type, to_inexact_dtype
+from tidu.graph.dtypes import BOOL, INTS, kind_of, lattice_result_type, to_inexact_dtype
 from tidu.graph.memory import register_cache
 
 __all__ = ["Tracer", "as_inexact", "keeps_weak", "result_type", "weak_result_type"]
@@ -237,7 +237,7 @@ def _promote_weak(name: str, t: _Trace, *xs, min_dtype=None) -> tuple[list["Trac
     """_promote, and whether the result is weakly typed (every operand was)."""
     try:
         dt, weak = weak_result_type(*xs)
-        if min_dtype is not None and dt.kind not in "fc":
+        if min_dtype is not None and kind_of(dt) not in "fc":
             dt = to_inexact_dtype(dt)  # jax's _promote_dtypes_inexact
     except TypeError as e:
         dts = [_dtype_of(x) for x in xs]

@@ -15,6 +15,7 @@
 #include "tidu/kernels/elementwise.hpp"
 #include "tidu/kernels/factor.hpp"
 #include "tidu/kernels/fft.hpp"
+#include "tidu/kernels/half.hpp"
 #include "tidu/kernels/indexing.hpp"
 #include "tidu/kernels/linalg.hpp"
 #include "tidu/kernels/random.hpp"
@@ -127,6 +128,10 @@ inline void run_instr(const Program& p, Workspace& ws, std::size_t idx) {
       });
       return;
     case Op::Convert:
+      if (is_half_dtype(x0.dtype) || is_half_dtype(out.dtype)) {  // half.hpp
+        kern::convert_half(x0.dtype, ptr[a[0]], out.dtype, y, out.size);
+        return;
+      }
       visit_dtype(x0.dtype, [&](auto s) {
         using S = decltype(s);
         visit_dtype(out.dtype, [&](auto d) {
@@ -482,6 +487,10 @@ inline void run_block(const Program& p, Workspace& ws, std::size_t idx, std::int
       return;
     }
     case Op::Convert:
+      if (is_half_dtype(xd) || is_half_dtype(out.dtype)) {  // half.hpp
+        kern::convert_half(xd, addr(a[0]), out.dtype, addr(in.out), n);
+        return;
+      }
       visit_dtype(xd, [&](auto s) {
         using S = decltype(s);
         visit_dtype(out.dtype, [&](auto d) {

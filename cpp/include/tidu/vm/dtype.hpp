@@ -1,11 +1,15 @@
 // tidu/vm/dtype.hpp - the dtype table (TIDU_DTYPES: code, C++ type, numpy name) and the one visit
 // over dtype codes that every kernel dispatch goes through (visit_dtype, visit_dtype_in).
+// float16 and bfloat16 (TIDU_HALF_DTYPES, codes appended after the others) are storage dtypes:
+// only Convert, Reshape, Constant and control flow touch them; every other instruction on them
+// computes in float32 (widen.hpp rewrites it so before validation), as XLA:CPU does.
 #pragma once
 
 #include <complex>
 #include <cstddef>
 #include <cstdint>
 #include <stdexcept>
+#include <string>
 #include <type_traits>
 
 namespace tidu {
@@ -25,17 +29,26 @@ namespace tidu {
   X(U16, std::uint16_t, "uint16")      \
   X(U64, std::uint64_t, "uint64")
 
+// 16-bit floats, stored as their bits (no kernel is instantiated for them; see above).
+#define TIDU_HALF_DTYPES(X)            \
+  X(F16, std::uint16_t, "float16")     \
+  X(BF16, std::uint16_t, "bfloat16")
+
 enum class DType : std::uint8_t {
 #define TIDU_DT_ENUM(name, type, str) name,
   TIDU_DTYPES(TIDU_DT_ENUM)
+  TIDU_HALF_DTYPES(TIDU_DT_ENUM)
 #undef TIDU_DT_ENUM
       kCount
 };
+
+inline bool is_half_dtype(DType d) { return d == DType::F16 || d == DType::BF16; }
 
 inline const char* dtype_name(DType d) {
   static const char* const names[] = {
 #define TIDU_DT_NAME(name, type, str) str,
       TIDU_DTYPES(TIDU_DT_NAME)
+      TIDU_HALF_DTYPES(TIDU_DT_NAME)
 #undef TIDU_DT_NAME
   };
   auto i = static_cast<unsigned>(d);
@@ -48,6 +61,7 @@ inline std::size_t dtype_size(DType d) {
   case DType::name:                   \
     return sizeof(type);
     TIDU_DTYPES(TIDU_DT_SIZE)
+    TIDU_HALF_DTYPES(TIDU_DT_SIZE)
 #undef TIDU_DT_SIZE
     default:
       return 0;
@@ -75,7 +89,7 @@ using InexactTypes = DTypeSet<float, double, std::complex<float>, std::complex<d
 using IndexTypes = DTypeSet<std::int32_t, std::int64_t>;
 
 // Calls f(T{}) with T the C++ type of dtype d and returns what f returns; throws on a code outside
-// TIDU_DTYPES.  The one switch over dtype codes: callers dispatch once per instruction, outside
+// TIDU_DTYPES (float16 and bfloat16 included: they have no kernels of their own).  The one switch over dtype codes: callers dispatch once per instruction, outside
 // the kernels' loops, so its cost is one jump.
 template <class F>
 inline decltype(auto) visit_dtype(DType d, F&& f) {
@@ -86,13 +100,14 @@ inline decltype(auto) visit_dtype(DType d, F&& f) {
     TIDU_DTYPES(TIDU_VISIT_DTYPE)
 #undef TIDU_VISIT_DTYPE
     default:
-      throw std::runtime_error("tidu: unknown dtype");
+      throw std::runtime_error(std::string("tidu: no kernel for dtype ") + dtype_name(d));
   }
 }
 
 // visit_dtype over the dtypes of Set only: f(T{}) for those, otherwise() for every other dtype.
 template <class Set, class F, class G>
 inline decltype(auto) visit_dtype_in(DType d, F&& f, G&& otherwise) {
+  if (is_half_dtype(d)) return otherwise();  // no kernel is instantiated for them
   return visit_dtype(d, [&](auto t) -> decltype(auto) {
     if constexpr (Set::template contains<decltype(t)>)
       return f(t);

@@ -33,6 +33,7 @@
 
 #include "tidu/vm/program.hpp"
 #include "tidu/vm/validate.hpp"
+#include "tidu/vm/widen.hpp"
 
 namespace tidu {
 
@@ -54,7 +55,10 @@ struct ProgramArrays {
 };
 
 // A validated, planned Program from arrays (throws ProgramError on any inconsistency).
-inline Program build_program(const ProgramArrays& r, int depth = 0) {
+// widen: whether float16/bfloat16 instructions still need their float32 rewrite (widen.hpp).
+inline Program build_program(const ProgramArrays& arrays, int depth = 0, bool widen = true) {
+  if (widen && has_half(arrays)) return build_program(widen_half(arrays), depth, false);  // widen.hpp
+  const ProgramArrays& r = arrays;
   if (r.slot_ndim.size() != r.slot_dtype.size() || r.in_off.size() != r.opcode.size() + 1 ||
       r.attr_off.size() != r.opcode.size() + 1 || r.out_off.size() != r.opcode.size() + 1)
     throw ProgramError("tidu program: array lengths disagree");

@@ -11,6 +11,7 @@
 #include "tidu/kernels/indexing.hpp"
 #include "tidu/vm/plan.hpp"
 #include "tidu/vm/program.hpp"
+#include "tidu/vm/widen.hpp"
 #include "tidu/kernels/sorting.hpp"
 
 namespace tidu {
@@ -139,6 +140,11 @@ inline void validate_instructions(const Program& p) {
     };
     auto arity = [&](std::uint32_t n) { need(in.n_in == n, "wrong number of operands"); };
     auto slot = [&](std::uint32_t k) -> const Slot& { return p.slots[a[k]]; };
+    if (!takes_half(in.op)) {  // widen.hpp rewrote the others to compute in float32
+      for (std::uint32_t k = 0; k < in.n_in; ++k)
+        need(!is_half_dtype(slot(k).dtype), "no float16/bfloat16 kernel (float32 computes it)");
+      need(!is_half_dtype(o.dtype), "no float16/bfloat16 kernel (float32 computes it)");
+    }
     auto same_shape = [&](std::uint32_t k) {
       const Slot& x = slot(k);
       need(x.ndim == o.ndim && std::equal(oshape, oshape + o.ndim, p.shape(a[k])), "operand shape mismatch");

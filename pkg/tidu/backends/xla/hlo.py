@@ -16,7 +16,7 @@ __all__ = ["ELEMENT_DTYPE", "Lowering", "Value", "dense_hex", "i64_array", "tens
 _ELEMENT = {"float32": "f32", "float64": "f64", "complex64": "complex<f32>",
             "complex128": "complex<f64>", "int32": "i32", "int64": "i64", "bool": "i1",
             "uint32": "ui32", "int8": "i8", "int16": "i16", "uint8": "ui8", "uint16": "ui16",
-            "uint64": "ui64"}
+            "uint64": "ui64", "float16": "f16", "bfloat16": "bf16"}
 ELEMENT_DTYPE = {el: name for name, el in _ELEMENT.items()}  # "ui8" -> "uint8"
 
 

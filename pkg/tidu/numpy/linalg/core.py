@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from tidu import ops as P
-from tidu.graph.dtypes import INEXACT, to_inexact_dtype
+from tidu.graph.dtypes import INEXACT, kind_of, to_inexact_dtype
 from tidu.numpy.core import abs as abs_
 from tidu.numpy.core import (
     astype,
@@ -68,7 +68,7 @@ def _mT(x):
 
 
 def _conj(x):
-    return conj(x) if x.dtype.kind == "c" else x
+    return conj(x) if kind_of(x.dtype) == "c" else x
 
 
 def _apply(op, *xs):
@@ -159,7 +159,8 @@ def solve_triangular(a, b, trans=0, lower: bool = False, unit_diagonal: bool = F
     a, b = _arrays("solve_triangular", a, b)
     a, b, vector = _batched("solve_triangular", a, b)
     ta, ca = _TRANS[trans]
-    op = P.TriangularSolve(True, bool(lower), ta, ca and a.dtype.kind == "c", bool(unit_diagonal))
+    cplx = ca and kind_of(a.dtype) == "c"
+    op = P.TriangularSolve(True, bool(lower), ta, cplx, bool(unit_diagonal))
     return _unvector(_apply(op, a, b), vector)
 
 
@@ -179,7 +180,7 @@ def cho_solve(c_and_lower, b):
     c, lower = c_and_lower
     c, b = _arrays("cho_solve", c, b)
     c, b, vector = _batched("cho_solve", c, b)
-    cplx = c.dtype.kind == "c"
+    cplx = kind_of(c.dtype) == "c"
     lower = bool(lower)
     # a = L L^H (lower) or U^H U: solve with the factor, then with its adjoint
     y = _apply(P.TriangularSolve(True, lower, not lower, cplx and not lower, False), c, b)
@@ -198,7 +199,7 @@ def _lu(name: str, a):
     n = _square(name, a)
     packed = _apply(P.LU(), a)
     piv = _cols(packed, n, n + 1)
-    piv = real(piv) if piv.dtype.kind == "c" else piv
+    piv = real(piv) if kind_of(piv.dtype) == "c" else piv
     return _cols(packed, 0, n), astype(reshape(piv, piv.shape[:-1]), "int32")
 
 
@@ -210,7 +211,7 @@ def lu_factor(a):
 
 
 def _lu_solve(lu, piv, b, trans: int):
-    cplx = lu.dtype.kind == "c"
+    cplx = kind_of(lu.dtype) == "c"
     if trans == 0:  # a = P^T L U: x = U^-1 L^-1 P b
         y = _apply(P.LUPermute(False), piv, b)
         y = _apply(P.TriangularSolve(True, True, False, False, True), lu, y)
@@ -276,7 +277,7 @@ def slogdet(a):
     rdt = ad.dtype
     swaps = sum_(astype(piv != iota(piv.shape, "int32", piv.ndim - 1), rdt), axis=-1)
     zero = sum_(astype(ad == 0, rdt), axis=-1) > 0
-    if d.dtype.kind == "c":
+    if kind_of(d.dtype) == "c":
         unit = d / astype(where(ad == 0, 1, ad), d.dtype)
         phase = exp(sum_(log(where(ad == 0, astype(1, d.dtype), unit)), axis=-1))
         sgn = phase * astype(sign(cos(np.pi * swaps)), d.dtype)
@@ -318,7 +319,7 @@ def eigh(a, UPLO=None, symmetrize_input: bool = True):
     n = a.shape[-1]
     packed = _apply(P.Eigh(True), a)
     w = _cols(packed, n, n + 1)
-    w = reshape(real(w) if w.dtype.kind == "c" else w, w.shape[:-1])
+    w = reshape(real(w) if kind_of(w.dtype) == "c" else w, w.shape[:-1])
     return EighResult(w, _cols(packed, 0, n))
 
 
@@ -360,7 +361,7 @@ def _svd_parts(a, full_matrices: bool, compute_uv: bool):
     ku, kv = (m, n) if full_matrices else (k, k)
     bs = a.shape[:-2]
     s = _cols(packed, 0, k)
-    s = real(s) if s.dtype.kind == "c" else s
+    s = real(s) if kind_of(s.dtype) == "c" else s
     u = reshape(_cols(packed, k, k + m * ku), bs + (m, ku))
     vh = reshape(_cols(packed, k + m * ku, k + m * ku + kv * n), bs + (kv, n))
     return SVDResult(u, s, vh)
@@ -451,7 +452,7 @@ def _bad_axis(a, nd):
 
 
 def _abs2(x):
-    if x.dtype.kind == "c":
+    if kind_of(x.dtype) == "c":
         return real(x) * real(x) + imag(x) * imag(x)
     return x * x
 
@@ -479,7 +480,7 @@ def _pinv_and_s_jvp(primals, tangents, inclusive: bool):
     p, s = _pinv_op(a, cutoff, inclusive)
     u, _, vh = _svd_parts(a, False, True)  # only in derivative programs, and only for ds
     ds = sum_(_conj(u) * matmul_(da, _conj(_mT(vh))), axis=-2)
-    return [p, s], [_pinv_tangent(p, a, da), real(ds) if ds.dtype.kind == "c" else ds]
+    return [p, s], [_pinv_tangent(p, a, da), real(ds) if kind_of(ds.dtype) == "c" else ds]
 
 
 def _pinv_op(a, cutoff, inclusive: bool) -> list:

@@ -5,6 +5,7 @@ algebra conventions (matrix axes last, vector axis ``axis``): ``cross``, ``matmu
 
 from __future__ import annotations
 
+from tidu.graph.dtypes import kind_of
 from tidu.numpy import contractions as _c
 from tidu.numpy.core import conj, reshape, transpose
 from tidu.numpy.core import matmul as _matmul
@@ -71,7 +72,7 @@ def vecdot(x1, x2, /, *, axis: int = -1, precision=None, preferred_element_type=
     a, b = _traced(x1, x2)
     if a.shape[axis] != b.shape[axis]:
         raise ValueError(f"vecdot: axis {axis} has sizes {a.shape[axis]} and {b.shape[axis]}")
-    a = conj(a) if a.dtype.kind == "c" else a
+    a = conj(a) if kind_of(a.dtype) == "c" else a
     return sum_(a * b, axis=axis)
 
 

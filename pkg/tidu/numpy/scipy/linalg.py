@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from tidu import ops as P_
+from tidu.graph.dtypes import kind_of
 from tidu.numpy import linalg as _la
 from tidu.numpy.core import abs as _abs
 from tidu.numpy.core import astype, broadcast_to, concatenate, log, matmul, reshape, where
@@ -318,7 +319,7 @@ def eigh_tridiagonal(d, e, *, eigvals_only: bool = False, select: str = "a",
     if not eigvals_only:
         raise NotImplementedError("eigh_tridiagonal: only eigvals_only=True is supported")
     d, e = _arrays("eigh_tridiagonal", d, e)
-    if d.dtype.kind == "c":
+    if kind_of(d.dtype) == "c":
         raise TypeError("eigh_tridiagonal: d and e must be real")
     if d.ndim != 1 or e.ndim != 1 or e.shape[0] != max(d.shape[0] - 1, 0):
         raise ValueError(f"eigh_tridiagonal: d must be (N,) and e (N - 1,), got "

@@ -15,6 +15,7 @@ import operator
 
 import numpy as np
 
+from tidu.graph.dtypes import kind_of
 from tidu.numpy.core import abs as _abs
 from tidu.numpy.core import broadcast_to, concatenate, conj, reshape, where
 from tidu.numpy.shapes import flip, pad
@@ -31,7 +32,7 @@ def _vec(name, *xs, inexact=False):
     t = _trace_of(*xs)
     lifted = [_lift(t, x) for x in xs]
     dt = np.result_type(*[x.dtype for x in lifted])
-    if inexact and dt.kind not in "fc":
+    if inexact and kind_of(dt) not in "fc":
         dt = np.dtype(np.float64)
     out = []
     for x in lifted:
@@ -59,7 +60,7 @@ def toeplitz(c, r=None):
     """The Toeplitz matrix with first column c and first row r (r[0] ignored; default conj(c))."""
     if r is None:
         (c,) = _vec("toeplitz", c)
-        r = conj(c) if c.dtype.kind == "c" else c
+        r = conj(c) if kind_of(c.dtype) == "c" else c
     else:
         c, r = _vec("toeplitz", c, r)
     c, r = _batch("toeplitz", c, r)
@@ -265,7 +266,7 @@ def dft(n: int, scale: str | None = None, *, dtype=None) -> np.ndarray:
     if scale not in (None, "sqrtn", "n"):
         raise ValueError(f"dft: scale must be None, 'sqrtn', or 'n'; got {scale!r}")
     dt = np.dtype(np.complex128 if dtype is None else dtype)
-    if dt.kind != "c":
+    if kind_of(dt) != "c":
         raise ValueError(f"dft: dtype must be a complex floating-point type; got {dt}")
     n = _size("dft", n)
     a = np.arange(n, dtype=dt)

@@ -31,6 +31,7 @@ import warnings
 
 import numpy as np
 
+from tidu.graph.dtypes import kind_of
 from tidu.numpy import fft as _fft
 from tidu.numpy.conv import conv_general_dilated
 from tidu.numpy.core import concatenate, conj, mean, real, reshape, transpose
@@ -51,7 +52,7 @@ def _inexact(*xs):
     t = _trace_of(*xs)
     dts = [x.aval.dtype if isinstance(x, Tracer) else np.asarray(x).dtype for x in xs]
     dt = np.result_type(*dts)
-    if dt.kind not in "fc":
+    if kind_of(dt) not in "fc":
         dt = np.dtype("float64")
     return [_lift(t, x, dt) for x in xs]
 
@@ -198,7 +199,7 @@ def fftconvolve(in1, in2, mode="full", axes=None):
     full = [a + b - 1 for a, b in zip(s1, s2)]
     if all(a == 1 or b == 1 for a, b in zip(s1, s2)):
         out = in1 * in2
-    elif in1.aval.dtype.kind == "c":
+    elif kind_of(in1.aval.dtype) == "c":
         out = _fft.ifftn(_fft.fftn(in1, full, axes) * _fft.fftn(in2, full, axes), full, axes)
     else:
         out = _fft.irfftn(_fft.rfftn(in1, full, axes) * _fft.rfftn(in2, full, axes), full, axes)
@@ -379,7 +380,7 @@ def _spectral(x, y, fs, window, nperseg, noverlap, nfft, detrend_type, return_on
         raise ValueError(f"{name}: unknown scaling {scaling!r}")
     if mode == "stft":
         scale = scale ** 0.5
-    cplx = x.aval.dtype.kind == "c" or (y is not None and y.aval.dtype.kind == "c")
+    cplx = kind_of(x.aval.dtype) == "c" or (y is not None and kind_of(y.aval.dtype) == "c")
     sides = "onesided" if return_onesided and not cplx else "twosided"
     if return_onesided and cplx:
         warnings.warn("Input data is complex, switching to return_onesided=False", stacklevel=3)
@@ -428,7 +429,7 @@ def csd(x, y, fs=1.0, window="hann", nperseg=None, noverlap=None, nfft=None,
                 k = p.shape[-1]
                 bias = 1 + float(np.sum(1.0 / (np.arange(2.0, k, 2) + 1)
                                         - 1.0 / np.arange(2.0, k, 2)))
-                if p.aval.dtype.kind == "c":
+                if kind_of(p.aval.dtype) == "c":
                     p = (_lift(p._t, median(real(p), axis=-1), p.aval.dtype)
                          + 1j * median(p.imag, axis=-1))
                 else:

@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from tidu.graph.dtypes import kind_of
 from tidu.numpy.core import abs as _abs
 from tidu.numpy.core import astype, concatenate, cos, exp, expm1, log, log1p, reshape, sign, where
 from tidu.numpy.core import max as _max
@@ -93,7 +94,7 @@ def _geom_logpmf(k, p, loc=0):
 def _multinomial_logpmf(x, n, p):
     t = _trace_of(x, n, p)
     x, n, p = _lift(t, x), _lift(t, n), _lift(t, p)
-    if x.dtype.kind not in "iu" or n.dtype.kind not in "iu":
+    if kind_of(x.dtype) not in "iu" or kind_of(n.dtype) not in "iu":
         raise ValueError(f"multinomial.logpmf: x and n must be of integer type; got "
                          f"x.dtype={x.dtype}, n.dtype={n.dtype}")
     (p,) = _inexact(p)
@@ -115,7 +116,7 @@ def _dirichlet_logpdf(x, alpha):
     t = _trace_of(x, alpha)
     x, alpha = _lift(t, x), _lift(t, alpha)
     dt = np.result_type(x.dtype, alpha.dtype)
-    dt = dt if dt.kind in "fc" else np.dtype(np.float64)
+    dt = dt if kind_of(dt) in "fc" else np.dtype(np.float64)
     x, alpha = _lift(t, x, dt), _lift(t, alpha, dt)
     if alpha.ndim != 1:
         raise ValueError(f"dirichlet.logpdf: alpha must be one-dimensional; got alpha.shape="
@@ -401,6 +402,6 @@ def mode(a, axis: int | None = 0, nan_policy: str = "propagate", keepdims: bool 
         return ModeResult(np.full(out_shape, np.nan), np.zeros(out_shape, np.int64))
     counts = _sum(astype(x[..., :, None] == x[..., None, :], np.int64), axis=-1)
     top = _max(counts, axis=-1, keepdims=True)
-    big = np.inf if x.dtype.kind in "fc" else np.iinfo(x.dtype).max
+    big = np.inf if kind_of(x.dtype) in "fc" else np.iinfo(x.dtype).max
     val = _min(where(counts == top, x, big), axis=-1)
     return ModeResult(reshape(val, out_shape), reshape(top, out_shape))

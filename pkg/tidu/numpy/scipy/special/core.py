@@ -19,6 +19,7 @@ import math
 
 import numpy as np
 
+from tidu.graph.dtypes import kind_of
 from tidu.numpy.core import abs as _abs
 from tidu.numpy.core import broadcast_to, cos, exp, log, log1p, maximum, minimum, sin, sqrt, where
 from tidu.numpy.nn import log_softmax, logsumexp, softmax
@@ -97,7 +98,7 @@ def zeta(x, q=None):
 def polygamma(n, x):
     """The n-th derivative of digamma; n of an integer dtype (as jax's), >= 0."""
     dt = n.dtype if hasattr(n, "dtype") else np.asarray(n).dtype
-    if dt.kind not in "iu":
+    if kind_of(dt) not in "iu":
         raise ValueError(f"polygamma: n must be of an integer dtype, got {dt} (jax's rule; "
                          f"td.lax.polygamma takes floats)")
     return _loop("polygamma")(n, x)
@@ -115,7 +116,7 @@ def _inexact(*xs) -> list[Tracer]:
 
 def _real(name, *xs):
     out = _inexact(*xs)
-    if out[0].dtype.kind == "c":
+    if kind_of(out[0].dtype) == "c":
         raise TypeError(f"{name}: complex input is not supported (jax's {name} takes real "
                         f"float32/float64 only), got {out[0].dtype}")
     return out

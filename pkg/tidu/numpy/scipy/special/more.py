@@ -12,6 +12,7 @@ import operator
 
 import numpy as np
 
+from tidu.graph.dtypes import kind_of
 from tidu.numpy.core import abs as _abs
 from tidu.numpy.core import astype, exp, expm1, imag, log, log1p, sign, where
 from tidu.numpy.core import sum as _sum
@@ -210,7 +211,7 @@ def _erfcx_op(x):
 def erfcx(x):
     """The scaled complementary error function exp(x^2) erfc(x) (complex: wofz(i z))."""
     (x,) = _inexact(x)
-    if x.dtype.kind == "c":
+    if kind_of(x.dtype) == "c":
         return wofz(x * 1j)
     return _erfcx_op(x)[0]
 
@@ -347,7 +348,7 @@ def _wofz_op(z):
 def wofz(z):
     """The Faddeeva function exp(-z^2) erfc(-i z) (complex result)."""
     (z,) = _inexact(z)
-    if z.dtype.kind != "c":
+    if kind_of(z.dtype) != "c":
         z = _lift(_trace_of(z), z, np.result_type(z.dtype, np.complex64))
     return _wofz_op(z)[0]
 
@@ -413,7 +414,7 @@ def bessel_jn(z, *, v: int, n_iter: int = 50):
     order ``n_iter`` normalised by J_0 + 2 J_2 + 2 J_4 + ... = 1 (jax's, unrolled)."""
     v, n_iter = operator.index(v), int(n_iter)
     (z,) = _inexact(z)
-    if z.dtype.kind == "c":
+    if kind_of(z.dtype) == "c":
         raise ValueError("bessel_jn: complex input not supported")
     f0, f1, bs = z * 0.0, z * 0.0 + 1e-16, z * 0.0
     vals = {}

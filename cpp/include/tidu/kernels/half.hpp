@@ -1,0 +1,118 @@
+// tidu/kernels/half.hpp - float16 and bfloat16 conversions: the one kernel of the 16-bit floats.
+// Every other instruction on them computes in float32 (vm/widen.hpp): operands widened exactly,
+// the float32 kernel, the result rounded to nearest even once, as XLA:CPU computes them.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "tidu/kernels/elementwise.hpp"
+#include "tidu/vm/dtype.hpp"
+
+namespace tidu::kern {
+
+inline std::uint32_t f32_bits(float f) {
+  std::uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+inline float bits_f32(std::uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+// float16 -> float32, exact (subnormals, infinities and NaN payloads kept).  Branch-free (F.
+// Giesen's half_to_float with selects), so the conversion loops vectorise.
+inline float f16_to_f32(std::uint16_t h) {
+  const std::uint32_t o = (static_cast<std::uint32_t>(h) & 0x7FFFu) << 13;  // exponent, mantissa
+  const std::uint32_t e = o & 0x0F800000u;
+  const std::uint32_t normal = o + 0x38000000u;          // exponent + (127 - 15)
+  const std::uint32_t special = normal + 0x38000000u;    // infinity, NaN: exponent 255
+  const std::uint32_t sub = f32_bits(bits_f32(normal + 0x00800000u) - bits_f32(0x38800000u));
+  const std::uint32_t is_special = 0u - static_cast<std::uint32_t>(e == 0x0F800000u);  // masks: the
+  const std::uint32_t is_sub = 0u - static_cast<std::uint32_t>(e == 0);  // selects stay branch-free
+  const std::uint32_t r = (special & is_special) | (sub & is_sub) | (normal & ~(is_special | is_sub));
+  return bits_f32(r | (static_cast<std::uint32_t>(h) & 0x8000u) << 16);
+}
+
+// float32 -> float16, rounded to nearest even (F. Giesen's float_to_half_fast3_rtne, its three
+// cases computed and selected, so the loops vectorise); NaN stays a quiet NaN with its leading
+// payload bits.
+inline std::uint16_t f32_to_f16(float f) {
+  const std::uint32_t x = f32_bits(f);
+  const std::uint32_t u = x & 0x7FFFFFFFu;
+  const std::uint32_t special = 0x7C00u | ((0u - static_cast<std::uint32_t>(u > 0x7F800000u)) &
+                                            (0x200u | ((u >> 13) & 0x3FFu)));  // NaN: quiet, payload
+  // below 2^-14: a subnormal or zero, rounded by the FPU adding 0.5f (whose ulp is 2^-24)
+  const std::uint32_t sub = f32_bits(bits_f32(u) + 0.5f) - 0x3F000000u;
+  const std::uint32_t normal = (u + 0xC8000FFFu + ((u >> 13) & 1u)) >> 13;  // exponent - 112, RNE
+  const std::uint32_t is_special = 0u - static_cast<std::uint32_t>(u >= 0x47800000u);
+  const std::uint32_t is_sub = 0u - static_cast<std::uint32_t>(u < 0x38800000u);
+  const std::uint32_t o = (special & is_special) | (sub & is_sub) | (normal & ~(is_special | is_sub));
+  return static_cast<std::uint16_t>(o | ((x >> 16) & 0x8000u));
+}
+
+inline float bf16_to_f32(std::uint16_t h) { return bits_f32(static_cast<std::uint32_t>(h) << 16); }
+
+// float32 -> bfloat16, rounded to nearest even; NaN stays a quiet NaN.
+inline std::uint16_t f32_to_bf16(float f) {
+  const std::uint32_t u = f32_bits(f);
+  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<std::uint16_t>((u >> 16) | 0x40u);
+  return static_cast<std::uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}
+
+inline void to_half(const float* x, std::uint16_t* r, std::int64_t n, bool bf) {
+  if (bf)
+    for (std::int64_t i = 0; i < n; ++i) r[i] = f32_to_bf16(x[i]);
+  else
+    for (std::int64_t i = 0; i < n; ++i) r[i] = f32_to_f16(x[i]);
+}
+
+// n elements of dtype `src` at x as dtype `dst` at y, where either is float16 or bfloat16.
+inline void convert_half(DType src, const void* x, DType dst, void* y, std::int64_t n) {
+  constexpr std::int64_t kChunk = 256;
+  float buf[kChunk];
+  if (is_half_dtype(src)) {
+    const auto* h = static_cast<const std::uint16_t*>(x);
+    const bool bf = src == DType::BF16;
+    if (dst == src) {
+      if (n) std::memmove(y, x, static_cast<std::size_t>(n) * 2);
+      return;
+    }
+    for (std::int64_t lo = 0; lo < n; lo += kChunk) {
+      const std::int64_t m = n - lo < kChunk ? n - lo : kChunk;
+      if (bf)
+        for (std::int64_t i = 0; i < m; ++i) buf[i] = bf16_to_f32(h[lo + i]);
+      else
+        for (std::int64_t i = 0; i < m; ++i) buf[i] = f16_to_f32(h[lo + i]);
+      if (is_half_dtype(dst)) {
+        to_half(buf, static_cast<std::uint16_t*>(y) + lo, m, dst == DType::BF16);
+      } else {
+        visit_dtype(dst, [&](auto t) {
+          using D = decltype(t);
+          convert<float, D>(buf, static_cast<D*>(y) + lo, m);
+        });
+      }
+    }
+    return;
+  }
+  auto* r = static_cast<std::uint16_t*>(y);
+  const bool bf = dst == DType::BF16;
+  visit_dtype(src, [&](auto t) {
+    using S = decltype(t);
+    const S* s = static_cast<const S*>(x);
+    if constexpr (std::is_same_v<S, float>) {
+      to_half(s, r, n, bf);
+    } else {  // through float32, as XLA:CPU (a float64 between two 16-bit neighbours rounds twice)
+      for (std::int64_t lo = 0; lo < n; lo += kChunk) {
+        const std::int64_t m = n - lo < kChunk ? n - lo : kChunk;
+        convert<S, float>(s + lo, buf, m);
+        to_half(buf, r + lo, m, bf);
+      }
+    }
+  });
+}
+
+}  // namespace tidu::kern
