@@ -234,12 +234,14 @@ def test_exit_waits_for_a_long_compile_instead_of_aborting():
     """A compile still inside XLA when Python finalizes would be ended by pthread_exit and abort
     the process ("FATAL: exception not rethrown"); the exit handler waits for it, saying so."""
     code = """
-        import sys, time, numpy as np, tidu as td
+        import sys, threading, time, numpy as np, tidu as td
         from tidu.backends import tiered
         tiered.COMPILE_S = tiered.COMPILE_S_PER_INSTRUCTION = tiered.MIN_CALL_S = 0.0
         tiered._at_exit.__defaults__ = (0.2,)  # the notice after 0.2 s instead of 10
         real = tiered._compile_xla
+        started = threading.Event()
         def slow(prog):
+            started.set()  # running, no longer queued (a queued compile is dropped at exit)
             time.sleep(1.5)
             out = real(prog)
             print("compiled", flush=True)
@@ -248,6 +250,7 @@ def test_exit_waits_for_a_long_compile_instead_of_aborting():
         f = td.jit(lambda w, x: td.sum(td.tanh(x @ w) ** 2))
         a = np.ones((64, 64))
         f(a, a); f(a, a)
+        assert started.wait(60)
         print("in flight", tiered.in_flight(), flush=True)
     """
     r = _python(code, {"TIDU_TIERED": "1"})
