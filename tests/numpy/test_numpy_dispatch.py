@@ -67,7 +67,7 @@ def test_numpy_dtype_argument_is_applied():
 @pytest.mark.parametrize("call,name", [
     (lambda x: np.unique(x), "numpy.unique"),  # data-dependent shapes
     (lambda x: np.nonzero(x), "numpy.nonzero"),
-    (lambda x: np.linalg.eig(x[:, :2]), "numpy.linalg.eig"),
+    (lambda x: np.trim_zeros(x[0]), "numpy.trim_zeros"),
     (lambda x: np.sum(x, out=np.zeros(())), r"numpy.sum\(..., out=...\)"),
     (lambda x: np.sin(x, out=np.zeros((2, 3))), r"numpy.sin\(..., out=...\)"),
     (lambda x: np.sin(x, where=x > 0), r"numpy.sin\(..., where=...\)"),

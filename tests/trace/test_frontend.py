@@ -33,7 +33,7 @@ CASES = [
     ("dot", lambda x, m: td.dot(x, m), (X, M)),
     ("transcendental", lambda p: td.exp(p) + td.log(p) + td.sin(p) * td.cos(p) + td.tanh(p)
      + td.sqrt(p) + td.expm1(p) + td.log1p(p) + td.rsqrt(p), (POS,)),
-    ("int exp goes float64", lambda i: td.exp(i), (I,)),
+    ("int exp goes float32", lambda i: td.exp(i), (I,)),
     ("abs sign", lambda x: td.abs(x) * td.sign(x), (X,)),
     ("complex abs", lambda c: abs(c), (C,)),
     ("power", lambda p: p ** 1.5 + p ** 2 + 2.0 ** p, (POS,)),
@@ -100,6 +100,11 @@ def _leaves(tree):
     return [tree]
 
 
+# where tidu follows jax rather than numpy: float functions of int32 are float32
+# (jax's to_inexact_dtype; numpy gives float64)
+JAX_DTYPE = {"int true divide": np.float32, "int exp goes float32": np.float32}
+
+
 @pytest.mark.parametrize("name,fn,args", CASES, ids=[c[0] for c in CASES])
 def test_front_end_matches_numpy(name, fn, args):
     got = td.jit(fn)(*args)
@@ -107,7 +112,7 @@ def test_front_end_matches_numpy(name, fn, args):
     got_l, want_l = _leaves(got), _leaves(want)
     assert len(got_l) == len(want_l)
     for g, w in zip(got_l, want_l):
-        w = np.asarray(w)
+        w = np.asarray(w, JAX_DTYPE.get(name))
         assert g.shape == w.shape
         assert g.dtype == w.dtype, (g.dtype, w.dtype)
         np.testing.assert_allclose(g, w, rtol=1e-6 if w.dtype.itemsize <= 4 else 1e-12,
@@ -144,7 +149,7 @@ def test_promotion_is_explicit():
     (lambda x: td.broadcast_to(x, (4, 3)), ValueError, "cannot broadcast"),
     (lambda x: td.concatenate([x, np.ones((3, 5))], axis=0), ValueError, "Concatenate: shape"),
     (lambda x: "not an array", TypeError, "must return arrays"),
-    (lambda x: x.astype("float16"), TypeError, "unsupported dtype float16"),
+    (lambda x: x.astype("datetime64[s]"), TypeError, r"unsupported dtype datetime64\[s\]"),
 ])
 def test_front_end_errors(fn, exc, msg):
     with pytest.raises(exc, match=msg):
