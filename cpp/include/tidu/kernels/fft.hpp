@@ -60,8 +60,9 @@ inline constexpr double kFftParallelWork = double(std::size_t{1} << 18);
 // Shapes agree off `axis`; with no other axis (or one thread) the pass runs whole.
 template <class F>
 inline void fft_split_pass(const pocketfft::shape_t& in_shape, const pocketfft::shape_t& out_shape,
-                           const pocketfft::stride_t& in_stride, const pocketfft::stride_t& out_stride,
-                           std::size_t axis, int threads, F&& run) {
+                           const pocketfft::stride_t& in_stride,
+                           const pocketfft::stride_t& out_stride, std::size_t axis, int threads,
+                           F&& run) {
   std::size_t d = in_shape.size();
   for (std::size_t k = 0; k < in_shape.size(); ++k)
     if (k != axis && (d == in_shape.size() || in_shape[k] > in_shape[d])) d = k;
@@ -70,7 +71,8 @@ inline void fft_split_pass(const pocketfft::shape_t& in_shape, const pocketfft::
     return;
   }
   const std::int64_t extent = static_cast<std::int64_t>(in_shape[d]);
-  const std::int64_t chunks = std::min<std::int64_t>(extent, 4 * static_cast<std::int64_t>(threads));
+  const std::int64_t chunks =
+      std::min<std::int64_t>(extent, 4 * static_cast<std::int64_t>(threads));
   ::tidu::detail::parallel_chunks(chunks, threads, [&](std::int64_t c, int) {
     const std::int64_t lo = extent * c / chunks, hi = extent * (c + 1) / chunks;
     if (hi <= lo) return;
@@ -104,7 +106,8 @@ struct FourStepTwiddles {
 };
 
 template <class R>
-inline std::shared_ptr<const FourStepTwiddles<R>> four_step_twiddles(std::size_t n, std::size_t n1) {
+inline std::shared_ptr<const FourStepTwiddles<R>> four_step_twiddles(std::size_t n,
+                                                                     std::size_t n1) {
   static std::mutex mu;
   static std::vector<std::shared_ptr<const FourStepTwiddles<R>>> cache;  // newest last, at most 8
   {
@@ -122,7 +125,8 @@ inline std::shared_ptr<const FourStepTwiddles<R>> four_step_twiddles(std::size_t
     for (std::size_t j2 = 0; j2 < t->n2; ++j2) {
       const std::size_t r = (j2 * k1) % n;
       const long double ang = -two_pi * static_cast<long double>(r) / static_cast<long double>(n);
-      t->w[k1 * t->n2 + j2] = std::complex<R>(static_cast<R>(std::cos(ang)), static_cast<R>(std::sin(ang)));
+      t->w[k1 * t->n2 + j2] =
+          std::complex<R>(static_cast<R>(std::cos(ang)), static_cast<R>(std::sin(ang)));
     }
   std::lock_guard<std::mutex> lock(mu);
   if (cache.size() >= 8) cache.erase(cache.begin());
@@ -132,8 +136,9 @@ inline std::shared_ptr<const FourStepTwiddles<R>> four_step_twiddles(std::size_t
 
 // One row: x (n complex) -> y (n complex), forward or backward, scaled by fct; tmp holds n.
 template <class R>
-inline void four_step_row(const FourStepTwiddles<R>& t, bool forward, R fct, const std::complex<R>* x,
-                          std::complex<R>* y, std::complex<R>* tmp, int threads) {
+inline void four_step_row(const FourStepTwiddles<R>& t, bool forward, R fct,
+                          const std::complex<R>* x, std::complex<R>* y, std::complex<R>* tmp,
+                          int threads) {
   using C = std::complex<R>;
   const std::size_t n1 = t.n1, n2 = t.n2;
   const auto e = static_cast<std::ptrdiff_t>(sizeof(C));
@@ -145,8 +150,10 @@ inline void four_step_row(const FourStepTwiddles<R>& t, bool forward, R fct, con
   auto* yb = reinterpret_cast<char*>(y);
   const C* w = t.w.data();
   fft_split_pass(shape, shape, rowmajor, rowmajor, 0, threads,
-                 [&](const pocketfft::shape_t& is, const pocketfft::shape_t&, std::ptrdiff_t io, std::ptrdiff_t oo) {
-                   pocketfft::c2c<R>(is, rowmajor, rowmajor, {0}, forward, reinterpret_cast<const C*>(xb + io),
+                 [&](const pocketfft::shape_t& is, const pocketfft::shape_t&, std::ptrdiff_t io,
+                     std::ptrdiff_t oo) {
+                   pocketfft::c2c<R>(is, rowmajor, rowmajor, {0}, forward,
+                                     reinterpret_cast<const C*>(xb + io),
                                      reinterpret_cast<C*>(tb + oo), R(1));
                  });
   // the twiddles, then the rows, by blocks of rows (one pass over tmp while it is in cache)
@@ -161,8 +168,8 @@ inline void four_step_row(const FourStepTwiddles<R>& t, bool forward, R fct, con
                    } else {
                      for (std::size_t i = 0; i < m; ++i) blk[i] *= std::conj(wb[i]);
                    }
-                   pocketfft::c2c<R>(is, rowmajor, transposed, {1}, forward, blk, reinterpret_cast<C*>(yb + oo),
-                                     fct);
+                   pocketfft::c2c<R>(is, rowmajor, transposed, {1}, forward, blk,
+                                     reinterpret_cast<C*>(yb + oo), fct);
                    (void)os;
                  });
 }
@@ -176,25 +183,31 @@ inline void fft_typed(FftType type, const pocketfft::shape_t& xshape, const pock
   for (std::size_t s : (type == FftType::IRFFT ? yshape : xshape)) total *= s;
   if (total == 0) return;
   double logn = 0;
-  for (std::size_t a : axes) logn += std::log2(static_cast<double>(std::max<std::size_t>(yshape[a], 2)));
-  const int threads = static_cast<double>(total) * logn >= kFftParallelWork ? ::tidu::num_threads() : 1;
+  for (std::size_t a : axes)
+    logn += std::log2(static_cast<double>(std::max<std::size_t>(yshape[a], 2)));
+  const int threads =
+      static_cast<double>(total) * logn >= kFftParallelWork ? ::tidu::num_threads() : 1;
   const auto* xb = static_cast<const char*>(x);
   auto* yb = static_cast<char*>(y);
   const auto xs = fft_strides(xshape, type == FftType::RFFT ? sizeof(R) : sizeof(C));
   const auto ys = fft_strides(yshape, type == FftType::IRFFT ? sizeof(R) : sizeof(C));
   const std::size_t last = axes.back();
-  // c2c over each of `over` in place on y (complex, shape yshape), unscaled
-  auto c2c_in_place = [&](const pocketfft::shape_t& shape, const pocketfft::stride_t& st, char* base,
-                          std::size_t from, std::size_t to, bool forward, R f) {
+  // c2c over axes[from, to) one at a time, in place on `base` (complex, of `shape`), the last one
+  // scaled by f
+  auto c2c_in_place = [&](const pocketfft::shape_t& shape, const pocketfft::stride_t& st,
+                          char* base, std::size_t from, std::size_t to, bool forward, R f) {
     for (std::size_t k = from; k < to; ++k)
       fft_split_pass(shape, shape, st, st, axes[k], threads,
-                     [&](const pocketfft::shape_t& is, const pocketfft::shape_t&, std::ptrdiff_t io, std::ptrdiff_t) {
+                     [&](const pocketfft::shape_t& is, const pocketfft::shape_t&, std::ptrdiff_t io,
+                         std::ptrdiff_t) {
                        C* p = reinterpret_cast<C*>(base + io);
-                       pocketfft::c2c<R>(is, st, st, {axes[k]}, forward, p, p, k + 1 == to ? f : R(1));
+                       pocketfft::c2c<R>(is, st, st, {axes[k]}, forward, p, p,
+                                         k + 1 == to ? f : R(1));
                      });
   };
   switch (type) {
-    case FftType::FFT: case FftType::IFFT: {
+    case FftType::FFT:
+    case FftType::IFFT: {
       const bool fwd = type == FftType::FFT;
       const std::size_t len = xshape[last];
       if (axes.size() == 1 && len >= kFourStepMin) {
@@ -204,29 +217,34 @@ inline void fft_typed(FftType type, const pocketfft::shape_t& xshape, const pock
           const int inner = rows >= 2 * static_cast<std::size_t>(threads) ? 1 : threads;
           const int outer = inner == 1 ? threads : 1;
           std::vector<std::vector<C>> tmp(static_cast<std::size_t>(outer), std::vector<C>(len));
-          ::tidu::detail::parallel_chunks(static_cast<std::int64_t>(rows), outer, [&](std::int64_t r, int wkr) {
-            four_step_row<R>(*tw, fwd, fct, static_cast<const C*>(x) + r * len, static_cast<C*>(y) + r * len,
-                             tmp[static_cast<std::size_t>(wkr)].data(), inner);
-          });
+          ::tidu::detail::parallel_chunks(
+              static_cast<std::int64_t>(rows), outer, [&](std::int64_t r, int wkr) {
+                four_step_row<R>(*tw, fwd, fct, static_cast<const C*>(x) + r * len,
+                                 static_cast<C*>(y) + r * len,
+                                 tmp[static_cast<std::size_t>(wkr)].data(), inner);
+              });
           return;
         }
       }
       // the last axis x -> y, the others in place on y
       fft_split_pass(xshape, yshape, xs, ys, last, threads,
-                     [&](const pocketfft::shape_t& is, const pocketfft::shape_t&, std::ptrdiff_t io, std::ptrdiff_t oo) {
-                       pocketfft::c2c<R>(is, xs, ys, {last}, fwd, reinterpret_cast<const C*>(xb + io),
-                                         reinterpret_cast<C*>(yb + oo), axes.size() == 1 ? fct : R(1));
+                     [&](const pocketfft::shape_t& is, const pocketfft::shape_t&, std::ptrdiff_t io,
+                         std::ptrdiff_t oo) {
+                       pocketfft::c2c<R>(
+                           is, xs, ys, {last}, fwd, reinterpret_cast<const C*>(xb + io),
+                           reinterpret_cast<C*>(yb + oo), axes.size() == 1 ? fct : R(1));
                      });
       c2c_in_place(yshape, ys, yb, 0, axes.size() - 1, fwd, fct);
       return;
     }
     case FftType::RFFT:  // r2c over the last axis, then the others in place (as pocketfft's r2c)
       fft_split_pass(xshape, yshape, xs, ys, last, threads,
-                     [&](const pocketfft::shape_t& is, const pocketfft::shape_t& os, std::ptrdiff_t io,
-                         std::ptrdiff_t oo) {
+                     [&](const pocketfft::shape_t& is, const pocketfft::shape_t& os,
+                         std::ptrdiff_t io, std::ptrdiff_t oo) {
                        (void)os;
-                       pocketfft::r2c<R>(is, xs, ys, {last}, true, reinterpret_cast<const R*>(xb + io),
-                                         reinterpret_cast<C*>(yb + oo), axes.size() == 1 ? fct : R(1));
+                       pocketfft::r2c<R>(
+                           is, xs, ys, {last}, true, reinterpret_cast<const R*>(xb + io),
+                           reinterpret_cast<C*>(yb + oo), axes.size() == 1 ? fct : R(1));
                      });
       c2c_in_place(yshape, ys, yb, 0, axes.size() - 1, true, fct);
       return;
@@ -237,13 +255,15 @@ inline void fft_typed(FftType type, const pocketfft::shape_t& xshape, const pock
         std::size_t xn = 1;
         for (std::size_t s : xshape) xn *= s;
         tmp.assign(static_cast<const C*>(x), static_cast<const C*>(x) + xn);
-        c2c_in_place(xshape, xs, reinterpret_cast<char*>(tmp.data()), 0, axes.size() - 1, false, R(1));
+        c2c_in_place(xshape, xs, reinterpret_cast<char*>(tmp.data()), 0, axes.size() - 1, false,
+                     R(1));
         src = reinterpret_cast<const char*>(tmp.data());
       }
       fft_split_pass(xshape, yshape, xs, ys, last, threads,
                      [&](const pocketfft::shape_t&, const pocketfft::shape_t& os, std::ptrdiff_t io,
                          std::ptrdiff_t oo) {
-                       pocketfft::c2r<R>(os, xs, ys, {last}, false, reinterpret_cast<const C*>(src + io),
+                       pocketfft::c2r<R>(os, xs, ys, {last}, false,
+                                         reinterpret_cast<const C*>(src + io),
                                          reinterpret_cast<R*>(yb + oo), fct);
                      });
       return;
