@@ -477,7 +477,8 @@ inline void run_block(const Program& p, Workspace& ws, std::size_t idx, std::int
     case Op::Select:
       visit_dtype(out.dtype, [&](auto t) {
         using T = decltype(t);
-        kern::select<T>(static_cast<const bool*>(addr(a[0])), at(1, t), at(2, t), static_cast<T*>(addr(in.out)), n);
+        kern::select<T>(static_cast<const bool*>(addr(a[0])), at(1, t), at(2, t),
+                        static_cast<T*>(addr(in.out)), n);
       });
       return;
     case Op::Reshape: {  // the same elements in the same order: a copy of the block
