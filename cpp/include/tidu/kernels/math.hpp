@@ -45,16 +45,21 @@ inline double fmadd(double a, double b, double c) {
   else return a * b + c;
 }
 
+// XLA's CPU log1p for double (elemental_ir_emitter's EmitLog1p): its rational function's
+// numerator and denominator, shared by xla_log1p and erfinv64_chunks.
+constexpr double kLog1pP[7] = {4.5270000862445199635215E-5, 4.9854102823193375972212E-1,
+    6.5787325942061044846969E0, 2.9911919328553073277375E1, 6.0949667980987787057556E1,
+    5.7112963590585538103336E1, 2.0039553499201281259648E1};
+constexpr double kLog1pQ[7] = {1.0, 1.5062909083469192043167E1, 8.3047565967967209469434E1,
+    2.2176239823732856465394E2, 3.0909872225312059774938E2, 2.1642788614495947685003E2,
+    6.0118660497603843919306E1};
+
 // XLA's CPU log1p for double (elemental_ir_emitter's EmitLog1p).
 template <bool Fused = true>
 inline double xla_log1p(double x) {
   if (!(std::fabs(x) < 0.41421356237309504880)) return std::log(x + 1.0);
-  static constexpr double lp[7] = {4.5270000862445199635215E-5, 4.9854102823193375972212E-1,
-      6.5787325942061044846969E0, 2.9911919328553073277375E1, 6.0949667980987787057556E1,
-      5.7112963590585538103336E1, 2.0039553499201281259648E1};
-  static constexpr double lq[7] = {1.0, 1.5062909083469192043167E1, 8.3047565967967209469434E1,
-      2.2176239823732856465394E2, 3.0909872225312059774938E2, 2.1642788614495947685003E2,
-      6.0118660497603843919306E1};
+  const double* lp = kLog1pP;
+  const double* lq = kLog1pQ;
   double num = 0.0, den = 0.0;
   for (int i = 0; i < 7; ++i) {
     num = fmadd<Fused>(num, x, lp[i]);
@@ -196,12 +201,8 @@ TIDU_FM_INLINE void erfinv64_chunks(const double* x, double* y, std::int64_t n) 
   constexpr std::int64_t kChunk = 256;
   alignas(64) double v[kChunk], z[kChunk], kd[kChunk], invc[kChunk], logc[kChunk], w[kChunk];
   std::uint64_t idx[kChunk];
-  static constexpr double lp[7] = {4.5270000862445199635215E-5, 4.9854102823193375972212E-1,
-      6.5787325942061044846969E0, 2.9911919328553073277375E1, 6.0949667980987787057556E1,
-      5.7112963590585538103336E1, 2.0039553499201281259648E1};
-  static constexpr double lq[7] = {1.0, 1.5062909083469192043167E1, 8.3047565967967209469434E1,
-      2.2176239823732856465394E2, 3.0909872225312059774938E2, 2.1642788614495947685003E2,
-      6.0118660497603843919306E1};
+  const double* lp = kLog1pP;
+  const double* lq = kLog1pQ;
   for (std::int64_t i0 = 0; i0 < n; i0 += kChunk) {
     const std::int64_t m = n - i0 < kChunk ? n - i0 : kChunk;
     const double* ys = x + i0;
