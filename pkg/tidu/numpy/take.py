@@ -8,7 +8,7 @@ import numpy as np
 
 from tidu import ops as P
 from tidu.graph.dtypes import INTS, kind_of
-from tidu.numpy.core import astype, broadcast_to, reshape, where
+from tidu.numpy.core import astype, broadcast_to, no_out, reshape, where
 from tidu.numpy.indexing import _bcast, _gather, _index_value, _is_static_int, _max, _min
 from tidu.trace.tracer import Tracer, _emit, _lift, _trace_of, keeps_weak
 
@@ -23,10 +23,14 @@ def _norm_axis(axis: int, ndim: int, name: str) -> int:
 
 
 @keeps_weak(0)
-def take(a, indices, axis=None, mode=None, fill_value=None):
+def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
+         indices_are_sorted=False, fill_value=None):
     """numpy/jax ``take``: elements of `a` at `indices` along `axis` (flattened when None).
     Out-of-range indices: mode None or 'fill' gives fill_value (NaN for inexact dtypes, as jax),
-    'clip' clamps (negative indices then clamp to 0, as jax's 'clip'), 'wrap' wraps modulo."""
+    'clip' clamps (negative indices then clamp to 0, as jax's 'clip'), 'wrap' wraps modulo.
+    ``unique_indices`` and ``indices_are_sorted`` are jax's hints to XLA; tidu's gather needs
+    neither, so they change nothing."""
+    no_out(out, "take")
     t = _trace_of(a, indices)
     a = _lift(t, a)
     if axis is None:
@@ -57,9 +61,12 @@ def _wrap(idx, n: int, name: str):
 
 
 @keeps_weak(0)
-def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
+def take_along_axis(arr, indices, axis=-1, mode=None, fill_value=None, *,
+                    wrap_negative_indices=None):
     """numpy/jax ``take_along_axis``: out[..., j, ...] = arr[..., indices[..., j, ...], ...]
-    along `axis`; the other axes of `indices` broadcast against arr's.  Out-of-range: as take."""
+    along `axis`; the other axes of `indices` broadcast against arr's.  Out-of-range: as take.
+    Negative indices count from the end unless ``wrap_negative_indices`` is False (by default
+    they do, except under mode 'promise_in_bounds', as jax's); then they are out of range."""
     t = _trace_of(arr, indices)
     arr = _lift(t, arr)
     if axis is None:
@@ -81,10 +88,18 @@ def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
     arr_shape = tuple(s if k != axis else arr.shape[axis] for k, s in enumerate(shape))
     arr = broadcast_to(arr, arr_shape) if arr.shape != arr_shape else arr
     idx = _bcast(idx, tuple(shape))
+    if wrap_negative_indices is None:
+        wrap_negative_indices = mode != "promise_in_bounds"
+    if not wrap_negative_indices and mode in (None, "fill"):  # a negative index is out of range
+        idx = where(idx < 0, arr.shape[axis], idx) if isinstance(idx, Tracer) \
+            else np.where(idx < 0, arr.shape[axis], idx)
     if mode == "wrap":  # an extension: jax's take_along_axis has no 'wrap'
         idx = _wrap(idx, arr.shape[axis], "take_along_axis")
         mode = "clip"
-    elif mode == "clip":
+    elif mode == "clip":  # jax's: a negative index counts from the end first, then clamps
+        if wrap_negative_indices:
+            idx = where(idx < 0, idx + arr.shape[axis], idx) if isinstance(idx, Tracer) \
+                else np.where(idx < 0, idx + arr.shape[axis], idx)
         idx = _min(_max(idx, 0), max(arr.shape[axis] - 1, 0))
     elif mode not in (None, "fill", "promise_in_bounds"):
         raise ValueError(f"take_along_axis: unknown mode {mode!r}; expected None, 'fill', "

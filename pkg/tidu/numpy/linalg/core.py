@@ -33,6 +33,8 @@ from tidu.numpy.core import (
 )
 from tidu.numpy.core import max as max_
 from tidu.numpy.core import sum as sum_
+from tidu.numpy.creation import diagonal as _diagonal_offset
+from tidu.numpy.creation import zeros
 from tidu.numpy.custom_op import call_with_jvp
 from tidu.numpy.linalg.results import EighResult, QRResult, SlogdetResult, SVDResult
 from tidu.trace.build import apply
@@ -99,9 +101,12 @@ def _unvector(x, vector: bool):
     return reshape(x, x.shape[:-1]) if vector else x
 
 
-def diagonal(x):
-    """The main diagonals (..., N) of x (..., N, N), as ``jax.numpy.linalg.diagonal``."""
+def diagonal(x, /, *, offset=0):
+    """The diagonals (..., K) of x (..., M, N) over its last two axes, ``offset`` above (or
+    below) the main one, as ``jax.numpy.linalg.diagonal``."""
     x = _lift(_trace_of(x), x)
+    if offset or x.ndim < 2 or x.shape[-1] != x.shape[-2]:
+        return _diagonal_offset(x, offset=offset, axis1=-2, axis2=-1)
     n = _square("diagonal", x)
     eye = iota((n, n), "int32", 0) == iota((n, n), "int32", 1)
     return sum_(where(eye, x, 0), axis=-1)
@@ -265,9 +270,13 @@ def inv(a):
     return _lu_solve(lu, piv, _eye_like(a), 0)
 
 
-def slogdet(a):
+def slogdet(a, *, method=None):
     """``(sign, logabsdet)`` of a (..., N, N), as ``jax.numpy.linalg.slogdet`` (from LU):
-    sign 0 and logabsdet -inf where a is singular."""
+    sign 0 and logabsdet -inf where a is singular. ``method`` is jax's (None or 'lu', 'qr');
+    tidu computes both from LU (the values agree to rounding)."""
+    if method not in (None, "lu", "qr"):
+        raise ValueError(f"slogdet: unknown method {method!r}; supported are 'lu' (None) and "
+                         "'qr'")
     (a,) = _arrays("slogdet", a)
     n = _square("slogdet", a)
     lu, piv = _lu("slogdet", a)
@@ -367,12 +376,16 @@ def _svd_parts(a, full_matrices: bool, compute_uv: bool):
     return SVDResult(u, s, vh)
 
 
-def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False):
+def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False,
+        subset_by_index=None):
     """``(u, s, vh)`` or s (descending, real dtype), as ``jax.numpy.linalg.svd``.  The
     derivative of u and vh needs ``full_matrices=False`` (or a square a) and is inf/NaN where
     singular values are equal (as jax); ``hermitian`` is accepted and ignored (the general
-    algorithm gives the same values)."""
+    algorithm gives the same values). ``subset_by_index`` is refused as jax refuses it on CPU."""
     del hermitian
+    if subset_by_index is not None:
+        raise NotImplementedError("svd: subset_by_index is not implemented (jax's is not on "
+                                  "CPU either): slice the full result")
     (a,) = _arrays("svd", a)
     if a.ndim < 2:
         raise ValueError(f"svd: a of shape {a.shape} is not a matrix (or a batch of them)")
@@ -505,14 +518,19 @@ def _pinv_tangent(p, a, d):
             - matmul_(p, matmul_(a, t)))
 
 
-def pinv(a, rtol=None, hermitian: bool = False):
+def pinv(a, rtol=None, hermitian: bool = False, *, rcond=None):
     """Moore-Penrose pseudo-inverse from the SVD, as ``jax.numpy.linalg.pinv``: singular
     values at most ``rtol * max(s)`` (default ``10 * max(M, N) * eps``) are dropped.
 
     The derivative is pinv's own (jax's custom JVP, Golub-Pereyra), not the SVD's: the SVD
     rule cannot give it where singular values repeat (at the identity it gave 0 for
-    d pinv / d a_01, issue #28).  Derivatives of every order equal jax's."""
+    d pinv / d a_01, issue #28).  Derivatives of every order equal jax's. ``rcond`` is
+    numpy's older name for ``rtol`` (one of them may be given)."""
     del hermitian
+    if rcond is not None:
+        if rtol is not None:
+            raise ValueError("pinv: only one of rtol and rcond may be specified")
+        rtol = rcond
     (a,) = _arrays("pinv", a)
     if a.ndim < 2:
         raise ValueError(f"pinv: a of shape {a.shape} is not a matrix (or a batch of them)")
@@ -559,14 +577,20 @@ def matrix_power(a, n: int):
         z = matmul_(z, z)
 
 
-def lstsq(a, b, rcond=None):
+def lstsq(a, b, rcond=None, *, numpy_resid=False):
     """``(x, resid, rank, s)`` minimising |a x - b|, as ``jax.numpy.linalg.lstsq`` (from the
     SVD): a (M, N), b (M,) or (M, K); singular values at most ``rcond * max(s)`` (default
     ``eps * max(M, N)``) are dropped; resid is sum |b - a x|^2 per column when rank == N and
-    M > N, else an empty-as-zero array as jax returns."""
+    M > N, else an empty-as-zero array as jax returns. With ``numpy_resid`` resid is numpy's
+    empty array where numpy gives one: for M <= N; for M > N numpy's shape depends on the rank,
+    which a traced program cannot have, so it is refused (jax's raises under jit too)."""
     a, b = _arrays("lstsq", a, b)
     if a.ndim != 2:
         raise ValueError(f"lstsq: a of shape {a.shape} must be 2-dimensional")
+    if numpy_resid and a.shape[0] > a.shape[1]:
+        raise ValueError("lstsq: numpy_resid=True with M > N: numpy's residual is empty or not "
+                         "depending on the rank, a shape a traced program cannot have; use "
+                         "numpy_resid=False (resid is 0 where numpy's is empty)")
     vector = b.ndim == 1
     if vector:
         b = reshape(b, (b.shape[0], 1))
@@ -594,4 +618,6 @@ def lstsq(a, b, rcond=None):
     resid = resid * full
     if vector:
         x, resid = reshape(x, (n,)), reshape(resid, ())
+    if numpy_resid:  # M <= N here: numpy's residual is empty
+        resid = zeros((0,), resid.dtype)
     return x, resid, rank, s
