@@ -5,7 +5,7 @@ from __future__ import annotations
 from tidu.ops.bitwise import And, Not, Or, ShiftLeft, ShiftRightArithmetic, ShiftRightLogical, Xor
 from tidu.ops.callback import HostCallback, Tie
 from tidu.ops.collective import AxisGather, AxisReduce
-from tidu.ops.control_flow import Checkpoint, Cond, Scan, While
+from tidu.ops.control_flow import Checkpoint, Cond, ReduceWindowGeneral, Scan, While
 from tidu.ops.conv import Conv
 from tidu.ops.core import (
                                   Add,
@@ -103,7 +103,7 @@ SHAPES = ("Rev",)  # the numpy shape surface (docs/numpy.md)
 # bitwise and logical (ops/bitwise.py, docs/numpy.md)
 BITWISE = ("And", "Or", "Xor", "Not", "ShiftLeft", "ShiftRightArithmetic", "ShiftRightLogical")
 # primitives holding sub-programs (docs/control_flow.md)
-CONTROL_FLOW = ("Scan", "Cond", "While", "Checkpoint")
+CONTROL_FLOW = ("Scan", "Cond", "While", "Checkpoint", "ReduceWindowGeneral")
 # convolution (ops/conv.py, docs/conv.md)
 CONV = ("Conv", "ReduceWindowSum", "ReduceWindowMax", "ReduceWindowMin")
 # collectives over a named vmap axis, resolved by that vmap's batching walk (ops/collective.py)
@@ -127,8 +127,9 @@ __all__ = [
     "HostCallback", "Imag", "Iota", "IsFinite", "LU", "LUPermute", "Lgamma", "LinearScan", "Log",
     "Log1p",
     "Logistic", "Max", "Min", "Mul", "Neg", "Not", "Or", "Pad", "Pow", "QR", "Real", "ReduceAnd",
-    "ReduceMax", "ReduceMin", "ReduceOr", "ReduceProd", "ReduceSum", "ReduceWindowMax",
-    "ReduceWindowMin", "ReduceWindowSum", "Rem", "Reshape", "Rev", "Round", "Rsqrt", "SVD", "Scan",
+    "ReduceMax", "ReduceMin", "ReduceOr", "ReduceProd", "ReduceSum", "ReduceWindowGeneral",
+    "ReduceWindowMax", "ReduceWindowMin", "ReduceWindowSum", "Rem", "Reshape", "Rev", "Round",
+    "Rsqrt", "SVD", "Scan",
     "Scatter", "Select", "ShardingHint", "ShiftLeft", "ShiftRightArithmetic",
     "ShiftRightLogical", "Sign", "Sin",
     "Sinh", "Slice", "Sort", "Sqrt", "StopGradient", "Sub", "Tan", "Tanh", "Threefry2x32",
