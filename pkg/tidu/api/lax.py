@@ -2,8 +2,8 @@
 them, where each lives, and the names left out with the reason).  Here: the re-exports, the
 shifts, ``linear_call``, and the implicit differentiation of roots and linear solves,
 ``custom_root`` and ``custom_linear_solve``, built on ``td.custom_jvp`` (docs/frontend.md); the
-vocabulary itself is in ``lax_math``, ``lax_shapes``, ``lax_reduce``, ``lax_gather`` and
-``lax_extra``."""
+vocabulary itself is in ``lax_math``, ``lax_shapes``, ``lax_reduce``, ``lax_gather``,
+``lax_window``, ``lax_ragged`` and ``lax_extra``."""
 
 from __future__ import annotations
 
@@ -127,6 +127,13 @@ from tidu.api.lax_math import (
     tan,
     tanh,
 )
+from tidu.api.lax_ragged import (
+    RaggedDotDimensionNumbers,
+    platform_dependent,
+    ragged_dot,
+    ragged_dot_general,
+    with_sharding_constraint,
+)
 from tidu.api.lax_reduce import (
     _cummax as cummax,
 )
@@ -238,7 +245,8 @@ __all__ = [
     "is_finite", "le", "lgamma", "linalg", "linear_call", "log", "log1p", "logistic", "lt", "map",
     "max", "min", "mul", "mulhi", "ne", "neg", "nextafter", "optimization_barrier", "pad",
     "padtype_to_pads", "pmax", "pmean", "pmin", "polygamma", "population_count", "pow", "Precision",
-    "PrecisionLike", "psum", "random_gamma_grad", "real", "reciprocal", "reduce", "reduce_and",
+    "PrecisionLike", "platform_dependent", "psum", "RaggedDotDimensionNumbers", "ragged_dot",
+    "ragged_dot_general", "random_gamma_grad", "real", "reciprocal", "reduce", "reduce_and",
     "reduce_max", "reduce_min", "reduce_or", "reduce_precision", "reduce_prod", "reduce_sum",
     "reduce_window", "reduce_window_shape_tuple", "reduce_xor", "rem", "reshape", "rev", "round",
     "RoundingMethod", "rsqrt", "scan", "scatter", "scatter_add", "scatter_apply", "scatter_max",
@@ -246,7 +254,7 @@ __all__ = [
     "shift_left", "shift_right_arithmetic", "shift_right_logical", "sign", "sin", "sinh", "slice",
     "slice_in_dim", "sort", "sort_key_val", "split", "sqrt", "square", "squeeze", "stack",
     "stop_gradient", "sub", "switch", "tan", "tanh", "tile", "top_k", "transpose", "unstack",
-    "while_loop", "zeta",
+    "while_loop", "with_sharding_constraint", "zeta",
 ]
 
 
