@@ -117,6 +117,9 @@ GOOD += [
     (_WHILE, [A(())], A(())),
     (_CKPT, [A((2,))], A((2,))),
     (_RWG, [A((4,)), A(())], A((3,))),
+    (P.BitcastConvertType("int32"), [A((2, 3))], A((2, 3, 2), "int32")),
+    (P.BitcastConvertType("float64"), [A((2, 4), "uint16")], A((2,))),
+    (P.BitcastConvertType("uint32"), [A((2,), "float32")], A((2,), "uint32")),
     # ordering and accumulation (tidu.ops.sorting)
     (P.ReduceMin((0, 2)), [A((2, 3, 4), "int32")], A((3,), "int32")),
     (P.ReduceProd((1,)), [A((2, 3), "complex64")], A((2,), "complex64")),
@@ -248,6 +251,8 @@ BAD += [
     (_CLIN, [A((2,)), A((3,))], TypeError, "CustomLinear: the body takes"),
     (_CLIN_T, [A((2,)), A((2,))], TypeError, "CustomVJPLin: takes"),
     (_RWG, [A((5,)), A(())], TypeError, "ReduceWindowGeneral: the body takes"),
+    (P.BitcastConvertType("float64"), [A((3,), "int32")], ValueError, "needs a last axis of 2"),
+    (P.BitcastConvertType("int32"), [A((3,), "complex64")], TypeError, "BitcastConvertType"),
 ]
 
 # host callbacks (ops/callback.py): a debug callback's token, a pure one's declared results

@@ -33,6 +33,7 @@ from tidu.api.lax_extra import (
     ConvGeneralDilatedDimensionNumbers,
     FftType,
     PrecisionLike,
+    bitcast_convert_type,
     broadcast_like,
     clz,
     composite,
@@ -227,7 +228,8 @@ from tidu.trace.tracer import _emit, _lift, _promote, _trace_of
 __all__ = [
     "abs", "acos", "acosh", "add", "all_gather", "approx_max_k", "approx_min_k", "argmax", "argmin",
     "asin", "asinh", "associative_scan", "atan", "atan2", "atanh", "axis_index", "axis_size",
-    "batch_matmul", "bessel_i0e", "bessel_i1e", "betainc", "bitwise_and", "bitwise_not",
+    "batch_matmul", "bessel_i0e", "bessel_i1e", "betainc", "bitcast_convert_type", "bitwise_and",
+    "bitwise_not",
     "bitwise_or", "bitwise_xor", "broadcast", "broadcast_in_dim", "broadcast_like",
     "broadcast_shapes", "broadcast_to_rank", "broadcasted_iota", "cbrt", "ceil", "clamp", "clz",
     "collapse", "complex", "composite", "concatenate", "cond", "conj", "conv",

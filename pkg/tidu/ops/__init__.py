@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from tidu.ops.bitwise import And, Not, Or, ShiftLeft, ShiftRightArithmetic, ShiftRightLogical, Xor
+from tidu.ops.bitwise import (
+    And,
+    BitcastConvertType,
+    Not,
+    Or,
+    ShiftLeft,
+    ShiftRightArithmetic,
+    ShiftRightLogical,
+    Xor,
+)
 from tidu.ops.callback import HostCallback, Tie
 from tidu.ops.collective import AxisGather, AxisReduce
 from tidu.ops.control_flow import Checkpoint, Cond, ReduceWindowGeneral, Scan, While
@@ -101,7 +110,8 @@ MATH = ("Floor", "Ceil", "Round", "Tan", "Atan", "Asin", "Acos", "Sinh", "Cosh",
         "Atanh", "Erf", "Erfc", "ErfInv", "Cbrt", "Logistic", "IsFinite", "Rem", "Atan2", "Lgamma")
 SHAPES = ("Rev",)  # the numpy shape surface (docs/numpy.md)
 # bitwise and logical (ops/bitwise.py, docs/numpy.md)
-BITWISE = ("And", "Or", "Xor", "Not", "ShiftLeft", "ShiftRightArithmetic", "ShiftRightLogical")
+BITWISE = ("And", "Or", "Xor", "Not", "ShiftLeft", "ShiftRightArithmetic", "ShiftRightLogical",
+           "BitcastConvertType")
 # primitives holding sub-programs (docs/control_flow.md)
 CONTROL_FLOW = ("Scan", "Cond", "While", "Checkpoint", "ReduceWindowGeneral")
 # convolution (ops/conv.py, docs/conv.md)
@@ -119,7 +129,8 @@ FFT = ("Fft",)
 
 __all__ = [
     "Abs", "Acos", "Acosh", "Add", "And", "ArgMax", "ArgMin", "Asin", "Asinh", "Atan", "Atan2",
-    "Atanh", "AxisGather", "AxisReduce", "BroadcastInDim", "Cbrt", "Ceil", "Checkpoint",
+    "Atanh", "AxisGather", "AxisReduce", "BitcastConvertType", "BroadcastInDim", "Cbrt", "Ceil",
+    "Checkpoint",
     "Cholesky", "Compare", "Concatenate", "Cond", "Conj", "Constant", "Conv", "Convert", "Cos",
     "Cosh", "Cummax", "Cummin", "Cumprod", "Cumsum", "Div", "DotGeneral", "DynamicSlice",
     "DynamicUpdateSlice", "Eig", "Eigh", "Erf", "ErfInv", "Erfc", "Exp", "Expm1", "Fft", "FftType",
