@@ -12,8 +12,10 @@ _ACCEL = ("an accelerator's dot algorithm and accuracy control; tidu's kernels c
           "operands' dtype, and dot_general accepts and ignores precision")
 _RAGGED = ("a ragged all-to-all exchanges variable-size blocks between devices; tidu's named "
            "axes serve no all-to-all")
-_COMM = ("a device-to-device communication pattern; tidu's named axes (vmap, shard_map) serve "
-         "psum, pmean, pmax, pmin, all_gather, axis_index and axis_size only")
+_SENDRECV = ("a point-to-point send/receive pair ordered by effect tokens; tidu has no tokens, "
+             "and ppermute gives the same data movement")
+_PCAST = ("a cast between jax's varying/invariant manual-axis types (shard_map's vma typing), "
+          "which tidu's shard_map does not track")
 _TOKEN = "effect tokens: tidu orders its effects itself (docs/evaluator.md)"
 _RNG = ("XLA's stateful bit generators: tidu.random is counter-based (threefry keys), as "
         "jax.random")
@@ -24,8 +26,7 @@ ABSENT: dict[str, str] = {
     "Tolerance": _ACCEL,
     "scaled_dot": "a block-scaled low-precision (FP8/MX) matmul for accelerators",
     "ragged_all_to_all": _RAGGED,
-    "all_to_all": _COMM, "ppermute": _COMM, "pshuffle": _COMM, "psum_scatter": _COMM,
-    "pswapaxes": _COMM, "psend": _COMM, "precv": _COMM, "pbroadcast": _COMM, "pcast": _COMM,
+    "psend": _SENDRECV, "precv": _SENDRECV, "pcast": _PCAST,
     "after_all": _TOKEN, "create_token": _TOKEN,
     "RandomAlgorithm": _RNG, "rng_bit_generator": _RNG, "rng_uniform": _RNG,
     "dce_sink": _JAXINT, "shape_as_value": _JAXINT, "stage": _JAXINT,
