@@ -295,3 +295,17 @@ def test_gradient_of_a_vmapped_window_matches_central_differences():
     v = _x((2, 4, 5), 5)
     fd = (float(fn(xs + eps * v)) - float(fn(xs - eps * v))) / (2 * eps)
     np.testing.assert_allclose(np.sum(g * v), fd, rtol=1e-7)
+
+
+def test_vmap_over_the_init_value_matches_a_loop_of_jax_calls():
+    """A batched init value has no scalar region: the vmapped op is the batched array program
+    alone (a Checkpoint), on both backends.  (jax's vmap raises "reduce_window batching is not
+    implemented for initial values", so the reference is one jax call per init value.)"""
+    x = _x((5, 6))
+    inits = np.array([1.0, 0.5, 2.0])
+    args = ((2, 3), (1, 2), "SAME")
+    want = np.stack([L.reduce_window(x, c, lambda p, q: p * q, *args) for c in inits])
+    for backend in BACKENDS:
+        got = td.jit(td.vmap(lambda c: T.reduce_window(x, c, lambda p, q: p * q, *args)),
+                     backend=backend)(inits)
+        np.testing.assert_allclose(got, want, rtol=1e-12)
