@@ -144,3 +144,17 @@ def test_with_sharding_constraint_is_a_sharding_hint():
         td.jit(lambda v: T.with_sharding_constraint(v, Fake()))(x)
     with pytest.raises(TypeError, match="NamedSharding"):
         td.jit(lambda v: T.with_sharding_constraint(v, PartitionSpec("a")))(x)
+
+
+def test_dot_algorithms_are_accepted_and_ignored():
+    """DotAlgorithm and DotAlgorithmPreset as precision=: jax's fields and members; tidu's
+    product is the operands' dtype's (here float64, as jax's F64_F64_F64)."""
+    assert [m.name for m in T.DotAlgorithmPreset] == [m.name for m in L.DotAlgorithmPreset]
+    assert T.DotAlgorithm._fields == tuple(
+        p for p in __import__("inspect").signature(L.DotAlgorithm).parameters)
+    a, b = R.standard_normal((3, 4)), R.standard_normal((4, 2))
+    want = L.dot(a, b, precision=L.DotAlgorithmPreset.F64_F64_F64)
+    for prec in (T.DotAlgorithmPreset.F64_F64_F64, T.DotAlgorithm("float64", "float64",
+                                                                  "float64")):
+        got = td.jit(lambda x, y, p=prec: T.dot(x, y, precision=p))(a, b)
+        np.testing.assert_allclose(got, want, rtol=1e-14)

@@ -2,11 +2,15 @@
 ``RaggedDotDimensionNumbers`` (jax's own decomposition, as jax lowers them off TPU: the ragged
 axis expanded into a leading group axis by a mask from the cumulative group sizes, then one
 ``dot_general``), ``platform_dependent`` (the CPU branch: tidu traces one program for all
-backends) and ``with_sharding_constraint`` (the ShardingHint primitive).  docs/lax.md."""
+backends), ``with_sharding_constraint`` (the ShardingHint primitive), and the dot algorithm
+names ``DotAlgorithm``/``DotAlgorithmPreset``, accepted by ``precision=`` and ignored, as
+``Precision`` is.  docs/lax.md."""
 
 from __future__ import annotations
 
 import dataclasses
+import enum
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -19,8 +23,8 @@ from tidu.numpy.logical import bitwise_and
 from tidu.ops.sharding import ShardingHint
 from tidu.trace.tracer import _emit, _lift, _trace_of
 
-__all__ = ["RaggedDotDimensionNumbers", "platform_dependent", "ragged_dot", "ragged_dot_general",
-           "with_sharding_constraint"]
+__all__ = ["DotAlgorithm", "DotAlgorithmPreset", "RaggedDotDimensionNumbers", "platform_dependent",
+           "ragged_dot", "ragged_dot_general", "with_sharding_constraint"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -209,3 +213,37 @@ def with_sharding_constraint(x, shardings):
             dims.append(names.index(axes[0]) if axes else -1)
         out.append(_emit(t, ShardingHint(sh.mesh, tuple(dims)), v))
     return _unflatten(spec, out)
+
+
+class DotAlgorithm(NamedTuple):
+    """``jax.lax.DotAlgorithm`` (jax's fields and defaults): accepted as ``precision=`` and
+    ignored; tidu's products run in the operands' dtype (docs/lax.md)."""
+
+    lhs_precision_type: Any
+    rhs_precision_type: Any
+    accumulation_type: Any
+    lhs_component_count: int = 1
+    rhs_component_count: int = 1
+    num_primitive_operations: int = 1
+    allow_imprecise_accumulation: bool = False
+
+
+class DotAlgorithmPreset(enum.Enum):
+    """``jax.lax.DotAlgorithmPreset``'s members: accepted as ``precision=`` and ignored."""
+
+    DEFAULT = enum.auto()
+    ANY_F8_ANY_F8_F32 = enum.auto()
+    ANY_F8_ANY_F8_F32_FAST_ACCUM = enum.auto()
+    ANY_F8_ANY_F8_ANY = enum.auto()
+    ANY_F8_ANY_F8_ANY_FAST_ACCUM = enum.auto()
+    F16_F16_F16 = enum.auto()
+    F16_F16_F32 = enum.auto()
+    BF16_BF16_BF16 = enum.auto()
+    BF16_BF16_F32 = enum.auto()
+    BF16_BF16_F32_X3 = enum.auto()
+    BF16_BF16_F32_X6 = enum.auto()
+    BF16_BF16_F32_X9 = enum.auto()
+    TF32_TF32_F32 = enum.auto()
+    TF32_TF32_F32_X3 = enum.auto()
+    F32_F32_F32 = enum.auto()
+    F64_F64_F64 = enum.auto()
