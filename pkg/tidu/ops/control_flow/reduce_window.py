@@ -41,7 +41,8 @@ from tidu.ops.core import batch_size
 class ReduceWindowGeneral(BodyCall):
     """``reduce_window(operands, inits, region, ...)``: operands ``caps + xs + inits`` (``n``
     arrays of one shape, ``n`` scalars); results the ``n`` reduced arrays.  Window attributes
-    as ``stablehlo.reduce_window``'s (padding as (low, high) pairs, non-negative)."""
+    as ``stablehlo.reduce_window``'s (padding as (low, high) pairs; a negative one crops, as
+    XLA takes it)."""
 
     body: Body
     region: Body | None
