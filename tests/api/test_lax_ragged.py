@@ -1,6 +1,8 @@
 """td.lax's ragged_dot, ragged_dot_general (three modes, with batch dims and per-prefix group
 sizes), platform_dependent and with_sharding_constraint against jax.lax in x64: values on the
-interpreter and XLA, first derivatives against jax's, and the errors for bad input."""
+interpreter and XLA, first derivatives against jax's, and the errors for bad input; and the
+names accepted and ignored: DotAlgorithm/DotAlgorithmPreset as precision=, accuracy= with
+Tolerance/AccuracyMode."""
 
 from __future__ import annotations
 
@@ -158,3 +160,21 @@ def test_dot_algorithms_are_accepted_and_ignored():
                                                                   "float64")):
         got = td.jit(lambda x, y, p=prec: T.dot(x, y, precision=p))(a, b)
         np.testing.assert_allclose(got, want, rtol=1e-14)
+
+
+@pytest.mark.parametrize("name", ["cbrt", "cos", "exp", "exp2", "expm1", "log", "log1p",
+                                  "logistic", "rsqrt", "sin", "sqrt", "tan", "tanh"])
+def test_accuracy_is_accepted_and_ignored(name):
+    """jax's accuracy= on its transcendental functions: tidu's or jax's Tolerance and
+    AccuracyMode are taken, and the value is the one without them."""
+    x = np.abs(R.standard_normal(5)) + 0.2
+    plain = td.jit(getattr(T, name))(x)
+    np.testing.assert_allclose(plain, getattr(L, name)(x), rtol=1e-13)
+    for acc in (T.AccuracyMode.HIGHEST, T.Tolerance(atol=1e-6, rtol=1e-6),
+                L.AccuracyMode.DEFAULT, L.Tolerance(atol=0.0, ulps=1)):
+        got = td.jit(lambda v, a=acc: getattr(T, name)(v, accuracy=a))(x)
+        np.testing.assert_array_equal(got, plain)
+    with pytest.raises(TypeError, match="accuracy must be"):
+        td.jit(lambda v: getattr(T, name)(v, accuracy="high"))(x)
+    with pytest.raises(ValueError, match="not rtol and ulps"):
+        T.Tolerance(rtol=1e-3, ulps=2)

@@ -81,7 +81,9 @@ from tidu.api.lax_gather import (
     scatter_sub,
 )
 from tidu.api.lax_math import (
+    AccuracyMode,
     RoundingMethod,
+    Tolerance,
     abs,
     acos,
     acosh,
@@ -242,9 +244,9 @@ from tidu.ops.control_flow import CustomLinear, close_body
 from tidu.trace.tracer import _emit, _lift, _promote, _trace_of
 
 __all__ = [
-    "abs", "acos", "acosh", "add", "all_gather", "all_to_all", "approx_max_k", "approx_min_k",
-    "argmax", "argmin", "asin", "asinh", "associative_scan", "atan", "atan2", "atanh",
-    "axis_index", "axis_size", "batch_matmul", "bessel_i0e", "bessel_i1e", "betainc",
+    "abs", "AccuracyMode", "acos", "acosh", "add", "all_gather", "all_to_all", "approx_max_k",
+    "approx_min_k", "argmax", "argmin", "asin", "asinh", "associative_scan", "atan", "atan2",
+    "atanh", "axis_index", "axis_size", "batch_matmul", "bessel_i0e", "bessel_i1e", "betainc",
     "bitcast_convert_type", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "broadcast",
     "broadcast_in_dim", "broadcast_like", "broadcast_shapes", "broadcast_to_rank",
     "broadcasted_iota", "cbrt", "ceil", "clamp", "clz", "collapse", "complex", "composite",
@@ -272,8 +274,8 @@ __all__ = [
     "scatter_mul", "scatter_sub", "ScatterDimensionNumbers", "select", "select_n", "shift_left",
     "shift_right_arithmetic", "shift_right_logical", "sign", "sin", "sinh", "slice",
     "slice_in_dim", "sort", "sort_key_val", "split", "sqrt", "square", "squeeze", "stack",
-    "stop_gradient", "sub", "switch", "tan", "tanh", "tile", "top_k", "transpose", "unstack",
-    "while_loop", "with_sharding_constraint", "zeta",
+    "stop_gradient", "sub", "switch", "tan", "tanh", "tile", "Tolerance", "top_k", "transpose",
+    "unstack", "while_loop", "with_sharding_constraint", "zeta",
 ]
 
 

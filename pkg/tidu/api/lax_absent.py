@@ -8,9 +8,6 @@ __all__ = ["ABSENT", "message"]
 _PRIM = ("jax's primitive objects are internal to jax's tracing machinery; tidu's primitives are "
          "the classes in tidu.ops")
 
-_ACCURACY = ("the accuracy= option of jax's transcendental functions (an accelerator's choice of "
-             "approximation); tidu's elementwise functions take no accuracy argument and compute "
-             "to the operands' dtype")
 _RAGGED = ("a ragged all-to-all exchanges variable-size blocks between devices; tidu's named "
            "axes serve no all-to-all")
 _SENDRECV = ("a point-to-point send/receive pair ordered by effect tokens; tidu has no tokens, "
@@ -23,7 +20,6 @@ _RNG = ("XLA's stateful bit generators: tidu.random is counter-based (threefry k
 _JAXINT = "a jax tracing/lowering internal with no meaning outside jax's staging"
 
 ABSENT: dict[str, str] = {
-    "AccuracyMode": _ACCURACY, "Tolerance": _ACCURACY,
     "scaled_dot": "a block-scaled low-precision (FP8/MX) matmul for accelerators",
     "ragged_all_to_all": _RAGGED,
     "psend": _SENDRECV, "precv": _SENDRECV, "pcast": _PCAST,
