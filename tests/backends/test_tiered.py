@@ -182,6 +182,30 @@ def test_background_compile_never_blocks_a_call(mode, monkeypatch):
     assert state["tier"] in ("xla", "interpreter") and state["xla_best_s"] is not None, state
 
 
+@pytest.mark.parametrize("xla, interp, tier", [
+    # (CPU, wall) seconds of each trial call.  A loaded machine: wall times swamped by other
+    # processes' time slices (the interpreter's best wall happens to be the lower), CPU times
+    # still say XLA costs half: XLA
+    ([(1e-3, 6e-3)] * 10, [(2e-3, 5.5e-3)] * 10, "xla"),
+    # the interpreter's two threads: less wall time at more CPU: not clearly slower, stays
+    ([(1.5e-3, 1.5e-3)] * 10, [(2e-3, 1.1e-3)] * 10, "interpreter"),
+    # XLA not enough cheaper in CPU time
+    ([(1.9e-3, 1.9e-3)] * 10, [(2e-3, 2e-3)] * 10, "interpreter"),
+    # quiet: cheaper and faster, one outlier each side changes nothing (best of the trial)
+    ([(1e-3, 1e-3)] * 9 + [(9e-3, 9e-3)], [(3e-3, 3e-3)] * 9 + [(9e-3, 9e-3)], "xla"),
+])
+def test_the_trial_decides_on_cpu_time_with_a_wall_guard(xla, interp, tier):
+    f = td.jit(loss)
+    f(W, X)
+    prog = f.lower(W, X).program
+    t = tiered.Tiered(prog, lambda inputs: None)
+    t.xla_times, t.interp_times = list(xla), list(interp)
+    t._decide("the xla call")
+    assert t.tier == tier, t.why
+    assert (t.final == "the xla call") == (tier == "xla")
+    assert "CPU" in t.why and "wall" in t.why
+
+
 def test_clear_caches_with_a_compile_in_flight(mode, monkeypatch):
     mode("on")
     tiered.COMPILE_S = tiered.COMPILE_S_PER_INSTRUCTION = 0.0

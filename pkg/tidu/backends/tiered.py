@@ -17,11 +17,14 @@ The rule (docs/xla.md, "Tiered execution"), per compiled program of a jitted fun
    ``MIN_CALLS`` calls (XLA's dispatch alone costs about that).  Calls never wait for the compile.
 3. When the compile is ready, the next call runs both the interpreter (whose result it returns)
    and XLA, and compares them (``agree``: a tolerance by dtype).  If they agree, the next
-   ``2 * TRIAL_CALLS`` calls run XLA and the interpreter in turn, timed; the program switches to
-   XLA for good when XLA's best time is below ``SPEEDUP`` times the interpreter's, and stays on
-   the interpreter for good otherwise.  A failed compile, an XLA error or a disagreement also
-   leave it on the interpreter for good; ``tiers()`` says which tier each program is on and why,
-   and each step is logged to the ``tidu.tiered`` logger (level DEBUG; failures at INFO).
+   ``2 * TRIAL_CALLS`` calls run XLA and the interpreter in turn, timed in the process's CPU
+   time (all threads) and wall time; the program switches to XLA for good when XLA's best CPU
+   time is below ``SPEEDUP`` times the interpreter's and its best wall time is not above the
+   interpreter's by more than 1 / ``SPEEDUP``, and stays on the interpreter for good otherwise.
+   CPU time is what other processes' load does not inflate (``_decide``).  A failed compile,
+   an XLA error or a disagreement also leave it on the interpreter for good; ``tiers()`` says
+   which tier each program is on and why, and each step is logged to the ``tidu.tiered``
+   logger (level DEBUG; failures at INFO).
 
 Settings: ``TIDU_TIERED`` in the environment (``0``/``off``: no tiering; ``1``/``on``, the
 default: as above; ``sync``: compile in the calling thread at call ``TIDU_TIERED_CALLS``
@@ -354,20 +357,23 @@ class Tiered:
         self.calls, self.spent, self.best = 0, 0.0, float("inf")
         self.budget = compile_estimate(prog)
         self.job = self.final = self.on_final = None
-        self.xla_times: list[float] = []  # the trial's
-        self.interp_times: list[float] = []
+        self.xla_times: list[tuple[float, float]] = []  # the trial's (CPU, wall) seconds
+        self.interp_times: list[tuple[float, float]] = []
         self.compile_s = self.xla_call = None
         self.tier, self.why = "interpreter", "counting calls"
 
     def state(self) -> dict:
         """``tier``: "interpreter", "compiling", "trial" or "xla"; ``final``: whether that is
         for good; ``why``; ``calls`` counted on the interpreter, its ``best_s`` and ``spent_s``,
-        the compile's ``budget_s`` (its estimate) and ``compile_s`` (as it went), XLA's
-        ``xla_best_s``."""
+        the compile's ``budget_s`` (its estimate) and ``compile_s`` (as it went), the trial's
+        ``xla_best_s`` (wall), ``xla_best_cpu_s`` and ``interp_best_cpu_s`` (CPU time)."""
         return {"tier": self.tier, "final": self.final is not None, "why": self.why,
                 "calls": self.calls, "best_s": self.best, "spent_s": self.spent,
                 "budget_s": self.budget, "compile_s": self.compile_s,
-                "xla_best_s": min(self.xla_times) if self.xla_times else None}
+                "xla_best_s": min(w for _, w in self.xla_times) if self.xla_times else None,
+                "xla_best_cpu_s": min(c for c, _ in self.xla_times) if self.xla_times else None,
+                "interp_best_cpu_s": (min(c for c, _ in self.interp_times)
+                                      if self.interp_times else None)}
 
     def __call__(self, inputs):
         if self.final is not None:  # a caller still holding this wrapper: let it drop it
@@ -448,22 +454,32 @@ class Tiered:
         # the trial: XLA and the interpreter in turn, each timed TRIAL_CALLS times (the same
         # load on the machine for both)
         on_xla = len(self.xla_times) <= len(self.interp_times)
-        t0 = time.perf_counter()
+        c0, t0 = time.process_time(), time.perf_counter()
         try:
             out = call(inputs) if on_xla else self.interp(inputs)
         except Exception as e:  # noqa: BLE001
             self._finish(self.interp, f"XLA failed: {e!r}", "interpreter", logging.INFO)
             return self.interp(inputs)
-        (self.xla_times if on_xla else self.interp_times).append(time.perf_counter() - t0)
+        t1, c1 = time.perf_counter(), time.process_time()
+        (self.xla_times if on_xla else self.interp_times).append((c1 - c0, t1 - t0))
         if len(self.interp_times) >= TRIAL_CALLS:
-            fast, slow = min(self.xla_times), min(self.interp_times)
-            if fast < SPEEDUP * slow:
-                self._finish(call, f"XLA agrees and is faster: {fast * 1e3:.3g} ms vs the "
-                             f"interpreter's {slow * 1e3:.3g} ms", "xla")
-            else:
-                self._finish(self.interp, f"XLA agrees but is not faster: {fast * 1e3:.3g} ms "
-                             f"vs the interpreter's {slow * 1e3:.3g} ms", "interpreter")
+            self._decide(call)
         return out
+
+    def _decide(self, call) -> None:
+        """The trial's verdict, on CPU time (all the process's threads: what each tier costs,
+        which other processes' load does not inflate as it inflates wall time): XLA when its
+        best CPU time is below ``SPEEDUP`` times the interpreter's and its best wall time is
+        not above the interpreter's by more than 1 / ``SPEEDUP`` (a guard for an interpreter
+        whose threads make it faster in wall time at a higher CPU cost)."""
+        cx, cw = min(c for c, _ in self.xla_times), min(w for _, w in self.xla_times)
+        ix, iw = min(c for c, _ in self.interp_times), min(w for _, w in self.interp_times)
+        figs = (f"CPU {cx * 1e3:.3g} ms vs the interpreter's {ix * 1e3:.3g} ms, wall "
+                f"{cw * 1e3:.3g} ms vs {iw * 1e3:.3g} ms")
+        if cx < SPEEDUP * ix and cw * SPEEDUP <= iw:
+            self._finish(call, f"XLA agrees and is faster: {figs}", "xla")
+        else:
+            self._finish(self.interp, f"XLA agrees but is not faster: {figs}", "interpreter")
 
     def _finish(self, run, why: str, tier: str, level: int = logging.DEBUG) -> None:
         self.tier, self.why = tier, why
