@@ -402,3 +402,41 @@ def test_clear_caches_lets_a_tiered_program_go_while_its_function_lives(mode, ho
     assert memory._core.live_holders() == 0
     assert f.tiers() == []  # its program went with the cache
     np.testing.assert_allclose(f(W, X), want, rtol=1e-12)
+
+
+def test_after_the_switch_inputs_not_laid_out_exactly_are_converted(mode):
+    """XLA's per-call entry takes exact numpy inputs as they are and checks and converts the
+    rest (a transposed view) as eval does; outputs are writable."""
+    mode("sync", calls=2)
+    f = td.jit(loss)
+    want = td.jit(loss, backend="cpu")
+    for _ in range(4):
+        f(W, X)
+    assert f.tiers()[0]["tier"] == "xla"
+    for w, x in ((W, X), (W.T, X), (W, np.asfortranarray(X))):
+        got = f(w, x)
+        np.testing.assert_allclose(got, want(w, x), rtol=1e-10)
+        assert np.asarray(got).flags.writeable
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice is Linux's")
+def test_the_compile_thread_runs_below_the_callers_priority(mode, monkeypatch):
+    """The background compile yields a shared core to the calls: its thread's nice value is
+    COMPILE_NICE above the process's (the calling thread's is unchanged)."""
+    seen = []
+
+    def probe(prog):
+        tid = threading.get_native_id()
+        seen.append(os.getpriority(os.PRIO_PROCESS, tid))
+        raise RuntimeError("probe only")
+
+    mode("on")
+    tiered.COMPILE_S = tiered.COMPILE_S_PER_INSTRUCTION = tiered.MIN_CALL_S = 0.0
+    monkeypatch.setattr(tiered, "_compile_xla", probe)
+    base = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    f = td.jit(lambda w, x: td.sum(td.sin(x @ w)))
+    f(W, X)
+    t = entry_run(f)
+    assert t.job is not None and t.job.done.wait(60)
+    assert seen and seen[0] >= min(19, base + 1), (seen, base)
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == base
