@@ -19,9 +19,9 @@ The rule (docs/xla.md, "Tiered execution"), per compiled program of a jitted fun
    and XLA, and compares them (``agree``: a tolerance by dtype).  If they agree, the next
    ``2 * TRIAL_CALLS`` calls run XLA and the interpreter in turn, timed in the process's CPU
    time (all threads) and wall time; the program switches to XLA for good when XLA's best CPU
-   time is below ``SPEEDUP`` times the interpreter's and its best wall time is not above the
-   interpreter's by more than 1 / ``SPEEDUP``, and stays on the interpreter for good otherwise.
-   CPU time is what other processes' load does not inflate (``_decide``).  A failed compile,
+   time is below ``SPEEDUP`` times the interpreter's (unless the interpreter's threads won it
+   wall time that XLA does not match: ``_decide``), and stays on the interpreter for good
+   otherwise.  CPU time is what other processes' load does not inflate.  A failed compile,
    an XLA error or a disagreement also leave it on the interpreter for good; ``tiers()`` says
    which tier each program is on and why, and each step is logged to the ``tidu.tiered``
    logger (level DEBUG; failures at INFO).
@@ -64,6 +64,7 @@ COMPILE_S = 0.3  # estimated XLA compile: COMPILE_S + COMPILE_S_PER_INSTRUCTION 
 COMPILE_S_PER_INSTRUCTION = 5e-3
 TRIAL_CALLS = 10  # the trial: this many calls of each tier, in turn
 SPEEDUP = 0.9  # XLA's best trial time must be below this fraction of the interpreter's
+PARALLEL = 0.75  # interpreter wall / CPU time below this: it ran in parallel (the wall guard)
 QUEUE_SIZE = 4
 COMPILE_NICE = 10  # the compile thread's nice value above the process's (Linux)
 
@@ -485,14 +486,17 @@ class Tiered:
     def _decide(self, call) -> None:
         """The trial's verdict, on CPU time (all the process's threads: what each tier costs,
         which other processes' load does not inflate as it inflates wall time): XLA when its
-        best CPU time is below ``SPEEDUP`` times the interpreter's and its best wall time is
-        not above the interpreter's by more than 1 / ``SPEEDUP`` (a guard for an interpreter
-        whose threads make it faster in wall time at a higher CPU cost)."""
+        best CPU time is below ``SPEEDUP`` times the interpreter's, unless the interpreter ran
+        in parallel (its best wall time below ``PARALLEL`` times its best CPU time: its threads
+        bought it wall time at a CPU cost) and XLA's best wall time is above the interpreter's
+        by more than 1 / ``SPEEDUP``.  (On a loaded machine wall times exceed CPU times, and
+        the wall guard does not apply.)"""
         cx, cw = min(c for c, _ in self.xla_times), min(w for _, w in self.xla_times)
         ix, iw = min(c for c, _ in self.interp_times), min(w for _, w in self.interp_times)
         figs = (f"CPU {cx * 1e3:.3g} ms vs the interpreter's {ix * 1e3:.3g} ms, wall "
                 f"{cw * 1e3:.3g} ms vs {iw * 1e3:.3g} ms")
-        if cx < SPEEDUP * ix and cw * SPEEDUP <= iw:
+        threads_won = iw < PARALLEL * ix and cw * SPEEDUP > iw
+        if cx < SPEEDUP * ix and not threads_won:
             self._finish(call, f"XLA agrees and is faster: {figs}", "xla")
         else:
             self._finish(self.interp, f"XLA agrees but is not faster: {figs}", "interpreter")
