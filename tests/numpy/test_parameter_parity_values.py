@@ -89,6 +89,34 @@ CASES = {
     "cumsum_out_none": (lambda n, nn, a: n.cumsum(a, 1, None, None), X, True),
 }
 
+def _minus_one(lx, a):
+    """-1 as a traced int32 (a value the program computes, not a constant)."""
+    return lx.convert_element_type(a[0, 0] * 0, np.int32) - 1
+
+
+# jax.lax calls: f(lax_namespace, x)
+LAX_CASES = {
+    "atan2_keywords": (lambda lx, a: lx.atan2(x=a, y=a[::-1]), True),
+    "mul_out_dtype": (lambda lx, a: lx.mul(a.astype(F32), a.astype(F32), out_dtype=np.float64),
+                      False),
+    "bitwise_keywords": (lambda lx, a: lx.bitwise_xor(x=(a > 0), y=(a < 0.5)), False),
+    "dynamic_slice_no_negative": (  # a traced negative start clamps to 0
+        lambda lx, a: lx.dynamic_slice(a, (_minus_one(lx, a), np.int32(1)), (2, 2),
+                                       allow_negative_indices=False), True),
+    "dynamic_slice_per_axis": (
+        lambda lx, a: lx.dynamic_slice(a, (np.int32(-1), _minus_one(lx, a) - 1), (2, 2),
+                                       allow_negative_indices=(True, False)), True),
+    "dynamic_update_slice_no_negative": (
+        lambda lx, a: lx.dynamic_update_slice(a, a[:1, :2] * 2, (_minus_one(lx, a), np.int32(0)),
+                                              allow_negative_indices=False), True),
+    "cond_operand_keyword": (
+        lambda lx, a: lx.cond(True, lambda v: v * 2, lambda v: v, operand=a), True),
+    "switch_operand_keyword": (
+        lambda lx, a: lx.switch(1, [lambda v: v, lambda v: v + 1], operand=a), True),
+    "full_like_keywords": (lambda lx, a: lx.full_like(x=a, fill_value=2.0, shape=(2, 2)), False),
+    "tile_operand": (lambda lx, a: lx.tile(operand=a, reps=(1, 2)), True),
+}
+
 
 def _leaves(v):
     return [np.asarray(x) for x in jax.tree_util.tree_leaves(v)]
@@ -106,6 +134,27 @@ def test_values_match_jax(name, backend):
         assert a.shape == b.shape and a.dtype == b.dtype, (a.shape, a.dtype, b.shape, b.dtype)
         tol = 1e-5 if a.dtype in (np.float32, np.complex64) else 1e-12
         np.testing.assert_allclose(a, b, rtol=tol, atol=tol, equal_nan=True)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("name", sorted(LAX_CASES))
+def test_lax_values_match_jax(name, backend):
+    f, _ = LAX_CASES[name]
+    got = td.jit(lambda a: f(td.lax, a), backend=backend)(X)
+    want = f(jax.lax, jnp.asarray(X))
+    g, w = _leaves(got), _leaves(want)
+    assert len(g) == len(w)
+    for a, b in zip(g, w):
+        assert a.shape == b.shape and a.dtype == b.dtype, (a.shape, a.dtype, b.shape, b.dtype)
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", sorted(n for n, c in LAX_CASES.items() if c[1]))
+def test_lax_first_derivatives_match_jax(name):
+    f, _ = LAX_CASES[name]
+    got = td.jit(td.grad(lambda a: td.sum(td.sin(f(td.lax, a)))))(X)
+    want = np.asarray(jax.grad(lambda a: jnp.sum(jnp.sin(f(jax.lax, a))))(X))
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
 
 
 @pytest.mark.parametrize("name", sorted(n for n, c in CASES.items() if c[2]))
@@ -152,3 +201,13 @@ def test_bad_arguments_name_the_problem():
         td.jit(lambda a: td.nn.standardize(a, algorithm="slow"))(X)
     with pytest.raises(ValueError, match="integer dtype"):
         td.jit(lambda a: td.argsort(a, dtype=np.float32))(X)
+    with pytest.raises(TypeError, match="not both"):
+        td.jit(lambda a: td.lax.cond(True, lambda v: v, lambda v: v, a, operand=a))(X)
+    with pytest.raises(NotImplementedError, match="axis_index_groups"):
+        td.vmap(lambda v: td.lax.psum(v, "i", axis_index_groups=[[0]]), axis_name="i")(X)
+    with pytest.raises(ValueError, match="out of bounds"):
+        td.jit(lambda a: td.lax.dynamic_slice(a, (-1, 0), (1, 1),
+                                              allow_negative_indices=False))(X)
+    with pytest.raises(ValueError, match="one per axis"):
+        td.jit(lambda a: td.lax.dynamic_slice(a, (0, 0), (1, 1),
+                                              allow_negative_indices=(True,)))(X)

@@ -1,7 +1,7 @@
 """Parameter parity against jax (issue #32): for every name tidu shares with jax.numpy,
-jax.numpy.linalg, jax.numpy.fft, jax.nn, jax.scipy.special, jax.scipy.linalg and jax.scipy.stats
-(test_name_coverage.py checks the names exist), tidu's function takes jax's parameters the way jax
-does:
+jax.numpy.linalg, jax.numpy.fft, jax.nn, jax.scipy.special, jax.scipy.linalg, jax.scipy.stats
+and jax.lax (test_name_coverage.py and tests/api/test_lax_names.py check the names exist),
+tidu's function takes jax's parameters the way jax does:
 - a parameter jax takes by position or keyword sits at the same position in tidu's signature,
   under the same name, so ``jnp.nansum(a, 0, None, None, True)`` and ``nansum(a, keepdims=True)``
   mean the same in both;
@@ -10,7 +10,8 @@ does:
 
 What is not checked, by rule (``_exempt``): jax's placement arguments (``device``,
 ``out_sharding``, ``sharding``: tidu computes on the host, and ``td.jit`` returns numpy arrays),
-and ``where``/``out`` of jax's ``ufunc`` objects (jax raises NotImplementedError for them).
+jax's private parameters (a leading underscore), and ``where``/``out`` of jax's ``ufunc``
+objects (jax raises NotImplementedError for them).
 Anything else tidu does not take is listed, with the reason, in docs/numpy.md's "Parameters
 tidu does not take" table; a listed parameter that tidu takes is a failure too.
 
@@ -48,7 +49,7 @@ def _pairs():
     """(label, jax namespace, tidu namespace) for every module walked."""
     mods = [("", jnp, td), ("linalg.", jnp.linalg, td.linalg), ("fft.", jnp.fft, td.fft),
             ("nn.", jax.nn, td.nn), ("scipy.special.", jax.scipy.special, td.scipy.special),
-            ("scipy.linalg.", jax.scipy.linalg, td.scipy.linalg)]
+            ("scipy.linalg.", jax.scipy.linalg, td.scipy.linalg), ("lax.", jax.lax, td.lax)]
     for name in dir(jax.scipy.stats):
         jm, tm = getattr(jax.scipy.stats, name), getattr(td.scipy.stats, name, None)
         if not name.startswith("_") and inspect.ismodule(jm) and tm is not None:
@@ -64,7 +65,7 @@ def _signature(f):
 
 
 def _exempt(jf, param: str) -> bool:
-    if param in PLACEMENT:
+    if param in PLACEMENT or param.startswith("_"):  # jax's private parameters
         return True
     return isinstance(jf, jnp.ufunc) and param in ("where", "out")
 

@@ -94,35 +94,42 @@ def _reduce_leaf(kind: str, x, names: tuple):
     return x
 
 
-def psum(x: Any, axis_name) -> Any:
+def psum(x: Any, axis_name, *, axis_index_groups=None) -> Any:
     """The sum of x over the members of the named axis (a name, or a tuple of names), the same on
     every member; x may be a pytree. ``psum(1, name)`` is the axis size, as in jax."""
+    _no_groups(axis_index_groups, "psum")
     names = _names(axis_name)
     return tree_map(lambda v: _reduce_leaf("sum", v, names), x)
 
 
-def pmean(x: Any, axis_name) -> Any:
+def pmean(x: Any, axis_name, *, axis_index_groups=None) -> Any:
     """The mean of x over the members of the named axis (or axes)."""
+    _no_groups(axis_index_groups, "pmean")
     names = _names(axis_name)
     n = axis_size(names)
     return tree_map(lambda v: _reduce_leaf("sum", v, names) / n, x)
 
 
-def pmax(x: Any, axis_name) -> Any:
+def pmax(x: Any, axis_name, *, axis_index_groups=None) -> Any:
     """The maximum of x over the members of the named axis (or axes)."""
+    _no_groups(axis_index_groups, "pmax")
     names = _names(axis_name)
     return tree_map(lambda v: _reduce_leaf("max", v, names), x)
 
 
-def pmin(x: Any, axis_name) -> Any:
+def pmin(x: Any, axis_name, *, axis_index_groups=None) -> Any:
     """The minimum of x over the members of the named axis (or axes)."""
+    _no_groups(axis_index_groups, "pmin")
     names = _names(axis_name)
     return tree_map(lambda v: _reduce_leaf("min", v, names), x)
 
 
-def all_gather(x: Any, axis_name: Hashable, *, axis: int = 0, tiled: bool = False) -> Any:
+def all_gather(x: Any, axis_name: Hashable, *, axis_index_groups=None, axis: int = 0,
+               tiled: bool = False, to: str = "varying") -> Any:
     """Every member's x, stacked along a new axis `axis` (``tiled=True``: concatenated along
-    the existing axis `axis`), as jax.lax.all_gather; x may be a pytree."""
+    the existing axis `axis`), as jax.lax.all_gather; x may be a pytree. ``to`` is jax's
+    varying/reduced typing of manual axes, which tidu does not track: accepted and ignored."""
+    _no_groups(axis_index_groups, "all_gather")
     if isinstance(axis_name, (tuple, list)):
         raise NotImplementedError("all_gather over several axes at once: gather one at a time")
     _, size, idx = _lookup(axis_name, "all_gather")

@@ -235,13 +235,32 @@ from tidu.numpy.conv import (
     conv_with_general_padding,
 )
 from tidu.numpy.core import stop_gradient
-from tidu.numpy.logical import bitwise_and, bitwise_not, bitwise_or, bitwise_xor
+from tidu.numpy.logical import bitwise_and as _bitwise_and
+from tidu.numpy.logical import bitwise_not
+from tidu.numpy.logical import bitwise_or as _bitwise_or
+from tidu.numpy.logical import bitwise_xor as _bitwise_xor
 from tidu.numpy.scipy.special import digamma
 from tidu.numpy.scipy.special import gammaln as lgamma
 from tidu.numpy.sorting import top_k
 from tidu.numpy.take import dynamic_slice, dynamic_update_slice
 from tidu.ops.control_flow import CustomLinear, close_body
 from tidu.trace.tracer import _emit, _lift, _promote, _trace_of
+
+
+def bitwise_and(x, y):
+    """``jax.lax.bitwise_and``: x & y elementwise (bool or integer)."""
+    return _bitwise_and(x, y)
+
+
+def bitwise_or(x, y):
+    """``jax.lax.bitwise_or``: x | y elementwise (bool or integer)."""
+    return _bitwise_or(x, y)
+
+
+def bitwise_xor(x, y):
+    """``jax.lax.bitwise_xor``: x ^ y elementwise (bool or integer)."""
+    return _bitwise_xor(x, y)
+
 
 __all__ = [
     "abs", "AccuracyMode", "acos", "acosh", "add", "all_gather", "all_to_all", "approx_max_k",

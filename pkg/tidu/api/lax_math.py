@@ -47,7 +47,7 @@ from tidu.numpy.ufuncs import arccosh as acosh
 from tidu.numpy.ufuncs import arcsin as asin
 from tidu.numpy.ufuncs import arcsinh as asinh
 from tidu.numpy.ufuncs import arctan as atan
-from tidu.numpy.ufuncs import arctan2 as atan2
+from tidu.numpy.ufuncs import arctan2 as _arctan2
 from tidu.numpy.ufuncs import arctanh as atanh
 from tidu.numpy.ufuncs import cbrt, ceil, cosh, erf, erfc, exp2, floor, isfinite, sinh, tan, trunc
 from tidu.numpy.ufuncs import round as _round_even
@@ -80,6 +80,12 @@ def _named(f, name, doc):
 
 # ---- arithmetic ----
 
+def atan2(x, y):
+    """``jax.lax.atan2``: arctan(x / y) elementwise, the quadrant from both signs (numpy's
+    ``arctan2(x, y)``, with jax's parameter names)."""
+    return _arctan2(x, y)
+
+
 def _arith(cls, name, what):
     def f(x, y):
         t = _trace_of(x, y)
@@ -90,7 +96,15 @@ def _arith(cls, name, what):
 
 add = _arith(_P.Add, "add", "x + y")
 sub = _arith(_P.Sub, "sub", "x - y")
-mul = _arith(_P.Mul, "mul", "x * y")
+_mul = _arith(_P.Mul, "mul", "x * y")
+
+
+def mul(x, y, *, out_dtype=None):
+    """``jax.lax.mul``: x * y elementwise (same dtypes, as jax's); with ``out_dtype`` both
+    operands are converted to it first, as jax does."""
+    if out_dtype is not None:
+        x, y = convert_element_type(x, out_dtype), convert_element_type(y, out_dtype)
+    return _mul(x, y)
 div = _arith(_P.Div, "div", "x / y; integers truncate toward zero, and as XLA x / 0 is -1 (all "
              "ones unsigned) and INT_MIN / -1 is INT_MIN (``//`` is numpy's floor division)")
 rem = _arith(_P.Rem, "rem", "C's remainder x rem y (the dividend's sign); integers as XLA: "

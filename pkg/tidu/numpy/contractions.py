@@ -7,7 +7,16 @@ import numpy as np
 
 from tidu import ops as P
 from tidu.graph.dtypes import accumulation_dtype
-from tidu.numpy.core import _on_host, broadcast_to, concatenate, conj, no_out, preferred, reshape, transpose
+from tidu.numpy.core import (
+    _on_host,
+    broadcast_to,
+    concatenate,
+    conj,
+    no_out,
+    preferred,
+    reshape,
+    transpose,
+)
 from tidu.numpy.core import sum as tsum
 from tidu.numpy.einsum import _diagonals, _emit, _Term
 from tidu.trace.tracer import _lift, _trace_of, keeps_weak, result_type

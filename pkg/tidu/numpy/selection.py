@@ -15,8 +15,8 @@ import numpy as np
 
 from tidu.graph.dtypes import BOOL, kind_of
 from tidu.numpy.core import astype, concatenate, iota, reshape
-from tidu.numpy.core import where as _select
 from tidu.numpy.core import sum as _sum
+from tidu.numpy.core import where as _select
 from tidu.numpy.creation import linspace
 from tidu.numpy.shapes import _has_tracer, _numpy_outside, _traced, ravel, stack
 from tidu.numpy.shapes import _lift as _lift1
@@ -25,7 +25,8 @@ from tidu.numpy.statistics import searchsorted
 from tidu.numpy.take import take
 from tidu.trace.tracer import Tracer, _lift, _trace_of, as_inexact, keeps_weak, result_type
 
-__all__ = ["argwhere", "bincount", "flatnonzero", "histogram", "nonzero", "select", "unique", "where"]
+__all__ = ["argwhere", "bincount", "flatnonzero", "histogram", "nonzero", "select", "unique",
+           "where"]
 
 
 def _tr(x) -> Tracer:

@@ -361,7 +361,8 @@ def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear"
 @_numpy_outside(np.nanpercentile)
 def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
                   keepdims=False, *, weights=None):
-    return nanquantile(a, _percent(q), axis, out, overwrite_input, method, keepdims, weights=weights)
+    return nanquantile(a, _percent(q), axis, out, overwrite_input, method, keepdims,
+                       weights=weights)
 
 
 @_numpy_outside(np.median)

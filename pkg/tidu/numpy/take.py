@@ -116,17 +116,22 @@ def take_along_axis(arr, indices, axis=-1, mode=None, fill_value=None, *,
                    fill_value)
 
 
-def _starts_of(t, x, start_indices, name):
+def _starts_of(t, x, start_indices, name, allow_negative=True):
     if len(start_indices) != x.ndim:
         raise ValueError(f"{name}: {len(start_indices)} start indices for operand shape "
                          f"{x.shape} (one per axis)")
+    wrap = [bool(allow_negative)] * x.ndim if isinstance(allow_negative, (bool, np.bool_)) \
+        else [bool(a) for a in allow_negative]
+    if len(wrap) != x.ndim:
+        raise ValueError(f"{name}: allow_negative_indices has {len(wrap)} entries for operand "
+                         f"shape {x.shape} (one per axis, or one bool)")
     out = []
     for k, s in enumerate(start_indices):
         if isinstance(s, Tracer):
             if s.ndim or s.dtype not in INTS:
                 raise TypeError(f"{name}: start index {k} must be a scalar integer, got {s.aval}")
             d = x.shape[k]
-            out.append(where(s < 0, s + d, s))  # jax wraps a negative start once
+            out.append(where(s < 0, s + d, s) if wrap[k] else s)  # jax wraps a negative once
         else:
             if not _is_static_int(s):
                 a = np.asarray(s)
@@ -134,6 +139,9 @@ def _starts_of(t, x, start_indices, name):
                     raise TypeError(f"{name}: start index {k} must be a scalar integer, got {s!r}")
                 s = int(a)
             s = int(s)
+            if s < 0 and not wrap[k]:
+                raise ValueError(f"{name}: index {s} is out of bounds for dimension {x.shape[k]} "
+                                 "with allow_negative_indices=False (jax's rule)")
             s = s + x.shape[k] if s < 0 else s
             out.append(_lift(t, np.asarray(s, np.int64)))
     if len({s.dtype for s in out}) > 1:  # one index type for all starts (StableHLO's rule)
@@ -141,23 +149,27 @@ def _starts_of(t, x, start_indices, name):
     return out
 
 
-def dynamic_slice(operand, start_indices, slice_sizes):
+def dynamic_slice(operand, start_indices, slice_sizes, *, allow_negative_indices=True):
     """jax.lax.dynamic_slice: operand[s0:s0+n0, ...] with (traced) scalar starts; a negative
-    start wraps once, then each start is clamped to [0, dim - size]."""
+    start wraps once (unless ``allow_negative_indices`` is False for its axis: one bool, or one
+    per axis), then each start is clamped to [0, dim - size]."""
     t = _trace_of(operand, *start_indices)
     x = _lift(t, operand)
     sizes = tuple(int(s) for s in slice_sizes)
-    return _emit(t, P.DynamicSlice(sizes), x, *_starts_of(t, x, start_indices, "dynamic_slice"))
+    return _emit(t, P.DynamicSlice(sizes), x, *_starts_of(t, x, start_indices, "dynamic_slice",
+                                                           allow_negative_indices))
 
 
-def dynamic_update_slice(operand, update, start_indices):
+def dynamic_update_slice(operand, update, start_indices, *, allow_negative_indices=True):
     """jax.lax.dynamic_update_slice: operand with update written at the (traced) starts; a
-    negative start wraps once, then each start is clamped so the update fits."""
+    negative start wraps once (unless ``allow_negative_indices`` is False, as dynamic_slice's),
+    then each start is clamped so the update fits."""
     t = _trace_of(operand, update, *start_indices)
     x = _lift(t, operand)
     u = _lift(t, update)
     if u.dtype != x.dtype:
         u = astype(u, x.dtype)
     return _emit(t, P.DynamicUpdateSlice(), x, u,
-                 *_starts_of(t, x, start_indices, "dynamic_update_slice"))
+                 *_starts_of(t, x, start_indices, "dynamic_update_slice",
+                             allow_negative_indices))
 

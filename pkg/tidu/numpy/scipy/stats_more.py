@@ -8,7 +8,6 @@ O(n^2) work, exact, and differentiable nowhere (as jax's)."""
 from __future__ import annotations
 
 import functools
-
 import math
 from types import SimpleNamespace
 from typing import Any, NamedTuple
