@@ -79,6 +79,7 @@ from tidu.ops.reductions import (
                                   ReduceOr,
                                   ReduceProd,
 )
+from tidu.ops.schur import Schur
 from tidu.ops.shapes import Rev
 from tidu.ops.sharding import ShardingHint
 from tidu.ops.sorting import Cummax, Cummin, Cumprod, Cumsum, LinearScan, Sort
@@ -91,7 +92,7 @@ TIER1 = ("Abs", "Add", "BroadcastInDim", "Compare", "Concatenate", "Conj", "Cons
          "Mul", "Neg", "Pad", "Pow", "Real", "ReduceMax", "ReduceSum", "Reshape", "Rsqrt", "Select",
          "Sign", "Sin", "Slice", "Sqrt", "StopGradient", "Sub", "Tanh", "Transpose")
 # linear algebra (docs/linalg.md)
-LINALG = ("Cholesky", "TriangularSolve", "LU", "LUPermute", "Eigh", "QR", "SVD", "Eig")
+LINALG = ("Cholesky", "TriangularSolve", "LU", "LUPermute", "Eigh", "QR", "SVD", "Eig", "Schur")
 INDEXING = ("DynamicSlice", "DynamicUpdateSlice", "Gather", "Scatter")  # docs/numpy.md
 # ordering and accumulation (docs/numpy.md)
 SORTING = ("ArgMax", "ArgMin", "Cummax", "Cummin", "Cumprod", "Cumsum", "LinearScan", "ReduceAnd",
@@ -129,7 +130,7 @@ __all__ = [
     "Logistic", "Max", "Min", "Mul", "Neg", "Not", "Or", "Pad", "Pow", "QR", "Real", "ReduceAnd",
     "ReduceMax", "ReduceMin", "ReduceOr", "ReduceProd", "ReduceSum", "ReduceWindowMax",
     "ReduceWindowMin", "ReduceWindowSum", "Rem", "Reshape", "Rev", "Round", "Rsqrt", "SVD", "Scan",
-    "Scatter", "Select", "ShardingHint", "ShiftLeft", "ShiftRightArithmetic",
+    "Schur", "Scatter", "Select", "ShardingHint", "ShiftLeft", "ShiftRightArithmetic",
     "ShiftRightLogical", "Sign", "Sin",
     "Sinh", "Slice", "Sort", "Sqrt", "StopGradient", "Sub", "Tan", "Tanh", "Threefry2x32",
     "Threefry2x32Iota", "Tie", "Transpose", "TriangularSolve", "While", "Xor",
