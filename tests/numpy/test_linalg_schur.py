@@ -255,3 +255,42 @@ def test_solve_sylvester_near_singular_gives_nan_and_bad_input():
         td.jit(lambda a: L.solve_sylvester(a, a, a, method="qr"))(np.eye(2))
     with pytest.raises(ValueError, match="must be"):
         td.jit(L.solve_sylvester)(np.eye(2), np.eye(3), np.ones((3, 2)))
+
+
+# ---- hessenberg (the Hessenberg primitive, LAPACK gehrd + orghr) ----
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", INEXACT)
+@pytest.mark.parametrize("shape", [(5, 5), (2, 3, 4, 4), (1, 1), (0, 0)])
+def test_hessenberg_matches_jax(backend, dtype, shape):
+    a = rand(np.random.default_rng(19), shape, dtype)
+    h, q = td.jit(lambda a: L.hessenberg(a, calc_q=True), backend=backend)(a)
+    assert h.dtype == q.dtype == np.dtype(dtype) and h.shape == q.shape == shape
+    jh, jq = jsl.hessenberg(a, calc_q=True)
+    close(h, jh, dtype, 10)  # the same reflectors: the same H and Q
+    close(q, jq, dtype, 10)
+    n = shape[-1]
+    close(q @ h @ _mH(q), a, dtype, 10)
+    assert np.all(h[..., np.tril(np.ones((n, n), bool), -2)] == 0)
+    close(td.jit(L.hessenberg, backend=backend)(a), jh, dtype, 10)
+
+
+def test_hessenberg_kernel_vmap_and_no_derivative():
+    from tidu import evaluator
+
+    x = rand(np.random.default_rng(23), (2, 4, 4), "float64")
+    prog = td.compile(one_op_graph(P.Hessenberg(), [td.aval(x.shape, x.dtype)]))
+    (got,) = prog.eval([x])
+    close(got, P.Hessenberg().impl(x), "float64")
+    h = td.jit(td.vmap(L.hessenberg))(x)
+    np.testing.assert_array_equal(h, td.jit(L.hessenberg)(x))
+    with pytest.raises(NotImplementedError, match="Hessenberg.*no derivative"):
+        td.grad(lambda a: L.hessenberg(a).sum())(x[0])
+    evaluator.ensure_blas()
+    try:
+        _eval.clear_blas()
+        with pytest.raises(RuntimeError, match=r"Hessenberg \(\?gehrd\) needs LAPACK"):
+            prog.eval([x])
+    finally:
+        evaluator.BLAS = None
+        evaluator.ensure_blas()

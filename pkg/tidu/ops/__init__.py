@@ -79,7 +79,7 @@ from tidu.ops.reductions import (
                                   ReduceOr,
                                   ReduceProd,
 )
-from tidu.ops.schur import Schur
+from tidu.ops.schur import Hessenberg, Schur
 from tidu.ops.shapes import Rev
 from tidu.ops.sharding import ShardingHint
 from tidu.ops.sorting import Cummax, Cummin, Cumprod, Cumsum, LinearScan, Sort
@@ -92,7 +92,8 @@ TIER1 = ("Abs", "Add", "BroadcastInDim", "Compare", "Concatenate", "Conj", "Cons
          "Mul", "Neg", "Pad", "Pow", "Real", "ReduceMax", "ReduceSum", "Reshape", "Rsqrt", "Select",
          "Sign", "Sin", "Slice", "Sqrt", "StopGradient", "Sub", "Tanh", "Transpose")
 # linear algebra (docs/linalg.md)
-LINALG = ("Cholesky", "TriangularSolve", "LU", "LUPermute", "Eigh", "QR", "SVD", "Eig", "Schur")
+LINALG = ("Cholesky", "TriangularSolve", "LU", "LUPermute", "Eigh", "QR", "SVD", "Eig", "Schur",
+          "Hessenberg")
 INDEXING = ("DynamicSlice", "DynamicUpdateSlice", "Gather", "Scatter")  # docs/numpy.md
 # ordering and accumulation (docs/numpy.md)
 SORTING = ("ArgMax", "ArgMin", "Cummax", "Cummin", "Cumprod", "Cumsum", "LinearScan", "ReduceAnd",
@@ -124,7 +125,7 @@ __all__ = [
     "Cholesky", "Compare", "Concatenate", "Cond", "Conj", "Constant", "Conv", "Convert", "Cos",
     "Cosh", "Cummax", "Cummin", "Cumprod", "Cumsum", "Div", "DotGeneral", "DynamicSlice",
     "DynamicUpdateSlice", "Eig", "Eigh", "Erf", "ErfInv", "Erfc", "Exp", "Expm1", "Fft", "FftType",
-    "Floor", "Gather",
+    "Floor", "Gather", "Hessenberg",
     "HostCallback", "Imag", "Iota", "IsFinite", "LU", "LUPermute", "Lgamma", "LinearScan", "Log",
     "Log1p",
     "Logistic", "Max", "Min", "Mul", "Neg", "Not", "Or", "Pad", "Pow", "QR", "Real", "ReduceAnd",

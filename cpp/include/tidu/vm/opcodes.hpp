@@ -129,7 +129,8 @@ namespace tidu {
   X(Fft, S, it)                   \
   X(Lgamma, E1, _)                \
   X(Eig, S, iii)                  \
-  X(Schur, S, _)
+  X(Schur, S, _)                  \
+  X(Hessenberg, S, _)
 
 enum class Op : std::uint8_t {
 #define TIDU_ENUM(name, kind, sig) name,

@@ -1,8 +1,9 @@
 """jax.scipy.linalg's Schur family: ``schur`` (the ``Schur`` primitive, LAPACK ``?gees``),
 ``rsf2csf`` (jax's Givens sweep from the bottom, the 2x2 blocks' eigenvalues by ``Eig``),
 ``sqrtm`` (jax's complex Schur method, Bjorck & Hammarling 1983), ``funm`` (jax's Schur-Parlett
-recurrence, Golub & Van Loan 11.1.1) and ``solve_sylvester`` (Bartels-Stewart on the complex
-Schur forms, or jax's eigen method).
+recurrence, Golub & Van Loan 11.1.1), ``solve_sylvester`` (Bartels-Stewart on the complex
+Schur forms, or jax's eigen method) and ``hessenberg`` (the ``Hessenberg`` primitive, LAPACK
+``?gehrd`` + ``?orghr``).
 
 jax runs rsf2csf's sweep as a ``fori_loop`` of ``cond``s over the static size; here each step is
 traced once per position (the size is static) and the ``cond`` is a select.  jax fills sqrtm's
@@ -34,7 +35,7 @@ from tidu.numpy.sorting import min as _min
 from tidu.numpy.ufuncs import isinf
 from tidu.trace.build import apply
 
-__all__ = ["funm", "rsf2csf", "schur", "solve_sylvester", "sqrtm"]
+__all__ = ["funm", "hessenberg", "rsf2csf", "schur", "solve_sylvester", "sqrtm"]
 
 
 def _complex_of(dt) -> np.dtype:
@@ -56,6 +57,21 @@ def schur(a, output: str = "real"):
         a = astype(a, _complex_of(a.dtype))
     out = apply(P_.Schur(), a)
     return out[..., :n], out[..., n:]
+
+
+def hessenberg(a, *, calc_q: bool = False, overwrite_a: bool = False,
+               check_finite: bool = True):
+    """H (and Q with ``calc_q``), ``a = Q H Q^H`` with H upper Hessenberg, as
+    ``jax.scipy.linalg.hessenberg`` (LAPACK ``?gehrd``; Q from the same reflectors).  Batched
+    over leading axes.  Not differentiable, as jax's."""
+    del overwrite_a, check_finite
+    (a,) = _arrays("hessenberg", a)
+    n = _square("hessenberg", a)
+    if n == 0:  # as jax's: no reduction to run
+        return (a, a) if calc_q else a
+    out = apply(P_.Hessenberg(), a)
+    h, q = out[..., :n], out[..., n:]
+    return (h, q) if calc_q else h
 
 
 def _set_rows(x, lo: int, rows):
