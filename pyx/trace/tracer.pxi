@@ -500,9 +500,12 @@ def reshape(x, shape):
     return _py.reshape_general(x, shape)
 
 
-def concatenate(xs, axis=0):
+def concatenate(xs, axis=0, dtype=None):
     """tidu.concatenate: a list or tuple of Tracers of one trace and one dtype along an int
-    axis on the fast path, the general path (tidu.numpy.core.concatenate_general) otherwise."""
+    axis on the fast path, the general path (tidu.numpy.core.concatenate_general) otherwise
+    (``axis=None`` flattens first, ``dtype`` casts and makes the result strong, as jax's)."""
+    if dtype is not None:
+        return _py.concatenate_general(xs, axis, dtype=dtype)
     cdef Tracer a, first
     cdef vector[Id] args
     cdef Trace t

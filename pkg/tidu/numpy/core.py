@@ -328,24 +328,30 @@ def concatenate_rule(avals: Sequence[AbstractValue], axis: int):
 
 
 @keeps_weak(0, seq=True)
-def concatenate_general(xs: Sequence, axis: int = 0):
+def concatenate_general(xs: Sequence, axis: int | None = 0, dtype=None):
     """concatenate (tidu.concatenate is the compiled tracer's, pyx/trace/tracer.pxi, which comes
-    here for what it does not take and for the errors)."""
+    here for what it does not take and for the errors): ``axis=None`` joins the flattened
+    arrays, ``dtype`` casts (a strongly typed result), as ``jax.numpy.concatenate``."""
     xs = list(xs)
     if not xs:
         raise ValueError("concatenate: need at least one array")
     t = _trace_of(*xs)
     dts = {x.aval.dtype if type(x) is Tracer else None for x in xs}
     dt = (
-        next(iter(dts))
+        np.dtype(dtype) if dtype is not None
+        else next(iter(dts))
         if len(dts) == 1 and None not in dts
         else result_type(*xs)
     )
     lifted = [_lift(t, x, dt) for x in xs]
+    if axis is None:
+        lifted = [reshape(x, (-1,)) if x.ndim != 1 else x for x in lifted]
+        axis = 0
     nd = lifted[0].ndim
     if nd == 0:
         raise ValueError("concatenate: zero-dimensional arrays cannot be concatenated")
-    return _emit(t, _op(P.Concatenate, int(axis) % nd), *lifted)
+    out = _emit(t, _op(P.Concatenate, int(axis) % nd), *lifted)
+    return astype(out, dt) if dtype is not None else out
 
 
 concatenate = _core.concatenate
