@@ -8,10 +8,10 @@ Schur forms, or jax's eigen method) and ``hessenberg`` (the ``Hessenberg`` primi
 jax runs rsf2csf's sweep as a ``fori_loop`` of ``cond``s over the static size; here each step is
 traced once per position (the size is static) and the ``cond`` is a select.  jax fills sqrtm's
 triangular root one entry at a time (two nested ``fori_loop``s); here one superdiagonal at a
-time, each entry's sum over k in (i, j) being that superdiagonal of U @ U (the entries not yet
+time, each entry's sum over k in (i, j) being row i of U times column j (the entries not yet
 filled are zero), so values agree with jax's to rounding (the sums are added in another
 order); funm's Parlett recurrence likewise (its sum over k in (i, j) plus the T_ij (F_jj - F_ii)
-term is that superdiagonal of T F - F T).  solve_sylvester's triangular solve, one entry at a
+term is entry (i, j) of T F - F T).  solve_sylvester's triangular solve, one entry at a
 time in jax's scan, is one triangular solve per column here (R + s_jj I upper triangular), from
 the last column.  None is differentiable, as in jax (the Schur decomposition has no derivative
 rule); solve_sylvester's eigen method is (through Eig)."""
@@ -29,7 +29,7 @@ from tidu.numpy.core import sum as _sum
 from tidu.numpy.creation import diagonal
 from tidu.numpy.linalg.core import _arrays, _mT, _square, inv, solve, solve_triangular
 from tidu.numpy.linalg.eig import eig, eigvals
-from tidu.numpy.shapes import stack
+from tidu.numpy.shapes import stack, swapaxes
 from tidu.numpy.sorting import any as _any
 from tidu.numpy.sorting import min as _min
 from tidu.numpy.ufuncs import isinf
@@ -132,17 +132,24 @@ def rsf2csf(T, Z, check_finite: bool = True):
 
 def _sqrtm_triu(T):
     """jax's ``_sqrtm_triu``: the upper triangular U with U @ U = T (principal roots on the
-    diagonal), one superdiagonal at a time."""
+    diagonal), one superdiagonal at a time: entry (i, i+s) needs sum_k U[i, k] U[k, i+s], the
+    product of row i and column i+s of U (the entries not yet filled are zero), so each step
+    is O(n^2): rows 0..n-s-1 times columns s..n-1, summed."""
     n = T.shape[-1]
     d = sqrt(diagonal(T, axis1=-2, axis2=-1))
     eye = np.eye(n, dtype=bool)
     U = where(eye, d[..., None, :], 0)
-    denom = d[..., :, None] + d[..., None, :]
     j_minus_i = np.arange(n)[None, :] - np.arange(n)[:, None]
+    batch = T.shape[:-2]
     for s in range(1, n):
-        inner = matmul(U, U)
-        val = where(T == inner, 0, (T - inner) / denom)
-        U = where(j_minus_i == s, val, U)
+        on = j_minus_i == s
+        rows = U[..., :n - s, :]
+        cols = swapaxes(U[..., :, s:], -1, -2)
+        inner = _sum(rows * cols, axis=-1)  # (..., n - s)
+        t_s = _sum(where(on, T, 0), axis=-1)[..., :n - s]
+        val = where(t_s == inner, 0, (t_s - inner) / (d[..., :n - s] + d[..., s:]))
+        full = concatenate([val, broadcast_to(astype(0, val.dtype), batch + (s,))], axis=-1)
+        U = where(on, full[..., :, None], U)
     return U
 
 
@@ -163,9 +170,16 @@ def _parlett(F, T):
     d = diagonal(T, axis1=-2, axis2=-1)
     den = d[..., None, :] - d[..., :, None]  # T_jj - T_ii at (i, j)
     j_minus_i = np.arange(n)[None, :] - np.arange(n)[:, None]
-    for p in range(1, n):
-        s = matmul(T, F) - matmul(F, T)
-        F = where(j_minus_i == p, where(den != 0, s / den, s), F)
+    batch = T.shape[:-2]
+    for p in range(1, n):  # superdiagonal p of T F - F T, O(n^2) per step
+        on = j_minus_i == p
+        tf = _sum(T[..., :n - p, :] * swapaxes(F[..., :, p:], -1, -2), axis=-1)
+        ft = _sum(F[..., :n - p, :] * swapaxes(T[..., :, p:], -1, -2), axis=-1)
+        s = tf - ft
+        den_p = d[..., p:] - d[..., :n - p]
+        val = where(den_p != 0, s / den_p, s)
+        full = concatenate([val, broadcast_to(astype(0, val.dtype), batch + (p,))], axis=-1)
+        F = where(on, full[..., :, None], F)
     minden = _abs(T[..., 0, 0])
     if n > 1:
         minden = _min(where(j_minus_i > 0, _abs(den), np.inf), axis=(-2, -1))
