@@ -129,6 +129,7 @@ namespace tidu {
   X(Fft, S, it)                   \
   X(Lgamma, E1, _)                \
   X(Eig, S, iii)                  \
+  X(BitcastConvertType, S, d)     \
   X(Schur, S, _)                  \
   X(Hessenberg, S, _)
 
