@@ -437,7 +437,7 @@ bool set_blas(const std::string& path, const std::string& prefix) {
   tidu::kern::lapack() = tidu::kern::LapackHooks{sym("cblas_strsm"), sym("cblas_dtrsm"), sym("cblas_ctrsm"),
                                                  sym("cblas_ztrsm"), sym("spotrf_"), sym("dpotrf_"),
                                                  sym("cpotrf_"), sym("zpotrf_")};
-  // Factorisations (factor.hpp): LAPACK ?getrf_, ?syevd_/?heevd_, ?geqrf_, ?orgqr_/?ungqr_, ?gesdd_, ?geev_.
+  // Factorisations (factor.hpp): LAPACK ?getrf_, ?syevd_/?heevd_, ?geqrf_, ?orgqr_/?ungqr_, ?gesdd_, ?geev_, ?gees_, ?gehrd_, ?orghr_/?unghr_.
   auto four = [&](const char* s, const char* d, const char* c, const char* z, void* (&out)[4]) {
     out[0] = sym(s), out[1] = sym(d), out[2] = sym(c), out[3] = sym(z);
   };
@@ -448,6 +448,9 @@ bool set_blas(const std::string& path, const std::string& prefix) {
   four("sorgqr_", "dorgqr_", "cungqr_", "zungqr_", f.orgqr);
   four("sgesdd_", "dgesdd_", "cgesdd_", "zgesdd_", f.gesdd);
   four("sgeev_", "dgeev_", "cgeev_", "zgeev_", f.geev);
+  four("sgees_", "dgees_", "cgees_", "zgees_", f.gees);
+  four("sgehrd_", "dgehrd_", "cgehrd_", "zgehrd_", f.gehrd);
+  four("sorghr_", "dorghr_", "cunghr_", "zunghr_", f.orghr);
   // tidu splits large products over its own pool (vm/parallel.hpp): the BLAS runs single-threaded,
   // so its threads never compete with tidu's or spin on a busy core.  This library copy is
   // tidu's own (numpy and scipy bundle theirs), so no other user's setting changes.

@@ -138,6 +138,12 @@ def _weak_cases(np_, lax, cf):
         "vstack": lambda s: np_.vstack([s, s]), "hstack": lambda s: np_.hstack([s, s]),
         "concatenate": lambda s: np_.concatenate([vec(s, 1), vec(s, 2)]),
         "concatenate_f32": lambda s: np_.concatenate([vec(s, 1), F32]),
+        "stack_pos_dtype": lambda s: np_.stack([s, s], 0, None, np.float32),
+        "stack_pos_none": lambda s: np_.stack([s, s], 0, None, None),
+        "vstack_pos_dtype": lambda s: np_.vstack([s, s], np.float32),
+        "hstack_dtype": lambda s: np_.hstack([s, s], dtype=np.float32),
+        "concatenate_dtype": lambda s: np_.concatenate([vec(s, 1), vec(s, 2)], 0, np.float32),
+        "concatenate_axis_none": lambda s: np_.concatenate([row(s), vec(s, 2)], axis=None),
         "where": lambda s: np_.where(s > 1, s, s), "where_py": lambda s: np_.where(s > 0, s, 2.0),
         "select": lambda s: lax.select(s > 0, s, s),
         "sum": lambda s: np_.sum(vec(s)), "max": lambda s: np_.max(vec(s)),
@@ -222,6 +228,42 @@ def test_weak_results_then_meet_float32():
     want = jax.jit(f(jnp, jax.lax, jax.lax))(F32, 0.5)
     assert [g.dtype for g in got] == [w.dtype for w in want]
     assert got[0].dtype == np.float32 and got[-1].dtype == np.float64  # stack weak, sum strong
+
+
+# ---- jax.nn's activations of bool and integer input ----
+
+NN = ("celu", "elu", "gelu", "hard_sigmoid", "hard_silu", "hard_swish", "hard_tanh", "identity",
+      "leaky_relu", "log_sigmoid", "log_softmax", "logmeanexp", "logsumexp", "mish", "relu",
+      "relu6", "selu", "sigmoid", "silu", "soft_sign", "softmax", "softplus", "sparse_plus",
+      "sparse_sigmoid", "squareplus", "standardize", "tanh", "swish", "glu")
+
+
+@pytest.mark.parametrize("dt", ("bool", "int8", "int16", "int32", "int64"))
+def test_nn_activations_of_integers_have_jax_dtype_and_weak_type(dt):
+    """Each jax.nn activation of a bool or integer array: jax's dtype and weak type (jax's
+    float literals in elu, selu, relu6, sparse_plus make a weak float64 in x64; softplus and
+    mish of bool are weak too; squareplus squares bool as int32) and values; where jax refuses
+    the dtype (sigmoid, silu, swish, glu: lax.logistic takes floats only) tidu refuses it too.
+    (Unsigned input is left out: jax's hard_tanh compares it with -1 wrapped to 2^k - 1, where
+    tidu refuses the negative Python int, docs/frontend.md.)"""
+    x = _input(dt) if dt == "bool" else np.array([1, -2, 0, 3] if dt[0] == "i" else [1, 2, 0, 3],
+                                                  dt)
+    wrong = []
+    for name in NN:
+        jf, tf = getattr(jax.nn, name), getattr(td.nn, name)
+        if not _jax_takes(jf, x):
+            with pytest.raises(TypeError):
+                td.jit(tf)(x)
+            continue
+        w = jax.eval_shape(jf, x)
+        box: dict = {}
+        got = td.jit(_probe({name: tf}, box))(x)[0]
+        if box[name] != (np.dtype(w.dtype), bool(w.weak_type)):
+            wrong.append(f"{name}: tidu {box[name]}, jax {(w.dtype, w.weak_type)}")
+            continue
+        tol = 2e-6 if w.dtype == np.float32 else 1e-12
+        np.testing.assert_allclose(got, np.asarray(jf(x)), rtol=tol, atol=tol, err_msg=name)
+    assert not wrong, "\n".join(wrong)
 
 
 # ---- td.disable_jit ----

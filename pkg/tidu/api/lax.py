@@ -13,6 +13,8 @@ from tidu import ops as _P
 from tidu.api import lax_absent as _absent
 from tidu.api import lax_linalg as linalg
 from tidu.api import special_expint as _special_expint  # noqa: F401  (registers expi, exp1, expn)
+from tidu.api import special_hyp as _special_hyp  # noqa: F401  (registers hyp1f1, hyp2f1)
+from tidu.api import special_sph as _special_sph  # noqa: F401  (registers sph_harm_y)
 from tidu.api.collectives import (
     all_gather,
     all_to_all,

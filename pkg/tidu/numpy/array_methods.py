@@ -15,6 +15,7 @@ from tidu._native import _core
 from tidu.graph import _aval_list
 from tidu.numpy import (
     arrays,
+    bitview,
     contractions,
     core,
     creation,
@@ -63,6 +64,7 @@ METHODS = {
     "clone": _copy,
     "compress": _compress,
     "argsort": sorting.argsort,
+    "byteswap": bitview.byteswap,
     "clip": ufuncs.clip,
     "conjugate": core.conj,
     "copy": _copy,
@@ -86,6 +88,7 @@ METHODS = {
     "take": take.take,
     "trace": contractions.trace,
     "var": reducers.var,
+    "view": bitview.view,
 }
 
 # jax.Array's properties beyond shape, dtype, ndim, size, T, real, imag, at

@@ -366,7 +366,8 @@ def concatenate_rule(avals: Sequence[AbstractValue], axis: int):
 def concatenate_general(xs: Sequence, axis: int | None = 0, dtype=None):
     """concatenate (tidu.concatenate is the compiled tracer's, pyx/trace/tracer.pxi, which comes
     here for what it does not take and for the errors): ``axis=None`` joins the flattened
-    arrays, ``dtype`` casts every operand to the result's dtype first (jax's)."""
+    arrays, ``dtype`` casts every operand to it first (a strongly typed result), as
+    ``jax.numpy.concatenate``."""
     xs = list(xs)
     if not xs:
         raise ValueError("concatenate: need at least one array")
@@ -384,7 +385,8 @@ def concatenate_general(xs: Sequence, axis: int | None = 0, dtype=None):
     nd = lifted[0].ndim
     if nd == 0:
         raise ValueError("concatenate: zero-dimensional arrays cannot be concatenated")
-    return _emit(t, _op(P.Concatenate, int(axis) % nd), *lifted)
+    out = _emit(t, _op(P.Concatenate, int(axis) % nd), *lifted)
+    return astype(out, dt) if dtype is not None else out
 
 
 concatenate = _core.concatenate

@@ -38,7 +38,7 @@ from tidu.numpy.core import sqrt as _core_sqrt
 from tidu.numpy.core import sum as _sum
 from tidu.numpy.einsum import einsum
 from tidu.numpy.reducers import mean as _rd_mean
-from tidu.numpy.ufuncs import erfc, isfinite, logaddexp
+from tidu.numpy.ufuncs import erfc, isfinite, logaddexp, square
 from tidu.trace.tracer import _compare, _lift, _trace_of, _unary_float, as_inexact
 
 _where = where  # the functions below take jax's `where=` mask argument
@@ -62,9 +62,10 @@ def relu(x):
 
 
 def relu6(x):
-    """min(max(x, 0), 6); derivative 0 at both kinks."""
+    """min(max(x, 0), 6.); derivative 0 at both kinks.  jax's float 6. makes integer and bool
+    input a weak float (float64 here, as jax's in x64)."""
     x = _tr(x)
-    return where(x <= 0, 0, where(x >= 6, 6, x))
+    return where(x <= 0, 0, where(x >= 6, 6.0, x))
 
 
 def sigmoid(x):
@@ -75,6 +76,9 @@ def sigmoid(x):
     kernels stay real-only.  Values are infinite/NaN at the poles x = i(2k+1)pi, as jax's.
     """
     x = _tr(x)
+    if kind_of(x.aval.dtype) not in "fc":
+        raise TypeError(f"sigmoid does not accept dtype {x.aval.dtype} (as jax's lax.logistic): "
+                        f"floating and complex only; cast first (x.astype(float))")
     if np.issubdtype(x.aval.dtype, np.complexfloating):
         return 1 / (1 + exp(-x))
     return _unary_float(P.Logistic, x)
@@ -112,7 +116,7 @@ def gelu(x, approximate: bool = True):
 def elu(x, alpha: float = 1.0):
     """x for x > 0, alpha * (exp(x) - 1) otherwise."""
     x = _tr(x)
-    return where(x > 0, x, alpha * expm1(where(x > 0, 0, x)))
+    return where(x > 0, x, alpha * expm1(where(x > 0, 0.0, x)))  # jax's 0.: ints -> weak float
 
 
 def leaky_relu(x, negative_slope: float = 0.01):
@@ -292,13 +296,13 @@ def mish(x):
 def squareplus(x, b=4):
     """(x + sqrt(x^2 + b)) / 2 (jax's formulation: integer x in to_inexact_dtype)."""
     x = _tr(x)
-    return (x + _core_sqrt(x * x + b)) / 2
+    return (x + _core_sqrt(square(x) + b)) / 2  # jax's square: bool input as int32
 
 
 def sparse_plus(x):
     """0 for x <= -1, (x + 1)^2 / 4 on (-1, 1), x for x >= 1."""
     x = _tr(x)
-    return where(x <= -1, 0.0, where(x >= 1, x, (x + 1) * (x + 1) / 4))
+    return where(x <= -1.0, 0.0, where(x >= 1.0, x, (x + 1.0) ** 2 / 4))  # jax's formula
 
 
 # ---- attention ----

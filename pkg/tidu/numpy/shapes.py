@@ -572,9 +572,10 @@ def _pad_constant(x: Tracer, widths, constant_values) -> Tracer:
 
 
 # Weakly typed results where the operands are (jax's rule; tidu.trace.tracer.keeps_weak)
-for _n in ("stack", "vstack", "hstack", "dstack", "column_stack"):
-    globals()[_n] = keeps_weak(0, seq=True)(globals()[_n])
+# a dtype argument, by keyword or by position, makes the result strong (jax's)
+for _n, _pos in (("stack", 3), ("vstack", 1), ("hstack", 1), ("dstack", 1), ("column_stack", None)):
+    globals()[_n] = keeps_weak(0, seq=True, dtype_pos=_pos)(globals()[_n])
 for _n in ("split", "array_split", "squeeze", "expand_dims", "moveaxis", "swapaxes", "ravel",
            "flip", "fliplr", "flipud", "roll", "tile", "repeat", "pad"):
     globals()[_n] = keeps_weak(0)(globals()[_n])
-del _n
+del _n, _pos

@@ -24,8 +24,10 @@ from tidu.trace.tracer import (
     _emit,
     _lift,
     _promote,
+    _promote_weak,
     _trace_of,
     _unary_float,
+    _weak,
     as_inexact,
 )
 
@@ -127,8 +129,10 @@ fix = trunc
 # ---- arithmetic ----
 
 def square(x):
-    """x * x (any numeric dtype)."""
+    """x * x (any numeric dtype); bool input as int32, as jax's (promote_dtypes_numeric)."""
     x = _tr(x)
+    if x.aval.dtype == np.bool_:
+        x = x.astype(np.int32)
     return x * x
 
 
@@ -300,7 +304,7 @@ def exp2(x):
 def logaddexp(x1, x2):
     """log(exp(x1) + exp(x2)) without overflow; -inf, -inf gives -inf (jax's formulation)."""
     t = _trace_of(x1, x2)
-    a, b = _promote("logaddexp", t, x1, x2, min_dtype=True)
+    (a, b), weak = _promote_weak("logaddexp", t, x1, x2, min_dtype=True)
     # hi + log1p(exp(lo - hi)) with hi, lo picked by one select, not maximum(a, b) and abs(a - b):
     # each branch is the analytic function itself, so the select's derivative (the chosen
     # branch's) is right to every order at a tie, where maximum's 0.5 split and abs'(0) = 0
@@ -308,7 +312,8 @@ def logaddexp(x1, x2):
     # lo - hi <= 0, so neither branch overflows.
     first = a >= b
     hi, lo = where(first, a, b), where(first, b, a)
-    return where(isnan(a - b), a + b, hi + log1p(exp(lo - hi)))
+    # weak where jax's is (a bool array with a Python int promotes to a weak int, so a weak float)
+    return _weak(where(isnan(a - b), a + b, hi + log1p(exp(lo - hi))), weak)
 
 
 def logaddexp2(x1, x2):

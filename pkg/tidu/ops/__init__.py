@@ -88,6 +88,7 @@ from tidu.ops.reductions import (
                                   ReduceOr,
                                   ReduceProd,
 )
+from tidu.ops.schur import Hessenberg, Schur
 from tidu.ops.shapes import Rev
 from tidu.ops.sharding import ShardingHint
 from tidu.ops.sorting import Cummax, Cummin, Cumprod, Cumsum, LinearScan, Sort
@@ -100,7 +101,8 @@ TIER1 = ("Abs", "Add", "BroadcastInDim", "Compare", "Concatenate", "Conj", "Cons
          "Mul", "Neg", "Pad", "Pow", "Real", "ReduceMax", "ReduceSum", "Reshape", "Rsqrt", "Select",
          "Sign", "Sin", "Slice", "Sqrt", "StopGradient", "Sub", "Tanh", "Transpose")
 # linear algebra (docs/linalg.md)
-LINALG = ("Cholesky", "TriangularSolve", "LU", "LUPermute", "Eigh", "QR", "SVD", "Eig")
+LINALG = ("Cholesky", "TriangularSolve", "LU", "LUPermute", "Eigh", "QR", "SVD", "Eig", "Schur",
+          "Hessenberg")
 INDEXING = ("DynamicSlice", "DynamicUpdateSlice", "Gather", "Scatter")  # docs/numpy.md
 # ordering and accumulation (docs/numpy.md)
 SORTING = ("ArgMax", "ArgMin", "Cummax", "Cummin", "Cumprod", "Cumsum", "LinearScan", "ReduceAnd",
@@ -134,14 +136,14 @@ __all__ = [
     "Cholesky", "Compare", "Concatenate", "Cond", "Conj", "Constant", "Conv", "Convert", "Cos",
     "Cosh", "Cummax", "Cummin", "Cumprod", "Cumsum", "Div", "DotGeneral", "DynamicSlice",
     "DynamicUpdateSlice", "Eig", "Eigh", "Erf", "ErfInv", "Erfc", "Exp", "Expm1", "Fft", "FftType",
-    "Floor", "Gather",
+    "Floor", "Gather", "Hessenberg",
     "HostCallback", "Imag", "Iota", "IsFinite", "LU", "LUPermute", "Lgamma", "LinearScan", "Log",
     "Log1p",
     "Logistic", "Max", "Min", "Mul", "Neg", "Not", "Or", "Pad", "Pow", "QR", "Real", "ReduceAnd",
     "ReduceMax", "ReduceMin", "ReduceOr", "ReduceProd", "ReduceSum", "ReduceWindowGeneral",
     "ReduceWindowMax", "ReduceWindowMin", "ReduceWindowSum", "Rem", "Reshape", "Rev", "Round",
     "Rsqrt", "SVD", "Scan",
-    "Scatter", "Select", "ShardingHint", "ShiftLeft", "ShiftRightArithmetic",
+    "Schur", "Scatter", "Select", "ShardingHint", "ShiftLeft", "ShiftRightArithmetic",
     "ShiftRightLogical", "Sign", "Sin",
     "Sinh", "Slice", "Sort", "Sqrt", "StopGradient", "Sub", "Tan", "Tanh", "Threefry2x32",
     "Threefry2x32Iota", "Tie", "Transpose", "TriangularSolve", "While", "Xor",

@@ -18,11 +18,17 @@
 //                           component real); neither: w (..., m) complex.  Real input: complex
 //                           pairs unpacked as jax's (v_j = re + i im, v_{j+1} = re - i im).  A
 //                           matrix with a non-finite entry gives NaN (as jax, without calling geev).
+//   Schur   (..., m, m)  -> (..., m, 2m): [T | Z], A = Z T Z^H (LAPACK ?gees, no sorting): T upper
+//                           quasi-triangular (real input: 2x2 blocks for complex pairs) or
+//                           triangular (complex input), Z orthogonal/unitary.  A matrix with a
+//                           non-finite entry (or no convergence) gives NaN, as Eig.
+//   Hessenberg (..., m, m) -> (..., m, 2m): [H | Q], A = Q H Q^H (LAPACK ?gehrd + ?orghr/?unghr):
+//                           H upper Hessenberg (zero below the subdiagonal), Q orthogonal/unitary.
 //   LUPermute(inverse) (pivots int32 (..., k), x (..., m, n)) -> the rows of x swapped i <-> p[i]
 //                           for i = 0..k-1 (backwards when inverse); a pivot outside [0, m) is ignored.
 //
 // Kernels call LAPACK (Fortran interface) through FactorHooks when set: ?getrf_, ?syevd_/?heevd_,
-// ?geqrf_ + ?orgqr_/?ungqr_, ?gesdd_, ?geev_.  The Python package fills them from scipy-openblas32; a C++
+// ?geqrf_ + ?orgqr_/?ungqr_, ?gesdd_, ?geev_, ?gees_, ?gehrd_ + ?orghr_/?unghr_.  The Python package fills them from scipy-openblas32; a C++
 // embedder sets them to any LAPACK it links (tidu::kern::factor_hooks().dgetrf = (void*)&dgetrf_;
 // ...).  Without hooks LU runs its own loops (partial pivoting as LAPACK's); Eigh, QR, SVD and Eig
 // throw a std::runtime_error naming the missing routine.  A factorisation that fails
@@ -55,6 +61,9 @@ struct FactorHooks {
   void* orgqr[4] = {};  // sorgqr, dorgqr, cungqr, zungqr
   void* gesdd[4] = {};
   void* geev[4] = {};   // sgeev, dgeev, cgeev, zgeev
+  void* gees[4] = {};   // sgees, dgees, cgees, zgees
+  void* gehrd[4] = {};  // sgehrd, dgehrd, cgehrd, zgehrd
+  void* orghr[4] = {};  // sorghr, dorghr, cunghr, zunghr
 };
 inline FactorHooks& factor_hooks() {
   static FactorHooks hooks;
@@ -471,9 +480,122 @@ inline void eig(bool left, bool right, const T* X, std::complex<real_of_t<T>>* Y
   }
 }
 
+// ---- Schur ----
+
+// ?gees(jobvs, sort, select, n, a, lda, sdim, wr, wi | w, vs, ldvs, work, lwork, [rwork,] bwork, info)
+using gees_t = void (*)(const char*, const char*, void*, const int*, void*, const int*, int*, void*, void*, void*,
+                        const int*, void*, const int*, int*, int*, std::size_t, std::size_t);
+using cgees_t = void (*)(const char*, const char*, void*, const int*, void*, const int*, int*, void*, void*,
+                         const int*, void*, const int*, void*, int*, int*, std::size_t, std::size_t);
+
+template <class T>
+inline void schur(const T* X, T* Y, std::int64_t batch, std::int64_t m) {
+  using R = real_of_t<T>;
+  void* fn = factor_hooks().gees[type_index<T>()];
+  need_hook(fn, "Schur (?gees)");
+  if (!lapack_size_ok(m, m)) throw std::runtime_error("tidu: Schur: matrix too large for LAPACK");
+  const std::size_t mm = static_cast<std::size_t>(std::max<std::int64_t>(m * m, 1));
+  auto& a = scratch<T>(0);
+  auto& work = scratch<T>(1);
+  auto& rwork = scratch<R>(2);
+  auto& vs = scratch<T>(3);
+  a.resize(mm);
+  vs.resize(mm);
+  const std::size_t m1 = static_cast<std::size_t>(std::max<std::int64_t>(m, 1));
+  if constexpr (is_complex_v<T>) rwork.resize(m1);
+  std::vector<R> wr(m1), wi(m1);
+  std::vector<T> w(m1);
+  std::vector<int> bwork(m1);  // not referenced without sorting
+  const int M = static_cast<int>(m), LD = static_cast<int>(std::max<std::int64_t>(m, 1));
+  for (std::int64_t b = 0; b < batch; ++b) {
+    const T* x = X + b * m * m;
+    T* y = Y + b * m * 2 * m;
+    bool ok = all_finite(x, m * m);
+    if (ok && m > 0) {
+      to_colmajor(x, a.data(), m, m);
+      int info = 0, lwork = -1, sdim = 0;
+      T wq{};
+      auto call = [&](T* wk) {
+        if constexpr (is_complex_v<T>)
+          reinterpret_cast<cgees_t>(fn)("V", "N", nullptr, &M, a.data(), &LD, &sdim, w.data(), vs.data(), &LD, wk,
+                                        &lwork, rwork.data(), bwork.data(), &info, 1, 1);
+        else
+          reinterpret_cast<gees_t>(fn)("V", "N", nullptr, &M, a.data(), &LD, &sdim, wr.data(), wi.data(), vs.data(),
+                                       &LD, wk, &lwork, bwork.data(), &info, 1, 1);
+      };
+      call(&wq);
+      lwork = std::max(1, static_cast<int>(std::real(wq)));
+      work.resize(static_cast<std::size_t>(lwork));
+      call(work.data());
+      ok = info == 0;
+    }
+    if (!ok) {
+      for (std::int64_t i = 0; i < 2 * m * m; ++i) y[i] = nan_of<T>();
+      continue;
+    }
+    from_colmajor(a.data(), m, y, m, m, 2 * m);
+    from_colmajor(vs.data(), m, y + m, m, m, 2 * m);
+  }
+}
+
+// ---- Hessenberg ----
+
+// ?gehrd(n, ilo, ihi, a, lda, tau, work, lwork, info); ?orghr/?unghr: the same arguments
+using gehrd_t = void (*)(const int*, const int*, const int*, void*, const int*, void*, void*, const int*, int*);
+
+template <class T>
+inline void hessenberg(const T* X, T* Y, std::int64_t batch, std::int64_t m) {
+  void* fh = factor_hooks().gehrd[type_index<T>()];
+  void* fq = factor_hooks().orghr[type_index<T>()];
+  need_hook(fh, "Hessenberg (?gehrd)");
+  need_hook(fq, "Hessenberg (?orghr/?unghr)");
+  if (!lapack_size_ok(m, m)) throw std::runtime_error("tidu: Hessenberg: matrix too large for LAPACK");
+  const std::size_t mm = static_cast<std::size_t>(std::max<std::int64_t>(m * m, 1));
+  auto& a = scratch<T>(0);
+  auto& work = scratch<T>(1);
+  auto& q = scratch<T>(3);
+  a.resize(mm);
+  q.resize(mm);
+  std::vector<T> tau(static_cast<std::size_t>(std::max<std::int64_t>(m, 1)));
+  const int M = static_cast<int>(m), LD = static_cast<int>(std::max<std::int64_t>(m, 1)), ILO = 1, IHI = M;
+  for (std::int64_t b = 0; b < batch; ++b) {
+    const T* x = X + b * m * m;
+    T* y = Y + b * m * 2 * m;
+    if (m == 0) continue;
+    to_colmajor(x, a.data(), m, m);
+    int info = 0, lwork = -1;
+    T wq{};
+    auto call = [&](void* fn, T* mat, T* wk) {
+      reinterpret_cast<gehrd_t>(fn)(&M, &ILO, &IHI, mat, &LD, tau.data(), wk, &lwork, &info);
+    };
+    call(fh, a.data(), &wq);
+    lwork = std::max(1, static_cast<int>(std::real(wq)));
+    work.resize(static_cast<std::size_t>(lwork));
+    call(fh, a.data(), work.data());
+    bool ok = info == 0;
+    if (ok) {
+      std::copy(a.begin(), a.begin() + m * m, q.begin());
+      lwork = -1;
+      call(fq, q.data(), &wq);
+      lwork = std::max(1, static_cast<int>(std::real(wq)));
+      work.resize(static_cast<std::size_t>(lwork));
+      call(fq, q.data(), work.data());
+      ok = info == 0;
+    }
+    if (!ok) {
+      for (std::int64_t i = 0; i < 2 * m * m; ++i) y[i] = nan_of<T>();
+      continue;
+    }
+    for (std::int64_t j = 0; j < m; ++j)  // H: the reflectors below the subdiagonal are zeros
+      for (std::int64_t i = j + 2; i < m; ++i) a[i + j * m] = T(0);
+    from_colmajor(a.data(), m, y, m, m, 2 * m);
+    from_colmajor(q.data(), m, y + m, m, m, 2 * m);
+  }
+}
+
 // ---- dispatch (from interpreter.hpp's run_instr; operands checked by validate.hpp) ----
 // LU: no attrs.  LUPermute: inverse.  Eigh: vectors.  QR: full_matrices.  SVD: full_matrices,
-// compute_uv.  Eig: left, right, (derivative flag, unused here).  The dtype visited is the matrix operand's (Eigh values and SVD s are real).
+// compute_uv.  Eig: left, right, (derivative flag, unused here).  Schur, Hessenberg: no attrs.  The dtype visited is the matrix operand's (Eigh values and SVD s are real).
 inline void run_factor(Op op, const Program& p, const std::uint32_t* a, const std::int64_t* at, void* y,
                        void** ptr) {
   const bool perm = op == Op::LUPermute;
@@ -498,6 +620,8 @@ inline void run_factor(Op op, const Program& p, const std::uint32_t* a, const st
         eig<T>(at[0] != 0, at[1] != 0, X, static_cast<std::complex<real_of_t<T>>*>(y), batch, m);
         return;
       case Op::QR: qr<T>(at[0] != 0, X, static_cast<T*>(y), batch, m, n); return;
+      case Op::Schur: schur<T>(X, static_cast<T*>(y), batch, m); return;
+      case Op::Hessenberg: hessenberg<T>(X, static_cast<T*>(y), batch, m); return;
       default: svd<T>(at[0] != 0, at[1] != 0, X, y, batch, m, n); return;
     }
   });

@@ -128,8 +128,10 @@ namespace tidu {
   X(Tie, S, _)                    \
   X(Fft, S, it)                   \
   X(Lgamma, E1, _)                \
-  X(Eig, S, iii)                 \
-  X(BitcastConvertType, S, d)
+  X(Eig, S, iii)                  \
+  X(BitcastConvertType, S, d)     \
+  X(Schur, S, _)                  \
+  X(Hessenberg, S, _)
 
 enum class Op : std::uint8_t {
 #define TIDU_ENUM(name, kind, sig) name,

@@ -420,10 +420,12 @@ inline void validate_instructions(const Program& p) {
       case Op::LinearScan: case Op::Sort:  // sort_scan.hpp
         if (const char* problem = check_sort_scan(p, in)) fail(problem);
         break;
-      case Op::LU: case Op::LUPermute: case Op::Eigh: case Op::QR: case Op::SVD: case Op::Eig: {  // factor.hpp
+      case Op::LU: case Op::LUPermute: case Op::Eigh: case Op::QR: case Op::SVD: case Op::Eig:
+      case Op::Schur: case Op::Hessenberg: {  // factor.hpp
         const bool perm = in.op == Op::LUPermute;
         arity(perm ? 2 : 1);
-        need(na == (in.op == Op::LU ? 0 : in.op == Op::SVD ? 2 : in.op == Op::Eig ? 3 : 1),
+        const bool no_attrs = in.op == Op::LU || in.op == Op::Schur || in.op == Op::Hessenberg;
+        need(na == (no_attrs ? 0 : in.op == Op::SVD ? 2 : in.op == Op::Eig ? 3 : 1),
              "wrong number of attributes");
         for (std::int64_t k = 0; k < na; ++k) need(at[k] == 0 || at[k] == 1, "flag attribute is not 0 or 1");
         const Slot& x = slot(perm ? 1 : 0);
@@ -469,6 +471,11 @@ inline void validate_instructions(const Program& p) {
             } else {
               last(n, nd - 1, real);
             }
+            break;
+          case Op::Schur: case Op::Hessenberg:
+            need(m == n, "operand is not a (batch of) square matrices");
+            last(prod(n, 2), nd, d);
+            need(oshape[nd - 2] == m, "result size");
             break;
           case Op::Eig: {
             need(m == n, "operand is not a (batch of) square matrices");

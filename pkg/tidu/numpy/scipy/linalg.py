@@ -38,16 +38,18 @@ from tidu.numpy.scipy.matrices import (
     pascal,
     toeplitz,
 )
+from tidu.numpy.scipy.schur import funm, hessenberg, rsf2csf, schur, solve_sylvester, sqrtm
 from tidu.numpy.scipy.special.core import _loop
 from tidu.numpy.shapes import pad
 from tidu.numpy.ufuncs import floor
 from tidu.trace.tracer import _lift, _trace_of
 
 __all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "circulant", "companion",
-           "convolution_matrix", "det", "dft", "eigh", "eigh_tridiagonal", "expm",
-           "expm_frechet", "fiedler", "fiedler_companion", "hadamard", "hankel", "helmert",
+           "convolution_matrix", "det", "dft", "eigh", "eigh_tridiagonal", "expm", "expm_frechet",
+           "fiedler", "fiedler_companion", "funm", "hadamard", "hankel", "helmert", "hessenberg",
            "hilbert", "inv", "invhilbert", "invpascal", "leslie", "lu", "lu_factor", "lu_solve",
-           "pascal", "polar", "qr", "qr_multiply", "solve", "solve_triangular", "svd", "toeplitz"]
+           "pascal", "polar", "qr", "qr_multiply", "rsf2csf", "schur", "solve", "solve_sylvester",
+           "solve_triangular", "sqrtm", "svd", "toeplitz"]
 
 
 def cholesky(a, lower: bool = False, overwrite_a: bool = False, check_finite: bool = True):

@@ -57,6 +57,8 @@ from tidu.numpy.scipy.special.more import (
     factorial,
     gamma,
     gammasgn,
+    hyp1f1,
+    hyp2f1,
     kl_div,
     loggamma,
     multigammaln,
@@ -64,6 +66,7 @@ from tidu.numpy.scipy.special.more import (
     poch,
     rel_entr,
     spence,
+    sph_harm_y,
     wofz,
 )
 from tidu.numpy.scipy.special.sici import sici
@@ -71,7 +74,8 @@ from tidu.numpy.scipy.special.sici import sici
 __all__ = ["bernoulli", "bessel_jn", "beta", "betainc", "betaln", "boxcox", "boxcox1p", "comb",
            "dawsn", "digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp1", "expi", "expit",
            "expn", "factorial", "fresnel", "gamma", "gammainc", "gammaincc", "gammaln",
-           "gammasgn", "i0",
+           "gammasgn", "hyp1f1", "hyp2f1", "i0",
            "i0e", "i1", "i1e", "kl_div", "log_ndtr", "log_softmax", "loggamma", "logit",
            "logsumexp", "multigammaln", "ndtr", "ndtri", "owens_t", "poch", "polygamma",
-           "rel_entr", "sici", "softmax", "spence", "wofz", "xlog1py", "xlogy", "zeta"]
+           "rel_entr", "sici", "softmax", "spence", "sph_harm_y", "wofz", "xlog1py", "xlogy",
+           "zeta"]

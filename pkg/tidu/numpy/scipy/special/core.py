@@ -23,7 +23,7 @@ from tidu.graph.dtypes import kind_of
 from tidu.numpy.core import abs as _abs
 from tidu.numpy.core import broadcast_to, cos, exp, log, log1p, maximum, minimum, sin, sqrt, where
 from tidu.numpy.nn import log_softmax, logsumexp, softmax
-from tidu.numpy.nn import sigmoid as expit
+from tidu.numpy.nn import sigmoid as _sigmoid
 from tidu.numpy.ufuncs import erf, erfc, erfinv, floor
 from tidu.ops import Lgamma
 from tidu.trace.tracer import Tracer, _emit, _promote, _trace_of
@@ -120,6 +120,13 @@ def _real(name, *xs):
         raise TypeError(f"{name}: complex input is not supported (jax's {name} takes real "
                         f"float32/float64 only), got {out[0].dtype}")
     return out
+
+
+def expit(x):
+    """1 / (1 + exp(-x)); bool and integer input in jax's to_inexact_dtype (jax.nn.sigmoid
+    refuses them, jax.scipy.special.expit promotes)."""
+    (x,) = _inexact(x)
+    return _sigmoid(x)
 
 
 def logit(x):

@@ -35,7 +35,8 @@ from tidu.trace.tracer import _lift, _trace_of
 
 __all__ = ["bernoulli", "beta", "boxcox", "boxcox1p", "comb", "dawsn", "erfcx", "factorial",
            "gamma", "gammasgn", "kl_div", "loggamma", "multigammaln", "poch", "rel_entr",
-           "spence", "wofz", "owens_t", "bessel_jn", "expi", "exp1", "expn"]
+           "spence", "wofz", "owens_t", "bessel_jn", "expi", "exp1", "expn", "hyp1f1", "hyp2f1",
+           "sph_harm_y"]
 
 
 def _horner(coeffs, x):
@@ -444,3 +445,21 @@ def exp1(x):
 def expn(n, x):
     """The generalized exponential integral E_n(x), as ``jax.scipy.special.expn``."""
     return _loop("expn")(n, x)
+
+
+# ---- hypergeometric functions and spherical harmonics (jax's loops: tidu.api.special_hyp,
+# tidu.api.special_sph) ----
+
+def hyp1f1(a, b, x):
+    """The confluent hypergeometric function 1F1(a; b; x), as ``jax.scipy.special.hyp1f1``."""
+    return _loop("hyp1f1")(a, b, x)
+
+
+def hyp2f1(a, b, c, x):
+    """The Gauss hypergeometric function 2F1(a, b; c; x), as ``jax.scipy.special.hyp2f1``."""
+    return _loop("hyp2f1")(a, b, c, x)
+
+
+def sph_harm_y(n, m, theta, phi, diff_n=None, n_max=None):
+    """Spherical harmonics Y_n^m(theta, phi), as ``jax.scipy.special.sph_harm_y``."""
+    return _loop("sph_harm_y")(n, m, theta, phi, diff_n=diff_n, n_max=n_max)
