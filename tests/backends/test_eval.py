@@ -117,7 +117,8 @@ def test_select_in_a_chain_copies_every_value(dtype):
                                          ((3, 0, 4), (0,)), ((3, 0, 4), (1,)), ((4, 5, 6), (0, 2)),
                                          ((1, 8, 1), (0, 1, 2)), ((2, 3), ()),
                                          ((64, 64, 3), (2,)), ((50, 40, 3), (1,)), ((9, 5, 3), (0, 1)),
-                                         ((40, 600), (0,)), ((3, 20, 300), (1,))])
+                                         ((40, 600), (0,)), ((3, 20, 300), (1,)),
+                                         ((64, 64, 3), (1,)), ((5, 7, 15), (1,)), ((130, 2, 2), (1,))])
 def test_reductions_of_every_layout_match_numpy_with_nan_and_int_wrap(shape, axes):
     """Leading, trailing, middle and split reduced axes (the contiguous fast paths and the
     general loop), NaN propagating through max, integer sums wrapping as numpy's."""
@@ -163,6 +164,19 @@ def test_transpose_reshape_broadcast(shape, data):
     out_shape = (2,) + tuple(d if d != 1 else 3 for d in shape)
     x1 = value(tuple(1 if d == 1 else d for d in shape), dtype)
     check(P.BroadcastInDim(out_shape, tuple(range(1, len(shape) + 1))), [x1])
+
+
+@pytest.mark.parametrize("src, out, dims", [((64, 1, 3), (64, 64, 3), (0, 1, 2)),
+                                             ((1, 64, 3), (64, 64, 3), (0, 1, 2)),
+                                             ((2, 5, 1, 3), (2, 5, 7, 3), (0, 1, 2, 3)),
+                                             ((5, 15), (4, 5, 6, 15), (1, 3)),
+                                             ((64, 64), (64, 64, 3), (0, 1))])
+def test_broadcast_with_short_rows_matches_numpy(src, out, dims):
+    """Broadcasts whose last axis is short (the pair arrays of an n-body force): the
+    short-row loop of the strided copy, with repeated and contiguous rows, over 2-4 axes."""
+    x = value(src, "float64")
+    check(P.BroadcastInDim(out, dims), [x])
+    check(P.Transpose((1, 0)), [value((3, 64), "float64")])  # a strided short row
 
 
 @settings(max_examples=40, deadline=None)

@@ -38,6 +38,10 @@
 #include <immintrin.h>
 #define TIDU_FM_TARGET_AVX2 __attribute__((target("avx2,fma")))
 #define TIDU_FM_TARGET_AVX512 __attribute__((target("avx512f,avx512dq,avx512vl,avx2,fma")))
+// Whole kernels recompiled for wider vectors (every call inside inlined), without FMA: the
+// compiler may not contract a * b + c there, so each variant gives the baseline's values.
+#define TIDU_FM_CLONE_AVX2 __attribute__((flatten, target("avx2")))
+#define TIDU_FM_CLONE_AVX512 __attribute__((flatten, target("avx512f,avx512dq,avx512vl,avx2")))
 #else
 #define TIDU_FM_DISPATCH 0
 #endif

@@ -143,7 +143,7 @@ inline void run_instr(const Program& p, Workspace& ws, std::size_t idx) {
     case Op::ReduceSum: case Op::ReduceMax:
       visit_dtype(out.dtype, [&](auto t) {
         using T = decltype(t);
-        kern::reduce<T>(static_cast<const T*>(ptr[a[0]]), p.shape(a[0]), x0.ndim, at + 1, at[0],
+        kern::reduce_simd<T>(static_cast<const T*>(ptr[a[0]]), p.shape(a[0]), x0.ndim, at + 1, at[0],
                         static_cast<T*>(y), out.size, in.op == Op::ReduceMax);
       });
       return;
@@ -419,20 +419,11 @@ inline void run_reduce_block(const Program& p, Workspace& ws, std::size_t idx, s
     const std::int64_t outer = e / RC, rem = e % RC;
     if (C == 1) {
       const std::int64_t len = std::min(R - rem, end - e);
-      const float* v = x + (e - lo);
-      double lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-      std::int64_t k = 0;
-      for (; k + 8 <= len; k += 8)
-        for (int q = 0; q < 8; ++q) lane[q] += static_cast<double>(v[k + q]);
-      double t = 0;
-      for (; k < len; ++k) t += static_cast<double>(v[k]);
-      acc[outer] += ((lane[0] + lane[4]) + (lane[1] + lane[5])) + ((lane[2] + lane[6]) + (lane[3] + lane[7])) + t;
+      acc[outer] += kern::widen_sum(x + (e - lo), len);  // 8 lanes, combined pairwise
       e += len;
     } else {
       const std::int64_t c = rem % C, len = std::min(C - c, end - e);
-      const float* v = x + (e - lo);
-      double* d = acc + outer * C + c;
-      for (std::int64_t k = 0; k < len; ++k) d[k] += static_cast<double>(v[k]);
+      kern::widen_add(acc + outer * C + c, x + (e - lo), len);
       e += len;
     }
   }
