@@ -524,13 +524,28 @@ inline bool reduce_blocked(const T* x, const std::int64_t* shape, std::uint32_t 
   }
   const std::int64_t outer = size[0], r = size[1], inner = size[2];
   if (inner == 1 && r < 16) {  // short rows (e.g. the 3 coordinates of a (64, 64, 3) array): no
-    if (is_max) {              // per-row call, one plain loop per output
-      for (std::int64_t o = 0; o < outer; ++o)
-        for (std::int64_t i = 0; i < r; ++i) accumulate(y[o], x[o * r + i], true);
-    } else {
-      for (std::int64_t o = 0; o < outer; ++o)
-        for (std::int64_t i = 0; i < r; ++i) accumulate(y[o], x[o * r + i], false);
-    }
+    // per-row call, one plain loop per output, its sum in a register; rows of 2-4 with the
+    // length known to the compiler, which then vectorises across outputs.  Each output still
+    // adds its row in order.
+    auto rows = [&](auto len, auto max) {
+      constexpr bool M = decltype(max)::value;
+      const std::int64_t rl = len;
+      for (std::int64_t o = 0; o < outer; ++o) {
+        T acc = y[o];
+        for (std::int64_t i = 0; i < rl; ++i) accumulate(acc, x[o * rl + i], M);
+        y[o] = acc;
+      }
+    };
+    auto by_len = [&](auto max) {
+      switch (r) {
+        case 2: rows(std::integral_constant<std::int64_t, 2>{}, max); return;
+        case 3: rows(std::integral_constant<std::int64_t, 3>{}, max); return;
+        case 4: rows(std::integral_constant<std::int64_t, 4>{}, max); return;
+        default: rows(r, max); return;
+      }
+    };
+    if (is_max) by_len(std::true_type{});
+    else by_len(std::false_type{});
     return true;
   }
   if (inner > 1 && inner < 16 && outer > 1) {
