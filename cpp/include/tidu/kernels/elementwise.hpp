@@ -639,7 +639,23 @@ inline void reduce_rows(const T* x, const std::int64_t* shape, std::uint32_t ndi
     const T* xr = x + r * len;
     if (last_reduced) {
       if constexpr (is_float_v<T>) {
-        y[o] = is_max ? row_max(xr, len, y[o]) : row_sum(xr, len, y[o]);
+        if (len < 16) {  // short rows (a 2x2 pooling window's): row_sum's / row_max's values
+          if (is_max) {  // without their 16 lanes
+            T v = y[o];
+            bool nan = v != v;
+            for (std::int64_t j = 0; j < len; ++j) {
+              nan |= xr[j] != xr[j];
+              v = xr[j] > v ? xr[j] : v;
+            }
+            y[o] = nan ? std::numeric_limits<T>::quiet_NaN() : v;
+          } else {
+            T t = T(0);
+            for (std::int64_t j = 0; j < len; ++j) t += xr[j];
+            y[o] = y[o] + t;
+          }
+        } else {
+          y[o] = is_max ? row_max(xr, len, y[o]) : row_sum(xr, len, y[o]);
+        }
       } else {
         T acc = y[o];
         for (std::int64_t j = 0; j < len; ++j) accumulate(acc, xr[j], is_max);
