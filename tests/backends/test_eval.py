@@ -179,6 +179,24 @@ def test_broadcast_with_short_rows_matches_numpy(src, out, dims):
     check(P.Transpose((1, 0)), [value((3, 64), "float64")])  # a strided short row
 
 
+@pytest.mark.parametrize("n, k", [(64, 3), (64, 2), (48, 4), (50, 3), (64, 5)])
+def test_pair_arrays_in_a_chain_match_numpy_exactly(n, k):
+    """Chains over (n, n, k) pair arrays (over 8,192 elements, so the broadcasts run block by
+    block inside the chain): rows of k copied (x[:, None] - x[None]) or one value repeated
+    (w[:, :, None]), including blocks that cut a row; each element is one IEEE operation per
+    step, so the values are numpy's bit for bit."""
+    rng = np.random.default_rng(k)
+    x, w = rng.standard_normal((n, k)), rng.standard_normal((n, n))
+
+    def f(x, w):
+        d = x[:, None, :] - x[None, :, :]
+        b = w[:, :, None] * d
+        return -(b * d + d * b)
+
+    got = td.jit(f, backend="cpu")(x, w)
+    np.testing.assert_array_equal(got, f(x, w))
+
+
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.integers(0, 5), min_size=1, max_size=3), st.data())
 def test_slice_pad_concatenate(shape, data):

@@ -382,7 +382,18 @@ inline void gather(const T* src, std::int64_t base, const std::int64_t* shape_in
     for (std::int64_t i = 0; i < n; i += run) {
       const T* s = src + off;
       T* d = dst + i;
-      if (inner_stride == 1) {
+      auto rows_of = [&](auto len) {  // rows of 2-4: the length known to the compiler
+        constexpr std::int64_t L = decltype(len)::value;
+        for (std::int64_t q = 0; q < rows; ++q, s += rs, d += L)
+          for (std::int64_t j = 0; j < L; ++j) d[j] = s[j];
+      };
+      if (inner_stride == 1 && inner == 3) {
+        rows_of(std::integral_constant<std::int64_t, 3>{});
+      } else if (inner_stride == 1 && inner == 2) {
+        rows_of(std::integral_constant<std::int64_t, 2>{});
+      } else if (inner_stride == 1 && inner == 4) {
+        rows_of(std::integral_constant<std::int64_t, 4>{});
+      } else if (inner_stride == 1) {
         for (std::int64_t q = 0; q < rows; ++q, s += rs, d += inner)
           for (std::int64_t j = 0; j < inner; ++j) d[j] = s[j];
       } else {

@@ -9,6 +9,7 @@
 #include <exception>
 #include <stdexcept>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "tidu/kernels/conv.hpp"
@@ -544,8 +545,24 @@ inline void run_block(const Program& p, Workspace& ws, std::size_t idx, std::int
               const std::int64_t k = std::min(rows - coord[nd - 2], (n - i) / last);
               const T* b = src + off;
               T* d = r + i;
-              for (std::int64_t q = 0; q < k; ++q, b += s2, d += last)
-                for (std::int64_t j = 0; j < last; ++j) d[j] = b[j * s];
+              // Rows of 2-4 with the row length and step known to the compiler (a pair array's
+              // 3 coordinates, each a copy or one value repeated): no inner loop per row.
+              auto rows_of = [&](auto len, auto step) {
+                constexpr std::int64_t L = decltype(len)::value, S = decltype(step)::value;
+                for (std::int64_t q = 0; q < k; ++q, b += s2, d += L)
+                  for (std::int64_t j = 0; j < L; ++j) d[j] = b[j * S];
+              };
+              using Z = std::integral_constant<std::int64_t, 0>;
+              using O = std::integral_constant<std::int64_t, 1>;
+              if (last == 3 && s == 0) rows_of(std::integral_constant<std::int64_t, 3>{}, Z{});
+              else if (last == 3 && s == 1) rows_of(std::integral_constant<std::int64_t, 3>{}, O{});
+              else if (last == 2 && s == 0) rows_of(std::integral_constant<std::int64_t, 2>{}, Z{});
+              else if (last == 2 && s == 1) rows_of(std::integral_constant<std::int64_t, 2>{}, O{});
+              else if (last == 4 && s == 0) rows_of(std::integral_constant<std::int64_t, 4>{}, Z{});
+              else if (last == 4 && s == 1) rows_of(std::integral_constant<std::int64_t, 4>{}, O{});
+              else
+                for (std::int64_t q = 0; q < k; ++q, b += s2, d += last)
+                  for (std::int64_t j = 0; j < last; ++j) d[j] = b[j * s];
               i += k * last;
               off += k * s2;
               coord[nd - 2] += k;
