@@ -544,10 +544,16 @@ void make_program(py::module_& m) {
         return v;
       })
       .def("run", &PyProgram::run, py::arg("inputs"), py::arg("out") = py::none())
-      .def("profile", [](const PyProgram& self) {
+      .def("profile", [](const PyProgram& self, const std::vector<std::size_t>& sub) {
         // (opcode name, output shape, seconds, runs, chain end or 0) per instruction, in the
-        // order this program runs them (after scheduling); empty when it ran unprofiled
-        const tidu::Program& p = self.program();
+        // order this program runs them (after scheduling); empty when it ran unprofiled.
+        // `sub` walks into nested programs (a loop body, a branch): indices into each one's subs.
+        const tidu::Program* pp = &self.program();
+        for (std::size_t k : sub) {
+          if (k >= pp->subs.size()) throw py::index_error("profile: no nested program " + std::to_string(k));
+          pp = &pp->subs[k];
+        }
+        const tidu::Program& p = *pp;
         auto t = tidu::Profiler::get().take(p);
         py::list out;
         for (std::size_t i = 0; i < t.size(); ++i) {
@@ -559,7 +565,17 @@ void make_program(py::module_& m) {
                                     p.chain_end.empty() ? 0u : p.chain_end[i]));
         }
         return out;
-      }, "The per-instruction profile (tidu._native._eval.set_profiling) of this program.")
+      }, py::arg("sub") = std::vector<std::size_t>{},
+         "The per-instruction profile (tidu._native._eval.set_profiling) of this program, or of "
+         "the nested program reached by the indices `sub` (Program::subs, level by level).")
+      .def("n_subs", [](const PyProgram& self, const std::vector<std::size_t>& sub) {
+        const tidu::Program* pp = &self.program();
+        for (std::size_t k : sub) {
+          if (k >= pp->subs.size()) throw py::index_error("n_subs: no nested program " + std::to_string(k));
+          pp = &pp->subs[k];
+        }
+        return pp->subs.size();
+      }, py::arg("sub") = std::vector<std::size_t>{}, "How many nested programs the program reached by `sub` holds.")
       .def("run_batch", &PyProgram::run_batch, py::arg("inputs"), py::arg("batch"), py::arg("threads"),
            py::arg("exact") = true, py::arg("shared") = py::none())
       .def_property_readonly("arena_bytes", [](const PyProgram& p) { return p.program().arena_bytes; })

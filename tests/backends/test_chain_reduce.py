@@ -126,6 +126,27 @@ def test_the_per_instruction_profile_counts_each_instruction():
     assert native.profile() == rows  # off again: nothing added
 
 
+def test_the_profile_of_a_loop_body_counts_every_iteration():
+    x = np.linspace(-1, 1, 64 * 3).reshape(64, 3)
+    f = td.jit(lambda x: td.fori_loop(0, 7, lambda i, c: td.tanh(c) * 2.0 - c, x), backend="cpu")
+    lowered = f.lower(x)
+    native = lowered.program.executable.native
+    assert native.n_subs() == 1 and native.n_subs([0]) == 0
+    _eval.set_profiling(True)
+    try:
+        lowered(x)
+    finally:
+        _eval.set_profiling(False)
+    outer, body = native.profile(), native.profile([0])
+    assert [op for op, *_ in outer].count("Scan") == 1
+    assert body and max(runs for *_, runs, _ in body) == 7  # each iteration of the body
+    # the body's time is inside the loop instruction's
+    scan = next(r for r in outer if r[0] == "Scan")
+    assert sum(r[2] for r in body) <= scan[2] * 1.01 + 1e-4
+    with pytest.raises(IndexError, match="no nested program 1"):
+        native.profile([1])
+
+
 @pytest.mark.parametrize("dtype", ["float64", "float32", "complex128"])
 @pytest.mark.parametrize("spec", ["bnk,bk->bn", "bkn,bk->bn", "bnk,k->bn", "bkn,bkm->bnm"])
 def test_small_batched_matrix_vector_products_match_numpy(spec, dtype):

@@ -117,7 +117,8 @@ def test_select_in_a_chain_copies_every_value(dtype):
                                          ((3, 0, 4), (0,)), ((3, 0, 4), (1,)), ((4, 5, 6), (0, 2)),
                                          ((1, 8, 1), (0, 1, 2)), ((2, 3), ()),
                                          ((64, 64, 3), (2,)), ((50, 40, 3), (1,)), ((9, 5, 3), (0, 1)),
-                                         ((40, 600), (0,)), ((3, 20, 300), (1,))])
+                                         ((40, 600), (0,)), ((3, 20, 300), (1,)),
+                                         ((64, 64, 3), (1,)), ((5, 7, 15), (1,)), ((130, 2, 2), (1,))])
 def test_reductions_of_every_layout_match_numpy_with_nan_and_int_wrap(shape, axes):
     """Leading, trailing, middle and split reduced axes (the contiguous fast paths and the
     general loop), NaN propagating through max, integer sums wrapping as numpy's."""
@@ -163,6 +164,37 @@ def test_transpose_reshape_broadcast(shape, data):
     out_shape = (2,) + tuple(d if d != 1 else 3 for d in shape)
     x1 = value(tuple(1 if d == 1 else d for d in shape), dtype)
     check(P.BroadcastInDim(out_shape, tuple(range(1, len(shape) + 1))), [x1])
+
+
+@pytest.mark.parametrize("src, out, dims", [((64, 1, 3), (64, 64, 3), (0, 1, 2)),
+                                             ((1, 64, 3), (64, 64, 3), (0, 1, 2)),
+                                             ((2, 5, 1, 3), (2, 5, 7, 3), (0, 1, 2, 3)),
+                                             ((5, 15), (4, 5, 6, 15), (1, 3)),
+                                             ((64, 64), (64, 64, 3), (0, 1))])
+def test_broadcast_with_short_rows_matches_numpy(src, out, dims):
+    """Broadcasts whose last axis is short (the pair arrays of an n-body force): the
+    short-row loop of the strided copy, with repeated and contiguous rows, over 2-4 axes."""
+    x = value(src, "float64")
+    check(P.BroadcastInDim(out, dims), [x])
+    check(P.Transpose((1, 0)), [value((3, 64), "float64")])  # a strided short row
+
+
+@pytest.mark.parametrize("n, k", [(64, 3), (64, 2), (48, 4), (50, 3), (64, 5)])
+def test_pair_arrays_in_a_chain_match_numpy_exactly(n, k):
+    """Chains over (n, n, k) pair arrays (over 8,192 elements, so the broadcasts run block by
+    block inside the chain): rows of k copied (x[:, None] - x[None]) or one value repeated
+    (w[:, :, None]), including blocks that cut a row; each element is one IEEE operation per
+    step, so the values are numpy's bit for bit."""
+    rng = np.random.default_rng(k)
+    x, w = rng.standard_normal((n, k)), rng.standard_normal((n, n))
+
+    def f(x, w):
+        d = x[:, None, :] - x[None, :, :]
+        b = w[:, :, None] * d
+        return -(b * d + d * b)
+
+    got = td.jit(f, backend="cpu")(x, w)
+    np.testing.assert_array_equal(got, f(x, w))
 
 
 @settings(max_examples=40, deadline=None)

@@ -179,3 +179,28 @@ def test_in_place_and_tiny_arrays():
             want = np.array([math.exp(math.sin(v)) if math.isfinite(v) else np.nan for v in x])
         np.testing.assert_allclose(got, want, rtol=4e-16)
         assert np.array_equal(np.isnan(got), np.isnan(want))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_exp_of_masked_scores_is_zero_on_the_vector_path_and_leaves_the_rest_unchanged(dtype):
+    """A causal softmax's masked scores (-1e9) and anything below the point where e^x rounds to
+    +0 (-104 in float32, -746 in float64) give exactly 0 without leaving the vector loop; the
+    other elements of the same chunks keep the values they have without the masked ones; the
+    subnormal range next to it still matches the C library."""
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal(4096) * 3).astype(dtype)
+    masked = x.copy()
+    masked[::2] = -1e9
+    masked[1::7] = -np.inf
+    zero_at = -104.0 if dtype == "float32" else -746.0
+    masked[3::11] = zero_at - rng.uniform(0, 50, masked[3::11].shape)
+    f = td.jit(td.exp, backend="cpu")
+    got, plain = f(masked), f(x)
+    low = masked < zero_at
+    assert np.all(got[low] == 0) and not np.signbit(got[low]).any()
+    np.testing.assert_array_equal(got[~low], plain[~low])
+    edge = np.array([zero_at - 1e-3 * abs(zero_at), zero_at, zero_at + 0.5, zero_at + 1], dtype)
+    want = np.array([math.exp(float(v)) for v in edge]).astype(dtype)
+    if dtype == "float32":  # math.exp is float64: round its value to float32 as expf does
+        want = np.array([np.float32(math.exp(float(v))) for v in edge])
+    np.testing.assert_array_equal(f(edge), want)

@@ -38,6 +38,10 @@
 #include <immintrin.h>
 #define TIDU_FM_TARGET_AVX2 __attribute__((target("avx2,fma")))
 #define TIDU_FM_TARGET_AVX512 __attribute__((target("avx512f,avx512dq,avx512vl,avx2,fma")))
+// Whole kernels recompiled for wider vectors (every call inside inlined), without FMA: the
+// compiler may not contract a * b + c there, so each variant gives the baseline's values.
+#define TIDU_FM_CLONE_AVX2 __attribute__((flatten, target("avx2")))
+#define TIDU_FM_CLONE_AVX512 __attribute__((flatten, target("avx512f,avx512dq,avx512vl,avx2")))
 #else
 #define TIDU_FM_DISPATCH 0
 #endif
@@ -93,17 +97,22 @@ TIDU_FM_INLINE double expm1_poly(double r) {  // expm1(r) for |r| <= 0.35, Estri
   return madd<FMA>(r2, madd<FMA>(r2, madd<FMA>(r4, c, b), a), r);
 }
 
-// exp(x) for |x| <= 708 (the result is a normal double).
+// exp(x) for |x| <= 708 (the result is a normal double), and +0 below -746, which is the
+// correctly rounded value there (e^-746 is under half the smallest subnormal, 2^-1075): a
+// softmax's masked scores (-1e9) stay on the vector path instead of a C library call each.
+constexpr double kExpZero = -746.0;
 template <bool FMA>
-TIDU_FM_INLINE double exp_fast(double x) {
+TIDU_FM_INLINE double exp_fast(double x0) {
+  const bool zero = x0 < kExpZero;
+  const double x = sel(zero, 0.0, x0);
   const double kd = madd<FMA>(x, kInvLn2, kShift);
   const std::uint64_t ki = bits(kd);
   const double n = kd - kShift;
   const double r = madd<FMA>(-n, kLn2Lo, madd<FMA>(-n, kLn2Hi, x));
   const double scale = from_bits((ki + 1023) << 52);  // 2^n, |n| <= 1022
-  return scale + scale * expm1_poly<FMA>(r);
+  return sel(zero, 0.0, scale + scale * expm1_poly<FMA>(r));
 }
-TIDU_FM_INLINE bool exp_ok(double x) { return std::fabs(x) <= 708.0; }
+TIDU_FM_INLINE bool exp_ok(double x) { return std::fabs(x) <= 708.0 || x < kExpZero; }
 
 // expm1(x) for x <= 708; x below -45 gives -1 (exactly the rounded value).
 template <bool FMA>
@@ -282,14 +291,18 @@ TIDU_FM_INLINE float reduce_ln2f(float x, float& r) {
   r = fmadd<FMA>(-n, kLn2LoF, fmadd<FMA>(-n, kLn2HiF, x));
   return ffrom_bits((ki + 127u) << 23);  // |n| <= 127
 }
-// exp(x) for |x| <= 87 (the result is a normal float).
+// exp(x) for |x| <= 87 (the result is a normal float), and +0 below -104, the correctly
+// rounded value there (e^-104 < 2^-150, half the smallest subnormal; see exp_fast).
+constexpr float kExpZeroF = -104.0f;
 template <bool FMA>
-TIDU_FM_INLINE float exp_fastf(float x) {
+TIDU_FM_INLINE float exp_fastf(float x0) {
+  const bool zero = x0 < kExpZeroF;
+  const float x = fsel(zero, 0.0f, x0);
   float r;
   const float scale = reduce_ln2f<FMA>(x, r);
-  return fmadd<FMA>(scale, expm1_polyf<FMA>(r), scale);
+  return fsel(zero, 0.0f, fmadd<FMA>(scale, expm1_polyf<FMA>(r), scale));
 }
-TIDU_FM_INLINE bool exp_okf(float x) { return std::fabs(x) <= 87.0f; }
+TIDU_FM_INLINE bool exp_okf(float x) { return std::fabs(x) <= 87.0f || x < kExpZeroF; }
 // expm1(x) for x <= 88; below -18 it is -1 (the rounded value).
 template <bool FMA>
 TIDU_FM_INLINE float expm1_fastf(float x) {

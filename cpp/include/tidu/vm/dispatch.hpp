@@ -9,6 +9,7 @@
 #include <exception>
 #include <stdexcept>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "tidu/kernels/conv.hpp"
@@ -143,7 +144,7 @@ inline void run_instr(const Program& p, Workspace& ws, std::size_t idx) {
     case Op::ReduceSum: case Op::ReduceMax:
       visit_dtype(out.dtype, [&](auto t) {
         using T = decltype(t);
-        kern::reduce<T>(static_cast<const T*>(ptr[a[0]]), p.shape(a[0]), x0.ndim, at + 1, at[0],
+        kern::reduce_simd<T>(static_cast<const T*>(ptr[a[0]]), p.shape(a[0]), x0.ndim, at + 1, at[0],
                         static_cast<T*>(y), out.size, in.op == Op::ReduceMax);
       });
       return;
@@ -421,20 +422,11 @@ inline void run_reduce_block(const Program& p, Workspace& ws, std::size_t idx, s
     const std::int64_t outer = e / RC, rem = e % RC;
     if (C == 1) {
       const std::int64_t len = std::min(R - rem, end - e);
-      const float* v = x + (e - lo);
-      double lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-      std::int64_t k = 0;
-      for (; k + 8 <= len; k += 8)
-        for (int q = 0; q < 8; ++q) lane[q] += static_cast<double>(v[k + q]);
-      double t = 0;
-      for (; k < len; ++k) t += static_cast<double>(v[k]);
-      acc[outer] += ((lane[0] + lane[4]) + (lane[1] + lane[5])) + ((lane[2] + lane[6]) + (lane[3] + lane[7])) + t;
+      acc[outer] += kern::widen_sum(x + (e - lo), len);  // 8 lanes, combined pairwise
       e += len;
     } else {
       const std::int64_t c = rem % C, len = std::min(C - c, end - e);
-      const float* v = x + (e - lo);
-      double* d = acc + outer * C + c;
-      for (std::int64_t k = 0; k < len; ++k) d[k] += static_cast<double>(v[k]);
+      kern::widen_add(acc + outer * C + c, x + (e - lo), len);
       e += len;
     }
   }
@@ -555,8 +547,24 @@ inline void run_block(const Program& p, Workspace& ws, std::size_t idx, std::int
               const std::int64_t k = std::min(rows - coord[nd - 2], (n - i) / last);
               const T* b = src + off;
               T* d = r + i;
-              for (std::int64_t q = 0; q < k; ++q, b += s2, d += last)
-                for (std::int64_t j = 0; j < last; ++j) d[j] = b[j * s];
+              // Rows of 2-4 with the row length and step known to the compiler (a pair array's
+              // 3 coordinates, each a copy or one value repeated): no inner loop per row.
+              auto rows_of = [&](auto len, auto step) {
+                constexpr std::int64_t L = decltype(len)::value, S = decltype(step)::value;
+                for (std::int64_t q = 0; q < k; ++q, b += s2, d += L)
+                  for (std::int64_t j = 0; j < L; ++j) d[j] = b[j * S];
+              };
+              using Z = std::integral_constant<std::int64_t, 0>;
+              using O = std::integral_constant<std::int64_t, 1>;
+              if (last == 3 && s == 0) rows_of(std::integral_constant<std::int64_t, 3>{}, Z{});
+              else if (last == 3 && s == 1) rows_of(std::integral_constant<std::int64_t, 3>{}, O{});
+              else if (last == 2 && s == 0) rows_of(std::integral_constant<std::int64_t, 2>{}, Z{});
+              else if (last == 2 && s == 1) rows_of(std::integral_constant<std::int64_t, 2>{}, O{});
+              else if (last == 4 && s == 0) rows_of(std::integral_constant<std::int64_t, 4>{}, Z{});
+              else if (last == 4 && s == 1) rows_of(std::integral_constant<std::int64_t, 4>{}, O{});
+              else
+                for (std::int64_t q = 0; q < k; ++q, b += s2, d += last)
+                  for (std::int64_t j = 0; j < last; ++j) d[j] = b[j * s];
               i += k * last;
               off += k * s2;
               coord[nd - 2] += k;
