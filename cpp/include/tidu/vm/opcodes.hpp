@@ -128,7 +128,9 @@ namespace tidu {
   X(Tie, S, _)                    \
   X(Fft, S, it)                   \
   X(Lgamma, E1, _)                \
-  X(Eig, S, iii)
+  X(Eig, S, iii)                  \
+  X(SelectAndGatherAdd, S, tttti) \
+  X(SelectAndScatterAdd, S, tttti)
 
 enum class Op : std::uint8_t {
 #define TIDU_ENUM(name, kind, sig) name,
