@@ -105,6 +105,13 @@ def child(case: str, backend: str) -> dict:
             "later": statistics.median(later)}
 
 
+def first_call(case: str, backend: str, env=None) -> dict:
+    """child(case, backend) run in a fresh process."""
+    out = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", case, backend],
+                         env=env, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--threads", type=int, default=None,
@@ -125,9 +132,7 @@ def main(argv=None):
     for case in args.cases:
         rows = {}
         for backend in ["jax"] + args.backends:
-            out = subprocess.run([sys.executable, __file__, "--child", case, backend], env=env,
-                                 capture_output=True, text=True, check=True)
-            rows[backend] = json.loads(out.stdout.strip().splitlines()[-1])
+            rows[backend] = first_call(case, backend, env)
         j = rows["jax"]
         print(f"{case}: jax.jit first call {j['first_cpu'] * 1e3:.0f} "
               f"({j['first_wall'] * 1e3:.0f}), later {j['later'] * 1e3:.1f}")
