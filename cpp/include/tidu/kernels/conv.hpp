@@ -303,7 +303,8 @@ inline void conv(const T* x, const T* w, T* y, const ConvGeom& g) {
   // chunks of output batch indices: a patch matrix of at most ~1M elements each
   // (2^20: 4 MB of float32 stays in cache for the GEMM, and a process's first call touches
   // less new memory; 2^22 was 25% slower on LeNet's step, first call 1.5x, one thread)
-  const std::int64_t per = std::max<std::int64_t>(1, (std::int64_t{1} << 20) / std::max<std::int64_t>(IK * g.Pp, 1));
+  const std::int64_t per =
+      std::max<std::int64_t>(1, (std::int64_t{1} << 20) / std::max<std::int64_t>(IK * g.Pp, 1));
   const std::int64_t chunk = std::min(per, g.N1);
   const std::int64_t n_chunks = (g.N1 + chunk - 1) / chunk;
   const std::int64_t tasks = n_chunks * k;
@@ -580,9 +581,12 @@ inline void reduce_window(Op op, const T* x, const std::int64_t* xs, std::uint32
               const T* xo = xb + tk[r.lo];
               const std::int64_t len = r.hi - r.lo;
               if (L > 1) {
-                if (kind == 0) window_run_lanes<T, 0>(yo, xo, len, r.s, L);
-                else if (kind == 1) window_run_lanes<T, 1>(yo, xo, len, r.s, L);
-                else window_run_lanes<T, 2>(yo, xo, len, r.s, L);
+                if (kind == 0)
+                  window_run_lanes<T, 0>(yo, xo, len, r.s, L);
+                else if (kind == 1)
+                  window_run_lanes<T, 1>(yo, xo, len, r.s, L);
+                else
+                  window_run_lanes<T, 2>(yo, xo, len, r.s, L);
               } else if (kind == 0) {
                 window_run<T, 0>(yo, xo, len, r.s);
               } else if (kind == 1) {

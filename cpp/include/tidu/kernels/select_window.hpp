@@ -26,8 +26,8 @@ namespace kern {
 // f(o, i) for every output o (row-major over ys) with the flat index i into x of its selected
 // element, or -1.  attrs: n, window..., n, strides..., n, low..., n, high..., select max.
 template <class T, bool MAX, class F>
-inline void window_select(const T* x, const std::int64_t* xs, std::uint32_t nd, const std::int64_t* at,
-                          const std::int64_t* ys, F&& f) {
+inline void window_select(const T* x, const std::int64_t* xs, std::uint32_t nd,
+                          const std::int64_t* at, const std::int64_t* ys, F&& f) {
   const std::int64_t n = at[0];
   const std::int64_t *wd = at + 1, *st = wd + n + 1, *lo = st + n + 1;
   std::int64_t xstr[16], out_size = 1;
@@ -104,8 +104,8 @@ inline void window_select(const T* x, const std::int64_t* xs, std::uint32_t nd, 
 // Gather: operands (t, x), y of the window output's shape.  Scatter: operands (s, x), y of x's
 // shape.  The two share the selection; `scatter` picks the direction of the data.
 template <class T, bool MAX>
-inline void select_window(bool scatter, const T* src, const T* x, const std::int64_t* xs, std::uint32_t nd,
-                          const std::int64_t* at, const std::int64_t* ys, T* y) {
+inline void select_window(bool scatter, const T* src, const T* x, const std::int64_t* xs,
+                          std::uint32_t nd, const std::int64_t* at, const std::int64_t* ys, T* y) {
   if (scatter) {
     std::int64_t xsize = 1;
     for (std::uint32_t d = 0; d < nd; ++d) xsize *= xs[d];
@@ -114,30 +114,34 @@ inline void select_window(bool scatter, const T* src, const T* x, const std::int
       if (i >= 0) y[i] += src[o];
     });
   } else {
-    window_select<T, MAX>(x, xs, nd, at, ys, [&](std::int64_t o, std::int64_t i) { y[o] = i >= 0 ? src[i] : T(0); });
+    window_select<T, MAX>(x, xs, nd, at, ys,
+                          [&](std::int64_t o, std::int64_t i) { y[o] = i >= 0 ? src[i] : T(0); });
   }
 }
 
-inline void run_select_window(Op op, const Program& p, const std::uint32_t* a, std::uint32_t out, const std::int64_t* at,
-                              DType dt, void* y, void** ptr) {
+inline void run_select_window(Op op, const Program& p, const std::uint32_t* a, std::uint32_t out,
+                              const std::int64_t* at, DType dt, void* y, void** ptr) {
   const bool scatter = op == Op::SelectAndScatterAdd;
   const std::int64_t* xs = p.shape(a[1]);
   const std::int64_t* ys = scatter ? p.shape(a[0]) : p.shape(out);  // the window output's shape
   const std::uint32_t nd = p.slots[a[1]].ndim;
   const bool mx = at[4 * (at[0] + 1)] != 0;
   switch (dt) {
-#define TIDU_SW(code, type)                                                                                  \
-  case DType::code: {                                                                                        \
-    const type* s = static_cast<const type*>(ptr[a[0]]);                                                     \
-    const type* x = static_cast<const type*>(ptr[a[1]]);                                                     \
-    if (mx) select_window<type, true>(scatter, s, x, xs, nd, at, ys, static_cast<type*>(y));                 \
-    else select_window<type, false>(scatter, s, x, xs, nd, at, ys, static_cast<type*>(y));                   \
-    return;                                                                                                  \
+#define TIDU_SW(code, type)                                                             \
+  case DType::code: {                                                                   \
+    const type* s = static_cast<const type*>(ptr[a[0]]);                                \
+    const type* x = static_cast<const type*>(ptr[a[1]]);                                \
+    if (mx)                                                                             \
+      select_window<type, true>(scatter, s, x, xs, nd, at, ys, static_cast<type*>(y));  \
+    else                                                                                \
+      select_window<type, false>(scatter, s, x, xs, nd, at, ys, static_cast<type*>(y)); \
+    return;                                                                             \
   }
     TIDU_SW(F32, float)
     TIDU_SW(F64, double)
 #undef TIDU_SW
-    default: throw std::runtime_error("tidu: select-and-scatter of an unsupported dtype");
+    default:
+      throw std::runtime_error("tidu: select-and-scatter of an unsupported dtype");
   }
 }
 

@@ -313,7 +313,8 @@ inline void run_instr(const Program& p, Workspace& ws, std::size_t idx) {
     case Op::ReduceWindowSum: case Op::ReduceWindowMax: case Op::ReduceWindowMin:  // conv.hpp
       kern::run_reduce_window(in.op, p, a, in.out, at, out.dtype, y, ptr);
       return;
-    case Op::SelectAndGatherAdd: case Op::SelectAndScatterAdd:  // select_window.hpp
+    case Op::SelectAndGatherAdd:
+    case Op::SelectAndScatterAdd:  // select_window.hpp
       kern::run_select_window(in.op, p, a, in.out, at, out.dtype, y, ptr);
       return;
     case Op::HostCallback:  // host_callback.hpp

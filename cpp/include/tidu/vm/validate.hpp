@@ -561,7 +561,8 @@ inline void validate_instructions(const Program& p) {
         }
         break;
       }
-      case Op::SelectAndGatherAdd: case Op::SelectAndScatterAdd: {
+      case Op::SelectAndGatherAdd:
+      case Op::SelectAndScatterAdd: {
         // select_window.hpp; operands (source, x); attrs: n, window..., n, strides..., n, low...,
         // n, high..., select max.  Gather: source of x's shape, output the window output's;
         // scatter: source the window output's shape, output x's.
@@ -582,10 +583,12 @@ inline void validate_instructions(const Program& p) {
         for (std::int64_t d = 0; d < n; ++d) {
           need(wd[d] >= 1 && st[d] >= 1 && wd[d] < (1LL << 31) && st[d] < (1LL << 31),
                "window sizes and strides must be positive");
-          need(lo[d] >= 0 && hi[d] >= 0 && lo[d] < (1LL << 40) && hi[d] < (1LL << 40), "select-and-scatter padding");
+          need(lo[d] >= 0 && hi[d] >= 0 && lo[d] < (1LL << 40) && hi[d] < (1LL << 40),
+               "select-and-scatter padding");
           need(xs[d] < (1LL << 31), "select-and-scatter operand size out of range");
           const std::int64_t len = xs[d] + lo[d] + hi[d];
-          need(ys[d] == (len < wd[d] ? 0 : (len - wd[d]) / st[d] + 1), "select-and-scatter window output shape");
+          need(ys[d] == (len < wd[d] ? 0 : (len - wd[d]) / st[d] + 1),
+               "select-and-scatter window output shape");
         }
         break;
       }
