@@ -7,10 +7,12 @@ import statistics
 import time
 
 
-def timeit(fn, repeat: int = 7, number: int = 1, warmup: bool = True, clock=time.perf_counter) -> float:
-    """Median over `repeat` runs of the time per call of `number` calls (after one warm-up call
-    unless warmup is False), in seconds of `clock`: wall time, or `time.process_time` for the
-    process's CPU time (every thread's), which a loaded machine stretches far less."""
+def timeit(fn, repeat: int = 7, number: int = 1, warmup: bool = True, clock=time.perf_counter,
+           stat=statistics.median) -> float:
+    """Median (or `stat`, e.g. min) over `repeat` runs of the time per call of `number` calls
+    (after one warm-up call unless warmup is False), in seconds of `clock`: wall time, or
+    `time.process_time` for the process's CPU time (every thread's), which a loaded machine
+    stretches far less."""
     if warmup:
         fn()
     ts = []
@@ -19,7 +21,7 @@ def timeit(fn, repeat: int = 7, number: int = 1, warmup: bool = True, clock=time
         for _ in range(number):
             fn()
         ts.append((clock() - t0) / number)
-    return statistics.median(ts)
+    return stat(ts)
 
 
 def timed(fn, repeat: int):

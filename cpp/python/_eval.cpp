@@ -488,6 +488,8 @@ void make_program(py::module_& m) {
      "(vm/parallel.hpp).");
   m.def("simd_variant", [] { return std::string(tidu::fm::isa_name()); },
         "Which SIMD variant the transcendental kernels use: avx512, avx2 or generic (TIDU_SIMD).");
+  m.def("fft_variant", [] { return std::string(tidu::kern::fft_variant()); },
+        "Which build of pocketfft the FFT kernel uses: avx2 or generic (TIDU_SIMD; fft.hpp).");
   py::register_exception<tidu::ProgramError>(m, "ProgramError", PyExc_ValueError);
   m.def("set_host_callback", [](py::object fn) {
     if (g_host_fn == nullptr) g_host_fn = new py::object();

@@ -270,7 +270,6 @@ from tidu.numpy.core import (
     sqrt,
     stop_gradient,
     tanh,
-    where,
 )
 from tidu.numpy.creation import (
     arange,
@@ -360,6 +359,7 @@ from tidu.numpy.selection import (
     nonzero,
     select,
     unique,
+    where,
 )
 from tidu.numpy.sets import (
     argpartition,

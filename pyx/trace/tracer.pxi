@@ -474,39 +474,49 @@ cdef object _getitem(Tracer x, object idx):
     return _keep_weak(x, _py._getitem(x, idx))
 
 
-def reshape(x, shape):
-    """tidu.reshape: a Tracer and a tuple of ints (or an int) on the fast path, the general
-    path (tidu.numpy.core.reshape_general) for everything else and every error."""
-    cdef Tracer a
+def reshape(a, shape, order="C", *, copy=None, out_sharding=None):
+    """tidu.reshape, jax's signature: a Tracer and a tuple of ints (or an int) in C order on the
+    fast path, the general path (tidu.numpy.core.reshape_general) for everything else and every
+    error.  ``copy`` changes nothing (a traced value is never a view); ``out_sharding`` must
+    be None."""
+    cdef Tracer tr
+    x = a
+    if order != "C" or out_sharding is not None:
+        return _py.reshape_ordered(x, shape, order, out_sharding)
     if _fast and type(x) is Tracer and (<Tracer>x)._t is not None and \
             _here((<Tracer>x)._t) and (type(shape) is tuple or type(shape) is int):
-        a = <Tracer>x
-        key = (a._aid, shape)
+        tr = <Tracer>x
+        key = (tr._aid, shape)
         try:
             hit = _reshape_rules.get(key)
         except TypeError:  # an unhashable shape: the general path names it
             return _py.reshape_general(x, shape)
         if hit is None:
             out = _py.reshape_general(x, shape)
-            hit = _py.reshape_rule(a.aval, shape)
+            hit = _py.reshape_rule(tr.aval, shape)
             if hit is not None:
                 _reshape_rules[key] = hit
-            return _keep_weak(a, out)
+            return _keep_weak(tr, out)
         if not hit:
             return x
-        return _new_w(a._t, _emit1(a._t, <Id>hit[0], a._v, <Id>hit[1]), <Id>hit[1], a.weak_type)
+        return _new_w(tr._t, _emit1(tr._t, <Id>hit[0], tr._v, <Id>hit[1]), <Id>hit[1],
+                      tr.weak_type)
     if type(x) is Tracer:
         return _keep_weak(<Tracer>x, _py.reshape_general(x, shape))
     return _py.reshape_general(x, shape)
 
 
-def concatenate(xs, axis=0):
-    """tidu.concatenate: a list or tuple of Tracers of one trace and one dtype along an int
-    axis on the fast path, the general path (tidu.numpy.core.concatenate_general) otherwise."""
+def concatenate(arrays, axis=0, dtype=None):
+    """tidu.concatenate, jax's signature: a list or tuple of Tracers of one trace and one dtype
+    along an int axis on the fast path, the general path (tidu.numpy.core.concatenate_general)
+    otherwise (``axis=None`` concatenates the flattened arrays; ``dtype`` is the result's)."""
     cdef Tracer a, first
     cdef vector[Id] args
     cdef Trace t
     cdef Py_ssize_t n
+    xs = arrays
+    if dtype is not None or axis is None:
+        return _py.concatenate_general(xs, axis, dtype)
     if _fast and (type(xs) is list or type(xs) is tuple) and type(axis) is int:
         n = len(xs)
         if n > 0 and type(xs[0]) is Tracer and (<Tracer>xs[0])._t is not None and \

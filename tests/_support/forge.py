@@ -40,8 +40,8 @@ OPCODES = ["Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Neg", "Conj", "Exp"
            "LUPermute", "Eigh", "QR", "SVD", "Rev", "Scan", "While", "Cond", "Checkpoint", "And",
            "Or", "Xor", "Not", "ShiftLeft", "ShiftRightArithmetic", "ShiftRightLogical",
            "Conv", "ReduceWindowSum", "ReduceWindowMax", "ReduceWindowMin", "Threefry2x32",
-           "Threefry2x32Iota", "HostCallback", "Tie", "Fft", "Lgamma", "Eig", "SelectAndGatherAdd",
-           "SelectAndScatterAdd"]
+           "Threefry2x32Iota", "HostCallback", "Tie", "Fft", "Lgamma", "Eig",
+           "BitcastConvertType", "SelectAndGatherAdd", "SelectAndScatterAdd"]
 DTYPES = ["float32", "float64", "complex64", "complex128", "int32", "int64", "bool", "uint32",
           "int8", "int16", "uint8", "uint16", "uint64", "float16", "bfloat16"]
 OP = {n: i for i, n in enumerate(OPCODES)}

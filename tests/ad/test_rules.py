@@ -164,6 +164,10 @@ TABLE = {
              lambda d: [arr((3,), d), arr((3,), d)], ALL),
     "Checkpoint": (lambda x, y: td.checkpoint(lambda a, b: td.sin(a * b) * a)(x, y),
                    lambda d: [arr((3,), d), arr((3,), d)], ALL),
+    # a general reduce_window (api/lax_window.py): derivatives through its array program
+    "ReduceWindowGeneral": (lambda x: td.lax.reduce_window(x, 1.0, lambda p, q: p * q, (2, 3),
+                                                           (1, 2), "SAME"),
+                            lambda d: [arr((3, 5), d)], ALL),
     # custom rules (tests/api/test_custom_rules.py; CustomVJP and its CustomVJPLin are reverse
     # mode only, as in jax: there)
     "CustomJVP": (lambda x, y: _sin_times(x, y), lambda d: [arr((3,), d), arr((3,), d)], ALL),

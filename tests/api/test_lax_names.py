@@ -44,7 +44,7 @@ def test_conv_and_reduce_window_names_are_jax_signatures():
 
 
 def test_missing_name_says_so():
-    with pytest.raises(AttributeError, match="td.lax has no 'ragged_dot': ragged.*serves"):
-        td.lax.ragged_dot  # noqa: B018
+    with pytest.raises(AttributeError, match="td.lax has no 'ragged_all_to_all': a ragged.*serves"):
+        td.lax.ragged_all_to_all  # noqa: B018
     with pytest.raises(AttributeError, match="td.lax has no 'no_such_name'.*docs/lax.md"):
         td.lax.no_such_name  # noqa: B018

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import tidu as td
+from _support.values import value  # normal floats, complexes with normal real and imaginary parts
 
 jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
@@ -16,13 +17,6 @@ jax.config.update("jax_enable_x64", True)
 
 BACKENDS = ("cpu", "xla")
 rng = np.random.default_rng(1234)
-
-
-def arr(shape, dtype):
-    x = rng.standard_normal(shape)
-    if np.dtype(dtype).kind == "c":
-        x = x + 1j * rng.standard_normal(shape)
-    return x.astype(dtype)
 
 
 # (id, function name, input shape, input dtype, keyword arguments)
@@ -90,7 +84,7 @@ def _tidu_grad_of(jax_grad, dtype):
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_values_match_jax(case, backend):
     _, name, shape, dtype, kw = case
-    x = arr(shape, dtype)
+    x = value(rng, shape, dtype)
     want = _fn("jax", name, kw)(x)
     got = td.jit(_fn("td", name, kw), backend=backend)(x)
     assert got.dtype == want.dtype and got.shape == want.shape
@@ -100,7 +94,7 @@ def test_values_match_jax(case, backend):
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_gradients_match_jax(case, backend):
-    x = arr(case[2], case[3])
+    x = value(rng, case[2], case[3])
     want = _tidu_grad_of(jax.grad(_loss("jax", case))(x), case[3])
     got = td.jit(td.grad(_loss("td", case)), backend=backend)(x)
     np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9)
@@ -109,12 +103,12 @@ def test_gradients_match_jax(case, backend):
 @pytest.mark.parametrize("case", CASES[::3], ids=IDS[::3])
 def test_jvp_and_vjp_match_jax(case):
     _, name, shape, dtype, kw = case
-    x, v = arr(shape, dtype), arr(shape, dtype)
+    x, v = value(rng, shape, dtype), value(rng, shape, dtype)
     yw, tw = jax.jvp(_fn("jax", name, kw), (x,), (v,))
     yg, tg = td.jvp(_fn("td", name, kw), (x,), (v,))
     np.testing.assert_allclose(yg, yw, rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(tg, tw, rtol=1e-10, atol=1e-10)
-    ct = np.asarray(arr(np.shape(yw), np.asarray(yw).dtype))
+    ct = np.asarray(value(rng, np.shape(yw), np.asarray(yw).dtype))
     _, vjp_w = jax.vjp(_fn("jax", name, kw), x)
     _, vjp_g = td.vjp(_fn("td", name, kw), x)
     # jax's vjp is the plain transpose, tidu's the adjoint: conj on both sides
@@ -125,7 +119,7 @@ def test_jvp_and_vjp_match_jax(case):
 
 @pytest.mark.parametrize("case", CASES[1::4], ids=IDS[1::4])
 def test_second_order_matches_jax(case):
-    x, v = arr(case[2], case[3]), arr(case[2], case[3])
+    x, v = value(rng, case[2], case[3]), value(rng, case[2], case[3])
 
     def hvp(lib):
         m, grad = (jnp, jax.grad) if lib == "jax" else (td, td.grad)
@@ -142,7 +136,7 @@ def test_second_order_matches_jax(case):
 @pytest.mark.parametrize("case", CASES[::2], ids=IDS[::2])
 def test_vmap_matches_jax(case, backend):
     _, name, shape, dtype, kw = case
-    xs = arr((3,) + shape, dtype)
+    xs = value(rng, (3,) + shape, dtype)
     want = jax.vmap(_fn("jax", name, kw))(xs)
     got = td.jit(td.vmap(_fn("td", name, kw)), backend=backend)(xs)
     np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-10)
@@ -156,7 +150,7 @@ def test_vmap_matches_jax(case, backend):
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("dtype", ["float32", "complex64"])
 def test_single_precision(dtype, backend):
-    x = arr((4, 12), dtype)
+    x = value(rng, (4, 12), dtype)
     for name in ("fft", "ifft", "rfft", "irfft", "fft2"):
         if name == "rfft" and dtype == "complex64":
             continue
@@ -178,7 +172,7 @@ def test_integer_input_promotes_as_jax():
 def test_large_lengths_match_numpy():
     """pocketfft's O(n log n) paths: a power of two, a large prime (Bluestein), a smooth size."""
     for n in (4096, 10007, 3 * 5 * 7 * 11 * 4):
-        x = arr((n,), "complex128")
+        x = value(rng, (n,), "complex128")
         np.testing.assert_allclose(td.jit(td.fft.fft)(x), np.fft.fft(x), rtol=1e-9, atol=1e-9)
         r = x.real.copy()
         np.testing.assert_allclose(td.jit(td.fft.rfft)(r), np.fft.rfft(r), rtol=1e-9, atol=1e-9)
@@ -192,7 +186,7 @@ def test_freqs_and_shifts_match_jax():
     assert td.fft.fftfreq(4, dtype="float32").dtype == np.float32
     got = td.jit(lambda d: td.fft.fftfreq(5, d))(np.float64(0.5))
     np.testing.assert_allclose(got, jnp.fft.fftfreq(5, 0.5))
-    x = arr((4, 5, 3), "float64")
+    x = value(rng, (4, 5, 3), "float64")
     for axes in (None, 1, (0, 2)):
         np.testing.assert_array_equal(td.jit(lambda a: td.fft.fftshift(a, axes))(x),
                                       jnp.fft.fftshift(x, axes))
@@ -202,7 +196,7 @@ def test_freqs_and_shifts_match_jax():
 
 def test_saved_program_runs_in_the_loader(tmp_path):
     """A saved gradient through every fft_type loads (its Fft attributes validated) and runs."""
-    x = arr((3, 10), "float64")
+    x = value(rng, (3, 10), "float64")
 
     def f(a):
         y = td.fft.irfft(td.fft.rfft(a) * 2.0, n=10) + td.fft.ifft(td.fft.fft(a)).real
@@ -229,7 +223,7 @@ def test_saved_program_runs_in_the_loader(tmp_path):
     (lambda x: td.fft.irfft(x[:, :1]), ValueError, "pass n"),
 ])
 def test_errors(call, exc, msg):
-    x = arr((4, 5), "float64")
+    x = value(rng, (4, 5), "float64")
     with pytest.raises(exc, match=msg):
         td.jit(call)(x)
     with pytest.raises(ValueError, match="only takes an int"):
@@ -254,10 +248,10 @@ def test_file_validation_of_fft_attributes():
     from tidu import _eval
 
     ok = _fft_file("complex128", (2, 8), "complex128", (2, 8), [0, 1, 8])
-    x = arr((2, 8), "complex128")
+    x = value(rng, (2, 8), "complex128")
     np.testing.assert_allclose(_eval.Program(ok).run([x])[0], np.fft.fft(x), atol=1e-12)
     r = _eval.Program(_fft_file("float64", (3, 7), "complex128", (3, 4), [2, 1, 7]))
-    xr = arr((3, 7), "float64")
+    xr = value(rng, (3, 7), "float64")
     np.testing.assert_allclose(r.run([xr])[0], np.fft.rfft(xr), atol=1e-12)
     bad = [
         (("complex128", (2, 8), "complex128", (2, 8), [4, 1, 8]), "fft_type"),

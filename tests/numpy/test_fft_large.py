@@ -13,15 +13,9 @@ import numpy as np
 import pytest
 
 import tidu as td
+from _support.values import value  # normal floats, complexes with normal real and imaginary parts
 
 rng = np.random.default_rng(7)
-
-
-def arr(shape, dtype):
-    x = rng.standard_normal(shape)
-    if np.dtype(dtype).kind == "c":
-        x = x + 1j * rng.standard_normal(shape)
-    return x.astype(dtype)
 
 
 # (function, input shape, input is complex); lengths: powers of two, 3 * 2^12, 16 * 4099 (the
@@ -32,6 +26,13 @@ CASES = [
     ("fft2", (256, 256), True), ("ifft2", (3, 96, 160), True), ("fftn", (32, 48, 64), True),
     ("rfft", (4, 1 << 16), False), ("rfft2", (256, 300), False), ("irfft", (5, 8193), True),
     ("irfft2", (200, 129), True), ("irfftn", (16, 40, 65), True), ("rfftn", (24, 32, 80), False),
+    # one long rfft as a half-length four-step transform plus the untangling twiddle: 2^17, 1e6,
+    # 2 * 16 * 4099, 2 rows of 3 * 2^13; an odd length and 2 * a prime keep pocketfft's r2c
+    ("rfft", (1 << 17,), False), ("rfft", (1_000_000,), False), ("rfft", (2 * 16 * 4099,), False),
+    ("rfft", (2, 24576), False), ("rfft", (100_001,), False), ("rfft", (2 * 65537,), False),
+    # column passes by blocks: widths that leave columns over after the vector groups and blocks
+    ("fft2", (96, 203), True), ("ifftn", (5, 40, 37), True), ("fftn", (7, 3, 130), True),
+    ("fft", (64, 3), True),
 ]
 
 
@@ -39,7 +40,7 @@ CASES = [
 @pytest.mark.parametrize("name,shape,cplx", CASES, ids=[f"{c[0]}-{'x'.join(map(str, c[1]))}" for c in CASES])
 def test_large_transforms_match_numpy(name, shape, cplx, single):
     dt = (np.complex64 if single else np.complex128) if cplx else (np.float32 if single else np.float64)
-    x = arr(shape, dt)
+    x = value(rng, shape, dt)
     got = td.jit(getattr(td.fft, name))(x)
     want = getattr(np.fft, name)(x.astype(np.complex128 if cplx else np.float64))
     assert got.dtype == (np.result_type(dt, np.complex64) if name not in ("irfft", "irfft2", "irfftn")
@@ -59,7 +60,9 @@ def test_one_and_two_threads_give_the_same_bits():
         "z = rng.standard_normal((2, 1 << 16)) + 1j * rng.standard_normal((2, 1 << 16))\n"
         "m = rng.standard_normal((256, 384))\n"
         "outs = [td.jit(td.fft.fft)(z[:1]), td.jit(td.fft.ifft)(z), td.jit(td.fft.rfft2)(m),\n"
-        "        td.jit(td.fft.irfft2)(td.jit(td.fft.rfft2)(m)), td.jit(td.fft.fft2)(z.reshape(256, 512))]\n"
+        "        td.jit(td.fft.irfft2)(td.jit(td.fft.rfft2)(m)), td.jit(td.fft.fft2)(z.reshape(256, 512)),\n"
+        "        td.jit(td.fft.rfft)(z.real.reshape(-1)), td.jit(td.fft.fft2)(z.reshape(-1)[:97 * 1001].reshape(97, 1001)),\n"
+        "        td.jit(td.fft.fftn)(z.reshape(-1)[:6 * 50 * 203].reshape(6, 50, 203).astype(np.complex64))]\n"
         "sys.stdout.buffer.write(b''.join(np.ascontiguousarray(o).tobytes() for o in outs))\n")
     runs = []
     for threads in ("1", "2"):
@@ -68,3 +71,48 @@ def test_one_and_two_threads_give_the_same_bits():
         assert res.returncode == 0, res.stderr.decode()[-2000:]
         runs.append(res.stdout)
     assert len(runs[0]) > 0 and runs[0] == runs[1]
+
+
+_LEVELS_SCRIPT = (
+    "import sys, numpy as np, tidu as td\n"
+    "rng = np.random.default_rng(5)\n"
+    "z = rng.standard_normal((2, 1 << 15)) + 1j * rng.standard_normal((2, 1 << 15))\n"
+    "outs = [td.jit(td.fft.fft)(z), td.jit(td.fft.rfft)(z.real.reshape(-1)),\n"
+    "        td.jit(td.fft.fft2)(z.reshape(128, 512)), td.jit(td.fft.ifftn)(z.reshape(-1)[:40 * 30 * 37].reshape(40, 30, 37)),\n"
+    "        td.jit(td.fft.irfft2)(z.reshape(256, 256)), td.jit(td.fft.fft2)(z.reshape(256, 256).astype(np.complex64)),\n"
+    "        td.jit(td.fft.rfft)(z.real.reshape(-1).astype(np.float32))]\n"
+    "print(td._eval.fft_variant())\n"
+    "np.savez(sys.argv[1], *outs)\n")
+
+
+def test_each_simd_level_gives_numpys_values_and_the_same_bits(tmp_path):
+    """TIDU_SIMD=generic, avx2 and avx512 (each capped by the CPU): the FFT kernel's build of
+    pocketfft for that level gives numpy's values, and the vector builds give the generic build's
+    bits (they leave out FMA, fft_variant.hpp)."""
+    rng5 = np.random.default_rng(5)
+    z = rng5.standard_normal((2, 1 << 15)) + 1j * rng5.standard_normal((2, 1 << 15))
+    want = [np.fft.fft(z), np.fft.rfft(z.real.reshape(-1)), np.fft.fft2(z.reshape(128, 512)),
+            np.fft.ifftn(z.reshape(-1)[:40 * 30 * 37].reshape(40, 30, 37)),
+            np.fft.irfft2(z.reshape(256, 256)), np.fft.fft2(z.reshape(256, 256).astype(np.complex64)),
+            np.fft.rfft(z.real.reshape(-1).astype(np.float32))]
+    runs = {}
+    for level in ("generic", "avx2", "avx512"):
+        out = tmp_path / f"{level}.npz"
+        env = dict(os.environ, TIDU_SIMD=level)
+        res = subprocess.run([sys.executable, "-c", _LEVELS_SCRIPT, str(out)], capture_output=True,
+                             env=env, timeout=300, text=True)
+        assert res.returncode == 0, res.stderr[-2000:]
+        variant = res.stdout.split()[-1]
+        assert variant in ("generic", "avx2")
+        if level == "generic":
+            assert variant == "generic"
+        with np.load(out) as f:
+            runs[level] = (variant, [f[k] for k in sorted(f.files, key=lambda k: int(k.split("_")[1]))])
+    for level, (variant, outs) in runs.items():
+        for got, w in zip(outs, want):
+            tol = (2e-6 if got.dtype in (np.complex64, np.float32) else 4e-15) * np.log2(w.size)
+            assert np.abs(got - w).max() <= tol * np.abs(w).max(), (level, variant)
+        for got, base in zip(outs, runs["generic"][1]):
+            assert got.tobytes() == base.tobytes(), (level, variant)
+    if td._eval.simd_variant() != "generic":  # a CPU with AVX2: the vector build was exercised
+        assert runs["avx2"][0] == "avx2"

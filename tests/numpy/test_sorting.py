@@ -304,13 +304,14 @@ def test_forged_two_operand_instructions_are_refused():
         _raw((F64, F64, F64, F64), [(3,)] * 4, [("Sort", [0, 1, 2], 3)], [0, 0])
 
 
+@pytest.mark.parametrize("backend", ("cpu", "xla"))
 @pytest.mark.parametrize("dtype", ("float32", "float64"))
 @pytest.mark.parametrize("shape,axis,descending", [((1000,), 0, False), ((7, 6, 5), 1, True),
                                                    ((7, 6, 5), 2, False), ((7, 6, 5), 0, True)])
-def test_sort_gradient_gathers_and_scatters_back(dtype, shape, axis, descending):
-    """The gradient program of a sort sorts twice (the forward values and the permutation) and
-    scatters the cotangent back, never a third sort; values with ties match jax's in the input's
-    own dtype."""
+def test_sort_gradient_sorts_once_and_scatters_back(dtype, shape, axis, descending, backend):
+    """The gradient program of a sort sorts once (the keys with an iota: the permutation; the
+    forward values are the keys gathered by it, as jax's sort JVP) and scatters the cotangent
+    back; values with ties match jax's in the input's own dtype, on both backends."""
     rng = rng_(9)
     # many ties in the ascending cases (stable order matters); distinct keys when descending,
     # where tidu keeps ties in their original order and jax (a reversed ascending sort) does not
@@ -322,13 +323,38 @@ def test_sort_gradient_gathers_and_scatters_back(dtype, shape, axis, descending)
         s = m.sort(x, axis=axis, descending=descending)
         return m.sum(s * s * w)
 
-    g = td.jit(td.value_and_grad(lambda x: f(td, x)), backend="cpu")
-    ops = [ln.split(" = ")[1].split("(")[0] for ln in str(g.lower(x).program.graph).splitlines()
+    g = td.jit(td.value_and_grad(lambda x: f(td, x)), backend=backend)
+    prog = g.lower(x).program
+    ops = [ln.split(" = ")[1].split("(")[0] for ln in str(prog.graph).splitlines()
            if " = " in ln]
-    assert ops.count("Sort") == 2 and ops.count("Scatter") == 1
+    assert ops.count("Sort") == 1 and ops.count("Scatter") == 1 and ops.count("Gather") == 1
+    if backend == "xla":
+        assert prog.as_stablehlo().count("stablehlo.sort") == 1
     v, gr = g(x)
     jv, jg = jax.value_and_grad(lambda x: f(jnp, x))(x)
     assert gr.dtype == np.dtype(dtype)
     tol = 1e-5 if dtype == "float32" else 1e-12
     np.testing.assert_allclose(v, jv, rtol=tol)
     np.testing.assert_allclose(gr, jg, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("backend", ("cpu", "xla"))
+def test_sort_and_argsort_of_the_same_keys_sort_once(backend):
+    """A program that sorts x and also argsorts it (the same axis and order) sorts once: the
+    values are x gathered by the permutation, equal to numpy's stable sort element for
+    element (ties, -0.0 and 0.0, NaN last); a sort of other keys is left alone."""
+    rng = rng_(3)
+    x = rng.integers(0, 9, (40, 30)).astype(np.float64)
+    x[0, :3] = [0.0, -0.0, np.nan]
+    y = rng.standard_normal((40, 30))
+    f = td.jit(lambda x, y: (td.sort(x, axis=0), td.argsort(x, axis=0), td.sort(y, axis=0)),
+               backend=backend)
+    ops = [ln.split(" = ")[1].split("(")[0]
+           for ln in str(f.lower(x, y).program.graph).splitlines() if " = " in ln]
+    assert ops.count("Sort") == 2  # (x, iota) and y
+    s, a, sy = f(x, y)
+    np.testing.assert_array_equal(s, np.sort(x, axis=0, kind="stable"))
+    np.testing.assert_array_equal(np.signbit(s), np.signbit(np.take_along_axis(
+        x, np.argsort(x, axis=0, kind="stable"), axis=0)))
+    np.testing.assert_array_equal(a, np.argsort(x, axis=0, kind="stable"))
+    np.testing.assert_array_equal(sy, np.sort(y, axis=0))

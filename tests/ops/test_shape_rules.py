@@ -105,6 +105,8 @@ _CVJP = _cf_op(_CVJP, A((2,)))
 _CLIN = _cf_op(lambda a, x: td.lax.linear_call(lambda r, v: r * v, lambda r, c: r * c, a, x),
                A((2,)), A((2,)))
 _CLIN_T = CustomVJPLin(None, (A((2,)),), (0,), (A(()),), (A((2,)),))
+_RWG = _cf_op(lambda x: td.lax.reduce_window(x, 1.0, lambda p, q: p * q, (2,), (1,), "VALID"),
+              A((4,)))
 GOOD += [
     (_CJVP, [A((2,))], A((2,))),
     (_CVJP, [A((2,))], A((2,))),
@@ -114,6 +116,10 @@ GOOD += [
     (_COND, [A((), "int32"), A((2,))], A((2,))),
     (_WHILE, [A(())], A(())),
     (_CKPT, [A((2,))], A((2,))),
+    (_RWG, [A((4,)), A(())], A((3,))),
+    (P.BitcastConvertType("int32"), [A((2, 3))], A((2, 3, 2), "int32")),
+    (P.BitcastConvertType("float64"), [A((2, 4), "uint16")], A((2,))),
+    (P.BitcastConvertType("uint32"), [A((2,), "float32")], A((2,), "uint32")),
     # ordering and accumulation (tidu.ops.sorting)
     (P.ReduceMin((0, 2)), [A((2, 3, 4), "int32")], A((3,), "int32")),
     (P.ReduceProd((1,)), [A((2, 3), "complex64")], A((2,), "complex64")),
@@ -244,6 +250,9 @@ BAD += [
     (_CVJP, [A((2,), "float32")], TypeError, "CustomVJP: the body takes"),
     (_CLIN, [A((2,)), A((3,))], TypeError, "CustomLinear: the body takes"),
     (_CLIN_T, [A((2,)), A((2,))], TypeError, "CustomVJPLin: takes"),
+    (_RWG, [A((5,)), A(())], TypeError, "ReduceWindowGeneral: the body takes"),
+    (P.BitcastConvertType("float64"), [A((3,), "int32")], ValueError, "needs a last axis of 2"),
+    (P.BitcastConvertType("int32"), [A((3,), "complex64")], TypeError, "BitcastConvertType"),
 ]
 
 # host callbacks (ops/callback.py): a debug callback's token, a pure one's declared results

@@ -383,9 +383,23 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
 
 # ---- cond / switch ----
 
-def switch(index, branches: Sequence[Callable], *operands):
+_NO_OPERAND = object()
+
+
+def _legacy_operand(operands, operand, name):
+    """jax's older single ``operand=`` keyword: the one operand, never with positional ones."""
+    if operand is _NO_OPERAND:
+        return operands
+    if operands:
+        raise TypeError(f"{name}: give the operands positionally or as operand=, not both")
+    return (operand,)
+
+
+def switch(index, branches: Sequence[Callable], *operands, operand=_NO_OPERAND):
     """``jax.lax.switch``: ``branches[clamp(index, 0, n-1)](*operands)``; every branch must
-    return the same structure of shapes and dtypes."""
+    return the same structure of shapes and dtypes. ``operand=`` is jax's older spelling of
+    one operand."""
+    operands = _legacy_operand(operands, operand, "switch")
     branches = list(branches)
     if not branches:
         raise ValueError("switch: need at least one branch")
@@ -442,8 +456,10 @@ def switch(index, branches: Sequence[Callable], *operands):
     return _unflatten(out_spec, outs)
 
 
-def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
-    """``jax.lax.cond``: ``true_fun(*operands)`` if pred else ``false_fun(*operands)``."""
+def cond(pred, true_fun: Callable, false_fun: Callable, *operands, operand=_NO_OPERAND):
+    """``jax.lax.cond``: ``true_fun(*operands)`` if pred else ``false_fun(*operands)``
+    (``operand=`` as switch's)."""
+    operands = _legacy_operand(operands, operand, "cond")
     outer = _outer_trace()
     if outer is None:
         leaves, spec = _flatten(list(operands))

@@ -41,9 +41,10 @@ __all__ = ["grad", "hessian", "hvp", "jacfwd", "jacrev", "jvp", "linearize", "tr
            "value_and_grad", "vjp"]
 
 
-def transpose(x, axes=None):
+def transpose(a, axes=None):
     """``transpose(linear_fragment)``: the AD transpose (VJP) of a LinearFragment;
     ``transpose(traced_value, axes=None)``: numpy's axis permutation."""
+    x = a
     if isinstance(x, Fragment):
         raise TypeError("transpose of a graph expects a LinearFragment (from differentiate), "
                         "got a Fragment")

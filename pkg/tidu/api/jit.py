@@ -26,6 +26,7 @@ from tidu.backends.program import CompiledProgram, _check_backend, compile
 from tidu.backends.tiered import TierTable, track, wrap
 from tidu.graph import FragmentBuilder, materialize_merge, resolve
 from tidu.graph.memory import FunctionCache, at_safe_point, register_cache
+from tidu.ops.sorting import share_sorts, sorts_twice
 from tidu.trace.build import as_aval, flatten_outputs, mark_weak, tracing
 from tidu.trace.effects import tokens
 from tidu.trace.tracer import Tracer
@@ -90,6 +91,11 @@ def trace_program(fn: Callable, args: tuple, backend: str = "auto", device=None,
     keys += [guard.key] if guard is not None else []
     frag = builder.build(keys)
     prog = compile(materialize_merge(resolve([frag]), frag.outputs), backend, device)
+    if sorts_twice(prog.executable):  # sort and its permutation (sort's gradient): one sort
+        shared = share_sorts(builder, keys)
+        if shared is not None:
+            frag = builder.build(shared)
+            prog = compile(materialize_merge(resolve([frag]), frag.outputs), backend, device)
     prog.n_guards = len(conc.guards) if guard is not None else 0
     prog.n_effects = len(effect)
     return prog, out_tree

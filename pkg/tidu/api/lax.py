@@ -2,8 +2,8 @@
 them, where each lives, and the names left out with the reason).  Here: the re-exports, the
 shifts, ``linear_call``, and the implicit differentiation of roots and linear solves,
 ``custom_root`` and ``custom_linear_solve``, built on ``td.custom_jvp`` (docs/frontend.md); the
-vocabulary itself is in ``lax_math``, ``lax_shapes``, ``lax_reduce``, ``lax_gather`` and
-``lax_extra``."""
+vocabulary itself is in ``lax_math``, ``lax_shapes``, ``lax_reduce``, ``lax_gather``,
+``lax_window``, ``lax_ragged`` and ``lax_extra``."""
 
 from __future__ import annotations
 
@@ -13,7 +13,21 @@ from tidu import ops as _P
 from tidu.api import lax_absent as _absent
 from tidu.api import lax_linalg as linalg
 from tidu.api import special_expint as _special_expint  # noqa: F401  (registers expi, exp1, expn)
-from tidu.api.collectives import all_gather, axis_index, axis_size, pmax, pmean, pmin, psum
+from tidu.api.collectives import (
+    all_gather,
+    all_to_all,
+    axis_index,
+    axis_size,
+    pbroadcast,
+    pmax,
+    pmean,
+    pmin,
+    ppermute,
+    pshuffle,
+    psum,
+    psum_scatter,
+    pswapaxes,
+)
 from tidu.api.control_flow import (
     _eager,
     _emit_multi,
@@ -33,6 +47,7 @@ from tidu.api.lax_extra import (
     ConvGeneralDilatedDimensionNumbers,
     FftType,
     PrecisionLike,
+    bitcast_convert_type,
     broadcast_like,
     clz,
     composite,
@@ -66,7 +81,9 @@ from tidu.api.lax_gather import (
     scatter_sub,
 )
 from tidu.api.lax_math import (
+    AccuracyMode,
     RoundingMethod,
+    Tolerance,
     abs,
     acos,
     acosh,
@@ -126,6 +143,15 @@ from tidu.api.lax_math import (
     sub,
     tan,
     tanh,
+)
+from tidu.api.lax_ragged import (
+    DotAlgorithm,
+    DotAlgorithmPreset,
+    RaggedDotDimensionNumbers,
+    platform_dependent,
+    ragged_dot,
+    ragged_dot_general,
+    with_sharding_constraint,
 )
 from tidu.api.lax_reduce import (
     _cummax as cummax,
@@ -209,7 +235,10 @@ from tidu.numpy.conv import (
     conv_with_general_padding,
 )
 from tidu.numpy.core import stop_gradient
-from tidu.numpy.logical import bitwise_and, bitwise_not, bitwise_or, bitwise_xor
+from tidu.numpy.logical import bitwise_and as _bitwise_and
+from tidu.numpy.logical import bitwise_not
+from tidu.numpy.logical import bitwise_or as _bitwise_or
+from tidu.numpy.logical import bitwise_xor as _bitwise_xor
 from tidu.numpy.scipy.special import digamma
 from tidu.numpy.scipy.special import gammaln as lgamma
 from tidu.numpy.sorting import top_k
@@ -217,19 +246,36 @@ from tidu.numpy.take import dynamic_slice, dynamic_update_slice
 from tidu.ops.control_flow import CustomLinear, close_body
 from tidu.trace.tracer import _emit, _lift, _promote, _trace_of
 
+
+def bitwise_and(x, y):
+    """``jax.lax.bitwise_and``: x & y elementwise (bool or integer)."""
+    return _bitwise_and(x, y)
+
+
+def bitwise_or(x, y):
+    """``jax.lax.bitwise_or``: x | y elementwise (bool or integer)."""
+    return _bitwise_or(x, y)
+
+
+def bitwise_xor(x, y):
+    """``jax.lax.bitwise_xor``: x ^ y elementwise (bool or integer)."""
+    return _bitwise_xor(x, y)
+
+
 __all__ = [
-    "abs", "acos", "acosh", "add", "all_gather", "approx_max_k", "approx_min_k", "argmax", "argmin",
-    "asin", "asinh", "associative_scan", "atan", "atan2", "atanh", "axis_index", "axis_size",
-    "batch_matmul", "bessel_i0e", "bessel_i1e", "betainc", "bitwise_and", "bitwise_not",
-    "bitwise_or", "bitwise_xor", "broadcast", "broadcast_in_dim", "broadcast_like",
-    "broadcast_shapes", "broadcast_to_rank", "broadcasted_iota", "cbrt", "ceil", "clamp", "clz",
-    "collapse", "complex", "composite", "concatenate", "cond", "conj", "conv",
-    "conv_dimension_numbers", "conv_general_dilated", "conv_general_dilated_local",
-    "conv_general_dilated_patches", "conv_general_permutations", "conv_general_shape_tuple",
-    "conv_shape_tuple", "conv_transpose", "conv_transpose_shape_tuple", "conv_with_general_padding",
-    "ConvDimensionNumbers", "convert_element_type", "ConvGeneralDilatedDimensionNumbers", "cos",
-    "cosh", "cumlogsumexp", "cummax", "cummin", "cumprod", "cumsum", "custom_linear_solve",
-    "custom_root", "digamma", "div", "dot", "dot_general", "DotDimensionNumbers", "dtype",
+    "abs", "AccuracyMode", "acos", "acosh", "add", "all_gather", "all_to_all", "approx_max_k",
+    "approx_min_k", "argmax", "argmin", "asin", "asinh", "associative_scan", "atan", "atan2",
+    "atanh", "axis_index", "axis_size", "batch_matmul", "bessel_i0e", "bessel_i1e", "betainc",
+    "bitcast_convert_type", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "broadcast",
+    "broadcast_in_dim", "broadcast_like", "broadcast_shapes", "broadcast_to_rank",
+    "broadcasted_iota", "cbrt", "ceil", "clamp", "clz", "collapse", "complex", "composite",
+    "concatenate", "cond", "conj", "conv", "conv_dimension_numbers", "conv_general_dilated",
+    "conv_general_dilated_local", "conv_general_dilated_patches", "conv_general_permutations",
+    "conv_general_shape_tuple", "conv_shape_tuple", "conv_transpose", "conv_transpose_shape_tuple",
+    "conv_with_general_padding", "ConvDimensionNumbers", "convert_element_type",
+    "ConvGeneralDilatedDimensionNumbers", "cos", "cosh", "cumlogsumexp", "cummax", "cummin",
+    "cumprod", "cumsum", "custom_linear_solve", "custom_root", "digamma", "div", "dot",
+    "dot_general", "DotAlgorithm", "DotAlgorithmPreset", "DotDimensionNumbers", "dtype",
     "dynamic_index_in_dim", "dynamic_slice", "dynamic_slice_in_dim", "dynamic_update_index_in_dim",
     "dynamic_update_slice", "dynamic_update_slice_in_dim", "empty", "eq", "erf", "erf_inv", "erfc",
     "exp", "exp2", "expand_dims", "expm1", "fft", "FftType", "floor", "fori_loop", "full",
@@ -237,16 +283,18 @@ __all__ = [
     "igamma_grad_a", "igammac", "imag", "index_in_dim", "index_take", "integer_pow", "iota",
     "is_finite", "le", "lgamma", "linalg", "linear_call", "log", "log1p", "logistic", "lt", "map",
     "max", "min", "mul", "mulhi", "ne", "neg", "nextafter", "optimization_barrier", "pad",
-    "padtype_to_pads", "pmax", "pmean", "pmin", "polygamma", "population_count", "pow", "Precision",
-    "PrecisionLike", "psum", "random_gamma_grad", "real", "reciprocal", "reduce", "reduce_and",
-    "reduce_max", "reduce_min", "reduce_or", "reduce_precision", "reduce_prod", "reduce_sum",
-    "reduce_window", "reduce_window_shape_tuple", "reduce_xor", "rem", "reshape", "rev", "round",
-    "RoundingMethod", "rsqrt", "scan", "scatter", "scatter_add", "scatter_apply", "scatter_max",
-    "scatter_min", "scatter_mul", "scatter_sub", "ScatterDimensionNumbers", "select", "select_n",
-    "shift_left", "shift_right_arithmetic", "shift_right_logical", "sign", "sin", "sinh", "slice",
+    "padtype_to_pads", "pbroadcast", "platform_dependent", "pmax", "pmean", "pmin", "polygamma",
+    "population_count", "pow", "ppermute", "Precision", "PrecisionLike", "pshuffle", "psum",
+    "psum_scatter", "pswapaxes", "ragged_dot", "ragged_dot_general", "RaggedDotDimensionNumbers",
+    "random_gamma_grad", "real", "reciprocal", "reduce", "reduce_and", "reduce_max", "reduce_min",
+    "reduce_or", "reduce_precision", "reduce_prod", "reduce_sum", "reduce_window",
+    "reduce_window_shape_tuple", "reduce_xor", "rem", "reshape", "rev", "round", "RoundingMethod",
+    "rsqrt", "scan", "scatter", "scatter_add", "scatter_apply", "scatter_max", "scatter_min",
+    "scatter_mul", "scatter_sub", "ScatterDimensionNumbers", "select", "select_n", "shift_left",
+    "shift_right_arithmetic", "shift_right_logical", "sign", "sin", "sinh", "slice",
     "slice_in_dim", "sort", "sort_key_val", "split", "sqrt", "square", "squeeze", "stack",
-    "stop_gradient", "sub", "switch", "tan", "tanh", "tile", "top_k", "transpose", "unstack",
-    "while_loop", "zeta",
+    "stop_gradient", "sub", "switch", "tan", "tanh", "tile", "Tolerance", "top_k", "transpose",
+    "unstack", "while_loop", "with_sharding_constraint", "zeta",
 ]
 
 

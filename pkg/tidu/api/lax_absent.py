@@ -8,32 +8,23 @@ __all__ = ["ABSENT", "message"]
 _PRIM = ("jax's primitive objects are internal to jax's tracing machinery; tidu's primitives are "
          "the classes in tidu.ops")
 
-_ACCEL = ("an accelerator's dot algorithm and accuracy control; tidu's kernels compute in the "
-          "operands' dtype, and dot_general accepts and ignores precision")
-_RAGGED = "ragged (grouped-by-size) operations: tidu has no ragged primitive"
-_COMM = ("a device-to-device communication pattern; tidu's named axes (vmap, shard_map) serve "
-         "psum, pmean, pmax, pmin, all_gather, axis_index and axis_size only")
+_RAGGED = ("a ragged all-to-all exchanges variable-size blocks between devices; tidu's named "
+           "axes serve no all-to-all")
+_SENDRECV = ("a point-to-point send/receive pair ordered by effect tokens; tidu has no tokens, "
+             "and ppermute gives the same data movement")
+_PCAST = ("a cast between jax's varying/invariant manual-axis types (shard_map's vma typing), "
+          "which tidu's shard_map does not track")
 _TOKEN = "effect tokens: tidu orders its effects itself (docs/evaluator.md)"
 _RNG = ("XLA's stateful bit generators: tidu.random is counter-based (threefry keys), as "
         "jax.random")
 _JAXINT = "a jax tracing/lowering internal with no meaning outside jax's staging"
 
 ABSENT: dict[str, str] = {
-    "AccuracyMode": _ACCEL, "DotAlgorithm": _ACCEL, "DotAlgorithmPreset": _ACCEL,
-    "Tolerance": _ACCEL,
     "scaled_dot": "a block-scaled low-precision (FP8/MX) matmul for accelerators",
-    "RaggedDotDimensionNumbers": _RAGGED, "ragged_dot": _RAGGED, "ragged_dot_general": _RAGGED,
     "ragged_all_to_all": _RAGGED,
-    "all_to_all": _COMM, "ppermute": _COMM, "pshuffle": _COMM, "psum_scatter": _COMM,
-    "pswapaxes": _COMM, "psend": _COMM, "precv": _COMM, "pbroadcast": _COMM, "pcast": _COMM,
+    "psend": _SENDRECV, "precv": _SENDRECV, "pcast": _PCAST,
     "after_all": _TOKEN, "create_token": _TOKEN,
     "RandomAlgorithm": _RNG, "rng_bit_generator": _RNG, "rng_uniform": _RNG,
-    "bitcast_convert_type": ("reinterpreting bits needs a primitive tidu does not have (no "
-                             "composite of value-level operations reproduces it)"),
-    "platform_dependent": ("a per-platform choice of implementation: tidu's interpreter and "
-                           "XLA backends run one program"),
-    "with_sharding_constraint": ("tidu places shardings through jit's in_shardings/"
-                                 "out_shardings and shard_map (docs/scale.md)"),
     "dce_sink": _JAXINT, "shape_as_value": _JAXINT, "stage": _JAXINT,
 }
 

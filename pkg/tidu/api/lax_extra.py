@@ -1,6 +1,7 @@
 """``td.lax``'s remaining composable names: ``dtype``, ``stack``/``unstack``,
 ``broadcast_like``, ``empty``, ``index_take``, ``population_count``/``clz`` (bit tricks in int64,
-no overflow), ``fft`` (the Fft primitive), ``conv_general_dilated_patches`` (a grouped
+no overflow), ``bitcast_convert_type`` (the BitcastConvertType primitive), ``fft`` (the Fft
+primitive), ``conv_general_dilated_patches`` (a grouped
 convolution with a one-hot kernel, as jax builds it) and the shape-tuple helpers of convolutions
 and windowed reductions (plain Python).  docs/lax.md."""
 
@@ -29,7 +30,8 @@ from tidu.ops.fft import FftType
 from tidu.trace.tracer import _current, _emit, _lift, _trace_of
 
 __all__ = [
-    "ConvGeneralDilatedDimensionNumbers", "FftType", "PrecisionLike", "broadcast_like", "clz",
+    "ConvGeneralDilatedDimensionNumbers", "FftType", "PrecisionLike", "bitcast_convert_type",
+    "broadcast_like", "clz",
     "conv_general_dilated_local", "conv_general_dilated_patches", "conv_general_permutations",
     "conv_general_shape_tuple", "conv_shape_tuple", "conv_transpose_shape_tuple", "dtype",
     "composite", "empty", "fft", "index_take", "mulhi",
@@ -367,3 +369,18 @@ def composite(decomposition, name: str, version: int = 0):
         return decomposition(*args, **kwargs)
 
     return call
+
+
+def bitcast_convert_type(operand, new_dtype):
+    """``jax.lax.bitcast_convert_type``: the operand's bytes read as ``new_dtype`` (one
+    BitcastConvertType; a narrower dtype adds a trailing axis of the width ratio, a wider one
+    takes the last axis, which must be that ratio long). Bool and complex only to their own
+    dtype, as jax."""
+    x = _tr(operand)
+    dt = np.dtype(new_dtype)
+    if x.dtype == dt:
+        return x
+    if x.dtype.kind in "bc" or dt.kind in "bc":
+        raise TypeError(f"bitcast_convert_type does not support bool or complex values unless "
+                        f"the operand and destination types match; got {x.dtype} to {dt}")
+    return _emit(x._t, _P.BitcastConvertType(dt.name), x)

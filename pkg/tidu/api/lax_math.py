@@ -7,7 +7,8 @@ composite of them (docs/lax.md lists where a value or derivative differs from ja
 from __future__ import annotations
 
 import builtins
-from enum import IntEnum
+import dataclasses
+from enum import Enum, IntEnum
 
 import numpy as np
 
@@ -46,14 +47,15 @@ from tidu.numpy.ufuncs import arccosh as acosh
 from tidu.numpy.ufuncs import arcsin as asin
 from tidu.numpy.ufuncs import arcsinh as asinh
 from tidu.numpy.ufuncs import arctan as atan
-from tidu.numpy.ufuncs import arctan2 as atan2
+from tidu.numpy.ufuncs import arctan2 as _arctan2
 from tidu.numpy.ufuncs import arctanh as atanh
 from tidu.numpy.ufuncs import cbrt, ceil, cosh, erf, erfc, exp2, floor, isfinite, sinh, tan, trunc
 from tidu.numpy.ufuncs import round as _round_even
 from tidu.trace.tracer import _compare, _emit, _lift, _promote, _trace_of
 
 __all__ = [
-    "RoundingMethod", "abs", "acos", "acosh", "add", "asin", "asinh", "atan", "atan2", "atanh",
+    "AccuracyMode", "RoundingMethod", "Tolerance", "abs", "acos", "acosh", "add", "asin", "asinh",
+    "atan", "atan2", "atanh",
     "cbrt", "ceil", "clamp", "complex", "conj", "convert_element_type", "cos", "cosh", "digamma",
     "div", "rem",
     "eq", "erf", "erf_inv", "erfc", "exp", "exp2", "expm1", "floor", "ge", "gt", "imag",
@@ -78,6 +80,12 @@ def _named(f, name, doc):
 
 # ---- arithmetic ----
 
+def atan2(x, y):
+    """``jax.lax.atan2``: arctan(x / y) elementwise, the quadrant from both signs (numpy's
+    ``arctan2(x, y)``, with jax's parameter names)."""
+    return _arctan2(x, y)
+
+
 def _arith(cls, name, what):
     def f(x, y):
         t = _trace_of(x, y)
@@ -88,7 +96,15 @@ def _arith(cls, name, what):
 
 add = _arith(_P.Add, "add", "x + y")
 sub = _arith(_P.Sub, "sub", "x - y")
-mul = _arith(_P.Mul, "mul", "x * y")
+_mul = _arith(_P.Mul, "mul", "x * y")
+
+
+def mul(x, y, *, out_dtype=None):
+    """``jax.lax.mul``: x * y elementwise (same dtypes, as jax's); with ``out_dtype`` both
+    operands are converted to it first, as jax does."""
+    if out_dtype is not None:
+        x, y = convert_element_type(x, out_dtype), convert_element_type(y, out_dtype)
+    return _mul(x, y)
 div = _arith(_P.Div, "div", "x / y; integers truncate toward zero, and as XLA x / 0 is -1 (all "
              "ones unsigned) and INT_MIN / -1 is INT_MIN (``//`` is numpy's floor division)")
 rem = _arith(_P.Rem, "rem", "C's remainder x rem y (the dividend's sign); integers as XLA: "
@@ -298,6 +314,64 @@ __reexports__ = (acos, acosh, asin, asinh, atan, atan2, atanh, cbrt, ceil, cos, 
                  digamma, erf, erfc, exp, exp2, expm1, floor, imag, lgamma, log, log1p,
                  nextafter, real, rsqrt, sign, sin, sinh, sqrt, tan, tanh, logical_or)
 abs = _abs  # noqa: A001
+
+
+# ---- the accuracy= option of jax's transcendental functions: accepted and ignored ----
+
+
+class AccuracyMode(Enum):
+    """``jax.lax.AccuracyMode``: an accelerator's choice of approximation for ``accuracy=``;
+    tidu accepts it and computes as always (docs/lax.md)."""
+
+    HIGHEST = 1
+    DEFAULT = 2
+
+
+@dataclasses.dataclass(frozen=True)
+class Tolerance:
+    """``jax.lax.Tolerance(atol, rtol, ulps)``: the tolerances of ``accuracy=``, at most two
+    of them ((atol, rtol) or (atol, ulps)), as jax checks; accepted and ignored."""
+
+    atol: float = 0.0
+    rtol: float = 0.0
+    ulps: int = 0
+
+    def __post_init__(self):
+        if self.rtol and self.ulps:
+            raise ValueError("Tolerance: give (atol, rtol) or (atol, ulps), not rtol and ulps")
+
+
+def _accuracy_ok(accuracy) -> bool:
+    kind = type(accuracy).__name__
+    return accuracy is None or kind in ("AccuracyMode", "Tolerance")  # tidu's or jax's
+
+
+def _with_accuracy(f, name: str):
+    def fn(x, *, accuracy=None):
+        if not _accuracy_ok(accuracy):
+            raise TypeError(f"{name}: accuracy must be a td.lax.Tolerance or AccuracyMode (or "
+                            f"jax's), got {accuracy!r}")
+        return f(x)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = (f"``jax.lax.{name}``; ``accuracy`` (a Tolerance or AccuracyMode) is accepted "
+                  f"and ignored: tidu computes to the operand dtype's accuracy.")
+    return fn
+
+
+cbrt = _with_accuracy(cbrt, "cbrt")
+cos = _with_accuracy(cos, "cos")
+exp = _with_accuracy(exp, "exp")
+exp2 = _with_accuracy(exp2, "exp2")
+expm1 = _with_accuracy(expm1, "expm1")
+log = _with_accuracy(log, "log")
+log1p = _with_accuracy(log1p, "log1p")
+logistic = _with_accuracy(logistic, "logistic")
+rsqrt = _with_accuracy(rsqrt, "rsqrt")
+sin = _with_accuracy(sin, "sin")
+sqrt = _with_accuracy(sqrt, "sqrt")
+tan = _with_accuracy(tan, "tan")
+tanh = _with_accuracy(tanh, "tanh")
 
 
 # ---- reduce_precision ----

@@ -16,8 +16,9 @@ from tidu import ops as _P
 from tidu.graph.dtypes import INTS, kind_of
 from tidu.numpy.conv import _pads
 from tidu.numpy.core import astype, concatenate, reshape, transpose, where
-from tidu.numpy.creation import full, full_like
-from tidu.numpy.shapes import tile
+from tidu.numpy.creation import full as _full
+from tidu.numpy.creation import full_like as _full_like
+from tidu.numpy.shapes import tile as _tile
 from tidu.numpy.take import dynamic_slice, dynamic_update_slice
 from tidu.trace.tracer import _current, _emit, _lift, _trace_of
 
@@ -28,6 +29,22 @@ __all__ = [
     "dynamic_update_slice_in_dim", "expand_dims", "full", "full_like", "index_in_dim", "iota",
     "pad", "padtype_to_pads", "rev", "slice_in_dim", "split", "squeeze", "tile",
 ]  # and _reshape, _transpose, _slice, _concatenate, which td.lax names without the underscore
+
+
+def full(shape, fill_value, dtype=None, *, sharding=None):
+    """``jax.lax.full``: shape filled with fill_value (``sharding`` must be None: tidu computes
+    on the host)."""
+    return _full(shape, fill_value, dtype, out_sharding=sharding)
+
+
+def full_like(x, fill_value, dtype=None, shape=None, sharding=None):
+    """``jax.lax.full_like``: fill_value in x's shape and dtype (or those given)."""
+    return _full_like(x, fill_value, dtype, shape, out_sharding=sharding)
+
+
+def tile(operand, reps):
+    """``jax.lax.tile``: operand repeated reps times along each axis."""
+    return _tile(operand, reps)
 
 
 def _tr(x):

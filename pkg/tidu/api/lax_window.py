@@ -2,20 +2,21 @@
 primitive (``tidu.numpy.conv.reduce_window``, docs/conv.md) from the identity, and a
 non-identity or traced init value is combined with its result once (XLA folds the init value in
 once per window and skips padding); any other body, a pytree of operands, or negative padding is
-a composite of compiled primitives (docs/lax.md "How the general forms are mapped"):
+one ReduceWindowGeneral op (``tidu.ops.control_flow.reduce_window``, docs/lax.md "How the
+general forms are mapped"), which holds
 
-1. one ``Gather`` of the flattened operand by a constant index array takes every window's
-   elements onto a new trailing axis, ``out_shape + (prod(window),)``; positions in the padding
-   or in a hole of base dilation are marked unreal by a constant mask (XLA skips them: the init
-   value is folded in once per window, not once per padding element);
-2. that axis is reduced by the body in a tree of ceil(log2 K) traced applications, each on whole
-   arrays; where one of a pair is unreal the other is kept (a constant-mask select), and the
-   init value is combined once at the end.
+1. the computation traced on scalars: XLA lowers the op to ``stablehlo.reduce_window`` with it
+   as the region, as jax does;
+2. the same reduction traced over whole arrays (``_windowed``): the operands padded and
+   dilated, then per windowed axis strided slices combined by the computation (k views for a
+   small window, window doubling, ceil(log2 k) + popcount(k) steps, for a large one), with
+   constant masks where a window reaches into padding or a hole of base dilation (XLA skips
+   those), and the init value combined once at the end.  The interpreter runs it as one nested
+   program; derivatives and vmap come from it.
 
-So no Python runs per window, both backends compile it, and derivatives and vmap come from the
-body's own primitives.  As for ``reduce``, the body must be associative and commutative (XLA
-leaves the order of application unspecified).  Memory is that of the window matrix
-(``prod(out) * K`` elements per operand)."""
+No Python runs per window, and no array holds window-size copies of the operand.  As for
+``reduce``, the body must be associative and commutative (XLA leaves the order of application
+unspecified)."""
 
 from __future__ import annotations
 
@@ -26,15 +27,16 @@ import sys
 import numpy as np
 
 from tidu import ops as _P
-from tidu.api.control_flow import _flatten, _unflatten
+from tidu.api.control_flow import _emit_multi, _flatten, _trace_body, _unflatten
 from tidu.api.lax_math import add, max, min
-from tidu.api.lax_shapes import _concatenate, broadcast_in_dim, slice_in_dim
+from tidu.api.lax_shapes import broadcast_in_dim, pad, slice_in_dim
+from tidu.graph import aval
 from tidu.numpy import conv as _conv
 from tidu.numpy.aliases import add as _np_add
 from tidu.numpy.core import astype, reshape, where
 from tidu.numpy.core import maximum as _np_maximum
 from tidu.numpy.core import minimum as _np_minimum
-from tidu.numpy.take import take
+from tidu.ops import control_flow as _CF
 from tidu.trace.tracer import Tracer, _lift, _trace_of
 
 __all__ = ["reduce_window"]
@@ -127,69 +129,126 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
                          f"dilations >= 1, got {wd}, {st}, {bd}, {wdl}")
     eff = tuple(1 + r * (k - 1) if k else 0 for k, r in zip(wd, wdl))
     based = tuple((n - 1) * b + 1 if n else 0 for n, b in zip(shape, bd))
-    pads = _conv._pads(padding, based, eff, st)
+    pads = tuple(tuple(int(v) for v in p) for p in _conv._pads(padding, based, eff, st))
     full = tuple(n + lo + hi for n, (lo, hi) in zip(based, pads))
     if any(f < 0 for f in full):
         raise ValueError(f"reduce_window: padding {pads} crops shape {shape} below zero")
     out = tuple((f - e) // s + 1 if f >= e else 0 for f, e, s in zip(full, eff, st))
-    k = math.prod(wd)
-    kshape = out + (k,)
-    # per axis, each window element's position in the padded, dilated operand, and whether it
-    # is an element of the operand (not padding, not a hole of base dilation)
-    o_at = np.indices(out).reshape((nd,) + out + (1,))
-    w_at = np.indices(wd).reshape((nd,) + (1,) * nd + (k,))
-    col = (nd,) + (1,) * (nd + 1)
-    pos = o_at * np.reshape(st, col) + w_at * np.reshape(wdl, col) - np.reshape(
-        [lo for lo, _ in pads], col)
-    src = pos // np.reshape(bd, col)
-    real = np.all((pos >= 0) & (pos % np.reshape(bd, col) == 0)
-                  & (src < np.reshape(shape, col)), axis=0)
-    real = np.broadcast_to(real, kshape)
-    if not real.any():  # no windows, empty ones, or all padding: the init value
+    # per axis, which positions of the padded, dilated operand are its elements (XLA skips
+    # padding and base-dilation holes), and which outputs see at least one of them
+    reals = []
+    for n, (lo, _), b, f in zip(shape, pads, bd, full):
+        p = np.arange(f) - lo
+        reals.append((p >= 0) & (p % b == 0) & (p // b < n))
+    seen = [np.array([r[o * s:o * s + e:w].any() for o in range(m)], bool)
+            for r, s, e, w, m in zip(reals, st, eff, wdl, out)]
+    if not all(v.any() for v in seen) or not all(wd):  # no windows, or all padding: the init
         return _unflatten(spec, [broadcast_in_dim(i, out, ()) for i in inits])
-    strides = np.asarray([math.prod(shape[d + 1:]) for d in range(nd)], np.int64)
-    idx = np.where(real, np.tensordot(strides, src, axes=1), 0).astype(np.int64)
-    windows = [take(reshape(x, (x.size,)), idx, mode="promise_in_bounds") for x in xs]
 
     def body(a, b):
         res, _ = _flatten(computation(_unflatten(spec, a), _unflatten(spec, b)))
         if len(res) != len(xs):
             raise ValueError(f"reduce_window: computation returned {len(res)} values for "
                              f"{len(xs)} operands")
+        tt = _trace_of(*a, *res)
+        res = [_lift(tt, r) for r in res]
         return [astype(r, x.dtype) if r.dtype != x.dtype else r for r, x in zip(res, xs)]
 
-    return _unflatten(spec, _masked_tree(windows, real, body, inits))
+    n = len(xs)
+    # the computation on scalars: XLA's region (none if it reads traced values from outside)
+    rb, rkeys, rflat, _ = _trace_body(t, lambda *a: body(list(a[:n]), list(a[n:])),
+                                      [aval((), x.dtype) for x in xs] * 2, lambda a: a,
+                                      "reduce_window's computation")
+    region = None if rb.capture_list else _CF.close_body([x.key for x in rflat], rkeys)
+    # the same reduction over whole arrays: what the interpreter runs and derivatives follow
+    ab, akeys, aflat, _ = _trace_body(
+        t, lambda *a: _windowed(list(a[:n]), list(a[n:]), body, wd, st, pads, bd, wdl, reals,
+                                out),
+        [x.aval for x in xs] + [i.aval for i in inits], lambda a: a, "reduce_window")
+    prog = _CF.close_body([x.key for x in aflat], ab.capture_inputs + akeys)
+    op = _CF.ReduceWindowGeneral(prog, region, len(ab.capture_list), wd, st, pads, bd, wdl)
+    return _unflatten(spec, _emit_multi(t, op, list(ab.capture_list) + xs + inits))
 
 
-def _masked_tree(xs, real, body, inits):
-    """Each row (last axis) of xs reduced by an associative body over its real elements (a
-    constant mask), then combined once with the init values: a tree of halvings, where a pair
-    with one real element keeps it and a pair with none stays unreal (XLA skips padding and
-    base-dilation holes; it does not fold the init value in for them)."""
-    lead = xs[0].shape[:-1]
-    k = len(lead)
-    n = xs[0].shape[-1]
-    while n > 1:
-        if n % 2:  # an odd row: one more (unreal) column, any value
-            xs = [_concatenate([x, slice_in_dim(x, n - 1, n, 1, k)], k) for x in xs]
-            real = np.concatenate([real, np.zeros(lead + (1,), bool)], k)
-            n += 1
-        a = [slice_in_dim(x, 0, n, 2, k) for x in xs]
-        b = [slice_in_dim(x, 1, n, 2, k) for x in xs]
-        ra, rb = real[..., 0::2], real[..., 1::2]
-        both = ra & rb
-        if both.all():
-            xs = body(a, b)
-        elif both.any():
-            first = ra & ~both  # only a real: a; only b real (or neither): b
-            xs = [where(both, r, where(first, ai, bi)) for r, ai, bi in zip(body(a, b), a, b)]
-        else:
-            xs = [where(ra, ai, bi) for ai, bi in zip(a, b)]
-        real = ra | rb
-        n //= 2
-    xs = [reshape(x, lead) for x in xs]
-    real = real.reshape(lead)
-    init = [broadcast_in_dim(i, lead, ()) for i in inits]
-    out = body(init, xs)
-    return out if real.all() else [where(real, o, i) for o, i in zip(out, init)]
+def _windowed(xs, inits, body, wd, st, pads, bd, wdl, reals, out):
+    """The reduction as array operations: the operands padded and dilated (filled with their
+    first element, a value the body takes without NaN; masked out below), then per windowed
+    axis the computation over strided slices (_axis), then the init values combined once."""
+    nd = len(wd)
+    cfg = [(lo, hi, b - 1) for (lo, hi), b in zip(pads, bd)]
+    if any(c != (0, 0, 0) for c in cfg):
+        xs = [pad(x, reshape(slice_in_dim(reshape(x, (x.size,)), 0, 1, 1, 0), ()), cfg)
+              for x in xs]
+    seen = []
+    for d in range(nd):
+        if wd[d] == 1 and st[d] == 1 and reals[d].all():
+            seen.append(reals[d])
+            continue
+        xs, r = _axis(xs, d, reals[d], wd[d], st[d], wdl[d], out[d], body)
+        seen.append(r)
+    inits = [broadcast_in_dim(i, out, ()) for i in inits]
+    res = body(inits, xs)
+    real = np.ones(out, bool)
+    for d, r in enumerate(seen):
+        real = real & r.reshape([-1 if a == d else 1 for a in range(nd)])
+    return res if real.all() else [where(real, v, i) for v, i in zip(res, inits)]
 
+
+def _axis(xs, d, real, k, s, w, n_out, body):
+    """Along axis d, each output's window (k elements w apart, windows s apart) reduced by the
+    body over its real elements; returns the reduced arrays and which outputs saw an element.
+
+    Small windows (or strides that make most positions unused) take k strided views; larger
+    ones double: level m holds the reduction of m consecutive window elements at every start,
+    so a window is ceil(log2 k) + popcount(k) body applications, each on whole arrays."""
+    nd = xs[0].ndim
+
+    def view(vs, r, start, count, stride):
+        stop = start + (count - 1) * stride + 1
+        return [slice_in_dim(v, start, stop, stride, d) for v in vs], r[start:stop:stride]
+
+    def comb(a, ra, b, rb):
+        return _combine(a, ra, b, rb, body, d, nd)
+
+    length = xs[0].shape[d]
+    if k <= 3 or k * n_out <= 2 * math.ceil(math.log2(k)) * length:
+        views = [view(xs, real, j * w, n_out, s) for j in range(k)]
+        views.sort(key=lambda v: not v[1].all())  # wholly real views first: no masking
+        acc, racc = views[0]
+        for v, rv in views[1:]:
+            acc, racc = comb(acc, racc, v, rv)
+        return acc, racc
+    cur, rc, m = xs, real, 1  # cur[p]: elements p, p + w, ..., p + (m - 1) w reduced
+    acc = racc = None
+    off = 0
+    while True:
+        if k & m:
+            v, rv = view(cur, rc, off * w, n_out, s)
+            acc, racc = (v, rv) if acc is None else comb(acc, racc, v, rv)
+            off += m
+        if 2 * m > k:
+            return acc, racc
+        lc = cur[0].shape[d] - m * w
+        a, ra = view(cur, rc, 0, lc, 1)
+        b, rb = view(cur, rc, m * w, lc, 1)
+        cur, rc = comb(a, ra, b, rb)
+        m *= 2
+
+
+def _combine(a, ra, b, rb, body, d, nd):
+    """body(a, b) where both are real along axis d (constant masks ra, rb), the real one where
+    only one is, a where neither (any value: masked later)."""
+    both = ra & rb
+    if both.all():
+        return body(a, b), both
+    col = [-1 if i == d else 1 for i in range(nd)]
+    only_b = rb & ~ra
+    res = body(a, b) if both.any() else None
+    out = []
+    for j, v in enumerate(a):
+        if only_b.any():
+            v = where(only_b.reshape(col), b[j], v)
+        if res is not None:
+            v = where(both.reshape(col), res[j], v)
+        out.append(v)
+    return out, ra | rb

@@ -151,14 +151,16 @@ def _signed_inf(x, sign):
 
 
 @_numpy_outside(np.isposinf)
-def isposinf(x, /):
+def isposinf(x, /, out=None):
     """x == +inf (all False for integers)."""
+    core.no_out(out, "isposinf")
     return _signed_inf(x, 1)
 
 
 @_numpy_outside(np.isneginf)
-def isneginf(x, /):
+def isneginf(x, /, out=None):
     """x == -inf (all False for integers)."""
+    core.no_out(out, "isneginf")
     return _signed_inf(x, -1)
 
 
@@ -210,8 +212,9 @@ def iterable(y) -> bool:
 
 
 @_numpy_outside(np.modf)
-def modf(x, /):
+def modf(x, /, out=None):
     """(fractional part, integral part), both with x's sign, as jax's ``x - trunc(x), trunc(x)``."""
+    core.no_out(out, "modf")
     x = as_inexact(x)
     whole = ufuncs.trunc(x)
     return x - whole, whole
@@ -257,8 +260,9 @@ def cumulative_prod(x, /, *, axis: int | None = None, dtype=None, include_initia
 
 
 @_numpy_outside(np.nancumsum)
-def nancumsum(a, axis=None, dtype=None):
+def nancumsum(a, axis=None, dtype=None, out=None):
     """cumsum with NaN counted as 0."""
+    core.no_out(out, "nancumsum")
     x = _tr(a)
     if kind_of(x.dtype) in "fc":
         x = core.where(ufuncs.isnan(x), 0, x)
@@ -266,8 +270,9 @@ def nancumsum(a, axis=None, dtype=None):
 
 
 @_numpy_outside(np.nancumprod)
-def nancumprod(a, axis=None, dtype=None):
+def nancumprod(a, axis=None, dtype=None, out=None):
     """cumprod with NaN counted as 1."""
+    core.no_out(out, "nancumprod")
     x = _tr(a)
     if kind_of(x.dtype) in "fc":
         x = core.where(ufuncs.isnan(x), 1, x)

@@ -144,6 +144,7 @@ HOOKS = SimpleNamespace(
     real=core.real,
     remainder=ufuncs.remainder,
     reshape_general=core.reshape_general,
+    reshape_ordered=core.reshape_ordered,
     reshape_rule=core.reshape_rule,
     right_shift=logical.right_shift,
     sum=reducers.sum,

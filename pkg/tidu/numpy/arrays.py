@@ -387,11 +387,12 @@ def trim_zeros(filt, trim: str = "fb", axis=None):
     return f[tuple(sl)]
 
 
-def ravel_multi_index(multi_index, dims, mode: str = "raise", order: str = "C"):
-    """The flat indices of the index tuple `multi_index` into shape `dims`. Under a trace mode
-    must be 'clip' or 'wrap' (jax's rule)."""
+def ravel_multi_index(multi_index, dims, mode: str = "raise", order: str = "C", *, dtype=None):
+    """The flat indices of the index tuple `multi_index` into shape `dims` (as ``dtype`` when
+    given). Under a trace mode must be 'clip' or 'wrap' (jax's rule)."""
     if not _traced() and not shapes._has_tracer(multi_index):
-        return np.ravel_multi_index(multi_index, dims, mode=mode, order=order)
+        out = np.ravel_multi_index(multi_index, dims, mode=mode, order=order)
+        return out if dtype is None else np.asarray(out).astype(dtype)
     dims = tuple(int(d) for d in dims)
     if len(multi_index) != len(dims):
         raise ValueError(f"ravel_multi_index: {len(multi_index)} indices for {len(dims)} dims")
@@ -414,7 +415,7 @@ def ravel_multi_index(multi_index, dims, mode: str = "raise", order: str = "C"):
     for i, s in zip(idx, strides):
         term = core.astype(i, np.int64) * int(s)
         out = term if out is None else out + term
-    return out
+    return out if dtype is None else core.astype(out, dtype)
 
 
 def unravel_index(indices, shape):

@@ -14,7 +14,7 @@ from tidu.numpy.core import astype, broadcast_to, concatenate, iota, reshape, sq
 from tidu.numpy.core import power as _power
 from tidu.numpy.core import sum as _sum
 from tidu.numpy.creation import linspace
-from tidu.numpy.linalg.core import lstsq
+from tidu.numpy.linalg.more import lstsq
 from tidu.numpy.shapes import _has_tracer, _numpy_outside, _traced, flip, moveaxis, swapaxes
 from tidu.numpy.sorting import argsort
 from tidu.numpy.take import take_along_axis

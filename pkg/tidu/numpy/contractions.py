@@ -7,7 +7,16 @@ import numpy as np
 
 from tidu import ops as P
 from tidu.graph.dtypes import accumulation_dtype
-from tidu.numpy.core import broadcast_to, concatenate, conj, reshape, transpose
+from tidu.numpy.core import (
+    _on_host,
+    broadcast_to,
+    concatenate,
+    conj,
+    no_out,
+    preferred,
+    reshape,
+    transpose,
+)
 from tidu.numpy.core import sum as tsum
 from tidu.numpy.einsum import _diagonals, _emit, _Term
 from tidu.trace.tracer import _lift, _trace_of, keeps_weak, result_type
@@ -17,10 +26,18 @@ __all__ = ["cross", "inner", "kron", "outer", "tensordot", "trace", "vdot"]
 
 # ---- contractions ----
 
-@keeps_weak(0, 1)
-def tensordot(a, b, axes=2):
+def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None,
+              out_sharding=None):
     """``jnp.tensordot``: sum over the last ``axes`` axes of a and the first of b, or over the
-    axis lists ``axes = (a_axes, b_axes)``."""
+    axis lists ``axes = (a_axes, b_axes)`` (``precision``, ``preferred_element_type`` as
+    matmul's)."""
+    _on_host(out_sharding, None, "tensordot")
+    return preferred(lambda x, y: _tensordot(x, y, axes), a, b, precision,
+                     preferred_element_type, "tensordot")
+
+
+@keeps_weak(0, 1)
+def _tensordot(a, b, axes=2):
     t = _trace_of(a, b)
     x, y = _lift_both(t, a, b)
     if isinstance(axes, (int, np.integer)):
@@ -49,9 +66,13 @@ def _lift_both(t, a, b):
     return _lift(t, a, dt), _lift(t, b, dt)
 
 
-@keeps_weak(0, 1)
-def inner(a, b):
+def inner(a, b, *, precision=None, preferred_element_type=None):
     """``jnp.inner``: sum over the last axes of a and b (a product when one is a scalar)."""
+    return preferred(_inner, a, b, precision, preferred_element_type, "inner")
+
+
+@keeps_weak(0, 1)
+def _inner(a, b):
     t = _trace_of(a, b)
     x, y = _lift_both(t, a, b)
     if x.ndim == 0 or y.ndim == 0:
@@ -61,9 +82,13 @@ def inner(a, b):
     return _emit(P.DotGeneral((x.ndim - 1,), (y.ndim - 1,)), x, y)
 
 
-@keeps_weak(0, 1)
-def vdot(a, b):
+def vdot(a, b, *, precision=None, preferred_element_type=None):
     """``jnp.vdot``: sum(conj(a) * b) over the flattened arrays."""
+    return preferred(_vdot, a, b, precision, preferred_element_type, "vdot")
+
+
+@keeps_weak(0, 1)
+def _vdot(a, b):
     t = _trace_of(a, b)
     x, y = _lift_both(t, a, b)
     if x.size != y.size:
@@ -72,8 +97,9 @@ def vdot(a, b):
 
 
 @keeps_weak(0, 1)
-def outer(a, b):
+def outer(a, b, out=None):
     """``jnp.outer``: the outer product of the flattened arrays."""
+    no_out(out, "outer")
     t = _trace_of(a, b)
     x, y = _lift_both(t, a, b)
     return _emit(P.DotGeneral((), ()), reshape(x, (-1,)), reshape(y, (-1,)))
@@ -94,8 +120,9 @@ def kron(a, b):
     return reshape(prod, tuple(p * q for p, q in zip(x.shape, y.shape)))
 
 
-def trace(a, offset=0, axis1=0, axis2=1, dtype=None):
+def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
     """``jnp.trace``: the sum of the diagonal (``offset`` above or below it) over axis1, axis2."""
+    no_out(out, "trace")
     t = _trace_of(a)
     x = _lift(t, a, None if dtype is None else np.dtype(dtype))
     if x.ndim < 2:

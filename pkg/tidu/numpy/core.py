@@ -243,13 +243,44 @@ def reshape_rule(av: AbstractValue, shape):
     return pid, out
 
 
+
+def _on_host(out_sharding, device, name: str) -> None:
+    """jax's placement arguments: None, or a CPU device (tidu computes on the host)."""
+    if out_sharding is not None:
+        raise ValueError(f"{name}: out_sharding is not supported (tidu computes on the host)")
+    if device is not None and getattr(device, "platform", device) != "cpu":
+        raise ValueError(f"{name}: device={device!r}; tidu computes on the host, so only None "
+                         "or a CPU device is accepted")
+
+
+def no_out(out, name: str) -> None:
+    """jax's ``out`` parameter: accepted so positions match jax's, refused when given."""
+    if out is not None:
+        raise NotImplementedError(f"{name}: the out argument is not supported (jax's is not "
+                                  f"either): use the return value")
+
+
+def reshape_ordered(x, shape, order, out_sharding):
+    """reshape in Fortran order (``order='F'``): jax's ``x.T.reshape(shape[::-1]).T``."""
+    if out_sharding is not None:
+        raise ValueError("reshape: out_sharding is not supported (tidu computes on the host)")
+    if order == "C":
+        return _core.reshape(x, shape)
+    if order != "F":
+        raise NotImplementedError(f"reshape: order={order!r}; only 'C' and 'F' are supported "
+                                  "(jax's rule)")
+    t = _trace_of(x)
+    x = _lift(t, x)
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    return transpose(_core.reshape(transpose(x), shape[::-1]))
+
 reshape = _core.reshape
 
 
 @keeps_weak(0)
-def transpose(x, axes=None):
-    t = _trace_of(x)
-    x = _lift(t, x)
+def transpose(a, axes=None):
+    t = _trace_of(a)
+    x = _lift(t, a)
     perm = (
         tuple(reversed(range(x.ndim)))
         if axes is None
@@ -263,9 +294,10 @@ def transpose(x, axes=None):
 
 
 @keeps_weak(0)
-def broadcast_to(x, shape):
-    t = _trace_of(x)
-    x = _lift(t, x)
+def broadcast_to(array, shape, *, out_sharding=None):
+    _on_host(out_sharding, None, "broadcast_to")
+    t = _trace_of(array)
+    x = _lift(t, array)
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
     lead = len(shape) - x.ndim  # numpy's rule, without numpy's own size limit on the result
     if lead < 0 or any(d not in (1, s) for d, s in zip(x.shape, shape[lead:])):
@@ -273,7 +305,10 @@ def broadcast_to(x, shape):
     return _broadcast(t, x, shape)
 
 
-def astype(x, dtype):
+def astype(x, dtype, /, *, copy=False, device=None):
+    """x as dtype (strongly typed), jax's ``astype``; ``copy`` changes nothing (a traced
+    value is never a view)."""
+    _on_host(None, device, "astype")
     t = _trace_of(x)
     r = _lift(t, x, np.dtype(dtype))
     if r.weak_type:  # as jax's: an explicit dtype makes a value strongly typed
@@ -328,16 +363,20 @@ def concatenate_rule(avals: Sequence[AbstractValue], axis: int):
 
 
 @keeps_weak(0, seq=True)
-def concatenate_general(xs: Sequence, axis: int = 0):
+def concatenate_general(xs: Sequence, axis: int | None = 0, dtype=None):
     """concatenate (tidu.concatenate is the compiled tracer's, pyx/trace/tracer.pxi, which comes
-    here for what it does not take and for the errors)."""
+    here for what it does not take and for the errors): ``axis=None`` joins the flattened
+    arrays, ``dtype`` casts every operand to the result's dtype first (jax's)."""
     xs = list(xs)
     if not xs:
         raise ValueError("concatenate: need at least one array")
     t = _trace_of(*xs)
+    if axis is None:
+        xs, axis = [_core.reshape(_lift(t, x), (-1,)) for x in xs], 0
     dts = {x.aval.dtype if type(x) is Tracer else None for x in xs}
     dt = (
-        next(iter(dts))
+        np.dtype(dtype) if dtype is not None
+        else next(iter(dts))
         if len(dts) == 1 and None not in dts
         else result_type(*xs)
     )
@@ -397,8 +436,38 @@ def matmul_rule(a: AbstractValue, b: AbstractValue):
     return pid, _aval_list[out]
 
 
+def _check_precision(precision, name: str) -> None:
+    """jax's ``precision``: None, a string or ``lax.Precision``/``DotAlgorithmPreset`` value, or a
+    pair of them. tidu's products are always at its dtype's full precision, so it changes
+    nothing; anything else is an error."""
+    items = precision if isinstance(precision, tuple) and len(precision) == 2 else (precision,)
+    for p in items:
+        if p is not None and not isinstance(p, str) and not hasattr(p, "name"):
+            raise TypeError(f"{name}: precision={precision!r} is not a precision (None, a string, "
+                            "a jax.lax.Precision, or a pair of them)")
+
+
+def preferred(f, a, b, precision, preferred_element_type, name: str):
+    """f(a, b) (a product) under jax's ``precision`` and ``preferred_element_type``: with a
+    wider or more inexact preferred type the operands are cast to it (the products and their sum
+    are then exact in it, as accumulating in it is); with a narrower one the result is cast."""
+    _check_precision(precision, name)
+    if preferred_element_type is None:
+        return f(a, b)
+    pe = np.dtype(preferred_element_type)
+    t = _trace_of(a, b)
+    a, b = _lift(t, a), _lift(t, b)
+    dt = result_type(a, b)
+    kinds = "biufc"
+    wider = (kinds.index(kind_of(pe)) > kinds.index(kind_of(dt))
+             or kind_of(pe) == kind_of(dt) and pe.itemsize >= dt.itemsize)
+    if wider:
+        return f(astype(a, pe), astype(b, pe))
+    return astype(f(a, b), pe)
+
+
 @keeps_weak(0, 1)
-def matmul(a, b):
+def _matmul(a, b):
     t = _trace_of(a, b)
     a, b = _lift(t, a), _lift(t, b)
     if a.ndim == 0 or b.ndim == 0:
@@ -407,10 +476,10 @@ def matmul(a, b):
         return _dot_general(t, a, b, (a.ndim - 1,), (0,))
     if a.ndim == 1:
         a = reshape(a, (1,) + a.shape)
-        return reshape(matmul(a, b), b.shape[:-2] + (b.shape[-1],))
+        return reshape(_matmul(a, b), b.shape[:-2] + (b.shape[-1],))
     if b.ndim == 1:
         b = reshape(b, b.shape + (1,))
-        return reshape(matmul(a, b), a.shape[:-1])
+        return reshape(_matmul(a, b), a.shape[:-1])
     batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     a = _broadcast(t, a, batch + a.shape[-2:])
     b = _broadcast(t, b, batch + b.shape[-2:])
@@ -418,8 +487,21 @@ def matmul(a, b):
     return _dot_general(t, a, b, (nb + 1,), (nb,), tuple(range(nb)), tuple(range(nb)))
 
 
+def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
+    """``jnp.matmul`` (``a @ b``): ``precision`` changes nothing (products are at full
+    precision); ``preferred_element_type`` is the result's dtype."""
+    _on_host(out_sharding, None, "matmul")
+    return preferred(_matmul, a, b, precision, preferred_element_type, "matmul")
+
+
+def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
+    """``jnp.dot``: ``precision`` and ``preferred_element_type`` as matmul's."""
+    _on_host(out_sharding, None, "dot")
+    return preferred(_dot, a, b, precision, preferred_element_type, "dot")
+
+
 @keeps_weak(0, 1)
-def dot(a, b):
+def _dot(a, b):
     t = _trace_of(a, b)
     a, b = _lift(t, a), _lift(t, b)
     if a.ndim == 0 or b.ndim == 0:

@@ -55,25 +55,29 @@ def _static_shape(name, shape) -> tuple[int, ...]:
     return tuple(_static_int(name, "shape", d) for d in shape)
 
 
-def zeros(shape, dtype=None) -> np.ndarray:
+def zeros(shape, dtype=None, *, device=None, out_sharding=None) -> np.ndarray:
     """An array of zeros (a constant: float64 unless dtype is given)."""
+    T._on_host(out_sharding, device, "zeros")
     return np.zeros(_static_shape("zeros", shape), np.float64 if dtype is None else dtype)
 
 
-def ones(shape, dtype=None) -> np.ndarray:
+def ones(shape, dtype=None, *, device=None, out_sharding=None) -> np.ndarray:
     """An array of ones (a constant: float64 unless dtype is given)."""
+    T._on_host(out_sharding, device, "ones")
     return np.ones(_static_shape("ones", shape), np.float64 if dtype is None else dtype)
 
 
-def empty(shape, dtype=None) -> np.ndarray:
+def empty(shape, dtype=None, *, device=None, out_sharding=None) -> np.ndarray:
     """As zeros (jax's arrays are never uninitialised)."""
+    T._on_host(out_sharding, device, "empty")
     return zeros(shape, dtype)
 
 
 @keeps_weak(1, dtype_pos=2)
-def full(shape, fill_value, dtype=None):
+def full(shape, fill_value, dtype=None, *, device=None, out_sharding=None):
     """shape filled with fill_value (traced or not); weakly typed where fill_value is (a
     Python int/float/complex in a trace, or a weak traced value) and dtype is None."""
+    T._on_host(out_sharding, device, "full")
     shape = _static_shape("full", shape)
     if not isinstance(fill_value, Tracer):
         if dtype is None and type(fill_value) in (int, float, complex) and _stack():
@@ -99,31 +103,36 @@ def _like(name, a, value, dtype, shape):
 
 
 @keeps_weak(0, dtype_pos=1)
-def zeros_like(a, dtype=None, shape=None):
+def zeros_like(a, dtype=None, shape=None, *, device=None, out_sharding=None):
     """Zeros of a's shape and dtype (or those given)."""
+    T._on_host(out_sharding, device, "zeros_like")
     return _like("zeros_like", a, 0, dtype, shape)
 
 
 @keeps_weak(0, dtype_pos=1)
-def ones_like(a, dtype=None, shape=None):
+def ones_like(a, dtype=None, shape=None, *, device=None, out_sharding=None):
     """Ones of a's shape and dtype (or those given)."""
+    T._on_host(out_sharding, device, "ones_like")
     return _like("ones_like", a, 1, dtype, shape)
 
 
 @keeps_weak(0, dtype_pos=1)
-def empty_like(a, dtype=None, shape=None):
+def empty_like(prototype, dtype=None, shape=None, *, device=None):
     """As zeros_like."""
-    return _like("empty_like", a, 0, dtype, shape)
+    T._on_host(None, device, "empty_like")
+    return _like("empty_like", prototype, 0, dtype, shape)
 
 
 @keeps_weak(0, dtype_pos=2)
-def full_like(a, fill_value, dtype=None, shape=None):
+def full_like(a, fill_value, dtype=None, shape=None, *, device=None, out_sharding=None):
     """fill_value (traced or not) in a's shape and dtype (or those given)."""
+    T._on_host(out_sharding, device, "full_like")
     return _like("full_like", a, fill_value, dtype, shape)
 
 
-def eye(N: int, M: int | None = None, k: int = 0, dtype=None) -> np.ndarray:
+def eye(N: int, M: int | None = None, k: int = 0, dtype=None, *, device=None) -> np.ndarray:
     """The identity-like constant with ones on the k-th diagonal."""
+    T._on_host(None, device, "eye")
     return np.eye(_static_int("eye", "N", N), None if M is None else _static_int("eye", "M", M),
                   _static_int("eye", "k", k), np.float64 if dtype is None else dtype)
 
@@ -133,8 +142,10 @@ def identity(n: int, dtype=None) -> np.ndarray:
     return eye(n, dtype=dtype)
 
 
-def arange(start, stop=None, step=None, dtype=None) -> np.ndarray:
+def arange(start, stop=None, step=None, dtype=None, *, device=None,
+           out_sharding=None) -> np.ndarray:
     """Evenly spaced values in [start, stop) (a constant: arguments must be static)."""
+    T._on_host(out_sharding, device, "arange")
     for v in (start, stop, step):
         if isinstance(v, Tracer):
             raise TypeError("arange: start, stop and step must be static, not traced values "
@@ -143,9 +154,10 @@ def arange(start, stop=None, step=None, dtype=None) -> np.ndarray:
 
 
 def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = False,
-             dtype=None, axis: int = 0):
+             dtype=None, axis: int = 0, *, device=None):
     """num evenly spaced values from start to stop; start and stop may be traced (arrays
     broadcast against each other, the new axis at `axis`)."""
+    T._on_host(None, device, "linspace")
     num = _static_int("linspace", "num", num)
     if num < 0:
         raise ValueError(f"linspace: number of samples, {num}, must be non-negative")
@@ -204,9 +216,10 @@ def _build(t, obj, dtype) -> Tracer:
     return _lift_in(t, obj, dtype)
 
 
-def asarray(a, dtype=None, order=None, *, copy=None):
+def asarray(a, dtype=None, order=None, *, copy=None, device=None, out_sharding=None):
     """An array from a traced value, an array, or (nested) lists/tuples of them, with
     ``jax.numpy`` promotion (Python scalars weakly typed)."""
+    T._on_host(out_sharding, device, "asarray")
     if order not in (None, "C", "K", "A"):
         raise NotImplementedError(f"asarray: order={order!r} is not supported")
     if isinstance(a, Tracer):
@@ -247,8 +260,10 @@ def size(a, axis: int | None = None) -> int:
     return sh[_axis(axis, len(sh), "size")]
 
 
-def array(object, dtype=None, copy: bool = True, order=None, ndmin: int = 0):
+def array(object, dtype=None, copy: bool = True, order=None, ndmin: int = 0, *, device=None,
+          out_sharding=None):
     """asarray(object, dtype) with at least ndmin axes (leading ones added)."""
+    T._on_host(out_sharding, device, "array")
     x = asarray(object, dtype, order)
     if ndmin and ndim(x) < ndmin:
         if isinstance(x, Tracer):

@@ -403,7 +403,9 @@ def _contract(a: _Term, b: _Term, keep, out=None) -> _Term:
 
 def einsum(
     subscripts,
+    /,
     *operands,
+    out=None,
     optimize="auto",
     precision=None,
     preferred_element_type=None,
@@ -425,6 +427,9 @@ def einsum(
         ValueError: subscripts that do not match the operands' ranks, an index with two sizes,
             an output index not among the inputs.
     """
+    if out is not None:
+        raise NotImplementedError("einsum: the out argument is not supported (jax's is not "
+                                  "either): use the return value")
     ins, out, ops = _parse(subscripts, operands)
     t = _trace_of(*ops)
     dt = result_type(*ops) if ops else np.dtype("float64")

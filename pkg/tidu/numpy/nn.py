@@ -26,6 +26,7 @@ from tidu.numpy.core import (
     maximum,
     minimum,
     reshape,
+    rsqrt,
     sign,
     stop_gradient,
     tanh,
@@ -36,6 +37,7 @@ from tidu.numpy.core import max as _max
 from tidu.numpy.core import sqrt as _core_sqrt
 from tidu.numpy.core import sum as _sum
 from tidu.numpy.einsum import einsum
+from tidu.numpy.reducers import mean as _rd_mean
 from tidu.numpy.ufuncs import erfc, isfinite, logaddexp
 from tidu.trace.tracer import _compare, _lift, _trace_of, _unary_float, as_inexact
 
@@ -187,18 +189,27 @@ def log_softmax(x, axis=-1, where=None):
     return out if where is None else _where(where, out, -np.inf)
 
 
-def standardize(x, axis=-1, mean=None, variance=None, epsilon: float = 1e-5):
-    """(x - mean) / sqrt(variance + epsilon) over `axis` (jax.nn.standardize); integer x in
-    jax's to_inexact_dtype."""
+def standardize(x, axis=-1, mean=None, variance=None, epsilon: float = 1e-5, where=None, *,
+                algorithm="fast"):
+    """(x - mean) * rsqrt(variance + epsilon) over `axis` (jax.nn.standardize), the mean and
+    variance over the elements where ``where`` holds; ``algorithm`` is jax's: 'fast' (default)
+    takes the variance as mean(x^2) - mean^2 clipped at 0, 'stable' as mean((x - mean)^2).
+    Integer x in jax's to_inexact_dtype."""
+    if algorithm not in ("fast", "stable"):
+        raise ValueError(f"standardize: unknown algorithm {algorithm!r}; expected 'fast' or "
+                         "'stable'")
     x = as_inexact(x)
     axes = _axis_tuple(x, axis)
-    n = int(np.prod([x.shape[i] for i in axes], dtype=np.int64))
     if mean is None:
-        mean = _sum(x, axes, keepdims=True) / n
+        mean = _rd_mean(x, axes, keepdims=True, where=where)
     if variance is None:
-        d = x - mean
-        variance = _sum(d * d, axes, keepdims=True) / n
-    return (x - mean) / (variance + epsilon) ** 0.5
+        if algorithm == "stable":
+            d = x - mean
+            variance = _rd_mean(d * d, axes, keepdims=True, where=where)
+        else:
+            variance = maximum(_rd_mean(x * x, axes, keepdims=True, where=where) - mean * mean,
+                                0)
+    return (x - mean) * rsqrt(variance + epsilon)
 
 
 def one_hot(x, num_classes: int, dtype=np.float64, axis=-1):

@@ -18,10 +18,7 @@ from tidu.trace.tracer import as_inexact
 __all__ = ["all", "amax", "amin", "any", "max", "mean", "min", "prod", "std", "sum", "var"]
 
 
-def _no_out(out, name: str) -> None:
-    if out is not None:
-        raise NotImplementedError(f"{name}: the out argument is not supported (jax's is not "
-                                  f"either): use the return value")
+_no_out = T.no_out
 
 
 def _where_mask(x, where, name: str):
@@ -156,12 +153,18 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     return T.sum(_mask(x, where, 0, "mean"), axis, keepdims) / T.astype(n, x.dtype)
 
 
+_mean = mean
+
+
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
-        correction=None):
+        mean=None, correction=None):
     """``jnp.var``, with ``where``: the mean and the sum of squares over the elements where it
-    holds, divided by (their count - ddof)."""
-    if where is None:
+    holds, divided by (their count - ddof); with ``mean`` (keepdims-shaped, as jax's), the
+    squares are taken about it instead of the computed mean."""
+    if where is None and mean is None:
         return R.var(a, axis, dtype, out, ddof, keepdims, correction=correction)
+    if where is None:
+        where = True
     _no_out(out, "var")
     if correction is not None:
         if ddof != 0:
@@ -169,7 +172,9 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
         ddof = correction
     x = _prepared(a, dtype, "var")
     x = as_inexact(x)
-    centered = x - mean(x, axis, None, None, True, where=where)
+    mu = _mean(x, axis, None, None, True, where=where) if mean is None \
+        else T.astype(_lift(mean), x.dtype)
+    centered = x - mu
     sq = T.real(centered * T.conj(centered)) if x.dtype in COMPLEXES else centered * centered
     n = _count(x, axis, keepdims, where)
     dof = T.astype(n, sq.dtype) - ddof
@@ -177,8 +182,9 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
 
 
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
-        correction=None):
+        mean=None, correction=None):
     """``jnp.std``: sqrt of ``var`` with the same arguments."""
-    if where is None:
+    if where is None and mean is None:
         return R.std(a, axis, dtype, out, ddof, keepdims, correction=correction)
-    return T.sqrt(var(a, axis, dtype, out, ddof, keepdims, where=where, correction=correction))
+    return T.sqrt(var(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean,
+                      correction=correction))

@@ -14,8 +14,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from tidu.graph.dtypes import BOOL, kind_of
-from tidu.numpy.core import astype, concatenate, iota, reshape, where
+from tidu.numpy.core import astype, concatenate, iota, reshape
 from tidu.numpy.core import sum as _sum
+from tidu.numpy.core import where as _select
 from tidu.numpy.creation import linspace
 from tidu.numpy.shapes import _has_tracer, _numpy_outside, _traced, ravel, stack
 from tidu.numpy.shapes import _lift as _lift1
@@ -24,7 +25,8 @@ from tidu.numpy.statistics import searchsorted
 from tidu.numpy.take import take
 from tidu.trace.tracer import Tracer, _lift, _trace_of, as_inexact, keeps_weak, result_type
 
-__all__ = ["argwhere", "bincount", "flatnonzero", "histogram", "nonzero", "select", "unique"]
+__all__ = ["argwhere", "bincount", "flatnonzero", "histogram", "nonzero", "select", "unique",
+           "where"]
 
 
 def _tr(x) -> Tracer:
@@ -51,6 +53,21 @@ def _positions(mask, size):
     return pos, want <= (counts[-1] if n else 0)
 
 
+def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
+    """``jnp.where``: with x and y, condition ? x : y elementwise (broadcast; x and y promoted,
+    weak types kept); with neither, the indices of condition's nonzero entries, as ``nonzero``
+    with its ``size`` and ``fill_value``."""
+    if x is None and y is None:
+        return nonzero(condition, size=size, fill_value=fill_value)
+    if size is not None or fill_value is not None:
+        raise ValueError("where: size and fill_value go with the one-argument form only "
+                         "(jax's rule)")
+    if x is None or y is None:
+        raise ValueError("where: give both x and y, or neither (the indices of condition's "
+                         "nonzero entries)")
+    return _select(condition, x, y)
+
+
 def _nonzero(name, a, size, fill_value):
     a = _tr(a)
     size = _static_size(name, size)
@@ -66,7 +83,7 @@ def _nonzero(name, a, size, fill_value):
     for st, f in zip(strides, fills):
         idx = rest // st
         rest = rest % st
-        out.append(where(valid, idx, 0 if f is None else f))
+        out.append(_select(valid, idx, 0 if f is None else f))
     return tuple(out)
 
 
@@ -120,15 +137,15 @@ def unique(ar, return_index: bool = False, return_inverse: bool = False,
                                      axis=0)
     pos, valid = _positions(first, size)
     fill = s[0] if fill_value is None else fill_value
-    vals = where(valid, take(s, where(valid, pos, 0)), fill)
+    vals = _select(valid, take(s, _select(valid, pos, 0)), fill)
     if not return_counts:
         return vals
     nxt = concatenate([pos[1:], pos[-1:] * 0 + n], axis=0) if size else pos
     cnt_total = _sum(astype(first, np.int64))
     # the end of the k-th run is the start of the (k+1)-th, or n after the last
     k = iota((size,), "int64")
-    ends = where(k + 1 < cnt_total, nxt, n)
-    counts = where(valid, ends - pos, 0)
+    ends = _select(k + 1 < cnt_total, nxt, n)
+    counts = _select(valid, ends - pos, 0)
     return vals, counts
 
 
@@ -147,7 +164,7 @@ def bincount(x, weights=None, minlength: int = 0, *, length=None):
         w = astype(x * 0 + 1, np.int64)
     else:
         w = _lift(_trace_of(x, weights), weights)
-    xi = where(x < 0, 0, x)
+    xi = _select(x < 0, 0, x)
     zeros = astype(iota((length,), "int64") * 0, w.dtype)
     return zeros.at[xi].add(w, mode="drop")
 
@@ -168,13 +185,13 @@ def histogram(a, bins=10, range=None, weights=None, density=None):  # noqa: A002
         lo = _lift(_trace_of(a, lo), lo, a.dtype)
         hi = _lift(_trace_of(a, hi), hi, a.dtype)
         same = hi == lo
-        lo, hi = where(same, lo - 0.5, lo), where(same, hi + 0.5, hi)
+        lo, hi = _select(same, lo - 0.5, lo), _select(same, hi + 0.5, hi)
         edges = linspace(lo, hi, int(bins) + 1)
     else:
         edges = _lift(_trace_of(a, bins), bins, a.dtype)
     nb = edges.shape[0]
     idx = astype(searchsorted(edges, a, side="right"), np.int64)
-    idx = where(a == edges[-1], nb - 1, idx)
+    idx = _select(a == edges[-1], nb - 1, idx)
     w = (a * 0 + 1) if weights is None else ravel(_lift(_trace_of(a, weights), weights))
     counts = astype(iota((nb + 1,), "int64") * 0, w.dtype).at[idx].add(w)[1:nb]
     if density:
@@ -203,5 +220,5 @@ def select(condlist: Sequence, choicelist: Sequence, default=0) -> Tracer:
     out = default
     dt = result_type(*choicelist, default)
     for c, v in zip(reversed(condlist), reversed(choicelist)):
-        out = where(c, astype(_lift1(v), dt) if isinstance(v, Tracer) else v, out)
+        out = _select(c, astype(_lift1(v), dt) if isinstance(v, Tracer) else v, out)
     return astype(out, dt) if isinstance(out, Tracer) and out.dtype != dt else out

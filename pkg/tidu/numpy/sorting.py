@@ -13,7 +13,7 @@ import numpy as np
 
 from tidu import ops as P
 from tidu.graph.dtypes import BOOL, INTS, accumulation_dtype, kind_of
-from tidu.numpy.core import _axes, iota, lex_extreme, lex_index, reshape, transpose, where
+from tidu.numpy.core import _axes, iota, lex_extreme, lex_index, no_out, reshape, transpose, where
 from tidu.numpy.take import take_along_axis
 from tidu.trace.tracer import _broadcast, _compare, _const, _lift, _trace_of, keeps_weak
 from tidu.trace.tracer import _emit as emit
@@ -125,16 +125,18 @@ def _arg(cls, a, axis, keepdims):
     return y
 
 
-def argmax(a, axis=None, keepdims=False):
+def argmax(a, axis=None, out=None, keepdims=None):
     """Index of the maximum along ``axis`` (of the flattened array when None), int64, as
     ``jnp.argmax`` under x64: the first maximum, the first NaN if there is one.  Not
     differentiable (an integer output)."""
-    return _arg(P.ArgMax, a, axis, keepdims)
+    no_out(out, "argmax")
+    return _arg(P.ArgMax, a, axis, bool(keepdims))
 
 
-def argmin(a, axis=None, keepdims=False):
+def argmin(a, axis=None, out=None, keepdims=None):
     """Index of the minimum along ``axis``, int64, as ``jnp.argmin`` (the first NaN wins)."""
-    return _arg(P.ArgMin, a, axis, keepdims)
+    no_out(out, "argmin")
+    return _arg(P.ArgMin, a, axis, bool(keepdims))
 
 
 # ---- sorting ----
@@ -153,16 +155,20 @@ def sort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False):
     return _emit(t, P.Sort(ax, bool(descending)), x)
 
 
-def argsort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False):
-    """Indices that sort ``a`` along ``axis`` (int64), as ``jnp.argsort``: stable, NaN last;
-    with ``descending`` the reverse order with ties kept in their original order."""
+def argsort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False, dtype=None):
+    """Indices that sort ``a`` along ``axis`` (int64, or the integer ``dtype`` given), as
+    ``jnp.argsort``: stable, NaN last; with ``descending`` the reverse order with ties kept in
+    their original order."""
     if order is not None:
         raise TypeError("argsort: 'order' (structured arrays) is not supported")
+    idx = _INT if dtype is None else np.dtype(dtype)
+    if kind_of(idx) not in "iu":
+        raise ValueError(f"argsort: dtype must be an integer dtype; got {idx}")
     t, x = _traced(a)
     x, ax = _flat_axis(x, axis)
     if x.ndim == 0:
-        return _zero_index(t)
-    return _emit(t, P.Sort(ax, bool(descending)), x, iota(x.shape, _INT.name, ax))
+        return _const(t, np.zeros((), idx), idx)
+    return _emit(t, P.Sort(ax, bool(descending)), x, iota(x.shape, idx.name, ax))
 
 
 def _zero_index(t):
@@ -183,15 +189,17 @@ def _cumulative(cls, a, axis, dtype, reverse=False, promote=False):
     return _emit(t, cls(ax, bool(reverse)), x)
 
 
-def cumsum(a, axis=None, dtype=None):
+def cumsum(a, axis=None, dtype=None, out=None):
     """Running sum along ``axis`` (of the flattened array when None), as ``jnp.cumsum`` (bool
     accumulates in int64, integers in their own dtype, wrapping).  Linear; its transpose is a
     cumsum from the other end."""
+    no_out(out, "cumsum")
     return _cumulative(P.Cumsum, a, axis, dtype)
 
 
-def cumprod(a, axis=None, dtype=None):
+def cumprod(a, axis=None, dtype=None, out=None):
     """Running product along ``axis``, as ``jnp.cumprod``; its derivative never divides."""
+    no_out(out, "cumprod")
     return _cumulative(P.Cumprod, a, axis, dtype)
 
 

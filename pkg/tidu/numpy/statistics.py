@@ -15,8 +15,9 @@ import numpy as np
 
 from tidu.graph.dtypes import BOOL, COMPLEXES, INTS, kind_of
 from tidu.numpy import core as T
+from tidu.numpy import reducers as RD
 from tidu.numpy import sorting as S
-from tidu.numpy.core import reshape
+from tidu.numpy.core import no_out, reshape
 from tidu.numpy.creation import asarray, zeros_like
 from tidu.numpy.shapes import _numpy_outside, moveaxis, squeeze
 from tidu.numpy.take import take, take_along_axis
@@ -42,63 +43,82 @@ def _nan_mask(x):
 
 # ---- NaN-aware reductions ----
 
-@_numpy_outside(np.nansum)
-def nansum(a, axis=None, dtype=None, keepdims=False):
-    x = _tr(a)
+def _nan_as(x, fill):
+    """x with its NaN entries read as fill (x itself for integers and bools)."""
     m = _nan_mask(x)
-    x = x if m is None else T.where(m, 0, x)
-    return T.sum(x if dtype is None else T.astype(x, dtype), axis, keepdims)
+    return x if m is None else T.where(m, fill, x)
+
+
+@_numpy_outside(np.nansum)
+def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+    """``jnp.nansum``: ``sum`` with NaN entries read as 0 (``initial`` and ``where`` as sum's)."""
+    no_out(out, "nansum")
+    return RD.sum(_nan_as(_tr(a), 0), axis, dtype, None, keepdims, initial, where)
 
 
 @_numpy_outside(np.nanprod)
-def nanprod(a, axis=None, dtype=None, keepdims=False):
-    x = _tr(a)
-    m = _nan_mask(x)
-    return S.prod(x if m is None else T.where(m, 1, x), axis, dtype, keepdims)
+def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+    """``jnp.nanprod``: ``prod`` with NaN entries read as 1."""
+    no_out(out, "nanprod")
+    return RD.prod(_nan_as(_tr(a), 1), axis, dtype, None, keepdims, initial, where)
 
 
-def _nan_reduce(red, fill, empty, a, axis, keepdims):
-    """red of a with NaN entries read as fill; `empty` where a slice is all NaN (jax's values:
-    NaN for nanmax/nanmin, -1 for nanargmax/nanargmin)."""
+def _nan_extreme(red, fill, a, axis, out, keepdims, initial, where, name):
+    """jax's nanmax/nanmin: red over the entries with NaN read as fill, NaN where a slice is
+    all NaN (jax's test ignores ``where`` and ``initial``)."""
+    no_out(out, name)
     x = _tr(a)
     m = _nan_mask(x)
-    if m is None:
-        return red(x, axis, keepdims)
-    out = red(T.where(m, fill, x), axis, keepdims)
-    return T.where(S.all(m, axis, keepdims), empty, out)
+    r = red(x if m is None else T.where(m, fill, x), axis, None, keepdims, initial, where)
+    return r if m is None else T.where(S.all(m, axis, keepdims), np.nan, r)
 
 
 @_numpy_outside(np.nanmax)
-def nanmax(a, axis=None, keepdims=False):
-    return _nan_reduce(T.max, -np.inf, np.nan, a, axis, keepdims)
+def nanmax(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+    return _nan_extreme(RD.max, -np.inf, a, axis, out, keepdims, initial, where, "nanmax")
 
 
 @_numpy_outside(np.nanmin)
-def nanmin(a, axis=None, keepdims=False):
-    return _nan_reduce(S.min, np.inf, np.nan, a, axis, keepdims)
+def nanmin(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+    return _nan_extreme(RD.min, np.inf, a, axis, out, keepdims, initial, where, "nanmin")
+
+
+def _nan_arg(red, fill, a, axis, out, keepdims, name):
+    """red (argmax/argmin) with NaN entries read as fill; -1 where a slice is all NaN (jax's)."""
+    no_out(out, name)
+    x = _tr(a)
+    m = _nan_mask(x)
+    keepdims = bool(keepdims)
+    if m is None:
+        return red(x, axis, keepdims=keepdims)
+    r = red(T.where(m, fill, x), axis, keepdims=keepdims)
+    return T.where(S.all(m, axis, keepdims), -1, r)
 
 
 @_numpy_outside(np.nanargmax)
-def nanargmax(a, axis=None, keepdims=False):
-    return _nan_reduce(S.argmax, -np.inf, -1, a, axis, keepdims)
+def nanargmax(a, axis=None, out=None, keepdims=None):
+    return _nan_arg(S.argmax, -np.inf, a, axis, out, keepdims, "nanargmax")
 
 
 @_numpy_outside(np.nanargmin)
-def nanargmin(a, axis=None, keepdims=False):
-    return _nan_reduce(S.argmin, np.inf, -1, a, axis, keepdims)
+def nanargmin(a, axis=None, out=None, keepdims=None):
+    return _nan_arg(S.argmin, np.inf, a, axis, out, keepdims, "nanargmin")
 
 
-def _count(m, axis, keepdims, dtype):
-    return T.sum(T.astype(m, dtype), axis, keepdims)
+def _count(m, axis, keepdims, dtype, where=None):
+    return RD.sum(m, axis, dtype, None, keepdims, where=where)
 
 
 @_numpy_outside(np.nanmean)
-def nanmean(a, axis=None, dtype=None, keepdims=False):
+def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
+    """``jnp.nanmean``: the mean of the entries that are not NaN (and where ``where`` holds)."""
+    no_out(out, "nanmean")
     x = _inexact(a)
     if dtype is not None:
         x = T.astype(x, dtype)
     m = isnan(x)
-    return nansum(x, axis, None, keepdims) / _count(~m, axis, keepdims, _real_dt(x))
+    n = _count(~m, axis, keepdims, _real_dt(x), where)
+    return nansum(x, axis, None, None, keepdims, where=where) / n
 
 
 def _real_dt(x):
@@ -106,21 +126,27 @@ def _real_dt(x):
 
 
 @_numpy_outside(np.nanvar)
-def nanvar(a, axis=None, dtype=None, ddof=0, keepdims=False):
+def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, mean=None):
+    """``jnp.nanvar``: the variance of the entries that are not NaN (and where ``where``
+    holds), about ``mean`` when given (with keepdims shape, as jax's)."""
+    no_out(out, "nanvar")
     x = _inexact(a)
     if dtype is not None:
         x = T.astype(x, dtype)
     m = isnan(x)
-    c = T.where(m, 0, x - nanmean(x, axis, None, True))
+    mu = nanmean(x, axis, None, None, True, where=where) if mean is None \
+        else T.astype(_tr(mean), x.dtype)
+    c = T.where(m, 0, x - mu)
     sq = T.real(c * T.conj(c)) if x.dtype in COMPLEXES else c * c
-    n = _count(~m, axis, keepdims, _real_dt(x))
+    n = _count(~m, axis, keepdims, _real_dt(x), where)
     # N - ddof <= 0: NaN, as jax
-    return T.sum(sq, axis, keepdims) / T.where(n > ddof, n - ddof, np.nan)
+    return RD.sum(sq, axis, None, None, keepdims, where=where) / T.where(n > ddof, n - ddof,
+                                                                          np.nan)
 
 
 @_numpy_outside(np.nanstd)
-def nanstd(a, axis=None, dtype=None, ddof=0, keepdims=False):
-    return T.sqrt(nanvar(a, axis, dtype, ddof, keepdims))
+def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, mean=None):
+    return T.sqrt(nanvar(a, axis, dtype, out, ddof, keepdims, where, mean))
 
 
 # ---- closeness, counts, ranges ----
@@ -152,7 +178,8 @@ def count_nonzero(a, axis=None, keepdims=False):
 
 
 @_numpy_outside(np.ptp)
-def ptp(a, axis=None, keepdims=False):
+def ptp(a, axis=None, out=None, keepdims=False):
+    no_out(out, "ptp")
     x = _tr(a)
     return T.max(x, axis, keepdims) - S.min(x, axis, keepdims)
 
@@ -185,18 +212,63 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
 
 # ---- order statistics ----
 
-_METHODS = ("linear", "lower", "higher", "midpoint", "nearest")
+_METHODS = ("linear", "lower", "higher", "midpoint", "nearest", "inverted_cdf")
 
 
-def _quantile(name, a, q, axis, method, keepdims, ignore_nan):
+def _quantile_weights(name, x, weights, axis, method):
+    """weights as x's shape (jax's rule: x's shape, or the shape of the reduced axes)."""
+    if method != "inverted_cdf":
+        raise NotImplementedError(f"{name}: method {method!r} takes no weights; only "
+                                  "'inverted_cdf' does (jax's rule)")
+    w = _inexact(weights)
+    if w.dtype in COMPLEXES:
+        raise ValueError(f"{name}: weights cannot be complex")
+    w = T.astype(w, x.dtype) if w.dtype != x.dtype else w
+    if w.shape == x.shape:
+        return w
+    if axis is None:
+        raise ValueError(f"{name}: weights of shape {w.shape} must match a's shape {x.shape} "
+                         "when axis is None")
+    axes = [int(i) % x.ndim for i in np.atleast_1d(np.asarray(axis))]
+    want = tuple(x.shape[i] for i in axes)
+    if w.shape != want:
+        raise ValueError(f"{name}: weights of shape {w.shape} must match the reduced axes "
+                         f"{want}")
+    order = np.argsort(axes)  # weights' axes in a's order, then broadcast along the others
+    w = T.transpose(w, tuple(int(k) for k in order)) if len(axes) > 1 else w
+    kept = sorted(axes)
+    return T.broadcast_to(reshape(w, tuple(x.shape[i] if i in kept else 1
+                                           for i in range(x.ndim))), x.shape)
+
+
+def _inverted_cdf(s, ws, qf, n, ignore_nan, nan_in):
+    """jax's 'inverted_cdf' over the last axis of sorted s with weights ws (sorted with it): the
+    first element whose cumulative weight reaches q * total; NaN where a weight is negative or
+    NaN, and where the data are NaN (all of them, for nanquantile)."""
+    bad = (ws < 0) | isnan(ws)
+    clean = T.where(bad | isnan(s), 0, ws)
+    cw = S.cumsum(clean, axis=-1)
+    total = cw[..., -1:]
+    target = total * reshape(T.astype(qf, s.dtype), (1,) * (s.ndim - 1) + (qf.shape[0],))
+    below = T.astype(cw[..., None, :] < target[..., :, None], np.int64)
+    idx = T.sum(below, -1)
+    idx = T.minimum(T.maximum(idx, 0), T.astype(T.maximum(n - 1, 0), np.int64))
+    out = take_along_axis(s, idx, axis=-1)
+    nan = S.any(bad, axis=-1, keepdims=True) | ((n == 0) if ignore_nan else nan_in)
+    return T.where(nan, np.nan, out)
+
+
+def _quantile(name, a, q, axis, method, keepdims, ignore_nan, weights=None):
     if method not in _METHODS:
         raise ValueError(f"{name}: method must be one of {_METHODS}, got {method!r}")
     x = _inexact(a)
     if x.dtype in COMPLEXES:
         raise TypeError(f"{name}: complex values have no order")
+    w = None if weights is None else _quantile_weights(name, x, weights, axis, method)
     qv = _inexact(q)
     if axis is None:
         x, ax_list = reshape(x, (-1,)), [0]
+        w = None if w is None else reshape(w, (-1,))
         out_keep = (1,) * _tr(a).ndim
     else:
         ax_list = sorted({int(i) % x.ndim for i in np.atleast_1d(np.asarray(axis))})
@@ -204,8 +276,16 @@ def _quantile(name, a, q, axis, method, keepdims, ignore_nan):
         rest = [i for i in range(x.ndim) if i not in ax_list]
         x = T.transpose(x, tuple(rest + ax_list))
         x = reshape(x, x.shape[:len(rest)] + (-1,))
+        if w is not None:
+            w = T.transpose(w, tuple(rest + ax_list))
+            w = reshape(w, w.shape[:len(rest)] + (-1,))
     n_total = x.shape[-1]
-    s = S.sort(x, axis=-1)  # NaN last
+    if method == "inverted_cdf":  # the weights move with the values (ones when not given)
+        perm = S.argsort(x, axis=-1)
+        s = take_along_axis(x, perm, axis=-1)
+        ws = zeros_like(s) + 1 if w is None else take_along_axis(w, perm, axis=-1)
+    else:
+        s = S.sort(x, axis=-1)  # NaN last
     lead = s.shape[:-1]
     qf = reshape(qv, (-1,))
     nq = qf.shape[0]
@@ -214,6 +294,12 @@ def _quantile(name, a, q, axis, method, keepdims, ignore_nan):
         n = T.sum(T.astype(~isnan(x), s.dtype), -1, keepdims=True)
     else:
         n = T.astype(asarray(float(n_total)), s.dtype)
+    if method == "inverted_cdf":
+        out = _inverted_cdf(s, ws, qf, n, ignore_nan, nan_in)
+        out = moveaxis(out, -1, 0)
+        shape = qv.shape + (out_keep if keepdims else tuple(
+            d for i, d in enumerate(out_keep) if axis is not None and i not in ax_list))
+        return reshape(out, shape)
     pos = (n - 1) * reshape(T.astype(qf, s.dtype), (1,) * len(lead) + (nq,))
     pos = T.broadcast_to(pos, lead + (nq,))
     last = T.maximum(n - 1, 0)
@@ -248,18 +334,18 @@ def _quantile(name, a, q, axis, method, keepdims, ignore_nan):
 
 @_numpy_outside(np.quantile)
 def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
-             keepdims=False):
+             keepdims=False, *, weights=None):
     if out is not None:
         raise NotImplementedError("quantile: out is not supported")
-    return _quantile("quantile", a, q, axis, method, keepdims, False)
+    return _quantile("quantile", a, q, axis, method, keepdims, False, weights)
 
 
 @_numpy_outside(np.nanquantile)
 def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
-                keepdims=False):
+                keepdims=False, *, weights=None):
     if out is not None:
         raise NotImplementedError("nanquantile: out is not supported")
-    return _quantile("nanquantile", a, q, axis, method, keepdims, True)
+    return _quantile("nanquantile", a, q, axis, method, keepdims, True, weights)
 
 
 def _percent(q):
@@ -268,14 +354,15 @@ def _percent(q):
 
 @_numpy_outside(np.percentile)
 def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
-               keepdims=False):
-    return quantile(a, _percent(q), axis, out, overwrite_input, method, keepdims)
+               keepdims=False, *, weights=None):
+    return quantile(a, _percent(q), axis, out, overwrite_input, method, keepdims, weights=weights)
 
 
 @_numpy_outside(np.nanpercentile)
 def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
-                  keepdims=False):
-    return nanquantile(a, _percent(q), axis, out, overwrite_input, method, keepdims)
+                  keepdims=False, *, weights=None):
+    return nanquantile(a, _percent(q), axis, out, overwrite_input, method, keepdims,
+                       weights=weights)
 
 
 @_numpy_outside(np.median)
@@ -291,9 +378,12 @@ def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
 # ---- covariance ----
 
 @_numpy_outside(np.cov)
-def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None):
+def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None,
+        dtype=None):
     """Covariance matrix of the rows (variables) of m, numpy's and jax's formula with
-    frequency and analytic weights."""
+    frequency and analytic weights, computed in ``dtype`` when given (inexact, as jax's)."""
+    if dtype is not None and kind_of(np.dtype(dtype)) not in "fc":
+        raise ValueError(f"cov: dtype must be a float or complex dtype; got {dtype}")
     x = _inexact(m)
     if x.ndim > 2:
         raise ValueError(f"cov: m has more than 2 dimensions ({x.shape})")
@@ -306,6 +396,8 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
         if not rowvar and yy.shape[0] != 1:
             yy = T.transpose(yy)
         x = T.concatenate([x, yy], axis=0)
+    if dtype is not None:
+        x = T.astype(x, dtype)
     if ddof is None:
         ddof = 0 if bias else 1
     w = None
@@ -314,6 +406,8 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     if aweights is not None:
         aw = _inexact(aweights)
         w = aw if w is None else w * aw
+    if dtype is not None and w is not None:
+        w = T.astype(w, dtype)
     n_obs = x.shape[1]
     if w is None:
         avg = T.mean(x, 1)
@@ -334,8 +428,10 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
 
 
 @_numpy_outside(np.corrcoef)
-def corrcoef(x, y=None, rowvar=True):
-    c = cov(x, y, rowvar)
+def corrcoef(x, y=None, rowvar=True, dtype=None):
+    if dtype is not None and kind_of(np.dtype(dtype)) not in "fc":
+        raise ValueError(f"corrcoef: dtype must be a float or complex dtype; got {dtype}")
+    c = cov(x, y, rowvar, dtype=dtype)
     if c.ndim == 0:
         return c / c
     d = T.real(take(T.reshape(c, (-1,)), np.arange(0, c.size, c.shape[0] + 1)))
@@ -417,7 +513,7 @@ def _searchsorted_lexicographic(arr, val, side, t):
 
 
 @_numpy_outside(np.digitize)
-def digitize(x, bins, right=False):
+def digitize(x, bins, right=False, *, method=None):
     """The index of the bin each x falls in (bins increasing or decreasing), as numpy."""
     traced_bins = isinstance(bins, Tracer)
     b = _tr(bins)
@@ -467,7 +563,7 @@ def interp(x, xp, fp, left=None, right=None, period=None):
 
 
 @_numpy_outside(np.polyval)
-def polyval(p, x):
+def polyval(p, x, *, unroll=16):
     """p[0] x^(n-1) + ... + p[n-1], by Horner's rule (p's length is static)."""
     t = _trace_of(p, x)
     pv, xv = _lift(t, p), _lift(t, x)

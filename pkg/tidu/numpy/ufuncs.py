@@ -90,10 +90,13 @@ rint = _rounding(P.Round, "rint")
 rint.__doc__ = "Round half to even (numpy's rint); integers unchanged."
 
 
-def round(x, decimals: int = 0):  # noqa: A001 - numpy's name
+def round(a, decimals: int = 0, out=None):  # noqa: A001 - numpy's name
     """Round half to even to `decimals` places (numpy's and jax's rule); integers unchanged for
     decimals >= 0; complex numbers round their real and imaginary parts."""
-    x = _tr(x)
+    if out is not None:
+        raise NotImplementedError("round: the out argument is not supported (jax's is not "
+                                  "either): use the return value")
+    x = _tr(a)
     if x.dtype in COMPLEXES:
         return _complex(round(real(x), decimals), round(imag(x), decimals), x.dtype)
     if x.dtype in _NONFLOAT:

@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
-from tidu.ops.bitwise import And, Not, Or, ShiftLeft, ShiftRightArithmetic, ShiftRightLogical, Xor
+from tidu.ops.bitwise import (
+    And,
+    BitcastConvertType,
+    Not,
+    Or,
+    ShiftLeft,
+    ShiftRightArithmetic,
+    ShiftRightLogical,
+    Xor,
+)
 from tidu.ops.callback import HostCallback, Tie
 from tidu.ops.collective import AxisGather, AxisReduce
-from tidu.ops.control_flow import Checkpoint, Cond, Scan, While
+from tidu.ops.control_flow import Checkpoint, Cond, ReduceWindowGeneral, Scan, While
 from tidu.ops.conv import Conv
 from tidu.ops.core import (
                                   Add,
@@ -102,9 +111,10 @@ MATH = ("Floor", "Ceil", "Round", "Tan", "Atan", "Asin", "Acos", "Sinh", "Cosh",
         "Atanh", "Erf", "Erfc", "ErfInv", "Cbrt", "Logistic", "IsFinite", "Rem", "Atan2", "Lgamma")
 SHAPES = ("Rev",)  # the numpy shape surface (docs/numpy.md)
 # bitwise and logical (ops/bitwise.py, docs/numpy.md)
-BITWISE = ("And", "Or", "Xor", "Not", "ShiftLeft", "ShiftRightArithmetic", "ShiftRightLogical")
+BITWISE = ("And", "Or", "Xor", "Not", "ShiftLeft", "ShiftRightArithmetic", "ShiftRightLogical",
+           "BitcastConvertType")
 # primitives holding sub-programs (docs/control_flow.md)
-CONTROL_FLOW = ("Scan", "Cond", "While", "Checkpoint")
+CONTROL_FLOW = ("Scan", "Cond", "While", "Checkpoint", "ReduceWindowGeneral")
 # convolution (ops/conv.py, docs/conv.md)
 CONV = ("Conv", "ReduceWindowSum", "ReduceWindowMax", "ReduceWindowMin", "SelectAndGatherAdd",
         "SelectAndScatterAdd")
@@ -121,7 +131,8 @@ FFT = ("Fft",)
 
 __all__ = [
     "Abs", "Acos", "Acosh", "Add", "And", "ArgMax", "ArgMin", "Asin", "Asinh", "Atan", "Atan2",
-    "Atanh", "AxisGather", "AxisReduce", "BroadcastInDim", "Cbrt", "Ceil", "Checkpoint",
+    "Atanh", "AxisGather", "AxisReduce", "BitcastConvertType", "BroadcastInDim", "Cbrt", "Ceil",
+    "Checkpoint",
     "Cholesky", "Compare", "Concatenate", "Cond", "Conj", "Constant", "Conv", "Convert", "Cos",
     "Cosh", "Cummax", "Cummin", "Cumprod", "Cumsum", "Div", "DotGeneral", "DynamicSlice",
     "DynamicUpdateSlice", "Eig", "Eigh", "Erf", "ErfInv", "Erfc", "Exp", "Expm1", "Fft", "FftType",
@@ -129,8 +140,9 @@ __all__ = [
     "HostCallback", "Imag", "Iota", "IsFinite", "LU", "LUPermute", "Lgamma", "LinearScan", "Log",
     "Log1p",
     "Logistic", "Max", "Min", "Mul", "Neg", "Not", "Or", "Pad", "Pow", "QR", "Real", "ReduceAnd",
-    "ReduceMax", "ReduceMin", "ReduceOr", "ReduceProd", "ReduceSum", "ReduceWindowMax",
-    "ReduceWindowMin", "ReduceWindowSum", "Rem", "Reshape", "Rev", "Round", "Rsqrt", "SVD", "Scan",
+    "ReduceMax", "ReduceMin", "ReduceOr", "ReduceProd", "ReduceSum", "ReduceWindowGeneral",
+    "ReduceWindowMax", "ReduceWindowMin", "ReduceWindowSum", "Rem", "Reshape", "Rev", "Round",
+    "Rsqrt", "SVD", "Scan",
     "Scatter", "Select", "SelectAndGatherAdd", "SelectAndScatterAdd", "ShardingHint",
     "ShiftLeft", "ShiftRightArithmetic",
     "ShiftRightLogical", "Sign", "Sin",

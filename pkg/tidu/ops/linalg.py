@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from tidu.ad.rules import register
+from tidu.backends.xla.splice import call_jax
 from tidu.graph import aval
 from tidu.graph.dtypes import kind_of
 from tidu.ops.core import (
@@ -77,6 +78,21 @@ def _matmul(nd: int):
     """DotGeneral of (..., i, k) by (..., k, j) with nd axes each."""
     batch = tuple(range(nd - 2))
     return DotGeneral((nd - 1,), (nd - 2,), batch, batch)
+
+
+# ---- the XLA lowering: jax's own ----
+
+# dtypes jax lowers to LAPACK on a CPU (potrf / trsm custom calls; cuSOLVER / cuBLAS on a GPU):
+# these splice jax's lowering (backends/xla/splice.py).  XLA:CPU expands the bare
+# stablehlo.cholesky / triangular_solve into loops of small dots, 2-4x slower at n=500; the
+# StableHLO ops stay for the other dtypes.
+_LAPACK = frozenset(np.dtype(t) for t in ("float32", "float64", "complex64", "complex128"))
+
+
+def _jax_linalg():
+    import jax  # noqa: PLC0415 - optional dependency, imported when lowering to XLA
+
+    return jax.lax.linalg
 
 
 # ---- triangular solve ----
@@ -147,6 +163,13 @@ class TriangularSolve(Primitive):
         return [None, lin(b, adj, [inputs[0], ct[0]], [F, A])]
 
     def lower(self, lo, out, a, x):
+        if np.dtype(out.dtype) in _LAPACK:
+            kw = {"left_side": self.left_side, "lower": self.lower_a,
+                  "transpose_a": self.transpose_a, "conjugate_a": self.conjugate_a,
+                  "unit_diagonal": self.unit_diagonal}
+            key = "trsm_" + "".join(str(int(v)) for v in kw.values())
+            return call_jax(lo, out, [a, x], key, lambda a, b: _jax_linalg().triangular_solve(
+                a, b, **kw))
         cplx = out.dtype in COMPLEXES
         if self.conjugate_a and cplx and not self.transpose_a:
             m = out.shape[-2] if self.left_side else out.shape[-1]
@@ -230,6 +253,9 @@ class Cholesky(Primitive):
         return [lin(b, _matmul(nd), [L, scale(b, weight, inner)], [F, A])]
 
     def lower(self, lo, out, x):
+        if np.dtype(out.dtype) in _LAPACK:
+            return call_jax(lo, out, [x], "cholesky", lambda a: _jax_linalg().cholesky(
+                a, symmetrize_input=False))
         nd, dt = len(out.shape), out.dtype
         mask = lambda d: self._iota_mask(lo, out, d)  # noqa: E731
         fac = lo.op("stablehlo.cholesky", [x], out, "lower = true")

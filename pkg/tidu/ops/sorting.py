@@ -13,8 +13,10 @@ Derivatives are jax's and use only tidu primitives:
   recurrence s_k = a_k s_{k-1} + b_k, linear in b), whose transpose is the recurrence run backwards:
   every derivative stays O(n), never divides, and differentiates again;
 - sort's tangent is the tangent gathered by the sorting permutation (a Sort of an iota by the
-  keys); its transpose is the gather's, a scatter-add of the cotangent back: two sorts per
-  gradient (the forward one and the permutation), not three.
+  keys); its transpose is the gather's, a scatter-add of the cotangent back.  A jitted program
+  that has both that permutation and the sort of the same keys (sort's gradient; sort and
+  argsort) sorts once: ``share_sorts`` makes the sorted values the keys gathered by the
+  permutation (jax's sort JVP sorts keys and iota together too).
 """
 
 from __future__ import annotations
@@ -23,9 +25,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tidu._native import _core
 from tidu.ad.rules import register
 from tidu.backends.xla.hlo import ELEMENT_DTYPE, Value, tensor_type
-from tidu.graph import aval
+from tidu.graph import ValKey, aval, materialize_merge, prim_of, resolve
 from tidu.graph.dtypes import kind_of
 from tidu.ops.core import (
     ALL,
@@ -47,6 +50,7 @@ from tidu.ops.core import (
     const,
     fix,
     lin,
+    ref,
     scale,
     shifted,
 )
@@ -54,7 +58,8 @@ from tidu.ops.elementwise import Compare
 from tidu.ops.gather import Gather
 from tidu.ops.structural import Concatenate, Iota, Slice
 
-__all__ = ["Cumsum", "Cumprod", "Cummax", "Cummin", "LinearScan", "Sort"]
+__all__ = ["Cumsum", "Cumprod", "Cummax", "Cummin", "LinearScan", "Sort", "share_sorts",
+           "sorts_twice"]
 
 
 # ---- helpers ----
@@ -63,11 +68,20 @@ __all__ = ["Cumsum", "Cumprod", "Cummax", "Cummin", "LinearScan", "Sort"]
 def _permute(b, keys, axis: int, descending: bool, t):
     """t (active) permuted along `axis` as Sort(axis, descending) permutes `keys`: the sorting
     permutation (one Sort of an iota by the keys), then one Gather of t along a flat axis."""
-    kav = aval_of(b, keys)
-    shape, n = kav.shape, kav.size
+    shape = aval_of(b, keys).shape
     perm = fix(b, Sort(axis, descending), keys, fix(b, Iota(shape, "int64", axis)))
+    return _take_along(b, t, perm, shape, axis, True)
+
+
+def _take_along(b, t, perm, shape, axis: int, active: bool):
+    """t[..., perm, ...] along `axis` (perm: int64 of t's shape): one Gather along a flat axis;
+    a linear node of t when active, else a fixed one."""
+    n = int(np.prod(shape))
+
+    def emit(op, x, *rest):
+        return lin(b, op, [x, *rest], [A] + [F] * len(rest)) if active else fix(b, op, x, *rest)
     if len(shape) == 1:
-        return lin(b, Gather(0), [t, perm], [A, F])
+        return emit(Gather(0), t, perm)
     # flat index: perm * stride(axis) + the offset of every other coordinate
     strides = np.cumprod((1,) + shape[:0:-1])[::-1].astype(np.int64)
     grid = np.indices(shape, dtype=np.int64)
@@ -76,8 +90,55 @@ def _permute(b, keys, axis: int, descending: bool, t):
     flat = fix(b, Add(), fix(b, Mul(), perm, const(b, strides[axis], iav)),
                fix(b, Constant.of(np.asarray(offsets, np.int64))))
     flat = fix(b, Reshape((n,)), flat)
-    tv = lin(b, Reshape((n,)), [t], [A])
-    return lin(b, Reshape(shape), [lin(b, Gather(0), [tv, flat], [A, F])], [A])
+    return emit(Reshape(shape), emit(Gather(0), emit(Reshape((n,)), t), flat))
+
+
+def share_sorts(builder, keys: list) -> list | None:
+    """One sort where a program sorts keys x both alone (``Sort(x)``, the sorted values) and
+    with an iota along the axis (``Sort(x, iota)``, the sorting permutation: argsort, and the
+    permutation of sort's derivative): the values become x gathered by the permutation, as
+    jax's sort JVP sorts once and gathers (values equal, element for element).  Returns the
+    program's output keys with that replacement (ops emitted into builder, the trace's), or
+    None where there is nothing to share."""
+    frag = builder.build(keys)
+    defs, alone, paired = {}, [], {}
+    for op, ins, outs, _mode in materialize_merge(resolve([frag]), frag.outputs).ops():
+        defs[outs[0].id] = op
+        if type(op) is not Sort:
+            continue
+        if len(ins) == 1:
+            alone.append((op, ins[0], outs[0]))
+            continue
+        io = defs.get(ins[1].id)
+        if type(io) is Iota and io.dimension == op.axis and io.shape == ins[0].aval.shape \
+                and np.dtype(io.dtype).kind in "iu":
+            paired[(op, ins[0].id)] = outs[0]
+    mapping = {}
+    for op, x, y in alone:
+        perm = paired.get((op, x.id))
+        if perm is None:
+            continue
+        p = perm if perm.aval.dtype == np.int64 else fix(builder, Convert("int64"), perm)
+        mapping[y.id] = builder.key(ref(_take_along(builder, x, p, x.aval.shape, op.axis,
+                                                    False))).id
+    if not mapping:
+        return None
+    mat = resolve([builder.build(keys)]).walk(list(keys))
+    return [ValKey(v) for v in _core.substitute(builder.store, mat, mapping)]
+
+
+def sorts_twice(exe) -> bool:
+    """Whether a compiled program has a one-operand Sort and a two-operand one (whose
+    sharing ``share_sorts`` would look for)."""
+    prims = exe.arrays["instr_prim"]
+    if not len(prims):
+        return False
+    sorts = [p for p in np.unique(prims).tolist() if type(prim_of(p)) is Sort]
+    if not sorts:
+        return False
+    n_in = np.diff(exe.arrays["in_off"])
+    counts = {int(k) for k in n_in[np.isin(prims, sorts)]}
+    return {1, 2} <= counts
 
 
 def _check_axis(name: str, axis: int, x) -> None:

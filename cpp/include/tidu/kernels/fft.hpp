@@ -9,6 +9,13 @@
 //         the imaginary parts that a Hermitian spectrum cannot have are ignored (as XLA does)
 //
 // Shapes and dtypes are validated before a program runs (validate.hpp); the kernel trusts them.
+//
+// The code that depends on the instruction set is in fft_variant.hpp, included here once for the
+// build's own target and, with GCC on x86, once more for AVX2 (`#pragma GCC target`, each copy of
+// pocketfft in a namespace of its own): doubles 4 wide and floats 8 wide across the lines that
+// pocketfft transforms together. The variant is chosen at run time as fastmath.hpp's are
+// (TIDU_SIMD=generic|avx2|avx512, capped by the CPU; avx512 runs the AVX2 variant: pocketfft's
+// AVX-512 build was slower for float and needs FMA, see fft_variant.hpp). Both give the same bits.
 #pragma once
 
 #ifndef POCKETFFT_NO_MULTITHREADING
@@ -19,17 +26,20 @@
 #endif
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <complex>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <new>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <vector>
 
-#include "tidu/third_party/pocketfft/pocketfft_hdronly.h"
+#include "tidu/kernels/fastmath.hpp"
 #include "tidu/vm/dtype.hpp"
 #include "tidu/vm/parallel.hpp"
 #include "tidu/vm/program.hpp"
@@ -37,18 +47,46 @@
 namespace tidu {
 namespace kern {
 
+namespace fftshape {
+using shape_t = std::vector<std::size_t>;      // pocketfft's shape_t, in every variant
+using stride_t = std::vector<std::ptrdiff_t>;  // pocketfft's stride_t
+}  // namespace fftshape
+
 // The fft_type codes, in jax's FftType order.
 enum class FftType : std::int64_t { FFT = 0, IFFT = 1, RFFT = 2, IRFFT = 3 };
 
 // Byte strides of a C-contiguous array of `shape` with elements of `elem` bytes.
-inline pocketfft::stride_t fft_strides(const pocketfft::shape_t& shape, std::size_t elem) {
-  pocketfft::stride_t s(shape.size());
+inline fftshape::stride_t fft_strides(const fftshape::shape_t& shape, std::size_t elem) {
+  fftshape::stride_t s(shape.size());
   std::ptrdiff_t acc = static_cast<std::ptrdiff_t>(elem);
   for (std::size_t k = shape.size(); k-- > 0;) {
     s[k] = acc;
     acc *= static_cast<std::ptrdiff_t>(shape[k]);
   }
   return s;
+}
+
+// Per-thread scratch memory for the FFT passes, kept between calls (a long transform's buffers
+// are megabytes: allocating and clearing them on every call cost as much as a pass). `slot`
+// keeps apart the buffers that one thread holds at once; 64-byte aligned, contents undefined.
+inline void* fft_scratch(std::size_t bytes, int slot) {
+  struct Buf {
+    void* p = nullptr;
+    std::size_t n = 0;
+    ~Buf() { std::free(p); }
+  };
+  thread_local Buf bufs[3];
+  Buf& b = bufs[slot];
+  if (b.n < bytes) {
+    std::free(b.p);
+    b.p = nullptr;
+    b.n = 0;
+    void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+    if (p == nullptr) throw std::bad_alloc();
+    b.p = p;
+    b.n = bytes;
+  }
+  return b.p;
 }
 
 // Work (elements x log2 of the transformed length) from which a transform is split over the
@@ -59,9 +97,9 @@ inline constexpr double kFftParallelWork = double(std::size_t{1} << 18);
 // pool: run(in_shape, out_shape, in_offset, out_offset) transforms a sub-array (byte offsets).
 // Shapes agree off `axis`; with no other axis (or one thread) the pass runs whole.
 template <class F>
-inline void fft_split_pass(const pocketfft::shape_t& in_shape, const pocketfft::shape_t& out_shape,
-                           const pocketfft::stride_t& in_stride,
-                           const pocketfft::stride_t& out_stride, std::size_t axis, int threads,
+inline void fft_split_pass(const fftshape::shape_t& in_shape, const fftshape::shape_t& out_shape,
+                           const fftshape::stride_t& in_stride,
+                           const fftshape::stride_t& out_stride, std::size_t axis, int threads,
                            F&& run) {
   std::size_t d = in_shape.size();
   for (std::size_t k = 0; k < in_shape.size(); ++k)
@@ -76,7 +114,7 @@ inline void fft_split_pass(const pocketfft::shape_t& in_shape, const pocketfft::
   ::tidu::detail::parallel_chunks(chunks, threads, [&](std::int64_t c, int) {
     const std::int64_t lo = extent * c / chunks, hi = extent * (c + 1) / chunks;
     if (hi <= lo) return;
-    pocketfft::shape_t is = in_shape, os = out_shape;
+    fftshape::shape_t is = in_shape, os = out_shape;
     is[d] = os[d] = static_cast<std::size_t>(hi - lo);
     run(is, os, lo * in_stride[d], lo * out_stride[d]);
   });
@@ -134,141 +172,87 @@ inline std::shared_ptr<const FourStepTwiddles<R>> four_step_twiddles(std::size_t
   return t;
 }
 
-// One row: x (n complex) -> y (n complex), forward or backward, scaled by fct; tmp holds n.
+// W^k = exp(-2 pi i k / n) for 0 <= k <= n / 4 + 1: the rfft's untangling twiddles
+// (fft_variant.hpp, rfft_row), each computed in long double from k, then rounded; cached by n.
 template <class R>
-inline void four_step_row(const FourStepTwiddles<R>& t, bool forward, R fct,
-                          const std::complex<R>* x, std::complex<R>* y, std::complex<R>* tmp,
-                          int threads) {
-  using C = std::complex<R>;
-  const std::size_t n1 = t.n1, n2 = t.n2;
-  const auto e = static_cast<std::ptrdiff_t>(sizeof(C));
-  const pocketfft::shape_t shape{n1, n2};
-  const pocketfft::stride_t rowmajor{static_cast<std::ptrdiff_t>(n2) * e, e};
-  const pocketfft::stride_t transposed{e, static_cast<std::ptrdiff_t>(n1) * e};  // y[k1 + n1 * k2]
-  const auto* xb = reinterpret_cast<const char*>(x);
-  auto* tb = reinterpret_cast<char*>(tmp);
-  auto* yb = reinterpret_cast<char*>(y);
-  const C* w = t.w.data();
-  fft_split_pass(shape, shape, rowmajor, rowmajor, 0, threads,
-                 [&](const pocketfft::shape_t& is, const pocketfft::shape_t&, std::ptrdiff_t io,
-                     std::ptrdiff_t oo) {
-                   pocketfft::c2c<R>(is, rowmajor, rowmajor, {0}, forward,
-                                     reinterpret_cast<const C*>(xb + io),
-                                     reinterpret_cast<C*>(tb + oo), R(1));
-                 });
-  // the twiddles, then the rows, by blocks of rows (one pass over tmp while it is in cache)
-  fft_split_pass(shape, shape, rowmajor, transposed, 1, threads,
-                 [&](const pocketfft::shape_t& is, const pocketfft::shape_t& os, std::ptrdiff_t io,
-                     std::ptrdiff_t oo) {
-                   C* blk = reinterpret_cast<C*>(tb + io);
-                   const C* wb = w + io / e;
-                   const std::size_t m = is[0] * n2;
-                   if (forward) {
-                     for (std::size_t i = 0; i < m; ++i) blk[i] *= wb[i];
-                   } else {
-                     for (std::size_t i = 0; i < m; ++i) blk[i] *= std::conj(wb[i]);
-                   }
-                   pocketfft::c2c<R>(is, rowmajor, transposed, {1}, forward, blk,
-                                     reinterpret_cast<C*>(yb + oo), fct);
-                   (void)os;
-                 });
+struct RfftTwiddles {
+  std::size_t n = 0;
+  std::vector<std::complex<R>> w;
+};
+
+template <class R>
+inline std::shared_ptr<const RfftTwiddles<R>> rfft_twiddles(std::size_t n) {
+  static std::mutex mu;
+  static std::vector<std::shared_ptr<const RfftTwiddles<R>>> cache;  // newest last, at most 8
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    for (const auto& t : cache)
+      if (t->n == n) return t;
+  }
+  auto t = std::make_shared<RfftTwiddles<R>>();
+  t->n = n;
+  t->w.resize(n / 4 + 2);
+  const long double two_pi = 6.283185307179586476925286766559L;
+  for (std::size_t k = 0; k < t->w.size(); ++k) {
+    const long double ang = -two_pi * static_cast<long double>(k) / static_cast<long double>(n);
+    t->w[k] = std::complex<R>(static_cast<R>(std::cos(ang)), static_cast<R>(std::sin(ang)));
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  if (cache.size() >= 8) cache.erase(cache.begin());
+  cache.push_back(t);
+  return t;
+}
+
+}  // namespace kern
+}  // namespace tidu
+
+// ---- the variants (fft_variant.hpp): the build's own target, then AVX2 where GCC can add it ----
+#define pocketfft tidu_pocketfft_base
+#define TIDU_FFT_NS fft_base
+#include "tidu/kernels/fft_variant.hpp"
+#undef TIDU_FFT_NS
+#undef pocketfft
+
+#if TIDU_FM_DISPATCH && defined(__GNUC__) && !defined(__clang__) && !defined(__AVX__)
+#define TIDU_FFT_AVX2 1
+#pragma GCC push_options
+#pragma GCC target("avx2")
+// GCC's C++ front end does not define the ISA macros that a target pragma enables, and pocketfft
+// picks its vector width from them: __AVX__ says 4 doubles / 8 floats for this copy only.
+#define __AVX__ 1
+#define pocketfft tidu_pocketfft_avx2
+#define TIDU_FFT_NS fft_avx2
+#include "tidu/kernels/fft_variant.hpp"
+#undef TIDU_FFT_NS
+#undef pocketfft
+#undef __AVX__
+#pragma GCC pop_options
+#else
+#define TIDU_FFT_AVX2 0
+#endif
+
+namespace tidu {
+namespace kern {
+
+// The variant the FFT kernel runs: "avx2" or "generic" (TIDU_SIMD, capped by the CPU).
+inline const char* fft_variant() {
+#if TIDU_FFT_AVX2
+  if (fm::isa() != fm::Isa::Generic) return "avx2";
+#endif
+  return "generic";
 }
 
 template <class R>
-inline void fft_typed(FftType type, const pocketfft::shape_t& xshape, const pocketfft::shape_t& yshape,
-                      const pocketfft::shape_t& axes, double scale, const void* x, void* y) {
-  using C = std::complex<R>;
-  const R fct = static_cast<R>(scale);
-  std::size_t total = 1;
-  for (std::size_t s : (type == FftType::IRFFT ? yshape : xshape)) total *= s;
-  if (total == 0) return;
-  double logn = 0;
-  for (std::size_t a : axes)
-    logn += std::log2(static_cast<double>(std::max<std::size_t>(yshape[a], 2)));
-  const int threads =
-      static_cast<double>(total) * logn >= kFftParallelWork ? ::tidu::num_threads() : 1;
-  const auto* xb = static_cast<const char*>(x);
-  auto* yb = static_cast<char*>(y);
-  const auto xs = fft_strides(xshape, type == FftType::RFFT ? sizeof(R) : sizeof(C));
-  const auto ys = fft_strides(yshape, type == FftType::IRFFT ? sizeof(R) : sizeof(C));
-  const std::size_t last = axes.back();
-  // c2c over axes[from, to) one at a time, in place on `base` (complex, of `shape`), the last one
-  // scaled by f
-  auto c2c_in_place = [&](const pocketfft::shape_t& shape, const pocketfft::stride_t& st,
-                          char* base, std::size_t from, std::size_t to, bool forward, R f) {
-    for (std::size_t k = from; k < to; ++k)
-      fft_split_pass(shape, shape, st, st, axes[k], threads,
-                     [&](const pocketfft::shape_t& is, const pocketfft::shape_t&, std::ptrdiff_t io,
-                         std::ptrdiff_t) {
-                       C* p = reinterpret_cast<C*>(base + io);
-                       pocketfft::c2c<R>(is, st, st, {axes[k]}, forward, p, p,
-                                         k + 1 == to ? f : R(1));
-                     });
-  };
-  switch (type) {
-    case FftType::FFT:
-    case FftType::IFFT: {
-      const bool fwd = type == FftType::FFT;
-      const std::size_t len = xshape[last];
-      if (axes.size() == 1 && len >= kFourStepMin) {
-        if (const std::size_t n1 = four_step_split(len)) {
-          const auto tw = four_step_twiddles<R>(len, n1);
-          const std::size_t rows = total / len;
-          const int inner = rows >= 2 * static_cast<std::size_t>(threads) ? 1 : threads;
-          const int outer = inner == 1 ? threads : 1;
-          std::vector<std::vector<C>> tmp(static_cast<std::size_t>(outer), std::vector<C>(len));
-          ::tidu::detail::parallel_chunks(
-              static_cast<std::int64_t>(rows), outer, [&](std::int64_t r, int wkr) {
-                four_step_row<R>(*tw, fwd, fct, static_cast<const C*>(x) + r * len,
-                                 static_cast<C*>(y) + r * len,
-                                 tmp[static_cast<std::size_t>(wkr)].data(), inner);
-              });
-          return;
-        }
-      }
-      // the last axis x -> y, the others in place on y
-      fft_split_pass(xshape, yshape, xs, ys, last, threads,
-                     [&](const pocketfft::shape_t& is, const pocketfft::shape_t&, std::ptrdiff_t io,
-                         std::ptrdiff_t oo) {
-                       pocketfft::c2c<R>(
-                           is, xs, ys, {last}, fwd, reinterpret_cast<const C*>(xb + io),
-                           reinterpret_cast<C*>(yb + oo), axes.size() == 1 ? fct : R(1));
-                     });
-      c2c_in_place(yshape, ys, yb, 0, axes.size() - 1, fwd, fct);
-      return;
-    }
-    case FftType::RFFT:  // r2c over the last axis, then the others in place (as pocketfft's r2c)
-      fft_split_pass(xshape, yshape, xs, ys, last, threads,
-                     [&](const pocketfft::shape_t& is, const pocketfft::shape_t& os,
-                         std::ptrdiff_t io, std::ptrdiff_t oo) {
-                       (void)os;
-                       pocketfft::r2c<R>(
-                           is, xs, ys, {last}, true, reinterpret_cast<const R*>(xb + io),
-                           reinterpret_cast<C*>(yb + oo), axes.size() == 1 ? fct : R(1));
-                     });
-      c2c_in_place(yshape, ys, yb, 0, axes.size() - 1, true, fct);
-      return;
-    case FftType::IRFFT: {  // the leading axes on a copy of x, then c2r over the last axis (as c2r)
-      const char* src = xb;
-      std::vector<C> tmp;
-      if (axes.size() > 1) {
-        std::size_t xn = 1;
-        for (std::size_t s : xshape) xn *= s;
-        tmp.assign(static_cast<const C*>(x), static_cast<const C*>(x) + xn);
-        c2c_in_place(xshape, xs, reinterpret_cast<char*>(tmp.data()), 0, axes.size() - 1, false,
-                     R(1));
-        src = reinterpret_cast<const char*>(tmp.data());
-      }
-      fft_split_pass(xshape, yshape, xs, ys, last, threads,
-                     [&](const pocketfft::shape_t&, const pocketfft::shape_t& os, std::ptrdiff_t io,
-                         std::ptrdiff_t oo) {
-                       pocketfft::c2r<R>(os, xs, ys, {last}, false,
-                                         reinterpret_cast<const C*>(src + io),
-                                         reinterpret_cast<R*>(yb + oo), fct);
-                     });
-      return;
-    }
+inline void fft_typed(FftType type, const fftshape::shape_t& xshape,
+                      const fftshape::shape_t& yshape, const fftshape::shape_t& axes,
+                      double scale, const void* x, void* y) {
+#if TIDU_FFT_AVX2
+  if (fm::isa() != fm::Isa::Generic) {
+    fft_avx2::fft_typed<R>(type, xshape, yshape, axes, scale, x, y);
+    return;
   }
+#endif
+  fft_base::fft_typed<R>(type, xshape, yshape, axes, scale, x, y);
 }
 
 // attrs: fft_type, n, fft_lengths... (validated: 1 <= n <= 3, the trailing axes match)
@@ -278,7 +262,7 @@ inline void run_fft(const Program& p, const std::uint32_t* a, std::uint32_t out,
   const Slot& ys = p.slots[out];
   const auto type = static_cast<FftType>(at[0]);
   const std::int64_t n = at[1];
-  pocketfft::shape_t xshape(xs.ndim), yshape(ys.ndim), axes(static_cast<std::size_t>(n));
+  fftshape::shape_t xshape(xs.ndim), yshape(ys.ndim), axes(static_cast<std::size_t>(n));
   for (std::uint32_t k = 0; k < xs.ndim; ++k) xshape[k] = static_cast<std::size_t>(p.shape(a[0])[k]);
   for (std::uint32_t k = 0; k < ys.ndim; ++k) yshape[k] = static_cast<std::size_t>(p.shape(out)[k]);
   double total = 1.0;

@@ -129,6 +129,7 @@ namespace tidu {
   X(Fft, S, it)                   \
   X(Lgamma, E1, _)                \
   X(Eig, S, iii)                  \
+  X(BitcastConvertType, S, d)     \
   X(SelectAndGatherAdd, S, tttti) \
   X(SelectAndScatterAdd, S, tttti)
 

@@ -327,6 +327,12 @@ inline void validate_instructions(const Program& p) {
                  static_cast<std::uint64_t>(at[0]) + static_cast<std::uint64_t>(at[1]) <= p.consts.size(),
              "constant data out of range");
         break;
+      case Op::BitcastConvertType:  // jax's bitcast_convert_type: a copy of the bytes
+        arity(1);
+        need(na == 1 && at[0] == static_cast<std::int64_t>(o.dtype), "bitcast dtype attribute");
+        need(p.nbytes(a[0]) == p.nbytes(in.out), "bitcast changes the number of bytes");
+        need(slot(0).dtype != DType::Bool && o.dtype != DType::Bool, "bitcast of bool");
+        break;
       case Op::Iota: {
         arity(0);
         std::int64_t n = count(0);

@@ -21,7 +21,7 @@ namespace tidu {
 inline bool takes_half(Op op) {
   switch (op) {
     case Op::Convert: case Op::Reshape: case Op::Constant: case Op::Scan: case Op::While: case Op::Cond:
-    case Op::Checkpoint: case Op::HostCallback: case Op::Tie:
+    case Op::Checkpoint: case Op::HostCallback: case Op::Tie: case Op::BitcastConvertType:
       return true;
     default:
       return false;

@@ -13,10 +13,8 @@ from tidu.numpy.linalg.core import (
     eigh,
     eigvalsh,
     inv,
-    lstsq,
     lu_factor,
     lu_solve,
-    matrix_power,
     norm,
     pinv,
     qr,
@@ -27,7 +25,15 @@ from tidu.numpy.linalg.core import (
     svdvals,
 )
 from tidu.numpy.linalg.eig import eig, eigvals
-from tidu.numpy.linalg.more import cond, matrix_rank, multi_dot, tensorinv, tensorsolve
+from tidu.numpy.linalg.more import (
+    cond,
+    lstsq,
+    matrix_power,
+    matrix_rank,
+    multi_dot,
+    tensorinv,
+    tensorsolve,
+)
 from tidu.numpy.linalg.names import (
     cross,
     matmul,

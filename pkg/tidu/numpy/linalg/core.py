@@ -33,6 +33,7 @@ from tidu.numpy.core import (
 )
 from tidu.numpy.core import max as max_
 from tidu.numpy.core import sum as sum_
+from tidu.numpy.creation import diagonal as _diagonal_offset
 from tidu.numpy.custom_op import call_with_jvp
 from tidu.numpy.linalg.results import EighResult, QRResult, SlogdetResult, SVDResult
 from tidu.trace.build import apply
@@ -40,7 +41,7 @@ from tidu.trace.tracer import _lift, _trace_of, result_type
 
 __all__ = ["cholesky", "solve_triangular", "cho_factor", "cho_solve", "diagonal", "lu_factor",
            "lu_solve", "solve", "inv", "det", "slogdet", "eigh", "eigvalsh", "qr", "svd",
-           "svdvals", "norm", "pinv", "matrix_power", "lstsq"]
+           "svdvals", "norm", "pinv"]
 
 
 # ---- helpers ----
@@ -99,9 +100,12 @@ def _unvector(x, vector: bool):
     return reshape(x, x.shape[:-1]) if vector else x
 
 
-def diagonal(x):
-    """The main diagonals (..., N) of x (..., N, N), as ``jax.numpy.linalg.diagonal``."""
+def diagonal(x, /, *, offset=0):
+    """The diagonals (..., K) of x (..., M, N) over its last two axes, ``offset`` above (or
+    below) the main one, as ``jax.numpy.linalg.diagonal``."""
     x = _lift(_trace_of(x), x)
+    if offset or x.ndim < 2 or x.shape[-1] != x.shape[-2]:
+        return _diagonal_offset(x, offset=offset, axis1=-2, axis2=-1)
     n = _square("diagonal", x)
     eye = iota((n, n), "int32", 0) == iota((n, n), "int32", 1)
     return sum_(where(eye, x, 0), axis=-1)
@@ -265,9 +269,13 @@ def inv(a):
     return _lu_solve(lu, piv, _eye_like(a), 0)
 
 
-def slogdet(a):
+def slogdet(a, *, method=None):
     """``(sign, logabsdet)`` of a (..., N, N), as ``jax.numpy.linalg.slogdet`` (from LU):
-    sign 0 and logabsdet -inf where a is singular."""
+    sign 0 and logabsdet -inf where a is singular. ``method`` is jax's (None or 'lu', 'qr');
+    tidu computes both from LU (the values agree to rounding)."""
+    if method not in (None, "lu", "qr"):
+        raise ValueError(f"slogdet: unknown method {method!r}; supported are 'lu' (None) and "
+                         "'qr'")
     (a,) = _arrays("slogdet", a)
     n = _square("slogdet", a)
     lu, piv = _lu("slogdet", a)
@@ -367,12 +375,16 @@ def _svd_parts(a, full_matrices: bool, compute_uv: bool):
     return SVDResult(u, s, vh)
 
 
-def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False):
+def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False,
+        subset_by_index=None):
     """``(u, s, vh)`` or s (descending, real dtype), as ``jax.numpy.linalg.svd``.  The
     derivative of u and vh needs ``full_matrices=False`` (or a square a) and is inf/NaN where
     singular values are equal (as jax); ``hermitian`` is accepted and ignored (the general
-    algorithm gives the same values)."""
+    algorithm gives the same values). ``subset_by_index`` is refused as jax refuses it on CPU."""
     del hermitian
+    if subset_by_index is not None:
+        raise NotImplementedError("svd: subset_by_index is not implemented (jax's is not on "
+                                  "CPU either): slice the full result")
     (a,) = _arrays("svd", a)
     if a.ndim < 2:
         raise ValueError(f"svd: a of shape {a.shape} is not a matrix (or a batch of them)")
@@ -505,14 +517,19 @@ def _pinv_tangent(p, a, d):
             - matmul_(p, matmul_(a, t)))
 
 
-def pinv(a, rtol=None, hermitian: bool = False):
+def pinv(a, rtol=None, hermitian: bool = False, *, rcond=None):
     """Moore-Penrose pseudo-inverse from the SVD, as ``jax.numpy.linalg.pinv``: singular
     values at most ``rtol * max(s)`` (default ``10 * max(M, N) * eps``) are dropped.
 
     The derivative is pinv's own (jax's custom JVP, Golub-Pereyra), not the SVD's: the SVD
     rule cannot give it where singular values repeat (at the identity it gave 0 for
-    d pinv / d a_01, issue #28).  Derivatives of every order equal jax's."""
+    d pinv / d a_01, issue #28).  Derivatives of every order equal jax's. ``rcond`` is
+    numpy's older name for ``rtol`` (one of them may be given)."""
     del hermitian
+    if rcond is not None:
+        if rtol is not None:
+            raise ValueError("pinv: only one of rtol and rcond may be specified")
+        rtol = rcond
     (a,) = _arrays("pinv", a)
     if a.ndim < 2:
         raise ValueError(f"pinv: a of shape {a.shape} is not a matrix (or a batch of them)")
@@ -535,63 +552,3 @@ def _cutoff(a, c):
 
 def matmul_(x, y):
     return matmul(x, y)
-
-
-def matrix_power(a, n: int):
-    """a raised to the integer power n (repeated squaring; n < 0 inverts first), as
-    ``jax.numpy.linalg.matrix_power``."""
-    if not isinstance(n, (int, np.integer)):
-        raise TypeError(f"matrix_power: exponent must be an integer, got {n!r}")
-    (a,) = _arrays("matrix_power", a)
-    _square("matrix_power", a)
-    n = int(n)
-    if n == 0:
-        return _eye_like(a)
-    if n < 0:
-        a, n = inv(a), -n
-    result, z = None, a
-    while True:
-        if n & 1:
-            result = z if result is None else matmul_(result, z)
-        n >>= 1
-        if not n:
-            return result
-        z = matmul_(z, z)
-
-
-def lstsq(a, b, rcond=None):
-    """``(x, resid, rank, s)`` minimising |a x - b|, as ``jax.numpy.linalg.lstsq`` (from the
-    SVD): a (M, N), b (M,) or (M, K); singular values at most ``rcond * max(s)`` (default
-    ``eps * max(M, N)``) are dropped; resid is sum |b - a x|^2 per column when rank == N and
-    M > N, else an empty-as-zero array as jax returns."""
-    a, b = _arrays("lstsq", a, b)
-    if a.ndim != 2:
-        raise ValueError(f"lstsq: a of shape {a.shape} must be 2-dimensional")
-    vector = b.ndim == 1
-    if vector:
-        b = reshape(b, (b.shape[0], 1))
-    if b.ndim != 2 or b.shape[0] != a.shape[0]:
-        raise ValueError(f"lstsq: b of shape {b.shape} does not match a of shape {a.shape}")
-    m, n = a.shape
-    if rcond is None:
-        rcond = np.finfo(a.dtype).eps * max(m, n)
-    if min(m, n):
-        # x = pinv(a) b with pinv's derivative, not the SVD's (which cannot give it where
-        # singular values repeat: at a = I it gave a diagonal gradient, jax NaN, issue #28).
-        # pinv and s come from one SVD (one op: _pinv_op).
-        p, s = _pinv_op(a, _cutoff(a, rcond), True)
-        keep = s >= s[0:1] * rcond
-        x = matmul_(p, b)
-    else:
-        u, s, vh = _svd_parts(a, False, True)
-        keep = s > 0
-        sinv = where(keep, 1 / where(keep, s, 1), 0)
-        x = matmul_(_conj(_mT(vh)), astype(sinv[:, None], a.dtype) * matmul_(_conj(_mT(u)), b))
-    rank = sum_(astype(keep, "int32"))
-    r = b - matmul_(a, x)
-    resid = sum_(_abs2(r), axis=0)
-    full = astype(rank == n, resid.dtype) if m > n else astype(rank < 0, resid.dtype)
-    resid = resid * full
-    if vector:
-        x, resid = reshape(x, (n,)), reshape(resid, ())
-    return x, resid, rank, s

@@ -1,5 +1,6 @@
 """``td.linalg`` names built on the factorizations of ``core``: ``matrix_rank``, ``cond``,
-``multi_dot``, ``tensorsolve``, ``tensorinv``, written as ``jax.numpy.linalg`` writes them."""
+``multi_dot``, ``tensorsolve``, ``tensorinv``, ``matrix_power``, ``lstsq``, written as
+``jax.numpy.linalg`` writes them."""
 
 from __future__ import annotations
 
@@ -10,13 +11,29 @@ import numpy as np
 from tidu.numpy.core import astype, matmul, reshape, where
 from tidu.numpy.core import max as max_
 from tidu.numpy.core import sum as sum_
-from tidu.numpy.linalg.core import _arrays, inv, norm, solve, svd
+from tidu.numpy.creation import zeros
+from tidu.numpy.linalg.core import (
+    _abs2,
+    _arrays,
+    _conj,
+    _cutoff,
+    _eye_like,
+    _mT,
+    _pinv_op,
+    _square,
+    _svd_parts,
+    inv,
+    matmul_,
+    norm,
+    solve,
+    svd,
+)
 from tidu.numpy.shapes import moveaxis
 from tidu.numpy.sorting import any as any_
 from tidu.numpy.ufuncs import isnan
 from tidu.trace.tracer import _lift, _trace_of
 
-__all__ = ["cond", "matrix_rank", "multi_dot", "tensorinv", "tensorsolve"]
+__all__ = ["cond", "lstsq", "matrix_power", "matrix_rank", "multi_dot", "tensorinv", "tensorsolve"]
 
 
 def matrix_rank(M, rtol=None, *, hermitian: bool = False, tol=None):
@@ -146,3 +163,71 @@ def multi_dot(arrays, *, precision=None):
     if last_vec:
         shape = shape[:-1]
     return reshape(out, shape)
+
+
+def matrix_power(a, n: int):
+    """a raised to the integer power n (repeated squaring; n < 0 inverts first), as
+    ``jax.numpy.linalg.matrix_power``."""
+    if not isinstance(n, (int, np.integer)):
+        raise TypeError(f"matrix_power: exponent must be an integer, got {n!r}")
+    (a,) = _arrays("matrix_power", a)
+    _square("matrix_power", a)
+    n = int(n)
+    if n == 0:
+        return _eye_like(a)
+    if n < 0:
+        a, n = inv(a), -n
+    result, z = None, a
+    while True:
+        if n & 1:
+            result = z if result is None else matmul_(result, z)
+        n >>= 1
+        if not n:
+            return result
+        z = matmul_(z, z)
+
+
+def lstsq(a, b, rcond=None, *, numpy_resid=False):
+    """``(x, resid, rank, s)`` minimising |a x - b|, as ``jax.numpy.linalg.lstsq`` (from the
+    SVD): a (M, N), b (M,) or (M, K); singular values at most ``rcond * max(s)`` (default
+    ``eps * max(M, N)``) are dropped; resid is sum |b - a x|^2 per column when rank == N and
+    M > N, else an empty-as-zero array as jax returns. With ``numpy_resid`` resid is numpy's
+    empty array where numpy gives one: for M <= N; for M > N numpy's shape depends on the rank,
+    which a traced program cannot have, so it is refused (jax's raises under jit too)."""
+    a, b = _arrays("lstsq", a, b)
+    if a.ndim != 2:
+        raise ValueError(f"lstsq: a of shape {a.shape} must be 2-dimensional")
+    if numpy_resid and a.shape[0] > a.shape[1]:
+        raise ValueError("lstsq: numpy_resid=True with M > N: numpy's residual is empty or not "
+                         "depending on the rank, a shape a traced program cannot have; use "
+                         "numpy_resid=False (resid is 0 where numpy's is empty)")
+    vector = b.ndim == 1
+    if vector:
+        b = reshape(b, (b.shape[0], 1))
+    if b.ndim != 2 or b.shape[0] != a.shape[0]:
+        raise ValueError(f"lstsq: b of shape {b.shape} does not match a of shape {a.shape}")
+    m, n = a.shape
+    if rcond is None:
+        rcond = np.finfo(a.dtype).eps * max(m, n)
+    if min(m, n):
+        # x = pinv(a) b with pinv's derivative, not the SVD's (which cannot give it where
+        # singular values repeat: at a = I it gave a diagonal gradient, jax NaN, issue #28).
+        # pinv and s come from one SVD (one op: _pinv_op).
+        p, s = _pinv_op(a, _cutoff(a, rcond), True)
+        keep = s >= s[0:1] * rcond
+        x = matmul_(p, b)
+    else:
+        u, s, vh = _svd_parts(a, False, True)
+        keep = s > 0
+        sinv = where(keep, 1 / where(keep, s, 1), 0)
+        x = matmul_(_conj(_mT(vh)), astype(sinv[:, None], a.dtype) * matmul_(_conj(_mT(u)), b))
+    rank = sum_(astype(keep, "int32"))
+    r = b - matmul_(a, x)
+    resid = sum_(_abs2(r), axis=0)
+    full = astype(rank == n, resid.dtype) if m > n else astype(rank < 0, resid.dtype)
+    resid = resid * full
+    if vector:
+        x, resid = reshape(x, (n,)), reshape(resid, ())
+    if numpy_resid:  # M <= N here: numpy's residual is empty
+        resid = zeros((0,), resid.dtype)
+    return x, resid, rank, s

@@ -382,5 +382,5 @@ logistic = _ns("logistic", logpdf=_logistic_logpdf,
                pdf=lambda x, loc=0, scale=1: exp(_logistic_logpdf(x, loc, scale)),
                cdf=_logistic_cdf,
                sf=lambda x, loc=0, scale=1: _logistic_cdf(_neg(x), _neg(loc), scale),
-               ppf=lambda q, loc=0, scale=1: logit(q) * scale + loc,
-               isf=lambda q, loc=0, scale=1: -logit(q) * scale + loc)
+               ppf=lambda x, loc=0, scale=1: logit(x) * scale + loc,
+               isf=lambda x, loc=0, scale=1: -logit(x) * scale + loc)

@@ -7,6 +7,7 @@ O(n^2) work, exact, and differentiable nowhere (as jax's)."""
 
 from __future__ import annotations
 
+import functools
 import math
 from types import SimpleNamespace
 from typing import Any, NamedTuple
@@ -52,6 +53,8 @@ def _ns(name, **fns):
 
 
 def _exp_of(logf):
+    """exp of logf, with logf's signature (so pdf takes logpdf's parameters by name)."""
+    @functools.wraps(logf)
     def f(*args, **kwargs):
         return exp(logf(*args, **kwargs))
     return f

@@ -8,10 +8,11 @@ Body, and the ops holding them are one interned op: CSE and the program cache se
 
 Primitives: :class:`Scan` (``scan.py``), :class:`Cond` and :class:`Checkpoint` (``cond.py``),
 :class:`While` (``while_loop.py``), :class:`CustomJVP`, :class:`CustomVJP` and
-:class:`CustomLinear` (``custom.py``); the bodies and their shared rules are in ``body.py``.
+:class:`CustomLinear` (``custom.py``), :class:`ReduceWindowGeneral` (``reduce_window.py``);
+the bodies and their shared rules are in ``body.py``.
 
 Evaluation: the interpreter runs each body as its own compiled program (docs/control_flow.md);
-XLA lowers to ``stablehlo.while`` / ``stablehlo.case``.
+XLA lowers to ``stablehlo.while`` / ``stablehlo.case`` / ``stablehlo.reduce_window``.
 """
 
 from __future__ import annotations
@@ -25,14 +26,15 @@ from tidu.ops.control_flow.custom import (
     CustomVJPLin,
     inline_body,
 )
+from tidu.ops.control_flow.reduce_window import ReduceWindowGeneral
 from tidu.ops.control_flow.scan import Scan
 from tidu.ops.control_flow.while_loop import ReverseModeUnsupported, While
 
 __all__ = ["Body", "BodyArg", "Checkpoint", "Cond", "CustomJVP", "CustomLinear", "CustomVJP",
-           "CustomVJPLin", "ReverseModeUnsupported", "Scan", "While",
+           "CustomVJPLin", "ReduceWindowGeneral", "ReverseModeUnsupported", "Scan", "While",
            "batch_body", "close_body", "fresh_key", "inline_body", "lower_body"]
 
 # their public home, as before the split (reprs, pickles)
-for _cls in (Checkpoint, Cond, CustomJVP, CustomLinear, CustomVJP, CustomVJPLin, Scan,
-             While):
+for _cls in (Checkpoint, Cond, CustomJVP, CustomLinear, CustomVJP, CustomVJPLin,
+             ReduceWindowGeneral, Scan, While):
     _cls.__module__ = __name__
