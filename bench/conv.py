@@ -9,9 +9,11 @@ XLA against jax.jit (and torch, if installed).
 - ResNet-style block: batch 16, 64 channels, 32x32, conv 3x3 - batch norm - relu - conv 3x3 -
   batch norm + skip - relu, a squared loss; the gradient wrt both kernels.
 
-cold: the first call of a fresh jit (trace, differentiate, compile, first evaluation), after one
-tiny jit of each library so that one-time process costs (jax's CPU client, tidu's BLAS load)
-count in neither; warm: the median of `repeat` later calls.  The default backend (tiered
+cold: the first call of a fresh jit (trace, differentiate, compile, first evaluation), each in a
+fresh process (bench/conv_first.py's child: it imports jax and runs one tiny jit of each library
+first, so that one-time process costs, jax's CPU client and tidu's BLAS load, count in neither).
+In one process the column run first paid for buffers (im2col patches, OpenBLAS's) that the later
+columns then reused, which made the default column's first call look 2x the interpreter's; warm: the median of `repeat` later calls.  The default backend (tiered
 execution, docs/xla.md) is called until its tier is decided for good (at most `--settle`
 seconds, as bench/tensor.py does) before its warm figure: without that its warm calls are the
 interpreter's first ones, counting towards the XLA compile.  Ratios are tidu / jax (lower is
@@ -22,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
 
 import numpy as np
 
@@ -31,6 +32,7 @@ from tidu.numpy.conv import conv_general_dilated as td_conv
 from tidu.numpy.conv import reduce_window as td_rw
 
 from _timing import settle, timed
+from conv_first import first_call
 
 
 def lenet(m, conv, rw):
@@ -117,21 +119,21 @@ def main(argv=None):
     for name, model, data in cases:
         rows, settled = {}, ""
         jf = jax.jit(jax.value_and_grad(model(jnp, jconv, jrw)))
-        _, jcold, jwarm = timed(lambda: jax.block_until_ready(jf(*data)), args.repeat)
-        rows["jax"] = (jcold, jwarm)
+        _, _, jwarm = timed(lambda: jax.block_until_ready(jf(*data)), args.repeat)
+        key = "lenet" if name.startswith("LeNet") else "resnet"
+        rows["jax"] = (first_call(key, "jax")["first_wall"], jwarm)
         want = jf(*data)
         for label, backend in (("tidu", None), ("cpu", "cpu"), ("xla", "xla")):
             kw = {} if backend is None else {"backend": backend}
             td.clear_caches()  # cold means never seen in this process, for each backend
             tf = td.jit(td.value_and_grad(model(td, tconv, td_rw)), **kw)
-            if backend is None:  # the cold call, then the tier settled, then the warm calls
-                t0 = time.perf_counter()
+            if backend is None:  # the first call, then the tier settled, then the warm calls
                 got = tf(*data)
-                cold = time.perf_counter() - t0
                 settled = settle(tf, lambda: tf(*data), args.settle)
                 warm = timed(lambda: tf(*data), args.repeat)[2]
             else:
-                got, cold, warm = timed(lambda: tf(*data), args.repeat)
+                got, _, warm = timed(lambda: tf(*data), args.repeat)
+            cold = first_call(key, backend or "default")["first_wall"]  # in a fresh process
             np.testing.assert_allclose(got[0], want[0], rtol=2e-3)
             rows[label] = (cold, warm)
         torch_row = ("-", "-")

@@ -41,7 +41,8 @@ OPCODES = ["Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Neg", "Conj", "Exp"
            "Or", "Xor", "Not", "ShiftLeft", "ShiftRightArithmetic", "ShiftRightLogical",
            "Conv", "ReduceWindowSum", "ReduceWindowMax", "ReduceWindowMin", "Threefry2x32",
            "Threefry2x32Iota", "HostCallback", "Tie", "Fft", "Lgamma", "Eig",
-           "BitcastConvertType", "Schur", "Hessenberg"]
+           "BitcastConvertType", "Schur", "Hessenberg", "SelectAndGatherAdd",
+           "SelectAndScatterAdd"]
 DTYPES = ["float32", "float64", "complex64", "complex128", "int32", "int64", "bool", "uint32",
           "int8", "int16", "uint8", "uint16", "uint64", "float16", "bfloat16"]
 OP = {n: i for i, n in enumerate(OPCODES)}
@@ -199,11 +200,13 @@ def attr_roles(op: int, at: list[int]) -> list[tuple[int, str]]:
              "ReduceProd": ["axis"], "ReduceAnd": ["axis"], "ReduceOr": ["axis"],
              "Conv": ["stride", "lo", "hi", "ldil", "rdil"],
              **{n: ["window", "stride", "lo", "hi", "bdil", "wdil"]
-                for n in ("ReduceWindowSum", "ReduceWindowMax", "ReduceWindowMin")}}
+                for n in ("ReduceWindowSum", "ReduceWindowMax", "ReduceWindowMin")},
+             **{n: ["window", "stride", "lo", "hi"]
+                for n in ("SelectAndGatherAdd", "SelectAndScatterAdd")}}
     fixed = {"Compare": ["dir"], "Concatenate": ["axis"], "Constant": ["offset", "nbytes"],
              "TriangularSolve": ["flag"] * 5, "Gather": ["axis"], "Scatter": ["axis", "mode"],
              "LUPermute": ["flag"], "Eigh": ["flag"], "QR": ["flag"], "SVD": ["flag"] * 2,
-             "Eig": ["flag"] * 3,
+             "Eig": ["flag"] * 3, "SelectAndGatherAdd": ["flag"], "SelectAndScatterAdd": ["flag"],
              "ArgMax": ["dim", "dtype"], "ArgMin": ["dim", "dtype"],
              **{n: ["dim", "flag"] for n in ("Cumsum", "Cumprod", "Cummax", "Cummin", "LinearScan",
                                              "Sort")}}

@@ -23,6 +23,12 @@ def _compile(fn, **specs):
     return td.compile(td.materialize_merge(td.resolve([F]), F.outputs))
 
 
+def _pool(x, comp, window, strides, padding):
+    from tidu.numpy.conv import reduce_window
+
+    return reduce_window(x, -np.inf if comp == "max" else np.inf, comp, window, strides, padding)
+
+
 def _grad(fn, wrt, **specs):
     import tidu as td
 
@@ -70,6 +76,9 @@ def seeds() -> dict[str, bytes]:
         "while_cond": _compile(lambda a: td.while_loop(lambda c: c[1] < 7,
                                                         lambda c: (c[0] * 0.5 + a, c[1] + 1),
                                                         (a, 0))[0], a=S((2,))),
+        "pool_grad": _grad(lambda x: td.sum(_pool(x, "max", (2, 3), (1, 2), "SAME") ** 2)
+                           + td.sum(_pool(x, "min", (3, 2), (2, 1), "VALID")),
+                           ["x"], x=S((5, 6))),
         "arg_bool": _compile(lambda x: (td.argmax(x, axis=1), td.argsort(x, axis=0),
                                         td.any(x > 0, axis=0), td.all(x > 0), td.cummax(x, axis=1)),
                              x=S((3, 4))),

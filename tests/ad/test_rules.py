@@ -101,6 +101,14 @@ TABLE = {
                         lambda d: [spread((3, 4), d)], REAL),
     "ReduceWindowMin": (lambda x: reduce_window(x, np.inf, "min", (3,), (2,), [(1, 1)], (2,)),
                         lambda d: [spread((5,), d)], REAL),
+    # max pooling's derivative (ops/select_window.py): the tangent and the gradient as one op,
+    # each differentiated again (linear in t / s; the selection is constant in x)
+    "SelectAndGatherAdd": (lambda x, t: td.jvp(lambda u: reduce_window(
+        u, -np.inf, "max", (2, 3), (1, 2), "SAME"), (x,), (t * t,))[1] * x[:, :2],
+        lambda d: [spread((3, 4), d), arr((3, 4), d)], REAL),
+    "SelectAndScatterAdd": (lambda x, c: td.vjp(lambda u: reduce_window(
+        u, np.inf, "min", (2, 2), (2, 1), [(1, 0), (0, 1)]), x)[1](c * c)[0] * x,
+        lambda d: [spread((3, 4), d), arr((2, 4), d)], REAL),
     "Cholesky": (lambda a: td.apply(P.Cholesky(), a),
                  lambda d: [(arr((3, 3), d) + 6 * np.eye(3)).astype(d)], ALL),
     # indexing (tests/numpy/test_indexing.py has the front end's cases)

@@ -212,3 +212,26 @@ def test_integer_dtypes_match_jax(dtype, backend):
         want = lax.reduce_window(x, init, jcomp, *args)
         assert got.dtype == np.dtype(dtype)
         np.testing.assert_array_equal(got, np.asarray(want))
+
+
+@pytest.mark.parametrize("channels", [1, 4, 17])
+@pytest.mark.parametrize("comp", COMPS)
+def test_channels_last_pools_match_jax(comp, channels):
+    """NHWC pools (the last axis unwindowed: the kernel's lane loop) with padding, strides and
+    dilation on the middle axes, against the same pool with the last axis windowed or padded
+    (the general loop), float64 and int32."""
+    shape = (2, 9, 7, channels)
+    for dt in ("float64", "int32"):
+        x = (_x(shape, 11) * 10).astype(dt)
+        init = {"add": 0, "max": np.iinfo(np.int32).min, "min": np.iinfo(np.int32).max}[comp] \
+            if dt == "int32" else COMPS[comp][0]
+        for wd, st, pad, bd, wdl in [((1, 3, 3, 1), (1, 2, 2, 1), "SAME", None, None),
+                                     ((1, 2, 3, 1), (1, 1, 2, 1), [(0, 0), (1, 2), (0, 1), (0, 0)],
+                                      (1, 2, 1, 1), (1, 1, 2, 1)),
+                                     ((1, 3, 2, 1), (1, 2, 1, 1), [(0, 0), (0, 0), (1, 0), (0, 1)],
+                                      None, None)]:
+            want = lax.reduce_window(x, np.asarray(init, dt), COMPS[comp][1], wd, st, pad, bd, wdl)
+            for backend in ("cpu",):
+                got = td.jit(lambda a: reduce_window(a, np.asarray(init, dt), comp, wd, st, pad,
+                                                     bd, wdl), backend=backend)(x)
+                np.testing.assert_allclose(got, np.asarray(want), rtol=1e-13, atol=1e-11)

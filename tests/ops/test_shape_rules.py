@@ -379,6 +379,20 @@ BAD += [(P.ReduceWindowSum((2,), (1,), (0,), (0,), (1,), (1,)), [A((2, 3))], Val
         (P.ReduceWindowMax((2,), (1,), (0,), (0,), (1,), (1,)), [A((3,), "complex128")],
          TypeError, "ReduceWindowMax: operand dtype complex128 is not real")]
 
+# max / min pooling's derivative (ops/select_window.py): operands (source, x)
+_SW = ((2, 3), (2, 1), (0, 1), (1, 1))
+GOOD += [(P.SelectAndGatherAdd(*_SW), [A((5, 4)), A((5, 4))], A((3, 4))),
+         (P.SelectAndScatterAdd(*_SW, False), [A((3, 4), "float32"), A((5, 4), "float32")],
+          A((5, 4), "float32"))]
+BAD += [(P.SelectAndGatherAdd(*_SW), [A((5, 4), "int32"), A((5, 4), "int32")], TypeError,
+         "SelectAndGatherAdd: operands must both be float32 or float64"),
+        (P.SelectAndScatterAdd(*_SW), [A((5, 4)), A((5, 4))], ValueError,
+         r"SelectAndScatterAdd: source shape \(5, 4\) should be \(3, 4\)"),
+        (P.SelectAndGatherAdd((2,), (1,), (0,), (0,)), [A((5, 4)), A((5, 4))], ValueError,
+         r"SelectAndGatherAdd: window_dimensions \(2,\) does not have one entry per axis"),
+        (P.SelectAndScatterAdd((2,), (0,), (0,), (0,)), [A((1,)), A((3,))], ValueError,
+         "SelectAndScatterAdd: window dimensions")]
+
 # collectives over a named vmap axis (ops/collective.py)
 GOOD += [(P.AxisReduce("sum", "i"), [A((2, 3)), A((), "int32")], A((2, 3))),
          (P.AxisReduce("max", "i"), [A((), "int32"), A((), "int32")], A((), "int32")),

@@ -89,6 +89,7 @@ from tidu.ops.reductions import (
                                   ReduceProd,
 )
 from tidu.ops.schur import Hessenberg, Schur
+from tidu.ops.select_window import SelectAndGatherAdd, SelectAndScatterAdd
 from tidu.ops.shapes import Rev
 from tidu.ops.sharding import ShardingHint
 from tidu.ops.sorting import Cummax, Cummin, Cumprod, Cumsum, LinearScan, Sort
@@ -117,7 +118,8 @@ BITWISE = ("And", "Or", "Xor", "Not", "ShiftLeft", "ShiftRightArithmetic", "Shif
 # primitives holding sub-programs (docs/control_flow.md)
 CONTROL_FLOW = ("Scan", "Cond", "While", "Checkpoint", "ReduceWindowGeneral")
 # convolution (ops/conv.py, docs/conv.md)
-CONV = ("Conv", "ReduceWindowSum", "ReduceWindowMax", "ReduceWindowMin")
+CONV = ("Conv", "ReduceWindowSum", "ReduceWindowMax", "ReduceWindowMin", "SelectAndGatherAdd",
+        "SelectAndScatterAdd")
 # collectives over a named vmap axis, resolved by that vmap's batching walk (ops/collective.py)
 COLLECTIVE = ("AxisReduce", "AxisGather")
 # layout over a Mesh's devices, for XLA (ops/sharding.py, docs/scale.md)
@@ -143,7 +145,8 @@ __all__ = [
     "ReduceMax", "ReduceMin", "ReduceOr", "ReduceProd", "ReduceSum", "ReduceWindowGeneral",
     "ReduceWindowMax", "ReduceWindowMin", "ReduceWindowSum", "Rem", "Reshape", "Rev", "Round",
     "Rsqrt", "SVD", "Scan",
-    "Schur", "Scatter", "Select", "ShardingHint", "ShiftLeft", "ShiftRightArithmetic",
+    "Schur", "Scatter", "Select", "SelectAndGatherAdd", "SelectAndScatterAdd", "ShardingHint",
+    "ShiftLeft", "ShiftRightArithmetic",
     "ShiftRightLogical", "Sign", "Sin",
     "Sinh", "Slice", "Sort", "Sqrt", "StopGradient", "Sub", "Tan", "Tanh", "Threefry2x32",
     "Threefry2x32Iota", "Tie", "Transpose", "TriangularSolve", "While", "Xor",

@@ -9,7 +9,9 @@ integer's extreme values), as XLA's init value.  Derivatives are jax's:
   sums windows again with base dilation as the stride (jax ``_reduce_window_sum_transpose_rule``);
 - max/min: the tangent at each window's selected element (select-and-gather-add; the first
   maximum in window order on ties, as XLA's ``ge`` select on CPU), so the transpose scatters
-  each cotangent to that element and adds (select-and-scatter-add).  It is written with Conv:
+  each cotangent to that element and adds (select-and-scatter-add).  For float32/float64 without
+  dilation that is one SelectAndGatherAdd, whose transpose is one SelectAndScatterAdd
+  (ops/select_window.py).  Otherwise it is written with Conv:
   the windows of x as patches (a Conv with an identity kernel; a reshape and a transpose where
   the windows tile x exactly, as 2x2 pooling with stride 2 does), ArgMax over the patch axis, a
   one-hot mask and the patches of the tangent, so every derivative of it differentiates again.
@@ -48,6 +50,8 @@ from tidu.ops.core import (
 )
 from tidu.ops.elementwise import Compare
 from tidu.ops.reductions import ArgMax, ArgMin
+from tidu.ops.select_window import DTYPES as _SELECT_DTYPES
+from tidu.ops.select_window import SelectAndGatherAdd
 from tidu.ops.structural import Iota, Pad, Select, Slice
 
 __all__ = ["ReduceWindowMax", "ReduceWindowMin", "ReduceWindowSum"]
@@ -228,11 +232,21 @@ class _Chooser(_ReduceWindow):
             return lin(b, op, [x1, k], [A, F])
         return fix(b, op, fix(b, Reshape((1, 1) + av.shape), x), k)
 
+    def _one_kernel(self, av) -> bool:
+        """Whether the tangent is one SelectAndGatherAdd (float32/float64, no dilation)."""
+        one = (1,) * av.ndim
+        return (av.dtype in _SELECT_DTYPES and self.base_dilation == one
+                and self.window_dilation == one)
+
     def linearize(self, b, primal_in, primal_out, t):
         if t[0] is None:
             return [None]
         x = primal_in[0]
         av = x.aval
+        if self._one_kernel(av):
+            op = SelectAndGatherAdd(self.window_dimensions, self.window_strides, self.padding_low,
+                                    self.padding_high, self._arg is ArgMax)
+            return [lin(b, op, [t[0], x], [A, F])]
         px = self._patches(b, x, False)
         pav = aval_of(b, px)
         if not self._tiles(av.shape):  # windows reaching padding: those places never chosen

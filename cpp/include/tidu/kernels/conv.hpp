@@ -7,7 +7,7 @@
 // [O / groups] x [I * prod(K)] matrix, multiply it through the BLAS hook (elementwise.hpp's
 // BlasHooks) or, without one, a plain i-k-j loop.  Chunks run on tidu's threads, each with its
 // own patch buffer (thread_local: the calling thread's is grown once and kept, up to about
-// 4M elements plus the product; so are the pool workers', which live as long as the process:
+// 1M elements plus the product; so are the pool workers', which live as long as the process:
 // vm/parallel.hpp).  Tasks are taken dynamically, so a busy core holds up at most one.
 #pragma once
 
@@ -300,8 +300,11 @@ inline void conv(const T* x, const T* w, T* y, const ConvGeom& g) {
   }
   in_str[ns > 0 ? ns - 1 : 0] = 1;
   for (std::int64_t d = ns - 1; d-- > 0;) in_str[d] = in_str[d + 1] * g.S[d + 1];
-  // chunks of output batch indices: a patch matrix of at most ~4M elements each
-  const std::int64_t per = std::max<std::int64_t>(1, (std::int64_t{1} << 22) / std::max<std::int64_t>(IK * g.Pp, 1));
+  // chunks of output batch indices: a patch matrix of at most ~1M elements each
+  // (2^20: 4 MB of float32 stays in cache for the GEMM, and a process's first call touches
+  // less new memory; 2^22 was 25% slower on LeNet's step, first call 1.5x, one thread)
+  const std::int64_t per =
+      std::max<std::int64_t>(1, (std::int64_t{1} << 20) / std::max<std::int64_t>(IK * g.Pp, 1));
   const std::int64_t chunk = std::min(per, g.N1);
   const std::int64_t n_chunks = (g.N1 + chunk - 1) / chunk;
   const std::int64_t tasks = n_chunks * k;
@@ -456,16 +459,29 @@ inline void window_step(Op op, T& acc, T v) {
 // read input elements s apart (2x2 pooling: s = 2), branch-free (vectorisable); NaN propagates
 // as in window_step.  K: 0 sum, 1 max, 2 min.
 template <class T, int K>
+inline void window_op(T& y, T v) {
+  if constexpr (K == 0) {
+    y += v;
+  } else if constexpr (std::is_floating_point_v<T>) {
+    y = ((K == 1 ? v > y : v < y) | (v != v)) ? v : y;
+  } else if constexpr (std::is_integral_v<T>) {
+    y = (K == 1 ? v > y : v < y) ? v : y;
+  }
+}
+
+template <class T, int K>
 inline void window_run(T* y, const T* x, std::int64_t n, std::int64_t s) {
+  for (std::int64_t j = 0; j < n; ++j) window_op<T, K>(y[j], x[j * s]);
+}
+
+// The same over lanes: y[j * L + c] (op)= x[j * s + c] for c < L (the unwindowed, contiguous last
+// axis of an NHWC pool: the channels), the inner loop vectorised along them.
+template <class T, int K>
+inline void window_run_lanes(T* y, const T* x, std::int64_t n, std::int64_t s, std::int64_t L) {
   for (std::int64_t j = 0; j < n; ++j) {
-    const T v = x[j * s];
-    if constexpr (K == 0) {
-      y[j] += v;
-    } else if constexpr (std::is_floating_point_v<T>) {
-      y[j] = ((K == 1 ? v > y[j] : v < y[j]) | (v != v)) ? v : y[j];
-    } else if constexpr (std::is_integral_v<T>) {
-      y[j] = (K == 1 ? v > y[j] : v < y[j]) ? v : y[j];
-    }
+    T* yj = y + j * L;
+    const T* xj = x + j * s;
+    for (std::int64_t c = 0; c < L; ++c) window_op<T, K>(yj[c], xj[c]);
   }
 }
 
@@ -507,9 +523,21 @@ inline void reduce_window(Op op, const T* x, const std::int64_t* xs, std::uint32
     window_step(op, y[0], x[0]);
     return;
   }
+  // Channels last (an NHWC pool): a trailing axis with a window of 1, stride 1, no padding and
+  // no dilation is taken as L lanes of every element, so the loops below run over the axes
+  // before it and each step moves L contiguous values (a few channels per window step would
+  // otherwise pay the table walk for each).
+  const std::int64_t* hi = lo + n + 1;
+  std::int64_t L = 1;
+  std::uint32_t ndw = nd;  // the axes the loops walk
+  if (nd >= 2 && wd[nd - 1] == 1 && st[nd - 1] == 1 && lo[nd - 1] == 0 && hi[nd - 1] == 0 &&
+      bd[nd - 1] == 1 && wdil[nd - 1] == 1) {
+    L = xs[nd - 1];
+    ndw = nd - 1;
+  }
   std::vector<std::int64_t> tabs;
   std::int64_t toff[16];
-  for (std::uint32_t d = 0; d < nd; ++d) {
+  for (std::uint32_t d = 0; d < ndw; ++d) {
     toff[d] = static_cast<std::int64_t>(tabs.size());
     for (std::int64_t k = 0; k < wd[d]; ++k)
       for (std::int64_t p = 0; p < ys[d]; ++p) {
@@ -517,10 +545,10 @@ inline void reduce_window(Op op, const T* x, const std::int64_t* xs, std::uint32
         tabs.push_back(q < 0 || q % bd[d] || q / bd[d] >= xs[d] ? -1 : (q / bd[d]) * xstr[d]);
       }
   }
-  const std::uint32_t last = nd - 1;
+  const std::uint32_t last = ndw - 1;
   const std::int64_t pl = ys[last], kl = wd[last];
   const std::int64_t* tl = tabs.data() + toff[last];
-  const std::int64_t outer = out_size / pl;
+  const std::int64_t outer = out_size / (pl * L);
   std::int64_t win_outer = 1;
   for (std::uint32_t d = 0; d < last; ++d) win_outer *= wd[d];
   std::vector<WindowRun> runs;
@@ -528,8 +556,8 @@ inline void reduce_window(Op op, const T* x, const std::int64_t* xs, std::uint32
   const int kind = op == Op::ReduceWindowSum ? 0 : op == Op::ReduceWindowMax ? 1 : 2;
   std::int64_t pidx[16] = {0};
   for (std::int64_t o = 0; o < outer; ++o) {
-    T* yr = y + o * pl;
-    for (std::int64_t j = 0; j < pl; ++j) yr[j] = ident;
+    T* yr = y + o * pl * L;
+    for (std::int64_t j = 0; j < pl * L; ++j) yr[j] = ident;
     std::int64_t kidx[16] = {0};
     for (std::int64_t w = 0; w < win_outer; ++w) {
       std::int64_t base = 0;
@@ -549,16 +577,28 @@ inline void reduce_window(Op op, const T* x, const std::int64_t* xs, std::uint32
           const WindowRun& r = runs[k];
           if (r.ok) {
             if (r.hi > r.lo) {
-              T* yo = yr + r.lo;
+              T* yo = yr + r.lo * L;
               const T* xo = xb + tk[r.lo];
               const std::int64_t len = r.hi - r.lo;
-              if (kind == 0) window_run<T, 0>(yo, xo, len, r.s);
-              else if (kind == 1) window_run<T, 1>(yo, xo, len, r.s);
-              else window_run<T, 2>(yo, xo, len, r.s);
+              if (L > 1) {
+                if (kind == 0)
+                  window_run_lanes<T, 0>(yo, xo, len, r.s, L);
+                else if (kind == 1)
+                  window_run_lanes<T, 1>(yo, xo, len, r.s, L);
+                else
+                  window_run_lanes<T, 2>(yo, xo, len, r.s, L);
+              } else if (kind == 0) {
+                window_run<T, 0>(yo, xo, len, r.s);
+              } else if (kind == 1) {
+                window_run<T, 1>(yo, xo, len, r.s);
+              } else {
+                window_run<T, 2>(yo, xo, len, r.s);
+              }
             }
           } else {
             for (std::int64_t j = 0; j < pl; ++j)
-              if (tk[j] >= 0) window_step(op, yr[j], xb[tk[j]]);
+              if (tk[j] >= 0)
+                for (std::int64_t c = 0; c < L; ++c) window_step(op, yr[j * L + c], xb[tk[j] + c]);
           }
         }
       }

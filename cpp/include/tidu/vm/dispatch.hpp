@@ -20,6 +20,7 @@
 #include "tidu/kernels/indexing.hpp"
 #include "tidu/kernels/linalg.hpp"
 #include "tidu/kernels/random.hpp"
+#include "tidu/kernels/select_window.hpp"
 #include "tidu/kernels/shapes.hpp"
 #include "tidu/kernels/sorting.hpp"
 #include "tidu/vm/control_flow.hpp"
@@ -314,6 +315,10 @@ inline void run_instr(const Program& p, Workspace& ws, std::size_t idx) {
     }
     case Op::ReduceWindowSum: case Op::ReduceWindowMax: case Op::ReduceWindowMin:  // conv.hpp
       kern::run_reduce_window(in.op, p, a, in.out, at, out.dtype, y, ptr);
+      return;
+    case Op::SelectAndGatherAdd:
+    case Op::SelectAndScatterAdd:  // select_window.hpp
+      kern::run_select_window(in.op, p, a, in.out, at, out.dtype, y, ptr);
       return;
     case Op::HostCallback:  // host_callback.hpp
       run_host_callback(p, in, ptr);

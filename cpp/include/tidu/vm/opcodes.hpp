@@ -131,7 +131,9 @@ namespace tidu {
   X(Eig, S, iii)                  \
   X(BitcastConvertType, S, d)     \
   X(Schur, S, _)                  \
-  X(Hessenberg, S, _)
+  X(Hessenberg, S, _)             \
+  X(SelectAndGatherAdd, S, tttti) \
+  X(SelectAndScatterAdd, S, tttti)
 
 enum class Op : std::uint8_t {
 #define TIDU_ENUM(name, kind, sig) name,

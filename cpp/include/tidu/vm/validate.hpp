@@ -574,6 +574,37 @@ inline void validate_instructions(const Program& p) {
         }
         break;
       }
+      case Op::SelectAndGatherAdd:
+      case Op::SelectAndScatterAdd: {
+        // select_window.hpp; operands (source, x); attrs: n, window..., n, strides..., n, low...,
+        // n, high..., select max.  Gather: source of x's shape, output the window output's;
+        // scatter: source the window output's shape, output x's.
+        arity(2);
+        const DType dt = o.dtype;
+        need(dt == DType::F32 || dt == DType::F64, "select-and-scatter dtype");
+        need(slot(0).dtype == dt && slot(1).dtype == dt, "operand dtype mismatch");
+        const bool scatter = in.op == Op::SelectAndScatterAdd;
+        const std::int64_t n = slot(1).ndim;
+        const std::uint32_t win = scatter ? a[0] : in.out;  // the slot of the window output's shape
+        const Slot& ws = p.slots[win];
+        const std::uint32_t full = scatter ? in.out : a[0];  // the slot of x's shape
+        need(ws.ndim == n && p.slots[full].ndim == n && na == 4 * (n + 1) + 1, "attribute lengths");
+        for (std::int64_t f = 0; f < 4; ++f) need(count(f * (n + 1)) == n, "attribute lengths");
+        const std::int64_t *wd = at + 1, *st = wd + n + 1, *lo = st + n + 1, *hi = lo + n + 1;
+        const std::int64_t *xs = p.shape(a[1]), *ys = p.shape(win);
+        need(std::equal(xs, xs + n, p.shape(full)), "operand shape mismatch");
+        for (std::int64_t d = 0; d < n; ++d) {
+          need(wd[d] >= 1 && st[d] >= 1 && wd[d] < (1LL << 31) && st[d] < (1LL << 31),
+               "window sizes and strides must be positive");
+          need(lo[d] >= 0 && hi[d] >= 0 && lo[d] < (1LL << 40) && hi[d] < (1LL << 40),
+               "select-and-scatter padding");
+          need(xs[d] < (1LL << 31), "select-and-scatter operand size out of range");
+          const std::int64_t len = xs[d] + lo[d] + hi[d];
+          need(ys[d] == (len < wd[d] ? 0 : (len - wd[d]) / st[d] + 1),
+               "select-and-scatter window output shape");
+        }
+        break;
+      }
       case Op::Threefry2x32: {  // random.hpp: key (K..., 2), count and output (K..., C..., 2)
         arity(2);
         same_shape(1);

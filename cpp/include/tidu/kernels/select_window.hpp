@@ -1,0 +1,149 @@
+// tidu/kernels/select_window.hpp - SelectAndGatherAdd and SelectAndScatterAdd: the derivative of
+// max / min pooling (ReduceWindowMax / Min) as one loop each, where it was a patch convolution, an
+// ArgMax, a one-hot mask and a second patch convolution.
+//
+// Of each window of the operand x (strides, low / high padding; no dilation) one element is
+// selected: the first in window order (row-major over the window's axes) that no later element
+// replaces, where a later v replaces the current c unless c >= v (max) or c <= v (min): XLA's
+// select-and-scatter with a `ge` / `le` select, which is what jax's max-pool gradient runs (so
+// ties go to the first element).  Padding is never selected; a window of padding only selects
+// nothing.  Gather: y[o] = t[sel(o)] (0 where nothing is selected), the tangent of the pooling.
+// Scatter: r = 0, r[sel(o)] += s[o], its transpose (the gradient).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <stdexcept>
+#include <vector>
+
+#include "tidu/kernels/elementwise.hpp"
+#include "tidu/vm/opcodes.hpp"
+#include "tidu/vm/program.hpp"
+
+namespace tidu {
+namespace kern {
+
+// f(o, i) for every output o (row-major over ys) with the flat index i into x of its selected
+// element, or -1.  attrs: n, window..., n, strides..., n, low..., n, high..., select max.
+template <class T, bool MAX, class F>
+inline void window_select(const T* x, const std::int64_t* xs, std::uint32_t nd,
+                          const std::int64_t* at, const std::int64_t* ys, F&& f) {
+  const std::int64_t n = at[0];
+  const std::int64_t *wd = at + 1, *st = wd + n + 1, *lo = st + n + 1;
+  std::int64_t xstr[16], out_size = 1;
+  row_major_strides(xs, nd, xstr);
+  for (std::uint32_t d = 0; d < nd; ++d) out_size *= ys[d];
+  if (out_size == 0) return;
+  if (nd == 0) {
+    f(0, 0);
+    return;
+  }
+  // per axis: (window index k, output index p) -> offset into x of that axis's coordinate, or -1
+  std::vector<std::int64_t> tabs;
+  std::int64_t toff[16];
+  for (std::uint32_t d = 0; d < nd; ++d) {
+    toff[d] = static_cast<std::int64_t>(tabs.size());
+    for (std::int64_t k = 0; k < wd[d]; ++k)
+      for (std::int64_t p = 0; p < ys[d]; ++p) {
+        const std::int64_t q = p * st[d] + k - lo[d];
+        tabs.push_back(q < 0 || q >= xs[d] ? -1 : q * xstr[d]);
+      }
+  }
+  const std::uint32_t last = nd - 1;
+  const std::int64_t pl = ys[last], kl = wd[last];
+  const std::int64_t* tl = tabs.data() + toff[last];
+  const std::int64_t outer = out_size / pl;
+  std::int64_t win_outer = 1;
+  for (std::uint32_t d = 0; d < last; ++d) win_outer *= wd[d];
+  std::vector<std::int64_t> bases(static_cast<std::size_t>(win_outer));
+  std::int64_t pidx[16] = {0};
+  for (std::int64_t o = 0; o < outer; ++o) {
+    // the offsets of this output row's window rows (outer window axes), -1 where in padding
+    std::int64_t kidx[16] = {0};
+    for (std::int64_t w = 0; w < win_outer; ++w) {
+      std::int64_t base = 0;
+      for (std::uint32_t d = 0; d < last; ++d) {
+        const std::int64_t v = tabs[toff[d] + kidx[d] * ys[d] + pidx[d]];
+        if (v < 0) {
+          base = -1;
+          break;
+        }
+        base += v;
+      }
+      bases[w] = base;
+      for (std::uint32_t d = last; d-- > 0;) {
+        if (++kidx[d] < wd[d]) break;
+        kidx[d] = 0;
+      }
+    }
+    for (std::int64_t j = 0; j < pl; ++j) {
+      std::int64_t best = -1;
+      T bv{};
+      for (std::int64_t w = 0; w < win_outer; ++w) {
+        const std::int64_t base = bases[w];
+        if (base < 0) continue;
+        for (std::int64_t k = 0; k < kl; ++k) {
+          const std::int64_t t = tl[k * pl + j];
+          if (t < 0) continue;
+          const T v = x[base + t];
+          if (best < 0 || !(MAX ? bv >= v : bv <= v)) {
+            best = base + t;
+            bv = v;
+          }
+        }
+      }
+      f(o * pl + j, best);
+    }
+    for (std::uint32_t d = last; d-- > 0;) {
+      if (++pidx[d] < ys[d]) break;
+      pidx[d] = 0;
+    }
+  }
+}
+
+// Gather: operands (t, x), y of the window output's shape.  Scatter: operands (s, x), y of x's
+// shape.  The two share the selection; `scatter` picks the direction of the data.
+template <class T, bool MAX>
+inline void select_window(bool scatter, const T* src, const T* x, const std::int64_t* xs,
+                          std::uint32_t nd, const std::int64_t* at, const std::int64_t* ys, T* y) {
+  if (scatter) {
+    std::int64_t xsize = 1;
+    for (std::uint32_t d = 0; d < nd; ++d) xsize *= xs[d];
+    std::fill(y, y + xsize, T(0));
+    window_select<T, MAX>(x, xs, nd, at, ys, [&](std::int64_t o, std::int64_t i) {
+      if (i >= 0) y[i] += src[o];
+    });
+  } else {
+    window_select<T, MAX>(x, xs, nd, at, ys,
+                          [&](std::int64_t o, std::int64_t i) { y[o] = i >= 0 ? src[i] : T(0); });
+  }
+}
+
+inline void run_select_window(Op op, const Program& p, const std::uint32_t* a, std::uint32_t out,
+                              const std::int64_t* at, DType dt, void* y, void** ptr) {
+  const bool scatter = op == Op::SelectAndScatterAdd;
+  const std::int64_t* xs = p.shape(a[1]);
+  const std::int64_t* ys = scatter ? p.shape(a[0]) : p.shape(out);  // the window output's shape
+  const std::uint32_t nd = p.slots[a[1]].ndim;
+  const bool mx = at[4 * (at[0] + 1)] != 0;
+  switch (dt) {
+#define TIDU_SW(code, type)                                                             \
+  case DType::code: {                                                                   \
+    const type* s = static_cast<const type*>(ptr[a[0]]);                                \
+    const type* x = static_cast<const type*>(ptr[a[1]]);                                \
+    if (mx)                                                                             \
+      select_window<type, true>(scatter, s, x, xs, nd, at, ys, static_cast<type*>(y));  \
+    else                                                                                \
+      select_window<type, false>(scatter, s, x, xs, nd, at, ys, static_cast<type*>(y)); \
+    return;                                                                             \
+  }
+    TIDU_SW(F32, float)
+    TIDU_SW(F64, double)
+#undef TIDU_SW
+    default:
+      throw std::runtime_error("tidu: select-and-scatter of an unsupported dtype");
+  }
+}
+
+}  // namespace kern
+}  // namespace tidu

@@ -1,0 +1,155 @@
+"""Max / min pooling's derivative as one kernel (ops/select_window.py: SelectAndGatherAdd and
+SelectAndScatterAdd) against jax x64: integer-valued inputs, so windows tie and the first maximum
+in window order must get the cotangent (XLA's select-and-scatter with ``ge``), overlapping
+windows, strides and padding, float32 and float64, both backends; the gradient program holds one
+SelectAndScatterAdd and no patch convolution; vmap of the gradient; bad files rejected."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tidu as td
+from tidu._native import _eval
+from tidu.numpy.conv import reduce_window
+
+jax = pytest.importorskip("jax")
+import jax.numpy as jnp  # noqa: E402
+from jax import lax  # noqa: E402
+
+jax.config.update("jax_enable_x64", True)
+
+BACKENDS = ("cpu", "xla")
+COMPS = {"max": (-np.inf, lax.max), "min": (np.inf, lax.min)}
+# (shape, window, strides, padding): pooling grids of jax's lax_test (NCHW, NHWC), overlapping
+# windows (stride < window), windows tiling x, explicit and SAME padding, 1-D and 3-D
+CASES = [
+    ((2, 3, 8, 6), (1, 1, 2, 2), (1, 1, 2, 2), "VALID"),
+    ((2, 3, 9, 8), (1, 1, 3, 3), (1, 1, 2, 2), "SAME"),
+    ((2, 7, 5, 3), (1, 3, 3, 1), (1, 2, 2, 1), "SAME"),
+    ((2, 7, 5, 3), (1, 3, 3, 1), (1, 1, 1, 1), "VALID"),
+    ((4, 6), (2, 3), (1, 2), [(1, 2), (0, 3)]),
+    ((4, 6), (3, 2), (2, 1), "SAME_LOWER"),
+    ((9,), (3,), (2,), "SAME_LOWER"),
+    ((9,), (4,), (1,), [(3, 3)]),
+    ((2, 5, 4, 6), (1, 2, 2, 3), (1, 1, 2, 2), "VALID"),
+]
+IDS = [f"{len(c[0])}d-{i}" for i, c in enumerate(CASES)]
+
+
+def _pool(case, comp, lib):
+    _, wd, st, pad = case
+    init, jc = COMPS[comp]
+    if lib == "jax":
+        return lambda a: lax.reduce_window(a, init, jc, wd, st, pad)
+    return lambda a: reduce_window(a, init, comp, wd, st, pad)
+
+
+def _ties(shape, dtype, seed=0):
+    return np.random.default_rng(seed).integers(0, 3, shape).astype(dtype)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("comp", COMPS)
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_gradient_and_tangent_match_jax_with_ties(case, comp, dtype, backend):
+    x = _ties(case[0], dtype)
+    jf, tf = _pool(case, comp, "jax"), _pool(case, comp, "td")
+    rng = np.random.default_rng(1)
+    ct = rng.standard_normal(jf(x).shape).astype(dtype)
+    want = np.asarray(jax.vjp(jf, x)[1](ct)[0])
+    got = td.jit(lambda a, c: td.vjp(tf, a)[1](c)[0], backend=backend)(x, ct)
+    tol = 1e-6 if dtype == "float32" else 1e-13
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+    # the tangent is the transpose of that: jax's own jvp picks another element on ties (its
+    # reduce_window pairs), so the reference is jax's Jacobian from its gradient
+    t = rng.standard_normal(x.shape).astype(dtype)
+    jac = np.asarray(jax.jacrev(jf)(x)).reshape(-1, x.size)
+    got_t = td.jit(lambda a, u: td.jvp(tf, (a,), (u,))[1], backend=backend)(x, t)
+    np.testing.assert_allclose(got_t, (jac @ t.reshape(-1)).reshape(got_t.shape), rtol=tol,
+                               atol=tol)
+
+
+def _instructions(lowered, *args) -> str:
+    """The opcode names of a lowered program's instructions (docs/evaluator.md, profiling)."""
+    _eval.set_profiling(True)
+    try:
+        lowered(*args)
+    finally:
+        _eval.set_profiling(False)
+    return " ".join(row[0] for row in lowered.program.executable.native.profile())
+
+
+@pytest.mark.parametrize("comp", COMPS)
+def test_gradient_is_one_select_and_scatter(comp):
+    case = CASES[1]
+    x = _ties(case[0], "float32")
+    f = _pool(case, comp, "td")
+    text = _instructions(td.jit(td.grad(lambda a: td.sum(f(a) ** 2)), backend="cpu").lower(x), x)
+    assert text.count("SelectAndScatterAdd") == 1
+    assert "Conv" not in text and "ArgMax" not in text and "ArgMin" not in text
+    text = _instructions(td.jit(lambda a, u: td.jvp(f, (a,), (u,))[1], backend="cpu").lower(
+        x, x), x, x)
+    assert text.count("SelectAndGatherAdd") == 1 and "Conv" not in text
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_vmap_of_the_gradient(backend):
+    case = CASES[4]
+    xs = np.stack([_ties(case[0], "float64", s) for s in range(3)])
+    jf, tf = _pool(case, "max", "jax"), _pool(case, "max", "td")
+    want = jax.vmap(jax.grad(lambda a: jnp.sum(jnp.sin(jf(a)))))(xs)
+    got = td.jit(td.vmap(td.grad(lambda a: td.sum(td.sin(tf(a))))), backend=backend)(xs)
+    np.testing.assert_allclose(got, np.asarray(want), rtol=1e-13, atol=1e-13)
+    # a batched cotangent against one operand: the batch rule broadcasts the operand
+    cts = np.random.default_rng(3).standard_normal((3,) + jf(xs[0]).shape)
+    got = td.jit(td.vmap(lambda c: td.vjp(tf, xs[0])[1](c)[0]), backend=backend)(cts)
+    want = jax.vmap(lambda c: jax.vjp(jf, xs[0])[1](c)[0])(cts)
+    np.testing.assert_allclose(got, np.asarray(want), rtol=1e-13, atol=1e-13)
+
+
+def test_half_and_dilated_pooling_keep_the_composite_rule():
+    """float16 and dilated windows have no select kernel: their gradient still matches jax."""
+    x = np.random.default_rng(4).permutation(42).reshape(6, 7) * 0.5  # no ties: jax's jvp
+    tf = lambda a: reduce_window(a, -np.inf, "max", (2, 2), (1, 1), "SAME", None, (2, 1))
+    g = td.jit(td.grad(lambda a: td.sum(tf(a) * tf(a))))(x)
+    jf = lambda a: lax.reduce_window(a, -np.inf, lax.max, (2, 2), (1, 1), "SAME", None, (2, 1))
+    jac = np.asarray(jax.jacfwd(jf)(x)).reshape(-1, x.size)
+    np.testing.assert_allclose(g.reshape(-1), (2 * np.asarray(jf(x)).reshape(-1)) @ jac, rtol=1e-13)
+    h = _ties((4, 6), "float16")
+    gh = td.jit(td.grad(lambda a: td.sum(reduce_window(a, -np.inf, "max", (2, 2), (1, 2),
+                                                       "VALID"))))(h)
+    want = jax.grad(lambda a: jnp.sum(lax.reduce_window(a, -np.inf, lax.max, (2, 2), (1, 2),
+                                                        "VALID")))(h)
+    np.testing.assert_array_equal(gh, np.asarray(want))
+
+
+def test_files_with_bad_select_attributes_are_rejected(tmp_path):
+    """A saved gradient program loads and matches; its SelectAndScatterAdd with a window,
+    stride or padding that no longer gives the source's shape is refused by the validator,
+    which names the instruction."""
+    from _support import forge
+
+    x = _ties((5, 6), "float64")
+    f = lambda x: td.sum(reduce_window(x, -np.inf, "max", (2, 3), (1, 2), "SAME") ** 2)
+    F0 = td.build(f, x=td.spec(x.shape, "float64"))
+    T1 = td.transpose(td.differentiate(td.resolve([F0]), F0.outputs, ["x"]))
+    prog = td.compile(td.materialize_merge(td.resolve([F0, T1]), T1.tangent_outputs))
+    path = tmp_path / "pool.tidu"
+    prog.save(path)
+    data = path.read_bytes()
+    (ct,) = [k for _, k in T1.tangent_inputs]
+    ins = {"x": x, ct: np.float64(1.0)}
+    want = prog(ins)[0]
+    got = _eval.Program(data).run([np.asarray(ins[k]) for k in prog.inputs], None)[0]
+    np.testing.assert_allclose(got, want, rtol=1e-14)
+    q = forge.parse(data)
+    code = forge.OPCODES.index("SelectAndScatterAdd")
+    (i,) = [k for k, o in enumerate(q.a["opcode"]) if o == code]
+    start = int(q.a["attr_off"][i])
+    for pos, value in ((1, 4), (4, 3), (7, 5), (10, 9)):  # window, stride, low, high of axis 0
+        bad = forge.parse(data)
+        bad.a["attrs"][start + pos] = value
+        with pytest.raises(Exception, match="SelectAndScatterAdd"):
+            _eval.Program(bad.to_bytes())
