@@ -516,7 +516,7 @@ def concatenate(arrays, axis=0, dtype=None):
     cdef Py_ssize_t n
     xs = arrays
     if dtype is not None or axis is None:
-        return _py.concatenate_general(xs, axis, dtype)
+        return _py.concatenate_general(xs, axis, dtype=dtype)  # keeps_weak: dtype= is strong
     if _fast and (type(xs) is list or type(xs) is tuple) and type(axis) is int:
         n = len(xs)
         if n > 0 and type(xs[0]) is Tracer and (<Tracer>xs[0])._t is not None and \

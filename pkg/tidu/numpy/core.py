@@ -362,7 +362,7 @@ def concatenate_rule(avals: Sequence[AbstractValue], axis: int):
     return pid, out
 
 
-@keeps_weak(0, seq=True)
+@keeps_weak(0, seq=True, dtype_pos=2)
 def concatenate_general(xs: Sequence, axis: int | None = 0, dtype=None):
     """concatenate (tidu.concatenate is the compiled tracer's, pyx/trace/tracer.pxi, which comes
     here for what it does not take and for the errors): ``axis=None`` joins the flattened
