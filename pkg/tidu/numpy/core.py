@@ -262,8 +262,7 @@ def no_out(out, name: str) -> None:
 
 def reshape_ordered(x, shape, order, out_sharding):
     """reshape in Fortran order (``order='F'``): jax's ``x.T.reshape(shape[::-1]).T``."""
-    if out_sharding is not None:
-        raise ValueError("reshape: out_sharding is not supported (tidu computes on the host)")
+    _on_host(out_sharding, None, "reshape")
     if order == "C":
         return _core.reshape(x, shape)
     if order != "F":

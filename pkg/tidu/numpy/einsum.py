@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from tidu import ops as P
+from tidu.numpy.core import no_out
 from tidu.trace.tracer import _as_weak, _compare, _is_weak, _lift, _trace_of, result_type
 from tidu.trace.tracer import _emit as emit
 
@@ -427,9 +428,7 @@ def einsum(
         ValueError: subscripts that do not match the operands' ranks, an index with two sizes,
             an output index not among the inputs.
     """
-    if out is not None:
-        raise NotImplementedError("einsum: the out argument is not supported (jax's is not "
-                                  "either): use the return value")
+    no_out(out, "einsum")
     ins, out, ops = _parse(subscripts, operands)
     t = _trace_of(*ops)
     dt = result_type(*ops) if ops else np.dtype("float64")

@@ -258,6 +258,40 @@ def _inverted_cdf(s, ws, qf, n, ignore_nan, nan_in):
     return T.where(nan, np.nan, out)
 
 
+def _interpolated(s, qf, n, method, ignore_nan, nan_in):
+    """The quantiles qf of sorted s along its last axis (n values each) by numpy's
+    interpolation methods, NaN where the data are (all NaN, for the nan form)."""
+    lead = s.shape[:-1]
+    nq = qf.shape[0]
+    pos = (n - 1) * reshape(T.astype(qf, s.dtype), (1,) * len(lead) + (nq,))
+    pos = T.broadcast_to(pos, lead + (nq,))
+    last = T.maximum(n - 1, 0)
+    lo = T.minimum(T.maximum(floor(pos), 0), last)
+    hi = T.minimum(lo + 1, last)
+    if method == "lower":
+        hi = lo
+    elif method == "higher":
+        lo = hi = T.minimum(T.maximum(ceil(pos), 0), last)
+    elif method == "midpoint":
+        hi = T.minimum(T.maximum(ceil(pos), 0), last)
+    elif method == "nearest":
+        lo = hi = T.minimum(T.maximum(_round_half_even(pos), 0), last)
+    v_lo = take_along_axis(s, T.astype(lo, np.int64), axis=-1)
+    v_hi = take_along_axis(s, T.astype(hi, np.int64), axis=-1)
+    if method == "linear":
+        frac = pos - lo
+        out = v_lo + (v_hi - v_lo) * frac
+    elif method == "midpoint":
+        out = (v_lo + v_hi) * 0.5
+    else:
+        out = v_lo
+    if ignore_nan:
+        out = T.where(n == 0, np.nan, out)
+    else:
+        out = T.where(nan_in, np.nan, out)
+    return out
+
+
 def _quantile(name, a, q, axis, method, keepdims, ignore_nan, weights=None):
     if method not in _METHODS:
         raise ValueError(f"{name}: method must be one of {_METHODS}, got {method!r}")
@@ -286,9 +320,7 @@ def _quantile(name, a, q, axis, method, keepdims, ignore_nan, weights=None):
         ws = zeros_like(s) + 1 if w is None else take_along_axis(w, perm, axis=-1)
     else:
         s = S.sort(x, axis=-1)  # NaN last
-    lead = s.shape[:-1]
     qf = reshape(qv, (-1,))
-    nq = qf.shape[0]
     nan_in = S.any(isnan(x), axis=-1, keepdims=True)
     if ignore_nan:
         n = T.sum(T.astype(~isnan(x), s.dtype), -1, keepdims=True)
@@ -296,36 +328,8 @@ def _quantile(name, a, q, axis, method, keepdims, ignore_nan, weights=None):
         n = T.astype(asarray(float(n_total)), s.dtype)
     if method == "inverted_cdf":
         out = _inverted_cdf(s, ws, qf, n, ignore_nan, nan_in)
-        out = moveaxis(out, -1, 0)
-        shape = qv.shape + (out_keep if keepdims else tuple(
-            d for i, d in enumerate(out_keep) if axis is not None and i not in ax_list))
-        return reshape(out, shape)
-    pos = (n - 1) * reshape(T.astype(qf, s.dtype), (1,) * len(lead) + (nq,))
-    pos = T.broadcast_to(pos, lead + (nq,))
-    last = T.maximum(n - 1, 0)
-    lo = T.minimum(T.maximum(floor(pos), 0), last)
-    hi = T.minimum(lo + 1, last)
-    if method == "lower":
-        hi = lo
-    elif method == "higher":
-        lo = hi = T.minimum(T.maximum(ceil(pos), 0), last)
-    elif method == "midpoint":
-        hi = T.minimum(T.maximum(ceil(pos), 0), last)
-    elif method == "nearest":
-        lo = hi = T.minimum(T.maximum(_round_half_even(pos), 0), last)
-    v_lo = take_along_axis(s, T.astype(lo, np.int64), axis=-1)
-    v_hi = take_along_axis(s, T.astype(hi, np.int64), axis=-1)
-    if method == "linear":
-        frac = pos - lo
-        out = v_lo + (v_hi - v_lo) * frac
-    elif method == "midpoint":
-        out = (v_lo + v_hi) * 0.5
     else:
-        out = v_lo
-    if ignore_nan:
-        out = T.where(n == 0, np.nan, out)
-    else:
-        out = T.where(nan_in, np.nan, out)
+        out = _interpolated(s, qf, n, method, ignore_nan, nan_in)
     out = moveaxis(out, -1, 0)  # q first, as numpy
     shape = qv.shape + (out_keep if keepdims else tuple(
         d for i, d in enumerate(out_keep) if axis is not None and i not in ax_list))

@@ -9,7 +9,7 @@ import numpy as np
 from tidu import ops as P
 from tidu.graph.dtypes import INTS, kind_of
 from tidu.numpy.core import astype, broadcast_to, no_out, reshape, where
-from tidu.numpy.indexing import _bcast, _gather, _index_value, _is_static_int, _max, _min
+from tidu.numpy.indexing import _bcast, _gather, _index_value, _is_static_int, _max, _min, _where
 from tidu.trace.tracer import Tracer, _emit, _lift, _trace_of, keeps_weak
 
 __all__ = ["dynamic_slice", "dynamic_update_slice", "take", "take_along_axis"]
@@ -91,15 +91,13 @@ def take_along_axis(arr, indices, axis=-1, mode=None, fill_value=None, *,
     if wrap_negative_indices is None:
         wrap_negative_indices = mode != "promise_in_bounds"
     if not wrap_negative_indices and mode in (None, "fill"):  # a negative index is out of range
-        idx = where(idx < 0, arr.shape[axis], idx) if isinstance(idx, Tracer) \
-            else np.where(idx < 0, arr.shape[axis], idx)
+        idx = _where(idx < 0, np.asarray(arr.shape[axis]), idx)
     if mode == "wrap":  # an extension: jax's take_along_axis has no 'wrap'
         idx = _wrap(idx, arr.shape[axis], "take_along_axis")
         mode = "clip"
     elif mode == "clip":  # jax's: a negative index counts from the end first, then clamps
         if wrap_negative_indices:
-            idx = where(idx < 0, idx + arr.shape[axis], idx) if isinstance(idx, Tracer) \
-                else np.where(idx < 0, idx + arr.shape[axis], idx)
+            idx = _where(idx < 0, idx + arr.shape[axis], idx)
         idx = _min(_max(idx, 0), max(arr.shape[axis] - 1, 0))
     elif mode not in (None, "fill", "promise_in_bounds"):
         raise ValueError(f"take_along_axis: unknown mode {mode!r}; expected None, 'fill', "

@@ -15,7 +15,20 @@ import numpy as np
 
 from tidu import ops as P
 from tidu.graph.dtypes import BOOL, COMPLEXES, INTS
-from tidu.numpy.core import abs, astype, exp, imag, log, log1p, maximum, minimum, real, sqrt, where
+from tidu.numpy.core import (
+    abs,
+    astype,
+    exp,
+    imag,
+    log,
+    log1p,
+    maximum,
+    minimum,
+    no_out,
+    real,
+    sqrt,
+    where,
+)
 from tidu.trace.tracer import (
     Tracer,
     _binary,
@@ -95,9 +108,7 @@ rint.__doc__ = "Round half to even (numpy's rint); integers unchanged."
 def round(a, decimals: int = 0, out=None):  # noqa: A001 - numpy's name
     """Round half to even to `decimals` places (numpy's and jax's rule); integers unchanged for
     decimals >= 0; complex numbers round their real and imaginary parts."""
-    if out is not None:
-        raise NotImplementedError("round: the out argument is not supported (jax's is not "
-                                  "either): use the return value")
+    no_out(out, "round")
     x = _tr(a)
     if x.dtype in COMPLEXES:
         return _complex(round(real(x), decimals), round(imag(x), decimals), x.dtype)
