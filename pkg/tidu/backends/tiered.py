@@ -265,6 +265,10 @@ def _lower_priority() -> None:
 
 def _work(q) -> None:
     _lower_priority()
+    try:  # jax imported now, not by a compile running while Python finalizes, where an import
+        xla.require_jax()  # fails (concurrent.futures: "can't register atexit after shutdown")
+    except ImportError:
+        pass  # each compile then fails by name, and its program stays on the interpreter
     while True:
         job = q.get()
         if job is None:

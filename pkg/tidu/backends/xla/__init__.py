@@ -74,6 +74,7 @@ __all__ = [
     "AUTO_MAX_INSTRUCTIONS",
     "LoweringMissing",
     "use_compilation_cache",
+    "GPU_COMPILER_OPTIONS",
 ]
 
 # The auto backend (choose_backend): XLA when jax's default device is an accelerator and the
@@ -83,6 +84,13 @@ __all__ = [
 # (docs/xla.md), so a CPU-only jax never gets auto's programs.
 AUTO_MIN_WORK = 1e7
 AUTO_MAX_INSTRUCTIONS = 2000
+
+# XLA options for tidu's executables on a GPU.  XLA's GPU autotuner times candidate kernels for
+# every product while it compiles; for tidu's products (HIGHEST precision: full float32, no TF32)
+# that took 7-11 s per program on an H200, 80-95% of the first call, and the kernels it chose ran
+# no faster than its defaults (docs/xla.md, "On a GPU").  Level 0 keeps the defaults.  Set
+# ``GPU_COMPILER_OPTIONS.clear()`` before a program's first XLA call to autotune again.
+GPU_COMPILER_OPTIONS: dict = {"xla_gpu_autotune_level": 0, "xla_gpu_enable_triton_gemm": False}
 
 
 def has_lowering(op) -> bool:
@@ -343,7 +351,8 @@ class XlaRunner:
                 else:
                     in_s = tuple(replicated if sh else sharding for sh in seg.in_shared)
                     out_s = (sharding,) * len(outs)
-                self.calls.append(jax.jit(ex.call, in_shardings=in_s, out_shardings=out_s))
+                self.calls.append(jax.jit(ex.call, in_shardings=in_s, out_shardings=out_s,
+                                          **_compiler_options(dev)))
         # one compiled segment on this process's devices (the common case): run calls it with
         # the inputs in its parameter order, nothing else per call
         self._jax = jax
@@ -355,6 +364,10 @@ class XlaRunner:
         self._where = [by_slot[k] for k in one.in_keys] if self._order is not None else None
         self._fine = [None] * len(one.in_keys)  # per parameter: a sharding found equivalent
         self._local = in_sh is None and mesh is None  # outputs on one device of this process
+        # off a CPU every output's copy to the host is started before the first is waited for
+        # (jax.device_get's way: 2 x 16 MB from an H200 in 21 ms instead of 24); on a CPU the
+        # outputs are host memory already and the extra call would only add to each call
+        self._overlap = self.platform != "cpu"
         # the keys no later segment reads, dropped after each segment (device memory stays what
         # is live, not everything computed)
         last: dict = {}
@@ -389,7 +402,12 @@ class XlaRunner:
                 vals = self.calls[0](*args)
             if as_jax:
                 return list(vals)
-            return [np.asarray(v) for v in vals] if self._local else [to_numpy(v) for v in vals]
+            if not self._local:
+                return [to_numpy(v) for v in vals]
+            if self._overlap:
+                for v in vals:
+                    v.copy_to_host_async()
+            return [np.asarray(v) for v in vals]
         with jax.enable_x64(True):
             env: dict[Any, Any] = {int(s): x for s, x in zip(self.exe.input_slots, inputs)}
             for s, sh in self.spread.items():  # numpy: the global value, each process its part
@@ -405,6 +423,21 @@ class XlaRunner:
                     del env[key]
                 env.update(zip(seg.out_keys, vals))
             return list(vals) if as_jax else [to_numpy(v) for v in vals]
+
+
+def _compiler_options(dev) -> dict:
+    """jax.jit's keyword for XLA options on this device: GPU_COMPILER_OPTIONS on a GPU (jax
+    0.4.36 and later take them), none elsewhere."""
+    if dev.platform not in ("gpu", "cuda", "rocm") or not GPU_COMPILER_OPTIONS:
+        return {}
+    return {"compiler_options": dict(GPU_COMPILER_OPTIONS)} if _jit_takes_options() else {}
+
+
+@functools.cache
+def _jit_takes_options() -> bool:
+    import inspect  # noqa: PLC0415 - once, on a GPU only
+
+    return "compiler_options" in inspect.signature(require_jax().jit).parameters
 
 
 def to_numpy(v) -> np.ndarray:
