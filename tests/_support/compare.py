@@ -24,3 +24,27 @@ def tree_close(got, want, tol=1e-10):
     assert len(gl) == len(wl), (got, want)
     for g, w in zip(gl, wl):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=tol, atol=tol)
+
+
+# ---- the linear-algebra tests' helpers (test_linalg_eig, test_linalg_schur) ----
+
+INEXACT_TOL = {"float32": 5e-4, "complex64": 5e-4, "float64": 1e-10, "complex128": 1e-10}
+
+
+def rand_inexact(rng, shape, dtype):
+    """Standard normal values of a real or complex dtype (both parts random for complex)."""
+    x = rng.standard_normal(shape)
+    if np.dtype(dtype).kind == "c":
+        x = x + 1j * rng.standard_normal(shape)
+    return x.astype(dtype)
+
+
+def close_for(got, want, dtype, scale=1.0):
+    """got equals want to INEXACT_TOL[dtype] * scale, relative and absolute."""
+    tol = INEXACT_TOL[str(np.dtype(dtype))] * scale
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=tol, atol=tol)
+
+
+def mH(x):
+    """The conjugate transpose of the last two axes."""
+    return np.conj(np.swapaxes(x, -1, -2))

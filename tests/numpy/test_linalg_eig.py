@@ -13,6 +13,7 @@ import tidu as td
 from tidu import _eval
 from tidu import ops as P
 from tidu.testing import check_grads
+from _support.compare import close_for, mH, rand_inexact
 from _support.values import INEXACT, one_op_graph
 
 jax = pytest.importorskip("jax")
@@ -20,53 +21,38 @@ import jax.numpy as jnp  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 BACKENDS = ("cpu", "xla")
-TOL = {"float32": 5e-4, "complex64": 5e-4, "float64": 1e-10, "complex128": 1e-10}
 CPLX = {"float32": np.complex64, "complex64": np.complex64, "float64": np.complex128,
         "complex128": np.complex128}
 
 
-def rand(rng, shape, dtype):
-    x = rng.standard_normal(shape)
-    if np.dtype(dtype).kind == "c":
-        x = x + 1j * rng.standard_normal(shape)
-    return x.astype(dtype)
-
-
-def close(got, want, dtype, scale=1.0):
-    tol = TOL[str(np.dtype(dtype))] * scale
-    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=tol, atol=tol)
-
-
-def _mH(x):
-    return np.conj(np.swapaxes(x, -1, -2))
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("dtype", INEXACT)
 @pytest.mark.parametrize("shape", [(5, 5), (2, 3, 4, 4), (1, 1), (0, 3, 3)])
 def test_eig_matches_jax(backend, dtype, shape):
-    a = rand(np.random.default_rng(1), shape, dtype)
+    a = rand_inexact(np.random.default_rng(1), shape, dtype)
     w, v = td.jit(td.linalg.eig, backend=backend)(a)
     w2 = td.jit(td.linalg.eigvals, backend=backend)(a)
     assert w.dtype == v.dtype == w2.dtype == CPLX[dtype]
     assert w.shape == shape[:-1] and v.shape == shape
-    close(a @ v, v * w[..., None, :], dtype, 10)  # a v = v diag(w)
-    close(np.linalg.norm(v, axis=-2), np.ones(shape[:-1]), dtype, 10)
+    close_for(a @ v, v * w[..., None, :], dtype, 10)  # a v = v diag(w)
+    close_for(np.linalg.norm(v, axis=-2), np.ones(shape[:-1]), dtype, 10)
     if a.size:
         jw, jv = jnp.linalg.eig(a)
-        close(w, jw, dtype, 10)
-        close(w2, jw, dtype, 10)
-        close(v, jv, dtype, 100)  # LAPACK's normalisation and order on both: the same vectors
+        close_for(w, jw, dtype, 10)
+        close_for(w2, jw, dtype, 10)
+        close_for(v, jv, dtype, 100)  # LAPACK's normalisation and order on both: the same vectors
     lw, lvl, lvr = td.jit(td.lax.linalg.eig, backend=backend)(a)
-    close(lw, w, dtype, 10)
-    close(lvr, v, dtype, 10)
-    close(_mH(lvl) @ a, w[..., :, None] * _mH(lvl), dtype, 10)  # vl^H a = diag(w) vl^H
+    close_for(lw, w, dtype, 10)
+    close_for(lvr, v, dtype, 10)
+    close_for(mH(lvl) @ a, w[..., :, None] * mH(lvl), dtype, 10)  # vl^H a = diag(w) vl^H
     if a.size:
-        close(lvl, jax.lax.linalg.eig(a)[1], dtype, 100)
+        close_for(lvl, jax.lax.linalg.eig(a)[1], dtype, 100)
     only_left = td.jit(lambda a: td.lax.linalg.eig(a, compute_right_eigenvectors=False),
                        backend=backend)(a)
     assert len(only_left) == 2
-    close(only_left[1], lvl, dtype, 10)
+    close_for(only_left[1], lvl, dtype, 10)
 
 
 def test_real_input_with_complex_pairs_and_a_real_spectrum():
@@ -86,14 +72,14 @@ def test_kernel_matches_scipy_and_needs_lapack(dtype):
     from tidu import evaluator
 
     rng = np.random.default_rng(5)
-    x = rand(rng, (2, 4, 4), dtype)
+    x = rand_inexact(rng, (2, 4, 4), dtype)
     progs = []
     for op in (P.Eig(False, False), P.Eig(False, True), P.Eig(True, False), P.Eig(True, True)):
         g = one_op_graph(op, [td.aval(x.shape, x.dtype)])
         progs.append((op, td.compile(g)))
     for op, prog in progs:
         (got,) = prog.eval([x])
-        close(got, op.impl(x), dtype, 100)
+        close_for(got, op.impl(x), dtype, 100)
     evaluator.ensure_blas()
     try:
         _eval.clear_blas()
@@ -115,12 +101,12 @@ def test_non_finite_input_gives_nan(backend):
 
 
 def test_vmap_matches_the_batch_axis():
-    a = rand(np.random.default_rng(3), (3, 4, 4), "float64")
+    a = rand_inexact(np.random.default_rng(3), (3, 4, 4), "float64")
     w, v = td.jit(td.vmap(td.linalg.eig))(a)
     bw, bv = td.jit(td.linalg.eig)(a)
     np.testing.assert_allclose(w, bw, atol=1e-12)
     np.testing.assert_allclose(v, bv, atol=1e-12)
-    b = rand(np.random.default_rng(4), (4, 3, 4), "complex128")
+    b = rand_inexact(np.random.default_rng(4), (4, 3, 4), "complex128")
     got = td.jit(td.vmap(td.linalg.eigvals, in_axes=1))(b)
     np.testing.assert_allclose(got, td.jit(td.linalg.eigvals)(np.moveaxis(b, 1, 0)), atol=1e-12)
 
@@ -142,7 +128,7 @@ def _phase_free(ns, left=False):
 @pytest.mark.parametrize("dtype", ["float64", "complex128"])
 def test_gradients_match_jax(dtype):
     rng = np.random.default_rng(7)
-    a = rand(rng, (2, 4, 4), dtype)
+    a = rand_inexact(rng, (2, 4, 4), dtype)
     cases = [
         lambda ns: lambda a: ns.sum(ns.abs(ns.linalg.eigvals(a)) ** 2),
         lambda ns: lambda a: ns.sum(ns.real(ns.linalg.eigvals(a))),
@@ -174,16 +160,16 @@ jnp_ns = _JaxNS()
 def test_derivatives_by_finite_differences():
     rng = np.random.default_rng(8)
     for dtype in ("float64", "complex128"):
-        a = rand(rng, (3, 3), dtype)
+        a = rand_inexact(rng, (3, 3), dtype)
         check_grads(td.linalg.eigvals, [a], order=1, atol=1e-6, rtol=1e-6)
         check_grads(_phase_free(td), [a], order=2, atol=1e-5, rtol=1e-5)
         check_grads(_phase_free(td, left=True), [a], order=1, atol=1e-5, rtol=1e-5)
-    a32 = rand(rng, (3, 3), "float32")
+    a32 = rand_inexact(rng, (3, 3), "float32")
     check_grads(td.linalg.eigvals, [a32], order=1, atol=5e-2, rtol=5e-2, eps=1e-2)
 
 
 def test_hessian_with_the_opt_in_matches_jax():
-    a = rand(np.random.default_rng(9), (3, 3), "float64")
+    a = rand_inexact(np.random.default_rng(9), (3, 3), "float64")
     got = td.jit(td.hessian(_phase_free(td)))(a)
     want = jax.hessian(_phase_free(jnp_ns))(a)
     np.testing.assert_allclose(got, want, rtol=1e-7, atol=1e-9)
@@ -199,7 +185,7 @@ def test_traced_roots_are_companion_eigenvalues_as_jax():
 
 
 def test_jax_restrictions_on_eigenvector_derivatives():
-    a = rand(np.random.default_rng(10), (3, 3), "float64")
+    a = rand_inexact(np.random.default_rng(10), (3, 3), "float64")
     with pytest.raises(NotImplementedError, match="enable_eigvec_derivs=True"):
         td.grad(lambda a: td.sum(td.real(td.linalg.eig(a)[0])))(a)
     with pytest.raises(NotImplementedError, match="enable_eigvec_derivs=True"):

@@ -11,6 +11,7 @@ import pytest
 import tidu as td
 from tidu import _eval
 from tidu import ops as P
+from _support.compare import close_for, mH, rand_inexact
 from _support.values import INEXACT, one_op_graph
 
 jax = pytest.importorskip("jax")
@@ -18,30 +19,15 @@ import jax.scipy.linalg as jsl  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 BACKENDS = ("cpu", "xla")
-TOL = {"float32": 5e-4, "complex64": 5e-4, "float64": 1e-10, "complex128": 1e-10}
 L = td.scipy.linalg
 
 
-def rand(rng, shape, dtype):
-    x = rng.standard_normal(shape)
-    if np.dtype(dtype).kind == "c":
-        x = x + 1j * rng.standard_normal(shape)
-    return x.astype(dtype)
-
-
-def close(got, want, dtype, scale=1.0):
-    tol = TOL[str(np.dtype(dtype))] * scale
-    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=tol, atol=tol)
-
-
-def _mH(x):
-    return np.conj(np.swapaxes(x, -1, -2))
 
 
 def _check_schur(a, t, z, dtype, complex_form):
     n = a.shape[-1]
-    close(z @ t @ _mH(z), a, dtype, 10)
-    close(_mH(z) @ z, np.broadcast_to(np.eye(n), z.shape), dtype, 10)
+    close_for(z @ t @ mH(z), a, dtype, 10)
+    close_for(mH(z) @ z, np.broadcast_to(np.eye(n), z.shape), dtype, 10)
     below = np.tril(np.ones((n, n), bool), -1 if complex_form else -2)
     assert np.all(t[..., below] == 0)
 
@@ -51,7 +37,7 @@ def _check_schur(a, t, z, dtype, complex_form):
 @pytest.mark.parametrize("output", ["real", "complex"])
 @pytest.mark.parametrize("shape", [(5, 5), (2, 3, 4, 4), (1, 1)])
 def test_schur_matches_jax(backend, dtype, output, shape):
-    a = rand(np.random.default_rng(0), shape, dtype)
+    a = rand_inexact(np.random.default_rng(0), shape, dtype)
     t, z = td.jit(lambda a: L.schur(a, output=output), backend=backend)(a)
     cplx = output == "complex" or np.dtype(dtype).kind == "c"
     want_dt = {"float32": np.complex64, "float64": np.complex128}.get(dtype, dtype) \
@@ -63,8 +49,8 @@ def test_schur_matches_jax(backend, dtype, output, shape):
         # the same LAPACK routine: the same T and Z, up to a phase per Schur vector
         ph = np.sum(np.conj(np.asarray(jz)) * z, axis=-2)
         ph = ph / np.abs(ph)
-        close(z, np.asarray(jz) * ph, dtype, 100)
-        close(t, np.conj(ph)[:, None] * np.asarray(jt) * ph[None, :], dtype, 100)
+        close_for(z, np.asarray(jz) * ph, dtype, 100)
+        close_for(t, np.conj(ph)[:, None] * np.asarray(jt) * ph[None, :], dtype, 100)
 
 
 def test_real_schur_has_a_block_per_complex_pair():
@@ -81,7 +67,7 @@ def test_real_schur_has_a_block_per_complex_pair():
 def test_kernel_matches_scipy_and_needs_lapack(dtype):
     from tidu import evaluator
 
-    x = rand(np.random.default_rng(5), (2, 4, 4), dtype)
+    x = rand_inexact(np.random.default_rng(5), (2, 4, 4), dtype)
     prog = td.compile(one_op_graph(P.Schur(), [td.aval(x.shape, x.dtype)]))
     (got,) = prog.eval([x])
     ref = P.Schur().impl(x)
@@ -89,8 +75,8 @@ def test_kernel_matches_scipy_and_needs_lapack(dtype):
         z, zr = got[k, :, 4:], ref[k, :, 4:]
         ph = np.sum(np.conj(zr) * z, axis=0)
         ph = ph / np.abs(ph)
-        close(z, zr * ph, dtype, 100)
-        close(got[k, :, :4], np.conj(ph)[:, None] * ref[k, :, :4] * ph[None, :], dtype, 100)
+        close_for(z, zr * ph, dtype, 100)
+        close_for(got[k, :, :4], np.conj(ph)[:, None] * ref[k, :, :4] * ph[None, :], dtype, 100)
     evaluator.ensure_blas()
     try:
         _eval.clear_blas()
@@ -112,7 +98,7 @@ def test_non_finite_input_gives_nan(backend):
 
 
 def test_vmap_matches_the_batch_axis():
-    a = rand(np.random.default_rng(3), (3, 4, 4), "float64")
+    a = rand_inexact(np.random.default_rng(3), (3, 4, 4), "float64")
     t, z = td.jit(td.vmap(L.schur))(a)
     bt, bz = td.jit(L.schur)(a)
     np.testing.assert_array_equal(t, bt)
@@ -122,7 +108,7 @@ def test_vmap_matches_the_batch_axis():
 
 
 def test_no_derivative_as_jax():
-    a = rand(np.random.default_rng(2), (3, 3), "float64")
+    a = rand_inexact(np.random.default_rng(2), (3, 3), "float64")
     with pytest.raises(NotImplementedError, match="Schur.*no derivative"):
         td.grad(lambda a: L.schur(a)[0].sum())(a)
     with pytest.raises(NotImplementedError, match="Schur.*no derivative"):
@@ -149,22 +135,22 @@ def test_bad_input_fails_with_clear_errors():
 def test_rsf2csf_matches_jax(backend, dtype):
     rng = np.random.default_rng(7)
     for n in (1, 2, 5, 6):
-        a = rand(rng, (n, n), dtype)
+        a = rand_inexact(rng, (n, n), dtype)
         jt, jz = (np.asarray(v) for v in jsl.schur(a))
         t, z = td.jit(L.rsf2csf, backend=backend)(jt, jz)
         wt, wz = jsl.rsf2csf(jt, jz)
         assert t.dtype == np.asarray(wt).dtype
-        close(t, wt, dtype, 10)
-        close(z, wz, dtype, 10)
+        close_for(t, wt, dtype, 10)
+        close_for(z, wz, dtype, 10)
         _check_schur(a, t, z, dtype, True)
     # batch axes broadcast, as jax's
-    a = rand(rng, (2, 4, 4), "float64")
+    a = rand_inexact(rng, (2, 4, 4), "float64")
     ts, zs = zip(*[(np.asarray(u) for u in jsl.schur(m)) for m in a])
     t, z = td.jit(L.rsf2csf)(np.stack(ts), np.stack(zs))
     for k in range(2):
         wt, wz = jsl.rsf2csf(ts[k], zs[k])
-        close(t[k], wt, "float64")
-        close(z[k], wz, "float64")
+        close_for(t[k], wt, "float64")
+        close_for(z[k], wz, "float64")
 
 
 # ---- sqrtm ----
@@ -173,13 +159,13 @@ def test_rsf2csf_matches_jax(backend, dtype):
 @pytest.mark.parametrize("dtype", INEXACT)
 def test_sqrtm_matches_jax(backend, dtype):
     rng = np.random.default_rng(11)
-    for a in (rand(rng, (5, 5), dtype), np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 2.0],
+    for a in (rand_inexact(rng, (5, 5), dtype), np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 2.0],
                                                   [3.0, 2.0, 1.0]], dtype)):
         got = td.jit(L.sqrtm, backend=backend)(a)
         want = np.asarray(jsl.sqrtm(a))
         assert got.dtype == want.dtype
-        close(got, want, dtype, 10)
-        close(got @ got, a, dtype, 10)
+        close_for(got, want, dtype, 10)
+        close_for(got @ got, a, dtype, 10)
     eye = np.eye(3)
     np.testing.assert_allclose(td.jit(L.sqrtm)(4 * eye), 2 * eye, atol=1e-15)
 
@@ -218,16 +204,16 @@ def test_forged_instructions_are_refused(dtypes, shapes, attrs, msg):
 @pytest.mark.parametrize("dtype", INEXACT)
 def test_funm_matches_jax(backend, dtype):
     rng = np.random.default_rng(13)
-    a = rand(rng, (5, 5), dtype)
+    a = rand_inexact(rng, (5, 5), dtype)
     for fn in ("exp", "sin"):
         got = td.jit(lambda a, fn=fn: L.funm(a, getattr(td, fn)), backend=backend)(a)
         want = np.asarray(jsl.funm(a, getattr(jax.numpy, fn)))
         assert got.dtype == want.dtype
-        close(got, want, dtype, 100)
-    close(td.jit(lambda a: L.funm(a, td.exp))(a), np.asarray(jsl.expm(a)), dtype, 100)
+        close_for(got, want, dtype, 100)
+    close_for(td.jit(lambda a: L.funm(a, td.exp))(a), np.asarray(jsl.expm(a)), dtype, 100)
     f, err = td.jit(lambda a: L.funm(a, td.exp, disp=False), backend=backend)(a)
     jf, jerr = jsl.funm(a, jax.numpy.exp, disp=False)
-    close(f, jf, dtype, 100)
+    close_for(f, jf, dtype, 100)
     np.testing.assert_allclose(err, np.asarray(jerr), rtol=1e-3)
     with pytest.raises(ValueError, match="square"):
         td.jit(lambda a: L.funm(a, td.exp))(np.ones((2, 2, 2)))
@@ -238,14 +224,14 @@ def test_funm_matches_jax(backend, dtype):
 @pytest.mark.parametrize("method", ["schur", "eigen"])
 def test_solve_sylvester_matches_jax(backend, dtype, method):
     rng = np.random.default_rng(17)
-    a, b, c = rand(rng, (4, 4), dtype), rand(rng, (3, 3), dtype), rand(rng, (4, 3), dtype)
+    a, b, c = rand_inexact(rng, (4, 4), dtype), rand_inexact(rng, (3, 3), dtype), rand_inexact(rng, (4, 3), dtype)
     a = a + 4 * np.eye(4, dtype=dtype)  # keep eig(a) + eig(b) away from 0
     x = td.jit(lambda a, b, c: L.solve_sylvester(a, b, c, method=method), backend=backend)(a, b,
                                                                                           c)
     want = np.asarray(jsl.solve_sylvester(a, b, c, method=method))
     assert x.dtype == want.dtype
-    close(x, want, dtype, 100)
-    close(a @ x + x @ b, c, dtype, 100)
+    close_for(x, want, dtype, 100)
+    close_for(a @ x + x @ b, c, dtype, 100)
 
 
 def test_solve_sylvester_near_singular_gives_nan_and_bad_input():
@@ -263,25 +249,25 @@ def test_solve_sylvester_near_singular_gives_nan_and_bad_input():
 @pytest.mark.parametrize("dtype", INEXACT)
 @pytest.mark.parametrize("shape", [(5, 5), (2, 3, 4, 4), (1, 1), (0, 0)])
 def test_hessenberg_matches_jax(backend, dtype, shape):
-    a = rand(np.random.default_rng(19), shape, dtype)
+    a = rand_inexact(np.random.default_rng(19), shape, dtype)
     h, q = td.jit(lambda a: L.hessenberg(a, calc_q=True), backend=backend)(a)
     assert h.dtype == q.dtype == np.dtype(dtype) and h.shape == q.shape == shape
     jh, jq = jsl.hessenberg(a, calc_q=True)
-    close(h, jh, dtype, 10)  # the same reflectors: the same H and Q
-    close(q, jq, dtype, 10)
+    close_for(h, jh, dtype, 10)  # the same reflectors: the same H and Q
+    close_for(q, jq, dtype, 10)
     n = shape[-1]
-    close(q @ h @ _mH(q), a, dtype, 10)
+    close_for(q @ h @ mH(q), a, dtype, 10)
     assert np.all(h[..., np.tril(np.ones((n, n), bool), -2)] == 0)
-    close(td.jit(L.hessenberg, backend=backend)(a), jh, dtype, 10)
+    close_for(td.jit(L.hessenberg, backend=backend)(a), jh, dtype, 10)
 
 
 def test_hessenberg_kernel_vmap_and_no_derivative():
     from tidu import evaluator
 
-    x = rand(np.random.default_rng(23), (2, 4, 4), "float64")
+    x = rand_inexact(np.random.default_rng(23), (2, 4, 4), "float64")
     prog = td.compile(one_op_graph(P.Hessenberg(), [td.aval(x.shape, x.dtype)]))
     (got,) = prog.eval([x])
-    close(got, P.Hessenberg().impl(x), "float64")
+    close_for(got, P.Hessenberg().impl(x), "float64")
     h = td.jit(td.vmap(L.hessenberg))(x)
     np.testing.assert_array_equal(h, td.jit(L.hessenberg)(x))
     with pytest.raises(NotImplementedError, match="Hessenberg.*no derivative"):

@@ -33,6 +33,7 @@ import numpy as np
 import pytest
 
 import tidu as td
+from _support.markdown import rows, section
 
 pytest.importorskip("jax")
 import jax  # noqa: E402
@@ -125,21 +126,11 @@ def _tracer_attributes(names) -> set[str]:
 def absent_tables() -> dict[str, dict[str, str]]:
     """docs/numpy.md's "Deliberately absent" section: heading -> {name: reason}. A row's first
     cell holds one or more backquoted names, its second the reason."""
-    text = DOC.read_text()
-    m = re.search(r"^## Deliberately absent\n(.*?)(?=^## |\Z)", text, re.S | re.M)
-    assert m, "docs/numpy.md has no '## Deliberately absent' section"
-    tables: dict[str, dict[str, str]] = {}
-    heading = None
-    for line in m[1].splitlines():
-        h = re.match(r"^### (.+?)\s*$", line)
-        if h:
-            heading = h[1].strip("` ")
-            tables.setdefault(heading, {})
-            continue
-        if heading is None or not line.startswith("|") or set(line) <= set("|- "):
-            continue
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) < 2 or cells[0] == "name":
+    text = section(DOC, "Deliberately absent")
+    tables: dict[str, dict[str, str]] = {
+        h[1].strip("` "): {} for h in re.finditer(r"^### (.+?)\s*$", text, re.M)}
+    for heading, line, cells in rows(text, "name"):
+        if heading is None:
             continue
         names = re.findall(r"`([^`]+)`", cells[0])
         assert names and cells[1], f"docs/numpy.md: absent row without a name or reason: {line}"

@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 
 import tidu as td
+from _support.markdown import rows, section
 
 pytest.importorskip("jax")
 import jax  # noqa: E402
@@ -111,16 +112,8 @@ def mismatches() -> dict[str, str]:
 
 def listed() -> dict[str, str]:
     """docs/numpy.md's "Parameters tidu does not take" table: {"name(param)": reason}."""
-    text = DOC.read_text()
-    m = re.search(r"^## Parameters tidu does not take\n(.*?)(?=^## |\Z)", text, re.S | re.M)
-    assert m, "docs/numpy.md has no '## Parameters tidu does not take' section"
     out: dict[str, str] = {}
-    for line in m[1].splitlines():
-        if not line.startswith("|") or set(line) <= set("|- "):
-            continue
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) < 2 or cells[0] == "parameter":
-            continue
+    for _, line, cells in rows(section(DOC, "Parameters tidu does not take"), "parameter"):
         keys = re.findall(r"`([^`]+\([^`]+\))`", cells[0])
         assert keys and cells[1], f"docs/numpy.md: a row without a parameter or reason: {line}"
         for k in keys:
