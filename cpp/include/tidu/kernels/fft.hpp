@@ -37,6 +37,7 @@
 #include <memory>
 #include <mutex>
 #include <stdexcept>
+#include <type_traits>
 #include <vector>
 
 #include "tidu/kernels/fastmath.hpp"

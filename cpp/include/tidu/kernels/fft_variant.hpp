@@ -28,6 +28,69 @@ namespace TIDU_FFT_NS {
 
 namespace pf = ::pocketfft::detail;
 
+// vl adjacent complex values (interleaved re, im) <-> one cmplx<V> (the vl real parts in one
+// vector, the imaginary parts in another): the copies into and out of the vector lines. In the
+// AVX2 variant by shuffles (two loads or stores of 256 bits each way; the element-wise loops
+// were as slow as the transforms they feed), elsewhere element by element. Copies only: the
+// values are the same bits either way.
+template <class R, class V>
+inline void to_lanes(const R* src, pf::cmplx<V>& dst) {
+#if defined(__AVX__) && !defined(POCKETFFT_NO_VECTORS)
+  if constexpr (std::is_same<R, double>::value && sizeof(V) == 32) {
+    const __m256d a = _mm256_loadu_pd(src), b = _mm256_loadu_pd(src + 4);
+    const __m256d re = _mm256_permute4x64_pd(_mm256_unpacklo_pd(a, b), 0xD8);
+    const __m256d im = _mm256_permute4x64_pd(_mm256_unpackhi_pd(a, b), 0xD8);
+    std::memcpy(&dst.r, &re, 32);
+    std::memcpy(&dst.i, &im, 32);
+    return;
+  } else if constexpr (std::is_same<R, float>::value && sizeof(V) == 32) {
+    const __m256 a = _mm256_loadu_ps(src), b = _mm256_loadu_ps(src + 8);
+    const __m256 re = _mm256_castpd_ps(_mm256_permute4x64_pd(
+        _mm256_castps_pd(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0))), 0xD8));
+    const __m256 im = _mm256_castpd_ps(_mm256_permute4x64_pd(
+        _mm256_castps_pd(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1))), 0xD8));
+    std::memcpy(&dst.r, &re, 32);
+    std::memcpy(&dst.i, &im, 32);
+    return;
+  }
+#endif
+  constexpr std::size_t vl = sizeof(V) / sizeof(R);
+  for (std::size_t j = 0; j < vl; ++j) {
+    dst.r[j] = src[2 * j];
+    dst.i[j] = src[2 * j + 1];
+  }
+}
+
+template <class R, class V>
+inline void from_lanes(const pf::cmplx<V>& src, R* dst) {
+#if defined(__AVX__) && !defined(POCKETFFT_NO_VECTORS)
+  if constexpr (std::is_same<R, double>::value && sizeof(V) == 32) {
+    __m256d re, im;
+    std::memcpy(&re, &src.r, 32);
+    std::memcpy(&im, &src.i, 32);
+    re = _mm256_permute4x64_pd(re, 0xD8);
+    im = _mm256_permute4x64_pd(im, 0xD8);
+    _mm256_storeu_pd(dst, _mm256_unpacklo_pd(re, im));
+    _mm256_storeu_pd(dst + 4, _mm256_unpackhi_pd(re, im));
+    return;
+  } else if constexpr (std::is_same<R, float>::value && sizeof(V) == 32) {
+    __m256 re, im;
+    std::memcpy(&re, &src.r, 32);
+    std::memcpy(&im, &src.i, 32);
+    re = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(re), 0xD8));
+    im = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(im), 0xD8));
+    _mm256_storeu_ps(dst, _mm256_unpacklo_ps(re, im));
+    _mm256_storeu_ps(dst + 8, _mm256_unpackhi_ps(re, im));
+    return;
+  }
+#endif
+  constexpr std::size_t vl = sizeof(V) / sizeof(R);
+  for (std::size_t j = 0; j < vl; ++j) {
+    dst[2 * j] = src.r[j];
+    dst[2 * j + 1] = src.i[j];
+  }
+}
+
 // Columns [c_lo, c_hi) of `outer` slabs of len x inner complex values (contiguous, in -> out,
 // which may alias), transformed along len and scaled by fct.
 template <class R>
@@ -49,20 +112,12 @@ inline void cols_block(const std::complex<R>* in, std::complex<R>* out, std::siz
       const std::size_t g = std::min(gmax, (c_hi - c0) / vl);
       for (std::size_t i = 0; i < len; ++i) {
         const R* row = reinterpret_cast<const R*>(in + i * inner + c0);
-        for (std::size_t gg = 0; gg < g; ++gg)
-          for (std::size_t j = 0; j < vl; ++j) {
-            b[gg * ls + i].r[j] = row[2 * (gg * vl + j)];
-            b[gg * ls + i].i[j] = row[2 * (gg * vl + j) + 1];
-          }
+        for (std::size_t gg = 0; gg < g; ++gg) to_lanes<R, V>(row + 2 * gg * vl, b[gg * ls + i]);
       }
       for (std::size_t gg = 0; gg < g; ++gg) plan.exec(b + gg * ls, fct, fwd);
       for (std::size_t i = 0; i < len; ++i) {
         R* row = reinterpret_cast<R*>(out + i * inner + c0);
-        for (std::size_t gg = 0; gg < g; ++gg)
-          for (std::size_t j = 0; j < vl; ++j) {
-            row[2 * (gg * vl + j)] = b[gg * ls + i].r[j];
-            row[2 * (gg * vl + j) + 1] = b[gg * ls + i].i[j];
-          }
+        for (std::size_t gg = 0; gg < g; ++gg) from_lanes<R, V>(b[gg * ls + i], row + 2 * gg * vl);
       }
       c0 += g * vl;
     }
