@@ -137,3 +137,19 @@ def test_xla_gets_the_program_as_compiled():
         interpreter._REWRITES.extend(saved)
     assert with_rewrite == without
     assert "stablehlo.transpose" in with_rewrite  # the batched outer products, as jax writes them
+
+
+def test_operands_made_by_broadcasts_stay():
+    """x and the weights' source are broadcasts read only by the replaced instructions: the new
+    product still reads them."""
+    rng = np.random.default_rng(4)
+    xv, g, c = rng.standard_normal(4), rng.standard_normal((6, 3)), 0.7
+
+    def make(m):
+        def f(xv, g, c):
+            x = m.broadcast_to(xv[None, :], (6, 4))
+            s = m.broadcast_to(c, (6,))
+            o = m.einsum("bm,bn->bmn", x, g)
+            return m.sum(o * s[:, None, None], axis=0), m.sum(o.reshape(6, -1) ** 2, axis=1)
+        return f
+    _check(make, xv, g, c, outer=(6, 4, 3))

@@ -207,13 +207,14 @@ def batched_outer_sums(arrays: dict) -> dict | None:
             dead.add(d)
     if not at:
         return None
-    # Broadcast weights read by nothing that stays.
+    # Broadcast weights read by nothing that stays (the new code's operands stay).
     removed = dead | set(at)
+    needed = {a for code in at.values() for _, ins, _ in code for a in ins}
     for i in sorted(removed):
         for a in s.ins(i):
             w = int(s.writer[a])
             if w >= 0 and w not in removed and type(s.op(w)) is BroadcastInDim \
-                    and a not in s.outputs and set(s.readers(a)) <= removed:
+                    and a not in s.outputs and a not in needed and set(s.readers(a)) <= removed:
                 dead.add(w)
     return _assemble(s, b, at, dead)
 
