@@ -165,3 +165,16 @@ def test_small_batched_matrix_vector_products_match_numpy(spec, dtype):
                              for a in args])
     tol = 1e-5 if dtype == "float32" else 1e-13
     np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(64, 64, 3), (7, 33, 2), (9, 5, 4), (3, 1000, 3), (2, 4, 3)])
+def test_sum_over_a_middle_axis_with_short_kept_rows_adds_in_order(shape, dtype):
+    """Kept rows of 2-4 (a force's sum over the pair axis): each output adds its rows in order,
+    G outers at a time and a remainder, equal to the sequential sum bit for bit."""
+    x = np.random.default_rng(5).standard_normal(shape).astype(dtype)
+    got = td.jit(lambda x: td.sum(x, axis=1), backend="cpu")(x)
+    want = np.zeros((shape[0], shape[2]), dtype)
+    for i in range(shape[1]):
+        want += x[:, i, :]
+    np.testing.assert_array_equal(got, want)

@@ -25,7 +25,8 @@ from tidu.graph import aval_of, prim_of
 from tidu.graph.memory import register_cache
 
 __all__ = [
-    "SIGNATURE", "encode", "get_num_threads", "has_kernels", "memory_report", "set_num_threads",
+    "SIGNATURE", "encode", "get_num_threads", "has_kernels", "memory_report", "register_rewrite",
+    "set_num_threads",
 ]
 
 
@@ -195,9 +196,24 @@ def _aval_code(aid: int) -> tuple[int, tuple[int, ...]]:
     return hit
 
 
+# Rewrites of the SSA arrays for the interpreter only (XLA lowers the arrays as compiled): each
+# takes the arrays and returns new ones, or None to leave them.  The layers above register them
+# (tidu.ops.rewrites names primitives, which this module may not).
+_REWRITES: list = []
+
+
+def register_rewrite(fn) -> None:
+    """Have ``encode`` apply fn (SSA arrays -> new arrays or None) before it encodes a program."""
+    if fn not in _REWRITES:
+        _REWRITES.append(fn)
+
+
 def encode(arrays: dict, input_names=(), output_names=()) -> "_eval.Program":
     """An _eval.Program from compile's SSA arrays (names are metadata carried into saved
-    files).  NotImplementedError: an op, or an op of a nested program, has no C++ kernel."""
+    files), after the registered rewrites.  NotImplementedError: an op, or an op of a nested
+    program, has no C++ kernel."""
+    for fn in _REWRITES:
+        arrays = fn(arrays) or arrays
     out_off, out_slots = arrays["out_off"], arrays["out_slots"]
     # Slots' dtype codes and shapes, instructions' opcodes and attributes: from each distinct
     # abstract value and op's codes (asked once, then cached), copied out in one compiled pass.

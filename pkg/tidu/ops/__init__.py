@@ -88,6 +88,7 @@ from tidu.ops.reductions import (
                                   ReduceOr,
                                   ReduceProd,
 )
+from tidu.ops.rewrites import batched_outer_sums  # noqa: F401 - registers the interpreter's rewrite
 from tidu.ops.schur import Hessenberg, Schur
 from tidu.ops.select_window import SelectAndGatherAdd, SelectAndScatterAdd
 from tidu.ops.shapes import Rev
