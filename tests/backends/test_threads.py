@@ -62,6 +62,43 @@ def test_tidu_num_threads_sets_the_default():
     assert res.stdout.split() == ["3"]
 
 
+_BLAS_LOAD = """
+import os, sys
+import numpy as np
+import tidu
+from tidu.backends import interpreter
+tasks = lambda: len(os.listdir("/proc/self/task"))
+before = tasks()
+assert interpreter.ensure_blas()
+print(before, tasks(), os.environ.get("OPENBLAS_NUM_THREADS"), "scipy_openblas32" in sys.modules)
+a = np.random.default_rng(0).standard_normal((300, 200)).astype(np.float32)
+got = tidu.jit(lambda x: x @ x.T, backend="cpu")(a)
+want = a.astype(np.float64) @ a.T.astype(np.float64)
+print(float(np.abs(got - want).max()))
+"""
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="counts threads in /proc")
+@pytest.mark.parametrize("user", [None, "3"])
+def test_loading_the_blas_starts_no_thread_and_restores_the_environment(user):
+    """tidu's OpenBLAS copy is loaded with OPENBLAS_NUM_THREADS=1, so it starts no worker
+    threads (each spun ~0.1 s of CPU into the first evaluation), without importing
+    scipy_openblas32 (25-30 ms of importlib.metadata); the user's setting, or its absence, is
+    put back, and large products still go to the BLAS and agree with numpy."""
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if user is not None:
+        env["OPENBLAS_NUM_THREADS"] = user
+    res = subprocess.run([sys.executable, "-c", _BLAS_LOAD], capture_output=True, text=True,
+                         env=env, timeout=120)
+    assert res.returncode == 0, res.stderr
+    first, second = res.stdout.splitlines()
+    before, after, setting, imported = first.split()
+    assert int(after) == int(before)
+    assert setting == str(user)
+    assert imported == "False"
+    assert float(second) < 1e-3
+
+
 def test_large_products_reuse_one_pool_and_agree_with_numpy(two_threads):
     f = matmul()
     want = A.astype(np.float64) @ B.astype(np.float64)

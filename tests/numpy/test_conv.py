@@ -376,3 +376,40 @@ def test_one_conv_instruction_per_convolution():
     F = td.build(lambda x, w: conv(x, w, (1, 1), "SAME"), x=td.spec((2, 3, 8, 8), "float32"),
                  w=td.spec((4, 3, 3, 3), "float32"))
     assert str(F).count("Conv(") == 1
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_patch_buffers_and_arenas_made_uncleared_keep_first_and_later_values(threads):
+    """Each thread's im2col patch buffer grows to the largest chunk asked for without being
+    cleared or copied, and arenas of 1 MiB and more are populated when made (vm/pages.hpp):
+    convolutions of growing, then shrinking patch matrices (several MB of float64: the
+    populated path), and the gradient of the largest, equal jax's on their first and every later
+    evaluation, and each evaluation equals the first exactly."""
+    old = td.get_num_threads()
+    td.set_num_threads(threads)
+    rng = np.random.default_rng(3)
+    shapes = [((2, 1, 8, 8), (2, 1, 3, 3)), ((4, 2, 16, 16), (4, 2, 3, 3)),
+              ((16, 3, 32, 32), (8, 3, 5, 5)), ((3, 2, 12, 10), (5, 2, 3, 3))]
+    try:
+        for xs, ws in shapes:
+            x, w = rng.standard_normal(xs), rng.standard_normal(ws)
+
+            def loss(m, a, b):
+                return m.sum(m.tanh(lax.conv_general_dilated(a, b, (1, 1), "SAME") if m is jnp
+                                    else conv_general_dilated(a, b, (1, 1), "SAME")) ** 2)
+
+            want_y = np.asarray(lax.conv_general_dilated(x, w, (1, 1), "SAME"))
+            want_g = jax.grad(lambda a, b: loss(jnp, a, b), argnums=(0, 1))(x, w)
+            f = td.jit(lambda a, b: conv_general_dilated(a, b, (1, 1), "SAME") * 1.0,
+                       backend="cpu")
+            g = td.jit(td.grad(lambda a, b: loss(td, a, b), argnums=(0, 1)), backend="cpu")
+            first_y, first_g = f(x, w), g(x, w)
+            np.testing.assert_allclose(first_y, want_y, rtol=1e-12, atol=1e-12)
+            for got, want in zip(first_g, want_g):
+                np.testing.assert_allclose(got, np.asarray(want), rtol=1e-10, atol=1e-10)
+            for _ in range(2):
+                np.testing.assert_array_equal(f(x, w), first_y)
+                for got, first in zip(g(x, w), first_g):
+                    np.testing.assert_array_equal(got, first)
+    finally:
+        td.set_num_threads(old)

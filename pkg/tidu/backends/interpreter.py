@@ -14,6 +14,7 @@ encodings.
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import os
 import stat
 
@@ -30,20 +31,57 @@ __all__ = [
 ]
 
 
+def _blas_path() -> str | None:
+    """The shared library of scipy-openblas32, found without importing the package (its
+    ``__init__`` reads its version through importlib.metadata and loads the library: 25-30 ms,
+    against under 1 ms for loading the library alone); None when it is not installed."""
+    try:
+        spec = importlib.util.find_spec("scipy_openblas32")
+    except (ImportError, ValueError):
+        return None
+    if spec is None:
+        return None
+    for where in spec.submodule_search_locations or ():
+        lib = os.path.join(where, "lib")
+        try:
+            names = sorted(n for n in os.listdir(lib) if n.startswith("libscipy_openblas")
+                           and (".so" in n or n.endswith(".dylib")))
+        except OSError:
+            continue
+        if names:
+            return os.path.join(lib, names[0])
+    try:  # another layout: the package's own answer
+        import scipy_openblas32 as sob  # noqa: PLC0415 - optional dependency
+    except ImportError:
+        return None
+    return os.path.join(sob.get_lib_dir(), sob.get_library(fullname=True))
+
+
 def _load_blas() -> bool:
     """Large matrix products go to scipy-openblas32's GEMM (the OpenBLAS numpy and scipy build
     against) when it is installed; the interpreter's own loops otherwise."""
+    # OpenBLAS starts its worker threads while it is loaded, nproc - 1 of them unless
+    # OPENBLAS_NUM_THREADS says otherwise, and each spins about 0.1 s before it first sleeps:
+    # 25-60 ms of CPU time that landed on the first evaluation of the first program with a matrix
+    # product (docs/conv.md, "The first call").  tidu runs this copy single-threaded anyway
+    # (set_blas calls openblas_set_num_threads(1): tidu's own pool splits the products), so it is
+    # loaded with OPENBLAS_NUM_THREADS=1 in the environment and starts no threads.  The variable
+    # is put back as it was at once; numpy's and scipy's OpenBLAS are other copies, loaded before
+    # (numpy) or reading the environment when they load.
+    was = os.environ.get("OPENBLAS_NUM_THREADS")
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
     try:
-        import scipy_openblas32 as sob  # noqa: PLC0415 - optional dependency, imported on first use
-    except ImportError:
-        return False
+        path = _blas_path()
+        return path is not None and _eval.set_blas(path, "scipy_")
+    finally:
+        if was is None:
+            del os.environ["OPENBLAS_NUM_THREADS"]
+        else:
+            os.environ["OPENBLAS_NUM_THREADS"] = was
 
-    path = os.path.join(sob.get_lib_dir(), sob.get_library(fullname=True))
-    return _eval.set_blas(path, "scipy_")
 
-
-# Loaded with the first program that has a matrix product, not at import: OpenBLAS starts its
-# worker threads when loaded, and scalar or elementwise programs never need them.
+# Loaded with the first program that has a matrix product, not at import: loading it costs a few
+# milliseconds, and scalar or elementwise programs never need it.
 BLAS: "bool | None" = None
 
 

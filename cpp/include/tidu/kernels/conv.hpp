@@ -6,7 +6,8 @@
 // or a hole of lhs dilation; negative padding crops), and the group's kernel rows, a contiguous
 // [O / groups] x [I * prod(K)] matrix, multiply it through the BLAS hook (elementwise.hpp's
 // BlasHooks) or, without one, a plain i-k-j loop.  Chunks run on tidu's threads, each with its
-// own patch buffer (thread_local: the calling thread's is grown once and kept, up to about
+// own patch buffer (thread_local: the calling thread's is grown once and kept, its pages mapped
+// when it is made (vm/pages.hpp), up to about
 // 1M elements plus the product; so are the pool workers', which live as long as the process:
 // vm/parallel.hpp).  Tasks are taken dynamically, so a busy core holds up at most one.
 #pragma once
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "tidu/kernels/elementwise.hpp"
+#include "tidu/vm/pages.hpp"
 #include "tidu/vm/parallel.hpp"
 #include "tidu/vm/program.hpp"
 
@@ -319,11 +321,10 @@ inline void conv(const T* x, const T* w, T* y, const ConvGeom& g) {
     // bool's patches live in bytes (std::vector<bool> packs bits and has no data())
     using Cell = std::conditional_t<std::is_same_v<T, bool>, std::uint8_t, T>;
     static_assert(sizeof(Cell) == sizeof(T));
-    thread_local std::vector<Cell> buf;
+    thread_local GrowBuffer<Cell> buf;  // populated when made, not cleared (vm/pages.hpp)
     const std::int64_t grp = task % k, c0 = task / k * chunk, nc = std::min(chunk, g.N1 - c0);
     const std::int64_t cols = nc * g.Pp;
-    if (static_cast<std::int64_t>(buf.size()) < IK * cols + og * cols) buf.resize(IK * cols + og * cols);
-    T* col = reinterpret_cast<T*>(buf.data());
+    T* col = reinterpret_cast<T*>(buf.get(static_cast<std::size_t>(IK * cols + og * cols)));
     T* res = col + IK * cols;
     const std::int64_t cin0 = g.G > 1 ? grp * g.I : 0;
     if (transposed) {  // col as [cols x IK]: rows (batch, output position), windows contiguous

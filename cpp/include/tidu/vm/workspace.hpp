@@ -15,6 +15,7 @@
 
 #include "tidu/kernels/elementwise.hpp"
 #include "tidu/vm/cancel.hpp"
+#include "tidu/vm/pages.hpp"
 #include "tidu/vm/parallel.hpp"
 #include "tidu/vm/program.hpp"
 
@@ -48,7 +49,7 @@ class ArenaPool {
   static bool kept(std::size_t words) { return words * 8 >= kMinBytes && words * 8 <= kMaxHeld; }
   // A block of at least `words` 8-byte words (its size in `got`): `prefer` (a block of
   // `prefer_words` given back earlier) when it is still here, else the best fit, else new memory.
-  std::unique_ptr<std::uint64_t[]> take(std::size_t words, std::size_t& got,
+  BigBlock<std::uint64_t> take(std::size_t words, std::size_t& got,
                                         const std::uint64_t* prefer = nullptr, std::size_t prefer_words = 0) {
     if (words * 8 >= kMinBytes) {
       std::lock_guard<std::mutex> lock(mu_);
@@ -68,9 +69,9 @@ class ArenaPool {
       if (it != free_.end() && it->first <= 2 * words) return pop(it);
     }
     got = words;
-    return std::unique_ptr<std::uint64_t[]>(new std::uint64_t[words]);  // not cleared
+    return big_block<std::uint64_t>(words);  // not cleared; populated when large (pages.hpp)
   }
-  void give(std::unique_ptr<std::uint64_t[]> b, std::size_t words) {
+  void give(BigBlock<std::uint64_t> b, std::size_t words) {
     if (!b || !kept(words)) return;
     std::lock_guard<std::mutex> lock(mu_);
     while (held_ + words * 8 > kMaxHeld && !free_.empty()) {
@@ -93,7 +94,7 @@ class ArenaPool {
 
  private:
   std::mutex mu_;
-  std::multimap<std::size_t, std::unique_ptr<std::uint64_t[]>> free_;  // by size in words
+  std::multimap<std::size_t, BigBlock<std::uint64_t>> free_;  // by size in words
   std::size_t held_ = 0;
 };
 
@@ -187,7 +188,7 @@ class Workspace {
   }
 
  private:
-  std::unique_ptr<std::uint64_t[]> arena_;  // 8-byte aligned storage for every non-input slot
+  BigBlock<std::uint64_t> arena_;  // 8-byte aligned storage for every non-input slot
   std::size_t arena_words_ = 0, need_words_ = 0;
   const std::uint64_t* lent_ = nullptr;  // the arena given to the pool by lend(), if any
   std::vector<void*> ptr_;
