@@ -31,14 +31,19 @@ SCHUR_DERIVATIVE_MESSAGE = (
     "Schur: the Schur decomposition has no derivative rule (jax defines none either: "
     "'Differentiation rule for schur not implemented'). Differentiate through td.linalg.eig or "
     "td.linalg.eigh, or wrap the computation in td.custom_jvp with your own rule.")
+HESSENBERG_DERIVATIVE_MESSAGE = (
+    "Hessenberg: the Hessenberg reduction has no derivative rule (jax defines none either). "
+    "Wrap the computation in td.custom_jvp with your own rule.")
 
 
-@register
-@dataclass(frozen=True)
-class Schur(Primitive):
-    """``[T | Z]`` with A = Z T Z^H, of the operand's dtype (module doc)."""
+class _TwoFactors(Primitive):
+    """A square matrix's two factors side by side, (..., m, m) -> (..., m, 2m) of the operand's
+    dtype, without a derivative (module doc).  A subclass names the message its derivative
+    raises, jax's function for the XLA lowering and scipy's for one matrix."""
 
     uses_blas = True
+    derivative_message = ""
+    splice_name = ""
 
     batch = same_op_batched  # leading axes are batch axes
 
@@ -49,73 +54,62 @@ class Schur(Primitive):
     def linearize(self, b, primal_in, primal_out, t):
         if t[0] is None:
             return [None]
-        raise NotImplementedError(SCHUR_DERIVATIVE_MESSAGE)
+        raise NotImplementedError(self.derivative_message)
 
     def lower(self, lo, out, x):
         def fn(a):
-            import jax  # noqa: PLC0415  (optional dependency)
             import jax.numpy as jnp  # noqa: PLC0415  (optional dependency)
 
-            t, z = jax.lax.linalg.schur(a)
-            return jnp.concatenate([t, z], axis=-1)
+            return jnp.concatenate(self.jax_factors(a), axis=-1)
 
-        return _splice(lo, out, x, "schur", fn)
+        return _splice(lo, out, x, self.splice_name, fn)
 
     def impl(self, x):
-        import scipy.linalg as sl  # noqa: PLC0415  (optional dependency)
-
         x = np.asarray(x)
         m = x.shape[-1]
-        flat = x.reshape((-1, m, m))
-        outs = []
-        for a in flat:
-            if not np.all(np.isfinite(a)):
-                outs.append(np.full((m, 2 * m), np.nan, x.dtype))
-                continue
-            t, z = sl.schur(a, output="complex" if np.iscomplexobj(a) else "real")
-            outs.append(np.concatenate([t, z], axis=-1))
-        out = np.asarray(outs, x.dtype).reshape(x.shape[:-1] + (2 * m,))
-        return out
-
-
-HESSENBERG_DERIVATIVE_MESSAGE = (
-    "Hessenberg: the Hessenberg reduction has no derivative rule (jax defines none either). "
-    "Wrap the computation in td.custom_jvp with your own rule.")
+        outs = [np.concatenate(self.scipy_factors(a), axis=-1) for a in x.reshape((-1, m, m))]
+        return np.asarray(outs, x.dtype).reshape(x.shape[:-1] + (2 * m,))
 
 
 @register
 @dataclass(frozen=True)
-class Hessenberg(Primitive):
-    """``[H | Q]`` with A = Q H Q^H, H upper Hessenberg, of the operand's dtype."""
+class Schur(_TwoFactors):
+    """``[T | Z]`` with A = Z T Z^H, of the operand's dtype (module doc)."""
 
-    uses_blas = True
+    derivative_message = SCHUR_DERIVATIVE_MESSAGE
+    splice_name = "schur"
 
-    batch = same_op_batched
+    @staticmethod
+    def jax_factors(a):
+        import jax  # noqa: PLC0415  (optional dependency)
 
-    def abstract_eval(self, x):
-        m = _inexact_matrix(self.name, x)
-        return aval(x.shape[:-1] + (2 * m,), x.dtype)
+        return jax.lax.linalg.schur(a)
 
-    def linearize(self, b, primal_in, primal_out, t):
-        if t[0] is None:
-            return [None]
-        raise NotImplementedError(HESSENBERG_DERIVATIVE_MESSAGE)
-
-    def lower(self, lo, out, x):
-        def fn(a):
-            import jax.numpy as jnp  # noqa: PLC0415  (optional dependency)
-            import jax.scipy.linalg as jsl  # noqa: PLC0415  (optional dependency)
-
-            h, q = jsl.hessenberg(a, calc_q=True)
-            return jnp.concatenate([h, q], axis=-1)
-
-        return _splice(lo, out, x, "hessenberg", fn)
-
-    def impl(self, x):
+    @staticmethod
+    def scipy_factors(a):
         import scipy.linalg as sl  # noqa: PLC0415  (optional dependency)
 
-        x = np.asarray(x)
-        m = x.shape[-1]
-        outs = [np.concatenate(sl.hessenberg(a, calc_q=True), axis=-1)
-                for a in x.reshape((-1, m, m))]
-        return np.asarray(outs, x.dtype).reshape(x.shape[:-1] + (2 * m,))
+        if not np.all(np.isfinite(a)):
+            return np.full(a.shape, np.nan, a.dtype), np.full(a.shape, np.nan, a.dtype)
+        return sl.schur(a, output="complex" if np.iscomplexobj(a) else "real")
+
+
+@register
+@dataclass(frozen=True)
+class Hessenberg(_TwoFactors):
+    """``[H | Q]`` with A = Q H Q^H, H upper Hessenberg, of the operand's dtype."""
+
+    derivative_message = HESSENBERG_DERIVATIVE_MESSAGE
+    splice_name = "hessenberg"
+
+    @staticmethod
+    def jax_factors(a):
+        import jax.scipy.linalg as jsl  # noqa: PLC0415  (optional dependency)
+
+        return jsl.hessenberg(a, calc_q=True)
+
+    @staticmethod
+    def scipy_factors(a):
+        import scipy.linalg as sl  # noqa: PLC0415  (optional dependency)
+
+        return sl.hessenberg(a, calc_q=True)
