@@ -193,8 +193,10 @@ def test_astype_every_direction(name, backend):
 @pytest.mark.parametrize("src", OTHERS)
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_astype_into_halves(src, backend):
-    """From every dtype; float64 through float32, as XLA:CPU (1 + 2^-11 + 2^-40 is float16's 1,
-    where numpy's one rounding gives 1 + 2^-10)."""
+    """From every dtype. float64 -> float16 rounds once on the interpreter, as numpy (1 + 2^-11 +
+    2^-40 is float16's 1 + 2^-10; XLA:CPU gives 1 through float32 unless the CPU converts in one
+    step, AVX512-FP16, so the XLA backend is held to jax on the same machine); float64 ->
+    bfloat16 rounds through float32 on both, as ml_dtypes and XLA:CPU (1 + 2^-8 + 2^-40 is 1)."""
     if src == "bool":
         x = np.array([True, False] * 8)
     elif "int" in src:
@@ -211,6 +213,10 @@ def test_astype_into_halves(src, backend):
         f = lambda a: [a.real.astype(_dt(h)) for h in HALVES]
     got = td.jit(f, backend=backend)(x)
     want = jax.jit(f)(x)
+    if src == "float64" and backend == "cpu":  # numpy's float16, ml_dtypes' bfloat16
+        with np.errstate(over="ignore"):  # 1e5 is float16's inf
+            want = [x.astype(_dt(h)) for h in HALVES]
+        assert want[0][0].view(np.uint16) == np.float16(1 + 2.0**-10).view(np.uint16)
     for g, w in zip(got, want):
         _check_bits(g, np.asarray(w), f"{src} -> {np.asarray(w).dtype} on {backend}")
 
@@ -359,3 +365,18 @@ def test_conversions_bit_exact_on_every_float16_and_random_float32_patterns():
         nan = np.isnan(w32)
         np.testing.assert_array_equal(np.isnan(g32), nan)
         np.testing.assert_array_equal(g[~nan].view(f"u{g.itemsize}"), w[~nan].view(f"u{w.itemsize}"))
+
+
+def test_float64_to_float16_rounds_once_as_numpy():
+    """Every float16 halfway point nudged by a float64 ulp either way, subnormals, overflow and
+    random values: the interpreter's float64 -> float16 equals numpy's one rounding bit for bit."""
+    h = np.arange(0, 0x7C00, dtype=np.uint16).view(np.float16).astype(np.float64)
+    mid = (h[:-1] + h[1:]) / 2  # exact in float64
+    x = np.concatenate([mid, np.nextafter(mid, 0), np.nextafter(mid, np.inf), h, [65520.0,
+                        65519.99, 1e300, 5e-324, 2.0**-25, 2.0**-25 + 2.0**-60],
+                        rng.standard_normal(4096) * 10.0 ** rng.integers(-8, 5, 4096)])
+    x = np.concatenate([x, -x, [np.inf, -np.inf, np.nan]])
+    got = td.jit(lambda a: a.astype(jnp.float16), backend="cpu")(x)
+    with np.errstate(over="ignore", invalid="ignore"):
+        want = x.astype(np.float16)
+    _check_bits(got, want, "float64 -> float16")

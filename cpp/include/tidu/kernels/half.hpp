@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "tidu/kernels/elementwise.hpp"
 #include "tidu/vm/dtype.hpp"
@@ -21,6 +22,18 @@ inline float bits_f32(std::uint32_t u) {
   float f;
   std::memcpy(&f, &u, 4);
   return f;
+}
+
+// float64 -> float32 rounded to odd: the nearest float32 when exact, else the neighbour of the
+// two around d whose last mantissa bit is 1.  With 24 bits, 13 more than float16's and 16 more
+// than bfloat16's, a rounding to nearest even from it gives d's own correctly rounded 16-bit
+// value (round to odd loses no tie): float64 -> float16 with one rounding, as numpy's.
+inline float f64_to_f32_odd(double d) {
+  const float f = static_cast<float>(d);
+  if (!std::isfinite(f) || static_cast<double>(f) == d) return f;  // exact, NaN or overflow
+  std::uint32_t u = f32_bits(f);
+  if ((u & 1u) == 0) u = std::fabs(static_cast<double>(f)) > std::fabs(d) ? u - 1u : u + 1u;
+  return bits_f32(u);
 }
 
 // float16 -> float32, exact (subnormals, infinities and NaN payloads kept).  Branch-free (F.
@@ -105,10 +118,19 @@ inline void convert_half(DType src, const void* x, DType dst, void* y, std::int6
     const S* s = static_cast<const S*>(x);
     if constexpr (std::is_same_v<S, float>) {
       to_half(s, r, n, bf);
-    } else {  // through float32, as XLA:CPU (a float64 between two 16-bit neighbours rounds twice)
+    } else {  // through float32: float64 -> float16 rounded to odd first (one rounding in all,
+      // as numpy's), anything else -> float32 to nearest (float64 -> bfloat16 rounds twice, as
+      // ml_dtypes' and XLA:CPU's; the integers are exact below 2^24)
       for (std::int64_t lo = 0; lo < n; lo += kChunk) {
         const std::int64_t m = n - lo < kChunk ? n - lo : kChunk;
-        convert<S, float>(s + lo, buf, m);
+        if constexpr (std::is_same_v<S, double>) {
+          if (bf)
+            convert<S, float>(s + lo, buf, m);
+          else
+            for (std::int64_t i = 0; i < m; ++i) buf[i] = f64_to_f32_odd(s[lo + i]);
+        } else {
+          convert<S, float>(s + lo, buf, m);
+        }
         to_half(buf, r + lo, m, bf);
       }
     }
