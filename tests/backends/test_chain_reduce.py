@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import tidu as td
+from _support.workloads import dpsgd_step
 from tidu._native import _eval
 
 SHAPES = [((256, 8192), 1), ((256, 8192), 0), ((64, 128, 30), (1, 2)), ((7, 3000, 5), 1),
@@ -85,19 +86,7 @@ def test_per_example_gradient_norms_match_jax():
     x = rng.standard_normal((64, 16)).astype(f32)
     y = np.eye(10, dtype=f32)[rng.integers(0, 10, 64)]
 
-    def make(m, vmap, grad):
-        def loss(p, x, y):
-            w1, b1, w2, b2 = p
-            z = m.tanh(x @ w1 + b1) @ w2 + b2
-            z = z - m.max(z)
-            return -m.sum(y * (z - m.log(m.sum(m.exp(z)))))
-
-        def step(p, x, y):
-            g = vmap(grad(loss), in_axes=(None, 0, 0))(p, x, y)
-            norm = m.sqrt(sum(m.sum(gi.reshape(gi.shape[0], -1) ** 2, axis=1) for gi in g))
-            scale = m.minimum(1.0, 1.0 / (norm + 1e-6))
-            return [m.mean(gi * scale.reshape((-1,) + (1,) * (gi.ndim - 1)), axis=0) for gi in g]
-        return step
+    make = dpsgd_step
 
     got = td.jit(make(td, td.vmap, td.grad), backend="cpu")(p, x, y)
     want = jax.jit(make(jnp, jax.vmap, jax.grad))(p, x, y)

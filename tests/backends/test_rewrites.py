@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import tidu as td
+from _support.workloads import dpsgd_step
 from tidu.backends import interpreter
 from tidu.ops.rewrites import batched_outer_sums
 
@@ -57,20 +58,7 @@ def _dpsgd(dtype, B=64, d_in=16, h=32):
     y = np.eye(10, dtype=dtype)[rng.integers(0, 10, B)]
 
     def make(m):
-        vmap, grad = (td.vmap, td.grad) if m is td else (jax.vmap, jax.grad)
-
-        def loss(p, x, y):
-            w1, b1, w2, b2 = p
-            z = m.tanh(x @ w1 + b1) @ w2 + b2
-            z = z - m.max(z)
-            return -m.sum(y * (z - m.log(m.sum(m.exp(z)))))
-
-        def step(p, x, y):
-            g = vmap(grad(loss), in_axes=(None, 0, 0))(p, x, y)
-            norm = m.sqrt(sum(m.sum(gi.reshape(gi.shape[0], -1) ** 2, axis=1) for gi in g))
-            scale = m.minimum(1.0, 1.0 / (norm + 1e-6))
-            return [m.mean(gi * scale.reshape((-1,) + (1,) * (gi.ndim - 1)), axis=0) for gi in g]
-        return step
+        return dpsgd_step(m, *((td.vmap, td.grad) if m is td else (jax.vmap, jax.grad)))
     return make, (p, x, y)
 
 

@@ -14,6 +14,7 @@ import tidu as td
 from tidu import _eval, evaluator
 from tidu import ops as P
 from tidu.testing import check_grads, gp_nll
+from _support.compare import rand_inexact
 from _support.values import INEXACT, one_op_graph
 
 jax = pytest.importorskip("jax")
@@ -25,22 +26,17 @@ BACKENDS = ("cpu", "xla")
 TOL = {"float32": 2e-4, "complex64": 2e-4, "float64": 1e-10, "complex128": 1e-10}
 
 
-def rand(rng, shape, dtype):
-    x = rng.standard_normal(shape)
-    if np.dtype(dtype).kind == "c":
-        x = x + 1j * rng.standard_normal(shape)
-    return x.astype(dtype)
 
 
 def spd(rng, shape, dtype):
     """Hermitian positive-definite matrices (..., n, n), well conditioned."""
-    x = rand(rng, shape, dtype)
+    x = rand_inexact(rng, shape, dtype)
     return (x @ np.conj(np.swapaxes(x, -1, -2)) + shape[-1] * np.eye(shape[-1])).astype(dtype)
 
 
 def tri(rng, shape, dtype):
     """Matrices with a dominant diagonal: either triangle is well conditioned."""
-    return (rand(rng, shape, dtype) + 3 * shape[-1] ** 0.5 * np.eye(shape[-1])).astype(dtype)
+    return (rand_inexact(rng, shape, dtype) + 3 * shape[-1] ** 0.5 * np.eye(shape[-1])).astype(dtype)
 
 
 def close(got, want, dtype):
@@ -68,7 +64,7 @@ TRI_CASES = list(itertools.product((0, 1, 2), (False, True), (False, True)))
 @pytest.mark.parametrize("dtype", INEXACT)
 def test_solve_triangular_matches_jax(backend, dtype):
     rng = np.random.default_rng(1)
-    a, b, v = tri(rng, (2, 4, 4), dtype), rand(rng, (2, 4, 3), dtype), rand(rng, (4,), dtype)
+    a, b, v = tri(rng, (2, 4, 4), dtype), rand_inexact(rng, (2, 4, 3), dtype), rand_inexact(rng, (4,), dtype)
     for trans, lower, unit in TRI_CASES:
         def f(a, b, v):
             s = td.linalg.solve_triangular
@@ -87,7 +83,7 @@ def test_solve_triangular_matches_jax(backend, dtype):
 @pytest.mark.parametrize("dtype", ("float64", "complex128", "float32"))
 def test_cho_factor_and_cho_solve_match_jax(backend, dtype):
     rng = np.random.default_rng(2)
-    a, b = spd(rng, (3, 4, 4), dtype), rand(rng, (4, 2), dtype)   # b broadcasts over a's batch
+    a, b = spd(rng, (3, 4, 4), dtype), rand_inexact(rng, (4, 2), dtype)   # b broadcasts over a's batch
     for lower in (False, True):
         def f(a, b):
             c = td.linalg.cho_factor(a, lower=lower)
@@ -110,9 +106,9 @@ def _primitive_cases(dtype):
     for flags in FLAGS:
         op = P.TriangularSolve(*flags)
         a = tri(rng, (2, 5, 5), dtype)
-        b = rand(rng, (2, 5, 3) if flags[0] else (2, 3, 5), dtype)
+        b = rand_inexact(rng, (2, 5, 3) if flags[0] else (2, 3, 5), dtype)
         yield op, [a, b]
-    yield P.Cholesky(), [spd(rng, (2, 6, 6), dtype) + np.triu(rand(rng, (6, 6), dtype), 1)]
+    yield P.Cholesky(), [spd(rng, (2, 6, 6), dtype) + np.triu(rand_inexact(rng, (6, 6), dtype), 1)]
 
 
 @pytest.mark.parametrize("dtype", INEXACT)
@@ -138,7 +134,7 @@ def test_impl_solves_the_system_it_names():
     rng = np.random.default_rng(4)
     for flags in FLAGS:
         left, lower, trans, conj, unit = flags
-        a, b = tri(rng, (4, 4), "complex128"), rand(rng, (4, 4), "complex128")
+        a, b = tri(rng, (4, 4), "complex128"), rand_inexact(rng, (4, 4), "complex128")
         m = np.tril(a) if lower else np.triu(a)
         if unit:
             m = m - np.diag(np.diag(m)) + np.eye(4)
@@ -161,7 +157,7 @@ def test_cholesky_derivatives_to_order_two(dtype):
     rng = np.random.default_rng(5)
     a = spd(rng, (2, 3, 3), dtype)
     # the primitive reads the lower triangle: its derivative must ignore the upper one
-    check_grads(lambda a: td.apply(P.Cholesky(), a), [a + np.triu(rand(rng, (3, 3), dtype), 1)],
+    check_grads(lambda a: td.apply(P.Cholesky(), a), [a + np.triu(rand_inexact(rng, (3, 3), dtype), 1)],
                 order=2, **kw)
     check_grads(lambda a: td.linalg.cholesky(a, upper=True), [a], order=2, **kw)
 
@@ -174,21 +170,21 @@ def test_triangular_solve_derivatives_to_order_two(dtype):
     for flags in [(True, True, False, False, False), (False, False, True, True, False),
                   (True, False, False, True, True), (False, True, True, False, True)]:
         a = tri(rng, (2, 3, 3), dtype)
-        b = rand(rng, (2, 3, 2) if flags[0] else (2, 2, 3), dtype)
+        b = rand_inexact(rng, (2, 3, 2) if flags[0] else (2, 2, 3), dtype)
         op = P.TriangularSolve(*flags)
         check_grads(lambda a, b: td.apply(op, a * a, b) * b, [a, b], order=2, **kw)
 
 
 def test_cho_solve_derivatives_to_order_two():
     rng = np.random.default_rng(7)
-    a, b = spd(rng, (3, 3), "float64"), rand(rng, (3,), "float64")
+    a, b = spd(rng, (3, 3), "float64"), rand_inexact(rng, (3,), "float64")
     check_grads(lambda a, b: td.linalg.cho_solve(td.linalg.cho_factor(_sym(a)), b),
                 [a, b], order=2)
 
 
 def test_gradients_and_hessians_match_jax():
     rng = np.random.default_rng(8)
-    a, b = tri(rng, (4, 4), "float64"), rand(rng, (4, 2), "float64")
+    a, b = tri(rng, (4, 4), "float64"), rand_inexact(rng, (4, 2), "float64")
 
     def f(ns, sl):
         def loss(a, b):
@@ -211,7 +207,7 @@ def test_complex_gradient_is_the_conjugate_of_jax():
     # through a Hermitian parameterisation: jax's cho_factor treats a tangent as Hermitian where
     # tidu's derivative is that of the triangle read (docs/linalg.md), equal on Hermitian paths
     rng = np.random.default_rng(9)
-    x, b = rand(rng, (3, 3), "complex128"), rand(rng, (3, 2), "complex128")
+    x, b = rand_inexact(rng, (3, 3), "complex128"), rand_inexact(rng, (3, 2), "complex128")
 
     def f(ns, sl):
         def loss(x, b):
