@@ -87,9 +87,10 @@ AUTO_MAX_INSTRUCTIONS = 2000
 
 # XLA options for tidu's executables on a GPU.  XLA's GPU autotuner times candidate kernels for
 # every product while it compiles; for tidu's products (HIGHEST precision: full float32, no TF32)
-# that took 7-11 s per program on an H200, 80-95% of the first call, and the kernels it chose ran
-# no faster than its defaults (docs/xla.md, "On a GPU").  Level 0 keeps the defaults.  Set
-# ``GPU_COMPILER_OPTIONS.clear()`` before a program's first XLA call to autotune again.
+# that took 7-11 s per program on an H200, 80-95% of the first call.  Without it products go to
+# cuBLAS's own choice (Triton's untuned GEMMs were 5x slower): as fast on large products, up to
+# 1.8x slower on small ones (docs/xla.md, "On a GPU").  A long-running loop of small programs may
+# gain by ``GPU_COMPILER_OPTIONS.clear()`` before its program's first XLA call (autotuning again).
 GPU_COMPILER_OPTIONS: dict = {"xla_gpu_autotune_level": 0, "xla_gpu_enable_triton_gemm": False}
 
 
