@@ -163,6 +163,10 @@ def main():
     tw = timeit(lambda: prog.eval_batch([pts], backend="xla", devices=1), repeat, warmup=False)
     np.testing.assert_allclose(got, np.asarray(want), rtol=1e-12, atol=1e-14)
     row(f"eval_batch 20-op chain, {npts:.0e} pts", jc, jw, tc, tw)
+    with jax.enable_x64(True):
+        on_dev = jax.device_put(pts, dev)
+        dw = timeit(lambda: sync(prog.eval_batch([on_dev], backend="xla", devices=1)), repeat)
+    on_device(dw, jw)
 
 
 if __name__ == "__main__":
