@@ -42,7 +42,7 @@ OPCODES = ["Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Neg", "Conj", "Exp"
            "Conv", "ReduceWindowSum", "ReduceWindowMax", "ReduceWindowMin", "Threefry2x32",
            "Threefry2x32Iota", "HostCallback", "Tie", "Fft", "Lgamma", "Eig",
            "BitcastConvertType", "Schur", "Hessenberg", "SelectAndGatherAdd",
-           "SelectAndScatterAdd"]
+           "SelectAndScatterAdd", "SearchSorted"]
 DTYPES = ["float32", "float64", "complex64", "complex128", "int32", "int64", "bool", "uint32",
           "int8", "int16", "uint8", "uint16", "uint64", "float16", "bfloat16"]
 OP = {n: i for i, n in enumerate(OPCODES)}
@@ -207,7 +207,7 @@ def attr_roles(op: int, at: list[int]) -> list[tuple[int, str]]:
              "TriangularSolve": ["flag"] * 5, "Gather": ["axis"], "Scatter": ["axis", "mode"],
              "LUPermute": ["flag"], "Eigh": ["flag"], "QR": ["flag"], "SVD": ["flag"] * 2,
              "Eig": ["flag"] * 3, "SelectAndGatherAdd": ["flag"], "SelectAndScatterAdd": ["flag"],
-             "ArgMax": ["dim", "dtype"], "ArgMin": ["dim", "dtype"],
+             "SearchSorted": ["flag"], "ArgMax": ["dim", "dtype"], "ArgMin": ["dim", "dtype"],
              **{n: ["dim", "flag"] for n in ("Cumsum", "Cumprod", "Cummax", "Cummin", "LinearScan",
                                              "Sort")}}
     roles, pos = [], 0

@@ -80,7 +80,9 @@ def seeds() -> dict[str, bytes]:
                            + td.sum(_pool(x, "min", (3, 2), (2, 1), "VALID")),
                            ["x"], x=S((5, 6))),
         "arg_bool": _compile(lambda x: (td.argmax(x, axis=1), td.argsort(x, axis=0),
-                                        td.any(x > 0, axis=0), td.all(x > 0), td.cummax(x, axis=1)),
+                                        td.any(x > 0, axis=0), td.all(x > 0), td.cummax(x, axis=1),
+                                        td.searchsorted(td.sort(x[0]), x[1:]),
+                                        td.vmap(td.searchsorted)(td.sort(x, axis=1), x[::-1])),
                              x=S((3, 4))),
     }
     out = {}

@@ -1,10 +1,16 @@
-"""td.searchsorted (numpy/statistics.py: a branchless binary search over the sorted array padded to
-a power of two) against numpy on both backends: every side, lengths around powers of two, ties,
-NaN in the array and in the values, infinities, the integer dtypes' extremes (the padding's
-value), bool, unsigned, complex (lexicographic), sorter, traced and constant arrays."""
+"""td.searchsorted (the SearchSorted primitive, ops/search.py and kernels/search.hpp; complex values
+by a composite in numpy/statistics.py) against numpy on both backends: every side, lengths around
+powers of two, ties, NaN in the array and in the values, infinities, the integer dtypes' extremes,
+bool, unsigned, 16-bit floats, complex (lexicographic), sorter, traced and constant arrays; vmap
+over rows and values; long searches split over threads; no derivative."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -91,3 +97,83 @@ def test_empty_array_and_bad_arguments():
         td.jit(lambda v: td.searchsorted(np.ones(3), v, method="bisect"))(np.ones(2))
     with pytest.raises(ValueError, match="must be 1-D"):
         td.jit(lambda v: td.searchsorted(np.ones((2, 2)), v))(np.ones(2))
+
+
+def _rows_search(rows, vals, side):
+    return np.stack([np.searchsorted(r, v, side=side) for r, v in zip(rows, vals)])
+
+
+@pytest.mark.parametrize("backend", ["cpu", "xla"])
+@pytest.mark.parametrize("side", ["left", "right"])
+def test_vmap_over_rows_values_or_both(side, backend):
+    rows = np.sort(rng.standard_normal((4, 33)), axis=1)
+    rows[1, -3:] = np.nan  # a row ending in NaNs
+    vals = rng.standard_normal((4, 6, 5)) * 2
+    vals[2, 1, 1] = np.nan
+    search = lambda r, v: td.searchsorted(r, v, side=side)  # noqa: E731
+    both = td.jit(td.vmap(search), backend=backend)(rows, vals)
+    np.testing.assert_array_equal(both, _rows_search(rows, vals, side))
+    one_row = td.jit(td.vmap(search, in_axes=(None, 0)), backend=backend)(rows[1], vals)
+    np.testing.assert_array_equal(one_row, _rows_search([rows[1]] * 4, vals, side))
+    one_val = td.jit(td.vmap(search, in_axes=(0, None)), backend=backend)(rows, vals[0])
+    np.testing.assert_array_equal(one_val, _rows_search(rows, [vals[0]] * 4, side))
+    nested = td.jit(td.vmap(td.vmap(search, in_axes=(None, 0)), in_axes=(0, 0)),
+                    backend=backend)(rows, vals)
+    np.testing.assert_array_equal(nested, _rows_search(rows, vals, side))
+
+
+@pytest.mark.parametrize("side", ["left", "right"])
+def test_nan_values_anywhere_in_a_long_search(side):
+    """Values are searched in groups, with a faster compare for a group without NaN: NaN values at
+    every position of a group, and rows with NaN entries, give numpy's answer."""
+    a = np.sort(np.concatenate([rng.standard_normal(100), [np.inf, -np.inf, np.nan, np.nan]]))
+    v = rng.standard_normal(1000) * 2
+    v[rng.random(1000) < 0.1] = np.nan
+    v[::37] = np.inf
+    v[5::41] = a[rng.integers(0, 100, len(v[5::41]))]  # ties
+    got = td.jit(lambda a, v: td.searchsorted(a, v, side=side), backend="cpu")(a, v)
+    np.testing.assert_array_equal(got, np.searchsorted(a, v, side=side))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_sixteen_bit_floats(dtype):
+    dt = np.dtype(getattr(ml_dtypes, dtype, dtype))
+    a = np.sort(rng.standard_normal(50).astype(np.float32)).astype(dt)
+    v = np.concatenate([a, (rng.standard_normal(30) * 2).astype(dt), np.array([np.nan], dt)])
+    for side in ("left", "right"):
+        want = np.searchsorted(a.astype(np.float32), v.astype(np.float32), side=side)
+        for backend in ("cpu", "xla"):
+            got = td.jit(lambda a, v: td.searchsorted(a, v, side=side), backend=backend)(a, v)
+            np.testing.assert_array_equal(got, want, err_msg=backend)
+
+
+_THREADS = """
+import sys
+import numpy as np, tidu as td
+rng = np.random.default_rng(1)
+rows = np.sort(rng.standard_normal((3, 1001)), axis=1)
+vals = rng.standard_normal((3, 70001))
+f = td.jit(td.vmap(lambda r, v: td.searchsorted(r, v, side="right")), backend="cpu")
+np.save(sys.argv[1], f(rows, vals))
+"""
+
+
+def test_long_searches_split_over_threads_agree(tmp_path):
+    """A search long enough to be cut into chunks (which may start and end inside a row) gives
+    numpy's indices on one thread and on two."""
+    rng1 = np.random.default_rng(1)
+    rows = np.sort(rng1.standard_normal((3, 1001)), axis=1)
+    vals = rng1.standard_normal((3, 70001))
+    want = _rows_search(rows, vals, "right")
+    for n in ("1", "2"):
+        out = tmp_path / f"t{n}.npy"
+        subprocess.run([sys.executable, "-c", _THREADS, str(out)], check=True,
+                       env={**os.environ, "TIDU_NUM_THREADS": n})
+        np.testing.assert_array_equal(np.load(out), want, err_msg=f"{n} threads")
+
+
+def test_no_derivative_flows_through_the_indices():
+    xp = np.linspace(-2.0, 2.0, 9)
+    x = rng.standard_normal(7)
+    g = td.grad(lambda x: td.sum(x * td.searchsorted(xp, x)))(x)
+    np.testing.assert_array_equal(g, np.searchsorted(xp, x).astype(np.float64))

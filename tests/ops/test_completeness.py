@@ -36,7 +36,7 @@ def linearize_and_transpose():
     assert missing == []
     nondiff = {n for n, c in builtin.items() if not getattr(c, "differentiable", True)}
     nondiff_expected = {"Compare", "Sign", "Constant", "Iota", "StopGradient", "ArgMax", "ArgMin",
-                        "ReduceAnd", "ReduceOr"} | NONDIFF_MATH | set(P.BITWISE) | set(P.RANDOM)
+                        "ReduceAnd", "ReduceOr", "SearchSorted"} | NONDIFF_MATH | set(P.BITWISE) | set(P.RANDOM)
     assert nondiff == nondiff_expected
     # While, CustomVJP and CustomVJPLin are one-mode only (tests/api/test_control_flow.py,
     # tests/api/test_custom_rules.py); AxisReduce and AxisGather only exist inside the vmap that

@@ -321,6 +321,18 @@ BAD += [(P.Fft("FFT", (4,)), [A((4,), "float64")], TypeError,
          "1 to 3 entries"),
         (P.Fft("FFT", (3,)), [A((), "complex64")], ValueError, "fewer than 1 axes")]
 
+# search in sorted rows (ops/search.py): rows (B..., n), values (B..., m...) -> int32 of v's shape
+GOOD += [(P.SearchSorted(False), [A((7,)), A((3, 4))], A((3, 4), "int32")),
+         (P.SearchSorted(True), [A((2, 5), "int8"), A((2, 3, 4), "int8")], A((2, 3, 4), "int32")),
+         (P.SearchSorted(True), [A((0,), "bool"), A((), "bool")], A((), "int32"))]
+BAD += [(P.SearchSorted(False), [A((3,), "complex128"), A((2,), "complex128")], TypeError,
+         "SearchSorted: operand dtype complex128 is not real"),
+        (P.SearchSorted(False), [A((3,)), A((2,), "float32")], TypeError,
+         "values dtype float32 differs from the rows' float64"),
+        (P.SearchSorted(False), [A(()), A((2,))], ValueError, "at least one axis"),
+        (P.SearchSorted(True), [A((2, 5)), A((3, 4))], ValueError,
+         r"do not start with the rows' batch axes \(2,\)")]
+
 # random numbers (ops/random.py): key (K..., 2), count (K..., C..., 2)
 GOOD += [(P.Threefry2x32(), [A((2,), "uint32"), A((5, 3, 2), "uint32")], A((5, 3, 2), "uint32")),
          (P.Threefry2x32(), [A((4, 2), "uint32"), A((4, 3, 2), "uint32")], A((4, 3, 2), "uint32"))]

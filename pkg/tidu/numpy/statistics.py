@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from tidu import ops as P
 from tidu.graph.dtypes import BOOL, COMPLEXES, INTS, kind_of
 from tidu.numpy import core as T
 from tidu.numpy import reducers as RD
@@ -23,7 +24,7 @@ from tidu.numpy.shapes import _numpy_outside, moveaxis, squeeze
 from tidu.numpy.take import take, take_along_axis
 from tidu.numpy.ufuncs import _tr, ceil, clip, floor, isinf, isnan
 from tidu.numpy.ufuncs import round as _round_half_even
-from tidu.trace.tracer import Tracer, _compare, _lift, _trace_of, as_inexact
+from tidu.trace.tracer import Tracer, _compare, _emit, _lift, _trace_of, as_inexact
 
 __all__ = [
     "allclose", "average", "corrcoef", "count_nonzero", "cov", "digitize", "interp", "isclose",
@@ -452,10 +453,9 @@ def corrcoef(x, y=None, rowvar=True, dtype=None):
 @_numpy_outside(np.searchsorted)
 def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
     """Indices where v would be inserted into the sorted 1-D a to keep it sorted, int32 as jax;
-    NaN sorts last, as numpy. Every `method` of jax's gives the same indices; tidu runs one:
-    a branchless binary search of ceil(log2(n + 1)) steps over a padded to a power of two, four
-    elementwise instructions a step (index, gather, compare, select), where a search that tracks
-    lo and hi takes about fourteen."""
+    NaN sorts last, as numpy. Every `method` of jax's gives the same indices; tidu runs one: the
+    SearchSorted primitive (a branchless binary search per value, ops/search.py); complex values
+    by a composite binary search in numpy's lexicographic order."""
     if side not in ("left", "right"):
         raise ValueError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
     if method not in ("scan", "scan_unrolled", "sort", "compare_all"):
@@ -467,32 +467,13 @@ def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
         raise ValueError(f"searchsorted: a must be 1-D, got shape {arr.shape}")
     if sorter is not None:
         arr = take(arr, sorter)
-    n = arr.shape[0]
     dt = np.result_type(arr.dtype, val.dtype)
     arr, val = T.astype(arr, dt), T.astype(val, dt)
-    if n == 0:
+    if arr.shape[0] == 0:
         return _lift(t, zeros_like(val, dtype=np.int32))
     if dt in COMPLEXES:
         return _searchsorted_lexicographic(arr, val, side, t)
-    steps = n.bit_length()  # 2^steps > n
-    floating = kind_of(dt) == "f"
-    # past the end: NaN for floats (never < or <= a number; a NaN v is settled below), the
-    # largest value otherwise (counted only where v is that value, and clamped to n below)
-    pad = np.array(np.nan if floating else (True if dt == BOOL else np.iinfo(dt).max), dt)
-    table = T.concatenate([arr, T.astype(_lift(t, np.full(2**steps - n, pad, dt)), dt)])
-    before = (lambda x, y: x < y) if side == "left" else (lambda x, y: x <= y)
-    # last: the index of the last element known to sort before v (-1: none yet)
-    last = _lift(t, np.full(val.shape, -1, np.int32))
-    for k in reversed(range(steps)):
-        probe = last + np.int32(1 << k)
-        last = T.where(before(take(table, probe, mode="promise_in_bounds"), val), probe, last)
-    pos = last + np.int32(1)
-    if not floating:
-        return T.minimum(pos, np.int32(n)) if 2**steps - n > 0 else pos
-    # a NaN v sorts after every number: left of the NaNs in a (side left), or after all of a
-    at_nan = (T.sum(T.astype(~isnan(arr), np.int32)) if side == "left"
-              else _lift(t, np.array(n, np.int32)))
-    return T.where(isnan(val), T.astype(at_nan, np.int32), pos)
+    return _emit(t, P.SearchSorted(side == "right"), arr, val)
 
 
 def _searchsorted_lexicographic(arr, val, side, t):
@@ -553,10 +534,18 @@ def interp(x, xp, fp, left=None, right=None, period=None):
         xpv = T.concatenate([xpv[-1:] - period, xpv, xpv[:1] + period])
         fpv = T.concatenate([fpv[-1:], fpv, fpv[:1]])
     n = xpv.shape[0]
-    i = T.minimum(T.maximum(searchsorted(xpv, xv, side="right"), 1), max(n - 1, 1))
-    i = T.astype(i, np.int64)
-    x0, x1 = take(xpv, i - 1), take(xpv, i)
-    f0, f1 = take(fpv, i - 1), take(fpv, i)
+    if n == 0:
+        raise ValueError("interp: xp and fp are empty (no sample points)")
+    if n == 1:  # the one point: f is fp[0] there, left and right of it below
+        i1 = _lift(t, np.zeros(xv.shape, np.int32))
+        i0 = i1
+    else:
+        i1 = T.minimum(T.maximum(searchsorted(xpv, xv, side="right"), 1), n - 1)
+        i0 = i1 - np.int32(1)
+    # i0 and i1 are in [0, n): no out-of-range rule is needed
+    inside = {"mode": "promise_in_bounds"}
+    x0, x1 = take(xpv, i0, **inside), take(xpv, i1, **inside)
+    f0, f1 = take(fpv, i0, **inside), take(fpv, i1, **inside)
     dx = x1 - x0
     safe = T.where(dx == 0, 1, dx)
     f = T.where(dx == 0, f1, f0 + (xv - x0) * ((f1 - f0) / safe))

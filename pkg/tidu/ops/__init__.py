@@ -90,6 +90,7 @@ from tidu.ops.reductions import (
 )
 from tidu.ops.rewrites import batched_outer_sums  # noqa: F401 - registers the interpreter's rewrite
 from tidu.ops.schur import Hessenberg, Schur
+from tidu.ops.search import SearchSorted
 from tidu.ops.select_window import SelectAndGatherAdd, SelectAndScatterAdd
 from tidu.ops.shapes import Rev
 from tidu.ops.sharding import ShardingHint
@@ -108,7 +109,7 @@ LINALG = ("Cholesky", "TriangularSolve", "LU", "LUPermute", "Eigh", "QR", "SVD",
 INDEXING = ("DynamicSlice", "DynamicUpdateSlice", "Gather", "Scatter")  # docs/numpy.md
 # ordering and accumulation (docs/numpy.md)
 SORTING = ("ArgMax", "ArgMin", "Cummax", "Cummin", "Cumprod", "Cumsum", "LinearScan", "ReduceAnd",
-           "ReduceMin", "ReduceOr", "ReduceProd", "Sort")
+           "ReduceMin", "ReduceOr", "ReduceProd", "SearchSorted", "Sort")
 # elementwise math (ops/math.py)
 MATH = ("Floor", "Ceil", "Round", "Tan", "Atan", "Asin", "Acos", "Sinh", "Cosh", "Asinh", "Acosh",
         "Atanh", "Erf", "Erfc", "ErfInv", "Cbrt", "Logistic", "IsFinite", "Rem", "Atan2", "Lgamma")
@@ -145,7 +146,7 @@ __all__ = [
     "Logistic", "Max", "Min", "Mul", "Neg", "Not", "Or", "Pad", "Pow", "QR", "Real", "ReduceAnd",
     "ReduceMax", "ReduceMin", "ReduceOr", "ReduceProd", "ReduceSum", "ReduceWindowGeneral",
     "ReduceWindowMax", "ReduceWindowMin", "ReduceWindowSum", "Rem", "Reshape", "Rev", "Round",
-    "Rsqrt", "SVD", "Scan",
+    "Rsqrt", "SVD", "Scan", "SearchSorted",
     "Schur", "Scatter", "Select", "SelectAndGatherAdd", "SelectAndScatterAdd", "ShardingHint",
     "ShiftLeft", "ShiftRightArithmetic",
     "ShiftRightLogical", "Sign", "Sin",

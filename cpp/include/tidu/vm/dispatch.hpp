@@ -20,6 +20,7 @@
 #include "tidu/kernels/indexing.hpp"
 #include "tidu/kernels/linalg.hpp"
 #include "tidu/kernels/random.hpp"
+#include "tidu/kernels/search.hpp"
 #include "tidu/kernels/select_window.hpp"
 #include "tidu/kernels/shapes.hpp"
 #include "tidu/kernels/sorting.hpp"
@@ -328,6 +329,9 @@ inline void run_instr(const Program& p, Workspace& ws, std::size_t idx) {
       return;
     case Op::Fft:  // fft.hpp
       kern::run_fft(p, a, in.out, at, y, ptr);
+      return;
+    case Op::SearchSorted:  // search.hpp
+      kern::run_search_sorted(p, a, at, in.out, y, ptr);
       return;
     default:
       throw std::runtime_error(std::string("tidu: no kernel for opcode ") + op_name(in.op));

@@ -133,7 +133,8 @@ namespace tidu {
   X(Schur, S, _)                  \
   X(Hessenberg, S, _)             \
   X(SelectAndGatherAdd, S, tttti) \
-  X(SelectAndScatterAdd, S, tttti)
+  X(SelectAndScatterAdd, S, tttti) \
+  X(SearchSorted, S, i)
 
 enum class Op : std::uint8_t {
 #define TIDU_ENUM(name, kind, sig) name,

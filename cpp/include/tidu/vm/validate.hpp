@@ -675,6 +675,22 @@ inline void validate_instructions(const Program& p) {
         }
         break;
       }
+      case Op::SearchSorted: {  // search.hpp; attrs: right (0/1)
+        arity(2);
+        need(na == 1 && (at[0] == 0 || at[0] == 1), "side flag is not 0 or 1");
+        const Slot& r = slot(0);
+        const DType d = r.dtype;
+        need(d != DType::C64 && d != DType::C128, "dtype is not real");
+        need(slot(1).dtype == d, "values dtype differs from the rows'");
+        need(r.ndim >= 1, "rows have no axis");
+        const std::int64_t* rs = p.shape(a[0]);
+        need(rs[r.ndim - 1] < (std::int64_t{1} << 31) - 1, "row longer than int32 positions");
+        need(slot(1).ndim >= r.ndim - 1 && std::equal(rs, rs + r.ndim - 1, p.shape(a[1])),
+             "values do not start with the rows' batch axes");
+        need(o.dtype == DType::I32, "result dtype is not int32");
+        same_shape(1);
+        break;
+      }
       default:
         fail("unknown opcode");
     }
