@@ -24,17 +24,18 @@ def timeit(fn, repeat: int = 7, number: int = 1, warmup: bool = True, clock=time
     return stat(ts)
 
 
-def timed(fn, repeat: int):
-    """(fn's result, the first call's time, the median of `repeat` more calls), in seconds: the
-    cold figure of a function never called before, and its warm one."""
-    t0 = time.perf_counter()
+def timed(fn, repeat: int, clock=time.perf_counter):
+    """(fn's result, the first call's time, the median of `repeat` more calls), in seconds of
+    `clock` (wall time, or time.process_time): the cold figure of a function never called before,
+    and its warm one."""
+    t0 = clock()
     out = fn()
-    cold = time.perf_counter() - t0
+    cold = clock() - t0
     samples = []
     for _ in range(repeat):
-        t0 = time.perf_counter()
+        t0 = clock()
         fn()
-        samples.append(time.perf_counter() - t0)
+        samples.append(clock() - t0)
     return out, cold, statistics.median(samples)
 
 

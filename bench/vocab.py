@@ -2,14 +2,17 @@
 td.einsum against jnp.einsum under jax.jit and np.einsum(optimize=True), per call and path cost;
 (b) ``x[idx]`` gather and ``.at[idx].add`` scatter of 1e6 elements against jax.jit and numpy;
 (c) the softmax cross-entropy gradient of (1024, 1000) logits against jax.jit; (d) issue 32's FFT
-family (fft of 2^16 complex, rfft of 1e6 reals, fft2 of 512 x 512) against jax.jit.  Each part prints
-medians and ratios (tidu / peer; lower is better); targets: within 1.2x of jax.jit on (b) and
-(c), the same contraction cost (flops) as jax's path on (a), at least jax.jit's speed on (d).
+family (fft of 2^16 complex, rfft of 1e6 reals, fft2 of 512 x 512) against jax.jit; (e) issue 32's
+new reductions and searches (quantile, median, the NaN-aware reductions, cov, corrcoef, histogram,
+bincount, searchsorted, interp, ...) against jax.jit in x64.  Each part prints medians and ratios
+(tidu / peer; lower is better); targets: within 1.2x of jax.jit on (b) and (c), the same
+contraction cost (flops) as jax's path on (a), at least jax.jit's speed on (d) and (e).
 
-    python bench/vocab.py [--quick] [--only a|b|c|d]
+    python bench/vocab.py [--quick] [--only a|b|c|d|e]
 
 Each part is also a script of its own with more options: bench/vocab_einsum.py (a),
-bench/vocab_gather.py (b), bench/vocab_softmax.py (c), bench/vocab_fft.py (d).
+bench/vocab_gather.py (b), bench/vocab_softmax.py (c), bench/vocab_fft.py (d),
+bench/numpy_stats.py (e).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import numpy_stats  # noqa: E402
 import vocab_einsum  # noqa: E402
 import vocab_fft  # noqa: E402
 import vocab_gather  # noqa: E402
@@ -28,7 +32,8 @@ import vocab_softmax  # noqa: E402
 PARTS = {"a": ("tensor-network einsum", vocab_einsum.main),
          "b": ("gather and scatter-add", vocab_gather.main),
          "c": ("softmax cross-entropy gradient", vocab_softmax.main),
-         "d": ("FFT family", vocab_fft.main)}
+         "d": ("FFT family", vocab_fft.main),
+         "e": ("issue 32's reductions and searches", numpy_stats.main)}
 
 
 def main(argv=None):

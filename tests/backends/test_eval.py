@@ -254,9 +254,11 @@ def test_constant_and_iota(dtype):
     c = P.Constant.of(value((2, 3), dtype))
     (got,) = program(c, []).eval([])
     np.testing.assert_array_equal(got, c.value)
-    io = P.Iota((2, 3, 4), dtype, 1)
-    (got,) = program(io, []).eval([])
-    np.testing.assert_array_equal(got, io.impl())
+    for shape, dim in [((2, 3, 4), 0), ((2, 3, 4), 1), ((2, 3, 4), 2), ((5000,), 0), ((0, 4), 1),
+                       ((3, 0), 0)]:  # the counting axis first, inner, last; long; empty
+        io = P.Iota(shape, dtype, dim)
+        (got,) = program(io, []).eval([])
+        np.testing.assert_array_equal(got, io.impl())
 
 
 def test_matmul_large_matches_numpy():

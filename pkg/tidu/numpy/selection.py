@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from tidu.graph.dtypes import BOOL, kind_of
-from tidu.numpy.core import astype, concatenate, iota, reshape
+from tidu.numpy.core import astype, broadcast_to, concatenate, iota, reshape
 from tidu.numpy.core import sum as _sum
 from tidu.numpy.core import where as _select
 from tidu.numpy.creation import linspace
@@ -161,12 +161,13 @@ def bincount(x, weights=None, minlength: int = 0, *, length=None):
     length = _static_size("bincount", length)
     length = max(length, int(minlength))
     if weights is None:
-        w = astype(x * 0 + 1, np.int64)
+        w = broadcast_to(_lift(_trace_of(x), np.int64(1)), x.shape)
     else:
         w = _lift(_trace_of(x, weights), weights)
     xi = _select(x < 0, 0, x)
     zeros = astype(iota((length,), "int64") * 0, w.dtype)
-    return zeros.at[xi].add(w, mode="drop")
+    # xi >= 0: jax's wrap of negative indices has nothing to do; indices past length are dropped
+    return zeros.at[xi].add(w, mode="drop", wrap_negative_indices=False)
 
 
 @_numpy_outside(np.histogram)

@@ -54,6 +54,22 @@ inline std::int64_t pad_window(const Program& p, const Instr& pad, std::int64_t*
   return base;
 }
 
+// Elements [first, first + n) of an iota whose counting axis has `extent` entries, each repeated
+// `inner` times (the product of the axes after it): runs of one value, no division per element
+// (one per element made a 4096-element iota 28 us).
+template <class T>
+inline void iota_fill(T* r, std::int64_t first, std::int64_t n, std::int64_t inner, std::int64_t extent) {
+  if (n <= 0) return;
+  std::int64_t rem = first % inner, k = (first / inner) % extent;
+  for (std::int64_t i = 0; i < n;) {
+    const std::int64_t run = std::min(inner - rem, n - i);
+    std::fill(r + i, r + i + run, static_cast<T>(k));
+    i += run;
+    rem = 0;
+    if (++k == extent) k = 0;
+  }
+}
+
 inline void run_instr(const Program& p, Workspace& ws, std::size_t idx) {
   const Instr& in = p.instrs[idx];
   void** ptr = ws.ptrs();
@@ -275,7 +291,7 @@ inline void run_instr(const Program& p, Workspace& ws, std::size_t idx) {
       visit_dtype(out.dtype, [&](auto t) {
         using T = decltype(t);
         T* r = static_cast<T*>(y);
-        for (std::int64_t i = 0; i < out.size; ++i) r[i] = static_cast<T>((i / inner) % shape[dim]);
+        iota_fill(r, 0, out.size, inner, shape[dim]);
       });
       return;
     }
@@ -623,7 +639,7 @@ inline void run_block(const Program& p, Workspace& ws, std::size_t idx, std::int
       visit_dtype(out.dtype, [&](auto t) {
         using T = decltype(t);
         T* r = static_cast<T*>(addr(in.out));
-        for (std::int64_t i = 0; i < n; ++i) r[i] = static_cast<T>(((lo + i) / inner) % shape[dim]);
+        iota_fill(r, lo, n, inner, shape[dim]);
       });
       return;
     }
