@@ -31,14 +31,11 @@ struct AxisView {
   }
 };
 
-// Random positions miss the cache: the element kPrefetch iterations ahead is requested early,
-// so several misses overlap instead of one load waiting after another.
-inline constexpr std::int64_t kPrefetch = 16;
-#if defined(__GNUC__) || defined(__clang__)
-#define TIDU_PREFETCH(addr, rw) __builtin_prefetch((addr), (rw), 0)
-#else
-#define TIDU_PREFETCH(addr, rw) ((void)0)
-#endif
+// Random positions miss the cache, but each element's load depends on nothing before it, so the
+// core's out-of-order window already keeps many misses in flight.  A software prefetch of the
+// element kPrefetch ahead (there was one, `prefetchnta`) only took issue slots and, with the
+// non-temporal hint, lines from the caches: 1e6 float64 gathered from 1e6 took 14 ms with it and
+// 3 ms without; a scatter-add into 4096 entries 1.3 ms and 0.8 ms.
 
 template <class I>
 inline std::int64_t clamp_index(I v, std::int64_t n) {
@@ -54,12 +51,7 @@ inline void gather_axis(const T* x, const I* idx, std::int64_t m, const AxisView
     for (std::int64_t o = 0; o < v.outer; ++o) {
       const T* xo = x + o * v.n;
       T* yo = y + o * m;
-      const std::int64_t ahead = std::max<std::int64_t>(m - kPrefetch, 0);
-      for (std::int64_t j = 0; j < ahead; ++j) {
-        TIDU_PREFETCH(xo + clamp_index(idx[j + kPrefetch], v.n), 0);
-        yo[j] = xo[clamp_index(idx[j], v.n)];
-      }
-      for (std::int64_t j = ahead; j < m; ++j) yo[j] = xo[clamp_index(idx[j], v.n)];
+      for (std::int64_t j = 0; j < m; ++j) yo[j] = xo[clamp_index(idx[j], v.n)];
     }
     return;
   }
@@ -98,10 +90,6 @@ inline void scatter_axis(const I* idx, std::int64_t m, const AxisView& v, const 
       T* yo = y + o * v.n;
       const T* uo = u + o * m;
       for (std::int64_t j = 0; j < m; ++j) {
-        if (j + kPrefetch < m) {
-          const std::int64_t q = static_cast<std::int64_t>(idx[j + kPrefetch]);
-          if (q >= 0 && q < v.n) TIDU_PREFETCH(yo + q, 1);
-        }
         const std::int64_t p = static_cast<std::int64_t>(idx[j]);
         if (p >= 0 && p < v.n) combine<M, T>(yo[p], uo[j]);
       }
