@@ -430,7 +430,7 @@ bool set_blas(const std::string& path, const std::string& prefix) {
   if (!lib) return false;
   auto sym = [&](const char* name) { return dlsym(lib, (prefix + name).c_str()); };
   tidu::kern::BlasHooks h{sym("cblas_sgemm"), sym("cblas_dgemm"), sym("cblas_cgemm"), sym("cblas_zgemm"),
-                          sym("cblas_sgemv"), sym("cblas_dgemv")};
+                          sym("cblas_sgemv"), sym("cblas_dgemv"), sym("cblas_ssyrk"), sym("cblas_dsyrk")};
   if (!h.sgemm || !h.dgemm || !h.cgemm || !h.zgemm) return false;
   tidu::kern::blas() = h;
   // Triangular solves and Cholesky (linalg.hpp): CBLAS ?trsm and LAPACK ?potrf_ where present.

@@ -619,6 +619,39 @@ def test_dot_general_with_and_without_blas(dtype, lc, rc, lb, rb, ls, rs):
     assert evaluator.BLAS  # scipy-openblas32 is a runtime dependency
 
 
+@pytest.mark.parametrize("dtype", INEXACT)
+@pytest.mark.parametrize("form", ["x x^T", "x^T x", "batched x x^T", "a slice with itself"])
+def test_products_of_an_operand_with_itself(dtype, form):
+    """x x^T and x^T x of one operand take the BLAS's SYRK (real dtypes): the upper triangle, then
+    mirrored, so the result is exactly symmetric; the same numbers as numpy's product and as
+    tidu's loops without the BLAS, and as a GEMM of two different buffers of the same values."""
+    from tidu import _eval, evaluator
+
+    f = {"x x^T": lambda x: x @ x.T, "x^T x": lambda x: x.T @ x,
+         "batched x x^T": lambda x: td.einsum("bij,bkj->bik", x, x),
+         "a slice with itself": lambda x: x[:, 3:40] @ x[:, 3:40].T}[form]
+    ref = {"x x^T": lambda x: x @ x.T, "x^T x": lambda x: x.T @ x,
+           "batched x x^T": lambda x: np.einsum("bij,bkj->bik", x, x),
+           "a slice with itself": lambda x: x[:, 3:40] @ x[:, 3:40].T}[form]
+    x = value((3, 70, 90) if form.startswith("batched") else (70, 90), dtype)
+    rtol = 1e-4 if dtype in ("float32", "complex64") else 1e-12
+    got = td.jit(f, backend="cpu")(x)
+    np.testing.assert_allclose(got, ref(x), rtol=rtol, atol=rtol * 10)
+    if dtype.startswith("float"):  # complex products are GEMMs: symmetric to rounding only
+        np.testing.assert_array_equal(got, np.swapaxes(got, -1, -2))
+    other = td.jit(lambda a, b: {"x x^T": lambda: a @ b.T, "x^T x": lambda: a.T @ b,
+                                 "batched x x^T": lambda: td.einsum("bij,bkj->bik", a, b),
+                                 "a slice with itself": lambda: a[:, 3:40] @ b[:, 3:40].T}[form](),
+                   backend="cpu")(x, x.copy())
+    np.testing.assert_allclose(got, other, rtol=rtol, atol=rtol * 10)
+    try:
+        _eval.clear_blas()
+        loops = td.jit(lambda x: f(x) + 0, backend="cpu")(x)
+    finally:
+        evaluator._load_blas()
+    np.testing.assert_allclose(got, loops, rtol=rtol, atol=rtol * 10)
+
+
 def test_eval_batch_applies_the_same_dtype_rules():
     prog, ct = _grad_prog()
     order = prog.inputs

@@ -907,6 +907,8 @@ struct BlasHooks {
   void* zgemm = nullptr;
   void* sgemv = nullptr;
   void* dgemv = nullptr;
+  void* ssyrk = nullptr;  // cblas_?syrk, where set, takes a product of a matrix with itself
+  void* dsyrk = nullptr;  // transposed (x x^T, x^T x: a covariance) in half the multiply-adds
 };
 inline BlasHooks& blas() {
   static BlasHooks hooks;
@@ -919,6 +921,9 @@ using complex_gemm_t = void (*)(int, int, int, int, int, int, const void*, const
                                 int, const void*, void*, int);
 template <class T>
 using real_gemv_t = void (*)(int, int, int, int, T, const T*, int, const T*, int, T, T*, int);
+template <class T>
+using real_syrk_t = void (*)(int, int, int, int, int, T, const T*, int, T, T*, int);
+enum : int { kUpperTriangle = 121 };  // CblasUpper
 
 // A product's layout, found at its first evaluation with a workspace: sizes, per-batch operand
 // offsets and, when both operands are plain matrices per batch, their GEMM layout (ta > 0).  The
@@ -1066,6 +1071,25 @@ inline bool dot_blas(const T* x, const T* w, T* y, const DotTables& t) {
   const std::int64_t hw = detail::cores();
   const std::int64_t threads = std::min<std::int64_t>(
       {hw, static_cast<std::int64_t>(std::min(work / kParallelGemm, 1e6)), std::max<std::int64_t>(nb, (M / 64) * (N / 128))});
+  void* sy = nullptr;
+  if constexpr (std::is_same_v<T, float>) sy = blas().ssyrk;
+  else if constexpr (std::is_same_v<T, double>) sy = blas().dsyrk;
+  if (sy && x == w && M == N && K > 1 && t.lb == t.rb && t.lda == t.ldb &&
+      ((t.ta == kNoTrans && t.tb == kTrans) || (t.ta == kTrans && t.tb == kNoTrans))) {
+    // op(A) op(A)^T of one operand read twice (x x^T, or x^T x): SYRK computes the upper
+    // triangle, half a GEMM's multiply-adds, in one call per batch on this thread (a GEMM's
+    // row tiles over two threads finish no sooner and cost twice the CPU); the lower triangle
+    // is mirrored, so the result is exactly symmetric, as numpy's x @ x.T (which does the same).
+    const auto f = reinterpret_cast<real_syrk_t<T>>(sy);
+    for (std::int64_t b = 0; b < nb; ++b) {
+      T* C = y + b * N * N;
+      f(kRowMajor, kUpperTriangle, t.ta, static_cast<int>(N), static_cast<int>(K), T(1), x + t.lb[b], t.lda, T(0), C,
+        static_cast<int>(N));
+      for (std::int64_t i = 1; i < N; ++i)
+        for (std::int64_t j = 0; j < i; ++j) C[i * N + j] = C[j * N + i];
+    }
+    return true;
+  }
   if (K == 1 && threads <= 1) {  // outer products: a column of A's times a row of B's
     const std::int64_t sa = t.ta == kNoTrans ? t.lda : 1, sb = t.tb == kNoTrans ? 1 : t.ldb;
     for (std::int64_t b = 0; b < nb; ++b) {
