@@ -75,9 +75,9 @@ def test_column_pass_lanes_match_numpy(name, shape):
     assert np.abs(got32 - want).max() <= 2e-6 * np.log2(x.size) * np.abs(want).max()
 
 
-# The fused fft2 pass of complex128 (fft_variant.hpp, fft2_fused: the rows with the columns'
-# first radix-8 step, then short columns), taken for the last two axes L x N when L is a multiple
-# of 8, L >= 256 and L * N > 2^16: powers of two, odd and prime row lengths (a Bluestein row),
+# The fused fft2 pass of complex128 (fft_variant.hpp, fft2_fused and rfft2_fused: the rows with the
+# columns' first radix-8 step, then short columns), taken for the last two axes L x N when L is a
+# multiple of 8, L >= 256 and L * N > 2^16 (N the complex output's length): powers of two, odd and prime row lengths (a Bluestein row),
 # M = L / 8 odd or prime, batch axes in front, more than two axes (the others after it), a
 # single column; and shapes next to it that keep the plain passes (L not a multiple of 8, L < 256,
 # a slab of 2^16 values).
@@ -86,12 +86,15 @@ FUSED_CASES = [
     ("ifft2", (2, 520, 129)), ("fftn", (3, 256, 300)), ("ifftn", (2, 3, 512, 65)),
     ("fft2", (1, 1024, 67)), ("fft2", (8192, 9)), ("ifft2", (65536 + 8, 1)), ("fft2", (2, 1032, 1021)),
     ("fft2", (260, 300)), ("fft2", (248, 300)), ("fft2", (256, 256)),
+    # rfft2/rfftn: pocketfft's r2c rows in the fused pass (even, odd, prime row lengths)
+    ("rfft2", (512, 512)), ("rfft2", (264, 503)), ("rfft2", (2, 256, 514)), ("rfftn", (3, 520, 255)),
+    ("rfft2", (8192, 17)), ("rfftn", (2, 2, 512, 300)), ("rfft2", (256, 510)),
 ]
 
 
 @pytest.mark.parametrize("name,shape", FUSED_CASES, ids=[f"{c[0]}-{'x'.join(map(str, c[1]))}" for c in FUSED_CASES])
 def test_fused_fft2_pass_matches_numpy(name, shape):
-    x = value(rng, shape, np.complex128)
+    x = value(rng, shape, np.float64 if name.startswith("r") else np.complex128)
     got = td.jit(getattr(td.fft, name))(x)
     want = getattr(np.fft, name)(x)
     assert got.dtype == np.complex128 and got.shape == want.shape
@@ -115,7 +118,8 @@ def test_one_and_two_threads_give_the_same_bits():
         "        td.jit(td.fft.fftn)(z.reshape(-1)[:6 * 50 * 203].reshape(6, 50, 203).astype(np.complex64))]\n"
         "w = rng.standard_normal((3, 520, 129)) + 1j * rng.standard_normal((3, 520, 129))\n"
         "outs += [td.jit(td.fft.fft2)(w), td.jit(td.fft.ifft2)(w.reshape(-1)[:264 * 251].reshape(264, 251)),\n"
-        "         td.jit(td.fft.fftn)(w.reshape(-1)[:2 * 256 * 300].reshape(2, 256, 300))]\n"
+        "         td.jit(td.fft.fftn)(w.reshape(-1)[:2 * 256 * 300].reshape(2, 256, 300)),\n"
+        "         td.jit(td.fft.rfft2)(w.real.reshape(-1)[:256 * 514].reshape(256, 514))]\n"
         "sys.stdout.buffer.write(b''.join(np.ascontiguousarray(o).tobytes() for o in outs))\n")
     runs = []
     for threads in ("1", "2"):
@@ -135,7 +139,8 @@ _LEVELS_SCRIPT = (
     "        td.jit(td.fft.irfft2)(z.reshape(256, 256)), td.jit(td.fft.fft2)(z.reshape(256, 256).astype(np.complex64)),\n"
     "        td.jit(td.fft.rfft)(z.real.reshape(-1).astype(np.float32))]\n"
     "w = rng.standard_normal((2, 264, 251)) + 1j * rng.standard_normal((2, 264, 251))\n"
-    "outs += [td.jit(td.fft.ifft2)(w), td.jit(td.fft.fftn)(w.reshape(-1)[:2 * 512 * 129].reshape(2, 512, 129))]\n"
+    "outs += [td.jit(td.fft.ifft2)(w), td.jit(td.fft.fftn)(w.reshape(-1)[:2 * 512 * 129].reshape(2, 512, 129)),\n"
+    "         td.jit(td.fft.rfft2)(w.real.reshape(-1)[:256 * 514].reshape(256, 514))]\n"
     "print(td._eval.fft_variant())\n"
     "np.savez(sys.argv[1], *outs)\n")
 
@@ -147,13 +152,14 @@ def test_each_simd_level_gives_numpys_values_and_the_same_bits(tmp_path):
     IEEE operations in its AVX2 and scalar forms)."""
     rng5 = np.random.default_rng(5)
     z = rng5.standard_normal((2, 1 << 15)) + 1j * rng5.standard_normal((2, 1 << 15))
-    # fused fft2 pass shapes (264 x 251 and 512 x 129 slabs, over 2^16 values each)
+    # fused fft2 pass shapes (264 x 251, 512 x 129 and an rfft2's 256 x 258 slabs, over 2^16 values)
     w = rng5.standard_normal((2, 264, 251)) + 1j * rng5.standard_normal((2, 264, 251))
     want = [np.fft.fft(z), np.fft.rfft(z.real.reshape(-1)), np.fft.fft2(z.reshape(128, 512)),
             np.fft.ifftn(z.reshape(-1)[:40 * 30 * 37].reshape(40, 30, 37)),
             np.fft.irfft2(z.reshape(256, 256)), np.fft.fft2(z.reshape(256, 256).astype(np.complex64)),
             np.fft.rfft(z.real.reshape(-1).astype(np.float32)),
-            np.fft.ifft2(w), np.fft.fftn(w.reshape(-1)[:2 * 512 * 129].reshape(2, 512, 129))]
+            np.fft.ifft2(w), np.fft.fftn(w.reshape(-1)[:2 * 512 * 129].reshape(2, 512, 129)),
+            np.fft.rfft2(w.real.reshape(-1)[:256 * 514].reshape(256, 514))]
     runs = {}
     for level in ("generic", "avx2", "avx512"):
         out = tmp_path / f"{level}.npz"

@@ -354,26 +354,58 @@ inline void rows2_exec(const double* const* r, double* const* t, std::size_t N, 
 #endif
 }
 
-// Pass 1 for one n1 of one slab: x and y point at the slab's L x N values (L = 8 M).
-template <bool fwd>
-inline void rows_dft8(const std::complex<double>* x, std::complex<double>* y, std::size_t M,
-                      std::size_t N, std::size_t n1, const pf::pocketfft_c<double>& plan,
-                      const std::complex<double>* tw) {
-  auto* t = static_cast<double*>(fft_scratch(8 * N * 2 * sizeof(double), 0));
-  const double* rin[8];
-  double* tr[8];
-  for (std::size_t j = 0; j < 8; ++j) {
-    rin[j] = reinterpret_cast<const double*>(x + (n1 + M * j) * N);
-    tr[j] = t + j * 2 * N;
-  }
-  // the rows n1 + M n2 transformed, 4 (AVX2) or 2 at a time as vector lanes (the same bits)
+// Real rows r[0..VL) (N reals each) -> t[0..VL) (N / 2 + 1 complex each), pocketfft's r2c on VL
+// rows as vector lanes (the same bits for every VL): its halfcomplex r0, r1, i1, r2, i2, ...
+// spread out to complex values as pocketfft's r2c writes them.
+template <class V>
+inline void rows_r2c_exec(const double* const* r, double* const* t, std::size_t N,
+                          const pf::pocketfft_r<double>& plan, V* b) {
+  constexpr std::size_t vl = sizeof(V) / sizeof(double);
+  std::size_t i = 0;
 #if defined(__AVX__)
-  auto* b = static_cast<pf::cmplx<fft_v4d>*>(fft_scratch(N * sizeof(pf::cmplx<fft_v4d>), 1));
-  for (std::size_t p = 0; p < 8; p += 4) rows4_exec(rin + p, tr + p, N, fwd, plan, b);
-#else
-  auto* b = static_cast<pf::cmplx<fft_v2d>*>(fft_scratch(N * sizeof(pf::cmplx<fft_v2d>), 1));
-  for (std::size_t p = 0; p < 8; p += 2) rows2_exec(rin + p, tr + p, N, fwd, plan, b);
+  if constexpr (vl == 4) {
+    for (; i + 4 <= N; i += 4) {  // a 4 x 4 transpose
+      const __m256d u0 = _mm256_loadu_pd(r[0] + i), u1 = _mm256_loadu_pd(r[1] + i);
+      const __m256d u2 = _mm256_loadu_pd(r[2] + i), u3 = _mm256_loadu_pd(r[3] + i);
+      const __m256d t0 = _mm256_unpacklo_pd(u0, u1), t1 = _mm256_unpackhi_pd(u0, u1);
+      const __m256d t2 = _mm256_unpacklo_pd(u2, u3), t3 = _mm256_unpackhi_pd(u2, u3);
+      const __m256d v0 = _mm256_permute2f128_pd(t0, t2, 0x20), v1 = _mm256_permute2f128_pd(t1, t3, 0x20);
+      const __m256d v2 = _mm256_permute2f128_pd(t0, t2, 0x31), v3 = _mm256_permute2f128_pd(t1, t3, 0x31);
+      std::memcpy(&b[i], &v0, 32);
+      std::memcpy(&b[i + 1], &v1, 32);
+      std::memcpy(&b[i + 2], &v2, 32);
+      std::memcpy(&b[i + 3], &v3, 32);
+    }
+  }
 #endif
+  for (; i < N; ++i)
+    for (std::size_t j = 0; j < vl; ++j) b[i][j] = r[j][i];
+  plan.exec(b, 1.0, true);
+  for (std::size_t j = 0; j < vl; ++j) {
+    double* o = t[j];
+    o[0] = b[0][j];
+    o[1] = 0.0;
+    std::size_t k = 1;
+    for (; 2 * k < N; ++k) {
+      o[2 * k] = b[2 * k - 1][j];
+      o[2 * k + 1] = b[2 * k][j];
+    }
+    if (2 * k == N) {
+      o[2 * k] = b[N - 1][j];
+      o[2 * k + 1] = 0.0;
+    }
+  }
+}
+
+// Pass 1 for one n1 of one slab: the 8 rows n1 + M n2 transformed by rows(tr) into tr[0..7]
+// (Nc complex each), then the 8-point step to rows 8 n1 + k2 of y (Nc complex each).
+template <bool fwd, class Rows>
+inline void rows_dft8(std::complex<double>* y, std::size_t M, std::size_t Nc, std::size_t n1,
+                      const std::complex<double>* tw, Rows&& rows) {
+  auto* t = static_cast<double*>(fft_scratch(8 * Nc * 2 * sizeof(double), 0));
+  double* tr[8];
+  for (std::size_t j = 0; j < 8; ++j) tr[j] = t + j * 2 * Nc;
+  rows(tr);
   double wr[8], wi[8];
   for (std::size_t k = 1; k < 8; ++k) {
     wr[k] = tw[k * M + n1].real();
@@ -381,12 +413,12 @@ inline void rows_dft8(const std::complex<double>* x, std::complex<double>* y, st
   }
   const double h = 0.70710678118654752440;
   double* orow[8];
-  for (std::size_t j = 0; j < 8; ++j) orow[j] = reinterpret_cast<double*>(y + (8 * n1 + j) * N);
+  for (std::size_t j = 0; j < 8; ++j) orow[j] = reinterpret_cast<double*>(y + (8 * n1 + j) * Nc);
   std::size_t c = 0;
 #if defined(__AVX__)
-  for (; c + 2 <= N; c += 2) dft8_two<fwd>(tr, orow, c, wr, wi, h);
+  for (; c + 2 <= Nc; c += 2) dft8_two<fwd>(tr, orow, c, wr, wi, h);
 #endif
-  for (; c < N; ++c) {
+  for (; c < Nc; ++c) {
     fft_z a[8], out[8];
     for (int j = 0; j < 8; ++j) a[j] = fft_z{tr[j][2 * c], tr[j][2 * c + 1]};
     dft8_one<fwd>(a, out, wr, wi, h);
@@ -397,36 +429,81 @@ inline void rows_dft8(const std::complex<double>* x, std::complex<double>* y, st
   }
 }
 
-// The fused pass applies to the last two axes (L x N) of a slab when L is a multiple of 8 and at
-// least 256, the slab is over 1 MB of complex128, and x, y are distinct buffers (pass 1 writes
-// rows it has not read yet). Elsewhere the plain passes were as fast or faster (one core, ms,
-// plain vs fused): a slab that stays in L2 between the passes, 256 x 256 0.35 vs 0.38; short
-// columns, 64 x 2048 0.85 vs 0.91, 128 x 1024 0.90 vs 0.91. Where it applies: 512 x 512 2.30 vs
-// 1.89, 256 x 2048 3.92 vs 3.76, 512 x 203 1.01 vs 0.86, 1024 x 1024 10.6 vs 8.6.
-inline bool fft2_fused_fits(std::size_t L, std::size_t N) {
-  return L % 8 == 0 && L >= 256 && L * N > (std::size_t{1} << 16);
+// The fused pass applies to the last two axes (L x Nc complex out) of a slab when L is a multiple
+// of 8 and at least 256, the output slab is over 1 MB of complex128, and x, y are distinct
+// buffers (pass 1 writes rows it has not read yet). Elsewhere the plain passes were as fast or
+// faster (one core, ms, plain vs fused): a slab that stays in L2 between the passes, 256 x 256
+// 0.35 vs 0.38; short columns, 64 x 2048 0.85 vs 0.91, 128 x 1024 0.90 vs 0.91. Where it
+// applies: 512 x 512 2.30 vs 1.89, 256 x 2048 3.92 vs 3.76, 512 x 203 1.01 vs 0.86, 1024 x 1024
+// 10.6 vs 8.6.
+inline bool fft2_fused_fits(std::size_t L, std::size_t Nc) {
+  return L % 8 == 0 && L >= 256 && L * Nc > (std::size_t{1} << 16);
 }
 
-// c2c over the last two axes, x -> y (distinct), pass 2 scaled by fct.
+// The two passes over `outer` slabs of L x Nc complex output: unit(o, n1) runs pass 1 for n1 of
+// slab o; pass 2 scaled by fct.
+template <class Unit>
+inline void fft2_fused_passes(std::complex<double>* y, std::size_t outer, std::size_t L,
+                              std::size_t Nc, bool fwd, double fct, int threads, Unit&& unit) {
+  const std::size_t M = L / 8;
+  const std::int64_t units = static_cast<std::int64_t>(outer * M);
+  const std::int64_t chunks =
+      threads <= 1 ? 1 : std::min<std::int64_t>(units, 4 * static_cast<std::int64_t>(threads));
+  ::tidu::detail::parallel_chunks(chunks, threads, [&](std::int64_t ch, int) {
+    for (std::int64_t u = units * ch / chunks; u < units * (ch + 1) / chunks; ++u)
+      unit(static_cast<std::size_t>(u) / M, static_cast<std::size_t>(u) % M);
+  });
+  cols_pass<double>(y, y, outer, M, 8 * Nc, fwd, fct, threads);
+}
+
+// c2c over the last two axes (L x N), x -> y (distinct), scaled by fct.
 inline void fft2_fused(const std::complex<double>* x, std::complex<double>* y, std::size_t outer,
                        std::size_t L, std::size_t N, bool fwd, double fct, int threads) {
   const std::size_t M = L / 8;
   const auto plan = pf::get_plan<pf::pocketfft_c<double>>(N);
   const auto tw = four_step_twiddles<double>(L, 8);  // w[k2 * M + n1] = W_L^(n1 k2)
-  const std::int64_t units = static_cast<std::int64_t>(outer * M);
-  const std::int64_t chunks =
-      threads <= 1 ? 1 : std::min<std::int64_t>(units, 4 * static_cast<std::int64_t>(threads));
   const std::size_t slab = L * N;
-  ::tidu::detail::parallel_chunks(chunks, threads, [&](std::int64_t ch, int) {
-    for (std::int64_t u = units * ch / chunks; u < units * (ch + 1) / chunks; ++u) {
-      const std::size_t o = static_cast<std::size_t>(u) / M, n1 = static_cast<std::size_t>(u) % M;
-      if (fwd)
-        rows_dft8<true>(x + o * slab, y + o * slab, M, N, n1, *plan, tw->w.data());
-      else
-        rows_dft8<false>(x + o * slab, y + o * slab, M, N, n1, *plan, tw->w.data());
-    }
+  fft2_fused_passes(y, outer, L, N, fwd, fct, threads, [&](std::size_t o, std::size_t n1) {
+    // the rows n1 + M n2 transformed, 4 (AVX2) or 2 at a time as vector lanes (the same bits)
+    auto rows = [&](double* const* tr) {
+      const double* rin[8];
+      for (std::size_t j = 0; j < 8; ++j)
+        rin[j] = reinterpret_cast<const double*>(x + o * slab + (n1 + M * j) * N);
+#if defined(__AVX__)
+      auto* b = static_cast<pf::cmplx<fft_v4d>*>(fft_scratch(N * sizeof(pf::cmplx<fft_v4d>), 1));
+      for (std::size_t p = 0; p < 8; p += 4) rows4_exec(rin + p, tr + p, N, fwd, *plan, b);
+#else
+      auto* b = static_cast<pf::cmplx<fft_v2d>*>(fft_scratch(N * sizeof(pf::cmplx<fft_v2d>), 1));
+      for (std::size_t p = 0; p < 8; p += 2) rows2_exec(rin + p, tr + p, N, fwd, *plan, b);
+#endif
+    };
+    if (fwd)
+      rows_dft8<true>(y + o * slab, M, N, n1, tw->w.data(), rows);
+    else
+      rows_dft8<false>(y + o * slab, M, N, n1, tw->w.data(), rows);
   });
-  cols_pass<double>(y, y, outer, M, 8 * N, fwd, fct, threads);
+}
+
+// r2c over the last two axes (L x N reals -> L x (N / 2 + 1) complex), x -> y, scaled by fct.
+inline void rfft2_fused(const double* x, std::complex<double>* y, std::size_t outer,
+                        std::size_t L, std::size_t N, double fct, int threads) {
+  const std::size_t M = L / 8, Nc = N / 2 + 1;
+  const auto plan = pf::get_plan<pf::pocketfft_r<double>>(N);
+  const auto tw = four_step_twiddles<double>(L, 8);
+  fft2_fused_passes(y, outer, L, Nc, true, fct, threads, [&](std::size_t o, std::size_t n1) {
+    auto rows = [&](double* const* tr) {
+      const double* rin[8];
+      for (std::size_t j = 0; j < 8; ++j) rin[j] = x + o * L * N + (n1 + M * j) * N;
+#if defined(__AVX__)
+      auto* b = static_cast<fft_v4d*>(fft_scratch(N * sizeof(fft_v4d), 1));
+      for (std::size_t p = 0; p < 8; p += 4) rows_r2c_exec(rin + p, tr + p, N, *plan, b);
+#else
+      auto* b = static_cast<fft_v2d*>(fft_scratch(N * sizeof(fft_v2d), 1));
+      for (std::size_t p = 0; p < 8; p += 2) rows_r2c_exec(rin + p, tr + p, N, *plan, b);
+#endif
+    };
+    rows_dft8<true>(y + o * L * Nc, M, Nc, n1, tw->w.data(), rows);
+  });
 }
 #endif  // POCKETFFT_NO_VECTORS
 
@@ -598,6 +675,17 @@ inline void fft_typed(FftType type, const pocketfft::shape_t& xshape,
     }
     case FftType::RFFT: {  // r2c over the last axis, then the others in place (as pocketfft's r2c)
       const std::size_t len = xshape[last];
+#ifndef POCKETFFT_NO_VECTORS
+      if constexpr (std::is_same<R, double>::value) {
+        const std::size_t L = axes.size() >= 2 ? xshape[axes[axes.size() - 2]] : 0;
+        if (axes.size() >= 2 && fft2_fused_fits(L, len / 2 + 1) && x != static_cast<const void*>(y)) {
+          rfft2_fused(static_cast<const R*>(x), static_cast<C*>(y), total / (L * len), L, len,
+                      axes.size() == 2 ? fct : R(1), threads);
+          c2c_in_place(yshape, ys, yb, 0, axes.size() - 2, true, fct);
+          return;
+        }
+      }
+#endif
       if (axes.size() == 1 && len % 2 == 0 && len / 2 >= kFourStepMin) {
         if (const std::size_t n1 = four_step_split(len / 2)) {
           const auto tw = four_step_twiddles<R>(len / 2, n1);
