@@ -75,6 +75,35 @@ def test_column_pass_lanes_match_numpy(name, shape):
     assert np.abs(got32 - want).max() <= 2e-6 * np.log2(x.size) * np.abs(want).max()
 
 
+# The fused fft2 pass of complex128 (fft_variant.hpp, fft2_fused and rfft2_fused: the rows with the
+# columns' first radix-8 step, then short columns), taken for the last two axes L x N when L is a
+# multiple of 8, L >= 256 and L * N > 2^16 (N the complex output's length): powers of two, odd and prime row lengths (a Bluestein row),
+# M = L / 8 odd or prime, batch axes in front, more than two axes (the others after it), a
+# single column; and shapes next to it that keep the plain passes (L not a multiple of 8, L < 256,
+# a slab of 2^16 values).
+FUSED_CASES = [
+    ("fft2", (512, 512)), ("ifft2", (512, 512)), ("fft2", (264, 251)), ("fft2", (256, 257)),
+    ("ifft2", (2, 520, 129)), ("fftn", (3, 256, 300)), ("ifftn", (2, 3, 512, 65)),
+    ("fft2", (1, 1024, 67)), ("fft2", (8192, 9)), ("ifft2", (65536 + 8, 1)), ("fft2", (2, 1032, 1021)),
+    ("fft2", (260, 300)), ("fft2", (248, 300)), ("fft2", (256, 256)),
+    # rfft2/rfftn: pocketfft's r2c rows in the fused pass (even, odd, prime row lengths)
+    ("rfft2", (512, 512)), ("rfft2", (264, 503)), ("rfft2", (2, 256, 514)), ("rfftn", (3, 520, 255)),
+    ("rfft2", (8192, 17)), ("rfftn", (2, 2, 512, 300)), ("rfft2", (256, 510)),
+]
+
+
+@pytest.mark.parametrize("name,shape", FUSED_CASES, ids=[f"{c[0]}-{'x'.join(map(str, c[1]))}" for c in FUSED_CASES])
+def test_fused_fft2_pass_matches_numpy(name, shape):
+    x = value(rng, shape, np.float64 if name.startswith("r") else np.complex128)
+    got = td.jit(getattr(td.fft, name))(x)
+    want = getattr(np.fft, name)(x)
+    assert got.dtype == np.complex128 and got.shape == want.shape
+    assert np.abs(got - want).max() <= 1e-12 * np.abs(want).max()
+    # every slab, not only the one with the largest coefficient (the transform is linear per slab)
+    err = np.abs(got - want) / np.abs(want).max(axis=(-2, -1), keepdims=True)
+    assert err.max() <= 1e-12
+
+
 def test_one_and_two_threads_give_the_same_bits():
     """Threads split a transform into whole lines (and the four-step's columns and rows), each
     computed as on one thread: the values do not depend on the thread count."""
@@ -87,6 +116,10 @@ def test_one_and_two_threads_give_the_same_bits():
         "        td.jit(td.fft.irfft2)(td.jit(td.fft.rfft2)(m)), td.jit(td.fft.fft2)(z.reshape(256, 512)),\n"
         "        td.jit(td.fft.rfft)(z.real.reshape(-1)), td.jit(td.fft.fft2)(z.reshape(-1)[:97 * 1001].reshape(97, 1001)),\n"
         "        td.jit(td.fft.fftn)(z.reshape(-1)[:6 * 50 * 203].reshape(6, 50, 203).astype(np.complex64))]\n"
+        "w = rng.standard_normal((3, 520, 129)) + 1j * rng.standard_normal((3, 520, 129))\n"
+        "outs += [td.jit(td.fft.fft2)(w), td.jit(td.fft.ifft2)(w.reshape(-1)[:264 * 251].reshape(264, 251)),\n"
+        "         td.jit(td.fft.fftn)(w.reshape(-1)[:2 * 256 * 300].reshape(2, 256, 300)),\n"
+        "         td.jit(td.fft.rfft2)(w.real.reshape(-1)[:256 * 514].reshape(256, 514))]\n"
         "sys.stdout.buffer.write(b''.join(np.ascontiguousarray(o).tobytes() for o in outs))\n")
     runs = []
     for threads in ("1", "2"):
@@ -105,6 +138,9 @@ _LEVELS_SCRIPT = (
     "        td.jit(td.fft.fft2)(z.reshape(128, 512)), td.jit(td.fft.ifftn)(z.reshape(-1)[:40 * 30 * 37].reshape(40, 30, 37)),\n"
     "        td.jit(td.fft.irfft2)(z.reshape(256, 256)), td.jit(td.fft.fft2)(z.reshape(256, 256).astype(np.complex64)),\n"
     "        td.jit(td.fft.rfft)(z.real.reshape(-1).astype(np.float32))]\n"
+    "w = rng.standard_normal((2, 264, 251)) + 1j * rng.standard_normal((2, 264, 251))\n"
+    "outs += [td.jit(td.fft.ifft2)(w), td.jit(td.fft.fftn)(w.reshape(-1)[:2 * 512 * 129].reshape(2, 512, 129)),\n"
+    "         td.jit(td.fft.rfft2)(w.real.reshape(-1)[:256 * 514].reshape(256, 514))]\n"
     "print(td._eval.fft_variant())\n"
     "np.savez(sys.argv[1], *outs)\n")
 
@@ -112,14 +148,18 @@ _LEVELS_SCRIPT = (
 def test_each_simd_level_gives_numpys_values_and_the_same_bits(tmp_path):
     """TIDU_SIMD=generic, avx2 and avx512 (each capped by the CPU): the FFT kernel's build of
     pocketfft for that level gives numpy's values, and the vector builds give the generic build's
-    bits (they leave out FMA, fft_variant.hpp)."""
+    bits (they leave out FMA, fft_variant.hpp; the fused fft2 pass's 8-point step does the same
+    IEEE operations in its AVX2 and scalar forms)."""
     rng5 = np.random.default_rng(5)
     z = rng5.standard_normal((2, 1 << 15)) + 1j * rng5.standard_normal((2, 1 << 15))
+    # fused fft2 pass shapes (264 x 251, 512 x 129 and an rfft2's 256 x 258 slabs, over 2^16 values)
+    w = rng5.standard_normal((2, 264, 251)) + 1j * rng5.standard_normal((2, 264, 251))
     want = [np.fft.fft(z), np.fft.rfft(z.real.reshape(-1)), np.fft.fft2(z.reshape(128, 512)),
             np.fft.ifftn(z.reshape(-1)[:40 * 30 * 37].reshape(40, 30, 37)),
             np.fft.irfft2(z.reshape(256, 256)), np.fft.fft2(z.reshape(256, 256).astype(np.complex64)),
             np.fft.rfft(z.real.reshape(-1).astype(np.float32)),
-            np.fft.fftn(z.reshape(-1)[:6 * 50 * 203].reshape(6, 50, 203).astype(np.complex64))]
+            np.fft.ifft2(w), np.fft.fftn(w.reshape(-1)[:2 * 512 * 129].reshape(2, 512, 129)),
+            np.fft.rfft2(w.real.reshape(-1)[:256 * 514].reshape(256, 514))]
     runs = {}
     for level in ("generic", "avx2", "avx512"):
         out = tmp_path / f"{level}.npz"
@@ -134,6 +174,7 @@ def test_each_simd_level_gives_numpys_values_and_the_same_bits(tmp_path):
         with np.load(out) as f:
             runs[level] = (variant, [f[k] for k in sorted(f.files, key=lambda k: int(k.split("_")[1]))])
     for level, (variant, outs) in runs.items():
+        assert len(outs) == len(want)
         for got, w in zip(outs, want):
             tol = (2e-6 if got.dtype in (np.complex64, np.float32) else 4e-15) * np.log2(w.size)
             assert np.abs(got - w).max() <= tol * np.abs(w).max(), (level, variant)

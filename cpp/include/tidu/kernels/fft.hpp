@@ -138,6 +138,7 @@ inline std::size_t four_step_split(std::size_t n) {
   return n1 >= 16 ? n1 : 0;
 }
 
+// (also the fused fft2 pass's, fft_variant.hpp rows_dft8: n1 = 8, cached by (n, n1))
 template <class R>
 struct FourStepTwiddles {
   std::size_t n = 0, n1 = 0, n2 = 0;
@@ -152,7 +153,7 @@ inline std::shared_ptr<const FourStepTwiddles<R>> four_step_twiddles(std::size_t
   {
     std::lock_guard<std::mutex> lock(mu);
     for (const auto& t : cache)
-      if (t->n == n) return t;
+      if (t->n == n && t->n1 == n1) return t;
   }
   auto t = std::make_shared<FourStepTwiddles<R>>();
   t->n = n;

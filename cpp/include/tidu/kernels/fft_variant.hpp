@@ -170,6 +170,343 @@ inline void cols_pass(const std::complex<R>* in, std::complex<R>* out, std::size
   });
 }
 
+// ---- fft2 in two passes over memory (complex128): the rows fused with the columns' first step ----
+//
+// The column DFT of length L = 8 M split by decimation in frequency: with n = n1 + M n2 and
+// k = 8 k1 + k2 (n1, k1 < M; n2, k2 < 8),
+//   X[8 k1 + k2] = sum_n1 W_M^(n1 k1) [ W_L^(n1 k2) sum_n2 x[n1 + M n2] W_8^(n2 k2) ].
+// Pass 1 (rows_dft8), for each n1: the 8 rows n1 + M n2 transformed along the last axis
+// (pocketfft, two rows per 2-lane vector), the 8-point DFT across them, times W_L^(n1 k2),
+// written to rows 8 n1 + k2 of the output. Pass 2 (cols_pass, length M, 8 N wide): the M-point
+// DFTs over the rows 8 k1 + k2 for each k2, in place, which leaves X in natural order. So the
+// array is read and written twice, as by the rows-then-columns passes, but the 512-point
+// column transform on 4-lane vectors (64 KB with pocketfft's scratch, more than L1) becomes an
+// 8-point step on rows already in cache plus short columns, and the second pass's blocks (M rows
+// of 1 KB) stay in L2 between its reads and writes, where 512 rows at a power-of-two stride did not.
+//
+// Every output goes through the same operations whichever thread or SIMD level computes it: the
+// 8-point step is written twice, with AVX2 intrinsics on two interleaved complex values and in
+// scalar code, the same IEEE operations in the same order (no FMA), so the bits agree.
+
+#ifndef POCKETFFT_NO_VECTORS
+typedef double fft_v2d __attribute__((vector_size(16)));
+
+struct fft_z {
+  double r, i;
+};
+
+// times -i (forward) or +i (backward)
+template <bool fwd>
+inline fft_z fft_rot(fft_z a) {
+  return fwd ? fft_z{a.i, -a.r} : fft_z{-a.i, a.r};
+}
+
+// One column of the 8-point DFT across rows: a[0..7] in, out[k] = A_k * w[k] (k >= 1).
+template <bool fwd>
+inline void dft8_one(const fft_z* a, fft_z* out, const double* wr, const double* wi, double h) {
+  auto add = [](fft_z p, fft_z q) { return fft_z{p.r + q.r, p.i + q.i}; };
+  auto sub = [](fft_z p, fft_z q) { return fft_z{p.r - q.r, p.i - q.i}; };
+  const fft_z b0 = add(a[0], a[4]), b1 = sub(a[0], a[4]), b2 = add(a[2], a[6]);
+  const fft_z b3 = fft_rot<fwd>(sub(a[2], a[6]));
+  const fft_z b4 = add(a[1], a[5]), b5 = sub(a[1], a[5]), b6 = add(a[3], a[7]);
+  const fft_z b7 = fft_rot<fwd>(sub(a[3], a[7]));
+  const fft_z e0 = add(b0, b2), e2 = sub(b0, b2), e1 = add(b1, b3), e3 = sub(b1, b3);
+  const fft_z o0 = add(b4, b6), o2 = sub(b4, b6), o1 = add(b5, b7), o3 = sub(b5, b7);
+  // W_8 o1 and W_8^3 o3: (x + y, y - x) / sqrt 2 forward, (x - y, x + y) / sqrt 2 backward
+  const fft_z q1 = fwd ? fft_z{o1.r + o1.i, o1.i - o1.r} : fft_z{o1.r - o1.i, o1.i + o1.r};
+  const fft_z q3 = fwd ? fft_z{o3.r + o3.i, o3.i - o3.r} : fft_z{o3.r - o3.i, o3.i + o3.r};
+  const fft_z p1{h * q1.r, h * q1.i};
+  const fft_z r3 = fft_rot<fwd>(q3);
+  const fft_z p3{h * r3.r, h * r3.i};
+  const fft_z p2 = fft_rot<fwd>(o2);
+  fft_z A[8] = {add(e0, o0), add(e1, p1), add(e2, p2), add(e3, p3),
+                sub(e0, o0), sub(e1, p1), sub(e2, p2), sub(e3, p3)};
+  out[0] = A[0];
+  for (int k = 1; k < 8; ++k)
+    out[k] = fft_z{A[k].r * wr[k] - A[k].i * wi[k], A[k].i * wr[k] + A[k].r * wi[k]};
+}
+
+#if defined(__AVX__)
+template <bool fwd>
+inline __m256d fft_rot4(__m256d a) {  // two complex values times -i / +i
+  const __m256d s = _mm256_permute_pd(a, 0x5);
+  const __m256d sign = fwd ? _mm256_setr_pd(0.0, -0.0, 0.0, -0.0) : _mm256_setr_pd(-0.0, 0.0, -0.0, 0.0);
+  return _mm256_xor_pd(s, sign);
+}
+
+// (x + y, y - x) forward, (x - y, x + y) backward, for two complex values (x, y): the same
+// roundings as dft8_one's (x - (-y) is x + y, y + (-x) is y - x, exactly)
+template <bool fwd>
+inline __m256d fft_q4(__m256d a) {
+  const __m256d s = _mm256_permute_pd(a, 0x5);
+  return fwd ? _mm256_addsub_pd(a, _mm256_xor_pd(s, _mm256_set1_pd(-0.0))) : _mm256_addsub_pd(a, s);
+}
+
+template <bool fwd>
+inline void dft8_two(const double* const* t, double* const* o, std::size_t c, const double* wr,
+                     const double* wi, double h) {
+  __m256d a[8];
+  for (int j = 0; j < 8; ++j) a[j] = _mm256_loadu_pd(t[j] + 2 * c);
+  const __m256d b0 = _mm256_add_pd(a[0], a[4]), b1 = _mm256_sub_pd(a[0], a[4]);
+  const __m256d b2 = _mm256_add_pd(a[2], a[6]), b3 = fft_rot4<fwd>(_mm256_sub_pd(a[2], a[6]));
+  const __m256d b4 = _mm256_add_pd(a[1], a[5]), b5 = _mm256_sub_pd(a[1], a[5]);
+  const __m256d b6 = _mm256_add_pd(a[3], a[7]), b7 = fft_rot4<fwd>(_mm256_sub_pd(a[3], a[7]));
+  const __m256d e0 = _mm256_add_pd(b0, b2), e2 = _mm256_sub_pd(b0, b2);
+  const __m256d e1 = _mm256_add_pd(b1, b3), e3 = _mm256_sub_pd(b1, b3);
+  const __m256d o0 = _mm256_add_pd(b4, b6), o2 = _mm256_sub_pd(b4, b6);
+  const __m256d o1 = _mm256_add_pd(b5, b7), o3 = _mm256_sub_pd(b5, b7);
+  const __m256d hh = _mm256_set1_pd(h);
+  const __m256d p1 = _mm256_mul_pd(hh, fft_q4<fwd>(o1));
+  const __m256d p3 = _mm256_mul_pd(hh, fft_rot4<fwd>(fft_q4<fwd>(o3)));
+  const __m256d p2 = fft_rot4<fwd>(o2);
+  _mm256_storeu_pd(o[0] + 2 * c, _mm256_add_pd(e0, o0));
+  const __m256d A[8] = {e0, _mm256_add_pd(e1, p1), _mm256_add_pd(e2, p2), _mm256_add_pd(e3, p3),
+                        _mm256_sub_pd(e0, o0), _mm256_sub_pd(e1, p1), _mm256_sub_pd(e2, p2),
+                        _mm256_sub_pd(e3, p3)};
+  for (int k = 1; k < 8; ++k) {
+    const __m256d m1 = _mm256_mul_pd(A[k], _mm256_set1_pd(wr[k]));
+    const __m256d m2 = _mm256_mul_pd(_mm256_permute_pd(A[k], 0x5), _mm256_set1_pd(wi[k]));
+    _mm256_storeu_pd(o[k] + 2 * c, _mm256_addsub_pd(m1, m2));  // (ar wr - ai wi, ai wr + ar wi)
+  }
+}
+#endif
+
+#if defined(__AVX__)
+typedef double fft_v4d __attribute__((vector_size(32)));
+
+// Rows r[0..3] -> t[0..3] (N complex each) transformed, as 4 lanes: two columns of four rows at
+// a time moved by a 4 x 4 transpose of re and im each way (unpacks and 128-bit permutes).
+inline void rows4_exec(const double* const* r, double* const* t, std::size_t N, bool fwd,
+                       const pf::pocketfft_c<double>& plan, pf::cmplx<fft_v4d>* b) {
+  std::size_t c = 0;
+  for (; c + 2 <= N; c += 2) {
+    const __m256d u0 = _mm256_loadu_pd(r[0] + 2 * c), u1 = _mm256_loadu_pd(r[1] + 2 * c);
+    const __m256d u2 = _mm256_loadu_pd(r[2] + 2 * c), u3 = _mm256_loadu_pd(r[3] + 2 * c);
+    const __m256d t0 = _mm256_unpacklo_pd(u0, u1), t1 = _mm256_unpackhi_pd(u0, u1);
+    const __m256d t2 = _mm256_unpacklo_pd(u2, u3), t3 = _mm256_unpackhi_pd(u2, u3);
+    const __m256d re0 = _mm256_permute2f128_pd(t0, t2, 0x20), re1 = _mm256_permute2f128_pd(t0, t2, 0x31);
+    const __m256d im0 = _mm256_permute2f128_pd(t1, t3, 0x20), im1 = _mm256_permute2f128_pd(t1, t3, 0x31);
+    std::memcpy(&b[c].r, &re0, 32);
+    std::memcpy(&b[c].i, &im0, 32);
+    std::memcpy(&b[c + 1].r, &re1, 32);
+    std::memcpy(&b[c + 1].i, &im1, 32);
+  }
+  for (; c < N; ++c)
+    for (int j = 0; j < 4; ++j) {
+      b[c].r[j] = r[j][2 * c];
+      b[c].i[j] = r[j][2 * c + 1];
+    }
+  plan.exec(b, 1.0, fwd);
+  c = 0;
+  for (; c + 2 <= N; c += 2) {
+    __m256d re0, im0, re1, im1;
+    std::memcpy(&re0, &b[c].r, 32);
+    std::memcpy(&im0, &b[c].i, 32);
+    std::memcpy(&re1, &b[c + 1].r, 32);
+    std::memcpy(&im1, &b[c + 1].i, 32);
+    const __m256d t0 = _mm256_permute2f128_pd(re0, re1, 0x20), t2 = _mm256_permute2f128_pd(re0, re1, 0x31);
+    const __m256d t1 = _mm256_permute2f128_pd(im0, im1, 0x20), t3 = _mm256_permute2f128_pd(im0, im1, 0x31);
+    _mm256_storeu_pd(t[0] + 2 * c, _mm256_unpacklo_pd(t0, t1));
+    _mm256_storeu_pd(t[1] + 2 * c, _mm256_unpackhi_pd(t0, t1));
+    _mm256_storeu_pd(t[2] + 2 * c, _mm256_unpacklo_pd(t2, t3));
+    _mm256_storeu_pd(t[3] + 2 * c, _mm256_unpackhi_pd(t2, t3));
+  }
+  for (; c < N; ++c)
+    for (int j = 0; j < 4; ++j) {
+      t[j][2 * c] = b[c].r[j];
+      t[j][2 * c + 1] = b[c].i[j];
+    }
+}
+#endif
+
+// Rows r[0], r[1] -> t[0], t[1] (N complex each) transformed, as 2 lanes.
+inline void rows2_exec(const double* const* r, double* const* t, std::size_t N, bool fwd,
+                       const pf::pocketfft_c<double>& plan, pf::cmplx<fft_v2d>* b) {
+  const double *r0 = r[0], *r1 = r[1];
+  double *t0 = t[0], *t1 = t[1];
+#if defined(__SSE2__)
+  for (std::size_t c = 0; c < N; ++c) {  // (re, im) of two rows -> (re, re), (im, im)
+    const __m128d u = _mm_loadu_pd(r0 + 2 * c), v = _mm_loadu_pd(r1 + 2 * c);
+    const __m128d re = _mm_unpacklo_pd(u, v), im = _mm_unpackhi_pd(u, v);
+    std::memcpy(&b[c].r, &re, 16);
+    std::memcpy(&b[c].i, &im, 16);
+  }
+  plan.exec(b, 1.0, fwd);
+  for (std::size_t c = 0; c < N; ++c) {
+    __m128d re, im;
+    std::memcpy(&re, &b[c].r, 16);
+    std::memcpy(&im, &b[c].i, 16);
+    _mm_storeu_pd(t0 + 2 * c, _mm_unpacklo_pd(re, im));
+    _mm_storeu_pd(t1 + 2 * c, _mm_unpackhi_pd(re, im));
+  }
+#else
+  for (std::size_t c = 0; c < N; ++c) {
+    b[c].r = fft_v2d{r0[2 * c], r1[2 * c]};
+    b[c].i = fft_v2d{r0[2 * c + 1], r1[2 * c + 1]};
+  }
+  plan.exec(b, 1.0, fwd);
+  for (std::size_t c = 0; c < N; ++c) {
+    t0[2 * c] = b[c].r[0];
+    t0[2 * c + 1] = b[c].i[0];
+    t1[2 * c] = b[c].r[1];
+    t1[2 * c + 1] = b[c].i[1];
+  }
+#endif
+}
+
+// Real rows r[0..VL) (N reals each) -> t[0..VL) (N / 2 + 1 complex each), pocketfft's r2c on VL
+// rows as vector lanes (the same bits for every VL): its halfcomplex r0, r1, i1, r2, i2, ...
+// spread out to complex values as pocketfft's r2c writes them.
+template <class V>
+inline void rows_r2c_exec(const double* const* r, double* const* t, std::size_t N,
+                          const pf::pocketfft_r<double>& plan, V* b) {
+  constexpr std::size_t vl = sizeof(V) / sizeof(double);
+  std::size_t i = 0;
+#if defined(__AVX__)
+  if constexpr (vl == 4) {
+    for (; i + 4 <= N; i += 4) {  // a 4 x 4 transpose
+      const __m256d u0 = _mm256_loadu_pd(r[0] + i), u1 = _mm256_loadu_pd(r[1] + i);
+      const __m256d u2 = _mm256_loadu_pd(r[2] + i), u3 = _mm256_loadu_pd(r[3] + i);
+      const __m256d t0 = _mm256_unpacklo_pd(u0, u1), t1 = _mm256_unpackhi_pd(u0, u1);
+      const __m256d t2 = _mm256_unpacklo_pd(u2, u3), t3 = _mm256_unpackhi_pd(u2, u3);
+      const __m256d v0 = _mm256_permute2f128_pd(t0, t2, 0x20), v1 = _mm256_permute2f128_pd(t1, t3, 0x20);
+      const __m256d v2 = _mm256_permute2f128_pd(t0, t2, 0x31), v3 = _mm256_permute2f128_pd(t1, t3, 0x31);
+      std::memcpy(&b[i], &v0, 32);
+      std::memcpy(&b[i + 1], &v1, 32);
+      std::memcpy(&b[i + 2], &v2, 32);
+      std::memcpy(&b[i + 3], &v3, 32);
+    }
+  }
+#endif
+  for (; i < N; ++i)
+    for (std::size_t j = 0; j < vl; ++j) b[i][j] = r[j][i];
+  plan.exec(b, 1.0, true);
+  for (std::size_t j = 0; j < vl; ++j) {
+    double* o = t[j];
+    o[0] = b[0][j];
+    o[1] = 0.0;
+    std::size_t k = 1;
+    for (; 2 * k < N; ++k) {
+      o[2 * k] = b[2 * k - 1][j];
+      o[2 * k + 1] = b[2 * k][j];
+    }
+    if (2 * k == N) {
+      o[2 * k] = b[N - 1][j];
+      o[2 * k + 1] = 0.0;
+    }
+  }
+}
+
+// Pass 1 for one n1 of one slab: the 8 rows n1 + M n2 transformed by rows(tr) into tr[0..7]
+// (Nc complex each), then the 8-point step to rows 8 n1 + k2 of y (Nc complex each).
+template <bool fwd, class Rows>
+inline void rows_dft8(std::complex<double>* y, std::size_t M, std::size_t Nc, std::size_t n1,
+                      const std::complex<double>* tw, Rows&& rows) {
+  auto* t = static_cast<double*>(fft_scratch(8 * Nc * 2 * sizeof(double), 0));
+  double* tr[8];
+  for (std::size_t j = 0; j < 8; ++j) tr[j] = t + j * 2 * Nc;
+  rows(tr);
+  double wr[8], wi[8];
+  for (std::size_t k = 1; k < 8; ++k) {
+    wr[k] = tw[k * M + n1].real();
+    wi[k] = fwd ? tw[k * M + n1].imag() : -tw[k * M + n1].imag();
+  }
+  const double h = 0.70710678118654752440;
+  double* orow[8];
+  for (std::size_t j = 0; j < 8; ++j) orow[j] = reinterpret_cast<double*>(y + (8 * n1 + j) * Nc);
+  std::size_t c = 0;
+#if defined(__AVX__)
+  for (; c + 2 <= Nc; c += 2) dft8_two<fwd>(tr, orow, c, wr, wi, h);
+#endif
+  for (; c < Nc; ++c) {
+    fft_z a[8], out[8];
+    for (int j = 0; j < 8; ++j) a[j] = fft_z{tr[j][2 * c], tr[j][2 * c + 1]};
+    dft8_one<fwd>(a, out, wr, wi, h);
+    for (int k = 0; k < 8; ++k) {
+      orow[k][2 * c] = out[k].r;
+      orow[k][2 * c + 1] = out[k].i;
+    }
+  }
+}
+
+// The fused pass applies to the last two axes (L x Nc complex out) of a slab when L is a multiple
+// of 8 and at least 256, the output slab is over 1 MB of complex128, and x, y are distinct
+// buffers (pass 1 writes rows it has not read yet). Elsewhere the plain passes were as fast or
+// faster (one core, ms, plain vs fused): a slab that stays in L2 between the passes, 256 x 256
+// 0.35 vs 0.38; short columns, 64 x 2048 0.85 vs 0.91, 128 x 1024 0.90 vs 0.91. Where it
+// applies: 512 x 512 2.30 vs 1.89, 256 x 2048 3.92 vs 3.76, 512 x 203 1.01 vs 0.86, 1024 x 1024
+// 10.6 vs 8.6.
+inline bool fft2_fused_fits(std::size_t L, std::size_t Nc) {
+  return L % 8 == 0 && L >= 256 && L * Nc > (std::size_t{1} << 16);
+}
+
+// The two passes over `outer` slabs of L x Nc complex output: unit(o, n1) runs pass 1 for n1 of
+// slab o; pass 2 scaled by fct.
+template <class Unit>
+inline void fft2_fused_passes(std::complex<double>* y, std::size_t outer, std::size_t L,
+                              std::size_t Nc, bool fwd, double fct, int threads, Unit&& unit) {
+  const std::size_t M = L / 8;
+  const std::int64_t units = static_cast<std::int64_t>(outer * M);
+  const std::int64_t chunks =
+      threads <= 1 ? 1 : std::min<std::int64_t>(units, 4 * static_cast<std::int64_t>(threads));
+  ::tidu::detail::parallel_chunks(chunks, threads, [&](std::int64_t ch, int) {
+    for (std::int64_t u = units * ch / chunks; u < units * (ch + 1) / chunks; ++u)
+      unit(static_cast<std::size_t>(u) / M, static_cast<std::size_t>(u) % M);
+  });
+  cols_pass<double>(y, y, outer, M, 8 * Nc, fwd, fct, threads);
+}
+
+// c2c over the last two axes (L x N), x -> y (distinct), scaled by fct.
+inline void fft2_fused(const std::complex<double>* x, std::complex<double>* y, std::size_t outer,
+                       std::size_t L, std::size_t N, bool fwd, double fct, int threads) {
+  const std::size_t M = L / 8;
+  const auto plan = pf::get_plan<pf::pocketfft_c<double>>(N);
+  const auto tw = four_step_twiddles<double>(L, 8);  // w[k2 * M + n1] = W_L^(n1 k2)
+  const std::size_t slab = L * N;
+  fft2_fused_passes(y, outer, L, N, fwd, fct, threads, [&](std::size_t o, std::size_t n1) {
+    // the rows n1 + M n2 transformed, 4 (AVX2) or 2 at a time as vector lanes (the same bits)
+    auto rows = [&](double* const* tr) {
+      const double* rin[8];
+      for (std::size_t j = 0; j < 8; ++j)
+        rin[j] = reinterpret_cast<const double*>(x + o * slab + (n1 + M * j) * N);
+#if defined(__AVX__)
+      auto* b = static_cast<pf::cmplx<fft_v4d>*>(fft_scratch(N * sizeof(pf::cmplx<fft_v4d>), 1));
+      for (std::size_t p = 0; p < 8; p += 4) rows4_exec(rin + p, tr + p, N, fwd, *plan, b);
+#else
+      auto* b = static_cast<pf::cmplx<fft_v2d>*>(fft_scratch(N * sizeof(pf::cmplx<fft_v2d>), 1));
+      for (std::size_t p = 0; p < 8; p += 2) rows2_exec(rin + p, tr + p, N, fwd, *plan, b);
+#endif
+    };
+    if (fwd)
+      rows_dft8<true>(y + o * slab, M, N, n1, tw->w.data(), rows);
+    else
+      rows_dft8<false>(y + o * slab, M, N, n1, tw->w.data(), rows);
+  });
+}
+
+// r2c over the last two axes (L x N reals -> L x (N / 2 + 1) complex), x -> y, scaled by fct.
+inline void rfft2_fused(const double* x, std::complex<double>* y, std::size_t outer,
+                        std::size_t L, std::size_t N, double fct, int threads) {
+  const std::size_t M = L / 8, Nc = N / 2 + 1;
+  const auto plan = pf::get_plan<pf::pocketfft_r<double>>(N);
+  const auto tw = four_step_twiddles<double>(L, 8);
+  fft2_fused_passes(y, outer, L, Nc, true, fct, threads, [&](std::size_t o, std::size_t n1) {
+    auto rows = [&](double* const* tr) {
+      const double* rin[8];
+      for (std::size_t j = 0; j < 8; ++j) rin[j] = x + o * L * N + (n1 + M * j) * N;
+#if defined(__AVX__)
+      auto* b = static_cast<fft_v4d*>(fft_scratch(N * sizeof(fft_v4d), 1));
+      for (std::size_t p = 0; p < 8; p += 4) rows_r2c_exec(rin + p, tr + p, N, *plan, b);
+#else
+      auto* b = static_cast<fft_v2d*>(fft_scratch(N * sizeof(fft_v2d), 1));
+      for (std::size_t p = 0; p < 8; p += 2) rows_r2c_exec(rin + p, tr + p, N, *plan, b);
+#endif
+    };
+    rows_dft8<true>(y + o * L * Nc, M, Nc, n1, tw->w.data(), rows);
+  });
+}
+#endif  // POCKETFFT_NO_VECTORS
+
 // c2c over axis `axis` of a contiguous complex array of `shape`, in place, scaled by f.
 template <class R>
 inline void c2c_axis_in_place(const pocketfft::shape_t& shape, const pocketfft::stride_t& st,
@@ -314,6 +651,17 @@ inline void fft_typed(FftType type, const pocketfft::shape_t& xshape,
           return;
         }
       }
+#ifndef POCKETFFT_NO_VECTORS
+      if constexpr (std::is_same<R, double>::value) {
+        const std::size_t L = axes.size() >= 2 ? xshape[axes[axes.size() - 2]] : 0;
+        if (axes.size() >= 2 && fft2_fused_fits(L, len) && x != static_cast<const void*>(y)) {
+          fft2_fused(static_cast<const C*>(x), static_cast<C*>(y), total / (L * len), L, len, fwd,
+                     axes.size() == 2 ? fct : R(1), threads);
+          c2c_in_place(yshape, ys, yb, 0, axes.size() - 2, fwd, fct);
+          return;
+        }
+      }
+#endif
       // the last axis x -> y, the others in place on y
       fft_split_pass(xshape, yshape, xs, ys, last, threads,
                      [&](const pocketfft::shape_t& is, const pocketfft::shape_t&, std::ptrdiff_t io,
@@ -327,6 +675,17 @@ inline void fft_typed(FftType type, const pocketfft::shape_t& xshape,
     }
     case FftType::RFFT: {  // r2c over the last axis, then the others in place (as pocketfft's r2c)
       const std::size_t len = xshape[last];
+#ifndef POCKETFFT_NO_VECTORS
+      if constexpr (std::is_same<R, double>::value) {
+        const std::size_t L = axes.size() >= 2 ? xshape[axes[axes.size() - 2]] : 0;
+        if (axes.size() >= 2 && fft2_fused_fits(L, len / 2 + 1) && x != static_cast<const void*>(y)) {
+          rfft2_fused(static_cast<const R*>(x), static_cast<C*>(y), total / (L * len), L, len,
+                      axes.size() == 2 ? fct : R(1), threads);
+          c2c_in_place(yshape, ys, yb, 0, axes.size() - 2, true, fct);
+          return;
+        }
+      }
+#endif
       if (axes.size() == 1 && len % 2 == 0 && len / 2 >= kFourStepMin) {
         if (const std::size_t n1 = four_step_split(len / 2)) {
           const auto tw = four_step_twiddles<R>(len / 2, n1);
