@@ -112,7 +112,7 @@ TIDU_FM_INLINE double exp_fast(double x0) {
   const double scale = from_bits((ki + 1023) << 52);  // 2^n, |n| <= 1022
   return sel(zero, 0.0, scale + scale * expm1_poly<FMA>(r));
 }
-TIDU_FM_INLINE bool exp_ok(double x) { return std::fabs(x) <= 708.0 || x < kExpZero; }
+TIDU_FM_INLINE bool exp_ok(double x) { return (std::fabs(x) <= 708.0) | (x < kExpZero); }
 
 // expm1(x) for x <= 708; x below -45 gives -1 (exactly the rounded value).
 template <bool FMA>
@@ -302,7 +302,7 @@ TIDU_FM_INLINE float exp_fastf(float x0) {
   const float scale = reduce_ln2f<FMA>(x, r);
   return fsel(zero, 0.0f, fmadd<FMA>(scale, expm1_polyf<FMA>(r), scale));
 }
-TIDU_FM_INLINE bool exp_okf(float x) { return std::fabs(x) <= 87.0f || x < kExpZeroF; }
+TIDU_FM_INLINE bool exp_okf(float x) { return (std::fabs(x) <= 87.0f) | (x < kExpZeroF); }
 // expm1(x) for x <= 88; below -18 it is -1 (the rounded value).
 template <bool FMA>
 TIDU_FM_INLINE float expm1_fastf(float x) {
