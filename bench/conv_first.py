@@ -2,7 +2,9 @@
 in a fresh process (so no backend inherits another's warmed buffers, as the columns of one
 bench/conv.py process would).
 
-    python bench/conv_first.py [--threads 1] [--cases lenet resnet] [--backends default cpu]
+    python bench/conv_first.py [--threads 1] [--cases lenet resnet cnn] [--backends default cpu]
+
+(`cnn` is bench/tensor.py's cnn workload, issue #30's cold row: its value_and_grad as written there.)
 
 Each child process does what bench/conv.py does before its cold figure (imports jax, runs one tiny
 jit of each library), then times the first call of ``td.jit(td.value_and_grad(loss))`` in CPU
@@ -50,9 +52,19 @@ def child(case: str, backend: str) -> dict:
     jax.block_until_ready(jax.jit(lambda a: a @ a)(small))
     td.jit(lambda a: a @ a)(small)
     rng = np.random.default_rng(0)
-    model, data = (lenet, lenet_data(rng)) if case == "lenet" else (resblock, resblock_data(rng))
+    if case == "cnn":
+        import tensor
+        tns, jns, _ = tensor.namespaces()
+        model = None
+    else:
+        model, data = (lenet, lenet_data(rng)) if case == "lenet" else (resblock, resblock_data(rng))
     clock = time.process_time
-    if backend == "jax":
+    if backend == "jax" and model is None:
+        f, data = tensor.cnn(jns)
+        f = jax.jit(f)
+        call = lambda: jax.block_until_ready(f(*data))
+        phases = {}
+    elif backend == "jax":
         jops = {"max": (lax.max, -np.inf), "add": (lax.add, 0.0)}
         jrw = lambda x, init, c, wd, st, p: lax.reduce_window(x, jops[c][1], jops[c][0], wd, st, p)
         jconv = lambda x, k, s, p: lax.conv_general_dilated(x, k, s, p)
@@ -85,7 +97,11 @@ def child(case: str, backend: str) -> dict:
         jit_mod.trace_program = traced
         kw = {} if backend == "default" else {"backend": backend}
         tconv = lambda x, k, s, p: td_conv(x, k, s, p)
-        f = td.jit(td.value_and_grad(model(td, tconv, td_rw)), **kw)
+        if model is None:
+            body, data = tensor.cnn(tns)
+            f = td.jit(body, **kw)
+        else:
+            f = td.jit(td.value_and_grad(model(td, tconv, td_rw)), **kw)
         call = lambda: f(*data)
         phases = None
     w0, c0 = time.perf_counter(), clock()
@@ -116,7 +132,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--threads", type=int, default=None,
                     help="TIDU_NUM_THREADS and XLA's intra-op threads for the children")
-    ap.add_argument("--cases", nargs="+", default=["lenet", "resnet"])
+    ap.add_argument("--cases", nargs="+", default=["lenet", "resnet"], choices=["lenet", "resnet", "cnn"])
     ap.add_argument("--backends", nargs="+", default=["default", "cpu"])
     ap.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)

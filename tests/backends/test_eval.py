@@ -932,3 +932,54 @@ def test_chained_broadcasts_with_short_rows_match_numpy(shape):
     c = rng.standard_normal((1,) * (nd - 2) + shape[-2:])
     got = td.jit(lambda a, b, c: td.sin(a - b) * c + 1.0, backend="cpu")(a, b, c)
     np.testing.assert_allclose(got, np.sin(a - b) * c + 1.0, rtol=1e-12, atol=1e-12)
+
+
+# ---- kernels the vectoriser missed (issue #30: attention's softmax and its gradient) ----
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("n", [15, 16, 17, 128, 131])
+def test_row_max_in_sse_lanes_finds_nan_and_the_max_anywhere(dtype, n):
+    """ReduceMax along contiguous rows runs its 16 lanes in SSE registers and looks for NaN in the
+    same pass: a NaN at any position (each lane, the tail), the largest element at any position,
+    -inf rows and -0.0 give numpy's values (a row mixing -0.0 and +0.0 gives either zero: the
+    lanes' order decides, as before)."""
+    rng = np.random.default_rng(n)
+    rows = []
+    for pos in range(n):
+        r = rng.standard_normal(n)
+        r[pos] = np.nan
+        rows.append(r)
+        r = rng.standard_normal(n)
+        r[pos] = 10.0
+        rows.append(r)
+    rows += [np.full(n, -np.inf), np.full(n, -0.0), np.where(np.arange(n) % 2, 0.0, -0.0)]
+    x = np.array(rows, dtype)
+    (got,) = program(P.ReduceMax((1,)), [td.aval(x.shape, dtype)]).eval([x])
+    want = np.max(x, axis=1)
+    np.testing.assert_array_equal(got, want)  # NaN where numpy's is; -0.0 == 0.0 here
+    assert np.signbit(got[-2]) and got[-3] == -np.inf
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int32", "uint32", "float64"])
+@pytest.mark.parametrize("shape", [(4, 128, 128), (3, 37, 70), (2, 5, 3), (1, 33, 9)])
+def test_transpose_of_4_byte_elements_in_sse_blocks(dtype, shape):
+    """4-byte elements are transposed in 4 x 4 blocks through SSE registers, the tile's ragged
+    rows and columns element by element: every element moves unchanged (NaN payloads included)."""
+    x = value(shape, dtype)
+    if dtype == "float32":
+        x.view(np.uint32).ravel()[::7] = 0x7FC01234  # a NaN with a payload: the bits must move as they are
+    (got,) = program(P.Transpose((0, 2, 1)), [td.aval(shape, dtype)]).eval([x])
+    want = np.transpose(x, (0, 2, 1))
+    assert np.array_equal(got.view(f"u{x.itemsize}"), want.view(f"u{x.itemsize}"))
+
+
+@pytest.mark.parametrize("dst", ["float32", "float64", "int32", "int8", "uint8", "complex64"])
+def test_convert_of_a_long_bool_mask(dst):
+    """bool -> number reads the mask as bytes (vectorised): 0 and 1 over a long array, alone and
+    inside an elementwise chain."""
+    rng = np.random.default_rng(2)
+    m = rng.random(3 * 4096 + 7) < 0.5
+    check(P.Convert(dst), [m])
+    y = rng.standard_normal(m.shape).astype(dst if dst != "int8" and dst != "uint8" else "float32")
+    got = td.jit(lambda m, y: m.astype(y.dtype) * y + y, backend="cpu")(m, y)
+    np.testing.assert_array_equal(got, m.astype(y.dtype) * y + y)

@@ -148,6 +148,19 @@ for dtype in ("float64", "float32"):
         prog = m.compile_(lambda x: m.FNS[name][0](x), x=m.td.spec(x.shape, dtype))
         out[f"{name}/{dtype}"] = m.check(name, dtype, prog.eval([x])[0], x, "variant")
 out["variant"] = m.td._eval.simd_variant()
+# selects and broadcast fills (plain moves and blends in every variant): numpy's bits, lengths
+# around the vector widths and a chain's blocks of 2,048
+rng = np.random.default_rng(5)
+for n in (1, 7, 16, 33, 2047, 2049, 3 * 4096 + 5):
+    for dt in ("float32", "float64", "int8", "int32", "bool", "complex64"):
+        c = rng.random(n) < 0.5
+        u = (rng.standard_normal(n) * 50).astype(dt)
+        v = (rng.standard_normal(n) * 50).astype(dt)
+        got = m.td.jit(lambda c, u, v: m.td.where(c, u, v), backend="cpu")(c, u, v)
+        assert np.array_equal(got, np.where(c, u, v)), (n, dt)
+        row = rng.standard_normal((3, 1)).astype("float32")
+        got = m.td.jit(lambda r, u: r + 0 * u[:n] + 2.5, backend="cpu")(row, u.astype("float32"))
+        assert np.array_equal(got, row + np.float32(0) * u.astype("float32")[:n] + np.float32(2.5)), (n, dt)
 print(json.dumps(out))
 """
 

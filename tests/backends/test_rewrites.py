@@ -141,3 +141,40 @@ def test_operands_made_by_broadcasts_stay():
             return m.sum(o * s[:, None, None], axis=0), m.sum(o.reshape(6, -1) ** 2, axis=1)
         return f
     _check(make, xv, g, c, outer=(6, 4, 3))
+
+
+# ---- division by a power of two (exact_reciprocals) ----
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("c,rewritten", [(4.0, True), (-0.5, True), (2.0 ** -20, True), (3.0, False),
+                                         (1.0, True), (0.1, False)])
+def test_division_by_a_power_of_two_is_a_multiply_with_the_same_bits(dtype, c, rewritten):
+    """x / c for a constant power of two c (scalar, broadcast over a chain, or as a full array)
+    runs as x * (1 / c): the same bits as numpy's division for every x (subnormal results,
+    infinities, NaN, -0.0); other constants stay divisions."""
+    from tidu.ops.rewrites import exact_reciprocals
+
+    info = np.finfo(dtype)
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(3 * 4096 + 5).astype(dtype)
+    x[:6] = [info.tiny, info.tiny * 3, -info.max, np.inf, np.nan, -0.0]
+    x[6:12] = info.smallest_subnormal * np.arange(1, 7)
+    cd = np.asarray(c, dtype)
+    if c == 2.0 ** -20 and dtype == "float16":  # below float16's normal range: not rewritten
+        rewritten = False
+    full = np.full(x.shape, cd)
+    cases = [(lambda v: v / cd, lambda v: v / cd),
+             (lambda v: (v + 1) / cd * v, lambda v: (v + dtype_one(dtype)) / cd * v),
+             (lambda v: v / td.asarray(full), lambda v: v / full)]
+    for f, ref in cases:
+        lowered = td.jit(f, backend="cpu").lower(x)
+        got = np.asarray(lowered(x))
+        with np.errstate(all="ignore"):
+            want = np.asarray(ref(x))
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got.view(f"u{got.itemsize}"), want.view(f"u{want.itemsize}"))
+        assert (exact_reciprocals(lowered.program.executable.arrays) is not None) == rewritten
+
+
+def dtype_one(dtype):
+    return np.asarray(1, dtype)

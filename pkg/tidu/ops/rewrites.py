@@ -19,6 +19,12 @@ the factorised norm's two short sums), for float32/64 and complex64/128. ``O`` i
 nothing else reads it. A pattern whose intermediates are read elsewhere, or are program outputs,
 is left as it is. The search asks only the distinct ops of a program (not each instruction) for an
 outer product, so a program without one costs one ``np.unique``.
+
+**Division by a power of two** (issue #30: attention's ``s / sqrt(d)`` with ``d = 16``, forward and
+gradient). ``x / c`` for a constant ``c`` (a ``Constant``, or a ``BroadcastInDim`` of a one-element
+one) holding one power of two whose reciprocal is a normal number of the dtype is ``x * (1 / c)``:
+both round the same exact quotient once, so the values are the same to the bit, and a multiply
+costs a fraction of a divide (as XLA's algebraic simplifier rewrites it). Real floats only.
 """
 
 from __future__ import annotations
@@ -29,10 +35,11 @@ from tidu.backends.interpreter import register_rewrite
 from tidu.graph import prim_of
 from tidu.graph.dtypes import aval, aval_of
 from tidu.graph.keys import prim_id
-from tidu.ops.core import BroadcastInDim, Mul, ReduceSum, Reshape
+from tidu.ops.core import BroadcastInDim, Constant, Mul, ReduceSum, Reshape
+from tidu.ops.elementwise import Div
 from tidu.ops.structural import DotGeneral
 
-__all__ = ["batched_outer_sums"]
+__all__ = ["batched_outer_sums", "exact_reciprocals"]
 
 # float16/bfloat16 are left alone: their outer product rounds each element to the narrow type.
 _DTYPES = frozenset(np.dtype(d) for d in ("float32", "float64", "complex64", "complex128"))
@@ -264,4 +271,76 @@ def _assemble(s: _Stream, b: _Builder, at: dict, dead: set) -> dict:
     }
 
 
+
+_REAL = frozenset(np.dtype(d) for d in ("float16", "float32", "float64"))
+
+
+def _reciprocal(c: Constant) -> "np.ndarray | None":
+    """1 / c as a one-element array of c's dtype when c holds one power of two (every element)
+    whose reciprocal is a normal number of the dtype, else None."""
+    v = c.value
+    if v.dtype not in _REAL or v.size == 0:
+        return None
+    first = v.reshape(-1)[:1]
+    if not np.all(v == first[0]) or not np.isfinite(first[0]) or first[0] == 0:
+        return None
+    mant, _ = np.frexp(first.astype(np.float64))
+    with np.errstate(over="ignore", under="ignore"):
+        r = (np.float64(1.0) / first.astype(np.float64)).astype(v.dtype)
+    info = np.finfo(v.dtype)
+    if abs(mant[0]) != 0.5 or not np.isfinite(r[0]) or abs(r[0]) < info.tiny:
+        return None
+    if r[0] * first[0] != 1:
+        return None
+    return r
+
+
+def exact_reciprocals(arrays: dict) -> dict | None:
+    """The division by a power of two of the module's docstring, or None when nothing matched."""
+    prims = arrays["instr_prim"]
+    kinds = {p: type(prim_of(p)) for p in np.unique(prims).tolist()}
+    divs = [p for p, k in kinds.items() if k is Div]
+    if not divs or Constant not in kinds.values():
+        return None
+    s = _Stream(arrays)
+    b = _Builder(s)
+    at: dict[int, list] = {}
+    made: dict[int, int] = {}  # divisor slot -> the slot of its reciprocal (made once)
+    for d in np.flatnonzero(np.isin(prims, divs)).tolist():
+        x, c = s.ins(d)
+        dt = aval_of(int(arrays["slot_aval"][c])).dtype
+        code: list = []
+        if c not in made:
+            w = int(s.writer[c])
+            if w < 0:
+                continue
+            bcast = None
+            if type(s.op(w)) is BroadcastInDim:
+                bcast = s.op(w)
+                (src,) = s.ins(w)
+                w = int(s.writer[src])
+                if w < 0 or int(np.prod(s.shape(src), dtype=np.int64)) != 1:
+                    continue
+            if type(s.op(w)) is not Constant:
+                continue
+            r = _reciprocal(s.op(w))
+            if r is None:
+                continue
+            shape = s.op(w).shape
+            k = b.emit(code, Constant.of(np.broadcast_to(r.reshape(()), shape), dt), [], shape, dt)
+            if bcast is not None:
+                k = b.emit(code, bcast, [k], bcast.shape, dt)
+            made[c] = k
+        b.emit(code, Mul(), [x, made[c]], s.shape(s.out(d)), dt, out=s.out(d))
+        at[d] = code
+    if not at:
+        return None
+    # A divisor's broadcast read by nothing that stays goes (its constant is one element).
+    dead = {int(s.writer[c]) for c in made
+            if type(s.op(int(s.writer[c]))) is BroadcastInDim and c not in s.outputs
+            and set(s.readers(c)) <= set(at)}
+    return _assemble(s, b, at, dead)
+
+
 register_rewrite(batched_outer_sums)
+register_rewrite(exact_reciprocals)

@@ -14,6 +14,9 @@
 #include <vector>
 
 #include "tidu/kernels/fastmath.hpp"
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #include "tidu/kernels/math.hpp"
 #include "tidu/vm/dtype.hpp"
 #include "tidu/vm/opcodes.hpp"
@@ -253,7 +256,7 @@ inline void compare(Cmp c, const T* a, const T* b, bool* y, std::int64_t n) {
 // element for int64, e.g. the wrap of negative gather indices; 1 ns with the mask, whose 0/1 the
 // empty asm hides from the optimiser).
 template <class T>
-inline void select(const bool* c, const T* u, const T* v, T* r, std::int64_t n) {
+inline void select_loop(const bool* c, const T* u, const T* v, T* r, std::int64_t n) {
   const auto* m = reinterpret_cast<const unsigned char*>(c);
   if constexpr ((std::is_integral_v<T> && sizeof(T) == 8) || is_complex_v<T>) {
     using U = std::uint64_t;  // complex values are blended as the 64-bit words of their bits
@@ -279,6 +282,72 @@ inline void select(const bool* c, const T* u, const T* v, T* r, std::int64_t n) 
   }
 }
 
+template <class T>
+inline void fill_loop(T* r, T v, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) r[i] = v;
+}
+
+// The same loops compiled for wider vectors and picked at run time (fm::isa(): TIDU_SIMD
+// overrides), as fastmath's: tidu's module is built for the baseline, whose 16-byte stores made a
+// scalar broadcast's fill of a chain block and a select's blend 3x slower than AVX-512's (a
+// block of 2,048 float32: 350 -> 100 ns, 356 -> 115 ns).  Moves and blends only: every variant
+// gives the same bits.  The AVX-512 select needs AVX512BW (byte masks; without it GCC's blend
+// was slower than the baseline's).
+#if TIDU_FM_DISPATCH
+template <class T>
+TIDU_FM_TARGET_AVX2 inline void select_avx2(const bool* c, const T* u, const T* v, T* r, std::int64_t n) {
+  select_loop(c, u, v, r, n);
+}
+template <class T>
+__attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,avx2"))) inline void select_avx512(
+    const bool* c, const T* u, const T* v, T* r, std::int64_t n) {
+  select_loop(c, u, v, r, n);
+}
+template <class T>
+TIDU_FM_TARGET_AVX2 inline void fill_avx2(T* r, T v, std::int64_t n) { fill_loop(r, v, n); }
+template <class T>
+TIDU_FM_TARGET_AVX512 inline void fill_avx512(T* r, T v, std::int64_t n) { fill_loop(r, v, n); }
+inline bool has_avx512bw() {
+  static const bool yes = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512bw") != 0;
+  }();
+  return yes;
+}
+#endif
+
+// r = c ? u : v elementwise.
+template <class T>
+inline void select(const bool* c, const T* u, const T* v, T* r, std::int64_t n) {
+#if TIDU_FM_DISPATCH
+  if constexpr (std::is_arithmetic_v<T>) {
+    switch (fm::isa()) {
+      case fm::Isa::Avx512:
+        if (has_avx512bw()) return select_avx512(c, u, v, r, n);
+        return select_avx2(c, u, v, r, n);
+      case fm::Isa::Avx2: return select_avx2(c, u, v, r, n);
+      default: break;
+    }
+  }
+#endif
+  select_loop(c, u, v, r, n);
+}
+
+// r[i] = v for i < n.
+template <class T>
+inline void fill(T* r, T v, std::int64_t n) {
+#if TIDU_FM_DISPATCH
+  if constexpr (std::is_arithmetic_v<T>) {
+    switch (fm::isa()) {
+      case fm::Isa::Avx512: return fill_avx512(r, v, n);
+      case fm::Isa::Avx2: return fill_avx2(r, v, n);
+      default: break;
+    }
+  }
+#endif
+  fill_loop(r, v, n);
+}
+
 // A float as integer type D: out of range is undefined in C++, so saturate, and NaN -> 0 (as
 // XLA's conversion does). -min (a power of two) is exact in every float type; max may not be.
 // An unsigned D saturates at 0 and 2^bits - 1 (its upper bound 2^bits, a power of two, is exact).
@@ -294,6 +363,13 @@ inline D saturating_int(S v) {
 
 template <class S, class D>
 inline void convert(const S* x, D* y, std::int64_t n) {
+  if constexpr (std::is_same_v<S, bool> && !std::is_same_v<D, bool> && !is_complex_v<D>) {
+    // A mask read as bytes (0 or 1): GCC loads a bool through a compare and branch, which kept
+    // this loop scalar (1.3 ns an element for bool -> float32; a max gradient's tie count).
+    const auto* b = reinterpret_cast<const unsigned char*>(x);
+    for (std::int64_t i = 0; i < n; ++i) y[i] = static_cast<D>(b[i]);
+    return;
+  }
   for (std::int64_t i = 0; i < n; ++i) {
     if constexpr (is_complex_v<S> && is_complex_v<D>) {
       y[i] = D(x[i]);
@@ -336,7 +412,35 @@ inline void transpose_tiles(const T* src, std::int64_t sld, T* dst, std::int64_t
     const std::int64_t i1 = std::min(rows, i0 + B);
     for (std::int64_t j0 = 0; j0 < cols; j0 += B) {
       const std::int64_t j1 = std::min(cols, j0 + B);
-      for (std::int64_t j = j0; j < j1; ++j) {
+      std::int64_t jr = j0;  // the first column the scalar loop below does
+#if defined(__SSE2__)
+      if constexpr (sizeof(T) == 4) {
+        // 4 x 4 blocks through SSE registers (the bits moved as they are): four loads and four
+        // stores of 16 bytes instead of 32 scalar moves (a (4, 128, 128) float32 transpose of
+        // the last two axes: 29 -> 13 us, one thread).  The tile's last rows and columns below 4 go on below.
+        const std::int64_t i4 = i0 + (i1 - i0) / 4 * 4, j4 = j0 + (j1 - j0) / 4 * 4;
+        if (i4 > i0) {
+          for (std::int64_t j = j0; j < j4; j += 4)
+            for (std::int64_t i = i0; i < i4; i += 4) {
+              const float* s = reinterpret_cast<const float*>(src + i + j * sld);
+              __m128 r0 = _mm_loadu_ps(s), r1 = _mm_loadu_ps(s + sld), r2 = _mm_loadu_ps(s + 2 * sld),
+                     r3 = _mm_loadu_ps(s + 3 * sld);
+              _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+              float* d = reinterpret_cast<float*>(dst + i * dld + j);
+              _mm_storeu_ps(d, r0);
+              _mm_storeu_ps(d + dld, r1);
+              _mm_storeu_ps(d + 2 * dld, r2);
+              _mm_storeu_ps(d + 3 * dld, r3);
+            }
+          for (std::int64_t j = j0; j < j4; ++j) {  // rows i4.. of the columns done above
+            const T* s = src + j * sld;
+            for (std::int64_t i = i4; i < i1; ++i) dst[i * dld + j] = s[i];
+          }
+          jr = j4;  // the columns left over: all rows, below
+        }
+      }
+#endif
+      for (std::int64_t j = jr; j < j1; ++j) {
         const T* s = src + j * sld;
         for (std::int64_t i = i0; i < i1; ++i) dst[i * dld + j] = s[i];
       }
@@ -527,16 +631,45 @@ inline T row_max(const T* x, std::int64_t n, T init) {
   constexpr int L = 16;
   T m[L];
   for (int k = 0; k < L; ++k) m[k] = init;
+  using U = std::conditional_t<sizeof(T) == 8, std::uint64_t, std::uint32_t>;
+  U nan = init != init;
   std::int64_t i = 0;
+#if defined(__SSE2__)
+  // The 16 lanes as SSE registers, NaN looked for in the same pass (GCC 12 does not vectorise
+  // the loop below: 16 scalar maxss a step, then a second pass for NaN; 0.33 ns an element).
+  // _mm_max_ps(a, b) is a > b ? a : b, the loop's own expression, so the lanes hold the same values.
+  if constexpr (std::is_same_v<T, float>) {
+    __m128 v[4], bad = _mm_setzero_ps();
+    for (int q = 0; q < 4; ++q) v[q] = _mm_set1_ps(init);
+    for (; i + L <= n; i += L)
+      for (int q = 0; q < 4; ++q) {
+        const __m128 a = _mm_loadu_ps(x + i + 4 * q);
+        v[q] = _mm_max_ps(a, v[q]);
+        bad = _mm_or_ps(bad, _mm_cmpunord_ps(a, a));
+      }
+    for (int q = 0; q < 4; ++q) _mm_storeu_ps(m + 4 * q, v[q]);
+    nan |= _mm_movemask_ps(bad) != 0;
+  } else if constexpr (std::is_same_v<T, double>) {
+    __m128d v[8], bad = _mm_setzero_pd();
+    for (int q = 0; q < 8; ++q) v[q] = _mm_set1_pd(init);
+    for (; i + L <= n; i += L)
+      for (int q = 0; q < 8; ++q) {
+        const __m128d a = _mm_loadu_pd(x + i + 2 * q);
+        v[q] = _mm_max_pd(a, v[q]);
+        bad = _mm_or_pd(bad, _mm_cmpunord_pd(a, a));
+      }
+    for (int q = 0; q < 8; ++q) _mm_storeu_pd(m + 2 * q, v[q]);
+    nan |= _mm_movemask_pd(bad) != 0;
+  }
+#endif
+  const std::int64_t checked = i;  // [0, checked) looked at for NaN already
   for (; i + L <= n; i += L)
     for (int k = 0; k < L; ++k) m[k] = x[i + k] > m[k] ? x[i + k] : m[k];  // maxps: NaN skipped
   for (; i < n; ++i) m[0] = x[i] > m[0] ? x[i] : m[0];
   T best = m[0];
   for (int k = 1; k < L; ++k) best = m[k] > best ? m[k] : best;
-  // then a second pass over the row (in cache) for NaN, in an integer as wide as T (vectorizes)
-  using U = std::conditional_t<sizeof(T) == 8, std::uint64_t, std::uint32_t>;
-  U nan = init != init;
-  for (i = 0; i < n; ++i) nan |= static_cast<U>(x[i] != x[i]);
+  // then a pass over the rest of the row (in cache) for NaN, in an integer as wide as T (vectorizes)
+  for (i = checked; i < n; ++i) nan |= static_cast<U>(x[i] != x[i]);
   return nan ? std::numeric_limits<T>::quiet_NaN() : best;
 }
 

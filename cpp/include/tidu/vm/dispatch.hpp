@@ -524,8 +524,7 @@ inline void run_block(const Program& p, Workspace& ws, std::size_t idx, std::int
         visit_dtype(out.dtype, [&](auto t) {
           using T = decltype(t);
           const T v = *static_cast<const T*>(ptr[a[0]]);
-          T* r = static_cast<T*>(addr(in.out));
-          for (std::int64_t i = 0; i < n; ++i) r[i] = v;
+          kern::fill(static_cast<T*>(addr(in.out)), v, n);
         });
         return;
       }
@@ -609,8 +608,7 @@ inline void run_block(const Program& p, Workspace& ws, std::size_t idx, std::int
         for (std::int64_t i = 0; i < n;) {
           const std::int64_t len = std::min(last - coord[nd - 1], n - i);
           if (s == 0) {
-            const T v = src[off];
-            for (std::int64_t j = 0; j < len; ++j) r[i + j] = v;
+            kern::fill(r + i, src[off], len);
           } else if (s == 1) {  // a contiguous run (a bias row): a copy the compiler vectorises
             const T* from = src + off;
             for (std::int64_t j = 0; j < len; ++j) r[i + j] = from[j];
