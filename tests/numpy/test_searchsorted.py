@@ -177,3 +177,16 @@ def test_no_derivative_flows_through_the_indices():
     x = rng.standard_normal(7)
     g = td.grad(lambda x: td.sum(x * td.searchsorted(xp, x)))(x)
     np.testing.assert_array_equal(g, np.searchsorted(xp, x).astype(np.float64))
+
+
+@pytest.mark.parametrize("backend", ["cpu", "xla"])
+def test_interp_with_one_sample_point_and_with_none(backend):
+    """interp gathers with its clipped indices unchecked: one sample point (no interval) gives
+    numpy's values, left and right of it too; no sample point is numpy's ValueError."""
+    xp, fp = np.array([0.25]), np.array([3.0])
+    x = np.array([[-1.0, 0.25], [0.3, np.nan]])
+    for kw in ({}, {"left": -1.0, "right": 7.0}):
+        got = td.jit(lambda x: td.interp(x, xp, fp, **kw), backend=backend)(x)
+        np.testing.assert_array_equal(got, np.interp(x, xp, fp, **kw))
+    with pytest.raises(ValueError, match="empty"):
+        td.jit(lambda x: td.interp(x, np.zeros(0), np.zeros(0)), backend=backend)(x)

@@ -537,7 +537,7 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     if n == 0:
         raise ValueError("interp: xp and fp are empty (no sample points)")
     if n == 1:  # the one point: f is fp[0] there, left and right of it below
-        i1 = _lift(t, np.zeros(xv.shape, np.int32))
+        i1 = T.broadcast_to(_lift(t, np.int32(0)), xv.shape)
         i0 = i1
     else:
         i1 = T.minimum(T.maximum(searchsorted(xpv, xv, side="right"), 1), n - 1)
