@@ -33,7 +33,7 @@ struct AxisView {
 
 // Random positions miss the cache, but each element's load depends on nothing before it, so the
 // core's out-of-order window already keeps many misses in flight.  A software prefetch of the
-// element kPrefetch ahead (there was one, `prefetchnta`) only took issue slots and, with the
+// element 16 ahead (there was one, `prefetchnta`) only took issue slots and, with the
 // non-temporal hint, lines from the caches: 1e6 float64 gathered from 1e6 took 14 ms with it and
 // 3 ms without; a scatter-add into 4096 entries 1.3 ms and 0.8 ms.
 

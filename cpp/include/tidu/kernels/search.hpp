@@ -12,7 +12,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -24,18 +23,13 @@
 namespace tidu {
 namespace kern {
 
-// e sorts before v: left, e < v; right, e <= v (that is, not v < e), in numpy's order (NaN after
-// every number).  Written with & and | so no branch depends on the data: a search's compares
-// are unpredictable, and the kernel's speed is that they never mispredict.
+// e sorts before v: left, e < v; right, e <= v (that is, not v < e), in numpy's order (sort_less,
+// whose real compares have no branch: a search's compares are unpredictable, and the kernel's
+// speed is that they never mispredict).
 template <class T, bool Right>
 inline bool sorts_before(T e, T v) {
-  if constexpr (is_float_v<T>) {
-    if constexpr (Right) return !((v < e) | ((e != e) & (v == v)));
-    else return (e < v) | ((v != v) & (e == e));
-  } else {
-    if constexpr (Right) return !(v < e);
-    else return e < v;
-  }
+  if constexpr (Right) return !sort_less<T>(v, e);
+  else return sort_less<T>(e, v);
 }
 
 // half if `yes`, else 0, without a branch
@@ -55,13 +49,9 @@ inline void search_group(const T* row, std::int64_t n, const T* v, std::int32_t*
   for (std::int64_t j = 0; j < G; ++j) out[j] = static_cast<std::int32_t>(base[j] + (before(row[base[j]], v[j]) ? 1 : 0));
 }
 
-// The insertion points of m values in one sorted row of n entries.
+// The insertion points of m values in one sorted row of n >= 1 entries.
 template <class T, bool Right>
 inline void search_row(const T* row, std::int64_t n, const T* v, std::int64_t m, std::int32_t* out) {
-  if (n == 0) {
-    std::fill(out, out + m, std::int32_t{0});
-    return;
-  }
   constexpr std::int64_t kGroup = 8;
   auto general = [](T e, T x) { return sorts_before<T, Right>(e, x); };
   std::int64_t i = 0;

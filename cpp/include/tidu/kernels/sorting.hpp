@@ -33,11 +33,13 @@ inline bool is_nan(T v) {
   else return false;
 }
 
-// a < b in numpy's sort order (NaN last; complex lexicographic).
+// a < b in numpy's sort order (NaN last; complex lexicographic).  Real values are compared with
+// & and | rather than && and ||: no branch depends on the data, which a binary search's
+// unpredictable compares need (SearchSorted, search.hpp: 7.7 -> 2.4 ms for 131k values).
 template <class T>
 inline bool sort_less(T a, T b) {
   if constexpr (is_float_v<T>) {
-    return a < b || (b != b && a == a);
+    return (a < b) | ((b != b) & (a == a));
   } else if constexpr (is_complex_v<T>) {
     if (sort_less(a.real(), b.real())) return true;
     if (sort_less(b.real(), a.real())) return false;
