@@ -141,14 +141,61 @@ inline T binary_op(T x, T y) {
   else return (x != x || x < y) ? x : y;
 }
 
-// Bitwise and, or, xor, not of integers and bools; shifts of integers as XLA defines them (and
-// jax): a shift by a negative amount or by the bit width or more gives 0 (left, logical right)
-// or the sign (arithmetic right), never C++'s undefined behaviour.
+// The bitwise ops (bitwise_binary below, and Not).
 inline bool is_bitwise(Op op) {
   return op == Op::And || op == Op::Or || op == Op::Xor || op == Op::Not || op == Op::ShiftLeft ||
          op == Op::ShiftRightArithmetic || op == Op::ShiftRightLogical;
 }
 
+// The three shifts, branch-free so that they vectorise (a shift amount per element: vpsllvq,
+// vpsrlvq, vpsravq in the AVX2 and AVX-512 variants, GCC building AVX2's missing 64-bit
+// arithmetic shift from logical ones; the baseline's SSE2 has no per-lane shift and stays
+// scalar).  An amount outside [0, bits) is a huge unsigned s: the mask gives 0, the clamp the
+// sign.
+template <class T>
+inline void shift_loop(Op op, const T* a, const T* b, T* y, std::int64_t n) {
+  using U = std::make_unsigned_t<T>;
+  constexpr U bits = static_cast<U>(8 * sizeof(T));
+  switch (op) {
+    case Op::ShiftLeft:
+      for (std::int64_t i = 0; i < n; ++i) {
+        const U s = static_cast<U>(b[i]);
+        const U keep = static_cast<U>(U(0) - static_cast<U>(s < bits));
+        y[i] = static_cast<T>(static_cast<U>(static_cast<U>(a[i]) << (s & (bits - 1))) & keep);
+      }
+      return;
+    case Op::ShiftRightLogical:
+      for (std::int64_t i = 0; i < n; ++i) {
+        const U s = static_cast<U>(b[i]);
+        const U keep = static_cast<U>(U(0) - static_cast<U>(s < bits));
+        y[i] = static_cast<T>(static_cast<U>(static_cast<U>(a[i]) >> (s & (bits - 1))) & keep);
+      }
+      return;
+    default: {  // ShiftRightArithmetic (an unsigned T shifts its bits as signed, as XLA's)
+      using S = std::make_signed_t<T>;  // >> of a negative signed value is arithmetic (C++20)
+      for (std::int64_t i = 0; i < n; ++i) {
+        const U s0 = static_cast<U>(b[i]);
+        const U s = s0 < bits ? s0 : static_cast<U>(bits - 1);
+        y[i] = static_cast<T>(static_cast<S>(a[i]) >> s);
+      }
+      return;
+    }
+  }
+}
+#if TIDU_FM_DISPATCH
+template <class T>
+TIDU_FM_CLONE_AVX2 inline void shift_avx2(Op op, const T* a, const T* b, T* y, std::int64_t n) {
+  shift_loop<T>(op, a, b, y, n);
+}
+template <class T>
+TIDU_FM_CLONE_AVX512 inline void shift_avx512(Op op, const T* a, const T* b, T* y, std::int64_t n) {
+  shift_loop<T>(op, a, b, y, n);
+}
+#endif
+
+// Bitwise and, or, xor, not of integers and bools; shifts of integers as XLA defines them (and
+// jax): a shift by a negative amount or by the bit width or more gives 0 (left, logical right)
+// or the sign (arithmetic right), never C++'s undefined behaviour.
 template <class T>
 inline bool bitwise_binary(Op op, const T* a, const T* b, T* y, std::int64_t n) {
   if constexpr (is_int_v<T> || std::is_same_v<T, bool>) {
@@ -160,25 +207,16 @@ inline bool bitwise_binary(Op op, const T* a, const T* b, T* y, std::int64_t n) 
     }
   }
   if constexpr (is_int_v<T>) {
-    using U = std::make_unsigned_t<T>;
-    constexpr T bits = static_cast<T>(8 * sizeof(T));
-    switch (op) {
-      case Op::ShiftLeft:
-        for (std::int64_t i = 0; i < n; ++i)
-          y[i] = b[i] < 0 || b[i] >= bits ? T(0) : static_cast<T>(static_cast<U>(a[i]) << b[i]);
-        return true;
-      case Op::ShiftRightLogical:
-        for (std::int64_t i = 0; i < n; ++i)
-          y[i] = b[i] < 0 || b[i] >= bits ? T(0) : static_cast<T>(static_cast<U>(a[i]) >> b[i]);
-        return true;
-      case Op::ShiftRightArithmetic: {  // >> of a negative signed value is arithmetic (C++20);
-        using S = std::make_signed_t<T>;  // an unsigned T shifts its bits as signed, as XLA's
-        for (std::int64_t i = 0; i < n; ++i)
-          y[i] = static_cast<T>(static_cast<S>(a[i]) >> (b[i] < 0 || b[i] >= bits ? bits - 1 : b[i]));
-        return true;
-      }
+    if (op != Op::ShiftLeft && op != Op::ShiftRightLogical && op != Op::ShiftRightArithmetic) return false;
+#if TIDU_FM_DISPATCH
+    switch (fm::isa()) {
+      case fm::Isa::Avx512: shift_avx512<T>(op, a, b, y, n); return true;
+      case fm::Isa::Avx2: shift_avx2<T>(op, a, b, y, n); return true;
       default: break;
     }
+#endif
+    shift_loop<T>(op, a, b, y, n);
+    return true;
   }
   return false;
 }
@@ -588,12 +626,30 @@ inline void scatter(const T* src, const std::int64_t* shape, T* dst, std::int64_
 
 // ---- reductions ----
 
-// y (+)= x or y = max(y, x), NaN-propagating as numpy's.
+// What a reduction computes: a sum, a max or a min (ReduceSum, ReduceMax, ReduceMin).
+enum class Red : std::uint8_t { Sum, Max, Min };
+
+// Calls f with the kind as a compile-time constant (std::integral_constant<Red, ...>), so each
+// loop below is compiled once per kind with accumulate's choice folded away.
+template <class F>
+inline void with_red(Red kind, F&& f) {
+  switch (kind) {
+    case Red::Max: f(std::integral_constant<Red, Red::Max>{}); return;
+    case Red::Min: f(std::integral_constant<Red, Red::Min>{}); return;
+    default: f(std::integral_constant<Red, Red::Sum>{}); return;
+  }
+}
+
+// y (+)= x, y = max(y, x) or y = min(y, x), NaN-propagating as numpy's.
 template <class T>
-inline void accumulate(T& y, T x, bool is_max) {
+inline void accumulate(T& y, T x, Red kind) {
   if constexpr (!is_complex_v<T>) {
-    if (is_max) {
+    if (kind == Red::Max) {
       y = (x > y) | (x != x) ? x : y;  // branch-free: vectorizes over the inner kept axis
+      return;
+    }
+    if (kind == Red::Min) {
+      y = (x < y) | (x != x) ? x : y;
       return;
     }
   }
@@ -626,8 +682,8 @@ inline T row_sum(const T* x, std::int64_t n, T init) {
   return init + static_cast<T>(total);
 }
 
-template <class T>
-inline T row_max(const T* x, std::int64_t n, T init) {
+template <class T, bool MIN = false>
+inline T row_extreme(const T* x, std::int64_t n, T init) {
   constexpr int L = 16;
   T m[L];
   for (int k = 0; k < L; ++k) m[k] = init;
@@ -637,14 +693,15 @@ inline T row_max(const T* x, std::int64_t n, T init) {
 #if defined(__SSE2__)
   // The 16 lanes as SSE registers, NaN looked for in the same pass (GCC 12 does not vectorise
   // the loop below: 16 scalar maxss a step, then a second pass for NaN; 0.33 ns an element).
-  // _mm_max_ps(a, b) is a > b ? a : b, the loop's own expression, so the lanes hold the same values.
+  // _mm_max_ps(a, b) is a > b ? a : b (_mm_min_ps: a < b), the loop's own expression, so the lanes
+  // hold the same values.
   if constexpr (std::is_same_v<T, float>) {
     __m128 v[4], bad = _mm_setzero_ps();
     for (int q = 0; q < 4; ++q) v[q] = _mm_set1_ps(init);
     for (; i + L <= n; i += L)
       for (int q = 0; q < 4; ++q) {
         const __m128 a = _mm_loadu_ps(x + i + 4 * q);
-        v[q] = _mm_max_ps(a, v[q]);
+        v[q] = MIN ? _mm_min_ps(a, v[q]) : _mm_max_ps(a, v[q]);
         bad = _mm_or_ps(bad, _mm_cmpunord_ps(a, a));
       }
     for (int q = 0; q < 4; ++q) _mm_storeu_ps(m + 4 * q, v[q]);
@@ -655,7 +712,7 @@ inline T row_max(const T* x, std::int64_t n, T init) {
     for (; i + L <= n; i += L)
       for (int q = 0; q < 8; ++q) {
         const __m128d a = _mm_loadu_pd(x + i + 2 * q);
-        v[q] = _mm_max_pd(a, v[q]);
+        v[q] = MIN ? _mm_min_pd(a, v[q]) : _mm_max_pd(a, v[q]);
         bad = _mm_or_pd(bad, _mm_cmpunord_pd(a, a));
       }
     for (int q = 0; q < 8; ++q) _mm_storeu_pd(m + 2 * q, v[q]);
@@ -663,14 +720,24 @@ inline T row_max(const T* x, std::int64_t n, T init) {
   }
 #endif
   const std::int64_t checked = i;  // [0, checked) looked at for NaN already
+  // better(a, b): a replaces b (maxps / minps: a NaN a is skipped, found by the pass below)
+  auto better = [](T a, T b) { return MIN ? a < b : a > b; };
   for (; i + L <= n; i += L)
-    for (int k = 0; k < L; ++k) m[k] = x[i + k] > m[k] ? x[i + k] : m[k];  // maxps: NaN skipped
-  for (; i < n; ++i) m[0] = x[i] > m[0] ? x[i] : m[0];
+    for (int k = 0; k < L; ++k) m[k] = better(x[i + k], m[k]) ? x[i + k] : m[k];
+  for (; i < n; ++i) m[0] = better(x[i], m[0]) ? x[i] : m[0];
   T best = m[0];
-  for (int k = 1; k < L; ++k) best = m[k] > best ? m[k] : best;
+  for (int k = 1; k < L; ++k) best = better(m[k], best) ? m[k] : best;
   // then a pass over the rest of the row (in cache) for NaN, in an integer as wide as T (vectorizes)
   for (i = checked; i < n; ++i) nan |= static_cast<U>(x[i] != x[i]);
   return nan ? std::numeric_limits<T>::quiet_NaN() : best;
+}
+
+// One contiguous row's sum, max or min, started from init.
+template <class T>
+inline T row_reduce(const T* x, std::int64_t n, T init, Red kind) {
+  if (kind == Red::Max) return row_extreme<T, false>(x, n, init);
+  if (kind == Red::Min) return row_extreme<T, true>(x, n, init);
+  return row_sum(x, n, init);
 }
 
 // y[o, j] += sum_i x[o, i, j] over (outer, r, C) for rows of C = 2-4: groups of G outers keep
@@ -707,7 +774,7 @@ inline void short_kept_sum(const T* x, T* y, std::int64_t outer, std::int64_t r)
 // y holds the initial values.  False when the shape is not of that form.
 template <class T>
 inline bool reduce_blocked(const T* x, const std::int64_t* shape, std::uint32_t ndim, const bool* reduced,
-                           T* y, bool is_max) {
+                           T* y, Red kind) {
   std::int64_t size[3] = {1, 1, 1};  // outer kept, reduced, inner kept
   int part = 0;
   for (std::uint32_t k = 0; k < ndim; ++k) {
@@ -722,8 +789,8 @@ inline bool reduce_blocked(const T* x, const std::int64_t* shape, std::uint32_t 
     // per-row call, one plain loop per output, its sum in a register; rows of 2-4 with the
     // length known to the compiler, which then vectorises across outputs.  Each output still
     // adds its row in order.
-    auto rows = [&](auto len, auto max) {
-      constexpr bool M = decltype(max)::value;
+    auto rows = [&](auto len, auto K) {
+      constexpr Red M = decltype(K)::value;
       const std::int64_t rl = len;
       for (std::int64_t o = 0; o < outer; ++o) {
         T acc = y[o];
@@ -731,20 +798,18 @@ inline bool reduce_blocked(const T* x, const std::int64_t* shape, std::uint32_t 
         y[o] = acc;
       }
     };
-    auto by_len = [&](auto max) {
+    with_red(kind, [&](auto K) {
       switch (r) {
-        case 2: rows(std::integral_constant<std::int64_t, 2>{}, max); return;
-        case 3: rows(std::integral_constant<std::int64_t, 3>{}, max); return;
-        case 4: rows(std::integral_constant<std::int64_t, 4>{}, max); return;
-        default: rows(r, max); return;
+        case 2: rows(std::integral_constant<std::int64_t, 2>{}, K); return;
+        case 3: rows(std::integral_constant<std::int64_t, 3>{}, K); return;
+        case 4: rows(std::integral_constant<std::int64_t, 4>{}, K); return;
+        default: rows(r, K); return;
       }
-    };
-    if (is_max) by_len(std::true_type{});
-    else by_len(std::false_type{});
+    });
     return true;
   }
   if constexpr (is_float_v<T>) {
-    if (inner > 1 && inner <= 4 && outer > 1 && !is_max) {
+    if (inner > 1 && inner <= 4 && outer > 1 && kind == Red::Sum) {
       // Sums with kept rows of 2-4 (a force's sum over the middle axis of a (64, 64, 3) pair
       // array): the length known to the compiler and G outers' accumulators in registers, so
       // the G * inner independent sums run side by side without a store and reload per
@@ -766,15 +831,11 @@ inline bool reduce_blocked(const T* x, const std::int64_t* shape, std::uint32_t 
       T* yo = y + o0 * inner;
       const T* xo = x + o0 * r * inner;
       const std::int64_t step = r * inner;
-      if (is_max) {
+      with_red(kind, [&](auto K) {
         for (std::int64_t i = 0; i < r; ++i)
           for (std::int64_t q = 0; q < g; ++q)
-            for (std::int64_t j = 0; j < inner; ++j) accumulate(yo[q * inner + j], xo[q * step + i * inner + j], true);
-      } else {
-        for (std::int64_t i = 0; i < r; ++i)
-          for (std::int64_t q = 0; q < g; ++q)
-            for (std::int64_t j = 0; j < inner; ++j) accumulate(yo[q * inner + j], xo[q * step + i * inner + j], false);
-      }
+            for (std::int64_t j = 0; j < inner; ++j) accumulate(yo[q * inner + j], xo[q * step + i * inner + j], K());
+      });
     }
     return true;
   }
@@ -789,23 +850,20 @@ inline bool reduce_blocked(const T* x, const std::int64_t* shape, std::uint32_t 
         const std::int64_t w = std::min(W, inner - j0);
         T* yo = y + o * inner + j0;
         const T* xo = x + o * r * inner + j0;
-        if (is_max) {
+        with_red(kind, [&](auto K) {
           for (std::int64_t i = 0; i < r; ++i)
-            for (std::int64_t j = 0; j < w; ++j) accumulate(yo[j], xo[i * inner + j], true);
-        } else {
-          for (std::int64_t i = 0; i < r; ++i)
-            for (std::int64_t j = 0; j < w; ++j) accumulate(yo[j], xo[i * inner + j], false);
-        }
+            for (std::int64_t j = 0; j < w; ++j) accumulate(yo[j], xo[i * inner + j], K());
+        });
       }
     return true;
   }
   for (std::int64_t o = 0; o < outer; ++o) {  // one kept column: contiguous rows
     const T* xo = x + o * r;
     if constexpr (is_float_v<T>) {
-      y[o] = is_max ? row_max(xo, r, y[o]) : row_sum(xo, r, y[o]);
+      y[o] = row_reduce(xo, r, y[o], kind);
     } else {
       T acc = y[o];
-      for (std::int64_t i = 0; i < r; ++i) accumulate(acc, xo[i], is_max);
+      for (std::int64_t i = 0; i < r; ++i) accumulate(acc, xo[i], kind);
       y[o] = acc;
     }
   }
@@ -818,7 +876,7 @@ inline bool reduce_blocked(const T* x, const std::int64_t* shape, std::uint32_t 
 // into a run of outputs), not an odometer step per element (30x slower on (16, 64, 1024)).
 template <class T>
 inline void reduce_rows(const T* x, const std::int64_t* shape, std::uint32_t ndim, const bool* reduced, T* y,
-                        std::int64_t n, bool is_max) {
+                        std::int64_t n, Red kind) {
   std::int64_t sz[16], ost[16], idx[16] = {0};
   bool red[16];
   int m = 0;
@@ -832,7 +890,7 @@ inline void reduce_rows(const T* x, const std::int64_t* shape, std::uint32_t ndi
     }
   }
   if (m == 0) {
-    accumulate(y[0], x[0], is_max);
+    accumulate(y[0], x[0], kind);
     return;
   }
   for (std::int64_t k = m, s = 1; k-- > 0;) {
@@ -846,13 +904,13 @@ inline void reduce_rows(const T* x, const std::int64_t* shape, std::uint32_t ndi
     const T* xr = x + r * len;
     if (last_reduced) {
       if constexpr (is_float_v<T>) {
-        if (len < 16) {  // short rows (a 2x2 pooling window's): row_sum's / row_max's values
-          if (is_max) {  // without their 16 lanes
+        if (len < 16) {  // short rows (a 2x2 pooling window's): row_reduce's values
+          if (kind != Red::Sum) {  // without their 16 lanes
             T v = y[o];
             bool nan = v != v;
             for (std::int64_t j = 0; j < len; ++j) {
               nan |= xr[j] != xr[j];
-              v = xr[j] > v ? xr[j] : v;
+              v = (kind == Red::Max ? xr[j] > v : xr[j] < v) ? xr[j] : v;
             }
             y[o] = nan ? std::numeric_limits<T>::quiet_NaN() : v;
           } else {
@@ -861,20 +919,18 @@ inline void reduce_rows(const T* x, const std::int64_t* shape, std::uint32_t ndi
             y[o] = y[o] + t;
           }
         } else {
-          y[o] = is_max ? row_max(xr, len, y[o]) : row_sum(xr, len, y[o]);
+          y[o] = row_reduce(xr, len, y[o], kind);
         }
       } else {
         T acc = y[o];
-        for (std::int64_t j = 0; j < len; ++j) accumulate(acc, xr[j], is_max);
+        for (std::int64_t j = 0; j < len; ++j) accumulate(acc, xr[j], kind);
         y[o] = acc;
       }
     } else {
       T* yr = y + o;
-      if (is_max) {
-        for (std::int64_t j = 0; j < len; ++j) accumulate(yr[j], xr[j], true);
-      } else {
-        for (std::int64_t j = 0; j < len; ++j) accumulate(yr[j], xr[j], false);
-      }
+      with_red(kind, [&](auto K) {
+        for (std::int64_t j = 0; j < len; ++j) accumulate(yr[j], xr[j], K());
+      });
     }
     for (int k = m - 1; k-- > 0;) {
       o += ost[k];
@@ -885,10 +941,10 @@ inline void reduce_rows(const T* x, const std::int64_t* shape, std::uint32_t ndi
   }
 }
 
-// y[kept index] (+)= x over `axes`; is_max selects max instead of sum.
+// y[kept index] = the sum, max or min of x over `axes` (kind; Max and Min of real values only).
 template <class T>
 inline void reduce(const T* x, const std::int64_t* shape, std::uint32_t ndim, const std::int64_t* axes,
-                   std::int64_t n_axes, T* y, std::int64_t n_out, bool is_max) {
+                   std::int64_t n_axes, T* y, std::int64_t n_out, Red kind) {
   bool reduced[16] = {false};
   for (std::int64_t a = 0; a < n_axes; ++a) reduced[axes[a]] = true;
   // Output stride of each input axis (0 along reduced axes).
@@ -899,35 +955,27 @@ inline void reduce(const T* x, const std::int64_t* shape, std::uint32_t ndim, co
   }
   std::int64_t n = 1;
   for (std::uint32_t k = 0; k < ndim; ++k) n *= shape[k];
+  T init = T(0);
   if constexpr (!is_complex_v<T> && !std::is_same_v<T, bool>) {
-    if (is_max) {
-      for (std::int64_t i = 0; i < n_out; ++i) y[i] = std::numeric_limits<T>::lowest();
-      if constexpr (is_float_v<T>)
-        for (std::int64_t i = 0; i < n_out; ++i) y[i] = -std::numeric_limits<T>::infinity();
+    if constexpr (is_float_v<T>) {
+      if (kind != Red::Sum) init = kind == Red::Max ? -std::numeric_limits<T>::infinity()
+                                                    : std::numeric_limits<T>::infinity();
+    } else {
+      if (kind != Red::Sum) init = kind == Red::Max ? std::numeric_limits<T>::lowest()
+                                                    : std::numeric_limits<T>::max();
     }
   }
-  if (!is_max)
-    for (std::int64_t i = 0; i < n_out; ++i) y[i] = T(0);
+  for (std::int64_t i = 0; i < n_out; ++i) y[i] = init;
   if (n == 0) return;
   if constexpr (!std::is_same_v<T, bool>) {
-    if (reduce_blocked(x, shape, ndim, reduced, y, is_max)) return;
-    reduce_rows(x, shape, ndim, reduced, y, n, is_max);
+    if (reduce_blocked(x, shape, ndim, reduced, y, kind)) return;
+    reduce_rows(x, shape, ndim, reduced, y, n, kind);
     return;
   }
   std::int64_t idx[16] = {0};
   std::int64_t o = 0;
   for (std::int64_t i = 0; i < n; ++i) {
-    if constexpr (!is_complex_v<T> && !std::is_same_v<T, bool>) {
-      if (is_max) {
-        if (x[i] > y[o] || x[i] != x[i]) y[o] = x[i];
-      } else if constexpr (is_int_v<T>) {
-        y[o] = wrap_add(y[o], x[i]);
-      } else {
-        y[o] += x[i];
-      }
-    } else {
-      if constexpr (!std::is_same_v<T, bool>) y[o] += x[i];
-    }
+    if constexpr (!std::is_same_v<T, bool>) accumulate(y[o], x[i], kind);
     for (std::int64_t k = static_cast<std::int64_t>(ndim) - 1; k >= 0; --k) {
       o += ostride[k];
       if (++idx[k] < shape[k]) break;
@@ -941,14 +989,14 @@ inline void reduce(const T* x, const std::int64_t* shape, std::uint32_t ndim, co
 template <class T>
 TIDU_FM_CLONE_AVX2 inline void reduce_avx2(const T* x, const std::int64_t* shape, std::uint32_t ndim,
                                            const std::int64_t* axes, std::int64_t n_axes, T* y,
-                                           std::int64_t n_out, bool is_max) {
-  reduce<T>(x, shape, ndim, axes, n_axes, y, n_out, is_max);
+                                           std::int64_t n_out, Red kind) {
+  reduce<T>(x, shape, ndim, axes, n_axes, y, n_out, kind);
 }
 template <class T>
 TIDU_FM_CLONE_AVX512 inline void reduce_avx512(const T* x, const std::int64_t* shape, std::uint32_t ndim,
                                                const std::int64_t* axes, std::int64_t n_axes, T* y,
-                                               std::int64_t n_out, bool is_max) {
-  reduce<T>(x, shape, ndim, axes, n_axes, y, n_out, is_max);
+                                               std::int64_t n_out, Red kind) {
+  reduce<T>(x, shape, ndim, axes, n_axes, y, n_out, kind);
 }
 #endif
 
@@ -956,17 +1004,17 @@ TIDU_FM_CLONE_AVX512 inline void reduce_avx512(const T* x, const std::int64_t* s
 // same order on every variant (no FMA, no reassociation), so the same values.
 template <class T>
 inline void reduce_simd(const T* x, const std::int64_t* shape, std::uint32_t ndim, const std::int64_t* axes,
-                        std::int64_t n_axes, T* y, std::int64_t n_out, bool is_max) {
+                        std::int64_t n_axes, T* y, std::int64_t n_out, Red kind) {
 #if TIDU_FM_DISPATCH
   if constexpr (is_float_v<T> || is_int_v<T>) {
     switch (fm::isa()) {
-      case fm::Isa::Avx512: reduce_avx512<T>(x, shape, ndim, axes, n_axes, y, n_out, is_max); return;
-      case fm::Isa::Avx2: reduce_avx2<T>(x, shape, ndim, axes, n_axes, y, n_out, is_max); return;
+      case fm::Isa::Avx512: reduce_avx512<T>(x, shape, ndim, axes, n_axes, y, n_out, kind); return;
+      case fm::Isa::Avx2: reduce_avx2<T>(x, shape, ndim, axes, n_axes, y, n_out, kind); return;
       default: break;
     }
   }
 #endif
-  reduce<T>(x, shape, ndim, axes, n_axes, y, n_out, is_max);
+  reduce<T>(x, shape, ndim, axes, n_axes, y, n_out, kind);
 }
 
 // The float32 sums of a chain's tail reduction (interpreter.hpp) in float64: d[k] += v[k], and a

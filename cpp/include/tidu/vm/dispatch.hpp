@@ -163,7 +163,7 @@ inline void run_instr(const Program& p, Workspace& ws, std::size_t idx) {
       visit_dtype(out.dtype, [&](auto t) {
         using T = decltype(t);
         kern::reduce_simd<T>(static_cast<const T*>(ptr[a[0]]), p.shape(a[0]), x0.ndim, at + 1, at[0],
-                        static_cast<T*>(y), out.size, in.op == Op::ReduceMax);
+                             static_cast<T*>(y), out.size, in.op == Op::ReduceMax ? kern::Red::Max : kern::Red::Sum);
       });
       return;
     case Op::Reshape:  // (a caller may pass null for an empty buffer: no mem* call on 0 bytes)
@@ -301,7 +301,21 @@ inline void run_instr(const Program& p, Workspace& ws, std::size_t idx) {
     case Op::Gather: case Op::Scatter: case Op::DynamicSlice: case Op::DynamicUpdateSlice:  // gather.hpp
       kern::run_indexing(in.op, p, a, at, out, in.out, y, ptr);
       return;
-    case Op::ReduceMin: case Op::ReduceProd: case Op::ReduceAnd: case Op::ReduceOr: case Op::ArgMax:
+    case Op::ReduceMin: {  // of real values (validate.hpp): the loops of ReduceSum and ReduceMax
+      bool done = false;
+      visit_dtype(out.dtype, [&](auto t) {
+        using T = decltype(t);
+        if constexpr (!kern::is_complex_v<T> && !std::is_same_v<T, bool>) {
+          kern::reduce_simd<T>(static_cast<const T*>(ptr[a[0]]), p.shape(a[0]), x0.ndim, at + 1, at[0],
+                               static_cast<T*>(y), out.size, kern::Red::Min);
+          done = true;
+        }
+      });
+      if (done) return;
+      kern::run_sort_scan(in.op, p, a, in.n_in, at, in.out, y, ptr);  // reports the dtype
+      return;
+    }
+    case Op::ReduceProd: case Op::ReduceAnd: case Op::ReduceOr: case Op::ArgMax:
     case Op::ArgMin: case Op::Cumsum: case Op::Cumprod: case Op::Cummax: case Op::Cummin:
     case Op::LinearScan: case Op::Sort:  // sort_scan.hpp
       kern::run_sort_scan(in.op, p, a, in.n_in, at, in.out, y, ptr);

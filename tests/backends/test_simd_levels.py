@@ -1,0 +1,100 @@
+"""Kernels compiled once per instruction set (fastmath.hpp's isa(): the baseline, AVX2, AVX-512)
+give the same values on each: every variant the CPU has is run in a subprocess with TIDU_SIMD
+set, against numpy's values.  Covered here: the shifts (a shift amount per element, negative and
+past the bit width included) and the sum / max / min reductions over every axis pattern their
+loops tell apart (a contiguous row, short rows, kept columns, short kept rows, a middle axis),
+with NaN where numpy propagates it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+_SCRIPT = r"""
+import sys
+import numpy as np
+import tidu as td
+
+rng = np.random.default_rng(3)
+outs = []
+for dt in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"):
+    info = np.iinfo(dt)
+    a = rng.integers(info.min, info.max, 300, dtype=dt, endpoint=True)
+    a[:4] = [info.min, info.max, 0, 1 if info.min == 0 else -1]
+    # amounts -3 .. bits + 2 (signed), 0 .. bits + 2 (unsigned), cycled over 300 values
+    lo = -3 if info.min else 0
+    s = (np.arange(300) % (info.bits + 3 - lo) + lo).astype(dt)
+    outs += td.jit(lambda a, s: [td.lax.shift_left(a, s), td.lax.shift_right_logical(a, s),
+                                 td.lax.shift_right_arithmetic(a, s)], backend="cpu")(a, s)
+cases = [((37, 40), 0), ((37, 40), 1), ((37, 5), 1), ((8, 20, 5), 1), ((4, 6, 7), (0, 2)),
+         ((3, 1000), 1), ((1000,), 0), ((5, 3, 300), 1)]
+for shape, axis in cases:
+    for dt in ("float32", "float64", "int32", "int64", "uint8", "int8"):
+        if dt.startswith("float"):
+            x = rng.standard_normal(shape).astype(dt)
+            x.flat[rng.integers(0, x.size, max(1, x.size // 50))] = np.nan
+        else:
+            info = np.iinfo(dt)
+            x = rng.integers(info.min, info.max, shape, dtype=dt, endpoint=True)
+        outs += td.jit(lambda x: [td.sum(x, axis=axis, dtype=x.dtype), td.max(x, axis=axis), td.min(x, axis=axis)],
+                       backend="cpu")(x)
+np.savez(sys.argv[1], *[np.asarray(o) for o in outs])
+"""
+
+
+def _reference():
+    """The same values by numpy (shifts as XLA defines them past the bit width)."""
+    rng = np.random.default_rng(3)
+    outs = []
+    for dt in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"):
+        info = np.iinfo(dt)
+        a = rng.integers(info.min, info.max, 300, dtype=dt, endpoint=True)
+        a[:4] = [info.min, info.max, 0, 1 if info.min == 0 else -1]
+        lo = -3 if info.min else 0
+        s = (np.arange(300) % (info.bits + 3 - lo) + lo).astype(dt)
+        u = a.view(f"uint{info.bits}")
+        sv = s.astype(np.int64)
+        inside = (sv >= 0) & (sv < info.bits)
+        sc = np.where(inside, sv, 0).astype(u.dtype)
+        left = np.where(inside, u << sc, 0).astype(u.dtype).view(dt)
+        logical = np.where(inside, u >> sc, 0).astype(u.dtype).view(dt)
+        signed = a.view(f"int{info.bits}")
+        arith = (signed >> np.where(inside, sv, info.bits - 1).astype(signed.dtype)).view(dt)
+        outs += [left, logical, arith]
+    cases = [((37, 40), 0), ((37, 40), 1), ((37, 5), 1), ((8, 20, 5), 1), ((4, 6, 7), (0, 2)),
+             ((3, 1000), 1), ((1000,), 0), ((5, 3, 300), 1)]
+    for shape, axis in cases:
+        for dt in ("float32", "float64", "int32", "int64", "uint8", "int8"):
+            if dt.startswith("float"):
+                x = rng.standard_normal(shape).astype(dt)
+                x.flat[rng.integers(0, x.size, max(1, x.size // 50))] = np.nan
+                outs += [np.sum(x, axis=axis, dtype=dt), np.max(x, axis=axis), np.min(x, axis=axis)]
+            else:
+                info = np.iinfo(dt)
+                x = rng.integers(info.min, info.max, shape, dtype=dt, endpoint=True)
+                outs += [np.sum(x, axis=axis, dtype=dt), np.max(x, axis=axis), np.min(x, axis=axis)]
+    return outs
+
+
+@pytest.mark.parametrize("level", ["generic", "avx2", "avx512"])
+def test_shifts_and_reductions_per_simd_level(tmp_path, level):
+    out = tmp_path / f"{level}.npz"
+    res = subprocess.run([sys.executable, "-c", _SCRIPT, str(out)], capture_output=True, timeout=300,
+                         text=True, env=dict(os.environ, TIDU_SIMD=level))
+    assert res.returncode == 0, res.stderr[-2000:]
+    with np.load(out) as f:
+        got = [f[k] for k in sorted(f.files, key=lambda k: int(k.split("_")[1]))]
+    want = _reference()
+    assert len(got) == len(want)
+    for i, (g, w) in enumerate(zip(got, want)):
+        assert g.dtype == w.dtype, (i, g.dtype, w.dtype)
+        if g.dtype.kind == "f":
+            # sums in 16 interleaved lanes, not numpy's pairwise order: close, not equal
+            np.testing.assert_allclose(g, w, rtol=2e-6 if g.dtype == np.float32 else 1e-13,
+                                       atol=1e-4 if g.dtype == np.float32 else 1e-12, err_msg=str(i))
+        else:
+            np.testing.assert_array_equal(g, w, err_msg=f"output {i} at TIDU_SIMD={level}")
