@@ -59,6 +59,9 @@ VALUES = {
     "sum_where_initial": (lambda m, x: m.sum(x, axis=1, initial=1.5, where=M), X, True),
     "sum_dtype": (lambda m, x: m.sum(x, axis=0, dtype=m.float32), X, False),
     "sum_int_no_promote": (lambda m, x: m.sum(x, axis=1, promote_integers=False), XI, False),
+    # dtype= of an integer sum/prod is the result's dtype (not promoted to int64)
+    "sum_int_dtype": (lambda m, x: m.sum(x * 1000, axis=0, dtype=m.int16), XI, False),
+    "prod_int_dtype": (lambda m, x: m.prod(x + 9, axis=1, dtype=m.uint8), XI, False),
     "sum_int_where": (lambda m, x: m.sum(x, where=M), XI, False),
     "prod_where_initial": (lambda m, x: m.prod(x, axis=0, initial=2.0, where=M), X, True),
     "max_where_initial": (lambda m, x: m.max(x, axis=1, initial=-0.25, where=M), X, True),

@@ -55,6 +55,13 @@ def _keep_small_ints(y, x, promote_integers: bool):
     return T.astype(y, x.dtype if x.dtype != BOOL else np.dtype("int64"))
 
 
+def _as_dtype(y, dtype):
+    """An integer sum/prod with ``dtype=`` given is of that dtype, as jax's (the int64
+    accumulation wraps to the same bits)."""
+    dt = np.dtype(dtype)
+    return y if y.dtype == dt else T.astype(y, dt)
+
+
 def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,  # noqa: A001
         promote_integers=True):
     """``jnp.sum``: over ``axis`` (all when None) of the elements where ``where`` holds, plus
@@ -62,8 +69,7 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=
     _no_out(out, "sum")
     x = _prepared(a, dtype, "sum")
     y = T.sum(_mask(x, where, 0, "sum"), axis, keepdims)
-    if dtype is None:
-        y = _keep_small_ints(y, x, promote_integers)
+    y = _keep_small_ints(y, x, promote_integers) if dtype is None else _as_dtype(y, dtype)
     return y if initial is None else y + np.asarray(initial, y.dtype)
 
 
@@ -73,8 +79,7 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where
     _no_out(out, "prod")
     x = _prepared(a, dtype, "prod")
     y = S.prod(_mask(x, where, 1, "prod"), axis, None, keepdims)
-    if dtype is None:
-        y = _keep_small_ints(y, x, promote_integers)
+    y = _keep_small_ints(y, x, promote_integers) if dtype is None else _as_dtype(y, dtype)
     return y if initial is None else y * np.asarray(initial, y.dtype)
 
 
