@@ -157,9 +157,14 @@ inline void eval(const Program& p, Workspace& ws, const void* const* inputs, voi
     for (std::size_t j = i; j < end; ++j)
       if (p.instrs[j].op == Op::Constant) detail::run_instr(p, ws, j);
     std::int64_t nblocks = (size + Program::kBlock - 1) / Program::kBlock;
-    // Blocks are independent: large chains split them over the machine's cores.
-    int threads = static_cast<int>(std::min<std::int64_t>(detail::cores(),
-                                                          nblocks / 64));
+    // Blocks are independent: large chains split them over the machine's cores, from about 64
+    // block-instructions a thread (a block-instruction is 0.3-2 us, a pool loop's start about
+    // 10 us): a chain of 8 instructions over 131k elements (64 blocks) takes 2 threads, one
+    // instruction needs 128 blocks.
+    std::int64_t ops = 0;
+    for (std::size_t j = i; j < end; ++j) ops += p.instrs[j].op != Op::Constant;
+    int threads = static_cast<int>(std::min<std::int64_t>(
+        detail::cores(), std::max<std::int64_t>(nblocks / 64, nblocks * ops / 256)));
     const std::size_t per_thread = std::size_t{p.max_locals} * Program::kBlock * Program::kMaxElemBytes;
     std::uint8_t* scratch = ws.chain_scratch(per_thread * static_cast<std::size_t>(std::max(threads, 1)));
     // A chain ending in a reduction (Program::tail_reduce): run r of kReduceRun blocks adds its
