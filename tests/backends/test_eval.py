@@ -563,6 +563,52 @@ def test_small_work_is_scheduled_out_of_chains_and_intermediates_take_no_arena()
         np.testing.assert_allclose(prog({"x": x, "y": y})[0], f(NS, x, y), rtol=1e-11, atol=1e-12)
 
 
+def test_leaf_broadcasts_join_their_readers_chain_and_small_work_does_not_cut_it():
+    """A large broadcast of a scalar or a vector waits for the instruction that reads it (not a
+    chain of broadcasts written out whole, ready long before their readers), and small work a
+    chain waits for (a reshape of a row of standard deviations) runs before the chain instead of
+    cutting it in two: corrcoef's scaling and clipping are one chain."""
+    x = np.random.default_rng(1).standard_normal((128, 96))
+    F = td.build(lambda x: td.corrcoef(x), x=td.spec(x.shape))
+    prog = td.compile(td.materialize_merge(td.resolve([F]), F.outputs), backend="cpu")
+    chains = prog.executable.native.array_chains
+    last = [ops for size, ops in chains if size == 128 * 128]
+    # the two divisions by the standard deviations and the clip, with their broadcasts
+    assert any(ops.count("Div") >= 2 and "Max" in ops and "Min" in ops for ops in last), chains
+    assert not any(set(ops) == {"BroadcastInDim"} for ops in last), chains
+    for _ in range(2):
+        np.testing.assert_allclose(prog({"x": x})[0], np.corrcoef(x), rtol=1e-12, atol=1e-12)
+
+
+def test_a_reshape_shares_its_operands_buffer():
+    """A reshape of an intermediate takes no buffer and copies nothing: the operand's buffer
+    serves both, and is freed only after the last reader of either (here the operand is read
+    again after the reshape, and the reshape is reshaped again)."""
+    def f(ns, x):
+        y = ns.sin(x) * 2.0                      # (300, 400), an intermediate
+        r = ns.reshape(y, (400, 300))
+        rr = ns.reshape(r, (120000,))
+        s = ns.sum(r, axis=0) + ns.sum(rr[::7])  # readers of both reshapes
+        z = ns.cos(y) + y * 3.0                  # the operand read after them
+        t = ns.exp(z) * 0.5                      # new values that must not take y's buffer early
+        return t + ns.reshape(rr, (300, 400)), s
+
+    x = np.linspace(-2, 2, 300 * 400).reshape(300, 400)
+    F = td.build(lambda x: f(td, x), x=td.spec((300, 400)))
+    prog = td.compile(td.materialize_merge(td.resolve([F]), F.outputs), backend="cpu")
+
+    class NS:
+        sin, cos, exp, sum, reshape = np.sin, np.cos, np.exp, np.sum, np.reshape
+
+    want = f(NS, x)
+    for _ in range(2):
+        got = prog({"x": x})
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(got[1], want[1], rtol=1e-11, atol=1e-9)
+    rep = prog.memory_report()
+    assert rep["arena_bytes"] <= 3 * 300 * 400 * 8, rep  # y, z's chain output and one more
+
+
 @pytest.mark.parametrize("dtype", INEXACT)
 @pytest.mark.parametrize("lc,rc,lb,rb,ls,rs", [
     ((1,), (0,), (), (), (40, 50), (50, 30)),          # A B

@@ -168,7 +168,7 @@ inline void run_instr(const Program& p, Workspace& ws, std::size_t idx) {
       return;
     case Op::Reshape:  // (a caller may pass null for an empty buffer: no mem* call on 0 bytes)
     case Op::BitcastConvertType:  // the same bytes read as another dtype (validate.hpp: equal sizes)
-      if (out.size) std::memmove(y, ptr[a[0]], p.nbytes(in.out));
+      if (out.size && y != ptr[a[0]]) std::memmove(y, ptr[a[0]], p.nbytes(in.out));  // plan.hpp: alias
       return;
     case Op::BroadcastInDim: {  // attrs: n, shape..., m, dims...
       if (x0.size == 1) {  // a fill

@@ -65,18 +65,85 @@ inline void Program::schedule() {
     else if (slots[instrs[i].out].size < kMinChainSize) small.push(i);
     else rest.push(i);
   };
-  auto ready = [&](std::uint32_t i) {
+  // Leaves: large broadcasts of small operands (a constant's fill, a row of means) and iotas.
+  // They wait, once ready, until an instruction that reads them is taken, and go right before
+  // it: in its chain they are block-local, where scheduled as soon as ready they formed a chain
+  // of their own and were written out whole (corrcoef's clip bounds: 65,536 elements each).
+  // Their readers count them as done from the moment they are ready.
+  std::vector<char> deferred(n, 0), emitted(n, 0);
+  auto is_leaf = [&](std::uint32_t i) {
     const Instr& in = instrs[i];
+    return cls[i] != 0 && (in.op == Op::Iota || (in.op == Op::BroadcastInDim && in.n_in == 1 &&
+                                                 slots[args[in.in_begin]].size < kMinChainSize));
+  };
+  std::function<void(std::uint32_t)> ready = [&](std::uint32_t i) {
+    const Instr& in = instrs[i];
+    if (is_leaf(i)) {
+      deferred[i] = 1;
+      for (std::uint32_t u = first[i]; u < first[i + 1]; ++u)
+        if (--waiting[users[u]] == 0) ready(users[u]);
+      return;
+    }
     if (current && in.n_in && slots[args[in.in_begin]].size == current && tail_reduce(in, current)) tails.push(i);
     else place(i);
   };
   auto end_chain = [&] {  // the chain's reductions that did not run at its end run as usual
     for (; !tails.empty(); tails.pop()) place(tails.top());
   };
-  for (std::uint32_t i = 0; i < n; ++i)
-    if (!waiting[i]) ready(i);
-  std::vector<Instr> order;
+  {
+    // (collected first: a ready leaf makes its readers ready, which the loop must not see again)
+    std::vector<std::uint32_t> sources;
+    for (std::uint32_t i = 0; i < n; ++i)
+      if (!waiting[i]) sources.push_back(i);
+    for (std::uint32_t i : sources) ready(i);
+  }
+  // The order as instruction indices, each with a key; sorted by key at the end.  A small
+  // instruction taken while a chain grows, reading nothing the chain wrote, is hoisted: its key
+  // puts it before the chain's first instruction, so that the chain is not cut in two where it
+  // ran (corrcoef's reshape of a row of standard deviations, between its two divisions).
+  std::vector<std::uint32_t> order;
+  std::vector<std::pair<std::int64_t, std::int64_t>> key;
   order.reserve(n);
+  key.reserve(n);
+  std::int64_t seq = 0, chain_seq = 0, hoisted = 0;
+  std::uint32_t chain_id = 1;
+  std::vector<std::uint32_t> made_in(slots.size(), 0);  // the chain that wrote a slot
+  auto put = [&](std::uint32_t i, bool hoist) {
+    emitted[i] = 1;
+    order.push_back(i);
+    if (hoist) {
+      key.emplace_back(chain_seq, hoisted++ - (std::int64_t{1} << 40));
+      return;
+    }
+    key.emplace_back(seq++, 0);
+    for (std::uint32_t k = 0; k < instrs[i].n_out; ++k) made_in[outs[instrs[i].out_begin + k]] = chain_id;
+  };
+  auto new_chain = [&] {
+    chain_seq = seq;
+    ++chain_id;
+  };
+  // i into the order, after the leaves it reads that are not in it yet (a leaf's own operand is
+  // in it already: the leaf was ready).
+  auto emit = [&](std::uint32_t i, bool hoist) {
+    const Instr& in = instrs[i];
+    for (std::uint32_t k = 0; k < in.n_in; ++k) {
+      const std::int64_t p = producer[args[in.in_begin + k]];
+      if (p >= 0 && deferred[p] && !emitted[p]) put(static_cast<std::uint32_t>(p), false);
+    }
+    put(i, hoist);
+    for (std::uint32_t u = first[i]; u < first[i + 1]; ++u)
+      if (--waiting[users[u]] == 0) ready(users[u]);
+  };
+  auto hoistable = [&](std::uint32_t i) {  // reads nothing the growing chain wrote
+    const Instr& in = instrs[i];
+    for (std::uint32_t k = 0; k < in.n_in; ++k) {
+      const std::uint32_t a = args[in.in_begin + k];
+      const std::int64_t p = producer[a];
+      if (made_in[a] == chain_id || (p >= 0 && deferred[p] && !emitted[p])) return false;
+    }
+    return true;
+  };
+  std::uint32_t next_leaf = 0;  // leaves nothing took (outputs): at the end, in program order
   while (order.size() < n) {
     Heap* from = nullptr;
     auto it = chained.find(current);
@@ -87,12 +154,16 @@ inline void Program::schedule() {
       tails.pop();
       end_chain();
       current = 0;
-      order.push_back(instrs[i]);
-      for (std::uint32_t u = first[i]; u < first[i + 1]; ++u)
-        if (--waiting[users[u]] == 0) ready(users[u]);
+      new_chain();
+      emit(i, false);
       continue;
     } else if (!small.empty()) {
-      from = &small;
+      const std::uint32_t i = small.top();
+      small.pop();
+      const bool hoist = current && hoistable(i);
+      emit(i, hoist);
+      if (current && !hoist) new_chain();  // the chain is cut here: what follows starts another
+      continue;
     } else {
       end_chain();
       // Large instructions that join no chain (a matrix product, a reduction) run before a
@@ -103,15 +174,27 @@ inline void Program::schedule() {
       if (!from)
         for (auto& [size, h] : chained)
           if (!h.empty() && (!from || h.top() < from->top())) from = &h, current = size;
-      if (!from) throw ProgramError("tidu program: instructions depend on each other in a cycle");
+      new_chain();
+      if (!from) {
+        while (next_leaf < n && !(deferred[next_leaf] && !emitted[next_leaf])) ++next_leaf;
+        if (next_leaf == n) throw ProgramError("tidu program: instructions depend on each other in a cycle");
+        put(next_leaf, false);
+        continue;
+      }
     }
     const std::uint32_t i = from->top();
     from->pop();
-    order.push_back(instrs[i]);
-    for (std::uint32_t u = first[i]; u < first[i + 1]; ++u)
-      if (--waiting[users[u]] == 0) ready(users[u]);
+    emit(i, false);
   }
-  instrs = std::move(order);
+  for (std::uint32_t k = 0; k < n; ++k)
+    if (!emitted[k]) throw ProgramError("tidu program: the schedule left out instruction " + std::to_string(k));
+  std::vector<std::uint32_t> pos(n);
+  for (std::uint32_t k = 0; k < n; ++k) pos[k] = k;
+  std::sort(pos.begin(), pos.end(), [&](std::uint32_t a, std::uint32_t b) { return key[a] < key[b]; });
+  std::vector<Instr> sorted;
+  sorted.reserve(n);
+  for (std::uint32_t k : pos) sorted.push_back(instrs[order[k]]);
+  instrs = std::move(sorted);
 }
 
 // Liveness-based plan: a slot's buffer returns to a free list after its last reader, and a
@@ -164,6 +247,31 @@ inline void Program::plan() {
   // buffer passes to the instruction's output (the accumulator of an in-place add).
   std::vector<char> virt(slots.size(), 0), keep(slots.size(), 0);
   fuse_pad_adds(last, is_input, const_slot, virt, keep);
+  // A reshape shares its operand's buffer: the same bytes in the same order, so nothing is
+  // copied (run_instr and run_block skip a copy onto itself).  Values are written once, so the
+  // two never differ; the buffer belongs to the group's root (the first operand) and is freed
+  // after the last read of any member.  Not for program inputs, outputs and constants (their
+  // buffers are the caller's, or pinned), chain-local values (block scratch) or an in-place
+  // accumulator (keep).
+  std::vector<std::uint32_t> root(slots.size());
+  for (std::uint32_t s = 0; s < root.size(); ++s) root[s] = s;
+  std::vector<char> member(slots.size(), 0);  // a reshape's output that uses its root's buffer
+  {
+    std::vector<char> is_output(slots.size(), 0);
+    for (std::uint32_t s : outputs) is_output[s] = 1;
+    for (std::size_t i = 0; i < instrs.size(); ++i) {
+      const Instr& in = instrs[i];
+      if (in.op != Op::Reshape || in.n_in != 1 || in.n_out != 1) continue;
+      const std::uint32_t a = args[in.in_begin], o = in.out;
+      if (is_input[a] || const_slot[a] || is_output[a] || local[a] >= 0 || virt[a] || keep[a] || is_output[o] ||
+          local[o] >= 0 || virt[o] || keep[o] || fused_pad[i] >= 0 || nbytes(a) != nbytes(o))
+        continue;
+      const std::uint32_t r = root[a];
+      root[o] = r;
+      member[o] = 1;
+      last[r] = std::max(last[r], last[o]);
+    }
+  }
   FreeList free_by_size;  // bytes -> offsets of free buffers
   std::uint64_t top = 0;
   naive_bytes = 0;
@@ -181,6 +289,8 @@ inline void Program::plan() {
         naive_bytes = checked::kMaxBytes;  // a report only: saturates
       if (fused_pad[i] >= 0) {  // accumulates in place: the accumulator's buffer is its own
         slots[o].offset = slots[fused_acc(i)].offset;
+      } else if (member[o]) {  // a reshape: its operand's buffer
+        slots[o].offset = slots[root[o]].offset;
       } else if (local[o] >= 0 || virt[o]) {  // lives in the chain's block scratch, or nowhere
         slots[o].offset = 0;
       } else if (pinned || !free_by_size.take(b, slots[o].offset)) {
@@ -192,7 +302,8 @@ inline void Program::plan() {
     }
     // Free operands whose last reader is this instruction (the absorbed pad's operand is
     // read here, not at the pad).
-    auto free_if_last = [&](std::uint32_t a) {
+    auto free_if_last = [&](std::uint32_t s) {
+      const std::uint32_t a = root[s];  // a reshape's buffer is its root's, freed with the group
       if (last[a] == static_cast<std::int64_t>(i) && !is_input[a] && !is_const(a) && local[a] < 0 &&
           !virt[a] && !keep[a]) {
         last[a] = -2;  // freed once even when read twice by this instruction
@@ -203,7 +314,8 @@ inline void Program::plan() {
     if (fused_pad[i] >= 0) free_if_last(args[instrs[fused_pad[i]].in_begin]);
     for (std::uint32_t k = 0; k < ins.n_out; ++k) {  // outputs nothing reads
       const std::uint32_t o = outs[ins.out_begin + k];
-      if (last[o] == -1 && !pinned && local[o] < 0 && !virt[o]) free_by_size.give(align(nbytes(o)), slots[o].offset);
+      if (last[o] == -1 && !pinned && local[o] < 0 && !virt[o] && !member[o])
+        free_by_size.give(align(nbytes(o)), slots[o].offset);
     }
   }
   arena_bytes = top;
