@@ -1258,16 +1258,49 @@ inline bool dot_blas(const T* x, const T* w, T* y, const DotTables& t) {
   if (sy && x == w && M == N && K > 1 && t.lb == t.rb && t.lda == t.ldb &&
       ((t.ta == kNoTrans && t.tb == kTrans) || (t.ta == kTrans && t.tb == kNoTrans))) {
     // op(A) op(A)^T of one operand read twice (x x^T, or x^T x): SYRK computes the upper
-    // triangle, half a GEMM's multiply-adds, in one call per batch on this thread (a GEMM's
-    // row tiles over two threads finish no sooner and cost twice the CPU); the lower triangle
-    // is mirrored, so the result is exactly symmetric, as numpy's x @ x.T (which does the same).
+    // triangle, half a GEMM's multiply-adds; the lower triangle is mirrored, so the result is
+    // exactly symmetric, as numpy's x @ x.T (which does the same).  Half a GEMM's work decides
+    // the threads: with two or more, the rows and columns are cut into P = 2 x threads ranges,
+    // and the upper triangle's blocks are the chunks: an off-diagonal block a GEMM, a diagonal
+    // block a SYRK (half the work: taken last), each mirrored by its own chunk.
     const auto f = reinterpret_cast<real_syrk_t<T>>(sy);
-    for (std::int64_t b = 0; b < nb; ++b) {
+    const auto g = reinterpret_cast<real_gemm_t<T>>(fn);
+    const std::int64_t sthreads = std::min<std::int64_t>(
+        {hw, static_cast<std::int64_t>(std::min(work / 2 / kParallelGemm, 1e6)), std::max<std::int64_t>(nb, N / 64)});
+    const std::int64_t P = sthreads > 1 && nb == 1 ? sthreads : 1;
+    const std::int64_t offdiag = P * (P - 1) / 2;
+    auto edge = [&](std::int64_t q) { return q * N / P; };
+    auto block = [&](std::int64_t b, std::int64_t c) {  // chunk c of batch b: off-diagonal first
+      std::int64_t bi = 0, bj = 0;
+      if (c < offdiag) {
+        std::int64_t r = c;
+        while (r >= P - 1 - bi) r -= P - 1 - bi++;
+        bj = bi + 1 + r;
+      } else {
+        bi = bj = c - offdiag;
+      }
+      const std::int64_t i0 = edge(bi), i1 = edge(bi + 1), j0 = edge(bj), j1 = edge(bj + 1);
+      const T* A = x + t.lb[b];
       T* C = y + b * N * N;
-      f(kRowMajor, kUpperTriangle, t.ta, static_cast<int>(N), static_cast<int>(K), T(1), x + t.lb[b], t.lda, T(0), C,
-        static_cast<int>(N));
-      for (std::int64_t i = 1; i < N; ++i)
-        for (std::int64_t j = 0; j < i; ++j) C[i * N + j] = C[j * N + i];
+      const std::int64_t step = t.ta == kNoTrans ? t.lda : 1;  // one row of op(A)
+      if (bi == bj) {
+        f(kRowMajor, kUpperTriangle, t.ta, static_cast<int>(i1 - i0), static_cast<int>(K), T(1), A + i0 * step,
+          t.lda, T(0), C + i0 * N + i0, static_cast<int>(N));
+        for (std::int64_t i = i0 + 1; i < i1; ++i)
+          for (std::int64_t j = i0; j < i; ++j) C[i * N + j] = C[j * N + i];
+      } else {
+        g(kRowMajor, t.ta, t.ta == kNoTrans ? kTrans : kNoTrans, static_cast<int>(i1 - i0),
+          static_cast<int>(j1 - j0), static_cast<int>(K), T(1), A + i0 * step, t.lda, A + j0 * step, t.lda, T(0),
+          C + i0 * N + j0, static_cast<int>(N));
+        for (std::int64_t j = j0; j < j1; ++j)
+          for (std::int64_t i = i0; i < i1; ++i) C[j * N + i] = C[i * N + j];
+      }
+    };
+    const std::int64_t per = offdiag + P;
+    if (P == 1) {
+      for (std::int64_t b = 0; b < nb; ++b) block(b, 0);
+    } else {
+      detail::parallel_chunks(per, static_cast<int>(sthreads), [&](std::int64_t c, int) { block(0, c); });
     }
     return true;
   }
