@@ -53,6 +53,7 @@ CASES = {
     "isclose_inf": (lambda L, x: L.isclose(x, L.where(x > 0, np.inf, x)), [X]),
     "allclose": (lambda L, x: L.allclose(x, x * (1 + 1e-7)), [X]),
     "count_nonzero": (lambda L, x: L.count_nonzero(L.where(x > 0, x, 0), axis=0), [X]),
+    "count_nonzero_bool": (lambda L, x: L.count_nonzero(x > 0.3, axis=1), [X]),
     "ptp": (lambda L, x: L.ptp(x, axis=1), [X]),
     "average": (lambda L, x: L.average(x, axis=1), [X]),
     "average_w": (lambda L, x: L.average(x, axis=1, weights=np.arange(1.0, 6.0)), [X]),

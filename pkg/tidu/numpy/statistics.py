@@ -175,7 +175,8 @@ def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
 @_numpy_outside(np.count_nonzero)
 def count_nonzero(a, axis=None, keepdims=False):
     x = _tr(a)
-    return T.sum(T.astype(_compare("NE", x, 0), np.int64), axis, keepdims)
+    nonzero = x if x.dtype == BOOL else _compare("NE", x, 0)  # a bool array is its own mask
+    return T.sum(T.astype(nonzero, np.int64), axis, keepdims)
 
 
 @_numpy_outside(np.ptp)
