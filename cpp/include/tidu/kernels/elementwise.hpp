@@ -221,9 +221,11 @@ inline bool bitwise_binary(Op op, const T* a, const T* b, T* y, std::int64_t n) 
   return false;
 }
 
+// Integer add, subtract, multiply (wrapping) and the max/min of real values: plain loops, each
+// compiled per instruction set below (the baseline's SSE2 has no 64-bit compare or multiply, and
+// 16-byte vectors).  Exact operations: every variant gives the same bits.
 template <class T>
-inline bool binary(Op op, const T* a, const T* b, T* y, std::int64_t n) {
-  if (is_bitwise(op)) return bitwise_binary<T>(op, a, b, y, n);
+inline bool plain_binary_loop(Op op, const T* a, const T* b, T* y, std::int64_t n) {
   if constexpr (is_int_v<T>) {
     switch (op) {
       case Op::Add: for (std::int64_t i = 0; i < n; ++i) y[i] = wrap_add(a[i], b[i]); return true;
@@ -232,6 +234,95 @@ inline bool binary(Op op, const T* a, const T* b, T* y, std::int64_t n) {
       default: break;
     }
   }
+  if constexpr (!is_complex_v<T> && !std::is_same_v<T, bool>) {
+    switch (op) {  // numpy's maximum/minimum propagate NaN
+      case Op::Max: for (std::int64_t i = 0; i < n; ++i) y[i] = binary_op<Op::Max>(a[i], b[i]); return true;
+      case Op::Min: for (std::int64_t i = 0; i < n; ++i) y[i] = binary_op<Op::Min>(a[i], b[i]); return true;
+      default: break;
+    }
+  }
+  return false;
+}
+
+// a < b and the other comparisons, into bytes.
+template <class T>
+inline bool compare_loop(Cmp c, const T* a, const T* b, bool* y, std::int64_t n) {
+  switch (c) {
+    case Cmp::EQ: for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] == b[i]; return true;
+    case Cmp::NE: for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] != b[i]; return true;
+    default: break;
+  }
+  if constexpr (!is_complex_v<T>) {
+    switch (c) {
+      case Cmp::LT: for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] < b[i]; return true;
+      case Cmp::LE: for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] <= b[i]; return true;
+      case Cmp::GT: for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] > b[i]; return true;
+      case Cmp::GE: for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] >= b[i]; return true;
+      default: break;
+    }
+  }
+  return false;
+}
+
+#if TIDU_FM_DISPATCH
+inline bool has_avx512bw() {
+  static const bool yes = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512bw") != 0;
+  }();
+  return yes;
+}
+#define TIDU_CLONE_AVX512BW __attribute__((flatten, target("avx512f,avx512dq,avx512vl,avx512bw,avx2")))
+template <class T>
+TIDU_FM_CLONE_AVX2 inline bool plain_binary_avx2(Op op, const T* a, const T* b, T* y, std::int64_t n) {
+  return plain_binary_loop<T>(op, a, b, y, n);
+}
+template <class T>
+TIDU_CLONE_AVX512BW inline bool plain_binary_avx512(Op op, const T* a, const T* b, T* y, std::int64_t n) {
+  return plain_binary_loop<T>(op, a, b, y, n);
+}
+template <class T>
+TIDU_FM_CLONE_AVX2 inline bool compare_avx2(Cmp c, const T* a, const T* b, bool* y, std::int64_t n) {
+  return compare_loop<T>(c, a, b, y, n);
+}
+template <class T>
+TIDU_CLONE_AVX512BW inline bool compare_avx512(Cmp c, const T* a, const T* b, bool* y, std::int64_t n) {
+  return compare_loop<T>(c, a, b, y, n);
+}
+#endif
+
+// The variant of a loop for the CPU's widest vectors (fastmath.hpp's isa(); AVX-512 with byte
+// masks only where the CPU has AVX512BW, else AVX2).
+enum class Width : int { Base, Avx2, Avx512 };
+inline Width loop_width() {
+#if TIDU_FM_DISPATCH
+  switch (fm::isa()) {
+    case fm::Isa::Avx512: return has_avx512bw() ? Width::Avx512 : Width::Avx2;
+    case fm::Isa::Avx2: return Width::Avx2;
+    default: break;
+  }
+#endif
+  return Width::Base;
+}
+
+template <class T>
+inline bool plain_binary(Op op, const T* a, const T* b, T* y, std::int64_t n) {
+#if TIDU_FM_DISPATCH
+  if constexpr (std::is_arithmetic_v<T>) {
+    switch (loop_width()) {
+      case Width::Avx512: return plain_binary_avx512<T>(op, a, b, y, n);
+      case Width::Avx2: return plain_binary_avx2<T>(op, a, b, y, n);
+      default: break;
+    }
+  }
+#endif
+  return plain_binary_loop<T>(op, a, b, y, n);
+}
+
+template <class T>
+inline bool binary(Op op, const T* a, const T* b, T* y, std::int64_t n) {
+  if (is_bitwise(op)) return bitwise_binary<T>(op, a, b, y, n);
+  if (plain_binary<T>(op, a, b, y, n)) return true;
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
     switch (op) {  // fastmath.hpp: the CPU's widest vectors
       case Op::Add: fm::arith<fm::Arith::Add>(a, b, y, n); return true;
@@ -256,33 +347,26 @@ inline bool binary(Op op, const T* a, const T* b, T* y, std::int64_t n) {
       default: break;
     }
   }
-  if constexpr (!is_complex_v<T> && !std::is_same_v<T, bool>) {
-    switch (op) {  // numpy's maximum/minimum propagate NaN
-      case Op::Max: for (std::int64_t i = 0; i < n; ++i) y[i] = binary_op<Op::Max>(a[i], b[i]); return true;
-      case Op::Min: for (std::int64_t i = 0; i < n; ++i) y[i] = binary_op<Op::Min>(a[i], b[i]); return true;
-      default: break;
-    }
-  }
   return math_binary<T>(op, a, b, y, n);  // math.hpp: Rem, Atan2, integer Div
 }
 
 template <class T>
 inline void compare(Cmp c, const T* a, const T* b, bool* y, std::int64_t n) {
-  switch (c) {
-    case Cmp::EQ: for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] == b[i]; return;
-    case Cmp::NE: for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] != b[i]; return;
-    default: break;
-  }
-  if constexpr (!is_complex_v<T>) {
-    switch (c) {
-      case Cmp::LT: for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] < b[i]; return;
-      case Cmp::LE: for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] <= b[i]; return;
-      case Cmp::GT: for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] > b[i]; return;
-      case Cmp::GE: for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] >= b[i]; return;
-      default: break;
+  bool done = false;
+#if TIDU_FM_DISPATCH
+  if constexpr (std::is_arithmetic_v<T>) {
+    switch (loop_width()) {
+      case Width::Avx512: done = compare_avx512<T>(c, a, b, y, n); break;
+      case Width::Avx2: done = compare_avx2<T>(c, a, b, y, n); break;
+      default: done = compare_loop<T>(c, a, b, y, n); break;
     }
+  } else {
+    done = compare_loop<T>(c, a, b, y, n);
   }
-  throw std::runtime_error("tidu: bad compare direction for this dtype");
+#else
+  done = compare_loop<T>(c, a, b, y, n);
+#endif
+  if (!done) throw std::runtime_error("tidu: bad compare direction for this dtype");
 }
 
 // r = c ? u : v elementwise. Both operands are loaded unconditionally and the mask read as bytes,
@@ -293,10 +377,12 @@ inline void compare(Cmp c, const T* a, const T* b, bool* y, std::int64_t n) {
 // that c is 0 or 1 -- into a branch, which a random mask mispredicts half the time (5 ns an
 // element for int64, e.g. the wrap of negative gather indices; 1 ns with the mask, whose 0/1 the
 // empty asm hides from the optimiser).
-template <class T>
+// (Wide = true: the AVX2 and AVX-512 variants, whose 64-bit blends GCC vectorises from the plain
+// form; the mask's barrier would keep them scalar too.)
+template <class T, bool Wide = false>
 inline void select_loop(const bool* c, const T* u, const T* v, T* r, std::int64_t n) {
   const auto* m = reinterpret_cast<const unsigned char*>(c);
-  if constexpr ((std::is_integral_v<T> && sizeof(T) == 8) || is_complex_v<T>) {
+  if constexpr (((std::is_integral_v<T> && sizeof(T) == 8) && !Wide) || is_complex_v<T>) {
     using U = std::uint64_t;  // complex values are blended as the 64-bit words of their bits
     constexpr std::size_t kWords = sizeof(T) / sizeof(U);
     static_assert(kWords * sizeof(U) == sizeof(T), "select: element size is not a multiple of 8");
@@ -334,24 +420,17 @@ inline void fill_loop(T* r, T v, std::int64_t n) {
 #if TIDU_FM_DISPATCH
 template <class T>
 TIDU_FM_TARGET_AVX2 inline void select_avx2(const bool* c, const T* u, const T* v, T* r, std::int64_t n) {
-  select_loop(c, u, v, r, n);
+  select_loop<T, true>(c, u, v, r, n);
 }
 template <class T>
 __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,avx2"))) inline void select_avx512(
     const bool* c, const T* u, const T* v, T* r, std::int64_t n) {
-  select_loop(c, u, v, r, n);
+  select_loop<T, true>(c, u, v, r, n);
 }
 template <class T>
 TIDU_FM_TARGET_AVX2 inline void fill_avx2(T* r, T v, std::int64_t n) { fill_loop(r, v, n); }
 template <class T>
 TIDU_FM_TARGET_AVX512 inline void fill_avx512(T* r, T v, std::int64_t n) { fill_loop(r, v, n); }
-inline bool has_avx512bw() {
-  static const bool yes = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512bw") != 0;
-  }();
-  return yes;
-}
 #endif
 
 // r = c ? u : v elementwise.
@@ -400,7 +479,7 @@ inline D saturating_int(S v) {
 }
 
 template <class S, class D>
-inline void convert(const S* x, D* y, std::int64_t n) {
+inline void convert_loop(const S* x, D* y, std::int64_t n) {
   if constexpr (std::is_same_v<S, bool> && !std::is_same_v<D, bool> && !is_complex_v<D>) {
     // A mask read as bytes (0 or 1): GCC loads a bool through a compare and branch, which kept
     // this loop scalar (1.3 ns an element for bool -> float32; a max gradient's tie count).
@@ -428,6 +507,29 @@ inline void convert(const S* x, D* y, std::int64_t n) {
       y[i] = static_cast<D>(x[i]);
     }
   }
+}
+
+#if TIDU_FM_DISPATCH
+template <class S, class D>
+TIDU_FM_CLONE_AVX2 inline void convert_avx2(const S* x, D* y, std::int64_t n) { convert_loop<S, D>(x, y, n); }
+template <class S, class D>
+TIDU_CLONE_AVX512BW inline void convert_avx512(const S* x, D* y, std::int64_t n) { convert_loop<S, D>(x, y, n); }
+#endif
+
+// Elementwise dtype conversion (XLA's: floats to integers saturate, NaN to 0), each real pair in
+// the CPU's widest vectors (exact or correctly rounded conversions: the same bits on each).
+template <class S, class D>
+inline void convert(const S* x, D* y, std::int64_t n) {
+#if TIDU_FM_DISPATCH
+  if constexpr (std::is_arithmetic_v<S> && std::is_arithmetic_v<D>) {
+    switch (loop_width()) {
+      case Width::Avx512: return convert_avx512<S, D>(x, y, n);
+      case Width::Avx2: return convert_avx2<S, D>(x, y, n);
+      default: break;
+    }
+  }
+#endif
+  convert_loop<S, D>(x, y, n);
 }
 
 // ---- strided copies (all shapes row-major) ----
@@ -1017,13 +1119,16 @@ inline void reduce_simd(const T* x, const std::int64_t* shape, std::uint32_t ndi
   reduce<T>(x, shape, ndim, axes, n_axes, y, n_out, kind);
 }
 
-// The float32 sums of a chain's tail reduction (interpreter.hpp) in float64: d[k] += v[k], and a
-// row's sum in 8 interleaved lanes combined pairwise.  Compiled once per instruction set (the
-// baseline's vectors hold two doubles); the same operations in the same order on each.
-inline void widen_add_loop(double* d, const float* v, std::int64_t n) {
+// The sums of a chain's tail reduction (interpreter.hpp) in float64, of float32 or float64
+// values: d[k] += v[k], and a row's sum in 8 interleaved lanes combined pairwise.  Compiled once
+// per instruction set (the baseline's vectors hold two doubles); the same operations in the same
+// order on each.
+template <class T>
+inline void widen_add_loop(double* d, const T* v, std::int64_t n) {
   for (std::int64_t k = 0; k < n; ++k) d[k] += static_cast<double>(v[k]);
 }
-inline double widen_sum_loop(const float* v, std::int64_t len) {
+template <class T>
+inline double widen_sum_loop(const T* v, std::int64_t len) {
   double lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   std::int64_t k = 0;
   for (; k + 8 <= len; k += 8)
@@ -1033,14 +1138,19 @@ inline double widen_sum_loop(const float* v, std::int64_t len) {
   return ((lane[0] + lane[4]) + (lane[1] + lane[5])) + ((lane[2] + lane[6]) + (lane[3] + lane[7])) + t;
 }
 #if TIDU_FM_DISPATCH
-TIDU_FM_CLONE_AVX2 inline void widen_add_avx2(double* d, const float* v, std::int64_t n) { widen_add_loop(d, v, n); }
-TIDU_FM_CLONE_AVX512 inline void widen_add_avx512(double* d, const float* v, std::int64_t n) {
+template <class T>
+TIDU_FM_CLONE_AVX2 inline void widen_add_avx2(double* d, const T* v, std::int64_t n) { widen_add_loop(d, v, n); }
+template <class T>
+TIDU_FM_CLONE_AVX512 inline void widen_add_avx512(double* d, const T* v, std::int64_t n) {
   widen_add_loop(d, v, n);
 }
-TIDU_FM_CLONE_AVX2 inline double widen_sum_avx2(const float* v, std::int64_t n) { return widen_sum_loop(v, n); }
-TIDU_FM_CLONE_AVX512 inline double widen_sum_avx512(const float* v, std::int64_t n) { return widen_sum_loop(v, n); }
+template <class T>
+TIDU_FM_CLONE_AVX2 inline double widen_sum_avx2(const T* v, std::int64_t n) { return widen_sum_loop(v, n); }
+template <class T>
+TIDU_FM_CLONE_AVX512 inline double widen_sum_avx512(const T* v, std::int64_t n) { return widen_sum_loop(v, n); }
 #endif
-inline void widen_add(double* d, const float* v, std::int64_t n) {
+template <class T>
+inline void widen_add(double* d, const T* v, std::int64_t n) {
 #if TIDU_FM_DISPATCH
   switch (fm::isa()) {
     case fm::Isa::Avx512: widen_add_avx512(d, v, n); return;
@@ -1050,7 +1160,8 @@ inline void widen_add(double* d, const float* v, std::int64_t n) {
 #endif
   widen_add_loop(d, v, n);
 }
-inline double widen_sum(const float* v, std::int64_t n) {
+template <class T>
+inline double widen_sum(const T* v, std::int64_t n) {
 #if TIDU_FM_DISPATCH
   switch (fm::isa()) {
     case fm::Isa::Avx512: return widen_sum_avx512(v, n);
