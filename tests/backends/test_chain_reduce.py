@@ -1,4 +1,4 @@
-"""Elementwise chains that end in a float32 sum (the sum taken block by block, its operand never
+"""Elementwise chains that end in a float32 or float64 sum (the sum taken block by block, its operand never
 stored), reshapes inside chains, batched matrix-vector products below the BLAS threshold, and the
 interpreter's per-instruction profile."""
 from __future__ import annotations
@@ -22,27 +22,30 @@ def _native(f, *args):
     return f.lower(*args).program.executable.native
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("shape,axes", SHAPES)
-def test_a_sum_ending_a_chain_matches_numpy(shape, axes):
+def test_a_sum_ending_a_chain_matches_numpy(shape, axes, dtype):
     """The sum at a chain's end (any run of reduced axes, rows straddling blocks) is numpy's float64
-    sum rounded to float32, and its operand takes no arena buffer."""
+    sum (rounded to float32 for float32 values), and its operand takes no arena buffer."""
     rng = np.random.default_rng(0)
-    x, y = (rng.standard_normal(shape).astype(np.float32) for _ in range(2))
+    x, y = (rng.standard_normal(shape).astype(dtype) for _ in range(2))
     f = td.jit(_f(axes), backend="cpu")
     got = np.asarray(f(x, y)[0])
     want = (np.tanh(x.astype(np.float64)) * y + 1.0).sum(axis=axes)
-    np.testing.assert_allclose(got, want, rtol=2e-6, atol=2e-6 * np.sqrt(x.size / max(want.size, 1)))
+    tol = 2e-6 if dtype == "float32" else 1e-13
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.sqrt(x.size / max(want.size, 1)))
     native = _native(f, x, y)
     chains = native.array_chains
     assert any(ops[-1] == "ReduceSum" for _, ops in chains), chains
     # x * 2 (the other output) and the sum: the chain's product and tanh live in block scratch
-    assert native.arena_bytes <= x.nbytes + want.size * 4 + 4096
+    assert native.arena_bytes <= x.nbytes + want.size * x.itemsize + 4096
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("shape,axes", SHAPES[:3])
-def test_a_fused_sum_has_the_same_bits_on_any_thread_count(shape, axes):
+def test_a_fused_sum_has_the_same_bits_on_any_thread_count(shape, axes, dtype):
     rng = np.random.default_rng(1)
-    x, y = (rng.standard_normal(shape).astype(np.float32) for _ in range(2))
+    x, y = (rng.standard_normal(shape).astype(dtype) for _ in range(2))
     f = td.jit(_f(axes), backend="cpu")
     try:
         td.set_num_threads(1)
@@ -54,15 +57,16 @@ def test_a_fused_sum_has_the_same_bits_on_any_thread_count(shape, axes):
     np.testing.assert_array_equal(one, four)
 
 
-def test_float64_and_max_reductions_are_not_fused():
-    """Only float32 sums end a chain (their partial sums are double); float64 sums and maxima run
-    as their own instruction."""
+def test_max_and_integer_reductions_are_not_fused():
+    """Only float32 and float64 sums end a chain (their partial sums are double); maxima and
+    integer sums run as their own instruction."""
     x = np.linspace(-1, 1, 300 * 100).reshape(300, 100)
-    f = td.jit(lambda x: (td.sum(td.sin(x) * 2.0, axis=1), td.max(td.cos(x) + 1.0, axis=0)), backend="cpu")
-    s, m = f(x)
-    np.testing.assert_allclose(s, (np.sin(x) * 2).sum(axis=1), rtol=1e-13, atol=1e-13)
+    k = np.arange(300 * 100).reshape(300, 100)
+    f = td.jit(lambda x, k: (td.max(td.cos(x) + 1.0, axis=0), td.sum(k * 3 + 1, axis=1)), backend="cpu")
+    m, s = f(x, k)
     np.testing.assert_allclose(m, (np.cos(x) + 1).max(axis=0), rtol=1e-15)
-    assert not any(ops[-1].startswith("Reduce") for _, ops in _native(f, x).array_chains)
+    np.testing.assert_array_equal(s, (k * 3 + 1).sum(axis=1))
+    assert not any(ops[-1].startswith("Reduce") for _, ops in _native(f, x, k).array_chains)
 
 
 def test_a_reshape_runs_inside_a_chain():

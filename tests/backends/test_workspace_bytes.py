@@ -17,7 +17,8 @@ BIG = 1 << 27  # float64 elements: 1 GiB
 def _nested(x):
     """A 1 GiB intermediate inside a scan body inside a while body inside a cond branch."""
     def scan_body(c, _):
-        return c + td.sum(td.broadcast_to(c, (BIG,)) * 2.0), None
+        # a max: a chain ending in a sum would take the sum block by block, with no 1 GiB buffer
+        return c + td.max(td.broadcast_to(c, (BIG,)) * 2.0), None
 
     def while_body(s):
         return td.scan(scan_body, s[0], None, length=2)[0], s[1] + 1.0

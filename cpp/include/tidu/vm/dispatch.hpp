@@ -171,6 +171,10 @@ inline void run_instr(const Program& p, Workspace& ws, std::size_t idx) {
       if (out.size && y != ptr[a[0]]) std::memmove(y, ptr[a[0]], p.nbytes(in.out));  // plan.hpp: alias
       return;
     case Op::BroadcastInDim: {  // attrs: n, shape..., m, dims...
+      if (p.same_bytes(in)) {  // unit axes added: the operand's bytes (plan.hpp may share them)
+        if (out.size && y != ptr[a[0]]) std::memmove(y, ptr[a[0]], p.nbytes(in.out));
+        return;
+      }
       if (x0.size == 1) {  // a fill
         visit_dtype(out.dtype, [&](auto t) {
           using T = decltype(t);
@@ -450,25 +454,31 @@ inline void run_reduce_block(const Program& p, Workspace& ws, std::size_t idx, s
   const Instr& in = p.instrs[idx];
   const std::uint32_t a = p.args[in.in_begin];
   const std::int32_t l = p.local.empty() ? -1 : p.local[a];
-  const float* x = l >= 0 ? reinterpret_cast<const float*>(scratch + static_cast<std::size_t>(l) * Program::kBlock *
-                                                                         Program::kMaxElemBytes)
-                          : static_cast<const float*>(ws.ptrs()[a]) + lo;
+  const void* base = l >= 0 ? static_cast<const void*>(scratch + static_cast<std::size_t>(l) * Program::kBlock *
+                                                                      Program::kMaxElemBytes)
+                            : nullptr;
   std::int64_t A, R, C;
   p.reduce_split(in, A, R, C);
   (void)A;
   const std::int64_t RC = R * C;
-  for (std::int64_t e = lo, end = lo + n; e < end;) {
-    const std::int64_t outer = e / RC, rem = e % RC;
-    if (C == 1) {
-      const std::int64_t len = std::min(R - rem, end - e);
-      acc[outer] += kern::widen_sum(x + (e - lo), len);  // 8 lanes, combined pairwise
-      e += len;
-    } else {
-      const std::int64_t c = rem % C, len = std::min(C - c, end - e);
-      kern::widen_add(acc + outer * C + c, x + (e - lo), len);
-      e += len;
+  auto run = [&](auto t) {  // float32 or float64 values (Program::tail_reduce)
+    using T = decltype(t);
+    const T* x = base ? static_cast<const T*>(base) : static_cast<const T*>(ws.ptrs()[a]) + lo;
+    for (std::int64_t e = lo, end = lo + n; e < end;) {
+      const std::int64_t outer = e / RC, rem = e % RC;
+      if (C == 1) {
+        const std::int64_t len = std::min(R - rem, end - e);
+        acc[outer] += kern::widen_sum(x + (e - lo), len);  // 8 lanes, combined pairwise
+        e += len;
+      } else {
+        const std::int64_t c = rem % C, len = std::min(C - c, end - e);
+        kern::widen_add(acc + outer * C + c, x + (e - lo), len);
+        e += len;
+      }
     }
-  }
+  };
+  if (p.slots[a].dtype == DType::F64) run(double{});
+  else run(float{});
 }
 
 // Elements [lo, lo + n) of a blockable instruction (see Program::chain_end): elementwise maps,
@@ -534,6 +544,12 @@ inline void run_block(const Program& p, Workspace& ws, std::size_t idx, std::int
       });
       return;
     case Op::BroadcastInDim: {  // attrs: n, shape..., m, dims...
+      if (p.same_bytes(in)) {  // unit axes added: the block of the operand (plan.hpp may share it)
+        void* r = addr(in.out);
+        const void* x = addr(a[0]);
+        if (n && r != x) std::memcpy(r, x, static_cast<std::size_t>(n) * dtype_size(out.dtype));
+        return;
+      }
       if (p.slots[a[0]].size == 1) {  // a fill
         visit_dtype(out.dtype, [&](auto t) {
           using T = decltype(t);

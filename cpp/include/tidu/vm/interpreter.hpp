@@ -198,11 +198,12 @@ inline void eval(const Program& p, Workspace& ws, const void* const* inputs, voi
           blocks(r * Program::kReduceRun, std::min(nblocks, (r + 1) * Program::kReduceRun), worker);
         });
       }
-      float* y = static_cast<float*>(ptr[p.instrs[end - 1].out]);
+      void* y = ptr[p.instrs[end - 1].out];
       for (std::int64_t k = 0; k < last_out.size; ++k) {
         double t = 0;
         for (std::int64_t r = 0; r < nruns; ++r) t += acc[r * last_out.size + k];
-        y[k] = static_cast<float>(t);
+        if (last_out.dtype == DType::F64) static_cast<double*>(y)[k] = t;
+        else static_cast<float*>(y)[k] = static_cast<float>(t);
       }
     } else if (threads <= 1) {
       blocks(0, nblocks, 0);

@@ -247,8 +247,9 @@ inline void Program::plan() {
   // buffer passes to the instruction's output (the accumulator of an in-place add).
   std::vector<char> virt(slots.size(), 0), keep(slots.size(), 0);
   fuse_pad_adds(last, is_input, const_slot, virt, keep);
-  // A reshape shares its operand's buffer: the same bytes in the same order, so nothing is
-  // copied (run_instr and run_block skip a copy onto itself).  Values are written once, so the
+  // A reshape (or a broadcast adding unit axes: same_bytes) shares its operand's buffer: the
+  // same bytes in the same order, so nothing is copied (run_instr and run_block skip a copy
+  // onto itself).  Values are written once, so the
   // two never differ; the buffer belongs to the group's root (the first operand) and is freed
   // after the last read of any member.  Not for program inputs, outputs and constants (their
   // buffers are the caller's, or pinned), chain-local values (block scratch) or an in-place
@@ -261,7 +262,7 @@ inline void Program::plan() {
     for (std::uint32_t s : outputs) is_output[s] = 1;
     for (std::size_t i = 0; i < instrs.size(); ++i) {
       const Instr& in = instrs[i];
-      if (in.op != Op::Reshape || in.n_in != 1 || in.n_out != 1) continue;
+      if (!same_bytes(in)) continue;
       const std::uint32_t a = args[in.in_begin], o = in.out;
       if (is_input[a] || const_slot[a] || is_output[a] || local[a] >= 0 || virt[a] || keep[a] || is_output[o] ||
           local[o] >= 0 || virt[o] || keep[o] || fused_pad[i] >= 0 || nbytes(a) != nbytes(o))
@@ -386,6 +387,23 @@ inline void Program::fuse_pad_adds(std::vector<std::int64_t>& last, const std::v
 // Elementwise over `size` elements: every operand has `size` elements, so block k of the output
 // reads only block k of the operands; or a broadcast (block k reads the operand elements it
 // maps to) or an iota (no operand).
+inline bool Program::same_bytes(const Instr& in) const {
+  if (in.n_in != 1 || in.n_out != 1) return false;
+  const Slot& x = slots[args[in.in_begin]];
+  const Slot& y = slots[in.out];
+  if (x.dtype != y.dtype || x.size != y.size) return false;
+  if (in.op == Op::Reshape) return true;
+  if (in.op != Op::BroadcastInDim) return false;
+  // equal sizes: every operand axis keeps its extent, the new axes are 1; increasing dims keep
+  // the row-major order (decreasing ones would transpose)
+  const std::int64_t* at = attrs.data() + in.attr_begin;  // n, shape..., m, dims...
+  const std::int64_t m = at[1 + at[0]];
+  const std::int64_t* dims = at + 2 + at[0];
+  for (std::int64_t k = 1; k < m; ++k)
+    if (dims[k] <= dims[k - 1]) return false;
+  return true;
+}
+
 inline bool Program::blockable(const Instr& in, std::int64_t size) const {
   if (slots[in.out].size != size) return false;
   const std::uint32_t* a = args.data() + in.in_begin;
@@ -427,9 +445,11 @@ inline void Program::reduce_split(const Instr& in, std::int64_t& A, std::int64_t
 // with partial sums small enough to keep per run of blocks: it may end a chain that writes its
 // operand, and take its sum block by block (interpreter.hpp).
 inline bool Program::tail_reduce(const Instr& in, std::int64_t size) const {
-  if (in.op != Op::ReduceSum || in.n_in != 1 || slots[in.out].dtype != DType::F32) return false;
+  if (in.op != Op::ReduceSum || in.n_in != 1 ||
+      (slots[in.out].dtype != DType::F32 && slots[in.out].dtype != DType::F64))
+    return false;
   const std::uint32_t x = args[in.in_begin];
-  if (slots[x].size != size || size < kMinChainSize || slots[x].dtype != DType::F32 ||
+  if (slots[x].size != size || size < kMinChainSize || slots[x].dtype != slots[in.out].dtype ||
       slots[in.out].size >= size)
     return false;
   const std::int64_t* at = attrs.data() + in.attr_begin;

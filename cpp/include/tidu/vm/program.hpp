@@ -116,12 +116,13 @@ struct Program {
   static constexpr std::size_t kMaxElemBytes = 16;
   static constexpr std::int64_t kBlock = 2048;
   static constexpr std::int64_t kMinChainSize = 4 * kBlock;
-  // A chain may end with a float32 ReduceSum of a value it writes (tail_reduce): the sum is
-  // taken block by block as the chain runs, so the reduced operand needs no arena buffer.  Each
-  // run of kReduceRun blocks adds into its own row of max_reduce_acc doubles (the most any
-  // chain needs: its runs times its output size), and the rows are added in run order at the
-  // chain's end: the same bits for any thread count.
-  static constexpr std::int64_t kReduceRun = 64;
+  // A chain may end with a float32 or float64 ReduceSum of a value it writes (tail_reduce): the
+  // sum is taken block by block as the chain runs, so the reduced operand needs no arena buffer
+  // (nor the memory traffic of writing it out).  Each run of kReduceRun blocks adds into its own
+  // row of max_reduce_acc doubles (the most any chain needs: its runs times its output size),
+  // and the rows are added in run order at the chain's end: the same bits for any thread count.
+  // Runs of 16 blocks: a chain over 131k elements has four, for two threads to share.
+  static constexpr std::int64_t kReduceRun = 16;
   static constexpr std::int64_t kMaxReduceAcc = std::int64_t{1} << 20;
   std::uint64_t max_reduce_acc = 0;
   bool tail_reduce(const Instr& in, std::int64_t size) const;  // plan.hpp
@@ -257,6 +258,9 @@ struct Program {
                      const std::vector<char>& const_slot, std::vector<char>& virt,
                      std::vector<char>& keep);  // plan.hpp
   bool blockable(const Instr& in, std::int64_t size) const;  // plan.hpp
+  // A reshape, or a broadcast that only adds unit axes (as many elements, in the same order):
+  // the output's bytes are the operand's (plan.hpp shares the buffer; the kernels copy at most).
+  bool same_bytes(const Instr& in) const;  // plan.hpp
   void find_locals(const std::vector<std::int64_t>& last);  // plan.hpp
   void build_chains();  // plan.hpp
   void build_scalar_code();  // plan.hpp
