@@ -165,7 +165,7 @@ def bincount(x, weights=None, minlength: int = 0, *, length=None):
     else:
         w = _lift(_trace_of(x, weights), weights)
     xi = _select(x < 0, 0, x)
-    zeros = astype(iota((length,), "int64") * 0, w.dtype)
+    zeros = broadcast_to(_lift(_trace_of(x), np.zeros((), w.dtype)), (length,))
     # xi >= 0: jax's wrap of negative indices has nothing to do; indices past length are dropped
     return zeros.at[xi].add(w, mode="drop", wrap_negative_indices=False)
 
@@ -193,8 +193,12 @@ def histogram(a, bins=10, range=None, weights=None, density=None):  # noqa: A002
     nb = edges.shape[0]
     idx = astype(searchsorted(edges, a, side="right"), np.int64)
     idx = _select(a == edges[-1], nb - 1, idx)
-    w = (a * 0 + 1) if weights is None else ravel(_lift(_trace_of(a, weights), weights))
-    counts = astype(iota((nb + 1,), "int64") * 0, w.dtype).at[idx].add(w)[1:nb]
+    if weights is None:  # ones (values outside the range land in the dropped end bins)
+        w = broadcast_to(_lift(_trace_of(a), np.ones((), a.dtype)), a.shape)
+    else:
+        w = ravel(_lift(_trace_of(a, weights), weights))
+    zeros = broadcast_to(_lift(_trace_of(a), np.zeros((), w.dtype)), (nb + 1,))
+    counts = zeros.at[idx].add(w)[1:nb]
     if density:
         widths = edges[1:] - edges[:-1]
         counts = counts / widths / _sum(counts)
