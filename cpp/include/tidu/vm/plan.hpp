@@ -384,9 +384,6 @@ inline void Program::fuse_pad_adds(std::vector<std::int64_t>& last, const std::v
   }
 }
 
-// Elementwise over `size` elements: every operand has `size` elements, so block k of the output
-// reads only block k of the operands; or a broadcast (block k reads the operand elements it
-// maps to) or an iota (no operand).
 inline bool Program::same_bytes(const Instr& in) const {
   if (in.n_in != 1 || in.n_out != 1) return false;
   const Slot& x = slots[args[in.in_begin]];
@@ -404,6 +401,9 @@ inline bool Program::same_bytes(const Instr& in) const {
   return true;
 }
 
+// Elementwise over `size` elements: every operand has `size` elements, so block k of the output
+// reads only block k of the operands; or a broadcast (block k reads the operand elements it
+// maps to) or an iota (no operand).
 inline bool Program::blockable(const Instr& in, std::int64_t size) const {
   if (slots[in.out].size != size) return false;
   const std::uint32_t* a = args.data() + in.in_begin;
