@@ -438,11 +438,9 @@ template <class T>
 inline void select(const bool* c, const T* u, const T* v, T* r, std::int64_t n) {
 #if TIDU_FM_DISPATCH
   if constexpr (std::is_arithmetic_v<T>) {
-    switch (fm::isa()) {
-      case fm::Isa::Avx512:
-        if (has_avx512bw()) return select_avx512(c, u, v, r, n);
-        return select_avx2(c, u, v, r, n);
-      case fm::Isa::Avx2: return select_avx2(c, u, v, r, n);
+    switch (loop_width()) {
+      case Width::Avx512: return select_avx512(c, u, v, r, n);
+      case Width::Avx2: return select_avx2(c, u, v, r, n);
       default: break;
     }
   }
