@@ -154,15 +154,16 @@ inline void eval(const Program& p, Workspace& ws, const void* const* inputs, voi
     // A chain of elementwise instructions over one size: all of them for block 1, then block 2,
     // ... so intermediates stay in cache instead of streaming through memory per instruction.
     std::int64_t size = p.slots[p.instrs[i].out].size;
-    for (std::size_t j = i; j < end; ++j)
+    std::int64_t ops = 0;  // the chain's instructions run per block (constants run once, here)
+    for (std::size_t j = i; j < end; ++j) {
       if (p.instrs[j].op == Op::Constant) detail::run_instr(p, ws, j);
+      else ++ops;
+    }
     std::int64_t nblocks = (size + Program::kBlock - 1) / Program::kBlock;
     // Blocks are independent: large chains split them over the machine's cores, from about 64
     // block-instructions a thread (a block-instruction is 0.3-2 us, a pool loop's start about
     // 10 us): a chain of 8 instructions over 131k elements (64 blocks) takes 2 threads, one
     // instruction needs 128 blocks.
-    std::int64_t ops = 0;
-    for (std::size_t j = i; j < end; ++j) ops += p.instrs[j].op != Op::Constant;
     int threads = static_cast<int>(std::min<std::int64_t>(
         detail::cores(), std::max<std::int64_t>(nblocks / 64, nblocks * ops / 256)));
     const std::size_t per_thread = std::size_t{p.max_locals} * Program::kBlock * Program::kMaxElemBytes;
