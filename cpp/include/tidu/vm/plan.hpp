@@ -238,15 +238,16 @@ inline void Program::plan() {
   }
   find_locals(last);
   for (std::uint32_t s : outputs) last[s] = static_cast<std::int64_t>(instrs.size());
-  std::vector<char> is_input(slots.size(), 0), const_slot(slots.size(), 0);
+  std::vector<char> is_input(slots.size(), 0), is_output(slots.size(), 0), const_slot(slots.size(), 0);
   for (std::uint32_t s : inputs) is_input[s] = 1;
+  for (std::uint32_t s : outputs) is_output[s] = 1;
   for (const Instr& in : instrs)
     if (in.op == Op::Constant) const_slot[in.out] = 1;
   auto is_const = [&](std::uint32_t s) { return const_slot[s] != 0; };
   // virt: slots with no buffer of their own (an absorbed pad's output); keep: operands whose
   // buffer passes to the instruction's output (the accumulator of an in-place add).
   std::vector<char> virt(slots.size(), 0), keep(slots.size(), 0);
-  fuse_pad_adds(last, is_input, const_slot, virt, keep);
+  fuse_pad_adds(last, is_input, is_output, const_slot, virt, keep);
   // A reshape (or a broadcast adding unit axes: same_bytes) shares its operand's buffer: the
   // same bytes in the same order, so nothing is copied (run_instr and run_block skip a copy
   // onto itself).  Values are written once, so the
@@ -257,21 +258,17 @@ inline void Program::plan() {
   std::vector<std::uint32_t> root(slots.size());
   for (std::uint32_t s = 0; s < root.size(); ++s) root[s] = s;
   std::vector<char> member(slots.size(), 0);  // a reshape's output that uses its root's buffer
-  {
-    std::vector<char> is_output(slots.size(), 0);
-    for (std::uint32_t s : outputs) is_output[s] = 1;
-    for (std::size_t i = 0; i < instrs.size(); ++i) {
-      const Instr& in = instrs[i];
-      if (!same_bytes(in)) continue;
-      const std::uint32_t a = args[in.in_begin], o = in.out;
-      if (is_input[a] || const_slot[a] || is_output[a] || local[a] >= 0 || virt[a] || keep[a] || is_output[o] ||
-          local[o] >= 0 || virt[o] || keep[o] || fused_pad[i] >= 0 || nbytes(a) != nbytes(o))
-        continue;
-      const std::uint32_t r = root[a];
-      root[o] = r;
-      member[o] = 1;
-      last[r] = std::max(last[r], last[o]);
-    }
+  for (std::size_t i = 0; i < instrs.size(); ++i) {
+    const Instr& in = instrs[i];
+    if (!same_bytes(in)) continue;
+    const std::uint32_t a = args[in.in_begin], o = in.out;
+    if (is_input[a] || const_slot[a] || is_output[a] || local[a] >= 0 || virt[a] || keep[a] || is_output[o] ||
+        local[o] >= 0 || virt[o] || keep[o] || fused_pad[i] >= 0 || nbytes(a) != nbytes(o))
+      continue;
+    const std::uint32_t r = root[a];
+    root[o] = r;
+    member[o] = 1;
+    last[r] = std::max(last[r], last[o]);
   }
   FreeList free_by_size;  // bytes -> offsets of free buffers
   std::uint64_t top = 0;
@@ -342,15 +339,14 @@ inline void Program::mark_pad_adds() {
 }
 
 inline void Program::fuse_pad_adds(std::vector<std::int64_t>& last, const std::vector<char>& is_input,
-                                   const std::vector<char>& const_slot, std::vector<char>& virt,
-                                   std::vector<char>& keep) {
+                                   const std::vector<char>& is_output, const std::vector<char>& const_slot,
+                                   std::vector<char>& virt, std::vector<char>& keep) {
   const std::size_t n = instrs.size();
   fused_pad.assign(n, -1);
   pad_absorbed.assign(n, 0);
   std::vector<std::int64_t> producer(slots.size(), -1);
   std::vector<std::uint32_t> readers(slots.size(), 0);
-  std::vector<char> chained(n, 0), is_output(slots.size(), 0);
-  for (std::uint32_t s : outputs) is_output[s] = 1;
+  std::vector<char> chained(n, 0);
   for (std::size_t i = 0; i < n; ++i) {
     producer[instrs[i].out] = static_cast<std::int64_t>(i);
     for (std::uint32_t k = 0; k < instrs[i].n_in; ++k) ++readers[args[instrs[i].in_begin + k]];

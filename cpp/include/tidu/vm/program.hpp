@@ -255,8 +255,8 @@ struct Program {
   std::vector<char> pad_add;
   void mark_pad_adds();  // plan.hpp
   void fuse_pad_adds(std::vector<std::int64_t>& last, const std::vector<char>& is_input,
-                     const std::vector<char>& const_slot, std::vector<char>& virt,
-                     std::vector<char>& keep);  // plan.hpp
+                     const std::vector<char>& is_output, const std::vector<char>& const_slot,
+                     std::vector<char>& virt, std::vector<char>& keep);  // plan.hpp
   bool blockable(const Instr& in, std::int64_t size) const;  // plan.hpp
   // A reshape, or a broadcast that only adds unit axes (as many elements, in the same order):
   // the output's bytes are the operand's (plan.hpp shares the buffer; the kernels copy at most).
