@@ -15,49 +15,63 @@ import sys
 import numpy as np
 import pytest
 
-_SCRIPT = r"""
-import sys
+# The inputs, one source for the subprocess (tidu's values) and this process (numpy's): each
+# item is (kind, arrays, extra), kind "shift", "reduce" (extra: the axis) or "elementwise".
+_INPUTS = r"""
 import numpy as np
+
+
+def inputs():
+    rng = np.random.default_rng(3)
+    for dt in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"):
+        info = np.iinfo(dt)
+        a = rng.integers(info.min, info.max, 300, dtype=dt, endpoint=True)
+        a[:4] = [info.min, info.max, 0, 1 if info.min == 0 else -1]
+        # amounts -3 .. bits + 2 (signed), 0 .. bits + 2 (unsigned), cycled over 300 values
+        lo = -3 if info.min else 0
+        s = (np.arange(300) % (info.bits + 3 - lo) + lo).astype(dt)
+        yield "shift", (a, s), None
+    cases = [((37, 40), 0), ((37, 40), 1), ((37, 5), 1), ((8, 20, 5), 1), ((4, 6, 7), (0, 2)),
+             ((3, 1000), 1), ((1000,), 0), ((5, 3, 300), 1)]
+    for shape, axis in cases:
+        for dt in ("float32", "float64", "int32", "int64", "uint8", "int8"):
+            if dt.startswith("float"):
+                x = rng.standard_normal(shape).astype(dt)
+                x.flat[rng.integers(0, x.size, max(1, x.size // 50))] = np.nan
+            else:
+                info = np.iinfo(dt)
+                x = rng.integers(info.min, info.max, shape, dtype=dt, endpoint=True)
+            yield "reduce", (x,), axis
+    for dt in ("float64", "float32", "int64", "int32", "int8", "uint32", "uint64"):
+        # 20,000 elements: chains run these block by block (run_block), as 100 run whole (run_instr)
+        for n in (20000, 100):
+            if dt.startswith("float"):
+                a, b = rng.standard_normal((2, n)).astype(dt) * 50
+                a[::97] = np.nan
+            else:
+                info = np.iinfo(dt)
+                a, b = rng.integers(info.min, info.max, (2, n), dtype=dt, endpoint=True)
+                b[::5] = a[::5]
+            yield "elementwise", (a, b), None
+"""
+
+_SCRIPT = _INPUTS + r"""
+import sys
 import tidu as td
 
-rng = np.random.default_rng(3)
 outs = []
-for dt in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"):
-    info = np.iinfo(dt)
-    a = rng.integers(info.min, info.max, 300, dtype=dt, endpoint=True)
-    a[:4] = [info.min, info.max, 0, 1 if info.min == 0 else -1]
-    # amounts -3 .. bits + 2 (signed), 0 .. bits + 2 (unsigned), cycled over 300 values
-    lo = -3 if info.min else 0
-    s = (np.arange(300) % (info.bits + 3 - lo) + lo).astype(dt)
-    outs += td.jit(lambda a, s: [td.lax.shift_left(a, s), td.lax.shift_right_logical(a, s),
-                                 td.lax.shift_right_arithmetic(a, s)], backend="cpu")(a, s)
-cases = [((37, 40), 0), ((37, 40), 1), ((37, 5), 1), ((8, 20, 5), 1), ((4, 6, 7), (0, 2)),
-         ((3, 1000), 1), ((1000,), 0), ((5, 3, 300), 1)]
-for shape, axis in cases:
-    for dt in ("float32", "float64", "int32", "int64", "uint8", "int8"):
-        if dt.startswith("float"):
-            x = rng.standard_normal(shape).astype(dt)
-            x.flat[rng.integers(0, x.size, max(1, x.size // 50))] = np.nan
-        else:
-            info = np.iinfo(dt)
-            x = rng.integers(info.min, info.max, shape, dtype=dt, endpoint=True)
-        outs += td.jit(lambda x: [td.sum(x, axis=axis, dtype=x.dtype), td.max(x, axis=axis), td.min(x, axis=axis)],
-                       backend="cpu")(x)
-for dt in ("float64", "float32", "int64", "int32", "int8", "uint32", "uint64"):
-    # 20,000 elements: chains run these block by block (run_block), as 100 run whole (run_instr)
-    for n in (20000, 100):
-        if dt.startswith("float"):
-            a, b = rng.standard_normal((2, n)).astype(dt) * 50
-            a[::97] = np.nan
-        else:
-            info = np.iinfo(dt)
-            a, b = rng.integers(info.min, info.max, (2, n), dtype=dt, endpoint=True)
-            b[::5] = a[::5]
-        outs += td.jit(lambda a, b: [a < b, a >= b, a == b, a != b, td.where(a < b, a, b),
-                                     td.maximum(a, b), td.minimum(a, b), a + b, a - b, a * b,
-                                     (a < b).astype(dt), a.astype("float64"), a.astype("int32"),
-                                     a.astype("uint8"), a.astype("bool"), td.sum(a * b, dtype=dt)],
-                       backend="cpu")(a, b)
+for kind, arrays, axis in inputs():
+    if kind == "shift":
+        f = lambda a, s: [td.lax.shift_left(a, s), td.lax.shift_right_logical(a, s),
+                          td.lax.shift_right_arithmetic(a, s)]
+    elif kind == "reduce":
+        f = lambda x: [td.sum(x, axis=axis, dtype=x.dtype), td.max(x, axis=axis), td.min(x, axis=axis)]
+    else:
+        dt = arrays[0].dtype
+        f = lambda a, b: [a < b, a >= b, a == b, a != b, td.where(a < b, a, b), td.maximum(a, b),
+                          td.minimum(a, b), a + b, a - b, a * b, (a < b).astype(dt), a.astype("float64"),
+                          a.astype("int32"), a.astype("uint8"), a.astype("bool"), td.sum(a * b, dtype=dt)]
+    outs += td.jit(f, backend="cpu")(*arrays)
 np.savez(sys.argv[1], *[np.asarray(o) for o in outs])
 """
 
@@ -69,56 +83,45 @@ class Inexact:
         self.value = np.asarray(value)
 
 
+def _conv(v, to):
+    """XLA's conversion: NaN -> 0, floats saturate into an integer dtype."""
+    if v.dtype.kind == "f" and np.dtype(to).kind in "iu":
+        info = np.iinfo(to)
+        v = np.clip(np.nan_to_num(v, nan=0.0), info.min, info.max)
+    return v.astype(to)
+
+
 def _reference():
     """The same values by numpy (shifts as XLA defines them past the bit width)."""
-    rng = np.random.default_rng(3)
+    ns = {}
+    exec(_INPUTS, ns)  # noqa: S102 - this module's own source, shared with the subprocess
     outs = []
-    for dt in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"):
-        info = np.iinfo(dt)
-        a = rng.integers(info.min, info.max, 300, dtype=dt, endpoint=True)
-        a[:4] = [info.min, info.max, 0, 1 if info.min == 0 else -1]
-        lo = -3 if info.min else 0
-        s = (np.arange(300) % (info.bits + 3 - lo) + lo).astype(dt)
-        u = a.view(f"uint{info.bits}")
-        sv = s.astype(np.int64)
-        inside = (sv >= 0) & (sv < info.bits)
-        sc = np.where(inside, sv, 0).astype(u.dtype)
-        left = np.where(inside, u << sc, 0).astype(u.dtype).view(dt)
-        logical = np.where(inside, u >> sc, 0).astype(u.dtype).view(dt)
-        signed = a.view(f"int{info.bits}")
-        arith = (signed >> np.where(inside, sv, info.bits - 1).astype(signed.dtype)).view(dt)
-        outs += [left, logical, arith]
-    cases = [((37, 40), 0), ((37, 40), 1), ((37, 5), 1), ((8, 20, 5), 1), ((4, 6, 7), (0, 2)),
-             ((3, 1000), 1), ((1000,), 0), ((5, 3, 300), 1)]
-    for shape, axis in cases:
-        for dt in ("float32", "float64", "int32", "int64", "uint8", "int8"):
-            if dt.startswith("float"):
-                x = rng.standard_normal(shape).astype(dt)
-                x.flat[rng.integers(0, x.size, max(1, x.size // 50))] = np.nan
-                outs += [Inexact(np.sum(x, axis=axis, dtype=dt)), np.max(x, axis=axis), np.min(x, axis=axis)]
-            else:
-                info = np.iinfo(dt)
-                x = rng.integers(info.min, info.max, shape, dtype=dt, endpoint=True)
-                outs += [np.sum(x, axis=axis, dtype=dt), np.max(x, axis=axis), np.min(x, axis=axis)]
-    for dt in ("float64", "float32", "int64", "int32", "int8", "uint32", "uint64"):
-        for n in (20000, 100):
-            if dt.startswith("float"):
-                a, b = rng.standard_normal((2, n)).astype(dt) * 50
-                a[::97] = np.nan
-            else:
-                info = np.iinfo(dt)
-                a, b = rng.integers(info.min, info.max, (2, n), dtype=dt, endpoint=True)
-                b[::5] = a[::5]
+    for kind, arrays, axis in ns["inputs"]():
+        if kind == "shift":
+            a, s = arrays
+            bits = np.iinfo(a.dtype).bits
+            u = a.view(f"uint{bits}")
+            sv = s.astype(np.int64)
+            inside = (sv >= 0) & (sv < bits)
+            sc = np.where(inside, sv, 0).astype(u.dtype)
+            signed = a.view(f"int{bits}")
+            outs += [np.where(inside, u << sc, 0).astype(u.dtype).view(a.dtype),
+                     np.where(inside, u >> sc, 0).astype(u.dtype).view(a.dtype),
+                     (signed >> np.where(inside, sv, bits - 1).astype(signed.dtype)).view(a.dtype)]
+        elif kind == "reduce":
+            (x,) = arrays
+            total = np.sum(x, axis=axis, dtype=x.dtype)
+            outs += [Inexact(total) if x.dtype.kind == "f" else total, np.max(x, axis=axis),
+                     np.min(x, axis=axis)]
+        else:
+            a, b = arrays
+            dt = a.dtype
             with np.errstate(all="ignore"):
-                def conv(v, to):  # XLA's conversion: NaN -> 0, floats saturate
-                    if v.dtype.kind == "f" and np.dtype(to).kind in "iu":
-                        info = np.iinfo(to)
-                        v = np.clip(np.nan_to_num(v, nan=0.0), info.min, info.max)
-                    return v.astype(to)
+                total = np.sum(a * b, dtype=dt)
                 outs += [a < b, a >= b, a == b, a != b, np.where(a < b, a, b), np.maximum(a, b),
-                         np.minimum(a, b), a + b, a - b, a * b, (a < b).astype(dt), conv(a, "float64"),
-                         conv(a, "int32"), conv(a, "uint8"), a.astype(bool),
-                         Inexact(np.sum(a * b, dtype=dt)) if dt.startswith("float") else np.sum(a * b, dtype=dt)]
+                         np.minimum(a, b), a + b, a - b, a * b, (a < b).astype(dt), _conv(a, "float64"),
+                         _conv(a, "int32"), _conv(a, "uint8"), a.astype(bool),
+                         Inexact(total) if dt.kind == "f" else total]
     return outs
 
 
