@@ -445,3 +445,30 @@ def test_the_compile_thread_runs_below_the_callers_priority(mode, monkeypatch):
     assert t.job is not None and t.job.done.wait(60)
     assert seen and seen[0] >= min(19, base + 1), (seen, base)
     assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == base
+
+
+def test_jit_while_the_compile_thread_imports_jax():
+    """The first compile imports jax on the compile thread; a jit on the calling thread meanwhile
+    asks which platform ``auto`` plans for. It must not import a jax submodule while jax is half
+    imported: Python's import locks then hand one of the two threads a partially initialised
+    module (``jax._src.xla_bridge`` without ``is_known_platform``), which killed the compile
+    thread, and every later compile re-imported the broken modules."""
+    code = """
+        import sys, threading, numpy as np, tidu as td
+        from tidu.backends import tiered, xla
+        deaths = []
+        threading.excepthook = lambda a: deaths.append(repr(a.exc_value))
+        started = threading.Thread(target=lambda: __import__("jax"))
+        started.start()
+        answers = set()
+        while started.is_alive():  # the calling thread's question, all through the import
+            answers.add(xla._platform_known())
+        started.join()
+        assert not deaths, deaths
+        import jax.numpy as jnp
+        assert float(jnp.sum(jnp.ones(3))) == 3.0
+        print("answers", sorted(map(str, answers)))
+    """
+    r = _python(code, {"TIDU_TIERED": "1", "JAX_PLATFORMS": "cpu"})
+    assert r.returncode == 0, r.stderr
+    assert "answers" in r.stdout, r.stdout

@@ -267,7 +267,7 @@ def _work(q) -> None:
     _lower_priority()
     try:  # jax imported now, not by a compile running while Python finalizes, where an import
         xla.require_jax()  # fails (concurrent.futures: "can't register atexit after shutdown")
-    except ImportError:
+    except Exception:  # noqa: BLE001 - not installed, or broken: the thread must stay up
         pass  # each compile then fails by name, and its program stays on the interpreter
     while True:
         job = q.get()

@@ -557,10 +557,19 @@ def auto_platform() -> str:
     return _platform_known() or default_platform()
 
 
+def jax_imported() -> bool:
+    """Whether jax is imported, all of it: a jax another thread is still importing (tidu's compile
+    thread does, at its first compile) is in ``sys.modules`` already, and importing one of its
+    submodules from this thread then hands one of the two threads a partially initialised module
+    (Python's import locks break the cycle that way), which breaks that import for the process."""
+    mod = sys.modules.get("jax")
+    return mod is not None and not getattr(getattr(mod, "__spec__", None), "_initializing", False)
+
+
 def _platform_known() -> str | None:
     """auto_platform's answer where it costs next to nothing (no import of jax, no start of its
     backends), None otherwise."""
-    if "jax" not in sys.modules:
+    if not jax_imported():
         return None if _accelerator_possible() else "cpu"
     try:
         from jax._src import xla_bridge  # (private: where it moves, the answer is just None)  # noqa: PLC0415 - optional dependency, imported on first use
