@@ -119,7 +119,8 @@ def test_one_and_two_threads_give_the_same_bits():
         "w = rng.standard_normal((3, 520, 129)) + 1j * rng.standard_normal((3, 520, 129))\n"
         "outs += [td.jit(td.fft.fft2)(w), td.jit(td.fft.ifft2)(w.reshape(-1)[:264 * 251].reshape(264, 251)),\n"
         "         td.jit(td.fft.fftn)(w.reshape(-1)[:2 * 256 * 300].reshape(2, 256, 300)),\n"
-        "         td.jit(td.fft.rfft2)(w.real.reshape(-1)[:256 * 514].reshape(256, 514))]\n"
+        "         td.jit(td.fft.rfft2)(w.real.reshape(-1)[:256 * 514].reshape(256, 514)),\n"
+    "         td.jit(td.fft.fft2)(w.astype(np.complex64)), td.jit(td.fft.ifft2)(w.reshape(-1)[:512 * 129].reshape(512, 129).astype(np.complex64))]\n"
         "sys.stdout.buffer.write(b''.join(np.ascontiguousarray(o).tobytes() for o in outs))\n")
     runs = []
     for threads in ("1", "2"):
@@ -140,7 +141,8 @@ _LEVELS_SCRIPT = (
     "        td.jit(td.fft.rfft)(z.real.reshape(-1).astype(np.float32))]\n"
     "w = rng.standard_normal((2, 264, 251)) + 1j * rng.standard_normal((2, 264, 251))\n"
     "outs += [td.jit(td.fft.ifft2)(w), td.jit(td.fft.fftn)(w.reshape(-1)[:2 * 512 * 129].reshape(2, 512, 129)),\n"
-    "         td.jit(td.fft.rfft2)(w.real.reshape(-1)[:256 * 514].reshape(256, 514))]\n"
+    "         td.jit(td.fft.rfft2)(w.real.reshape(-1)[:256 * 514].reshape(256, 514)),\n"
+    "         td.jit(td.fft.fft2)(w.astype(np.complex64)), td.jit(td.fft.ifft2)(w.reshape(-1)[:512 * 129].reshape(512, 129).astype(np.complex64))]\n"
     "print(td._eval.fft_variant())\n"
     "np.savez(sys.argv[1], *outs)\n")
 
@@ -152,14 +154,17 @@ def test_each_simd_level_gives_numpys_values_and_the_same_bits(tmp_path):
     IEEE operations in its AVX2 and scalar forms)."""
     rng5 = np.random.default_rng(5)
     z = rng5.standard_normal((2, 1 << 15)) + 1j * rng5.standard_normal((2, 1 << 15))
-    # fused fft2 pass shapes (264 x 251, 512 x 129 and an rfft2's 256 x 258 slabs, over 2^16 values)
+    # fused fft2 pass shapes (264 x 251, 512 x 129 and an rfft2's 256 x 258 slabs, over 2^16 values;
+    # complex64 too: its 8-point step has AVX and scalar forms, its rows 8 or 4 lanes)
     w = rng5.standard_normal((2, 264, 251)) + 1j * rng5.standard_normal((2, 264, 251))
     want = [np.fft.fft(z), np.fft.rfft(z.real.reshape(-1)), np.fft.fft2(z.reshape(128, 512)),
             np.fft.ifftn(z.reshape(-1)[:40 * 30 * 37].reshape(40, 30, 37)),
             np.fft.irfft2(z.reshape(256, 256)), np.fft.fft2(z.reshape(256, 256).astype(np.complex64)),
             np.fft.rfft(z.real.reshape(-1).astype(np.float32)),
             np.fft.ifft2(w), np.fft.fftn(w.reshape(-1)[:2 * 512 * 129].reshape(2, 512, 129)),
-            np.fft.rfft2(w.real.reshape(-1)[:256 * 514].reshape(256, 514))]
+            np.fft.rfft2(w.real.reshape(-1)[:256 * 514].reshape(256, 514)),
+            np.fft.fft2(w.astype(np.complex64)),
+            np.fft.ifft2(w.reshape(-1)[:512 * 129].reshape(512, 129).astype(np.complex64))]
     runs = {}
     for level in ("generic", "avx2", "avx512"):
         out = tmp_path / f"{level}.npz"

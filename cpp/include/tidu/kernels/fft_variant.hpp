@@ -170,103 +170,144 @@ inline void cols_pass(const std::complex<R>* in, std::complex<R>* out, std::size
   });
 }
 
-// ---- fft2 in two passes over memory (complex128): the rows fused with the columns' first step ----
+// ---- fft2 in two passes over memory: the rows fused with the columns' first step ----
 //
 // The column DFT of length L = 8 M split by decimation in frequency: with n = n1 + M n2 and
 // k = 8 k1 + k2 (n1, k1 < M; n2, k2 < 8),
 //   X[8 k1 + k2] = sum_n1 W_M^(n1 k1) [ W_L^(n1 k2) sum_n2 x[n1 + M n2] W_8^(n2 k2) ].
 // Pass 1 (rows_dft8), for each n1: the 8 rows n1 + M n2 transformed along the last axis
-// (pocketfft, two rows per 2-lane vector), the 8-point DFT across them, times W_L^(n1 k2),
-// written to rows 8 n1 + k2 of the output. Pass 2 (cols_pass, length M, 8 N wide): the M-point
-// DFTs over the rows 8 k1 + k2 for each k2, in place, which leaves X in natural order. So the
-// array is read and written twice, as by the rows-then-columns passes, but the 512-point
-// column transform on 4-lane vectors (64 KB with pocketfft's scratch, more than L1) becomes an
-// 8-point step on rows already in cache plus short columns, and the second pass's blocks (M rows
-// of 1 KB) stay in L2 between its reads and writes, where 512 rows at a power-of-two stride did not.
+// (pocketfft, rows as vector lanes), the 8-point DFT across them, times W_L^(n1 k2), written to
+// rows 8 n1 + k2 of the output. Pass 2 (cols_pass, length M, 8 N wide): the M-point DFTs over the
+// rows 8 k1 + k2 for each k2, in place, which leaves X in natural order. So the array is read and
+// written twice, as by the rows-then-columns passes, but the 512-point column transform on vector
+// lanes (64 KB of complex128 with pocketfft's scratch, more than L1) becomes an 8-point step on rows already in
+// cache plus short columns, and the second pass's blocks (M rows of 1 KB) stay in L2 between its
+// reads and writes, where 512 rows at a power-of-two stride did not.
 //
 // Every output goes through the same operations whichever thread or SIMD level computes it: the
-// 8-point step is written twice, with AVX2 intrinsics on two interleaved complex values and in
-// scalar code, the same IEEE operations in the same order (no FMA), so the bits agree.
+// 8-point step is written twice, with AVX intrinsics on interleaved complex values (two complex128
+// or four complex64 per vector) and in scalar code, the same IEEE operations in the same order (no
+// FMA), so the bits agree.
 
 #ifndef POCKETFFT_NO_VECTORS
 typedef double fft_v2d __attribute__((vector_size(16)));
 
+template <class R>
 struct fft_z {
-  double r, i;
+  R r, i;
 };
 
 // times -i (forward) or +i (backward)
-template <bool fwd>
-inline fft_z fft_rot(fft_z a) {
-  return fwd ? fft_z{a.i, -a.r} : fft_z{-a.i, a.r};
+template <bool fwd, class R>
+inline fft_z<R> fft_rot(fft_z<R> a) {
+  return fwd ? fft_z<R>{a.i, -a.r} : fft_z<R>{-a.i, a.r};
 }
 
 // One column of the 8-point DFT across rows: a[0..7] in, out[k] = A_k * w[k] (k >= 1).
-template <bool fwd>
-inline void dft8_one(const fft_z* a, fft_z* out, const double* wr, const double* wi, double h) {
-  auto add = [](fft_z p, fft_z q) { return fft_z{p.r + q.r, p.i + q.i}; };
-  auto sub = [](fft_z p, fft_z q) { return fft_z{p.r - q.r, p.i - q.i}; };
-  const fft_z b0 = add(a[0], a[4]), b1 = sub(a[0], a[4]), b2 = add(a[2], a[6]);
-  const fft_z b3 = fft_rot<fwd>(sub(a[2], a[6]));
-  const fft_z b4 = add(a[1], a[5]), b5 = sub(a[1], a[5]), b6 = add(a[3], a[7]);
-  const fft_z b7 = fft_rot<fwd>(sub(a[3], a[7]));
-  const fft_z e0 = add(b0, b2), e2 = sub(b0, b2), e1 = add(b1, b3), e3 = sub(b1, b3);
-  const fft_z o0 = add(b4, b6), o2 = sub(b4, b6), o1 = add(b5, b7), o3 = sub(b5, b7);
+template <bool fwd, class R>
+inline void dft8_one(const fft_z<R>* a, fft_z<R>* out, const R* wr, const R* wi, R h) {
+  using Z = fft_z<R>;
+  auto add = [](Z p, Z q) { return Z{p.r + q.r, p.i + q.i}; };
+  auto sub = [](Z p, Z q) { return Z{p.r - q.r, p.i - q.i}; };
+  const Z b0 = add(a[0], a[4]), b1 = sub(a[0], a[4]), b2 = add(a[2], a[6]);
+  const Z b3 = fft_rot<fwd>(sub(a[2], a[6]));
+  const Z b4 = add(a[1], a[5]), b5 = sub(a[1], a[5]), b6 = add(a[3], a[7]);
+  const Z b7 = fft_rot<fwd>(sub(a[3], a[7]));
+  const Z e0 = add(b0, b2), e2 = sub(b0, b2), e1 = add(b1, b3), e3 = sub(b1, b3);
+  const Z o0 = add(b4, b6), o2 = sub(b4, b6), o1 = add(b5, b7), o3 = sub(b5, b7);
   // W_8 o1 and W_8^3 o3: (x + y, y - x) / sqrt 2 forward, (x - y, x + y) / sqrt 2 backward
-  const fft_z q1 = fwd ? fft_z{o1.r + o1.i, o1.i - o1.r} : fft_z{o1.r - o1.i, o1.i + o1.r};
-  const fft_z q3 = fwd ? fft_z{o3.r + o3.i, o3.i - o3.r} : fft_z{o3.r - o3.i, o3.i + o3.r};
-  const fft_z p1{h * q1.r, h * q1.i};
-  const fft_z r3 = fft_rot<fwd>(q3);
-  const fft_z p3{h * r3.r, h * r3.i};
-  const fft_z p2 = fft_rot<fwd>(o2);
-  fft_z A[8] = {add(e0, o0), add(e1, p1), add(e2, p2), add(e3, p3),
-                sub(e0, o0), sub(e1, p1), sub(e2, p2), sub(e3, p3)};
+  const Z q1 = fwd ? Z{o1.r + o1.i, o1.i - o1.r} : Z{o1.r - o1.i, o1.i + o1.r};
+  const Z q3 = fwd ? Z{o3.r + o3.i, o3.i - o3.r} : Z{o3.r - o3.i, o3.i + o3.r};
+  const Z p1{h * q1.r, h * q1.i};
+  const Z r3 = fft_rot<fwd>(q3);
+  const Z p3{h * r3.r, h * r3.i};
+  const Z p2 = fft_rot<fwd>(o2);
+  Z A[8] = {add(e0, o0), add(e1, p1), add(e2, p2), add(e3, p3),
+            sub(e0, o0), sub(e1, p1), sub(e2, p2), sub(e3, p3)};
   out[0] = A[0];
   for (int k = 1; k < 8; ++k)
-    out[k] = fft_z{A[k].r * wr[k] - A[k].i * wi[k], A[k].i * wr[k] + A[k].r * wi[k]};
+    out[k] = Z{A[k].r * wr[k] - A[k].i * wi[k], A[k].i * wr[k] + A[k].r * wi[k]};
 }
 
 #if defined(__AVX__)
-template <bool fwd>
-inline __m256d fft_rot4(__m256d a) {  // two complex values times -i / +i
-  const __m256d s = _mm256_permute_pd(a, 0x5);
-  const __m256d sign = fwd ? _mm256_setr_pd(0.0, -0.0, 0.0, -0.0) : _mm256_setr_pd(-0.0, 0.0, -0.0, 0.0);
-  return _mm256_xor_pd(s, sign);
+// The 8-point step on one vector of interleaved complex values per row (2 complex128 or 4
+// complex64): dft8_one's operations lane by lane. Ops<R> holds the intrinsics for each width.
+template <class R>
+struct AvxOps;
+
+template <>
+struct AvxOps<double> {
+  using V = __m256d;
+  static constexpr std::size_t per = 2;  // complex values per vector
+  static V load(const double* p) { return _mm256_loadu_pd(p); }
+  static void store(double* p, V a) { _mm256_storeu_pd(p, a); }
+  static V add(V a, V b) { return _mm256_add_pd(a, b); }
+  static V sub(V a, V b) { return _mm256_sub_pd(a, b); }
+  static V mul(V a, V b) { return _mm256_mul_pd(a, b); }
+  static V addsub(V a, V b) { return _mm256_addsub_pd(a, b); }
+  static V set1(double a) { return _mm256_set1_pd(a); }
+  static V swap(V a) { return _mm256_permute_pd(a, 0x5); }  // (re, im) -> (im, re)
+  static V neg_odd() { return _mm256_setr_pd(0.0, -0.0, 0.0, -0.0); }
+  static V neg_even() { return _mm256_setr_pd(-0.0, 0.0, -0.0, 0.0); }
+  static V xor_(V a, V b) { return _mm256_xor_pd(a, b); }
+};
+
+template <>
+struct AvxOps<float> {
+  using V = __m256;
+  static constexpr std::size_t per = 4;
+  static V load(const float* p) { return _mm256_loadu_ps(p); }
+  static void store(float* p, V a) { _mm256_storeu_ps(p, a); }
+  static V add(V a, V b) { return _mm256_add_ps(a, b); }
+  static V sub(V a, V b) { return _mm256_sub_ps(a, b); }
+  static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
+  static V addsub(V a, V b) { return _mm256_addsub_ps(a, b); }
+  static V set1(float a) { return _mm256_set1_ps(a); }
+  static V swap(V a) { return _mm256_permute_ps(a, 0xB1); }
+  static V neg_odd() { return _mm256_setr_ps(0.f, -0.f, 0.f, -0.f, 0.f, -0.f, 0.f, -0.f); }
+  static V neg_even() { return _mm256_setr_ps(-0.f, 0.f, -0.f, 0.f, -0.f, 0.f, -0.f, 0.f); }
+  static V xor_(V a, V b) { return _mm256_xor_ps(a, b); }
+};
+
+template <bool fwd, class O>
+inline typename O::V fft_rot4(typename O::V a) {  // each complex value times -i / +i
+  return O::xor_(O::swap(a), fwd ? O::neg_odd() : O::neg_even());
 }
 
-// (x + y, y - x) forward, (x - y, x + y) backward, for two complex values (x, y): the same
+// (x + y, y - x) forward, (x - y, x + y) backward, for each complex value (x, y): the same
 // roundings as dft8_one's (x - (-y) is x + y, y + (-x) is y - x, exactly)
-template <bool fwd>
-inline __m256d fft_q4(__m256d a) {
-  const __m256d s = _mm256_permute_pd(a, 0x5);
-  return fwd ? _mm256_addsub_pd(a, _mm256_xor_pd(s, _mm256_set1_pd(-0.0))) : _mm256_addsub_pd(a, s);
+template <bool fwd, class O>
+inline typename O::V fft_q4(typename O::V a) {
+  const typename O::V s = O::swap(a);
+  return fwd ? O::addsub(a, O::xor_(s, O::set1(-0.0f))) : O::addsub(a, s);
 }
 
-template <bool fwd>
-inline void dft8_two(const double* const* t, double* const* o, std::size_t c, const double* wr,
-                     const double* wi, double h) {
-  __m256d a[8];
-  for (int j = 0; j < 8; ++j) a[j] = _mm256_loadu_pd(t[j] + 2 * c);
-  const __m256d b0 = _mm256_add_pd(a[0], a[4]), b1 = _mm256_sub_pd(a[0], a[4]);
-  const __m256d b2 = _mm256_add_pd(a[2], a[6]), b3 = fft_rot4<fwd>(_mm256_sub_pd(a[2], a[6]));
-  const __m256d b4 = _mm256_add_pd(a[1], a[5]), b5 = _mm256_sub_pd(a[1], a[5]);
-  const __m256d b6 = _mm256_add_pd(a[3], a[7]), b7 = fft_rot4<fwd>(_mm256_sub_pd(a[3], a[7]));
-  const __m256d e0 = _mm256_add_pd(b0, b2), e2 = _mm256_sub_pd(b0, b2);
-  const __m256d e1 = _mm256_add_pd(b1, b3), e3 = _mm256_sub_pd(b1, b3);
-  const __m256d o0 = _mm256_add_pd(b4, b6), o2 = _mm256_sub_pd(b4, b6);
-  const __m256d o1 = _mm256_add_pd(b5, b7), o3 = _mm256_sub_pd(b5, b7);
-  const __m256d hh = _mm256_set1_pd(h);
-  const __m256d p1 = _mm256_mul_pd(hh, fft_q4<fwd>(o1));
-  const __m256d p3 = _mm256_mul_pd(hh, fft_rot4<fwd>(fft_q4<fwd>(o3)));
-  const __m256d p2 = fft_rot4<fwd>(o2);
-  _mm256_storeu_pd(o[0] + 2 * c, _mm256_add_pd(e0, o0));
-  const __m256d A[8] = {e0, _mm256_add_pd(e1, p1), _mm256_add_pd(e2, p2), _mm256_add_pd(e3, p3),
-                        _mm256_sub_pd(e0, o0), _mm256_sub_pd(e1, p1), _mm256_sub_pd(e2, p2),
-                        _mm256_sub_pd(e3, p3)};
+template <bool fwd, class R>
+inline void dft8_vec(const R* const* t, R* const* o, std::size_t c, const R* wr, const R* wi,
+                     R h) {
+  using O = AvxOps<R>;
+  using V = typename O::V;
+  V a[8];
+  for (int j = 0; j < 8; ++j) a[j] = O::load(t[j] + 2 * c);
+  const V b0 = O::add(a[0], a[4]), b1 = O::sub(a[0], a[4]);
+  const V b2 = O::add(a[2], a[6]), b3 = fft_rot4<fwd, O>(O::sub(a[2], a[6]));
+  const V b4 = O::add(a[1], a[5]), b5 = O::sub(a[1], a[5]);
+  const V b6 = O::add(a[3], a[7]), b7 = fft_rot4<fwd, O>(O::sub(a[3], a[7]));
+  const V e0 = O::add(b0, b2), e2 = O::sub(b0, b2);
+  const V e1 = O::add(b1, b3), e3 = O::sub(b1, b3);
+  const V o0 = O::add(b4, b6), o2 = O::sub(b4, b6);
+  const V o1 = O::add(b5, b7), o3 = O::sub(b5, b7);
+  const V hh = O::set1(h);
+  const V p1 = O::mul(hh, fft_q4<fwd, O>(o1));
+  const V p3 = O::mul(hh, fft_rot4<fwd, O>(fft_q4<fwd, O>(o3)));
+  const V p2 = fft_rot4<fwd, O>(o2);
+  O::store(o[0] + 2 * c, O::add(e0, o0));
+  const V A[8] = {e0, O::add(e1, p1), O::add(e2, p2), O::add(e3, p3),
+                  O::sub(e0, o0), O::sub(e1, p1), O::sub(e2, p2), O::sub(e3, p3)};
   for (int k = 1; k < 8; ++k) {
-    const __m256d m1 = _mm256_mul_pd(A[k], _mm256_set1_pd(wr[k]));
-    const __m256d m2 = _mm256_mul_pd(_mm256_permute_pd(A[k], 0x5), _mm256_set1_pd(wi[k]));
-    _mm256_storeu_pd(o[k] + 2 * c, _mm256_addsub_pd(m1, m2));  // (ar wr - ai wi, ai wr + ar wi)
+    const V m1 = O::mul(A[k], O::set1(wr[k]));
+    const V m2 = O::mul(O::swap(A[k]), O::set1(wi[k]));
+    O::store(o[k] + 2 * c, O::addsub(m1, m2));  // (ar wr - ai wi, ai wr + ar wi)
   }
 }
 #endif
@@ -317,7 +358,109 @@ inline void rows4_exec(const double* const* r, double* const* t, std::size_t N, 
       t[j][2 * c + 1] = b[c].i[j];
     }
 }
+
+// The 8 x 8 transpose of floats: v[k] becomes column k of the rows v[0..7] (its own inverse).
+inline void transpose8_ps(__m256* v) {
+  const __m256 t0 = _mm256_unpacklo_ps(v[0], v[1]), t1 = _mm256_unpackhi_ps(v[0], v[1]);
+  const __m256 t2 = _mm256_unpacklo_ps(v[2], v[3]), t3 = _mm256_unpackhi_ps(v[2], v[3]);
+  const __m256 t4 = _mm256_unpacklo_ps(v[4], v[5]), t5 = _mm256_unpackhi_ps(v[4], v[5]);
+  const __m256 t6 = _mm256_unpacklo_ps(v[6], v[7]), t7 = _mm256_unpackhi_ps(v[6], v[7]);
+  const __m256 s0 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0));
+  const __m256 s1 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
+  const __m256 s2 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0));
+  const __m256 s3 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
+  const __m256 s4 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(1, 0, 1, 0));
+  const __m256 s5 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(3, 2, 3, 2));
+  const __m256 s6 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(1, 0, 1, 0));
+  const __m256 s7 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(3, 2, 3, 2));
+  v[0] = _mm256_permute2f128_ps(s0, s4, 0x20);
+  v[1] = _mm256_permute2f128_ps(s1, s5, 0x20);
+  v[2] = _mm256_permute2f128_ps(s2, s6, 0x20);
+  v[3] = _mm256_permute2f128_ps(s3, s7, 0x20);
+  v[4] = _mm256_permute2f128_ps(s0, s4, 0x31);
+  v[5] = _mm256_permute2f128_ps(s1, s5, 0x31);
+  v[6] = _mm256_permute2f128_ps(s2, s6, 0x31);
+  v[7] = _mm256_permute2f128_ps(s3, s7, 0x31);
+}
 #endif
+
+// Rows r[0..vl) -> t[0..vl) (N complex each) of single precision transformed as the vl lanes of
+// pocketfft's vector lines (vl = 8 with AVX, 4 with SSE): four (AVX) or two (SSE) columns at a
+// time moved by a transpose of the rows' interleaved (re, im) floats, whose columns are then the
+// re and im vectors of one line element each.
+template <class V>
+inline void rows_c64_exec(const float* const* r, float* const* t, std::size_t N, bool fwd,
+                          const pf::pocketfft_c<float>& plan, pf::cmplx<V>* b) {
+  constexpr std::size_t vl = sizeof(V) / sizeof(float);
+  std::size_t c = 0;
+#if defined(__AVX__)
+  if constexpr (vl == 8) {
+    for (; c + 4 <= N; c += 4) {
+      __m256 u[8];
+      for (int j = 0; j < 8; ++j) u[j] = _mm256_loadu_ps(r[j] + 2 * c);
+      transpose8_ps(u);
+      for (int m = 0; m < 4; ++m) {
+        std::memcpy(&b[c + m].r, &u[2 * m], 32);
+        std::memcpy(&b[c + m].i, &u[2 * m + 1], 32);
+      }
+    }
+  }
+#endif
+#if defined(__SSE2__)
+  if constexpr (vl == 4) {
+    for (; c + 2 <= N; c += 2) {
+      __m128 u0 = _mm_loadu_ps(r[0] + 2 * c), u1 = _mm_loadu_ps(r[1] + 2 * c);
+      __m128 u2 = _mm_loadu_ps(r[2] + 2 * c), u3 = _mm_loadu_ps(r[3] + 2 * c);
+      _MM_TRANSPOSE4_PS(u0, u1, u2, u3);
+      std::memcpy(&b[c].r, &u0, 16);
+      std::memcpy(&b[c].i, &u1, 16);
+      std::memcpy(&b[c + 1].r, &u2, 16);
+      std::memcpy(&b[c + 1].i, &u3, 16);
+    }
+  }
+#endif
+  for (; c < N; ++c)
+    for (std::size_t j = 0; j < vl; ++j) {
+      b[c].r[j] = r[j][2 * c];
+      b[c].i[j] = r[j][2 * c + 1];
+    }
+  plan.exec(b, 1.0f, fwd);
+  c = 0;
+#if defined(__AVX__)
+  if constexpr (vl == 8) {
+    for (; c + 4 <= N; c += 4) {
+      __m256 u[8];
+      for (int m = 0; m < 4; ++m) {
+        std::memcpy(&u[2 * m], &b[c + m].r, 32);
+        std::memcpy(&u[2 * m + 1], &b[c + m].i, 32);
+      }
+      transpose8_ps(u);
+      for (int j = 0; j < 8; ++j) _mm256_storeu_ps(t[j] + 2 * c, u[j]);
+    }
+  }
+#endif
+#if defined(__SSE2__)
+  if constexpr (vl == 4) {
+    for (; c + 2 <= N; c += 2) {
+      __m128 u0, u1, u2, u3;
+      std::memcpy(&u0, &b[c].r, 16);
+      std::memcpy(&u1, &b[c].i, 16);
+      std::memcpy(&u2, &b[c + 1].r, 16);
+      std::memcpy(&u3, &b[c + 1].i, 16);
+      _MM_TRANSPOSE4_PS(u0, u1, u2, u3);
+      _mm_storeu_ps(t[0] + 2 * c, u0);
+      _mm_storeu_ps(t[1] + 2 * c, u1);
+      _mm_storeu_ps(t[2] + 2 * c, u2);
+      _mm_storeu_ps(t[3] + 2 * c, u3);
+    }
+  }
+#endif
+  for (; c < N; ++c)
+    for (std::size_t j = 0; j < vl; ++j) {
+      t[j][2 * c] = b[c].r[j];
+      t[j][2 * c + 1] = b[c].i[j];
+    }
+}
 
 // Rows r[0], r[1] -> t[0], t[1] (N complex each) transformed, as 2 lanes.
 inline void rows2_exec(const double* const* r, double* const* t, std::size_t N, bool fwd,
@@ -399,29 +542,30 @@ inline void rows_r2c_exec(const double* const* r, double* const* t, std::size_t 
 
 // Pass 1 for one n1 of one slab: the 8 rows n1 + M n2 transformed by rows(tr) into tr[0..7]
 // (Nc complex each), then the 8-point step to rows 8 n1 + k2 of y (Nc complex each).
-template <bool fwd, class Rows>
-inline void rows_dft8(std::complex<double>* y, std::size_t M, std::size_t Nc, std::size_t n1,
-                      const std::complex<double>* tw, Rows&& rows) {
-  auto* t = static_cast<double*>(fft_scratch(8 * Nc * 2 * sizeof(double), 0));
-  double* tr[8];
+template <bool fwd, class R, class Rows>
+inline void rows_dft8(std::complex<R>* y, std::size_t M, std::size_t Nc, std::size_t n1,
+                      const std::complex<R>* tw, Rows&& rows) {
+  auto* t = static_cast<R*>(fft_scratch(8 * Nc * 2 * sizeof(R), 0));
+  R* tr[8];
   for (std::size_t j = 0; j < 8; ++j) tr[j] = t + j * 2 * Nc;
   rows(tr);
-  double wr[8], wi[8];
+  R wr[8], wi[8];
   for (std::size_t k = 1; k < 8; ++k) {
     wr[k] = tw[k * M + n1].real();
     wi[k] = fwd ? tw[k * M + n1].imag() : -tw[k * M + n1].imag();
   }
-  const double h = 0.70710678118654752440;
-  double* orow[8];
-  for (std::size_t j = 0; j < 8; ++j) orow[j] = reinterpret_cast<double*>(y + (8 * n1 + j) * Nc);
+  const R h = static_cast<R>(0.70710678118654752440);
+  R* orow[8];
+  for (std::size_t j = 0; j < 8; ++j) orow[j] = reinterpret_cast<R*>(y + (8 * n1 + j) * Nc);
   std::size_t c = 0;
 #if defined(__AVX__)
-  for (; c + 2 <= Nc; c += 2) dft8_two<fwd>(tr, orow, c, wr, wi, h);
+  constexpr std::size_t per = AvxOps<R>::per;
+  for (; c + per <= Nc; c += per) dft8_vec<fwd, R>(tr, orow, c, wr, wi, h);
 #endif
   for (; c < Nc; ++c) {
-    fft_z a[8], out[8];
-    for (int j = 0; j < 8; ++j) a[j] = fft_z{tr[j][2 * c], tr[j][2 * c + 1]};
-    dft8_one<fwd>(a, out, wr, wi, h);
+    fft_z<R> a[8], out[8];
+    for (int j = 0; j < 8; ++j) a[j] = fft_z<R>{tr[j][2 * c], tr[j][2 * c + 1]};
+    dft8_one<fwd, R>(a, out, wr, wi, h);
     for (int k = 0; k < 8; ++k) {
       orow[k][2 * c] = out[k].r;
       orow[k][2 * c + 1] = out[k].i;
@@ -430,21 +574,23 @@ inline void rows_dft8(std::complex<double>* y, std::size_t M, std::size_t Nc, st
 }
 
 // The fused pass applies to the last two axes (L x Nc complex out) of a slab when L is a multiple
-// of 8 and at least 256, the output slab is over 1 MB of complex128, and x, y are distinct
+// of 8 and at least 256, the output slab is over 2^16 complex values, and x, y are distinct
 // buffers (pass 1 writes rows it has not read yet). Elsewhere the plain passes were as fast or
-// faster (one core, ms, plain vs fused): a slab that stays in L2 between the passes, 256 x 256
-// 0.35 vs 0.38; short columns, 64 x 2048 0.85 vs 0.91, 128 x 1024 0.90 vs 0.91. Where it
-// applies: 512 x 512 2.30 vs 1.89, 256 x 2048 3.92 vs 3.76, 512 x 203 1.01 vs 0.86, 1024 x 1024
-// 10.6 vs 8.6.
+// faster (complex128, one core, ms, plain vs fused): a slab that stays in L2 between the passes,
+// 256 x 256 0.35 vs 0.38; short columns, 64 x 2048 0.85 vs 0.91, 128 x 1024 0.90 vs 0.91. Where
+// it applies: 512 x 512 2.30 vs 1.89, 256 x 2048 3.92 vs 3.76, 512 x 203 1.01 vs 0.86, 1024 x
+// 1024 10.6 vs 8.6. complex64, one core / two: 512 x 512 1.26 vs 1.06 / 0.88 vs 0.67, 512 x 256
+// 0.53 vs 0.43 / 0.51 vs 0.36, 1024 x 1024 5.4 vs 4.6 / 3.0 vs 2.4, 264 x 251 0.53 vs 0.55 /
+// 0.46 vs 0.42 (the same rule for both precisions).
 inline bool fft2_fused_fits(std::size_t L, std::size_t Nc) {
   return L % 8 == 0 && L >= 256 && L * Nc > (std::size_t{1} << 16);
 }
 
 // The two passes over `outer` slabs of L x Nc complex output: unit(o, n1) runs pass 1 for n1 of
 // slab o; pass 2 scaled by fct.
-template <class Unit>
-inline void fft2_fused_passes(std::complex<double>* y, std::size_t outer, std::size_t L,
-                              std::size_t Nc, bool fwd, double fct, int threads, Unit&& unit) {
+template <class R, class Unit>
+inline void fft2_fused_passes(std::complex<R>* y, std::size_t outer, std::size_t L,
+                              std::size_t Nc, bool fwd, R fct, int threads, Unit&& unit) {
   const std::size_t M = L / 8;
   const std::int64_t units = static_cast<std::int64_t>(outer * M);
   const std::int64_t chunks =
@@ -453,34 +599,42 @@ inline void fft2_fused_passes(std::complex<double>* y, std::size_t outer, std::s
     for (std::int64_t u = units * ch / chunks; u < units * (ch + 1) / chunks; ++u)
       unit(static_cast<std::size_t>(u) / M, static_cast<std::size_t>(u) % M);
   });
-  cols_pass<double>(y, y, outer, M, 8 * Nc, fwd, fct, threads);
+  cols_pass<R>(y, y, outer, M, 8 * Nc, fwd, fct, threads);
 }
 
 // c2c over the last two axes (L x N), x -> y (distinct), scaled by fct.
-inline void fft2_fused(const std::complex<double>* x, std::complex<double>* y, std::size_t outer,
-                       std::size_t L, std::size_t N, bool fwd, double fct, int threads) {
+template <class R>
+inline void fft2_fused(const std::complex<R>* x, std::complex<R>* y, std::size_t outer,
+                       std::size_t L, std::size_t N, bool fwd, R fct, int threads) {
   const std::size_t M = L / 8;
-  const auto plan = pf::get_plan<pf::pocketfft_c<double>>(N);
-  const auto tw = four_step_twiddles<double>(L, 8);  // w[k2 * M + n1] = W_L^(n1 k2)
+  const auto plan = pf::get_plan<pf::pocketfft_c<R>>(N);
+  const auto tw = four_step_twiddles<R>(L, 8);  // w[k2 * M + n1] = W_L^(n1 k2)
   const std::size_t slab = L * N;
-  fft2_fused_passes(y, outer, L, N, fwd, fct, threads, [&](std::size_t o, std::size_t n1) {
-    // the rows n1 + M n2 transformed, 4 (AVX2) or 2 at a time as vector lanes (the same bits)
-    auto rows = [&](double* const* tr) {
-      const double* rin[8];
+  fft2_fused_passes<R>(y, outer, L, N, fwd, fct, threads, [&](std::size_t o, std::size_t n1) {
+    // the rows n1 + M n2 transformed as vector lanes (the same bits for every width)
+    auto rows = [&](R* const* tr) {
+      const R* rin[8];
       for (std::size_t j = 0; j < 8; ++j)
-        rin[j] = reinterpret_cast<const double*>(x + o * slab + (n1 + M * j) * N);
+        rin[j] = reinterpret_cast<const R*>(x + o * slab + (n1 + M * j) * N);
+      if constexpr (std::is_same<R, double>::value) {
 #if defined(__AVX__)
-      auto* b = static_cast<pf::cmplx<fft_v4d>*>(fft_scratch(N * sizeof(pf::cmplx<fft_v4d>), 1));
-      for (std::size_t p = 0; p < 8; p += 4) rows4_exec(rin + p, tr + p, N, fwd, *plan, b);
+        auto* b = static_cast<pf::cmplx<fft_v4d>*>(fft_scratch(N * sizeof(pf::cmplx<fft_v4d>), 1));
+        for (std::size_t p = 0; p < 8; p += 4) rows4_exec(rin + p, tr + p, N, fwd, *plan, b);
 #else
-      auto* b = static_cast<pf::cmplx<fft_v2d>*>(fft_scratch(N * sizeof(pf::cmplx<fft_v2d>), 1));
-      for (std::size_t p = 0; p < 8; p += 2) rows2_exec(rin + p, tr + p, N, fwd, *plan, b);
+        auto* b = static_cast<pf::cmplx<fft_v2d>*>(fft_scratch(N * sizeof(pf::cmplx<fft_v2d>), 1));
+        for (std::size_t p = 0; p < 8; p += 2) rows2_exec(rin + p, tr + p, N, fwd, *plan, b);
 #endif
+      } else {
+        using V = pf::vtype_t<float>;
+        constexpr std::size_t vl = sizeof(V) / sizeof(float);
+        auto* b = static_cast<pf::cmplx<V>*>(fft_scratch(N * sizeof(pf::cmplx<V>), 1));
+        for (std::size_t p = 0; p < 8; p += vl) rows_c64_exec<V>(rin + p, tr + p, N, fwd, *plan, b);
+      }
     };
     if (fwd)
-      rows_dft8<true>(y + o * slab, M, N, n1, tw->w.data(), rows);
+      rows_dft8<true, R>(y + o * slab, M, N, n1, tw->w.data(), rows);
     else
-      rows_dft8<false>(y + o * slab, M, N, n1, tw->w.data(), rows);
+      rows_dft8<false, R>(y + o * slab, M, N, n1, tw->w.data(), rows);
   });
 }
 
@@ -490,7 +644,7 @@ inline void rfft2_fused(const double* x, std::complex<double>* y, std::size_t ou
   const std::size_t M = L / 8, Nc = N / 2 + 1;
   const auto plan = pf::get_plan<pf::pocketfft_r<double>>(N);
   const auto tw = four_step_twiddles<double>(L, 8);
-  fft2_fused_passes(y, outer, L, Nc, true, fct, threads, [&](std::size_t o, std::size_t n1) {
+  fft2_fused_passes<double>(y, outer, L, Nc, true, fct, threads, [&](std::size_t o, std::size_t n1) {
     auto rows = [&](double* const* tr) {
       const double* rin[8];
       for (std::size_t j = 0; j < 8; ++j) rin[j] = x + o * L * N + (n1 + M * j) * N;
@@ -502,7 +656,7 @@ inline void rfft2_fused(const double* x, std::complex<double>* y, std::size_t ou
       for (std::size_t p = 0; p < 8; p += 2) rows_r2c_exec(rin + p, tr + p, N, *plan, b);
 #endif
     };
-    rows_dft8<true>(y + o * L * Nc, M, Nc, n1, tw->w.data(), rows);
+    rows_dft8<true, double>(y + o * L * Nc, M, Nc, n1, tw->w.data(), rows);
   });
 }
 #endif  // POCKETFFT_NO_VECTORS
@@ -652,11 +806,11 @@ inline void fft_typed(FftType type, const pocketfft::shape_t& xshape,
         }
       }
 #ifndef POCKETFFT_NO_VECTORS
-      if constexpr (std::is_same<R, double>::value) {
+      {
         const std::size_t L = axes.size() >= 2 ? xshape[axes[axes.size() - 2]] : 0;
         if (axes.size() >= 2 && fft2_fused_fits(L, len) && x != static_cast<const void*>(y)) {
-          fft2_fused(static_cast<const C*>(x), static_cast<C*>(y), total / (L * len), L, len, fwd,
-                     axes.size() == 2 ? fct : R(1), threads);
+          fft2_fused<R>(static_cast<const C*>(x), static_cast<C*>(y), total / (L * len), L, len,
+                        fwd, axes.size() == 2 ? fct : R(1), threads);
           c2c_in_place(yshape, ys, yb, 0, axes.size() - 2, fwd, fct);
           return;
         }
