@@ -948,10 +948,13 @@ def test_convert_to_int_saturates_in_kernel_and_impl(src, dst):
         np.testing.assert_array_equal(td.jit(lambda v: td.astype(v, dst))(x), want)
 
 
-@pytest.mark.parametrize("dtype", ("float32", "complex128", "int64", "bool"))
+@pytest.mark.parametrize("dtype", ("float32", "complex128", "int64", "bool", "complex64", "float16"))
 @pytest.mark.parametrize("shape,perm", [
     ((256, 64, 32), (0, 2, 1)),     # the last two axes swapped per batch: tiles
-    ((70, 45), (1, 0)),             # a plain matrix, ragged against the 32 x 32 tiles
+    ((70, 45), (1, 0)),             # a plain matrix, ragged against the tiles (32, 8 and 4 wide)
+    ((512, 256), (1, 0)),           # strides that are multiples of 1 KB: the small tiles
+    ((3, 1024, 37), (0, 2, 1)),     # the same, ragged
+    ((1027, 515), (1, 0)),          # 2 MB and more of the wider types: bands over the pool
     ((5, 40, 33, 3), (3, 1, 0, 2)),  # the contiguous axis first, strided last
     ((8, 64, 4, 16), (0, 2, 1, 3)),  # whole rows move ("bthd->bhtd"): merged runs, no tiles
     ((6, 1, 50, 1, 40), (4, 1, 0, 3, 2)),  # size-1 axes dropped before the tiles
@@ -961,8 +964,16 @@ def test_transposes_of_every_layout_match_numpy(dtype, shape, perm):
     """Transposes merge the axes that stay in order and tile the ones that swap; every layout
     gives numpy's exact values."""
     x = value(shape, dtype)
-    (got,) = program(P.Transpose(perm), [td.aval(shape, dtype)]).eval([x])
+    prog = program(P.Transpose(perm), [td.aval(shape, dtype)])
+    (got,) = prog.eval([x])
     np.testing.assert_array_equal(got, np.transpose(x, perm))
+    before = td.get_num_threads()
+    try:  # the bands a thread takes do not change what it writes
+        td.set_num_threads(1)
+        (one,) = prog.eval([x])
+    finally:
+        td.set_num_threads(before)
+    assert one.tobytes() == got.tobytes()
 
 
 @pytest.mark.parametrize("shape", [(64, 64, 3), (7, 33, 5), (3, 50, 50, 2), (41, 13, 1), (2, 3, 1000, 7),
