@@ -7,6 +7,10 @@ holding them, and the C++ loader refusing an unknown dtype code."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -387,3 +391,35 @@ def test_float64_to_float16_rounds_once_as_numpy():
     with np.errstate(over="ignore", invalid="ignore"):
         want = x.astype(np.float16)
     _check_bits(got, want, "float64 -> float16")
+
+
+_LEVEL_SCRIPT = r"""
+import sys, numpy as np, ml_dtypes, tidu as td
+rng = np.random.default_rng(11)
+h = np.arange(65536, dtype=np.uint16)
+x = rng.integers(0, 2**32, 65533, dtype=np.uint64).astype(np.uint32)  # 8k + 5: the loops' tails
+x[:8] = [0x7F800001, 0xFF800001, 0x7FC00000, 0x7FBFFFFF, 0x00000001, 0x80000001, 0x477FEFFF, 0x477FF000]
+x = x.view(np.float32)
+f = td.jit(lambda h16, hb, x: (h16.astype(np.float32), hb.astype(np.float32), x.astype(np.float16),
+                               x.astype(ml_dtypes.bfloat16), (x * 2).astype(np.float16) * 3))
+outs = f(h.view(np.float16), h.view(ml_dtypes.bfloat16), x)
+np.savez(sys.argv[1], *[o.view(f"u{o.itemsize}") for o in outs])
+"""
+
+
+def test_conversion_bits_agree_across_simd_levels(tmp_path):
+    """The 16-bit conversions run as F16C instructions (float16) and AVX2 integer code (bfloat16)
+    where the CPU has them, as portable loops at TIDU_SIMD=generic: every float16 and bfloat16
+    pattern and 2^16 random float32 ones (NaN payloads, subnormals, the overflow edge) give the
+    same bits, NaNs included, on each level."""
+    runs = {}
+    for level in ("generic", "avx2", "avx512"):
+        out = tmp_path / f"{level}.npz"
+        res = subprocess.run([sys.executable, "-c", _LEVEL_SCRIPT, str(out)], capture_output=True,
+                             text=True, timeout=300, env=dict(os.environ, TIDU_SIMD=level))
+        assert res.returncode == 0, res.stderr[-2000:]
+        with np.load(out) as f:
+            runs[level] = [f[k] for k in sorted(f.files, key=lambda k: int(k.split("_")[1]))]
+    for level, outs in runs.items():
+        for i, (got, base) in enumerate(zip(outs, runs["generic"])):
+            np.testing.assert_array_equal(got, base, err_msg=f"output {i} at TIDU_SIMD={level}")

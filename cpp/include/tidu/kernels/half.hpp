@@ -104,17 +104,90 @@ TIDU_FM_CLONE_AVX2 inline void to_half_avx2(const float* x, std::uint16_t* r, st
 TIDU_FM_CLONE_AVX2 inline void from_half_avx2(const std::uint16_t* h, float* r, std::int64_t n, bool bf) {
   from_half_loop(h, r, n, bf);
 }
+
+// float16 by the CPU's own conversions (F16C, on every CPU with AVX2 so far, checked apart):
+// eight values per instruction, to nearest even by the immediate whatever MXCSR says. They give
+// the loops' bits (test_half_dtypes.py compares every float16 and random float32 pattern across
+// TIDU_SIMD levels): the same rounding, subnormals and infinities; a float32 NaN becomes a quiet
+// float16 NaN with the sign and the leading payload bits in both; a float16 signalling NaN, which
+// the instruction quiets, has its quiet bit cleared again below. tanh(a * b + a) over 2^18
+// float16, one chain with six conversions: 0.60 -> 0.24 ms.
+inline bool has_f16c() {
+  static const bool yes = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("f16c") != 0;
+  }();
+  return yes;
+}
+__attribute__((target("avx2,f16c"))) inline void to_f16_f16c(const float* x, std::uint16_t* r, std::int64_t n) {
+  std::int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(r + i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  for (; i < n; ++i) r[i] = f32_to_f16(x[i]);
+}
+__attribute__((target("avx2,f16c"))) inline void from_f16_f16c(const std::uint16_t* h, float* r, std::int64_t n) {
+  std::int64_t i = 0;
+  const __m256i exp_quiet = _mm256_set1_epi32(0x7E00), exp = _mm256_set1_epi32(0x7C00);
+  const __m256i payload = _mm256_set1_epi32(0x1FF), quiet32 = _mm256_set1_epi32(0x00400000);
+  for (; i + 8 <= n; i += 8) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(h + i));
+    // a signalling NaN comes back quiet from the instruction: its quiet bit cleared again, as
+    // f16_to_f32 (and numpy) keep the payload as it is
+    const __m256i w = _mm256_cvtepu16_epi32(v);
+    const __m256i snan = _mm256_andnot_si256(
+        _mm256_cmpeq_epi32(_mm256_and_si256(w, payload), _mm256_setzero_si256()),
+        _mm256_cmpeq_epi32(_mm256_and_si256(w, exp_quiet), exp));
+    const __m256i f = _mm256_castps_si256(_mm256_cvtph_ps(v));
+    _mm256_storeu_ps(r + i, _mm256_castsi256_ps(_mm256_andnot_si256(_mm256_and_si256(snan, quiet32), f)));
+  }
+  for (; i < n; ++i) r[i] = f16_to_f32(h[i]);
+}
+// bfloat16 by AVX2 integer ops, eight values at a time: f32_to_bf16's and bf16_to_f32's operations
+// lane by lane (the compiler left their loops scalar: a*2 over 2^18 bfloat16, 0.15 -> 0.07 ms).
+__attribute__((target("avx2"))) inline void to_bf16_avx2(const float* x, std::uint16_t* r, std::int64_t n) {
+  std::int64_t i = 0;
+  const __m256i abs = _mm256_set1_epi32(0x7FFFFFFF), inf = _mm256_set1_epi32(0x7F800000);
+  const __m256i bias = _mm256_set1_epi32(0x7FFF), one = _mm256_set1_epi32(1), q = _mm256_set1_epi32(0x40);
+  for (; i + 8 <= n; i += 8) {
+    const __m256i u = _mm256_castps_si256(_mm256_loadu_ps(x + i));
+    const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, abs), inf);
+    const __m256i hi = _mm256_srli_epi32(u, 16);
+    const __m256i rounded =
+        _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u, bias), _mm256_and_si256(hi, one)), 16);
+    const __m256i v = _mm256_blendv_epi8(rounded, _mm256_or_si256(hi, q), nan);
+    const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(v, v), 0x08);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(r + i), _mm256_castsi256_si128(packed));
+  }
+  for (; i < n; ++i) r[i] = f32_to_bf16(x[i]);
+}
+__attribute__((target("avx2"))) inline void from_bf16_avx2(const std::uint16_t* h, float* r, std::int64_t n) {
+  std::int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h + i)));
+    _mm256_storeu_ps(r + i, _mm256_castsi256_ps(_mm256_slli_epi32(w, 16)));
+  }
+  for (; i < n; ++i) r[i] = bf16_to_f32(h[i]);
+}
 #endif
 
 inline void to_half(const float* x, std::uint16_t* r, std::int64_t n, bool bf) {
 #if TIDU_FM_DISPATCH
-  if (fm::isa() != fm::Isa::Generic) return to_half_avx2(x, r, n, bf);
+  if (fm::isa() != fm::Isa::Generic) {
+    if (bf) return to_bf16_avx2(x, r, n);
+    if (has_f16c()) return to_f16_f16c(x, r, n);
+    return to_half_avx2(x, r, n, bf);
+  }
 #endif
   to_half_loop(x, r, n, bf);
 }
 inline void from_half(const std::uint16_t* h, float* r, std::int64_t n, bool bf) {
 #if TIDU_FM_DISPATCH
-  if (fm::isa() != fm::Isa::Generic) return from_half_avx2(h, r, n, bf);
+  if (fm::isa() != fm::Isa::Generic) {
+    if (bf) return from_bf16_avx2(h, r, n);
+    if (has_f16c()) return from_f16_f16c(h, r, n);
+    return from_half_avx2(h, r, n, bf);
+  }
 #endif
   from_half_loop(h, r, n, bf);
 }
@@ -128,6 +201,10 @@ inline void convert_half(DType src, const void* x, DType dst, void* y, std::int6
     const bool bf = src == DType::BF16;
     if (dst == src) {
       if (n) std::memmove(y, x, static_cast<std::size_t>(n) * 2);
+      return;
+    }
+    if (dst == DType::F32) {  // straight into the output (the widened programs' every operand)
+      from_half(h, static_cast<float*>(y), n, bf);
       return;
     }
     for (std::int64_t lo = 0; lo < n; lo += kChunk) {
