@@ -1040,3 +1040,23 @@ def test_convert_of_a_long_bool_mask(dst):
     y = rng.standard_normal(m.shape).astype(dst if dst != "int8" and dst != "uint8" else "float32")
     got = td.jit(lambda m, y: m.astype(y.dtype) * y + y, backend="cpu")(m, y)
     np.testing.assert_array_equal(got, m.astype(y.dtype) * y + y)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("n", [20000, 8192 + 5, 65536 * 3 + 1])
+def test_chains_fill_a_broadcast_value_once_per_thread(threads, n):
+    """A chain-local broadcast of one value (a constant, or a scalar computed before the chain)
+    is filled at the first block a thread runs and kept for its later blocks (Program::fill_once):
+    block counts that leave a short last block, one and two threads, numpy's exact values."""
+    rng = np.random.default_rng(n)
+    x, y = rng.standard_normal(n), rng.standard_normal(7)
+    before = td.get_num_threads()
+    try:
+        td.set_num_threads(threads)
+        got = td.jit(lambda x, y: (x * 2.0 + 1.0) * td.sum(y) - 3.0, backend="cpu")(x, y)
+        k = rng.integers(0, 2**62, n)
+        gk = td.jit(lambda k: ((k ^ (k << 13)) ^ ((k ^ (k << 13)) >> 7)) & 0xFFFF, backend="cpu")(k)
+    finally:
+        td.set_num_threads(before)
+    np.testing.assert_array_equal(got, (x * 2.0 + 1.0) * np.sum(y) - 3.0)
+    np.testing.assert_array_equal(gk, ((k ^ (k << 13)) ^ ((k ^ (k << 13)) >> 7)) & 0xFFFF)

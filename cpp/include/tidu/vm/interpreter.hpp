@@ -184,8 +184,10 @@ inline void eval(const Program& p, Workspace& ws, const void* const* inputs, voi
       for (std::int64_t b = first; b < last; ++b) {
         ws.check_cancel();
         std::int64_t lo = b * Program::kBlock, n = std::min<std::int64_t>(Program::kBlock, size - lo);
+        // (a fill's first block is the longest this thread runs: only the array's last block is short)
         for (std::size_t j = i; j < stop; ++j)
-          if (p.instrs[j].op != Op::Constant) detail::run_block(p, ws, j, lo, n, mine);
+          if (p.instrs[j].op != Op::Constant && (b == first || p.fill_once.empty() || !p.fill_once[j]))
+            detail::run_block(p, ws, j, lo, n, mine);
         if (tail)
           detail::run_reduce_block(p, ws, end - 1, lo, n, mine, acc + b / Program::kReduceRun * last_out.size);
       }

@@ -488,6 +488,12 @@ inline void Program::find_locals(const std::vector<std::int64_t>& last) {
     max_locals = std::max<std::uint32_t>(max_locals, static_cast<std::uint32_t>(k));
     i = chain_end[i] - 1;
   }
+  fill_once.assign(instrs.size(), 0);
+  for (std::size_t i = 0; i < instrs.size(); ++i) {
+    const Instr& in = instrs[i];
+    fill_once[i] = in.op == Op::BroadcastInDim && in.n_in == 1 && slots[args[in.in_begin]].size == 1 &&
+                   local[in.out] >= 0;
+  }
 }
 
 inline void Program::build_chains() {

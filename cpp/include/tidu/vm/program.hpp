@@ -112,6 +112,11 @@ struct Program {
   // an output): it has no arena buffer, each block of it lives in scratch buffer k of the thread
   // running the block (kBlock elements of up to kMaxElemBytes).  max_locals: most in one chain.
   std::vector<std::int32_t> local;
+  // Per instruction: 1 for a chain-local broadcast of one value (a constant's fill, a scalar
+  // spread over the block): every block of it is the same, so each thread fills its buffer at
+  // the first block it runs of the chain and skips it after (a local's buffer is its own for
+  // the whole chain, find_locals).
+  std::vector<char> fill_once;
   std::uint32_t max_locals = 0;
   static constexpr std::size_t kMaxElemBytes = 16;
   static constexpr std::int64_t kBlock = 2048;
