@@ -3,8 +3,9 @@ give the same values on each: every variant the CPU has is run in a subprocess w
 set, against numpy's values.  Covered here: the shifts (a shift amount per element, negative and
 past the bit width included) and the sum / max / min reductions over every axis pattern their
 loops tell apart (a contiguous row, short rows, kept columns, short kept rows, a middle axis),
-with NaN where numpy propagates it; and the comparisons, selects, integer arithmetic, max/min and
-conversions that chains run block by block (and whole, for a small array)."""
+with NaN where numpy propagates it; and the comparisons, selects, integer arithmetic, max/min,
+conversions and bitwise and/or/xor (of integers and bools) that chains run block by block (and
+whole, for a small array)."""
 
 from __future__ import annotations
 
@@ -71,6 +72,9 @@ for kind, arrays, axis in inputs():
         f = lambda a, b: [a < b, a >= b, a == b, a != b, td.where(a < b, a, b), td.maximum(a, b),
                           td.minimum(a, b), a + b, a - b, a * b, (a < b).astype(dt), a.astype("float64"),
                           a.astype("int32"), a.astype("uint8"), a.astype("bool"), td.sum(a * b, dtype=dt)]
+        if dt.kind in "iu":
+            g = f
+            f = lambda a, b: g(a, b) + [a & b, a | b, a ^ b, (a < b) ^ (a > 0)]
     outs += td.jit(f, backend="cpu")(*arrays)
 np.savez(sys.argv[1], *[np.asarray(o) for o in outs])
 """
@@ -122,6 +126,8 @@ def _reference():
                          np.minimum(a, b), a + b, a - b, a * b, (a < b).astype(dt), _conv(a, "float64"),
                          _conv(a, "int32"), _conv(a, "uint8"), a.astype(bool),
                          Inexact(total) if dt.kind == "f" else total]
+                if dt.kind in "iu":
+                    outs += [a & b, a | b, a ^ b, (a < b) ^ (a > 0)]
     return outs
 
 

@@ -193,18 +193,17 @@ TIDU_FM_CLONE_AVX512 inline void shift_avx512(Op op, const T* a, const T* b, T* 
 }
 #endif
 
-// Bitwise and, or, xor, not of integers and bools; shifts of integers as XLA defines them (and
-// jax): a shift by a negative amount or by the bit width or more gives 0 (left, logical right)
-// or the sign (arithmetic right), never C++'s undefined behaviour.
+template <class T>
+inline bool plain_binary(Op op, const T* a, const T* b, T* y, std::int64_t n);
+
+// Bitwise and, or, xor, not of integers and bools (and, or, xor in plain_binary's loops, compiled
+// per instruction set: the baseline's were 16 bytes wide); shifts of integers as XLA defines them
+// (and jax): a shift by a negative amount or by the bit width or more gives 0 (left, logical
+// right) or the sign (arithmetic right), never C++'s undefined behaviour.
 template <class T>
 inline bool bitwise_binary(Op op, const T* a, const T* b, T* y, std::int64_t n) {
   if constexpr (is_int_v<T> || std::is_same_v<T, bool>) {
-    switch (op) {
-      case Op::And: for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] & b[i]; return true;
-      case Op::Or: for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] | b[i]; return true;
-      case Op::Xor: for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] ^ b[i]; return true;
-      default: break;
-    }
+    if (op == Op::And || op == Op::Or || op == Op::Xor) return plain_binary<T>(op, a, b, y, n);
   }
   if constexpr (is_int_v<T>) {
     if (op != Op::ShiftLeft && op != Op::ShiftRightLogical && op != Op::ShiftRightArithmetic) return false;
@@ -221,11 +220,20 @@ inline bool bitwise_binary(Op op, const T* a, const T* b, T* y, std::int64_t n) 
   return false;
 }
 
-// Integer add, subtract, multiply (wrapping) and the max/min of real values: plain loops, each
+// Integer add, subtract, multiply (wrapping), bitwise and, or, xor (with bools) and the max/min of
+// real values: plain loops, each
 // compiled per instruction set below (the baseline's SSE2 has no 64-bit compare or multiply, and
 // 16-byte vectors).  Exact operations: every variant gives the same bits.
 template <class T>
 inline bool plain_binary_loop(Op op, const T* a, const T* b, T* y, std::int64_t n) {
+  if constexpr (is_int_v<T> || std::is_same_v<T, bool>) {
+    switch (op) {
+      case Op::And: for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] & b[i]; return true;
+      case Op::Or: for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] | b[i]; return true;
+      case Op::Xor: for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] ^ b[i]; return true;
+      default: break;
+    }
+  }
   if constexpr (is_int_v<T>) {
     switch (op) {
       case Op::Add: for (std::int64_t i = 0; i < n; ++i) y[i] = wrap_add(a[i], b[i]); return true;
