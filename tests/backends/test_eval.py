@@ -1060,3 +1060,34 @@ def test_chains_fill_a_broadcast_value_once_per_thread(threads, n):
         td.set_num_threads(before)
     np.testing.assert_array_equal(got, (x * 2.0 + 1.0) * np.sum(y) - 3.0)
     np.testing.assert_array_equal(gk, ((k ^ (k << 13)) ^ ((k ^ (k << 13)) >> 7)) & 0xFFFF)
+
+
+@pytest.mark.parametrize("n", [8192 + 1, 131072 + 7, 300001])
+def test_chains_of_wide_elements_run_shorter_blocks(n):
+    """A chain whose values include 8- or 16-byte elements runs blocks of 512 elements, one of
+    narrower ones blocks of 2,048 (Program::chain_block): mixed chains, lengths that cut a last
+    block short, one and two threads; exact operations give numpy's values, and a fused float64
+    sum the same bits on every thread count (its runs are 32,768 elements either way)."""
+    rng = np.random.default_rng(n)
+    x32 = rng.standard_normal(n).astype(np.float32)
+    x64 = rng.standard_normal(n)
+    k = rng.integers(-(2**40), 2**40, n)
+    f = td.jit(lambda a, b, k: (a * 2.0 - 1.0, (a.astype(np.float64) * b + 3.0),
+                                (k ^ (k >> 3)) + 5, td.where(a > 0, b, -b), td.sum(b * b + 1.0)),
+               backend="cpu")
+    before = td.get_num_threads()
+    runs = []
+    try:
+        for threads in (1, 2, 4):
+            td.set_num_threads(threads)
+            runs.append(f(x32, x64, k))
+    finally:
+        td.set_num_threads(before)
+    want = (x32 * np.float32(2.0) - np.float32(1.0), x32.astype(np.float64) * x64 + 3.0,
+            (k ^ (k >> 3)) + 5, np.where(x32 > 0, x64, -x64))
+    for got, w in zip(runs[0][:4], want):
+        np.testing.assert_array_equal(got, w)
+    np.testing.assert_allclose(runs[0][4], np.sum(x64 * x64 + 1.0), rtol=1e-13)
+    for other in runs[1:]:
+        for a, b in zip(runs[0], other):
+            assert np.asarray(a).tobytes() == np.asarray(b).tobytes()

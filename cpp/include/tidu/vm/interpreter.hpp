@@ -159,13 +159,17 @@ inline void eval(const Program& p, Workspace& ws, const void* const* inputs, voi
       if (p.instrs[j].op == Op::Constant) detail::run_instr(p, ws, j);
       else ++ops;
     }
-    std::int64_t nblocks = (size + Program::kBlock - 1) / Program::kBlock;
+    const std::int64_t blk = p.chain_block.empty() || !p.chain_block[i] ? Program::kBlock : p.chain_block[i];
+    const std::int64_t nblocks = (size + blk - 1) / blk;
+    const std::int64_t per_run = Program::kReduceRun * Program::kBlock / blk;  // blocks in a sum's run
     // Blocks are independent: large chains split them over the machine's cores, from about 64
     // block-instructions a thread (a block-instruction is 0.3-2 us, a pool loop's start about
     // 10 us): a chain of 8 instructions over 131k elements (64 blocks) takes 2 threads, one
     // instruction needs 128 blocks.
+    // (Counted in elements of 2,048-element blocks, whatever the chain's own block length:
+    // 131,072 elements a thread, or 524,288 element-instructions.)
     int threads = static_cast<int>(std::min<std::int64_t>(
-        detail::cores(), std::max<std::int64_t>(nblocks / 64, nblocks * ops / 256)));
+        detail::cores(), std::max<std::int64_t>(size >> 17, size * ops >> 19)));
     const std::size_t per_thread = std::size_t{p.max_locals} * Program::kBlock * Program::kMaxElemBytes;
     std::uint8_t* scratch = ws.chain_scratch(per_thread * static_cast<std::size_t>(std::max(threads, 1)));
     // A chain ending in a reduction (Program::tail_reduce): run r of kReduceRun blocks adds its
@@ -173,7 +177,7 @@ inline void eval(const Program& p, Workspace& ws, const void* const* inputs, voi
     const Slot& last_out = p.slots[p.instrs[end - 1].out];
     const bool tail = last_out.size != size;
     const std::size_t stop = tail ? end - 1 : end;
-    const std::int64_t nruns = (nblocks + Program::kReduceRun - 1) / Program::kReduceRun;
+    const std::int64_t nruns = (nblocks + per_run - 1) / per_run;
     double* acc = nullptr;
     if (tail) {
       acc = ws.reduce_scratch(static_cast<std::size_t>(nruns * last_out.size));
@@ -183,13 +187,13 @@ inline void eval(const Program& p, Workspace& ws, const void* const* inputs, voi
       std::uint8_t* mine = scratch + per_thread * static_cast<std::size_t>(t);
       for (std::int64_t b = first; b < last; ++b) {
         ws.check_cancel();
-        std::int64_t lo = b * Program::kBlock, n = std::min<std::int64_t>(Program::kBlock, size - lo);
+        std::int64_t lo = b * blk, n = std::min<std::int64_t>(blk, size - lo);
         // (a fill's first block is the longest this thread runs: only the array's last block is short)
         for (std::size_t j = i; j < stop; ++j)
           if (p.instrs[j].op != Op::Constant && (b == first || p.fill_once.empty() || !p.fill_once[j]))
             detail::run_block(p, ws, j, lo, n, mine);
         if (tail)
-          detail::run_reduce_block(p, ws, end - 1, lo, n, mine, acc + b / Program::kReduceRun * last_out.size);
+          detail::run_reduce_block(p, ws, end - 1, lo, n, mine, acc + b / per_run * last_out.size);
       }
     };
     if (tail) {
@@ -198,7 +202,7 @@ inline void eval(const Program& p, Workspace& ws, const void* const* inputs, voi
         blocks(0, nblocks, 0);
       } else {
         detail::parallel_chunks(nruns, threads, [&](std::int64_t r, int worker) {
-          blocks(r * Program::kReduceRun, std::min(nblocks, (r + 1) * Program::kReduceRun), worker);
+          blocks(r * per_run, std::min(nblocks, (r + 1) * per_run), worker);
         });
       }
       void* y = ptr[p.instrs[end - 1].out];
@@ -213,7 +217,7 @@ inline void eval(const Program& p, Workspace& ws, const void* const* inputs, voi
     } else {
       // Runs of blocks taken dynamically (parallel.hpp), several per thread, so a thread whose
       // core is busy elsewhere holds up at most one run; `worker` picks the scratch.
-      const std::int64_t runs = std::min<std::int64_t>(nblocks / 16, std::int64_t{8} * threads);
+      const std::int64_t runs = std::min<std::int64_t>(size >> 15, std::int64_t{8} * threads);
       const std::int64_t per = (nblocks + runs - 1) / runs;
       detail::parallel_chunks(runs, threads, [&](std::int64_t r, int worker) {
         blocks(r * per, std::min(nblocks, (r + 1) * per), worker);

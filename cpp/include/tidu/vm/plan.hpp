@@ -488,6 +488,18 @@ inline void Program::find_locals(const std::vector<std::int64_t>& last) {
     max_locals = std::max<std::uint32_t>(max_locals, static_cast<std::uint32_t>(k));
     i = chain_end[i] - 1;
   }
+  chain_block.assign(instrs.size(), 0);
+  for (std::size_t i = 0; i < instrs.size(); ++i) {
+    if (!chain_end[i]) continue;
+    std::size_t widest = 1;
+    for (std::size_t j = i; j < chain_end[i]; ++j) {
+      widest = std::max(widest, dtype_size(slots[instrs[j].out].dtype));
+      for (std::uint32_t k = 0; k < instrs[j].n_in; ++k)
+        widest = std::max(widest, dtype_size(slots[args[instrs[j].in_begin + k]].dtype));
+    }
+    chain_block[i] = static_cast<std::int32_t>(widest <= 4 ? kBlock : kBlock / 4);
+    i = chain_end[i] - 1;
+  }
   fill_once.assign(instrs.size(), 0);
   for (std::size_t i = 0; i < instrs.size(); ++i) {
     const Instr& in = instrs[i];
