@@ -3,6 +3,7 @@ batch entry point, concurrency and input validation."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 
 import numpy as np
@@ -948,6 +949,17 @@ def test_convert_to_int_saturates_in_kernel_and_impl(src, dst):
         np.testing.assert_array_equal(td.jit(lambda v: td.astype(v, dst))(x), want)
 
 
+@contextlib.contextmanager
+def _threads(n):
+    """The interpreter's thread count set to n for the block, then restored."""
+    before = td.get_num_threads()
+    td.set_num_threads(n)
+    try:
+        yield
+    finally:
+        td.set_num_threads(before)
+
+
 @pytest.mark.parametrize("dtype", ("float32", "complex128", "int64", "bool", "complex64", "float16"))
 @pytest.mark.parametrize("shape,perm", [
     ((256, 64, 32), (0, 2, 1)),     # the last two axes swapped per batch: tiles
@@ -967,12 +979,8 @@ def test_transposes_of_every_layout_match_numpy(dtype, shape, perm):
     prog = program(P.Transpose(perm), [td.aval(shape, dtype)])
     (got,) = prog.eval([x])
     np.testing.assert_array_equal(got, np.transpose(x, perm))
-    before = td.get_num_threads()
-    try:  # the bands a thread takes do not change what it writes
-        td.set_num_threads(1)
+    with _threads(1):  # the bands a thread takes do not change what it writes
         (one,) = prog.eval([x])
-    finally:
-        td.set_num_threads(before)
     assert one.tobytes() == got.tobytes()
 
 
@@ -1050,14 +1058,10 @@ def test_chains_fill_a_broadcast_value_once_per_thread(threads, n):
     block counts that leave a short last block, one and two threads, numpy's exact values."""
     rng = np.random.default_rng(n)
     x, y = rng.standard_normal(n), rng.standard_normal(7)
-    before = td.get_num_threads()
-    try:
-        td.set_num_threads(threads)
+    k = rng.integers(0, 2**62, n)
+    with _threads(threads):
         got = td.jit(lambda x, y: (x * 2.0 + 1.0) * td.sum(y) - 3.0, backend="cpu")(x, y)
-        k = rng.integers(0, 2**62, n)
         gk = td.jit(lambda k: ((k ^ (k << 13)) ^ ((k ^ (k << 13)) >> 7)) & 0xFFFF, backend="cpu")(k)
-    finally:
-        td.set_num_threads(before)
     np.testing.assert_array_equal(got, (x * 2.0 + 1.0) * np.sum(y) - 3.0)
     np.testing.assert_array_equal(gk, ((k ^ (k << 13)) ^ ((k ^ (k << 13)) >> 7)) & 0xFFFF)
 
@@ -1075,14 +1079,10 @@ def test_chains_of_wide_elements_run_shorter_blocks(n):
     f = td.jit(lambda a, b, k: (a * 2.0 - 1.0, (a.astype(np.float64) * b + 3.0),
                                 (k ^ (k >> 3)) + 5, td.where(a > 0, b, -b), td.sum(b * b + 1.0)),
                backend="cpu")
-    before = td.get_num_threads()
     runs = []
-    try:
-        for threads in (1, 2, 4):
-            td.set_num_threads(threads)
+    for threads in (1, 2, 4):
+        with _threads(threads):
             runs.append(f(x32, x64, k))
-    finally:
-        td.set_num_threads(before)
     want = (x32 * np.float32(2.0) - np.float32(1.0), x32.astype(np.float64) * x64 + 3.0,
             (k ^ (k >> 3)) + 5, np.where(x32 > 0, x64, -x64))
     for got, w in zip(runs[0][:4], want):

@@ -144,7 +144,8 @@ __attribute__((target("avx2,f16c"))) inline void from_f16_f16c(const std::uint16
   for (; i < n; ++i) r[i] = f16_to_f32(h[i]);
 }
 // bfloat16 by AVX2 integer ops, eight values at a time: f32_to_bf16's and bf16_to_f32's operations
-// lane by lane (the compiler left their loops scalar: a*2 over 2^18 bfloat16, 0.15 -> 0.07 ms).
+// lane by lane (the compiler left their loops scalar): x * 2 over 512 x 512 bfloat16, one chain
+// with three conversions, 0.150 -> 0.130 ms on two threads.
 __attribute__((target("avx2"))) inline void to_bf16_avx2(const float* x, std::uint16_t* r, std::int64_t n) {
   std::int64_t i = 0;
   const __m256i abs = _mm256_set1_epi32(0x7FFFFFFF), inf = _mm256_set1_epi32(0x7F800000);

@@ -159,15 +159,13 @@ inline void eval(const Program& p, Workspace& ws, const void* const* inputs, voi
       if (p.instrs[j].op == Op::Constant) detail::run_instr(p, ws, j);
       else ++ops;
     }
-    const std::int64_t blk = p.chain_block.empty() || !p.chain_block[i] ? Program::kBlock : p.chain_block[i];
+    const std::int64_t blk = p.chain_block[i];  // set with chain_end (build_chains)
     const std::int64_t nblocks = (size + blk - 1) / blk;
     const std::int64_t per_run = Program::kReduceRun * Program::kBlock / blk;  // blocks in a sum's run
-    // Blocks are independent: large chains split them over the machine's cores, from about 64
-    // block-instructions a thread (a block-instruction is 0.3-2 us, a pool loop's start about
-    // 10 us): a chain of 8 instructions over 131k elements (64 blocks) takes 2 threads, one
-    // instruction needs 128 blocks.
-    // (Counted in elements of 2,048-element blocks, whatever the chain's own block length:
-    // 131,072 elements a thread, or 524,288 element-instructions.)
+    // Blocks are independent: large chains split them over the machine's cores, a thread per
+    // 131,072 elements or per 524,288 element-instructions, whatever the block length (a
+    // 2,048-element block-instruction is 0.3-2 us, a pool loop's start about 10 us): a chain of
+    // 8 instructions over 131k elements takes 2 threads, one instruction needs 262k elements.
     int threads = static_cast<int>(std::min<std::int64_t>(
         detail::cores(), std::max<std::int64_t>(size >> 17, size * ops >> 19)));
     const std::size_t per_thread = std::size_t{p.max_locals} * Program::kBlock * Program::kMaxElemBytes;
@@ -190,7 +188,7 @@ inline void eval(const Program& p, Workspace& ws, const void* const* inputs, voi
         std::int64_t lo = b * blk, n = std::min<std::int64_t>(blk, size - lo);
         // (a fill's first block is the longest this thread runs: only the array's last block is short)
         for (std::size_t j = i; j < stop; ++j)
-          if (p.instrs[j].op != Op::Constant && (b == first || p.fill_once.empty() || !p.fill_once[j]))
+          if (p.instrs[j].op != Op::Constant && (b == first || !p.fill_once[j]))  // (find_locals)
             detail::run_block(p, ws, j, lo, n, mine);
         if (tail)
           detail::run_reduce_block(p, ws, end - 1, lo, n, mine, acc + b / per_run * last_out.size);

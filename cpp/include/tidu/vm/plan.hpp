@@ -488,18 +488,6 @@ inline void Program::find_locals(const std::vector<std::int64_t>& last) {
     max_locals = std::max<std::uint32_t>(max_locals, static_cast<std::uint32_t>(k));
     i = chain_end[i] - 1;
   }
-  chain_block.assign(instrs.size(), 0);
-  for (std::size_t i = 0; i < instrs.size(); ++i) {
-    if (!chain_end[i]) continue;
-    std::size_t widest = 1;
-    for (std::size_t j = i; j < chain_end[i]; ++j) {
-      widest = std::max(widest, dtype_size(slots[instrs[j].out].dtype));
-      for (std::uint32_t k = 0; k < instrs[j].n_in; ++k)
-        widest = std::max(widest, dtype_size(slots[args[instrs[j].in_begin + k]].dtype));
-    }
-    chain_block[i] = static_cast<std::int32_t>(widest <= 4 ? kBlock : kBlock / 4);
-    i = chain_end[i] - 1;
-  }
   fill_once.assign(instrs.size(), 0);
   for (std::size_t i = 0; i < instrs.size(); ++i) {
     const Instr& in = instrs[i];
@@ -510,6 +498,7 @@ inline void Program::find_locals(const std::vector<std::int64_t>& last) {
 
 inline void Program::build_chains() {
   chain_end.assign(instrs.size(), 0);
+  chain_block.assign(instrs.size(), 0);
   max_reduce_acc = 0;
   std::vector<char> in_chain(slots.size(), 0);  // written by the chain being grown
   for (std::size_t i = 0; i < instrs.size();) {
@@ -538,6 +527,13 @@ inline void Program::build_chains() {
     while (j > i && instrs[j - 1].op == Op::Constant) --j;
     if (j - i >= 2) {
       chain_end[i] = static_cast<std::uint32_t>(j);
+      std::size_t widest = 1;  // the widest element the chain reads or writes
+      for (std::size_t k = i; k < j; ++k) {
+        widest = std::max(widest, dtype_size(slots[instrs[k].out].dtype));
+        for (std::uint32_t m = 0; m < instrs[k].n_in; ++m)
+          widest = std::max(widest, dtype_size(slots[args[instrs[k].in_begin + m]].dtype));
+      }
+      chain_block[i] = static_cast<std::int32_t>(widest <= 4 ? kBlock : kBlock / 4);
       i = j;
     } else {
       ++i;
