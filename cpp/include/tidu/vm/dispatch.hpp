@@ -454,8 +454,7 @@ inline void run_reduce_block(const Program& p, Workspace& ws, std::size_t idx, s
   const Instr& in = p.instrs[idx];
   const std::uint32_t a = p.args[in.in_begin];
   const std::int32_t l = p.local.empty() ? -1 : p.local[a];
-  const void* base = l >= 0 ? static_cast<const void*>(scratch + static_cast<std::size_t>(l) * Program::kBlock *
-                                                                      Program::kMaxElemBytes)
+  const void* base = l >= 0 ? static_cast<const void*>(scratch + static_cast<std::size_t>(l) * Program::kLocalBytes)
                             : nullptr;
   std::int64_t A, R, C;
   p.reduce_split(in, A, R, C);
@@ -493,7 +492,7 @@ inline void run_block(const Program& p, Workspace& ws, std::size_t idx, std::int
   const DType xd = in.n_in ? p.slots[a[0]].dtype : out.dtype;
   auto addr = [&](std::uint32_t s) -> void* {
     const std::int32_t l = p.local.empty() ? -1 : p.local[s];
-    if (l >= 0) return scratch + static_cast<std::size_t>(l) * Program::kBlock * Program::kMaxElemBytes;
+    if (l >= 0) return scratch + static_cast<std::size_t>(l) * Program::kLocalBytes;
     return static_cast<std::uint8_t*>(ptr[s]) + lo * static_cast<std::int64_t>(dtype_size(p.slots[s].dtype));
   };
   auto at = [&](std::uint32_t k, auto t) {

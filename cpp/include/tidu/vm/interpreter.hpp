@@ -168,7 +168,7 @@ inline void eval(const Program& p, Workspace& ws, const void* const* inputs, voi
     // 8 instructions over 131k elements takes 2 threads, one instruction needs 262k elements.
     int threads = static_cast<int>(std::min<std::int64_t>(
         detail::cores(), std::max<std::int64_t>(size >> 17, size * ops >> 19)));
-    const std::size_t per_thread = std::size_t{p.max_locals} * Program::kBlock * Program::kMaxElemBytes;
+    const std::size_t per_thread = std::size_t{p.max_locals} * Program::kLocalBytes;
     std::uint8_t* scratch = ws.chain_scratch(per_thread * static_cast<std::size_t>(std::max(threads, 1)));
     // A chain ending in a reduction (Program::tail_reduce): run r of kReduceRun blocks adds its
     // part of the sum into row r of acc; the rows are added in order once all have run.

@@ -474,16 +474,42 @@ inline void Program::find_locals(const std::vector<std::int64_t>& last) {
   for (std::uint32_t s : inputs) pinned[s] = 1;
   for (const Instr& in : instrs)
     if (in.op == Op::BroadcastInDim) pinned[args[in.in_begin]] = 1;
+  // read[s]: the last instruction that reads s (`last` may be later: it keeps arena buffers
+  // alive to a chain's end, which a chain-local value need not be).
+  std::vector<std::int64_t> read(slots.size(), -1);
+  for (std::size_t i = 0; i < instrs.size(); ++i)
+    for (std::uint32_t k = 0; k < instrs[i].n_in; ++k) read[args[instrs[i].in_begin + k]] = i;
+  std::vector<std::int32_t> free_ids;  // buffers of values read for the last time
   for (std::size_t i = 0; i < instrs.size(); ++i) {
     if (!chain_end[i]) continue;
     std::int32_t k = 0;
+    free_ids.clear();
     for (std::size_t j = i; j < chain_end[i]; ++j) {
-      const std::uint32_t o = instrs[j].out;
-      if (slots[o].size != slots[instrs[i].out].size) continue;  // a tail reduction's sum
-      if (instrs[j].op != Op::Constant && !pinned[o] && last[o] >= static_cast<std::int64_t>(j) &&
-          last[o] < static_cast<std::int64_t>(chain_end[i]) &&
-          dtype_size(slots[o].dtype) <= kMaxElemBytes)
-        local[o] = k++;
+      const Instr& in = instrs[j];
+      const std::uint32_t o = in.out;
+      if (slots[o].size == slots[instrs[i].out].size &&  // (not a tail reduction's sum)
+          in.op != Op::Constant && !pinned[o] && last[o] >= static_cast<std::int64_t>(j) &&
+          last[o] < static_cast<std::int64_t>(chain_end[i]) && dtype_size(slots[o].dtype) <= kMaxElemBytes) {
+        // The lowest free buffer, taken before the operands' are given back: an instruction never
+        // writes over its own operand.  A broadcast of one value takes a buffer of its own for the
+        // whole chain (fill_once: each thread fills it at its first block only, so no value
+        // before or after it in the chain may write there).
+        const bool fill = in.op == Op::BroadcastInDim && in.n_in == 1 && slots[args[in.in_begin]].size == 1;
+        auto lowest = fill ? free_ids.end() : std::min_element(free_ids.begin(), free_ids.end());
+        if (fill) read[o] = -2;  // never given back
+        if (lowest == free_ids.end()) {
+          local[o] = k++;
+        } else {
+          local[o] = *lowest;
+          free_ids.erase(lowest);
+        }
+      }
+      for (std::uint32_t m = 0; m < in.n_in; ++m) {
+        const std::uint32_t a = args[in.in_begin + m];
+        if (local[a] < 0 || read[a] != static_cast<std::int64_t>(j)) continue;
+        read[a] = -2;  // given back once, if the instruction reads it twice
+        free_ids.push_back(local[a]);
+      }
     }
     max_locals = std::max<std::uint32_t>(max_locals, static_cast<std::uint32_t>(k));
     i = chain_end[i] - 1;

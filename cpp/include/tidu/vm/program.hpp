@@ -110,7 +110,8 @@ struct Program {
   std::vector<std::uint32_t> chain_end;
   // Per slot: -1, or k when the slot is chain-local (written and read only inside one chain, not
   // an output): it has no arena buffer, each block of it lives in scratch buffer k of the thread
-  // running the block (kBlock elements of up to kMaxElemBytes).  max_locals: most in one chain.
+  // running the block (kLocalBytes each).  Values whose last read has passed give their buffer to
+  // later ones (find_locals), so a chain's blocks stay in L1.  max_locals: most in one chain.
   std::vector<std::int32_t> local;
   // Per instruction: 1 for a chain-local broadcast of one value (a constant's fill, a scalar
   // spread over the block): every block of it is the same, so each thread fills its buffer at
@@ -120,7 +121,13 @@ struct Program {
   std::uint32_t max_locals = 0;
   static constexpr std::size_t kMaxElemBytes = 16;
   static constexpr std::int64_t kBlock = 2048;  // the longest block (its scratch buffers' size)
-  static constexpr std::int64_t kMinChainSize = 4 * kBlock;
+  static constexpr std::int64_t kMinChainSize = kBlock;
+  // One chain-local buffer in a thread's block scratch: a block of the chain (kBlock elements of up
+  // to 4 bytes, or kBlock / 4 of up to kMaxElemBytes: build_chains), and 256 bytes more, so buffer
+  // k starts k * 256 bytes past a 4 KB multiple: a load from one buffer and a store to the next
+  // do not alias in the L1's address check, and the same element of each is in a different set.
+  static constexpr std::size_t kLocalBytes = kBlock * 4 + 256;
+  static_assert(kBlock * 4 >= kBlock / 4 * kMaxElemBytes, "a chain block must fit a local buffer");
   // Per instruction starting a chain: its block length, kBlock when every value it reads or
   // writes has 4-byte elements or narrower (8 KB a buffer), else kBlock / 4 (4 KB of float64, 8 KB
   // of complex128): a binary step's two operands and result then stay in a 48 KB L1, where 16 KB
@@ -237,7 +244,7 @@ struct Program {
       b = sat_add(b, (slots.size() + sub_ptr_count()) * sizeof(void*) + instrs.size() * 16);
       // One thread's block scratch of a chain's local slots (Program::local): more threads
       // each take as much for a large chain.
-      b = sat_add(b, std::uint64_t{max_locals} * kBlock * kMaxElemBytes);
+      b = sat_add(b, std::uint64_t{max_locals} * kLocalBytes);
       b = sat_add(b, max_reduce_acc * sizeof(double));  // fused reductions' partial sums
     }
     for (const Program& sub : subs) {
