@@ -984,6 +984,28 @@ def _threads(n):
         td.set_num_threads(before)
 
 
+@pytest.mark.parametrize("n", [2048, 3780, 9000])
+def test_long_chains_over_short_arrays_split_over_threads(n):
+    """A chain of hundreds of instructions over a few thousand elements takes two threads (its
+    element-instructions, not its elements, decide): it was split into size >> 15 runs, 0 below
+    32,768 elements, a division by zero that killed the process (scipy.special.hyp2f1 over a
+    3,780-point grid). The values are those of one thread and of numpy."""
+    def chain(ns, x):
+        for i in range(150):
+            x = ns.sin(x) * 0.9 + 0.1 if i % 2 else ns.cos(x) - 0.2 * x
+        return x
+
+    x = np.linspace(-2.0, 2.0, n)
+    f = td.jit(lambda x: chain(td, x), backend="cpu")
+    want = chain(np, x)
+    with _threads(2):
+        two = f(x)
+    with _threads(1):
+        one = f(x)
+    np.testing.assert_allclose(two, want, rtol=1e-12, atol=1e-14)
+    np.testing.assert_array_equal(two, one)
+
+
 @pytest.mark.parametrize("dtype", ("float32", "complex128", "int64", "bool", "complex64", "float16"))
 @pytest.mark.parametrize("shape,perm", [
     ((256, 64, 32), (0, 2, 1)),     # the last two axes swapped per batch: tiles

@@ -215,7 +215,11 @@ inline void eval(const Program& p, Workspace& ws, const void* const* inputs, voi
     } else {
       // Runs of blocks taken dynamically (parallel.hpp), several per thread, so a thread whose
       // core is busy elsewhere holds up at most one run; `worker` picks the scratch.
-      const std::int64_t runs = std::min<std::int64_t>(size >> 15, std::int64_t{8} * threads);
+      // At least one run per thread (a long chain over a short array, e.g. 300 instructions over
+      // 3,780 elements, takes two threads with fewer than 32,768 elements: size >> 15 was 0 runs,
+      // a division by zero), at most one per block.
+      const std::int64_t runs = std::min<std::int64_t>(
+          nblocks, std::clamp<std::int64_t>(size >> 15, threads, std::int64_t{8} * threads));
       const std::int64_t per = (nblocks + runs - 1) / runs;
       detail::parallel_chunks(runs, threads, [&](std::int64_t r, int worker) {
         blocks(r * per, std::min(nblocks, (r + 1) * per), worker);
