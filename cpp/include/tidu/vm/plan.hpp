@@ -220,6 +220,7 @@ inline void Program::plan() {
   std::vector<std::int64_t> last(slots.size(), -1);
   for (std::size_t i = 0; i < instrs.size(); ++i)
     for (std::uint32_t k = 0; k < instrs[i].n_in; ++k) last[args[instrs[i].in_begin + k]] = i;
+  std::vector<std::int64_t> read = last;  // each slot's last reader, before the extensions below
   // A broadcast inside a chain reads its operand at other positions than the block it writes:
   // the operand's buffer must not be reused by a later instruction of the chain, which writes
   // block by block while the broadcast still reads later blocks.
@@ -236,7 +237,7 @@ inline void Program::plan() {
         }
     i = chain_end[i] - 1;
   }
-  find_locals(last);
+  find_locals(last, read);
   for (std::uint32_t s : outputs) last[s] = static_cast<std::int64_t>(instrs.size());
   std::vector<char> is_input(slots.size(), 0), is_output(slots.size(), 0), const_slot(slots.size(), 0);
   for (std::uint32_t s : inputs) is_input[s] = 1;
@@ -466,7 +467,7 @@ inline bool Program::tail_reduce(const Instr& in, std::int64_t size) const {
 // Chain-local slots (see `local`): written by a non-constant instruction of a chain, read only
 // by later instructions of it that are not broadcasts (a broadcast reads other positions than
 // its block), and not a program output.  last: each slot's last reader.
-inline void Program::find_locals(const std::vector<std::int64_t>& last) {
+inline void Program::find_locals(const std::vector<std::int64_t>& last, std::vector<std::int64_t>& read) {
   local.assign(slots.size(), -1);
   max_locals = 0;
   std::vector<char> pinned(slots.size(), 0);
@@ -474,11 +475,10 @@ inline void Program::find_locals(const std::vector<std::int64_t>& last) {
   for (std::uint32_t s : inputs) pinned[s] = 1;
   for (const Instr& in : instrs)
     if (in.op == Op::BroadcastInDim) pinned[args[in.in_begin]] = 1;
-  // read[s]: the last instruction that reads s (`last` may be later: it keeps arena buffers
-  // alive to a chain's end, which a chain-local value need not be).
-  std::vector<std::int64_t> read(slots.size(), -1);
-  for (std::size_t i = 0; i < instrs.size(); ++i)
-    for (std::uint32_t k = 0; k < instrs[i].n_in; ++k) read[args[instrs[i].in_begin + k]] = i;
+  // A broadcast of one value (a constant's fill, a scalar spread over the block): fill_once.
+  auto is_fill = [&](const Instr& in) {
+    return in.op == Op::BroadcastInDim && in.n_in == 1 && slots[args[in.in_begin]].size == 1;
+  };
   std::vector<std::int32_t> free_ids;  // buffers of values read for the last time
   for (std::size_t i = 0; i < instrs.size(); ++i) {
     if (!chain_end[i]) continue;
@@ -494,7 +494,7 @@ inline void Program::find_locals(const std::vector<std::int64_t>& last) {
         // writes over its own operand.  A broadcast of one value takes a buffer of its own for the
         // whole chain (fill_once: each thread fills it at its first block only, so no value
         // before or after it in the chain may write there).
-        const bool fill = in.op == Op::BroadcastInDim && in.n_in == 1 && slots[args[in.in_begin]].size == 1;
+        const bool fill = is_fill(in);
         auto lowest = fill ? free_ids.end() : std::min_element(free_ids.begin(), free_ids.end());
         if (fill) read[o] = -2;  // never given back
         if (lowest == free_ids.end()) {
@@ -515,11 +515,7 @@ inline void Program::find_locals(const std::vector<std::int64_t>& last) {
     i = chain_end[i] - 1;
   }
   fill_once.assign(instrs.size(), 0);
-  for (std::size_t i = 0; i < instrs.size(); ++i) {
-    const Instr& in = instrs[i];
-    fill_once[i] = in.op == Op::BroadcastInDim && in.n_in == 1 && slots[args[in.in_begin]].size == 1 &&
-                   local[in.out] >= 0;
-  }
+  for (std::size_t i = 0; i < instrs.size(); ++i) fill_once[i] = is_fill(instrs[i]) && local[instrs[i].out] >= 0;
 }
 
 inline void Program::build_chains() {

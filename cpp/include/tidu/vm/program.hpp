@@ -282,7 +282,9 @@ struct Program {
   // A reshape, or a broadcast that only adds unit axes (as many elements, in the same order):
   // the output's bytes are the operand's (plan.hpp shares the buffer; the kernels copy at most).
   bool same_bytes(const Instr& in) const;  // plan.hpp
-  void find_locals(const std::vector<std::int64_t>& last);  // plan.hpp
+  // last: each slot's last reader, kept alive to its chain's end where a chain needs it; read:
+  // its actual last reader (a chain-local value's buffer is given back there; consumed)
+  void find_locals(const std::vector<std::int64_t>& last, std::vector<std::int64_t>& read);  // plan.hpp
   void build_chains();  // plan.hpp
   void build_scalar_code();  // plan.hpp
   static std::vector<ScalarInstr> with_runs(std::vector<ScalarInstr> code);  // plan.hpp
