@@ -414,3 +414,100 @@ def test_patch_buffers_and_arenas_made_uncleared_keep_first_and_later_values(thr
                     np.testing.assert_array_equal(got, first)
     finally:
         td.set_num_threads(old)
+
+
+# Convolutions whose output is larger than their input (input gradients, transposed
+# convolutions): kernels/conv.hpp computes them in the scatter form (kernel times input, each
+# product added into the output it reaches) instead of the gather form's patch matrix.
+# (id, lhs (N, C, *S), rhs (O, I, *K), strides, padding, lhs_dil, rhs_dil, groups)
+SCATTER_CASES = [
+    ("full-pad", (3, 4, 6, 5), (5, 4, 3, 3), (1, 1), [(2, 2), (2, 2)], None, None, 1),
+    ("lenet-input-gradient", (64, 16, 10, 10), (6, 16, 5, 5), (1, 1), [(4, 4), (4, 4)], None,
+     None, 1),
+    ("lhs-dil", (2, 3, 5, 4), (2, 3, 3, 2), (1, 1), [(2, 2), (1, 1)], (2, 3), None, 1),
+    ("lhs-dil-strided", (2, 2, 6, 5), (3, 2, 3, 3), (2, 1), [(2, 1), (2, 2)], (3, 2), None, 1),
+    ("rhs-dil-uneven-pad", (1, 2, 4, 5), (2, 2, 2, 3), (1, 1), [(3, 0), (1, 4)], None, (2, 2), 1),
+    ("negative-pad", (2, 2, 5, 5), (2, 2, 3, 3), (1, 1), [(-1, 4), (3, 2)], None, None, 1),
+    ("groups", (2, 6, 4, 4), (4, 3, 3, 2), (1, 1), [(2, 2), (1, 1)], (2, 1), None, 2),
+    ("1d", (3, 2, 7), (4, 2, 4), (1,), [(3, 3)], (2,), None, 1),
+    ("3d", (1, 2, 3, 4, 3), (2, 2, 2, 3, 2), (1, 1, 1), [(1, 1), (2, 2), (1, 2)], None, None, 1),
+]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex128"])
+@pytest.mark.parametrize("case", SCATTER_CASES, ids=[c[0] for c in SCATTER_CASES])
+def test_convolutions_larger_than_their_input_match_jax(case, dtype, threads):
+    """Values and both gradients equal jax's (the gradients are convolutions of the other
+    forms), on one thread and two; a later evaluation equals the first bit for bit."""
+    _, ls, rs, strides, padding, ld, rd, fg = case
+    rng = np.random.default_rng(7)
+    x, w = rng.standard_normal(ls), rng.standard_normal(rs)
+    if dtype.startswith("complex"):
+        x, w = x + 1j * rng.standard_normal(ls), w + 1j * rng.standard_normal(rs)
+    x, w = x.astype(dtype), w.astype(dtype)
+
+    def f(lib, a, b):
+        fn = lax.conv_general_dilated if lib is jnp else conv_general_dilated
+        return fn(a, b, strides, padding, lhs_dilation=ld, rhs_dilation=rd,
+                  feature_group_count=fg)
+
+    tol = 2e-4 if dtype == "float32" else 1e-11
+    want = np.asarray(jax_value(lambda a, b: f(jnp, a, b), x, w))
+    assert np.prod(want.shape[2:]) > np.prod(ls[2:])  # the scatter form's case
+    want_g = jax_value(jax.grad(lambda a, b: jnp.sum(jnp.abs(f(jnp, a, b)) ** 2),
+                                argnums=(0, 1)), x, w)
+    old = td.get_num_threads()
+    td.set_num_threads(threads)
+    try:
+        y = td.jit(lambda a, b: f(td, a, b), backend="cpu")
+        g = td.jit(td.grad(lambda a, b: td.sum(td.abs(f(td, a, b)) ** 2), argnums=(0, 1)),
+                   backend="cpu")
+        first = y(x, w)
+        np.testing.assert_allclose(first, want, rtol=tol, atol=tol * np.abs(want).max())
+        np.testing.assert_array_equal(y(x, w), first)
+        for got, jw in zip(g(x, w), want_g):
+            jw = np.conj(np.asarray(jw))  # tidu's complex convention (DESIGN.md section 5)
+            np.testing.assert_allclose(got, jw, rtol=tol, atol=tol * np.abs(jw).max())
+    finally:
+        td.set_num_threads(old)
+
+
+# (padding, lhs dilation, rhs dilation, strides, feature groups, batch groups)
+NON_FINITE_CASES = [([(2, 2), (2, 2)], None, None, (1, 1), 1, 1),
+                    ("SAME", None, None, (1, 1), 1, 1),
+                    ("SAME", None, (2, 1), (2, 1), 1, 1),
+                    ([(0, 0), (0, 0)], (2, 2), None, (1, 1), 1, 1),
+                    ([(1, 1), (1, 1)], (2, 1), (1, 2), (1, 1), 1, 1),
+                    ([(-1, 2), (2, -1)], None, None, (1, 1), 1, 1),
+                    ("VALID", None, None, (1, 1), 1, 1),
+                    ([(1, 1), (0, 1)], None, None, (1, 1), 3, 1),
+                    ([(1, 1), (0, 1)], None, None, (1, 1), 1, 2)]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "complex128"])
+@pytest.mark.parametrize("bad", [np.inf, -np.inf, np.nan])
+@pytest.mark.parametrize("case", NON_FINITE_CASES)
+def test_a_non_finite_kernel_never_meets_padding_as_in_jax(case, bad, dtype):
+    """XLA's convolution never multiplies padding or lhs dilation's holes, so an infinity in the
+    kernel makes infinities (or NaN where it meets opposite signs), not 0 * inf = NaN in every
+    output whose window reaches padding: the interpreter takes its scatter form (which never
+    multiplies them either) for a non-finite kernel, and gives jax's NaNs and infinities; so
+    does the numpy reference outside a trace."""
+    pad, ld, rd, st, fg, bg = case
+    rng = np.random.default_rng(8)
+    x, w = rng.standard_normal((2, 6, 5, 4)), rng.standard_normal((6, 6 // fg, 3, 3))
+    w[1, 0, 0, 1] = bad
+    x, w = x.astype(dtype), w.astype(dtype)
+
+    def f(fn, a, b):
+        return fn(a, b, st, pad, lhs_dilation=ld, rhs_dilation=rd, feature_group_count=fg,
+                  batch_group_count=bg)
+
+    want = np.asarray(jax.jit(lambda a, b: f(lax.conv_general_dilated, a, b))(x, w))
+    eager = f(conv_general_dilated, x, w)  # the numpy reference, outside a trace
+    np.testing.assert_allclose(eager, want, rtol=1e-12, atol=1e-12, equal_nan=True)
+    for backend in BACKENDS:
+        got = td.jit(lambda a, b: f(conv_general_dilated, a, b), backend=backend)(x, w)
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12, equal_nan=True)

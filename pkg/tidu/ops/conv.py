@@ -310,20 +310,30 @@ class Conv(Primitive):
 
     def impl(self, x, w):
         """numpy reference: one product per window offset (a loop over the window, not over
-        output positions)."""
+        output positions). Padding and lhs dilation's holes are never multiplied, as in XLA: a
+        kernel's infinity or NaN reaches only real input elements (kernels/conv.hpp's scatter
+        form), where a plain product with the padded input would make 0 * inf = NaN."""
         x, w = np.asarray(x), np.asarray(w)
         out_av = self.abstract_eval(aval(x.shape, x.dtype), aval(w.shape, w.dtype))
         fg, bg = self.feature_group_count, self.batch_group_count
-        # the input dilated and padded (negative padding crops)
+        # the input dilated and padded (negative padding crops); `real` marks its input elements
         ld = self.lhs_dilation
-        dil = np.zeros(x.shape[:2] + dilate_shape(x.shape[2:], ld), x.dtype)
-        dil[(slice(None), slice(None)) + tuple(slice(None, None, r) for r in ld)] = x
         lo, hi = self.padding_low, self.padding_high
-        pad = [(0, 0), (0, 0)] + [(max(p, 0), max(q, 0)) for p, q in zip(lo, hi)]
-        xp = np.pad(dil, pad)
-        crop = tuple(slice(max(-p, 0), xp.shape[2 + k] - max(-q, 0))
-                     for k, (p, q) in enumerate(zip(lo, hi)))
-        xp = xp[(slice(None), slice(None)) + crop]
+
+        def dilate_pad(v):
+            dil = np.zeros(v.shape[:2] + dilate_shape(v.shape[2:], ld), v.dtype)
+            dil[(slice(None), slice(None)) + tuple(slice(None, None, r) for r in ld)] = v
+            pad = [(0, 0), (0, 0)] + [(max(p, 0), max(q, 0)) for p, q in zip(lo, hi)]
+            vp = np.pad(dil, pad)
+            crop = tuple(slice(max(-p, 0), vp.shape[2 + k] - max(-q, 0))
+                         for k, (p, q) in enumerate(zip(lo, hi)))
+            return vp[(slice(None), slice(None)) + crop]
+
+        xp = dilate_pad(x)
+        finite = np.isfinite(w)
+        real = None if finite.all() else dilate_pad(np.ones((1, 1) + x.shape[2:], bool))
+        if real is not None:  # products with the non-finite entries are added where real
+            w_bad, w = np.where(finite, 0, w), np.where(finite, w, 0).astype(w.dtype)
         nout = out_av.shape
         y = np.zeros(nout, np.result_type(x.dtype, w.dtype))
         if 0 in nout or 0 in w.shape[2:]:
@@ -344,6 +354,12 @@ class Conv(Primitive):
                 else:
                     p = patch[:, grp * cin:(grp + 1) * cin] if fg > 1 else patch
                 y[:, grp * og:(grp + 1) * og] += np.einsum("nc...,oc->no...", p, ws_)
+                if real is not None:
+                    bad = w_bad[(slice(grp * og, (grp + 1) * og), slice(None)) + off]
+                    mask = real[(0, 0) + sl]
+                    for o, c in zip(*np.nonzero(~np.isfinite(bad))):
+                        with np.errstate(invalid="ignore"):  # the masked-out 0 * inf
+                            y[:, grp * og + o] += np.where(mask, p[:, c] * bad[o, c], 0)
         return y.astype(out_av.dtype)
 
 

@@ -269,6 +269,163 @@ inline void conv_row(const T* x, const ConvGeom& g, const std::int64_t* const* t
   }
 }
 
+// ---- the scatter form (col2im) ----
+// A convolution whose output is larger than its input (a transposed convolution: an input
+// gradient, padded by the window less one, or read through lhs dilation) spends most of the
+// gather form above on zeros: LeNet's second input gradient has 5M patch elements for 0.96M
+// products that are not of padding. The scatter form multiplies each input element once by each
+// window element, G = W' . X with W' the kernel as [(o, k) x i] rows and X the input as [i x
+// (batch, s)], then adds each product G[(o, k), (b, s)] into the output position that reads input
+// s through window offset k: per axis p = (s * ld + lo - k * rd) / st, where it divides and is in
+// range. The same sums as the gather form less its products of padding and of holes. Those are
+// zeros unless the kernel holds an infinity or NaN: then the gather form's 0 * inf makes NaNs
+// where XLA's convolution (which never multiplies padding) gives finite values or infinities, so
+// a non-finite kernel takes this form whatever the sizes.
+
+// Of one table row t[0..n) (output indices per input index, -1 where none): the valid entries as
+// one run [lo, hi) whose outputs step ps >= 1 apart (ok), else ok is false.
+struct ScatterRun {
+  std::int64_t lo = 0, hi = 0, ps = 1;
+  bool ok = false;
+};
+
+inline ScatterRun scatter_run(const std::int64_t* t, std::int64_t n) {
+  ScatterRun r;
+  std::int64_t j = 0;
+  while (j < n && t[j] < 0) ++j;
+  r.lo = j;
+  if (j + 1 < n && t[j + 1] > t[j]) r.ps = t[j + 1] - t[j];
+  while (j < n && t[j] >= 0 && t[j] == t[r.lo] + (j - r.lo) * r.ps) ++j;
+  r.hi = j;
+  while (j < n && t[j] < 0) ++j;
+  r.ok = j == n;
+  return r;
+}
+
+template <class T>
+inline bool conv_scatter_pays(const T* w, const ConvGeom& g) {
+  // (floating and complex only: integers keep the gather form, whose sums wrap in unsigned
+  // arithmetic, conv_int_gemm)
+  if (g.ns == 0) return false;
+  if (g.Sp < g.Pp) return true;
+  const std::int64_t nw = g.O * g.I * g.Kp;
+  for (std::int64_t i = 0; i < nw; ++i)
+    if (!std::isfinite(std::abs(w[i]))) return true;
+  return false;
+}
+
+template <class T>
+inline void conv_scatter(const T* x, const T* w, T* y, const ConvGeom& g) {
+  const std::int64_t ns = g.ns, G = std::max(g.G, g.BG), og = g.O / G, OK = og * g.Kp, last = ns - 1;
+  const std::int64_t Sl = g.S[last], Pl = g.P[last];
+  // per axis: the output index that input index s reaches through window index k, or -1
+  std::vector<std::int64_t> tabs;
+  std::int64_t toff[8];
+  for (std::int64_t d = 0; d < ns; ++d) {
+    toff[d] = static_cast<std::int64_t>(tabs.size());
+    for (std::int64_t kk = 0; kk < g.K[d]; ++kk)
+      for (std::int64_t s = 0; s < g.S[d]; ++s) {
+        const std::int64_t q = s * g.ld[d] + g.lo[d] - kk * g.rd[d];
+        const std::int64_t p = q >= 0 && q % g.st[d] == 0 ? q / g.st[d] : -1;
+        tabs.push_back(p >= 0 && p < g.P[d] ? p : -1);
+      }
+  }
+  std::vector<ScatterRun> runs;
+  for (std::int64_t kk = 0; kk < g.K[last]; ++kk) runs.push_back(scatter_run(tabs.data() + toff[last] + kk * Sl, Sl));
+  std::int64_t out_str[8];
+  out_str[last] = 1;
+  for (std::int64_t d = last; d-- > 0;) out_str[d] = out_str[d + 1] * g.P[d + 1];
+  // the kernel as [(o, k) x i] per group
+  std::vector<T> wt(static_cast<std::size_t>(G * OK * g.I));
+  for (std::int64_t grp = 0; grp < G; ++grp)
+    for (std::int64_t o = 0; o < og; ++o)
+      for (std::int64_t i = 0; i < g.I; ++i) {
+        const T* src = w + ((grp * og + o) * g.I + i) * g.Kp;
+        T* dst = wt.data() + (grp * OK + o * g.Kp) * g.I + i;
+        for (std::int64_t kk = 0; kk < g.Kp; ++kk) dst[kk * g.I] = src[kk];
+      }
+  const std::int64_t per = std::max<std::int64_t>(
+      1, (std::int64_t{1} << 20) / std::max<std::int64_t>((OK + g.I) * g.Sp, 1));
+  const std::int64_t chunk = std::min(per, g.N1);
+  const std::int64_t n_chunks = (g.N1 + chunk - 1) / chunk;
+  const std::int64_t tasks = n_chunks * G;
+  const double work = static_cast<double>(g.N1 * g.Sp) * static_cast<double>(g.O * g.Kp * g.I);
+  const std::int64_t threads = std::min<std::int64_t>(
+      {detail::cores(), tasks, static_cast<std::int64_t>(std::min(work / (1 << 22), 1e6)) + 1});
+  auto run = [&](std::int64_t task) {
+    thread_local GrowBuffer<T> buf;
+    const std::int64_t grp = task % G, c0 = task / G * chunk, nc = std::min(chunk, g.N1 - c0);
+    const std::int64_t cols = nc * g.Sp;
+    T* xb = buf.get(static_cast<std::size_t>(g.I * cols + OK * cols));
+    T* gm = xb + g.I * cols;
+    for (std::int64_t i = 0; i < g.I; ++i)
+      for (std::int64_t b = 0; b < nc; ++b) {
+        const std::int64_t n = (g.BG > 1 ? grp * g.N1 : 0) + c0 + b;
+        const T* src = x + (n * g.C + (g.G > 1 ? grp * g.I : 0) + i) * g.Sp;
+        std::copy(src, src + g.Sp, xb + i * cols + b * g.Sp);
+      }
+    conv_gemm<T>(wt.data() + grp * OK * g.I, xb, gm, OK, cols, g.I);
+    std::int64_t kidx[8], sidx[8];
+    for (std::int64_t b = 0; b < nc; ++b)
+      for (std::int64_t o = 0; o < og; ++o) {
+        T* yp = y + ((c0 + b) * g.O + grp * og + o) * g.Pp;
+        std::fill(yp, yp + g.Pp, T(0));
+        for (std::int64_t d = 0; d < ns; ++d) kidx[d] = 0;
+        for (std::int64_t kf = 0; kf < g.Kp; ++kf) {
+          const T* gr = gm + (o * g.Kp + kf) * cols + b * g.Sp;
+          const std::int64_t* tl = tabs.data() + toff[last] + kidx[last] * Sl;
+          const ScatterRun& ru = runs[kidx[last]];
+          for (std::int64_t d = 0; d < last; ++d) sidx[d] = 0;
+          const std::int64_t outer = g.Sp / std::max<std::int64_t>(Sl, 1);
+          for (std::int64_t so = 0; so < outer; ++so) {
+            std::int64_t base = 0;
+            bool ok = true;
+            for (std::int64_t d = 0; d < last; ++d) {
+              const std::int64_t p = tabs[toff[d] + kidx[d] * g.S[d] + sidx[d]];
+              if (p < 0) {
+                ok = false;
+                break;
+              }
+              base += p * out_str[d];
+            }
+            if (ok) {
+              const T* gs = gr + so * Sl;
+              T* yb = yp + base;
+              if (ru.ok) {
+                if (ru.hi > ru.lo) {
+                  T* yo = yb + tl[ru.lo];
+                  const T* go = gs + ru.lo;
+                  const std::int64_t len = ru.hi - ru.lo, ps = ru.ps;
+                  if (ps == 1) {
+                    for (std::int64_t j = 0; j < len; ++j) yo[j] += go[j];
+                  } else {
+                    for (std::int64_t j = 0; j < len; ++j) yo[j * ps] += go[j];
+                  }
+                }
+              } else {
+                for (std::int64_t s = 0; s < Sl; ++s)
+                  if (tl[s] >= 0) yb[tl[s]] += gs[s];
+              }
+            }
+            for (std::int64_t d = last; d-- > 0;) {
+              if (++sidx[d] < g.S[d]) break;
+              sidx[d] = 0;
+            }
+          }
+          for (std::int64_t d = ns; d-- > 0;) {
+            if (++kidx[d] < g.K[d]) break;
+            kidx[d] = 0;
+          }
+        }
+      }
+  };
+  if (threads <= 1) {
+    for (std::int64_t t = 0; t < tasks; ++t) run(t);
+  } else {
+    detail::parallel_chunks(tasks, static_cast<int>(threads), [&](std::int64_t t, int) { run(t); });
+  }
+}
+
 template <class T>
 inline void conv(const T* x, const T* w, T* y, const ConvGeom& g) {
   const std::int64_t ns = g.ns, k = std::max(g.G, g.BG), og = g.O / k, IK = g.I * g.Kp;
@@ -277,6 +434,12 @@ inline void conv(const T* x, const T* w, T* y, const ConvGeom& g) {
   if (IK == 0 || g.Pp == 0) {
     for (std::int64_t i = 0; i < out_size; ++i) y[i] = T(0);
     return;
+  }
+  if constexpr (!std::is_integral_v<T>) {
+    if (conv_scatter_pays(w, g)) {
+      conv_scatter(x, w, y, g);
+      return;
+    }
   }
   // per spatial axis: the input index read by window index kk at output index p, or -1
   std::vector<std::int64_t> tabs;
