@@ -12,6 +12,7 @@ import pytest
 import tidu as td
 from tidu._native import _eval
 from tidu.numpy.conv import reduce_window
+from tidu.ops.select_window import SelectAndScatterAdd
 
 jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
@@ -69,6 +70,40 @@ def test_gradient_and_tangent_match_jax_with_ties(case, comp, dtype, backend):
     got_t = td.jit(lambda a, u: td.jvp(tf, (a,), (u,))[1], backend=backend)(x, t)
     np.testing.assert_allclose(got_t, (jac @ t.reshape(-1)).reshape(got_t.shape), rtol=tol,
                                atol=tol)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("comp", COMPS)
+@pytest.mark.parametrize("case", [CASES[0], CASES[1], CASES[4], CASES[7],
+                                  ((3, 4, 28, 30), (1, 1, 2, 2), (1, 1, 2, 2), "VALID"),
+                                  ((2, 3, 17, 33), (1, 1, 3, 3), (1, 1, 2, 2), "SAME")])
+@pytest.mark.parametrize("fill", ["sparse", "identity-heavy"])
+def test_gradient_with_nans_and_infinities_matches_jax(case, comp, backend, fill):
+    """Windows holding NaN, +inf and -inf select the element XLA's select-and-scatter selects
+    after jax pads the operand with the comparison's identity (-inf for max): a later value
+    replaces the current one unless current >= it, so a NaN is taken and then replaced by the
+    next value, padding included, and padding before an element equal to -inf keeps the window
+    from selecting it. The branch-free passes over a row's outputs (kernels/select_window.hpp)
+    and the numpy reference outside a trace against jax, rows long enough for several passes."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal(case[0])
+    flat = x.reshape(-1)
+    ident = -np.inf if comp == "max" else np.inf
+    fracs = ((np.nan, 0.05), (np.inf, 0.05), (-np.inf, 0.05)) if fill == "sparse" else \
+        ((ident, 0.6), (np.nan, 0.05))
+    for val, frac in fracs:
+        flat[rng.random(flat.size) < frac] = val
+    jf, tf = _pool(case, comp, "jax"), _pool(case, comp, "td")
+    ct = rng.standard_normal(jf(x).shape)
+    want = np.asarray(jax.jit(lambda a, c: jax.vjp(jf, a)[1](c)[0])(x, ct))
+    got = td.jit(lambda a, c: td.vjp(tf, a)[1](c)[0], backend=backend)(x, ct)
+    np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13)
+    if backend == "cpu" and x.size < 1000:  # the numpy reference (ops/select_window.py)
+        _, wd, st, pad = case
+        pads = lax.padtype_to_pads(x.shape, wd, st, pad) if isinstance(pad, str) else pad
+        prim = SelectAndScatterAdd(wd, st, [p for p, _ in pads], [q for _, q in pads],
+                                   comp == "max")
+        np.testing.assert_allclose(prim.impl(ct, x), want, rtol=1e-13, atol=1e-13)
 
 
 def _instructions(lowered, *args) -> str:

@@ -6,10 +6,12 @@ Of each window of the operand ``x`` (strides, low and high padding; no dilation:
 keep ReduceWindowMax's composite rule) one element is selected: the first in window order that
 no later element replaces, a later ``v`` replacing the current ``c`` unless ``c >= v`` (max) or
 ``c <= v`` (min), as XLA's select-and-scatter with a ``ge`` / ``le`` select (so on ties the first
-maximum gets the cotangent, as in jax).  Padding is never selected.
+maximum gets the cotangent, as in jax).  Padding takes part as -inf (max) / +inf (min), as jax
+pads the operand before XLA's select-and-scatter: any later element but -inf (+inf) replaces it,
+it replaces a NaN, and selected it selects nothing.
 
 - ``SelectAndGatherAdd(t, x)``: the window output's shape, ``t`` at each window's selected
-  element (0 for a window of padding only): the tangent of the pooling.  Linear in ``t``.
+  element (0 where padding is selected): the tangent of the pooling.  Linear in ``t``.
 - ``SelectAndScatterAdd(s, x)``: ``x``'s shape, zero but for each ``s[o]`` added at its window's
   selected element: the gradient.  Linear in ``s``; each is the other's transpose.
 
@@ -113,12 +115,12 @@ class _SelectWindow(Primitive):
             for k in np.ndindex(*self.window_dimensions):
                 q = tuple(p * s + kk - lo for p, s, kk, lo in
                           zip(o, self.window_strides, k, self.padding_low))
-                if any(c < 0 or c >= d for c, d in zip(q, x.shape)):
-                    continue
-                v = x[q]
+                pad = any(c < 0 or c >= d for c, d in zip(q, x.shape))
+                v = (-np.inf if self.select_max else np.inf) if pad else x[q]
                 keep = bv is not None and (bv >= v if self.select_max else bv <= v)
                 if not keep:
-                    best, bv = int(np.ravel_multi_index(q, x.shape)), v
+                    best = -1 if pad else int(np.ravel_multi_index(q, x.shape))
+                    bv = v
             sel[o] = best
         return sel
 

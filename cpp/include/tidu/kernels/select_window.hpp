@@ -6,12 +6,15 @@
 // selected: the first in window order (row-major over the window's axes) that no later element
 // replaces, where a later v replaces the current c unless c >= v (max) or c <= v (min): XLA's
 // select-and-scatter with a `ge` / `le` select, which is what jax's max-pool gradient runs (so
-// ties go to the first element).  Padding is never selected; a window of padding only selects
-// nothing.  Gather: y[o] = t[sel(o)] (0 where nothing is selected), the tangent of the pooling.
+// ties go to the first element).  Padding takes part as -inf (max) / +inf (min), as jax pads
+// the operand with them before XLA's select-and-scatter: any later element but -inf (+inf)
+// replaces it, it replaces a NaN, and selected it selects nothing.  Gather: y[o] = t[sel(o)] (0 where nothing is selected), the tangent of the pooling.
 // Scatter: r = 0, r[sel(o)] += s[o], its transpose (the gradient).
 #pragma once
 
 #include <algorithm>
+#include <climits>
+#include <limits>
 #include <cstdint>
 #include <stdexcept>
 #include <vector>
@@ -22,6 +25,58 @@
 
 namespace tidu {
 namespace kern {
+
+// Of one table row t[0..n) (offsets into x, -1 where padding): the valid entries as one run
+// [lo, hi) of offsets s apart (ok), else ok is false.
+struct SelectRun {
+  std::int64_t lo = 0, hi = 0, s = 1;
+  bool ok = false;
+};
+
+inline SelectRun select_run(const std::int64_t* t, std::int64_t n) {
+  SelectRun r;
+  std::int64_t j = 0;
+  while (j < n && t[j] < 0) ++j;
+  r.lo = j;
+  if (j + 1 < n && t[j + 1] >= 0) r.s = t[j + 1] - t[j];
+  while (j < n && t[j] >= 0 && t[j] == t[r.lo] + (j - r.lo) * r.s) ++j;
+  r.hi = j;
+  while (j < n && t[j] < 0) ++j;
+  r.ok = j == n;
+  return r;
+}
+
+// One window element over n outputs side by side: v = x[j * s] replaces output j's best unless
+// that holds (code != -1) and is >= v (max) or <= v (min), as in the scalar walk; branch-free.
+template <class T, bool MAX>
+inline void select_pass(const T* __restrict x, std::int64_t s, std::int64_t n, T* __restrict bv,
+                        std::int32_t* __restrict code, std::int32_t c) {
+  for (std::int64_t j = 0; j < n; ++j) {
+    const T v = x[j * s];
+    const bool keep = (code[j] != -1) & (MAX ? bv[j] >= v : bv[j] <= v);
+    code[j] = keep ? code[j] : c;
+    bv[j] = keep ? bv[j] : v;
+  }
+}
+
+// Padding's value in the walk: -inf for max, +inf for min (jax pads the operand with them before
+// XLA's select-and-scatter, so a padding element takes part like any other and selects nothing).
+template <class T, bool MAX>
+constexpr T select_padding_value() {
+  return MAX ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity();
+}
+
+// One padding element over n outputs: it replaces the best so far unless that holds and is >= it
+// (max; a NaN is replaced) or <= it (min).
+template <class T, bool MAX>
+inline void select_pad(std::int64_t n, T* __restrict bv, std::int32_t* __restrict code) {
+  const T p = select_padding_value<T, MAX>();
+  for (std::int64_t j = 0; j < n; ++j) {
+    const bool keep = (code[j] != -1) & (MAX ? bv[j] >= p : bv[j] <= p);
+    code[j] = keep ? code[j] : -2;
+    bv[j] = keep ? bv[j] : p;
+  }
+}
 
 // f(o, i) for every output o (row-major over ys) with the flat index i into x of its selected
 // element, or -1.  attrs: n, window..., n, strides..., n, low..., n, high..., select max.
@@ -55,7 +110,14 @@ inline void window_select(const T* x, const std::int64_t* xs, std::uint32_t nd,
   const std::int64_t outer = out_size / pl;
   std::int64_t win_outer = 1;
   for (std::uint32_t d = 0; d < last; ++d) win_outer *= wd[d];
+  if (win_outer * kl > INT32_MAX) throw std::runtime_error("tidu: select-and-scatter window of over 2^31 elements");
   std::vector<std::int64_t> bases(static_cast<std::size_t>(win_outer));
+  std::vector<SelectRun> runs;
+  for (std::int64_t k = 0; k < kl; ++k) runs.push_back(select_run(tl + k * pl, pl));
+  std::vector<std::int32_t> code(static_cast<std::size_t>(pl));
+  std::vector<std::int64_t> code_base(static_cast<std::size_t>(win_outer * kl)),
+      code_row(static_cast<std::size_t>(win_outer * kl));
+  std::vector<T> bv(static_cast<std::size_t>(pl));
   std::int64_t pidx[16] = {0};
   for (std::int64_t o = 0; o < outer; ++o) {
     // the offsets of this output row's window rows (outer window axes), -1 where in padding
@@ -76,23 +138,49 @@ inline void window_select(const T* x, const std::int64_t* xs, std::uint32_t nd,
         kidx[d] = 0;
       }
     }
-    for (std::int64_t j = 0; j < pl; ++j) {
-      std::int64_t best = -1;
-      T bv{};
-      for (std::int64_t w = 0; w < win_outer; ++w) {
-        const std::int64_t base = bases[w];
-        if (base < 0) continue;
-        for (std::int64_t k = 0; k < kl; ++k) {
-          const std::int64_t t = tl[k * pl + j];
-          if (t < 0) continue;
-          const T v = x[base + t];
-          if (best < 0 || !(MAX ? bv >= v : bv <= v)) {
-            best = base + t;
-            bv = v;
+    // the row's outputs side by side: window element by window element (the scalar order), each
+    // a branch-free pass over the outputs that read x elements a fixed stride apart (pooling);
+    // per output the best value so far and its window element's number (w * kl + k; -1: none
+    // yet, -2: padding, which selects nothing)
+    std::fill(code.begin(), code.end(), std::int32_t{-1});
+    T* bvp = bv.data();
+    std::int32_t* cp = code.data();
+    for (std::int64_t w = 0; w < win_outer; ++w) {
+      const std::int64_t base = bases[w];
+      for (std::int64_t k = 0; k < kl; ++k) {
+        if (base < 0) {  // a window row in padding, for every output of the row
+          select_pad<T, MAX>(pl, bvp, cp);
+          continue;
+        }
+        const std::int64_t* tk = tl + k * pl;
+        const SelectRun r = runs[k];
+        const std::int32_t c = static_cast<std::int32_t>(w * kl + k);
+        if (r.ok) {
+          select_pad<T, MAX>(r.lo, bvp, cp);
+          if (r.hi > r.lo)
+            select_pass<T, MAX>(x + base + tk[r.lo], r.s, r.hi - r.lo, bvp + r.lo, cp + r.lo, c);
+          select_pad<T, MAX>(pl - r.hi, bvp + r.hi, cp + r.hi);
+        } else {
+          for (std::int64_t j = 0; j < pl; ++j) {
+            const std::int64_t t = tk[j];
+            const T v = t < 0 ? select_padding_value<T, MAX>() : x[base + t];
+            if (cp[j] == -1 || !(MAX ? bvp[j] >= v : bvp[j] <= v)) {
+              cp[j] = t < 0 ? -2 : c;
+              bvp[j] = v;
+            }
           }
         }
       }
-      f(o * pl + j, best);
+    }
+    // a window element's number -> its row's base and its table row (no division per output)
+    for (std::int64_t w = 0, c = 0; w < win_outer; ++w)
+      for (std::int64_t k = 0; k < kl; ++k, ++c) {
+        code_base[c] = bases[w];
+        code_row[c] = k * pl;
+      }
+    for (std::int64_t j = 0; j < pl; ++j) {
+      const std::int32_t c = code[j];
+      f(o * pl + j, c < 0 ? -1 : code_base[c] + tl[code_row[c] + j]);
     }
     for (std::uint32_t d = last; d-- > 0;) {
       if (++pidx[d] < ys[d]) break;
