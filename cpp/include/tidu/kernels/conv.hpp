@@ -6,10 +6,11 @@
 // or a hole of lhs dilation; negative padding crops), and the group's kernel rows, a contiguous
 // [O / groups] x [I * prod(K)] matrix, multiply it through the BLAS hook (elementwise.hpp's
 // BlasHooks) or, without one, a plain i-k-j loop.  Chunks run on tidu's threads, each with its
-// own patch buffer (thread_local: the calling thread's is grown once and kept, its pages mapped
-// when it is made (vm/pages.hpp), up to about
+// own patch buffer (conv_scratch: thread_local, shared with the scatter form below; the calling
+// thread's is grown once and kept, its pages mapped when it is made (vm/pages.hpp), up to about
 // 1M elements plus the product; so are the pool workers', which live as long as the process:
-// vm/parallel.hpp).  Tasks are taken dynamically, so a busy core holds up at most one.
+// vm/parallel.hpp).  Tasks are taken dynamically, so a busy core holds up at most one.  Where
+// the output is larger than the input, the scatter form (conv_scatter) runs instead.
 #pragma once
 
 #include <algorithm>
@@ -269,6 +270,17 @@ inline void conv_row(const T* x, const ConvGeom& g, const std::int64_t* const* t
   }
 }
 
+// The calling thread's scratch for a convolution's patch matrix or products, of at least n
+// elements of T: one buffer per thread shared by both forms and every dtype (a first call that
+// used one per form and type touched, and so mapped, each of them: LeNet's step had two of
+// ~4 MB per thread).  Grown, never cleared; pages populated when made (vm/pages.hpp).
+template <class T>
+inline T* conv_scratch(std::size_t n) {
+  thread_local GrowBuffer<std::uint64_t> buf;
+  const std::size_t words = (n * sizeof(T) + sizeof(std::uint64_t) - 1) / sizeof(std::uint64_t);
+  return reinterpret_cast<T*>(buf.get(words));
+}
+
 // ---- the scatter form (col2im) ----
 // A convolution whose output is larger than its input (a transposed convolution: an input
 // gradient, padded by the window less one, or read through lhs dilation) spends most of the
@@ -353,10 +365,9 @@ inline void conv_scatter(const T* x, const T* w, T* y, const ConvGeom& g) {
   const std::int64_t threads = std::min<std::int64_t>(
       {detail::cores(), tasks, static_cast<std::int64_t>(std::min(work / (1 << 22), 1e6)) + 1});
   auto run = [&](std::int64_t task) {
-    thread_local GrowBuffer<T> buf;
     const std::int64_t grp = task % G, c0 = task / G * chunk, nc = std::min(chunk, g.N1 - c0);
     const std::int64_t cols = nc * g.Sp;
-    T* xb = buf.get(static_cast<std::size_t>(g.I * cols + OK * cols));
+    T* xb = conv_scratch<T>(static_cast<std::size_t>(g.I * cols + OK * cols));
     T* gm = xb + g.I * cols;
     for (std::int64_t i = 0; i < g.I; ++i)
       for (std::int64_t b = 0; b < nc; ++b) {
@@ -484,10 +495,9 @@ inline void conv(const T* x, const T* w, T* y, const ConvGeom& g) {
     // bool's patches live in bytes (std::vector<bool> packs bits and has no data())
     using Cell = std::conditional_t<std::is_same_v<T, bool>, std::uint8_t, T>;
     static_assert(sizeof(Cell) == sizeof(T));
-    thread_local GrowBuffer<Cell> buf;  // populated when made, not cleared (vm/pages.hpp)
     const std::int64_t grp = task % k, c0 = task / k * chunk, nc = std::min(chunk, g.N1 - c0);
     const std::int64_t cols = nc * g.Pp;
-    T* col = reinterpret_cast<T*>(buf.get(static_cast<std::size_t>(IK * cols + og * cols)));
+    T* col = reinterpret_cast<T*>(conv_scratch<Cell>(static_cast<std::size_t>(IK * cols + og * cols)));
     T* res = col + IK * cols;
     const std::int64_t cin0 = g.G > 1 ? grp * g.I : 0;
     if (transposed) {  // col as [cols x IK]: rows (batch, output position), windows contiguous
