@@ -417,8 +417,9 @@ def test_patch_buffers_and_arenas_made_uncleared_keep_first_and_later_values(thr
 
 
 # Convolutions whose output is larger than their input (input gradients, transposed
-# convolutions): kernels/conv.hpp computes them in the scatter form (kernel times input, each
-# product added into the output it reaches) instead of the gather form's patch matrix.
+# convolutions) or with few output features: kernels/conv.hpp computes them in the scatter form
+# (kernel times input, each product added into the output it reaches) instead of the gather
+# form's patch matrix.
 # (id, lhs (N, C, *S), rhs (O, I, *K), strides, padding, lhs_dil, rhs_dil, groups)
 SCATTER_CASES = [
     ("full-pad", (3, 4, 6, 5), (5, 4, 3, 3), (1, 1), [(2, 2), (2, 2)], None, None, 1),
@@ -431,6 +432,9 @@ SCATTER_CASES = [
     ("groups", (2, 6, 4, 4), (4, 3, 3, 2), (1, 1), [(2, 2), (1, 1)], (2, 1), None, 2),
     ("1d", (3, 2, 7), (4, 2, 4), (1,), [(3, 3)], (2,), None, 1),
     ("3d", (1, 2, 3, 4, 3), (2, 2, 2, 3, 2), (1, 1, 1), [(1, 1), (2, 2), (1, 2)], None, None, 1),
+    # the same size out as in, one output feature from six (LeNet's first input gradient)
+    ("few-outputs-same", (3, 6, 7, 6), (1, 6, 3, 3), (1, 1), "SAME", None, None, 1),
+    ("few-outputs-groups", (2, 8, 5, 5), (2, 4, 3, 3), (1, 1), [(1, 1), (1, 1)], None, None, 2),
 ]
 
 
@@ -454,7 +458,8 @@ def test_convolutions_larger_than_their_input_match_jax(case, dtype, threads):
 
     tol = 2e-4 if dtype == "float32" else 1e-11
     want = np.asarray(jax_value(lambda a, b: f(jnp, a, b), x, w))
-    assert np.prod(want.shape[2:]) > np.prod(ls[2:])  # the scatter form's case
+    sp, pp = np.prod(ls[2:]), np.prod(want.shape[2:])
+    assert sp < pp or rs[0] // fg * sp * 2 <= rs[1] * pp  # the scatter form's case
     want_g = jax_value(jax.grad(lambda a, b: jnp.sum(jnp.abs(f(jnp, a, b)) ** 2),
                                 argnums=(0, 1)), x, w)
     old = td.get_num_threads()
