@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import tidu as td
+from _support.compare import jax_value
 from tidu.testing import check_grads
 
 jax = pytest.importorskip("jax")
@@ -17,6 +18,17 @@ from jax import lax  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 BACKENDS = ("cpu", "xla")
+
+
+_JAX_REFS: dict = {}
+
+
+def jax_once(key, fn, *args):
+    """jax_value(fn, *args), once per key: a test parametrized by backend computes the same
+    reference (same function, same inputs) for both backends, and the second reuses the first."""
+    if key not in _JAX_REFS:
+        _JAX_REFS[key] = jax_value(fn, *args)
+    return _JAX_REFS[key]
 
 
 def close(got, want, tol=1e-10):
@@ -55,17 +67,18 @@ P0 = np.array([10.0, 28.0, 8.0 / 3.0])
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_lorenz_scan_value_grad_hessian(backend):
     tf, jf = lorenz(td, td), lorenz(jnp, lax)
-    close(td.jit(tf, backend=backend)(S0, P0), jf(S0, P0))
-    close(td.jit(td.grad(tf, argnums=(0, 1)), backend=backend)(S0, P0),
-          jax.grad(jf, argnums=(0, 1))(S0, P0), 1e-9)
-    close(td.jit(td.hessian(tf), backend=backend)(S0, P0), jax.hessian(jf)(S0, P0), 1e-8)
+    val, grad, hess = jax_once("lorenz", lambda s, p: (jf(s, p), jax.grad(jf, argnums=(0, 1))(s, p),
+                                                       jax.hessian(jf)(s, p)), S0, P0)
+    close(td.jit(tf, backend=backend)(S0, P0), val)
+    close(td.jit(td.grad(tf, argnums=(0, 1)), backend=backend)(S0, P0), grad, 1e-9)
+    close(td.jit(td.hessian(tf), backend=backend)(S0, P0), hess, 1e-8)
 
 
 def test_lorenz_jvp_and_finite_differences():
     tf, jf = lorenz(td, td, steps=5), lorenz(jnp, lax, steps=5)
     t = (np.array([0.1, -0.2, 0.3]), np.array([0.5, 0.1, -0.1]))
     got = td.jvp(tf, (S0, P0), t)
-    want = jax.jvp(jf, (S0, P0), t)
+    want = jax_value(lambda s, p, ts, tp: jax.jvp(jf, (s, p), (ts, tp)), S0, P0, *t)
     close(got, want, 1e-9)
     check_grads(tf, [S0, P0], order=2)
 
@@ -89,10 +102,12 @@ def test_pytree_carries_and_reverse(backend, reverse):
     a = 0.7
     xs = {"w": rng.standard_normal((6, 3)), "b": rng.standard_normal(6)}
     tf, jf = pytree_scan(td, td, reverse), pytree_scan(jnp, lax, reverse)
-    close(td.jit(tf, backend=backend)(a, xs), jf(a, xs))
-    close(td.jit(td.grad(tf, argnums=(0, 1)), backend=backend)(a, xs),
-          jax.grad(jf, argnums=(0, 1))(a, xs), 1e-9)
-    close(td.jit(td.hessian(tf), backend=backend)(a, xs), jax.hessian(jf)(a, xs), 1e-8)
+    val, grad, hess = jax_once(("pytree", reverse),
+                               lambda a, xs: (jf(a, xs), jax.grad(jf, argnums=(0, 1))(a, xs),
+                                              jax.hessian(jf)(a, xs)), a, xs)
+    close(td.jit(tf, backend=backend)(a, xs), val)
+    close(td.jit(td.grad(tf, argnums=(0, 1)), backend=backend)(a, xs), grad, 1e-9)
+    close(td.jit(td.hessian(tf), backend=backend)(a, xs), hess, 1e-8)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -103,8 +118,8 @@ def test_zero_length_scan(backend):
             return c * 2.0 + ys.sum() if L is lax else c * 2.0 + td.sum(ys)
         return loss
     xs = np.zeros((0,))
-    close(td.jit(f(td), backend=backend)(1.5, xs), f(lax)(1.5, xs))
-    close(td.jit(td.grad(f(td)), backend=backend)(1.5, xs), jax.grad(f(lax))(1.5, xs))
+    close(td.jit(f(td), backend=backend)(1.5, xs), jax_value(f(lax), 1.5, xs))
+    close(td.jit(td.grad(f(td)), backend=backend)(1.5, xs), jax_value(jax.grad(f(lax)), 1.5, xs))
 
 
 def fori(ns, L):
@@ -119,10 +134,11 @@ def fori(ns, L):
 def test_fori_loop_static(backend):
     x, w = np.array([0.3, -0.2]), np.array([1.1, 0.9])
     tf, jf = fori(td, td), fori(jnp, lax)
-    close(td.jit(tf, backend=backend)(x, w), jf(x, w))
-    close(td.jit(td.grad(tf, argnums=(0, 1)), backend=backend)(x, w),
-          jax.grad(jf, argnums=(0, 1))(x, w))
-    close(td.jit(td.hessian(tf), backend=backend)(x, w), jax.hessian(jf)(x, w), 1e-9)
+    val, grad, hess = jax_once("fori", lambda x, w: (jf(x, w), jax.grad(jf, argnums=(0, 1))(x, w),
+                                                     jax.hessian(jf)(x, w)), x, w)
+    close(td.jit(tf, backend=backend)(x, w), val)
+    close(td.jit(td.grad(tf, argnums=(0, 1)), backend=backend)(x, w), grad)
+    close(td.jit(td.hessian(tf), backend=backend)(x, w), hess, 1e-9)
 
 
 def nested(ns, L):
@@ -147,10 +163,12 @@ def test_nested_scan_in_scan_in_cond(backend):
     w = np.array([0.7, 0.3])
     tf, jf = nested(td, td), nested(jnp, lax)
     for x in (np.array([0.5, 0.2, -0.1, 0.3]), np.array([-0.5, 0.2, -0.1, 0.3])):
-        close(td.jit(tf, backend=backend)(x, w), jf(x, w))
-        close(td.jit(td.grad(tf, argnums=(0, 1)), backend=backend)(x, w),
-              jax.grad(jf, argnums=(0, 1))(x, w), 1e-9)
-        close(td.jit(td.hessian(tf), backend=backend)(x, w), jax.hessian(jf)(x, w), 1e-8)
+        val, grad, hess = jax_once(("nested", float(x[0])),
+                                   lambda x, w: (jf(x, w), jax.grad(jf, argnums=(0, 1))(x, w),
+                                                 jax.hessian(jf)(x, w)), x, w)
+        close(td.jit(tf, backend=backend)(x, w), val)
+        close(td.jit(td.grad(tf, argnums=(0, 1)), backend=backend)(x, w), grad, 1e-9)
+        close(td.jit(td.hessian(tf), backend=backend)(x, w), hess, 1e-8)
 
 
 def switchy(ns, L):
@@ -165,14 +183,17 @@ def switchy(ns, L):
 def test_switch_and_cond(backend):
     x, y = np.array([0.3, -0.4]), np.array([1.2, 0.1])
     tf, jf = switchy(td, td), switchy(jnp, lax)
-    for i in (-1, 0, 1, 2, 5):
-        close(td.jit(tf, backend=backend)(i, x, y), jf(i, x, y))
-        close(td.jit(td.grad(tf, argnums=(1, 2)), backend=backend)(i, x, y),
-              jax.grad(jf, argnums=(1, 2))(i, x, y))
-        close(td.jit(td.hessian(tf, argnums=1), backend=backend)(i, x, y),
-              jax.hessian(jf, argnums=1)(i, x, y), 1e-9)
+    for i in (-1, 0, 1, 2, 5):  # i a constant in the jax reference, as it was eagerly
+        val, grad, hess = jax_once(
+            ("switch", i), lambda x, y: (jf(i, x, y), jax.grad(jf, argnums=(1, 2))(i, x, y),
+                                         jax.hessian(jf, argnums=1)(i, x, y)), x, y)
+        close(td.jit(tf, backend=backend)(i, x, y), val)
+        close(td.jit(td.grad(tf, argnums=(1, 2)), backend=backend)(i, x, y), grad)
+        close(td.jit(td.hessian(tf, argnums=1), backend=backend)(i, x, y), hess, 1e-9)
     t = (np.array([0.1, 0.2]), np.array([-0.3, 0.4]))
-    close(td.jvp(lambda x, y: tf(1, x, y), (x, y), t), jax.jvp(lambda x, y: jf(1, x, y), (x, y), t))
+    close(td.jvp(lambda x, y: tf(1, x, y), (x, y), t),
+          jax_value(lambda x, y, tx, ty: jax.jvp(lambda x, y: jf(1, x, y), (x, y), (tx, ty)),
+                    x, y, *t))
 
 
 def newton_sqrt(ns, L):
@@ -190,9 +211,11 @@ def newton_sqrt(ns, L):
 def test_while_loop_forward_and_jvp(backend):
     tf, jf = newton_sqrt(td, td), newton_sqrt(jnp, lax)
     a = np.array([2.0, 9.0])
-    close(td.jit(tf, backend=backend)(a), jf(a))
-    close(td.jvp(tf, (a,), (np.ones(2),)), jax.jvp(jf, (a,), (jnp.ones(2),)))
-    close(td.jit(td.jacfwd(tf), backend=backend)(a), jax.jacfwd(jf)(a))
+    val, jvp, jac = jax_once("while", lambda a: (jf(a), jax.jvp(jf, (a,), (jnp.ones(2),)),
+                                                 jax.jacfwd(jf)(a)), a)
+    close(td.jit(tf, backend=backend)(a), val)
+    close(td.jvp(tf, (a,), (np.ones(2),)), jvp)
+    close(td.jit(td.jacfwd(tf), backend=backend)(a), jac)
 
 
 def test_while_loop_reverse_mode_names_the_alternatives():
@@ -241,8 +264,8 @@ def test_seven_step_pipeline_to_third_order():
 
     def jf(x):
         return jnp.sum(lax.scan(lambda c, _: (jnp.sin(1.3 * c), c * c), x, None, length=4)[1])
-    want = [jf(0.4), jax.grad(jf)(0.4), jax.grad(jax.grad(jf))(0.4),
-            jax.grad(jax.grad(jax.grad(jf)))(0.4)]
+    want = jax_value(lambda x: [jf(x), jax.grad(jf)(x), jax.grad(jax.grad(jf))(x),
+                                jax.grad(jax.grad(jax.grad(jf)))(x)], 0.4)
     close(vals, want, 1e-9)
 
 
@@ -391,9 +414,10 @@ def test_checkpoint_same_gradient_less_saved(backend):
     ws, x = rng.standard_normal((4, 5)), rng.standard_normal(5)
     plain, ck = deep(td, lambda f: f), deep(td, td.checkpoint)
     jf = deep(jnp, jax.checkpoint)
-    close(td.jit(td.grad(ck, argnums=(0, 1)), backend=backend)(ws, x),
-          jax.grad(jf, argnums=(0, 1))(ws, x))
-    close(td.jit(td.hessian(ck), backend=backend)(ws, x), jax.hessian(jf)(ws, x), 1e-9)
+    grad, hess = jax_once("checkpoint", lambda ws, x: (jax.grad(jf, argnums=(0, 1))(ws, x),
+                                                       jax.hessian(jf)(ws, x)), ws, x)
+    close(td.jit(td.grad(ck, argnums=(0, 1)), backend=backend)(ws, x), grad)
+    close(td.jit(td.hessian(ck), backend=backend)(ws, x), hess, 1e-9)
     close(td.jit(td.grad(ck), backend=backend)(ws, x), td.jit(td.grad(plain))(ws, x))
 
     def saved(fn):

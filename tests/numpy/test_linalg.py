@@ -5,6 +5,7 @@ likelihood, bad and ill-conditioned input, and the validation of forged instruct
 
 from __future__ import annotations
 
+import functools
 import itertools
 
 import numpy as np
@@ -14,7 +15,7 @@ import tidu as td
 from tidu import _eval, evaluator
 from tidu import ops as P
 from tidu.testing import check_grads, gp_nll
-from _support.compare import rand_inexact
+from _support.compare import jax_value, rand_inexact
 from _support.values import INEXACT, one_op_graph
 
 jax = pytest.importorskip("jax")
@@ -45,6 +46,30 @@ def close(got, want, dtype):
 
 
 # ---- values against jax, both backends ----
+# The jax references of the tests parametrized by backend are stable functions (functools.cache):
+# jax.jit compiles each once per shape and dtype, and the other backend's test reuses it.
+
+@functools.cache
+def _jnp_cholesky(upper):
+    return lambda a: jnp.linalg.cholesky(a, upper=upper)
+
+
+@functools.cache
+def _jsl_solve_triangular(trans, lower, unit):
+    def f(a, b, v):
+        return (jsl.solve_triangular(a, b, trans=trans, lower=lower, unit_diagonal=unit),
+                jax.vmap(lambda m: jsl.solve_triangular(m, v, trans=trans, lower=lower,
+                                                        unit_diagonal=unit))(a))
+    return f
+
+
+@functools.cache
+def _jsl_cho(lower):
+    def f(a, b):
+        jc = jsl.cho_factor(a, lower=lower)
+        return jc[0], jax.vmap(lambda m: jsl.cho_solve((m, lower), b))(jc[0])
+    return f
+
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("dtype", INEXACT)
@@ -54,7 +79,7 @@ def test_cholesky_matches_jax(backend, dtype, shape):
     for upper in (False, True):
         got = td.jit(lambda a: td.linalg.cholesky(a, upper=upper), backend=backend)(a)
         assert got.dtype == np.dtype(dtype) and got.shape == shape
-        close(got, jnp.linalg.cholesky(a, upper=upper), dtype)
+        close(got, jax_value(_jnp_cholesky(upper), a), dtype)
 
 
 TRI_CASES = list(itertools.product((0, 1, 2), (False, True), (False, True)))
@@ -72,9 +97,7 @@ def test_solve_triangular_matches_jax(backend, dtype):
                                                    unit_diagonal=unit))
 
         got = td.jit(f, backend=backend)(a, b, v)
-        want_b = jsl.solve_triangular(a, b, trans=trans, lower=lower, unit_diagonal=unit)
-        want_v = jax.vmap(lambda m: jsl.solve_triangular(m, v, trans=trans, lower=lower,
-                                                         unit_diagonal=unit))(a)
+        want_b, want_v = jax_value(_jsl_solve_triangular(trans, lower, unit), a, b, v)
         close(got[0], want_b, dtype)
         close(got[1], want_v, dtype)
 
@@ -90,9 +113,9 @@ def test_cho_factor_and_cho_solve_match_jax(backend, dtype):
             return c[0], td.linalg.cho_solve(c, b)
 
         c, x = td.jit(f, backend=backend)(a, b)
-        jc = jsl.cho_factor(a, lower=lower)
-        close(c, jc[0], dtype)
-        close(x, jax.vmap(lambda m: jsl.cho_solve((m, lower), b))(jc[0]), dtype)
+        jc0, want_x = jax_value(_jsl_cho(lower), a, b)
+        close(c, jc0, dtype)
+        close(x, want_x, dtype)
         close(np.linalg.solve(a, b), x, dtype)
 
 
@@ -194,13 +217,14 @@ def test_gradients_and_hessians_match_jax():
         return loss
 
     tf, jf = f(td, td.linalg), f(jnp, jsl)
+    want, want_h = jax_value(lambda a, b: (jax.grad(jf, argnums=(0, 1))(a, b),
+                                           jax.hessian(jf)(a, b)), a, b)
     for backend in BACKENDS:
         got = td.jit(td.grad(tf, argnums=(0, 1)), backend=backend)(a, b)
-        want = jax.grad(jf, argnums=(0, 1))(a, b)
         for g, w in zip(got, want):
             np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-11)
         np.testing.assert_allclose(td.jit(td.hessian(tf), backend=backend)(a, b),
-                                   jax.hessian(jf)(a, b), rtol=1e-8, atol=1e-10)
+                                   want_h, rtol=1e-8, atol=1e-10)
 
 
 def test_complex_gradient_is_the_conjugate_of_jax():
@@ -216,26 +240,39 @@ def test_complex_gradient_is_the_conjugate_of_jax():
         return loss
 
     got = td.jit(td.grad(f(td, td.linalg), argnums=(0, 1)))(x, b)
-    want = jax.grad(f(jnp, jsl), argnums=(0, 1))(x, b)
+    want = jax_value(jax.grad(f(jnp, jsl), argnums=(0, 1)), x, b)
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, np.conj(w), rtol=1e-9, atol=1e-11)
 
 
 # ---- a Gaussian process ----
 
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_gp_likelihood_value_gradient_and_hessian_match_jax(backend):
+def _gp_data():
     rng = np.random.default_rng(10)
     x = np.sort(rng.uniform(0, 5, 30))
     y = np.sin(x) + 0.1 * rng.standard_normal(30)
-    theta = np.array([0.2, -0.3, -2.0])
-    tf = gp_nll(td, td.linalg, td.linalg.diagonal, x, y)
+    return x, y, np.array([0.2, -0.3, -2.0])
+
+
+@functools.cache
+def _jax_gp_reference():
+    """jax's value, gradient and Hessian of the GP likelihood at _gp_data: one jit, shared by
+    both backends' tests."""
+    x, y, theta = _gp_data()
     jf = gp_nll(jnp, jsl, jnp.diagonal, x, y)
-    np.testing.assert_allclose(td.jit(tf, backend=backend)(theta), jf(theta), rtol=1e-11)
-    np.testing.assert_allclose(td.jit(td.grad(tf), backend=backend)(theta), jax.grad(jf)(theta),
+    return jax_value(lambda t: (jf(t), jax.grad(jf)(t), jax.hessian(jf)(t)), theta)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_gp_likelihood_value_gradient_and_hessian_match_jax(backend):
+    x, y, theta = _gp_data()
+    tf = gp_nll(td, td.linalg, td.linalg.diagonal, x, y)
+    val, grad, hess = _jax_gp_reference()
+    np.testing.assert_allclose(td.jit(tf, backend=backend)(theta), val, rtol=1e-11)
+    np.testing.assert_allclose(td.jit(td.grad(tf), backend=backend)(theta), grad,
                                rtol=1e-8, atol=1e-10)
     np.testing.assert_allclose(td.jit(td.hessian(tf), backend=backend)(theta),
-                               jax.hessian(jf)(theta), rtol=1e-7, atol=1e-9)
+                               hess, rtol=1e-7, atol=1e-9)
     if backend == "cpu":
         check_grads(tf, [theta], order=2, atol=1e-5, rtol=1e-5)
 
