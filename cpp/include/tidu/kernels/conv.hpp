@@ -281,6 +281,29 @@ inline T* conv_scratch(std::size_t n) {
   return reinterpret_cast<T*>(buf.get(words));
 }
 
+// How a convolution's output batch is cut into tasks for `groups` groups: chunks of at most
+// `per` batch entries (the scratch budget), at least as many as the threads the work warrants and
+// a multiple of them where the batch allows, all of one size. (Chunks of the budget alone cut
+// LeNet's 64 entries into 53 + 11 and 63 + 1: the second thread idled, and its steps ran at one
+// thread's speed.)
+struct ConvChunks {
+  std::int64_t chunk = 1, n_chunks = 1, threads = 1;
+};
+
+inline ConvChunks conv_chunks(std::int64_t n1, std::int64_t per, std::int64_t groups, double work) {
+  ConvChunks c;
+  const std::int64_t want = std::min<std::int64_t>(
+      detail::cores(), static_cast<std::int64_t>(std::min(work / (1 << 22), 1e6)) + 1);
+  std::int64_t n = (n1 + per - 1) / per;
+  if (groups == 1 && want > 1) n = std::min(n1, (n + want - 1) / want * want);
+  else if (n * groups < want) n = std::min(n1, (want + groups - 1) / groups);
+  n = std::max<std::int64_t>(n, 1);
+  c.chunk = (n1 + n - 1) / n;
+  c.n_chunks = (n1 + c.chunk - 1) / c.chunk;
+  c.threads = std::max<std::int64_t>(1, std::min(want, c.n_chunks * groups));
+  return c;
+}
+
 // ---- the scatter form (col2im) ----
 // A convolution whose output is larger than its input (a transposed convolution: an input
 // gradient, padded by the window less one, or read through lhs dilation), or with far fewer
@@ -363,12 +386,9 @@ inline void conv_scatter(const T* x, const T* w, T* y, const ConvGeom& g) {
       }
   const std::int64_t per = std::max<std::int64_t>(
       1, (std::int64_t{1} << 20) / std::max<std::int64_t>((OK + g.I) * g.Sp, 1));
-  const std::int64_t chunk = std::min(per, g.N1);
-  const std::int64_t n_chunks = (g.N1 + chunk - 1) / chunk;
-  const std::int64_t tasks = n_chunks * G;
   const double work = static_cast<double>(g.N1 * g.Sp) * static_cast<double>(g.O * g.Kp * g.I);
-  const std::int64_t threads = std::min<std::int64_t>(
-      {detail::cores(), tasks, static_cast<std::int64_t>(std::min(work / (1 << 22), 1e6)) + 1});
+  const ConvChunks cc = conv_chunks(g.N1, per, G, work);
+  const std::int64_t chunk = cc.chunk, tasks = cc.n_chunks * G, threads = cc.threads;
   auto run = [&](std::int64_t task) {
     const std::int64_t grp = task % G, c0 = task / G * chunk, nc = std::min(chunk, g.N1 - c0);
     const std::int64_t cols = nc * g.Sp;
@@ -486,12 +506,9 @@ inline void conv(const T* x, const T* w, T* y, const ConvGeom& g) {
   // less new memory; 2^22 was 25% slower on LeNet's step, first call 1.5x, one thread)
   const std::int64_t per =
       std::max<std::int64_t>(1, (std::int64_t{1} << 20) / std::max<std::int64_t>(IK * g.Pp, 1));
-  const std::int64_t chunk = std::min(per, g.N1);
-  const std::int64_t n_chunks = (g.N1 + chunk - 1) / chunk;
-  const std::int64_t tasks = n_chunks * k;
   const double work = static_cast<double>(out_size) * static_cast<double>(IK);
-  const std::int64_t threads = std::min<std::int64_t>({detail::cores(), tasks,
-                                                       static_cast<std::int64_t>(std::min(work / (1 << 22), 1e6)) + 1});
+  const ConvChunks cc = conv_chunks(g.N1, per, k, work);
+  const std::int64_t chunk = cc.chunk, tasks = cc.n_chunks * k, threads = cc.threads;
   // long windows over short output rows (a kernel gradient): the patch matrix transposed, its
   // rows whole windows, and the product against it as a transposed operand
   const bool transposed = ns > 0 && g.P[ns - 1] < g.K[ns - 1] && g.Pp < g.Kp &&
