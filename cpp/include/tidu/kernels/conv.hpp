@@ -10,7 +10,8 @@
 // thread's is grown once and kept, its pages mapped when it is made (vm/pages.hpp), up to about
 // 1M elements plus the product; so are the pool workers', which live as long as the process:
 // vm/parallel.hpp).  Tasks are taken dynamically, so a busy core holds up at most one.  Where
-// the output is larger than the input, the scatter form (conv_scatter) runs instead.
+// the output is larger than the input or has far fewer features, the scatter form
+// (conv_scatter_pays, conv_scatter) runs instead.
 #pragma once
 
 #include <algorithm>
@@ -357,7 +358,7 @@ inline bool conv_scatter_pays(const T* w, const ConvGeom& g) {
 template <class T>
 inline void conv_scatter(const T* x, const T* w, T* y, const ConvGeom& g) {
   const std::int64_t ns = g.ns, G = std::max(g.G, g.BG), og = g.O / G, OK = og * g.Kp, last = ns - 1;
-  const std::int64_t Sl = g.S[last], Pl = g.P[last];
+  const std::int64_t Sl = g.S[last];
   // per axis: the output index that input index s reaches through window index k, or -1
   std::vector<std::int64_t> tabs;
   std::int64_t toff[8];

@@ -8,14 +8,15 @@
 // select-and-scatter with a `ge` / `le` select, which is what jax's max-pool gradient runs (so
 // ties go to the first element).  Padding takes part as -inf (max) / +inf (min), as jax pads
 // the operand with them before XLA's select-and-scatter: any later element but -inf (+inf)
-// replaces it, it replaces a NaN, and selected it selects nothing.  Gather: y[o] = t[sel(o)] (0 where nothing is selected), the tangent of the pooling.
-// Scatter: r = 0, r[sel(o)] += s[o], its transpose (the gradient).
+// replaces it, it replaces a NaN, and selected it selects nothing.  Gather: y[o] = t[sel(o)]
+// (0 where nothing is selected), the tangent of the pooling.  Scatter: r = 0, r[sel(o)] += s[o],
+// its transpose (the gradient).
 #pragma once
 
 #include <algorithm>
 #include <climits>
-#include <limits>
 #include <cstdint>
+#include <limits>
 #include <stdexcept>
 #include <vector>
 
