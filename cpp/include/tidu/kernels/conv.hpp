@@ -319,26 +319,6 @@ inline ConvChunks conv_chunks(std::int64_t n1, std::int64_t per, std::int64_t gr
 // where XLA's convolution (which never multiplies padding) gives finite values or infinities, so
 // a non-finite kernel takes this form whatever the sizes.
 
-// Of one table row t[0..n) (output indices per input index, -1 where none): the valid entries as
-// one run [lo, hi) whose outputs step ps >= 1 apart (ok), else ok is false.
-struct ScatterRun {
-  std::int64_t lo = 0, hi = 0, ps = 1;
-  bool ok = false;
-};
-
-inline ScatterRun scatter_run(const std::int64_t* t, std::int64_t n) {
-  ScatterRun r;
-  std::int64_t j = 0;
-  while (j < n && t[j] < 0) ++j;
-  r.lo = j;
-  if (j + 1 < n && t[j + 1] > t[j]) r.ps = t[j + 1] - t[j];
-  while (j < n && t[j] >= 0 && t[j] == t[r.lo] + (j - r.lo) * r.ps) ++j;
-  r.hi = j;
-  while (j < n && t[j] < 0) ++j;
-  r.ok = j == n;
-  return r;
-}
-
 template <class T>
 inline bool conv_scatter_pays(const T* w, const ConvGeom& g) {
   // (floating and complex only: integers keep the gather form, whose sums wrap in unsigned
@@ -371,8 +351,8 @@ inline void conv_scatter(const T* x, const T* w, T* y, const ConvGeom& g) {
         tabs.push_back(p >= 0 && p < g.P[d] ? p : -1);
       }
   }
-  std::vector<ScatterRun> runs;
-  for (std::int64_t kk = 0; kk < g.K[last]; ++kk) runs.push_back(scatter_run(tabs.data() + toff[last] + kk * Sl, Sl));
+  std::vector<StepRun> runs;
+  for (std::int64_t kk = 0; kk < g.K[last]; ++kk) runs.push_back(step_run(tabs.data() + toff[last] + kk * Sl, Sl));
   std::int64_t out_str[8];
   out_str[last] = 1;
   for (std::int64_t d = last; d-- > 0;) out_str[d] = out_str[d + 1] * g.P[d + 1];
@@ -411,7 +391,7 @@ inline void conv_scatter(const T* x, const T* w, T* y, const ConvGeom& g) {
         for (std::int64_t kf = 0; kf < g.Kp; ++kf) {
           const T* gr = gm + (o * g.Kp + kf) * cols + b * g.Sp;
           const std::int64_t* tl = tabs.data() + toff[last] + kidx[last] * Sl;
-          const ScatterRun& ru = runs[kidx[last]];
+          const StepRun& ru = runs[kidx[last]];
           for (std::int64_t d = 0; d < last; ++d) sidx[d] = 0;
           const std::int64_t outer = g.Sp / std::max<std::int64_t>(Sl, 1);
           for (std::int64_t so = 0; so < outer; ++so) {
@@ -432,7 +412,7 @@ inline void conv_scatter(const T* x, const T* w, T* y, const ConvGeom& g) {
                 if (ru.hi > ru.lo) {
                   T* yo = yb + tl[ru.lo];
                   const T* go = gs + ru.lo;
-                  const std::int64_t len = ru.hi - ru.lo, ps = ru.ps;
+                  const std::int64_t len = ru.hi - ru.lo, ps = ru.s;
                   if (ps == 1) {
                     for (std::int64_t j = 0; j < len; ++j) yo[j] += go[j];
                   } else {
@@ -682,26 +662,6 @@ inline void window_run_lanes(T* y, const T* x, std::int64_t n, std::int64_t s, s
   }
 }
 
-// Of one table row t[0..n) (input offsets, -1 where padding or a hole): the valid entries as one
-// run [lo, hi) of offsets `s` apart (s >= 1), when they are (ok).
-struct WindowRun {
-  std::int64_t lo = 0, hi = 0, s = 1;
-  bool ok = false;
-};
-
-inline WindowRun window_run_of(const std::int64_t* t, std::int64_t n) {
-  WindowRun r;
-  std::int64_t j = 0;
-  while (j < n && t[j] < 0) ++j;
-  r.lo = j;
-  if (j + 1 < n && t[j + 1] > t[j]) r.s = t[j + 1] - t[j];
-  while (j < n && t[j] >= 0 && t[j] == t[r.lo] + (j - r.lo) * r.s) ++j;
-  r.hi = j;
-  while (j < n && t[j] < 0) ++j;
-  r.ok = j == n;
-  return r;
-}
-
 // Per axis d a table of (window index, output index) -> input index or -1 (padding, a hole of
 // base dilation); the outer axes walk an odometer, the last axis is a tight loop over the table.
 template <class T>
@@ -748,8 +708,8 @@ inline void reduce_window(Op op, const T* x, const std::int64_t* xs, std::uint32
   const std::int64_t outer = out_size / (pl * L);
   std::int64_t win_outer = 1;
   for (std::uint32_t d = 0; d < last; ++d) win_outer *= wd[d];
-  std::vector<WindowRun> runs;
-  for (std::int64_t k = 0; k < kl; ++k) runs.push_back(window_run_of(tl + k * pl, pl));
+  std::vector<StepRun> runs;
+  for (std::int64_t k = 0; k < kl; ++k) runs.push_back(step_run(tl + k * pl, pl));
   const int kind = op == Op::ReduceWindowSum ? 0 : op == Op::ReduceWindowMax ? 1 : 2;
   std::int64_t pidx[16] = {0};
   for (std::int64_t o = 0; o < outer; ++o) {
@@ -771,7 +731,7 @@ inline void reduce_window(Op op, const T* x, const std::int64_t* xs, std::uint32
         const T* xb = x + base;
         for (std::int64_t k = 0; k < kl; ++k) {
           const std::int64_t* tk = tl + k * pl;
-          const WindowRun& r = runs[k];
+          const StepRun& r = runs[k];
           if (r.ok) {
             if (r.hi > r.lo) {
               T* yo = yr + r.lo * L;

@@ -548,6 +548,28 @@ inline void row_major_strides(const std::int64_t* shape, std::uint32_t ndim, std
   }
 }
 
+// Of one row t[0..n) of a window table (indices or offsets, increasing; -1 where padding or a
+// hole): the valid entries as one run [lo, hi) of entries s >= 1 apart (ok), else ok is false.
+// The windowed kernels (conv.hpp's reduce_window and scatter form, select_window.hpp) run a
+// table row as one strided loop when it is ok.
+struct StepRun {
+  std::int64_t lo = 0, hi = 0, s = 1;
+  bool ok = false;
+};
+
+inline StepRun step_run(const std::int64_t* t, std::int64_t n) {
+  StepRun r;
+  std::int64_t j = 0;
+  while (j < n && t[j] < 0) ++j;
+  r.lo = j;
+  if (j + 1 < n && t[j + 1] > t[j]) r.s = t[j + 1] - t[j];
+  while (j < n && t[j] >= 0 && t[j] == t[r.lo] + (j - r.lo) * r.s) ++j;
+  r.hi = j;
+  while (j < n && t[j] < 0) ++j;
+  r.ok = j == n;
+  return r;
+}
+
 // A transpose's tile edge (elements): one cache line of the element per tile row for 8- and
 // 16-byte elements (8 x 8 doubles, 4 x 4 complex128), so that a tile's rows, read and written
 // at a power-of-two stride, all fit in one L1 set's ways; 4-byte elements take 32 x 32 tiles

@@ -27,26 +27,6 @@
 namespace tidu {
 namespace kern {
 
-// Of one table row t[0..n) (offsets into x, -1 where padding): the valid entries as one run
-// [lo, hi) of offsets s apart (ok), else ok is false.
-struct SelectRun {
-  std::int64_t lo = 0, hi = 0, s = 1;
-  bool ok = false;
-};
-
-inline SelectRun select_run(const std::int64_t* t, std::int64_t n) {
-  SelectRun r;
-  std::int64_t j = 0;
-  while (j < n && t[j] < 0) ++j;
-  r.lo = j;
-  if (j + 1 < n && t[j + 1] >= 0) r.s = t[j + 1] - t[j];
-  while (j < n && t[j] >= 0 && t[j] == t[r.lo] + (j - r.lo) * r.s) ++j;
-  r.hi = j;
-  while (j < n && t[j] < 0) ++j;
-  r.ok = j == n;
-  return r;
-}
-
 // One window element over n outputs side by side: v = x[j * s] replaces output j's best unless
 // that holds (code != -1) and is >= v (max) or <= v (min), as in the scalar walk; branch-free.
 template <class T, bool MAX>
@@ -113,8 +93,8 @@ inline void window_select(const T* x, const std::int64_t* xs, std::uint32_t nd,
   for (std::uint32_t d = 0; d < last; ++d) win_outer *= wd[d];
   if (win_outer * kl > INT32_MAX) throw std::runtime_error("tidu: select-and-scatter window of over 2^31 elements");
   std::vector<std::int64_t> bases(static_cast<std::size_t>(win_outer));
-  std::vector<SelectRun> runs;
-  for (std::int64_t k = 0; k < kl; ++k) runs.push_back(select_run(tl + k * pl, pl));
+  std::vector<StepRun> runs;
+  for (std::int64_t k = 0; k < kl; ++k) runs.push_back(step_run(tl + k * pl, pl));
   std::vector<std::int32_t> code(static_cast<std::size_t>(pl));
   std::vector<std::int64_t> code_base(static_cast<std::size_t>(win_outer * kl)),
       code_row(static_cast<std::size_t>(win_outer * kl));
@@ -154,7 +134,7 @@ inline void window_select(const T* x, const std::int64_t* xs, std::uint32_t nd,
           continue;
         }
         const std::int64_t* tk = tl + k * pl;
-        const SelectRun r = runs[k];
+        const StepRun r = runs[k];
         const std::int32_t c = static_cast<std::int32_t>(w * kl + k);
         if (r.ok) {
           select_pad<T, MAX>(r.lo, bvp, cp);
