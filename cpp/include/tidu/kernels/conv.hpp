@@ -338,7 +338,7 @@ inline bool conv_scatter_pays(const T* w, const ConvGeom& g) {
 template <class T>
 inline void conv_scatter(const T* x, const T* w, T* y, const ConvGeom& g) {
   const std::int64_t ns = g.ns, G = std::max(g.G, g.BG), og = g.O / G, OK = og * g.Kp, last = ns - 1;
-  const std::int64_t Sl = g.S[last];
+  const std::int64_t Sl = g.S[last], outer = g.Sp / std::max<std::int64_t>(Sl, 1);  // input rows
   // per axis: the output index that input index s reaches through window index k, or -1
   std::vector<std::int64_t> tabs;
   std::int64_t toff[8];
@@ -393,7 +393,6 @@ inline void conv_scatter(const T* x, const T* w, T* y, const ConvGeom& g) {
           const std::int64_t* tl = tabs.data() + toff[last] + kidx[last] * Sl;
           const StepRun& ru = runs[kidx[last]];
           for (std::int64_t d = 0; d < last; ++d) sidx[d] = 0;
-          const std::int64_t outer = g.Sp / std::max<std::int64_t>(Sl, 1);
           for (std::int64_t so = 0; so < outer; ++so) {
             std::int64_t base = 0;
             bool ok = true;

@@ -96,8 +96,11 @@ inline void window_select(const T* x, const std::int64_t* xs, std::uint32_t nd,
   std::vector<StepRun> runs;
   for (std::int64_t k = 0; k < kl; ++k) runs.push_back(step_run(tl + k * pl, pl));
   std::vector<std::int32_t> code(static_cast<std::size_t>(pl));
+  // a window element's number c = w * kl + k -> its table row (the same for every output row) and
+  // its window row's base (per output row, below): no division per output
   std::vector<std::int64_t> code_base(static_cast<std::size_t>(win_outer * kl)),
       code_row(static_cast<std::size_t>(win_outer * kl));
+  for (std::int64_t c = 0; c < win_outer * kl; ++c) code_row[c] = (c % kl) * pl;
   std::vector<T> bv(static_cast<std::size_t>(pl));
   std::int64_t pidx[16] = {0};
   for (std::int64_t o = 0; o < outer; ++o) {
@@ -153,12 +156,8 @@ inline void window_select(const T* x, const std::int64_t* xs, std::uint32_t nd,
         }
       }
     }
-    // a window element's number -> its row's base and its table row (no division per output)
     for (std::int64_t w = 0, c = 0; w < win_outer; ++w)
-      for (std::int64_t k = 0; k < kl; ++k, ++c) {
-        code_base[c] = bases[w];
-        code_row[c] = k * pl;
-      }
+      for (std::int64_t k = 0; k < kl; ++k, ++c) code_base[c] = bases[w];
     for (std::int64_t j = 0; j < pl; ++j) {
       const std::int32_t c = code[j];
       f(o * pl + j, c < 0 ? -1 : code_base[c] + tl[code_row[c] + j]);
