@@ -124,10 +124,10 @@ class _SelectWindow(Primitive):
             sel[o] = best
         return sel
 
-    def _pad_txt(self, lo):
-        pad = [(0, 0)] * lo.nb + list(zip(self.padding_low, self.padding_high))
-        return ("dense<[" + ", ".join(f"[{p}, {q}]" for p, q in pad) +
-                f"]> : tensor<{len(pad)}x2xi64>")
+    def _no_padding(self, lo):
+        """A window op's padding attribute of zeros: both lowerings pad explicitly."""
+        n = lo.nb + len(self.window_dimensions)
+        return "dense<[" + ", ".join(["[0, 0]"] * n) + f"]> : tensor<{n}x2xi64>"
 
     def _window_attrs(self, lo):
         one = lo.lead(1)
@@ -148,10 +148,22 @@ class SelectAndGatherAdd(_SelectWindow):
         dt = np.dtype(out.dtype)
         st, it = lo.tensor_type((), dt), lo.tensor_type((), np.int64)
         shape = _type_shape(x.type)[lo.nb:]
+        worst = -np.inf if self.select_max else np.inf
+        if any(self.padding_low) or any(self.padding_high):
+            # the padding made explicit, with indices of its own in window order: reduce_window's
+            # own padding (the init values) would lose every tie to an element, where the
+            # interpreter's walk (jax's select) keeps a padding element ahead of a later -inf
+            shape = tuple(d + p + q for d, p, q in zip(shape, self.padding_low, self.padding_high))
+            z = lo.lead(0)
+            attrs = (f"edge_padding_low = {lo.i64_array(z + self.padding_low)}, "
+                     f"edge_padding_high = {lo.i64_array(z + self.padding_high)}, "
+                     f"interior_padding = {lo.i64_array(z + (0,) * len(shape))}")
+            x = lo.op("stablehlo.pad", [x, lo.scalar(worst, dt)], aval(shape, dt), attrs)
+            t = lo.op("stablehlo.pad", [t, lo.scalar(0, dt)], aval(shape, dt), attrs)
         flat = lo.source("stablehlo.iota", "iota_dimension = 0",
                          aval((int(np.prod(shape, dtype=np.int64)),), "int64"))
         idx = lo.op("stablehlo.reshape", [flat], aval(shape, "int64"))
-        inits = [lo.scalar(-np.inf if self.select_max else np.inf, dt), lo.scalar(0, dt),
+        inits = [lo.scalar(worst, dt), lo.scalar(0, dt),
                  lo.scalar(np.iinfo(np.int64).max, np.int64)]
         a, c, ia, bx, bt, ib = (lo.fresh() for _ in range(6))  # acc (a, c, ia), new (bx, bt, ib)
 
@@ -175,7 +187,7 @@ class SelectAndGatherAdd(_SelectWindow):
         attrs = (f"{self._window_attrs(lo)}, "
                  f"base_dilations = {lo.i64_array(one + (1,) * nd)}, "
                  f"window_dilations = {lo.i64_array(one + (1,) * nd)}, "
-                 f"padding = {self._pad_txt(lo)}")
+                 f"padding = {self._no_padding(lo)}")
         ops = [x, t, idx] + inits
         lo.lines.append(
             f'    {r}:3 = "stablehlo.reduce_window"({", ".join(v.name for v in ops)}) '
@@ -225,12 +237,9 @@ class SelectAndScatterAdd(_SelectWindow):
                        pty, f"edge_padding_low = {lo.i64_array(z + self.padding_low)}, "
                        f"edge_padding_high = {lo.i64_array(z + self.padding_high)}, "
                        f"interior_padding = {lo.i64_array(z + (0,) * len(xs))}")
-        zero = [(0, 0)] * (lo.nb + len(xs))
-        pad_txt = ("dense<[" + ", ".join(f"[{p}, {q}]" for p, q in zero) +
-                   f"]> : tensor<{len(zero)}x2xi64>")
         # lo.op wraps one region as ({ ... }); the two regions are joined inside it
         r = lo.op("stablehlo.select_and_scatter", [xp, s, init], pty,
-                  f"{self._window_attrs(lo)}, padding = {pad_txt}",
+                  f"{self._window_attrs(lo)}, padding = {self._no_padding(lo)}",
                   region=f"{select}}}, {{\n{scatter}")
         if pty is out:
             return r
