@@ -172,6 +172,23 @@ class ReduceWindowSum(_ReduceWindow):
         x = inputs[0]
         g = ct[0]
         gs = aval_of(b, g).shape
+        nd = x.ndim
+        one, zero = (1,) * nd, (0,) * nd
+        if (self.window_strides == self.window_dimensions and self.base_dilation == one
+                and self.window_dilation == one and self.padding_low == zero
+                and self.padding_high == zero):
+            # Windows side by side (average pooling): each element of x is in one window or
+            # none, so the transpose repeats each cotangent over its window, (o0, w0, o1, w1,
+            # ...) -> (o0 w0, o1 w1, ...), and zeros after the last whole window; one broadcast
+            # where the general rule pads with interior zeros and sums windows of them again
+            wd = self.window_dimensions
+            mid = tuple(v for o, w in zip(gs, wd) for v in (o, w))
+            y = lin(b, BroadcastInDim(mid, tuple(range(0, 2 * nd, 2))), [g], [A])
+            y = lin(b, Reshape(tuple(o * w for o, w in zip(gs, wd))), [y], [A])
+            rest = tuple(i - o * w for i, o, w in zip(x.shape, gs, wd))
+            if any(rest):
+                y = lin(b, Pad(zero, rest, zero), [y], [A])
+            return [y]
         in_d = dilate_shape(x.shape, self.base_dilation)
         win_d = dilate_shape(self.window_dimensions, self.window_dilation)
         out_d = dilate_shape(gs, self.window_strides)
@@ -184,7 +201,6 @@ class ReduceWindowSum(_ReduceWindow):
             g = lin(b, Slice(tuple(max(-v, 0) for v in before),
                              tuple(d - max(-v, 0) for d, v in zip(shp, after)),
                              (1,) * len(shp)), [g], [A])
-        nd = x.ndim
         op = ReduceWindowSum(self.window_dimensions, self.base_dilation, (0,) * nd, (0,) * nd,
                              (1,) * nd, self.window_dilation)
         return [lin(b, op, [g], [A])]
