@@ -516,3 +516,36 @@ def test_a_non_finite_kernel_never_meets_padding_as_in_jax(case, bad, dtype):
         got = td.jit(lambda a, b: f(conv_general_dilated, a, b), backend=backend)(x, w)
         np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12, equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("ls,rs,padding,fg", [
+    ((64, 1, 28, 28), (6, 1, 5, 5), "SAME", 1),   # LeNet's first: one input feature
+    ((32, 1, 64, 64), (4, 1, 4, 4), "VALID", 1),  # a 61 x 61 window over a 4 x 4 output
+    ((3, 4, 32, 32), (4, 1, 3, 3), [(1, 1), (1, 1)], 4),  # depthwise: one feature per group
+])
+def test_kernel_gradients_of_few_features_split_over_threads(ls, rs, padding, fg, dtype):
+    """A kernel gradient is a convolution whose output batch is the input's features: one for
+    LeNet's first layer, so its tasks are cut by output position as well. One thread and two
+    agree, and both equal jax."""
+    rng = np.random.default_rng(11)
+    x, w = rng.standard_normal(ls).astype(dtype), rng.standard_normal(rs).astype(dtype)
+
+    def loss(lib, fn):
+        return lambda a, b: lib.sum(lib.tanh(fn(a, b, (1, 1), padding,
+                                                feature_group_count=fg)) ** 2)
+
+    want = np.asarray(jax_value(jax.grad(loss(jnp, lax.conv_general_dilated), argnums=1), x, w))
+    g = td.jit(td.grad(loss(td, conv_general_dilated), argnums=1), backend="cpu")
+    old = td.get_num_threads()
+    try:
+        td.set_num_threads(2)
+        two = g(x, w)
+        td.set_num_threads(1)
+        one = g(x, w)
+    finally:
+        td.set_num_threads(old)
+    tol = 2e-4 if dtype == "float32" else 1e-11
+    for got in (two, one):
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.abs(want).max())
+    np.testing.assert_allclose(two, one, rtol=tol / 100, atol=tol / 100 * np.abs(want).max())

@@ -6,6 +6,8 @@ SelectAndScatterAdd and no patch convolution; vmap of the gradient; bad files re
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pytest
 
@@ -106,6 +108,32 @@ def test_gradient_with_nans_and_infinities_matches_jax(case, comp, backend, fill
         np.testing.assert_allclose(prim.impl(ct, x), want, rtol=1e-13, atol=1e-13)
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("comp", COMPS)
+@pytest.mark.parametrize("case", [CASES[1], CASES[4], CASES[5], CASES[7],
+                                  ((2, 2, 9, 11), (1, 1, 3, 3), (1, 1, 2, 2), "SAME")])
+@pytest.mark.parametrize("fill", ["sparse", "identity-heavy"])
+def test_tangent_with_nans_and_infinities_is_the_gradients_transpose(case, comp, backend, fill):
+    """The tangent (SelectAndGatherAdd) selects what the gradient does, padding included: a
+    window whose only maximum is -inf behind padding selects the padding (tangent 0) on XLA as
+    on the interpreter, where XLA's reduce_window padding lost ties to elements. The reference is
+    jax's Jacobian built from its gradient."""
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal(case[0])
+    flat = x.reshape(-1)
+    ident = -np.inf if comp == "max" else np.inf
+    fracs = ((np.nan, 0.05), (np.inf, 0.05), (-np.inf, 0.05)) if fill == "sparse" else \
+        ((ident, 0.6), (np.nan, 0.05))
+    for val, frac in fracs:
+        flat[rng.random(flat.size) < frac] = val
+    jf, tf = _pool(case, comp, "jax"), _pool(case, comp, "td")
+    jac = np.asarray(jax.jacrev(jf)(x)).reshape(-1, x.size)
+    t = rng.standard_normal(x.shape)
+    got = td.jit(lambda a, u: td.jvp(tf, (a,), (u,))[1], backend=backend)(x, t)
+    np.testing.assert_allclose(got, (jac @ t.reshape(-1)).reshape(got.shape), rtol=1e-13,
+                               atol=1e-13)
+
+
 def _instructions(lowered, *args) -> str:
     """The opcode names of a lowered program's instructions (docs/evaluator.md, profiling)."""
     _eval.set_profiling(True)
@@ -188,3 +216,79 @@ def test_files_with_bad_select_attributes_are_rejected(tmp_path):
         bad.a["attrs"][start + pos] = value
         with pytest.raises(Exception, match="SelectAndScatterAdd"):
             _eval.Program(bad.to_bytes())
+
+
+@contextlib.contextmanager
+def _threads(n):
+    before = td.get_num_threads()
+    td.set_num_threads(n)
+    try:
+        yield
+    finally:
+        td.set_num_threads(before)
+
+
+# large enough (2^17 window steps and more) that the kernels cut their output rows over threads:
+# chunks start inside the row odometer; planes for the scatter where leading axes are not
+# windowed, one chunk where the first axis is (overlapping windows there); channels last
+THREADED = [
+    ((8, 16, 30, 30), (1, 1, 3, 3), (1, 1, 2, 2), "SAME"),
+    ((64, 30, 50), (3, 1, 4), (2, 1, 3), [(1, 1), (0, 0), (2, 1)]),
+    ((8, 30, 30, 16), (1, 3, 3, 1), (1, 2, 2, 1), "VALID"),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("comp", COMPS)
+@pytest.mark.parametrize("case", THREADED, ids=["nchw", "first-axis-windowed", "nhwc"])
+def test_threaded_pooling_and_its_derivatives_match_one_thread_and_jax(case, comp, dtype):
+    """ReduceWindow, SelectAndGatherAdd (the tangent) and SelectAndScatterAdd (the gradient)
+    split their output rows over threads: the same bytes on one thread and two, and jax's
+    values. The gradient is taken at integer values, so windows tie everywhere and the first
+    maximum in window order must still get each cotangent; the tangent at distinct values
+    (jax's own jvp picks another element on ties)."""
+    x = _ties(case[0], dtype)
+    rng = np.random.default_rng(2)
+    xd = rng.permutation(x.size).reshape(x.shape).astype(dtype)
+    jf, tf = _pool(case, comp, "jax"), _pool(case, comp, "td")
+    t = rng.standard_normal(x.shape).astype(dtype)
+    s = rng.standard_normal(jax.eval_shape(jf, x).shape).astype(dtype)
+
+    def both(a, ad, ta, sa):
+        return tf(a), td.jvp(tf, (ad,), (ta,))[1], td.vjp(tf, a)[1](sa)[0]
+
+    f = td.jit(both, backend="cpu")
+    with _threads(2):
+        two = f(x, xd, t, s)
+    with _threads(1):
+        one = f(x, xd, t, s)
+    want = (jf(x), jax.jvp(jf, (xd,), (t,))[1], jax.vjp(jf, x)[1](s)[0])
+    for a, b, w in zip(two, one, want):
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_allclose(a, w, rtol=1e-6 if dtype == "float32" else 1e-13, atol=1e-5)
+
+
+@pytest.mark.parametrize("shape,window", [((64, 16, 10, 10), (1, 1, 2, 2)),
+                                          ((8, 30, 31, 9), (1, 3, 3, 1)),
+                                          ((7, 5), (2, 2))])
+def test_average_pooling_gradient_repeats_each_cotangent_as_jax(shape, window):
+    """The transpose of a sum over windows side by side (average pooling) is one broadcast of
+    the cotangent over each window, zeros after the last whole window (31 rows in windows of 3);
+    first and second derivatives against jax, both backends, threaded sizes included."""
+    x = np.random.default_rng(3).standard_normal(shape)
+    init = 0.0
+
+    def loss(ns, red):
+        return lambda a: (ns.tanh(red(a, init, "add" if ns is td else lax.add, window, window,
+                                      "VALID")) ** 2).sum()
+
+    jl = loss(jnp, lax.reduce_window)
+    tl = loss(td, reduce_window)
+    want = jax.grad(jl)(x)
+    v = np.random.default_rng(4).standard_normal(shape)
+    want_hvp = jax.jvp(jax.grad(jl), (x,), (v,))[1]
+    for backend in BACKENDS:
+        g = td.jit(td.grad(tl), backend=backend)(x)
+        np.testing.assert_allclose(g, want, rtol=1e-12, atol=1e-14)
+        hvp = td.jit(lambda a, b: td.jvp(td.grad(tl), (a,), (b,))[1], backend=backend)(x, v)
+        np.testing.assert_allclose(hvp, want_hvp, rtol=1e-11, atol=1e-13)

@@ -7,8 +7,8 @@
 // [O / groups] x [I * prod(K)] matrix, multiply it through the BLAS hook (elementwise.hpp's
 // BlasHooks) or, without one, a plain i-k-j loop.  Chunks run on tidu's threads, each with its
 // own patch buffer (conv_scratch: thread_local, shared with the scatter form below; the calling
-// thread's is grown once and kept, its pages mapped when it is made (vm/pages.hpp), up to about
-// 1M elements plus the product; so are the pool workers', which live as long as the process:
+// thread's is grown once and kept, its pages mapped when it is made (vm/pages.hpp), about 2^18
+// elements, 2^20 at most (conv_chunk_entries); so are the pool workers', which live as long as the process:
 // vm/parallel.hpp).  Tasks are taken dynamically, so a busy core holds up at most one.  Where
 // the output is larger than the input or has far fewer features, the scatter form
 // (conv_scatter_pays, conv_scatter) runs instead.
@@ -282,18 +282,32 @@ inline T* conv_scratch(std::size_t n) {
   return reinterpret_cast<T*>(buf.get(words));
 }
 
+// The batch entries per chunk of a convolution whose scratch (patch matrix or products) holds
+// `per_entry` elements per entry and whose product has `cols_per_entry` columns per entry: a
+// scratch of about 2^18 elements (1 MB of float32, which stays in L2 between im2col and the
+// GEMM, and a first call maps less fresh memory), unless that leaves the product fewer than 64
+// columns (a kernel gradient's 3 x 3 output: 9 columns an entry), then up to 2^20 elements.
+// LeNet's step on two threads, 2^20 before: 5.9 -> 5.5 ms (its first patch matrix 2.5 -> 0.9 MB
+// per thread); 2^18 alone took the ResNet block's kernel gradients from 12 to 21 ms (products of
+// 9 columns).
+inline std::int64_t conv_chunk_entries(std::int64_t per_entry, std::int64_t cols_per_entry) {
+  const std::int64_t e = std::max<std::int64_t>(per_entry, 1);
+  const std::int64_t want = std::max((std::int64_t{1} << 18) / e, (64 + cols_per_entry - 1) / std::max<std::int64_t>(cols_per_entry, 1));
+  return std::max<std::int64_t>(1, std::min(want, (std::int64_t{1} << 20) / e));
+}
+
 // How a convolution's output batch is cut into tasks for `groups` groups: chunks of at most
 // `per` batch entries (the scratch budget), at least as many as the threads the work warrants and
 // a multiple of them where the batch allows, all of one size. (Chunks of the budget alone cut
 // LeNet's 64 entries into 53 + 11 and 63 + 1: the second thread idled, and its steps ran at one
 // thread's speed.)
 struct ConvChunks {
-  std::int64_t chunk = 1, n_chunks = 1, threads = 1;
+  std::int64_t chunk = 1, n_chunks = 1, threads = 1, want = 1;  // want: the threads the work warrants
 };
 
 inline ConvChunks conv_chunks(std::int64_t n1, std::int64_t per, std::int64_t groups, double work) {
   ConvChunks c;
-  const std::int64_t want = std::min<std::int64_t>(
+  const std::int64_t want = c.want = std::min<std::int64_t>(
       detail::cores(), static_cast<std::int64_t>(std::min(work / (1 << 22), 1e6)) + 1);
   std::int64_t n = (n1 + per - 1) / per;
   if (groups == 1 && want > 1) n = std::min(n1, (n + want - 1) / want * want);
@@ -365,8 +379,7 @@ inline void conv_scatter(const T* x, const T* w, T* y, const ConvGeom& g) {
         T* dst = wt.data() + (grp * OK + o * g.Kp) * g.I + i;
         for (std::int64_t kk = 0; kk < g.Kp; ++kk) dst[kk * g.I] = src[kk];
       }
-  const std::int64_t per = std::max<std::int64_t>(
-      1, (std::int64_t{1} << 20) / std::max<std::int64_t>((OK + g.I) * g.Sp, 1));
+  const std::int64_t per = conv_chunk_entries((OK + g.I) * g.Sp, g.Sp);
   const double work = static_cast<double>(g.N1 * g.Sp) * static_cast<double>(g.O * g.Kp * g.I);
   const ConvChunks cc = conv_chunks(g.N1, per, G, work);
   const std::int64_t chunk = cc.chunk, tasks = cc.n_chunks * G, threads = cc.threads;
@@ -481,24 +494,31 @@ inline void conv(const T* x, const T* w, T* y, const ConvGeom& g) {
   }
   in_str[ns > 0 ? ns - 1 : 0] = 1;
   for (std::int64_t d = ns - 1; d-- > 0;) in_str[d] = in_str[d + 1] * g.S[d + 1];
-  // chunks of output batch indices: a patch matrix of at most ~1M elements each
-  // (2^20: 4 MB of float32 stays in cache for the GEMM, and a process's first call touches
-  // less new memory; 2^22 was 25% slower on LeNet's step, first call 1.5x, one thread)
-  const std::int64_t per =
-      std::max<std::int64_t>(1, (std::int64_t{1} << 20) / std::max<std::int64_t>(IK * g.Pp, 1));
+  // chunks of output batch indices: a patch matrix of about 2^18 elements each, 2^20 at most
+  // (conv_chunk_entries; 2^22 was 25% slower on LeNet's step, first call 1.5x, one thread)
+  const std::int64_t per = conv_chunk_entries(IK * g.Pp, g.Pp);
   const double work = static_cast<double>(out_size) * static_cast<double>(IK);
   const ConvChunks cc = conv_chunks(g.N1, per, k, work);
-  const std::int64_t chunk = cc.chunk, tasks = cc.n_chunks * k, threads = cc.threads;
+  const std::int64_t chunk = cc.chunk;
   // long windows over short output rows (a kernel gradient): the patch matrix transposed, its
   // rows whole windows, and the product against it as a transposed operand
   const bool transposed = ns > 0 && g.P[ns - 1] < g.K[ns - 1] && g.Pp < g.Kp &&
                           conv_gemm_nt_ok<T>(og, chunk * g.Pp, IK);
+  // A kernel gradient's output batch is the input's features (LeNet's first: 1), too few tasks
+  // for the threads its work warrants: the transposed form's rows are cut by output position too
+  // (each part its own patch rows and product columns; nothing is summed across parts).
+  const std::int64_t parts =
+      transposed && cc.n_chunks * k < cc.want ? std::min(g.Pp, (cc.want + cc.n_chunks * k - 1) / (cc.n_chunks * k)) : 1;
+  const std::int64_t tasks = cc.n_chunks * k * parts, threads = std::min(cc.want, tasks);
   auto run = [&](std::int64_t task) {
     // bool's patches live in bytes (std::vector<bool> packs bits and has no data())
     using Cell = std::conditional_t<std::is_same_v<T, bool>, std::uint8_t, T>;
     static_assert(sizeof(Cell) == sizeof(T));
-    const std::int64_t grp = task % k, c0 = task / k * chunk, nc = std::min(chunk, g.N1 - c0);
-    const std::int64_t cols = nc * g.Pp;
+    const std::int64_t part = task % parts, gt = task / parts;
+    const std::int64_t grp = gt % k, c0 = gt / k * chunk, nc = std::min(chunk, g.N1 - c0);
+    // this task's output positions [q0, q1) of each batch entry (all of them unless parts > 1)
+    const std::int64_t q0 = g.Pp * part / parts, q1 = g.Pp * (part + 1) / parts, np = q1 - q0;
+    const std::int64_t cols = nc * np;
     T* col = reinterpret_cast<T*>(conv_scratch<Cell>(static_cast<std::size_t>(IK * cols + og * cols)));
     T* res = col + IK * cols;
     const std::int64_t cin0 = g.G > 1 ? grp * g.I : 0;
@@ -506,13 +526,13 @@ inline void conv(const T* x, const T* w, T* y, const ConvGeom& g) {
       std::int64_t q[8];
       for (std::int64_t b = 0; b < nc; ++b) {
         const std::int64_t n = (g.BG > 1 ? grp * g.N1 : 0) + c0 + b;
-        for (std::int64_t pq = 0; pq < g.Pp; ++pq) {
+        for (std::int64_t pq = q0; pq < q1; ++pq) {
           std::int64_t rem = pq;
           for (std::int64_t d = ns; d-- > 0;) {
             q[d] = rem % g.P[d];
             rem /= g.P[d];
           }
-          T* row = col + (b * g.Pp + pq) * IK;
+          T* row = col + (b * np + pq - q0) * IK;
           for (std::int64_t i = 0; i < g.I; ++i)
             conv_row_t<T>(x + (n * g.C + cin0 + i) * g.Sp, g, tab, q, in_str, runs_t.data(), row + i * g.Kp);
         }
@@ -539,9 +559,9 @@ inline void conv(const T* x, const T* w, T* y, const ConvGeom& g) {
     }
     for (std::int64_t b = 0; b < nc; ++b)
       for (std::int64_t o = 0; o < og; ++o) {
-        const T* src = res + o * cols + b * g.Pp;
-        T* dst = y + ((c0 + b) * g.O + grp * og + o) * g.Pp;
-        std::copy(src, src + g.Pp, dst);
+        const T* src = res + o * cols + b * np;
+        T* dst = y + ((c0 + b) * g.O + grp * og + o) * g.Pp + q0;
+        std::copy(src, src + np, dst);
       }
   };
   if (threads <= 1) {
@@ -710,64 +730,80 @@ inline void reduce_window(Op op, const T* x, const std::int64_t* xs, std::uint32
   std::vector<StepRun> runs;
   for (std::int64_t k = 0; k < kl; ++k) runs.push_back(step_run(tl + k * pl, pl));
   const int kind = op == Op::ReduceWindowSum ? 0 : op == Op::ReduceWindowMax ? 1 : 2;
-  std::int64_t pidx[16] = {0};
-  for (std::int64_t o = 0; o < outer; ++o) {
-    T* yr = y + o * pl * L;
-    for (std::int64_t j = 0; j < pl * L; ++j) yr[j] = ident;
-    std::int64_t kidx[16] = {0};
-    for (std::int64_t w = 0; w < win_outer; ++w) {
-      std::int64_t base = 0;
-      bool ok = true;
-      for (std::uint32_t d = 0; d < last; ++d) {
-        const std::int64_t v = tabs[toff[d] + kidx[d] * ys[d] + pidx[d]];
-        if (v < 0) {
-          ok = false;
-          break;
-        }
-        base += v;
-      }
-      if (ok) {
-        const T* xb = x + base;
-        for (std::int64_t k = 0; k < kl; ++k) {
-          const std::int64_t* tk = tl + k * pl;
-          const StepRun& r = runs[k];
-          if (r.ok) {
-            if (r.hi > r.lo) {
-              T* yo = yr + r.lo * L;
-              const T* xo = xb + tk[r.lo];
-              const std::int64_t len = r.hi - r.lo;
-              if (L > 1) {
-                if (kind == 0)
-                  window_run_lanes<T, 0>(yo, xo, len, r.s, L);
-                else if (kind == 1)
-                  window_run_lanes<T, 1>(yo, xo, len, r.s, L);
-                else
-                  window_run_lanes<T, 2>(yo, xo, len, r.s, L);
-              } else if (kind == 0) {
-                window_run<T, 0>(yo, xo, len, r.s);
-              } else if (kind == 1) {
-                window_run<T, 1>(yo, xo, len, r.s);
-              } else {
-                window_run<T, 2>(yo, xo, len, r.s);
-              }
-            }
-          } else {
-            for (std::int64_t j = 0; j < pl; ++j)
-              if (tk[j] >= 0)
-                for (std::int64_t c = 0; c < L; ++c) window_step(op, yr[j * L + c], xb[tk[j] + c]);
+  // output rows [r0, r1): each reads x only and writes its own row, so chunks of rows run on
+  // tidu's threads; pidx (the row's index along the axes before the last) starts at r0's
+  auto rows = [&](std::int64_t r0, std::int64_t r1) {
+    std::int64_t pidx[16] = {0};
+    for (std::int64_t rem = r0, d = last; d-- > 0;) {
+      pidx[d] = rem % ys[d];
+      rem /= ys[d];
+    }
+    for (std::int64_t o = r0; o < r1; ++o) {
+      T* yr = y + o * pl * L;
+      for (std::int64_t j = 0; j < pl * L; ++j) yr[j] = ident;
+      std::int64_t kidx[16] = {0};
+      for (std::int64_t w = 0; w < win_outer; ++w) {
+        std::int64_t base = 0;
+        bool ok = true;
+        for (std::uint32_t d = 0; d < last; ++d) {
+          const std::int64_t v = tabs[toff[d] + kidx[d] * ys[d] + pidx[d]];
+          if (v < 0) {
+            ok = false;
+            break;
           }
+          base += v;
+        }
+        if (ok) {
+          const T* xb = x + base;
+          for (std::int64_t k = 0; k < kl; ++k) {
+            const std::int64_t* tk = tl + k * pl;
+            const StepRun& r = runs[k];
+            if (r.ok) {
+              if (r.hi > r.lo) {
+                T* yo = yr + r.lo * L;
+                const T* xo = xb + tk[r.lo];
+                const std::int64_t len = r.hi - r.lo;
+                if (L > 1) {
+                  if (kind == 0)
+                    window_run_lanes<T, 0>(yo, xo, len, r.s, L);
+                  else if (kind == 1)
+                    window_run_lanes<T, 1>(yo, xo, len, r.s, L);
+                  else
+                    window_run_lanes<T, 2>(yo, xo, len, r.s, L);
+                } else if (kind == 0) {
+                  window_run<T, 0>(yo, xo, len, r.s);
+                } else if (kind == 1) {
+                  window_run<T, 1>(yo, xo, len, r.s);
+                } else {
+                  window_run<T, 2>(yo, xo, len, r.s);
+                }
+              }
+            } else {
+              for (std::int64_t j = 0; j < pl; ++j)
+                if (tk[j] >= 0)
+                  for (std::int64_t c = 0; c < L; ++c) window_step(op, yr[j * L + c], xb[tk[j] + c]);
+            }
+          }
+        }
+        for (std::uint32_t d = last; d-- > 0;) {
+          if (++kidx[d] < wd[d]) break;
+          kidx[d] = 0;
         }
       }
       for (std::uint32_t d = last; d-- > 0;) {
-        if (++kidx[d] < wd[d]) break;
-        kidx[d] = 0;
+        if (++pidx[d] < ys[d]) break;
+        pidx[d] = 0;
       }
     }
-    for (std::uint32_t d = last; d-- > 0;) {
-      if (++pidx[d] < ys[d]) break;
-      pidx[d] = 0;
-    }
+  };
+  const std::int64_t chunks = window_chunks(outer, static_cast<double>(pl * L * win_outer * kl));
+  if (chunks <= 1) {
+    rows(0, outer);
+    return;
   }
+  detail::parallel_chunks(chunks, num_threads(), [&](std::int64_t c, int) {
+    rows(outer * c / chunks, outer * (c + 1) / chunks);
+  });
 }
 
 inline void run_reduce_window(Op op, const Program& p, const std::uint32_t* a, std::uint32_t out, const std::int64_t* at,

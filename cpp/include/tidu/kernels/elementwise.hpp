@@ -570,6 +570,14 @@ inline StepRun step_run(const std::int64_t* t, std::int64_t n) {
   return r;
 }
 
+// How many chunks a windowed kernel cuts its `rows` output rows into, each row `row_steps`
+// window steps (outputs times window elements): one below 2^17 steps in all (a loop on the pool
+// costs more than it saves there), else chunks of about 2^15 steps, at most 8 per thread.
+inline std::int64_t window_chunks(std::int64_t rows, double row_steps) {
+  if (static_cast<double>(rows) * row_steps < double(1 << 17)) return 1;
+  return detail::chunk_count(rows, row_steps, double(1 << 15), 1, num_threads());
+}
+
 // A transpose's tile edge (elements): one cache line of the element per tile row for 8- and
 // 16-byte elements (8 x 8 doubles, 4 x 4 complex128), so that a tile's rows, read and written
 // at a power-of-two stride, all fit in one L1 set's ways; 4-byte elements take 32 x 32 tiles

@@ -59,11 +59,13 @@ inline void select_pad(std::int64_t n, T* __restrict bv, std::int32_t* __restric
   }
 }
 
-// f(o, i) for every output o (row-major over ys) with the flat index i into x of its selected
-// element, or -1.  attrs: n, window..., n, strides..., n, low..., n, high..., select max.
+// f(o, i) for every output o (row-major over ys) in the output rows [r0, r1) (a row: the outputs
+// along the last axis) with the flat index i into x of its selected element, or -1.  attrs: n,
+// window..., n, strides..., n, low..., n, high..., select max.
 template <class T, bool MAX, class F>
 inline void window_select(const T* x, const std::int64_t* xs, std::uint32_t nd,
-                          const std::int64_t* at, const std::int64_t* ys, F&& f) {
+                          const std::int64_t* at, const std::int64_t* ys, std::int64_t r0,
+                          std::int64_t r1, F&& f) {
   const std::int64_t n = at[0];
   const std::int64_t *wd = at + 1, *st = wd + n + 1, *lo = st + n + 1;
   std::int64_t xstr[16], out_size = 1;
@@ -88,7 +90,6 @@ inline void window_select(const T* x, const std::int64_t* xs, std::uint32_t nd,
   const std::uint32_t last = nd - 1;
   const std::int64_t pl = ys[last], kl = wd[last];
   const std::int64_t* tl = tabs.data() + toff[last];
-  const std::int64_t outer = out_size / pl;
   std::int64_t win_outer = 1;
   for (std::uint32_t d = 0; d < last; ++d) win_outer *= wd[d];
   if (win_outer * kl > INT32_MAX) throw std::runtime_error("tidu: select-and-scatter window of over 2^31 elements");
@@ -103,7 +104,11 @@ inline void window_select(const T* x, const std::int64_t* xs, std::uint32_t nd,
   for (std::int64_t c = 0; c < win_outer * kl; ++c) code_row[c] = (c % kl) * pl;
   std::vector<T> bv(static_cast<std::size_t>(pl));
   std::int64_t pidx[16] = {0};
-  for (std::int64_t o = 0; o < outer; ++o) {
+  for (std::int64_t rem = r0, d = last; d-- > 0;) {
+    pidx[d] = rem % ys[d];
+    rem /= ys[d];
+  }
+  for (std::int64_t o = r0; o < r1; ++o) {
     // the offsets of this output row's window rows (outer window axes), -1 where in padding
     std::int64_t kidx[16] = {0};
     for (std::int64_t w = 0; w < win_outer; ++w) {
@@ -170,20 +175,49 @@ inline void window_select(const T* x, const std::int64_t* xs, std::uint32_t nd,
 }
 
 // Gather: operands (t, x), y of the window output's shape.  Scatter: operands (s, x), y of x's
-// shape.  The two share the selection; `scatter` picks the direction of the data.
+// shape.  The two share the selection; `scatter` picks the direction of the data.  Chunks of
+// output rows run on tidu's threads: any rows for the gather (each output is written once); for
+// the scatter whole planes, the leading axes that no window crosses (window 1, stride 1, no
+// padding: batch and features in pooling), so two chunks never add into one element of y.
 template <class T, bool MAX>
 inline void select_window(bool scatter, const T* src, const T* x, const std::int64_t* xs,
                           std::uint32_t nd, const std::int64_t* at, const std::int64_t* ys, T* y) {
+  const std::int64_t n = at[0];
+  const std::int64_t *wd = at + 1, *st = wd + n + 1, *lo = st + n + 1, *hi = lo + n + 1;
+  std::int64_t xsize = 1, out_size = 1, win = 1;
+  for (std::uint32_t d = 0; d < nd; ++d) {
+    xsize *= xs[d];
+    out_size *= ys[d];
+    win *= wd[d];
+  }
+  if (scatter && (nd == 0 || out_size == 0)) std::fill(y, y + xsize, T(0));
+  if (out_size == 0) return;
+  if (nd == 0) {
+    y[0] = src[0];
+    return;
+  }
+  const std::int64_t pl = ys[nd - 1], rows = out_size / pl;
+  const double row_steps = static_cast<double>(pl * win);
   if (scatter) {
-    std::int64_t xsize = 1;
-    for (std::uint32_t d = 0; d < nd; ++d) xsize *= xs[d];
-    std::fill(y, y + xsize, T(0));
-    window_select<T, MAX>(x, xs, nd, at, ys, [&](std::int64_t o, std::int64_t i) {
-      if (i >= 0) y[i] += src[o];
+    std::uint32_t np = 0;
+    while (np + 1 < nd && wd[np] == 1 && st[np] == 1 && lo[np] == 0 && hi[np] == 0 && ys[np] == xs[np]) ++np;
+    std::int64_t planes = 1;
+    for (std::uint32_t d = 0; d < np; ++d) planes *= ys[d];
+    const std::int64_t rpp = rows / planes, xpp = xsize / planes;
+    const std::int64_t chunks = window_chunks(planes, row_steps * static_cast<double>(rpp));
+    detail::parallel_chunks(chunks, num_threads(), [&](std::int64_t c, int) {
+      const std::int64_t p0 = planes * c / chunks, p1 = planes * (c + 1) / chunks;
+      std::fill(y + p0 * xpp, y + p1 * xpp, T(0));
+      window_select<T, MAX>(x, xs, nd, at, ys, p0 * rpp, p1 * rpp, [&](std::int64_t o, std::int64_t i) {
+        if (i >= 0) y[i] += src[o];
+      });
     });
   } else {
-    window_select<T, MAX>(x, xs, nd, at, ys,
-                          [&](std::int64_t o, std::int64_t i) { y[o] = i >= 0 ? src[i] : T(0); });
+    const std::int64_t chunks = window_chunks(rows, row_steps);
+    detail::parallel_chunks(chunks, num_threads(), [&](std::int64_t c, int) {
+      window_select<T, MAX>(x, xs, nd, at, ys, rows * c / chunks, rows * (c + 1) / chunks,
+                            [&](std::int64_t o, std::int64_t i) { y[o] = i >= 0 ? src[i] : T(0); });
+    });
   }
 }
 
