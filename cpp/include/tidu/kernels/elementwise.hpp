@@ -571,11 +571,13 @@ inline StepRun step_run(const std::int64_t* t, std::int64_t n) {
 }
 
 // How many chunks a windowed kernel cuts its `rows` output rows into, each row `row_steps`
-// window steps (outputs times window elements): one below 2^17 steps in all (a loop on the pool
-// costs more than it saves there), else chunks of about 2^15 steps, at most 8 per thread.
+// window steps (outputs times window elements): one on one thread or below 2^17 steps in all (a
+// loop on the pool costs more than it saves there), else chunks of about 2^15 steps, at most 8
+// per thread.
 inline std::int64_t window_chunks(std::int64_t rows, double row_steps) {
-  if (static_cast<double>(rows) * row_steps < double(1 << 17)) return 1;
-  return detail::chunk_count(rows, row_steps, double(1 << 15), 1, num_threads());
+  const int threads = num_threads();
+  if (threads <= 1 || static_cast<double>(rows) * row_steps < double(1 << 17)) return 1;
+  return detail::chunk_count(rows, row_steps, double(1 << 15), 1, threads);
 }
 
 // A transpose's tile edge (elements): one cache line of the element per tile row for 8- and
