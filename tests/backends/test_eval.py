@@ -3,7 +3,6 @@ batch entry point, concurrency and input validation."""
 
 from __future__ import annotations
 
-import contextlib
 import threading
 
 import numpy as np
@@ -12,6 +11,7 @@ from hypothesis import given, settings, strategies as st
 
 import tidu as td
 from _support import values
+from _support.threads import threads as _threads
 from _support.values import BINARY, FLOATS, INEXACT, NUMERIC, UNARY, cases
 from tidu import ops as P
 
@@ -971,17 +971,6 @@ def test_convert_to_int_saturates_in_kernel_and_impl(src, dst):
     np.testing.assert_array_equal(P.Convert(dst).impl(x), want)
     if src.startswith("float"):  # the traced path agrees (complex -> int is refused there)
         np.testing.assert_array_equal(td.jit(lambda v: td.astype(v, dst))(x), want)
-
-
-@contextlib.contextmanager
-def _threads(n):
-    """The interpreter's thread count set to n for the block, then restored."""
-    before = td.get_num_threads()
-    td.set_num_threads(n)
-    try:
-        yield
-    finally:
-        td.set_num_threads(before)
 
 
 @pytest.mark.parametrize("n", [2048, 3780, 9000])

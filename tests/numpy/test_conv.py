@@ -10,6 +10,7 @@ import pytest
 
 import tidu as td
 from _support.compare import jax_value
+from _support.threads import threads
 from tidu.numpy.conv import (
     conv,
     conv_dimension_numbers,
@@ -537,14 +538,10 @@ def test_kernel_gradients_of_few_features_split_over_threads(ls, rs, padding, fg
 
     want = np.asarray(jax_value(jax.grad(loss(jnp, lax.conv_general_dilated), argnums=1), x, w))
     g = td.jit(td.grad(loss(td, conv_general_dilated), argnums=1), backend="cpu")
-    old = td.get_num_threads()
-    try:
-        td.set_num_threads(2)
+    with threads(2):
         two = g(x, w)
-        td.set_num_threads(1)
+    with threads(1):
         one = g(x, w)
-    finally:
-        td.set_num_threads(old)
     tol = 2e-4 if dtype == "float32" else 1e-11
     for got in (two, one):
         np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.abs(want).max())

@@ -6,12 +6,11 @@ SelectAndScatterAdd and no patch convolution; vmap of the gradient; bad files re
 
 from __future__ import annotations
 
-import contextlib
-
 import numpy as np
 import pytest
 
 import tidu as td
+from _support.threads import threads
 from tidu._native import _eval
 from tidu.numpy.conv import reduce_window
 from tidu.ops.select_window import SelectAndScatterAdd
@@ -74,6 +73,17 @@ def test_gradient_and_tangent_match_jax_with_ties(case, comp, dtype, backend):
                                atol=tol)
 
 
+def _non_finite(x, comp, fill, rng):
+    """NaN, +inf and -inf written into x in place: a few of each ("sparse"), or mostly the
+    comparison's identity (-inf for max) with some NaN ("identity-heavy")."""
+    flat = x.reshape(-1)
+    ident = -np.inf if comp == "max" else np.inf
+    fracs = ((np.nan, 0.05), (np.inf, 0.05), (-np.inf, 0.05)) if fill == "sparse" else \
+        ((ident, 0.6), (np.nan, 0.05))
+    for val, frac in fracs:
+        flat[rng.random(flat.size) < frac] = val
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("comp", COMPS)
 @pytest.mark.parametrize("case", [CASES[0], CASES[1], CASES[4], CASES[7],
@@ -89,12 +99,7 @@ def test_gradient_with_nans_and_infinities_matches_jax(case, comp, backend, fill
     and the numpy reference outside a trace against jax, rows long enough for several passes."""
     rng = np.random.default_rng(5)
     x = rng.standard_normal(case[0])
-    flat = x.reshape(-1)
-    ident = -np.inf if comp == "max" else np.inf
-    fracs = ((np.nan, 0.05), (np.inf, 0.05), (-np.inf, 0.05)) if fill == "sparse" else \
-        ((ident, 0.6), (np.nan, 0.05))
-    for val, frac in fracs:
-        flat[rng.random(flat.size) < frac] = val
+    _non_finite(x, comp, fill, rng)
     jf, tf = _pool(case, comp, "jax"), _pool(case, comp, "td")
     ct = rng.standard_normal(jf(x).shape)
     want = np.asarray(jax.jit(lambda a, c: jax.vjp(jf, a)[1](c)[0])(x, ct))
@@ -120,12 +125,7 @@ def test_tangent_with_nans_and_infinities_is_the_gradients_transpose(case, comp,
     jax's Jacobian built from its gradient."""
     rng = np.random.default_rng(6)
     x = rng.standard_normal(case[0])
-    flat = x.reshape(-1)
-    ident = -np.inf if comp == "max" else np.inf
-    fracs = ((np.nan, 0.05), (np.inf, 0.05), (-np.inf, 0.05)) if fill == "sparse" else \
-        ((ident, 0.6), (np.nan, 0.05))
-    for val, frac in fracs:
-        flat[rng.random(flat.size) < frac] = val
+    _non_finite(x, comp, fill, rng)
     jf, tf = _pool(case, comp, "jax"), _pool(case, comp, "td")
     jac = np.asarray(jax.jacrev(jf)(x)).reshape(-1, x.size)
     t = rng.standard_normal(x.shape)
@@ -218,16 +218,6 @@ def test_files_with_bad_select_attributes_are_rejected(tmp_path):
             _eval.Program(bad.to_bytes())
 
 
-@contextlib.contextmanager
-def _threads(n):
-    before = td.get_num_threads()
-    td.set_num_threads(n)
-    try:
-        yield
-    finally:
-        td.set_num_threads(before)
-
-
 # large enough (2^17 window steps and more) that the kernels cut their output rows over threads:
 # chunks start inside the row odometer; planes for the scatter where leading axes are not
 # windowed, one chunk where the first axis is (overlapping windows there); channels last
@@ -258,9 +248,9 @@ def test_threaded_pooling_and_its_derivatives_match_one_thread_and_jax(case, com
         return tf(a), td.jvp(tf, (ad,), (ta,))[1], td.vjp(tf, a)[1](sa)[0]
 
     f = td.jit(both, backend="cpu")
-    with _threads(2):
+    with threads(2):
         two = f(x, xd, t, s)
-    with _threads(1):
+    with threads(1):
         one = f(x, xd, t, s)
     want = (jf(x), jax.jvp(jf, (xd,), (t,))[1], jax.vjp(jf, x)[1](s)[0])
     for a, b, w in zip(two, one, want):
