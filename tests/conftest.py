@@ -51,7 +51,10 @@ def pytest_addoption(parser):
 
 @pytest.fixture(scope="session")
 def saved(tmp_path_factory):
-    """A function and its gradient, saved, with inputs and Python's outputs as raw buffers."""
+    """A function and its gradient, saved, with inputs and Python's outputs as raw buffers:
+    (folder, input names, inputs, outputs). No graph or program object is returned: one held for
+    the session would keep the interner from being reclaimed, and tests/api/test_memory.py's
+    checks of that would fail in any worker that ran a test using this fixture first."""
     tmp = tmp_path_factory.mktemp("prog")
     F0 = td.build(lambda x, w: td.sum(td.tanh(x @ w) * x[:, :1]), x=td.spec((4, 3)),
                   w=td.spec((3, 3)))
@@ -65,7 +68,7 @@ def saved(tmp_path_factory):
     prog.save(tmp / "grad.tidu")
     (tmp / "inputs.bin").write_bytes(b"".join(a.tobytes() for a in inputs))
     (tmp / "expected.bin").write_bytes(b"".join(o.tobytes() for o in outs))
-    return tmp, prog, inputs, outs
+    return tmp, list(prog.input_names()), inputs, outs
 
 
 @pytest.fixture(scope="session")
