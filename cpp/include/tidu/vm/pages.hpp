@@ -44,8 +44,9 @@ inline std::uintptr_t page_bytes() {
 }
 
 // Maps the whole pages of [p, p + bytes) (advice only: where refused, pages fault on first
-// touch).  From 4 MiB up the range is cut into pieces of at least 1 MiB on tidu's threads: the
-// kernel zeroes each thread's pages in parallel (LeNet's 6 MB arena: 2.1 ms on one thread).
+// touch).  From 4 MiB up the range is cut into pieces of 1 MiB or more (at most 4 per thread)
+// taken by tidu's threads: the kernel zeroes each thread's pages in parallel (LeNet's 6 MB
+// arena: 2.1 ms on one thread), and a worker that starts late takes fewer pieces.
 inline void populate(void* p, std::size_t bytes) {
 #if defined(__linux__)
   const std::uintptr_t page = page_bytes();
@@ -54,13 +55,14 @@ inline void populate(void* p, std::size_t bytes) {
   if (hi <= lo) return;
   constexpr int kPopulateWrite = 23;  // MADV_POPULATE_WRITE (older headers lack the name)
   const std::uintptr_t pages = (hi - lo) / page;
-  const std::int64_t pieces = std::min<std::int64_t>(
-      static_cast<std::int64_t>((hi - lo) >> 20), static_cast<std::int64_t>(num_threads()));
-  if (hi - lo < (std::uintptr_t{4} << 20) || pieces <= 1) {
+  const int threads = num_threads();
+  const std::int64_t pieces =
+      std::min<std::int64_t>(static_cast<std::int64_t>((hi - lo) >> 20), std::int64_t{4} * threads);
+  if (hi - lo < (std::uintptr_t{4} << 20) || threads <= 1) {
     (void)madvise(reinterpret_cast<void*>(lo), hi - lo, kPopulateWrite);
     return;
   }
-  parallel_chunks(pieces, static_cast<int>(pieces), [&](std::int64_t c, int) {
+  parallel_chunks(pieces, threads, [&](std::int64_t c, int) {
     const std::uintptr_t a = lo + pages * static_cast<std::uintptr_t>(c) / pieces * page;
     const std::uintptr_t b = lo + pages * static_cast<std::uintptr_t>(c + 1) / pieces * page;
     if (b > a) (void)madvise(reinterpret_cast<void*>(a), b - a, kPopulateWrite);
