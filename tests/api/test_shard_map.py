@@ -34,17 +34,18 @@ def close(got, want, tol=1e-12):
 def both(t_fn, j_fn, mesh, in_specs, out_specs, args, grad_argnums=None, ref=None):
     '''td.shard_map on the interpreter and XLA (inside jit) vs jax.shard_map, and (optionally)
     the gradient of the sum of squares of the output (against jax's of `ref`, the global
-    function, where jax's shard_map has no derivative).'''
+    function, where jax's shard_map has no derivative). jax's references under one jax.jit:
+    op by op, its grad compiles a program per primitive.'''
     tf = td.shard_map(t_fn, mesh, in_specs=in_specs, out_specs=out_specs)
     jf = jax.shard_map(j_fn, mesh=mesh, in_specs=in_specs, out_specs=out_specs,
                        check_vma=False)
-    want = jf(*args)
+    want = jax.jit(jf)(*args)
     close(tf(*args), want)
     close(td.jit(tf, backend="xla")(*args), want)
     if grad_argnums is not None:
         tl = lambda *a: td.sum(tf(*a) ** 2)
         jl = lambda *a: jnp.sum((ref or jf)(*a) ** 2)
-        gw = jax.grad(jl, argnums=grad_argnums)(*args)
+        gw = jax.jit(jax.grad(jl, argnums=grad_argnums))(*args)
         assert max(float(np.abs(g).max()) for g in gw) > 1e-3
         for g, w in zip(td.grad(tl, argnums=grad_argnums)(*args), gw):
             close(g, w)
@@ -112,9 +113,9 @@ def test_collectives_values_and_gradients_match_jax():
         jf = jax.shard_map(lambda x: jax.lax.psum(jnp.sum(x ** 2), "i"), mesh=mesh,
                            in_specs=P("i"), out_specs=P())
         xs = r.standard_normal((5, 8))
-        close(td.vmap(f)(xs), jax.vmap(jf)(xs))
-        close(td.jit(td.vmap(td.grad(f)), backend="xla")(xs), jax.vmap(jax.grad(jf))(xs))
-        close(td.hessian(f)(x[:, 0]), jax.hessian(jf)(x[:, 0]))
+        close(td.vmap(f)(xs), jax.jit(jax.vmap(jf))(xs))
+        close(td.jit(td.vmap(td.grad(f)), backend="xla")(xs), jax.jit(jax.vmap(jax.grad(jf)))(xs))
+        close(td.hessian(f)(x[:, 0]), jax.jit(jax.hessian(jf))(x[:, 0]))
         print("ok")
     """)
     assert out.split() == ["ok"]

@@ -204,9 +204,24 @@ def _leaves(t):
     return jax.tree_util.tree_leaves(t)
 
 
+_JAX_VALUES = {}
+
+
+def _jax_leaves(f, x):
+    """The leaves of jax's f(JX, x) under one jax.jit, computed once per case: both backends'
+    rows of test_values_against_jax compare with them, and the derivative test sizes its weights
+    from them (each computation was one more jax compile)."""
+    key = (id(f), id(x))
+    if key not in _JAX_VALUES:
+        _JAX_VALUES[key] = (f, x, _leaves(jax_value(lambda x: f(JX, x), jnp.asarray(x))))
+    f0, x0, leaves = _JAX_VALUES[key]
+    assert f0 is f and x0 is x
+    return leaves
+
+
 @pytest.mark.parametrize("f,x,rtol,backend", list(_rows()))
 def test_values_against_jax(f, x, rtol, backend):
-    want = _leaves(jax_value(lambda x: f(JX, x), jnp.asarray(x)))
+    want = _jax_leaves(f, x)
     got = _leaves(td.jit(lambda x: f(TD, x), backend=backend)(x))
     assert len(got) == len(want)
     for g, w in zip(got, want):
@@ -223,7 +238,7 @@ def _grad_rows():
 
 @pytest.mark.parametrize("f,x,rtol", list(_grad_rows()))
 def test_first_and_second_derivatives_against_jax(f, x, rtol):
-    ws = [RNG.normal(size=np.shape(o)) for o in _leaves(jax_value(lambda x: f(JX, x), jnp.asarray(x)))]
+    ws = [RNG.normal(size=np.shape(o)) for o in _jax_leaves(f, x)]
 
     def loss(L):
         return lambda x: sum(L.np.sum(L.np.where(L.np.isfinite(o), o, 0.0) * w)

@@ -40,8 +40,10 @@ def _fn(lib, name):
 
 
 def _jax_dtype(fn, *args):
+    """The dtype of jax.jit(fn)(*args), from its trace (jax.eval_shape): the same dtype and the
+    same errors, without an XLA compile per case (345 of them were 19 of the file's 23 s)."""
     try:
-        return np.dtype(jax.jit(fn)(*args).dtype)
+        return np.dtype(jax.eval_shape(fn, *args).dtype)
     except (TypeError, OverflowError, ValueError):
         return None
 
