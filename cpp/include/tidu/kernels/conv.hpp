@@ -7,10 +7,10 @@
 // [O / groups] x [I * prod(K)] matrix, multiply it through the BLAS hook (elementwise.hpp's
 // BlasHooks) or, without one, a plain i-k-j loop.  Chunks run on tidu's threads, each with its
 // own patch buffer (conv_scratch: thread_local, shared with the scatter form below; the calling
-// thread's is grown once and kept, its pages mapped when it is made (vm/pages.hpp), about 2^18
-// elements, 2^20 at most (conv_chunk_entries); so are the pool workers', which live as long as the process:
-// vm/parallel.hpp).  Tasks are taken dynamically, so a busy core holds up at most one.  Where
-// the output is larger than the input or has far fewer features, the scatter form
+// thread's is grown once and kept, its pages mapped as it grows (vm/pages.hpp), about 2^18
+// elements, 2^20 at most (conv_chunk_entries); so are the pool workers', which live as long as
+// the process: vm/parallel.hpp).  Tasks are taken dynamically, so a busy core holds up at most
+// one.  Where the output is larger than the input or has far fewer features, the scatter form
 // (conv_scatter_pays, conv_scatter) runs instead.
 #pragma once
 
@@ -292,7 +292,8 @@ inline T* conv_scratch(std::size_t n) {
 // 9 columns).
 inline std::int64_t conv_chunk_entries(std::int64_t per_entry, std::int64_t cols_per_entry) {
   const std::int64_t e = std::max<std::int64_t>(per_entry, 1);
-  const std::int64_t want = std::max((std::int64_t{1} << 18) / e, (64 + cols_per_entry - 1) / std::max<std::int64_t>(cols_per_entry, 1));
+  const std::int64_t cols = std::max<std::int64_t>(cols_per_entry, 1);
+  const std::int64_t want = std::max((std::int64_t{1} << 18) / e, (64 + cols - 1) / cols);
   return std::max<std::int64_t>(1, std::min(want, (std::int64_t{1} << 20) / e));
 }
 
@@ -302,7 +303,8 @@ inline std::int64_t conv_chunk_entries(std::int64_t per_entry, std::int64_t cols
 // LeNet's 64 entries into 53 + 11 and 63 + 1: the second thread idled, and its steps ran at one
 // thread's speed.)
 struct ConvChunks {
-  std::int64_t chunk = 1, n_chunks = 1, threads = 1, want = 1;  // want: the threads the work warrants
+  std::int64_t chunk = 1, n_chunks = 1, threads = 1;
+  std::int64_t want = 1;  // the threads the work warrants
 };
 
 inline ConvChunks conv_chunks(std::int64_t n1, std::int64_t per, std::int64_t groups, double work) {
@@ -507,8 +509,9 @@ inline void conv(const T* x, const T* w, T* y, const ConvGeom& g) {
   // A kernel gradient's output batch is the input's features (LeNet's first: 1), too few tasks
   // for the threads its work warrants: the transposed form's rows are cut by output position too
   // (each part its own patch rows and product columns; nothing is summed across parts).
+  const std::int64_t groups = cc.n_chunks * k;
   const std::int64_t parts =
-      transposed && cc.n_chunks * k < cc.want ? std::min(g.Pp, (cc.want + cc.n_chunks * k - 1) / (cc.n_chunks * k)) : 1;
+      transposed && groups < cc.want ? std::min(g.Pp, (cc.want + groups - 1) / groups) : 1;
   const std::int64_t tasks = cc.n_chunks * k * parts, threads = std::min(cc.want, tasks);
   auto run = [&](std::int64_t task) {
     // bool's patches live in bytes (std::vector<bool> packs bits and has no data())
