@@ -737,10 +737,7 @@ inline void reduce_window(Op op, const T* x, const std::int64_t* xs, std::uint32
   // tidu's threads; pidx (the row's index along the axes before the last) starts at r0's
   auto rows = [&](std::int64_t r0, std::int64_t r1) {
     std::int64_t pidx[16] = {0};
-    for (std::int64_t rem = r0, d = last; d-- > 0;) {
-      pidx[d] = rem % ys[d];
-      rem /= ys[d];
-    }
+    detail::unravel(r0, ys, last, pidx);
     for (std::int64_t o = r0; o < r1; ++o) {
       T* yr = y + o * pl * L;
       for (std::int64_t j = 0; j < pl * L; ++j) yr[j] = ident;
@@ -800,10 +797,6 @@ inline void reduce_window(Op op, const T* x, const std::int64_t* xs, std::uint32
     }
   };
   const std::int64_t chunks = window_chunks(outer, static_cast<double>(pl * L * win_outer * kl));
-  if (chunks <= 1) {
-    rows(0, outer);
-    return;
-  }
   detail::parallel_chunks(chunks, num_threads(), [&](std::int64_t c, int) {
     rows(outer * c / chunks, outer * (c + 1) / chunks);
   });

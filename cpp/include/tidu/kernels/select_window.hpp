@@ -61,21 +61,16 @@ inline void select_pad(std::int64_t n, T* __restrict bv, std::int32_t* __restric
 
 // f(o, i) for every output o (row-major over ys) in the output rows [r0, r1) (a row: the outputs
 // along the last axis) with the flat index i into x of its selected element, or -1.  attrs: n,
-// window..., n, strides..., n, low..., n, high..., select max.
+// window..., n, strides..., n, low..., n, high..., select max.  nd >= 1 and no output axis of
+// size 0 (select_window handles those).
 template <class T, bool MAX, class F>
 inline void window_select(const T* x, const std::int64_t* xs, std::uint32_t nd,
                           const std::int64_t* at, const std::int64_t* ys, std::int64_t r0,
                           std::int64_t r1, F&& f) {
   const std::int64_t n = at[0];
   const std::int64_t *wd = at + 1, *st = wd + n + 1, *lo = st + n + 1;
-  std::int64_t xstr[16], out_size = 1;
+  std::int64_t xstr[16];
   row_major_strides(xs, nd, xstr);
-  for (std::uint32_t d = 0; d < nd; ++d) out_size *= ys[d];
-  if (out_size == 0) return;
-  if (nd == 0) {
-    f(0, 0);
-    return;
-  }
   // per axis: (window index k, output index p) -> offset into x of that axis's coordinate, or -1
   std::vector<std::int64_t> tabs;
   std::int64_t toff[16];
@@ -104,10 +99,7 @@ inline void window_select(const T* x, const std::int64_t* xs, std::uint32_t nd,
   for (std::int64_t c = 0; c < win_outer * kl; ++c) code_row[c] = (c % kl) * pl;
   std::vector<T> bv(static_cast<std::size_t>(pl));
   std::int64_t pidx[16] = {0};
-  for (std::int64_t rem = r0, d = last; d-- > 0;) {
-    pidx[d] = rem % ys[d];
-    rem /= ys[d];
-  }
+  detail::unravel(r0, ys, last, pidx);
   for (std::int64_t o = r0; o < r1; ++o) {
     // the offsets of this output row's window rows (outer window axes), -1 where in padding
     std::int64_t kidx[16] = {0};
