@@ -124,6 +124,17 @@ class _SelectWindow(Primitive):
             sel[o] = best
         return sel
 
+    def _pad(self, lo, v, value, dt):
+        """v (of the operand's shape, batched as lowered) with the window padding made explicit,
+        filled with value."""
+        shape = _type_shape(v.type)[lo.nb:]
+        padded = tuple(d + p + q for d, p, q in zip(shape, self.padding_low, self.padding_high))
+        z = lo.lead(0)
+        return lo.op("stablehlo.pad", [v, lo.scalar(value, dt)], aval(padded, dt),
+                     f"edge_padding_low = {lo.i64_array(z + self.padding_low)}, "
+                     f"edge_padding_high = {lo.i64_array(z + self.padding_high)}, "
+                     f"interior_padding = {lo.i64_array(z + (0,) * len(shape))}")
+
     def _no_padding(self, lo):
         """A window op's padding attribute of zeros: both lowerings pad explicitly."""
         n = lo.nb + len(self.window_dimensions)
@@ -153,13 +164,8 @@ class SelectAndGatherAdd(_SelectWindow):
             # the padding made explicit, with indices of its own in window order: reduce_window's
             # own padding (the init values) would lose every tie to an element, where the
             # interpreter's walk (jax's select) keeps a padding element ahead of a later -inf
-            shape = tuple(d + p + q for d, p, q in zip(shape, self.padding_low, self.padding_high))
-            z = lo.lead(0)
-            attrs = (f"edge_padding_low = {lo.i64_array(z + self.padding_low)}, "
-                     f"edge_padding_high = {lo.i64_array(z + self.padding_high)}, "
-                     f"interior_padding = {lo.i64_array(z + (0,) * len(shape))}")
-            x = lo.op("stablehlo.pad", [x, lo.scalar(worst, dt)], aval(shape, dt), attrs)
-            t = lo.op("stablehlo.pad", [t, lo.scalar(0, dt)], aval(shape, dt), attrs)
+            x, t = self._pad(lo, x, worst, dt), self._pad(lo, t, 0, dt)
+            shape = _type_shape(x.type)[lo.nb:]
         flat = lo.source("stablehlo.iota", "iota_dimension = 0",
                          aval((int(np.prod(shape, dtype=np.int64)),), "int64"))
         idx = lo.op("stablehlo.reshape", [flat], aval(shape, "int64"))
@@ -228,15 +234,10 @@ class SelectAndScatterAdd(_SelectWindow):
         # the padding made explicit with the select's identity, as jax lowers it for CPU and
         # GPU (XLA's select_and_scatter with padding picks other elements there)
         xs = tuple(out.shape)
-        padded = tuple(d + p + q for d, p, q in zip(xs, self.padding_low, self.padding_high))
-        z = lo.lead(0)
         xp, pty = x, out
         if any(self.padding_low) or any(self.padding_high):
-            pty = aval(padded, dt)
-            xp = lo.op("stablehlo.pad", [x, lo.scalar(-np.inf if self.select_max else np.inf, dt)],
-                       pty, f"edge_padding_low = {lo.i64_array(z + self.padding_low)}, "
-                       f"edge_padding_high = {lo.i64_array(z + self.padding_high)}, "
-                       f"interior_padding = {lo.i64_array(z + (0,) * len(xs))}")
+            xp = self._pad(lo, x, -np.inf if self.select_max else np.inf, dt)
+            pty = aval(_type_shape(xp.type)[lo.nb:], dt)
         # lo.op wraps one region as ({ ... }); the two regions are joined inside it
         r = lo.op("stablehlo.select_and_scatter", [xp, s, init], pty,
                   f"{self._window_attrs(lo)}, padding = {self._no_padding(lo)}",
@@ -245,7 +246,7 @@ class SelectAndScatterAdd(_SelectWindow):
             return r
         limit = lo.lead(lo.batch) + tuple(p + d for p, d in zip(self.padding_low, xs))
         return lo.op("stablehlo.slice", [r], out,
-                     f"start_indices = {lo.i64_array(z + self.padding_low)}, "
+                     f"start_indices = {lo.i64_array(lo.lead(0) + self.padding_low)}, "
                      f"limit_indices = {lo.i64_array(limit)}, "
                      f"strides = {lo.i64_array(lo.lead(1) + (1,) * len(xs))}")
 

@@ -86,6 +86,15 @@ class _ReduceWindow(Primitive):
         for f in _FIELDS:
             object.__setattr__(self, f, ints(getattr(self, f)))
 
+    def _side_by_side(self) -> bool:
+        """Whether the windows sit side by side: strides equal to the window, no padding, no
+        dilation (pooling), so each element is in one window or, past the last whole window,
+        none."""
+        one = (1,) * len(self.window_dimensions)
+        return (self.window_strides == self.window_dimensions and self.base_dilation == one
+                and self.window_dilation == one and not any(self.padding_low)
+                and not any(self.padding_high))
+
     def abstract_eval(self, x):
         n = self.name
         check_dtype(n, x, self._dtypes, self._what)
@@ -173,10 +182,7 @@ class ReduceWindowSum(_ReduceWindow):
         g = ct[0]
         gs = aval_of(b, g).shape
         nd = x.ndim
-        one, zero = (1,) * nd, (0,) * nd
-        if (self.window_strides == self.window_dimensions and self.base_dilation == one
-                and self.window_dilation == one and self.padding_low == zero
-                and self.padding_high == zero):
+        if self._side_by_side():
             # Windows side by side (average pooling): each element of x is in one window or
             # none, so the transpose repeats each cotangent over its window, (o0, w0, o1, w1,
             # ...) -> (o0 w0, o1 w1, ...), and zeros after the last whole window; one broadcast
@@ -187,7 +193,7 @@ class ReduceWindowSum(_ReduceWindow):
             y = lin(b, Reshape(tuple(o * w for o, w in zip(gs, wd))), [y], [A])
             rest = tuple(i - o * w for i, o, w in zip(x.shape, gs, wd))
             if any(rest):
-                y = lin(b, Pad(zero, rest, zero), [y], [A])
+                y = lin(b, Pad((0,) * nd, rest, (0,) * nd), [y], [A])
             return [y]
         in_d = dilate_shape(x.shape, self.base_dilation)
         win_d = dilate_shape(self.window_dimensions, self.window_dilation)
@@ -219,11 +225,8 @@ class _Chooser(_ReduceWindow):
         """Whether the windows tile x exactly (strides equal to the window, no padding, no
         dilation, each size a multiple of the window: 2x2 pooling of an even image), so that the
         patches are a reshape and a transpose of x and no window reaches padding."""
-        one = (1,) * len(shape)
-        return (self.window_strides == self.window_dimensions and self.base_dilation == one
-                and self.window_dilation == one and not any(self.padding_low)
-                and not any(self.padding_high)
-                and all(d % w == 0 for d, w in zip(shape, self.window_dimensions)))
+        return self._side_by_side() and all(d % w == 0 for d, w in
+                                            zip(shape, self.window_dimensions))
 
     def _patches(self, b, x, active: bool):
         """(1, prod(window), *out): each window of x (of any rank) on a new axis, zero where
