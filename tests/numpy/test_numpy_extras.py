@@ -26,6 +26,8 @@ INTS = np.array([0, 12, -18, 7, 1071, 2**40, -(2**40), 0, 462])
 INTS2 = np.array([0, 18, 12, 0, 462, 2**20 * 3, 2**35, 5, -1071])
 DUP = np.array([3.0, 1.0, 3.0, 2.0, 1.0, 3.0, 7.0])
 LABELS = np.array([0, 3, 1, 3, 3, 0, 5, 9])
+DUP_NAN = np.array([[np.nan, 1.0, 3.0], [1.0, np.nan, -0.0], [0.0, 3.0, 1.0]])
+ROWS = np.array([[1.0, 2.0], [0.0, 5.0], [1.0, 2.0], [1.0, -1.0], [0.0, 5.0]])
 
 
 close = partial(_close, rtol=1e-12, atol=1e-14)
@@ -72,6 +74,22 @@ CASES = {
     "unique": (lambda L, x: L.unique(x, size=6), [DUP], False),
     "unique_fill": (lambda L, x: L.unique(x, size=3, fill_value=0.0), [DUP, DUP[:1]], False),
     "unique_counts": (lambda L, x: L.unique(x, size=6, return_counts=True), [DUP], False),
+    # fewer slots than values: the last slot's run ends at the next value, not at the end
+    "unique_counts_short": (lambda L, x: L.unique(x, size=2, return_counts=True), [DUP],
+                            False),
+    "unique_all": (lambda L, x: L.unique(x, return_index=True, return_inverse=True,
+                                         return_counts=True, size=6), [DUP, DUP_NAN, INTS],
+                   False),
+    "unique_all_short": (lambda L, x: L.unique(x, return_index=True, return_inverse=True,
+                                               return_counts=True, size=2, fill_value=-9.0),
+                         [DUP, DUP_NAN], False),
+    "unique_nan_apart": (lambda L, x: L.unique(x, return_index=True, return_counts=True,
+                                               size=8, equal_nan=False), [DUP_NAN], False),
+    "unique_axis0": (lambda L, x: L.unique(x, axis=0, return_index=True, return_inverse=True,
+                                           return_counts=True, size=4), [ROWS, DUP_NAN],
+                     False),
+    "unique_axis1": (lambda L, x: L.unique(x, axis=1, return_inverse=True, size=2,
+                                           fill_value=-1.0), [ROWS.T, DUP_NAN], False),
     "bincount": (lambda L, x: L.bincount(x, length=7), [LABELS], False),
     "bincount_w": (lambda L, x: L.bincount(x, weights=np.arange(8.0), length=10), [LABELS],
                    False),

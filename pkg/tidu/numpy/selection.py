@@ -14,13 +14,15 @@ from collections.abc import Sequence
 import numpy as np
 
 from tidu.graph.dtypes import BOOL, kind_of
+from tidu.numpy.construct import lexsort
 from tidu.numpy.core import astype, broadcast_to, concatenate, iota, reshape
 from tidu.numpy.core import sum as _sum
 from tidu.numpy.core import where as _select
 from tidu.numpy.creation import linspace
-from tidu.numpy.shapes import _has_tracer, _numpy_outside, _traced, ravel, stack
+from tidu.numpy.reducers import any as _any
+from tidu.numpy.shapes import _axis, _has_tracer, _numpy_outside, _traced, moveaxis, ravel, stack
 from tidu.numpy.shapes import _lift as _lift1
-from tidu.numpy.sorting import cumsum, sort
+from tidu.numpy.sorting import argsort, cumsum, sort
 from tidu.numpy.statistics import searchsorted
 from tidu.numpy.take import take
 from tidu.trace.tracer import Tracer, _lift, _trace_of, as_inexact, keeps_weak, result_type
@@ -116,37 +118,63 @@ def argwhere(a, *, size=None, fill_value=None):
 def unique(ar, return_index: bool = False, return_inverse: bool = False,
            return_counts: bool = False, axis=None, *, equal_nan: bool = True, size=None,
            fill_value=None, sorted: bool = True):  # noqa: A002 - jax's name
-    """The sorted distinct values of ar (flattened), the first ``size`` of them; missing slots
-    get ``fill_value`` (default: the smallest value, as jax's).  ``return_counts`` is
-    supported; ``return_index``, ``return_inverse`` and ``axis`` are not, traced."""
+    """The sorted distinct values of ar (flattened, or the distinct slices along ``axis``), the
+    first ``size`` of them; missing slots get ``fill_value`` (default: the smallest value, as
+    jax's).  As jax's under jit: ``return_index`` gives each value's first position (missing
+    slots: the smallest value's), ``return_inverse`` each element's value number (ar's shape
+    with ``axis=None``, else the length of ``axis``), ``return_counts`` the counts (missing
+    slots: 0).  Slices compare lexicographically; with ``equal_nan`` NaNs are one value."""
     if not isinstance(ar, Tracer) and size is None:
         return np.unique(ar, return_index, return_inverse, return_counts, axis,
                          equal_nan=equal_nan)
-    if return_index or return_inverse or axis is not None:
-        raise NotImplementedError("unique: return_index, return_inverse and axis are not "
-                                  "supported on traced values")
-    a = ravel(_tr(ar))
+    x = _tr(ar)
     size = _static_size("unique", size)
-    n = a.shape[0]
-    if n == 0:
+    if axis is None:
+        ax, rows, rest = 0, ravel(x), ()
+    else:
+        if x.ndim == 0:
+            raise ValueError("unique: axis given for a 0-d array")
+        ax = _axis(axis, x.ndim, "unique")
+        moved = moveaxis(x, ax, 0)
+        rest = moved.shape[1:]
+        rows = reshape(moved, (moved.shape[0], int(np.prod(rest, dtype=np.int64))))
+    n = rows.shape[0]
+    if n == 0 or rows.size == 0:
         raise ValueError("unique: an empty array has no values to fill with")
-    s = sort(a)
-    first = concatenate([s[:1] == s[:1], s[1:] != s[:-1]], axis=0)
+    wide = rows.ndim == 2
+    perm = None
+    if return_index or return_inverse or wide:
+        # stable, so the first of equal values (slices) comes first: its position is perm's
+        perm = lexsort([rows[:, j] for j in reversed(range(rows.shape[1]))]) if wide \
+            else argsort(rows)
+        s = take(rows, perm, axis=0)
+    else:
+        s = sort(rows)
+    neq = s[1:] != s[:-1]
     if equal_nan and kind_of(s.dtype) in "fc":
-        first = first & ~concatenate([s[:1] != s[:1], (s[1:] != s[1:]) & (s[:-1] != s[:-1])],
-                                     axis=0)
-    pos, valid = _positions(first, size)
-    fill = s[0] if fill_value is None else fill_value
-    vals = _select(valid, take(s, _select(valid, pos, 0)), fill)
-    if not return_counts:
-        return vals
-    nxt = concatenate([pos[1:], pos[-1:] * 0 + n], axis=0) if size else pos
-    cnt_total = _sum(astype(first, np.int64))
-    # the end of the k-th run is the start of the (k+1)-th, or n after the last
-    k = iota((size,), "int64")
-    ends = _select(k + 1 < cnt_total, nxt, n)
-    counts = _select(valid, ends - pos, 0)
-    return vals, counts
+        neq = neq & ~((s[1:] != s[1:]) & (s[:-1] != s[:-1]))
+    if wide:
+        neq = _any(neq, axis=1)
+    first = concatenate([broadcast_to(_lift(_trace_of(neq), np.True_), (1,)), neq], axis=0)
+    # the first size + 1 run starts: the (k+1)-th ends the k-th run (counts)
+    starts, found = _positions(first, size + 1)
+    pos, valid = starts[:size], found[:size]
+    ind = _select(valid, pos, 0)
+    vals = reshape(take(s, ind, axis=0), (size, *rest))
+    if fill_value is not None:
+        vals = _select(reshape(valid, (size,) + (1,) * len(rest)), vals,
+                       _lift(_trace_of(vals), fill_value, vals.dtype))
+    out = [moveaxis(vals, 0, ax) if ax else vals]
+    if return_index:
+        out.append(take(perm, ind))
+    if return_inverse:
+        number = cumsum(astype(first, np.int64)) - 1
+        zeros = broadcast_to(_lift(_trace_of(number), np.int64(0)), (n,))
+        inv = zeros.at[perm].set(number, unique_indices=True)
+        out.append(reshape(inv, x.shape) if axis is None else inv)
+    if return_counts:  # a run ends where the next starts, or at n after the last
+        out.append(_select(valid, _select(found[1:], starts[1:], n) - pos, 0))
+    return out[0] if len(out) == 1 else tuple(out)
 
 
 def bincount(x, weights=None, minlength: int = 0, *, length=None):
