@@ -226,50 +226,69 @@ def batched_outer_sums(arrays: dict) -> dict | None:
     return _assemble(s, b, at, dead)
 
 
+def _rows(off: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The positions in a CSR value array of `rows`' entries, row after row, and each row's
+    length."""
+    starts = off[rows]
+    lens = off[rows + 1] - starts
+    firsts = np.cumsum(lens) - lens
+    return np.arange(int(lens.sum()), dtype=np.int64) + np.repeat(starts - firsts, lens), lens
+
+
 def _assemble(s: _Stream, b: _Builder, at: dict, dead: set) -> dict:
     """New SSA arrays: the kept instructions in order, each replaced one's code at its place,
-    slots renumbered densely over those still written or read."""
+    slots renumbered densely over those still written or read (numpy throughout: this runs in
+    every first call of a program it matches)."""
     a = s.a
+    n = len(s.prims)
     modes = a["instr_mode"]
-    prim, mode, ins, outs = [], [], [], []
-    for i in range(len(s.prims)):
-        if i in at:
-            for p, xs, o in at[i]:
-                prim.append(p)
-                mode.append(int(modes[i]))
-                ins.append(xs)
-                outs.append([o])
-        elif i not in dead:
-            prim.append(int(s.prims[i]))
-            mode.append(int(modes[i]))
-            ins.append(s.ins(i))
-            outs.append(s.out_slots[s.out_off[i]:s.out_off[i + 1]].tolist())
+    keep = np.ones(n, bool)
+    keep[list(dead | set(at))] = False
+    kept = np.flatnonzero(keep)
+    # The replacing code, in the order of the instructions it replaces, then of each code list.
+    rep = sorted(at)
+    pos = [i for i in rep for _ in at[i]]
+    c_prim = [p for i in rep for p, _, _ in at[i]]
+    c_ins = [x for i in rep for _, xs, _ in at[i] for x in xs]
+    c_len = [len(xs) for i in rep for _, xs, _ in at[i]]
+    c_out = [o for i in rep for _, _, o in at[i]]
+    # Kept instruction i and the code replacing i both sort at key i (never both for one i);
+    # a stable sort keeps each code list in its order.
+    order = np.argsort(np.concatenate([kept, np.array(pos, np.int64)]), kind="stable")
+    idt = a["in_slots"].dtype
+
+    def csr(off, flat, extra, extra_len):
+        """Rows of the kept instructions (off, flat) and then of the code, in `order`."""
+        off = off.astype(np.int64)
+        idx, lens = _rows(off, kept)
+        vals = np.concatenate([flat[idx].astype(np.int64), np.array(extra, np.int64)])
+        lens = np.concatenate([lens, np.array(extra_len, np.int64)])
+        both = np.zeros(len(lens) + 1, np.int64)
+        np.cumsum(lens, out=both[1:])
+        idx, lens = _rows(both, order)
+        new_off = np.zeros(len(lens) + 1, a["in_off"].dtype)
+        np.cumsum(lens, out=new_off[1:])
+        return new_off, vals[idx]
+
+    in_off, ins = csr(a["in_off"], a["in_slots"], c_ins, c_len)
+    out_off, outs = csr(a["out_off"], a["out_slots"], c_out, [1] * len(c_out))
     slot_aval = np.concatenate([a["slot_aval"], np.array(b.new_avals, a["slot_aval"].dtype)])
     used = np.zeros(len(slot_aval), bool)
     used[a["input_slots"]] = True
-    for xs, os_ in zip(ins, outs):
-        used[xs] = True
-        used[os_] = True
+    used[ins] = True
+    used[outs] = True
     new = np.cumsum(used) - 1
-    idt = a["in_slots"].dtype
-
-    def csr(rows):
-        off = np.zeros(len(rows) + 1, a["in_off"].dtype)
-        off[1:] = np.cumsum([len(r) for r in rows])
-        flat = np.array([v for r in rows for v in r], np.int64)
-        return off, new[flat].astype(idt) if len(flat) else np.zeros(0, idt)
-
-    in_off, in_slots = csr(ins)
-    out_off, out_slots = csr(outs)
+    prim = np.concatenate([s.prims[kept], np.array(c_prim, s.prims.dtype)])[order]
+    mode = np.concatenate([modes[kept], modes[np.array(pos, np.int64)]])[order]
     return {
         "slot_aval": slot_aval[used],
-        "instr_prim": np.array(prim, a["instr_prim"].dtype),
-        "instr_mode": np.array(mode, modes.dtype),
-        "in_off": in_off, "in_slots": in_slots, "out_off": out_off, "out_slots": out_slots,
+        "instr_prim": prim.astype(a["instr_prim"].dtype),
+        "instr_mode": mode.astype(modes.dtype),
+        "in_off": in_off, "in_slots": new[ins].astype(idt),
+        "out_off": out_off, "out_slots": new[outs].astype(a["out_slots"].dtype),
         "input_slots": new[a["input_slots"]].astype(a["input_slots"].dtype),
         "output_slots": new[a["output_slots"]].astype(a["output_slots"].dtype),
     }
-
 
 
 _REAL = frozenset(np.dtype(d) for d in ("float16", "float32", "float64"))
