@@ -100,6 +100,13 @@ CASES = {
                         [X], False),
     "polyfit": (lambda L, x: L.polyfit(x[0], x[1], 2), [X], True),
     "polyfit_2d": (lambda L, x: L.polyfit(x[:, 0], x[:, 1:], 1), [X], True),
+    "polyfit_cov": (lambda L, x: L.polyfit(x[0], x[1], 2, cov=True), [X], True),
+    "polyfit_cov_w": (lambda L, x: L.polyfit(x[0], x[1], 1, w=L.abs(x[2]) + 0.5, cov=True), [X],
+                      True),
+    "polyfit_cov_2d": (lambda L, x: L.polyfit(x[:, 0], x[:, 1:], 2, cov=True), [X.T], True),
+    "polyfit_cov_unscaled": (lambda L, x: (L.polyfit(x[0], x[1], 2, cov="unscaled"),
+                                           L.polyfit(x[:, 0], x[:, 1:], 1, cov="unscaled")),
+                             [X.T], True),
 }
 
 

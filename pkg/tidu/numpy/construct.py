@@ -10,12 +10,31 @@ from __future__ import annotations
 
 import numpy as np
 
-from tidu.numpy.core import astype, broadcast_to, concatenate, iota, reshape, sqrt, transpose
+from tidu.numpy.contractions import outer
+from tidu.numpy.core import (
+    astype,
+    broadcast_to,
+    concatenate,
+    iota,
+    matmul,
+    reshape,
+    sqrt,
+    transpose,
+)
 from tidu.numpy.core import power as _power
 from tidu.numpy.core import sum as _sum
 from tidu.numpy.creation import linspace
+from tidu.numpy.linalg.core import inv
 from tidu.numpy.linalg.more import lstsq
-from tidu.numpy.shapes import _has_tracer, _numpy_outside, _traced, flip, moveaxis, swapaxes
+from tidu.numpy.shapes import (
+    _has_tracer,
+    _numpy_outside,
+    _traced,
+    atleast_1d,
+    flip,
+    moveaxis,
+    swapaxes,
+)
 from tidu.numpy.sorting import argsort
 from tidu.numpy.take import take_along_axis
 from tidu.numpy.ufuncs import log10
@@ -278,9 +297,9 @@ def put_along_axis(arr, indices, values, axis, inplace: bool = True, *, mode=Non
 @_numpy_outside(np.polyfit)
 def polyfit(x, y, deg: int, rcond=None, full: bool = False, w=None, cov: bool = False):
     """Least-squares polynomial coefficients (highest power first), as jax's (scaled Vandermonde
-    columns, lstsq); ``full``, ``w`` and ``cov`` as numpy's except that cov is not supported."""
-    if cov:
-        raise NotImplementedError("polyfit: cov=True is not supported")
+    columns, lstsq); ``full``, ``w`` and ``cov`` (True or ``"unscaled"``) as jax's: with cov,
+    also the coefficients' covariance, (deg+1, deg+1), or (deg+1, deg+1, k) for k columns of y
+    (k = 1 when unscaled)."""
     deg = int(deg)
     if deg < 0:
         raise ValueError(f"polyfit: deg must be non-negative, got {deg}")
@@ -304,4 +323,18 @@ def polyfit(x, y, deg: int, rcond=None, full: bool = False, w=None, cov: bool = 
     c = transpose(transpose(c) / scale)
     if full:
         return c, resids, rank, s, rcond
-    return c
+    if not cov:
+        return c
+    # (lhs^T lhs)^-1 of the scaled columns, unscaled; times the residual variance unless
+    # cov="unscaled" (jax's, and numpy's, shapes: a trailing axis per column of y)
+    vbase = inv(matmul(transpose(lhs), lhs)) / outer(scale, scale)
+    if isinstance(cov, str) and cov == "unscaled":
+        fac = _lift(t, np.ones(1, x.dtype))
+    else:
+        if x.shape[0] <= order:
+            raise ValueError("polyfit: the number of data points must exceed order to scale "
+                             "the covariance matrix")
+        fac = atleast_1d(resids / (x.shape[0] - order))
+    if y.ndim == 1:
+        return c, vbase * reshape(fac, (1, fac.shape[0]))
+    return c, reshape(vbase, (order, order, 1)) * reshape(fac, (1, 1, fac.shape[0]))
