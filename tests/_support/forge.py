@@ -42,7 +42,7 @@ OPCODES = ["Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Neg", "Conj", "Exp"
            "Conv", "ReduceWindowSum", "ReduceWindowMax", "ReduceWindowMin", "Threefry2x32",
            "Threefry2x32Iota", "HostCallback", "Tie", "Fft", "Lgamma", "Eig",
            "BitcastConvertType", "Schur", "Hessenberg", "SelectAndGatherAdd",
-           "SelectAndScatterAdd", "SearchSorted"]
+           "SelectAndScatterAdd", "SearchSorted", "Geqrf"]
 DTYPES = ["float32", "float64", "complex64", "complex128", "int32", "int64", "bool", "uint32",
           "int8", "int16", "uint8", "uint16", "uint64", "float16", "bfloat16"]
 OP = {n: i for i, n in enumerate(OPCODES)}

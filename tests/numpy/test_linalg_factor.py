@@ -99,7 +99,7 @@ def test_eigh_matches_jax(backend, dtype, shape):
 @pytest.mark.parametrize("shape", [(5, 3), (3, 5), (2, 4, 4), (2, 0, 3)])
 def test_qr_matches_jax(backend, dtype, shape):
     a = rand(np.random.default_rng(2), shape, dtype)
-    for mode in ("reduced", "complete", "r"):
+    for mode in ("reduced", "full", "complete", "r", "raw"):  # raw: LAPACK's reflectors
         got = td.jit(lambda a: td.linalg.qr(a, mode=mode), backend=backend)(a)
         want = jnp.linalg.qr(a, mode=mode)
         for g, w in zip(*(((got,), (want,)) if mode == "r" else (got, want))):
@@ -368,7 +368,7 @@ def test_wrong_shapes_and_dtypes_fail_at_build_with_clear_errors():
     with pytest.raises(ValueError, match=r"b of shape \(4,\) does not match a of shape"):
         td.jit(la.solve)(np.eye(3), np.ones(4))
     with pytest.raises(ValueError, match="unsupported mode"):
-        td.jit(lambda a: la.qr(a, mode="raw"))(np.eye(2))
+        td.jit(lambda a: la.qr(a, mode="economic"))(np.eye(2))
     with pytest.raises(ValueError, match="invalid order"):
         td.jit(lambda a: la.norm(a, ord="fro", axis=0))(np.ones(3))
     with pytest.raises(TypeError, match="integer"):
@@ -381,6 +381,38 @@ def test_wrong_shapes_and_dtypes_fail_at_build_with_clear_errors():
         td.jit(td.grad(lambda a: td.sum(la.qr(a)[0])))(np.ones((2, 3)))
     with pytest.raises(NotImplementedError, match="full_matrices=True"):
         td.jit(td.grad(lambda a: td.sum(la.svd(a)[0])))(np.ones((3, 2)))
+
+
+def test_qr_raw_kernel_vmap_reflectors_and_no_derivative():
+    """Geqrf (qr mode 'raw'): the kernel against numpy's reference, vmap, Q and R rebuilt from
+    the reflectors, jax's lack of a derivative (a clear error) and a missing LAPACK."""
+    x = rand(np.random.default_rng(29), (2, 5, 3), "complex128")
+    prog = td.compile(one_op_graph(P.Geqrf(), [td.aval(x.shape, x.dtype)]))
+    (got,) = prog.eval([x])
+    close(got, P.Geqrf().impl(x), "complex128")
+    h, tau = td.jit(lambda a: td.linalg.qr(a, mode="raw"))(x)
+    vh, vtau = td.jit(td.vmap(lambda a: td.linalg.qr(a, mode="raw")))(x)
+    np.testing.assert_array_equal(vh, h)
+    np.testing.assert_array_equal(vtau, tau)
+    for b in range(2):  # Q = H_1 ... H_k, H_i = I - tau_i v_i v_i^H; R the upper triangle
+        a = h[b].T
+        q = np.eye(5, dtype=x.dtype)
+        for i in range(3):
+            v = np.concatenate([np.zeros(i), [1.0], a[i + 1:, i]])
+            q = q @ (np.eye(5) - tau[b, i] * np.outer(v, v.conj()))
+        close(q[:, :3] @ np.triu(a[:3]), x[b], "complex128", 10)
+    with pytest.raises(NotImplementedError, match="Geqrf.*no derivative rule"):
+        td.grad(lambda a: td.sum(td.linalg.qr(a, mode="raw")[0]))(x[0].real)
+    with pytest.raises(ValueError, match="unsupported mode 'economic'"):
+        td.jit(lambda a: td.linalg.qr(a, mode="economic"))(x)
+    evaluator.ensure_blas()
+    try:
+        _eval.clear_blas()
+        with pytest.raises(RuntimeError, match=r"Geqrf \(\?geqrf\) needs LAPACK"):
+            prog.eval([x])
+    finally:
+        evaluator.BLAS = None
+        evaluator.ensure_blas()
 
 
 # ---- forged instructions are refused by validate.hpp ----
@@ -409,6 +441,10 @@ F64 = ("float64", "float64")
     ("Eigh", ("complex128", "complex128"), [(3, 3), (3,)], [0], "rank or dtype"),
     ("Eigh", F64, [(2, 3, 3), (3, 3, 4)], [1], "batch axes"),
     ("QR", F64, [(3, 2), (11,)], [0], "result size"),
+    ("Geqrf", F64, [(3, 2), (7,)], [], "result size"),
+    ("Geqrf", F64, [(3, 2), (8,)], [0], "number of attributes"),
+    ("Geqrf", F64, [(2, 3, 2), (3, 8)], [], "batch axes"),
+    ("Geqrf", ("float64", "float32"), [(3, 2), (8,)], [], "rank or dtype"),
     ("QR", F64, [(2 ** 40, 2 ** 40), (1,)], [1], "result size|more than 2\\^48"),
     ("SVD", F64, [(3, 2), (2,)], [0, 1], "result size"),
     ("SVD", F64, [(3, 2), (3,)], [0, 0], "result size"),

@@ -51,7 +51,7 @@ from tidu.ops.elementwise import (
                                   Sub,
                                   Tanh,
 )
-from tidu.ops.factor import LU, QR, SVD, Eigh, LUPermute
+from tidu.ops.factor import LU, QR, SVD, Eigh, Geqrf, LUPermute
 from tidu.ops.fft import Fft, FftType
 from tidu.ops.gather import Gather, Scatter
 from tidu.ops.linalg import Cholesky, TriangularSolve
@@ -105,7 +105,7 @@ TIER1 = ("Abs", "Add", "BroadcastInDim", "Compare", "Concatenate", "Conj", "Cons
          "Sign", "Sin", "Slice", "Sqrt", "StopGradient", "Sub", "Tanh", "Transpose")
 # linear algebra (docs/linalg.md)
 LINALG = ("Cholesky", "TriangularSolve", "LU", "LUPermute", "Eigh", "QR", "SVD", "Eig", "Schur",
-          "Hessenberg")
+          "Hessenberg", "Geqrf")
 INDEXING = ("DynamicSlice", "DynamicUpdateSlice", "Gather", "Scatter")  # docs/numpy.md
 # ordering and accumulation (docs/numpy.md)
 SORTING = ("ArgMax", "ArgMin", "Cummax", "Cummin", "Cumprod", "Cumsum", "LinearScan", "ReduceAnd",
@@ -140,7 +140,7 @@ __all__ = [
     "Cholesky", "Compare", "Concatenate", "Cond", "Conj", "Constant", "Conv", "Convert", "Cos",
     "Cosh", "Cummax", "Cummin", "Cumprod", "Cumsum", "Div", "DotGeneral", "DynamicSlice",
     "DynamicUpdateSlice", "Eig", "Eigh", "Erf", "ErfInv", "Erfc", "Exp", "Expm1", "Fft", "FftType",
-    "Floor", "Gather", "Hessenberg",
+    "Floor", "Gather", "Geqrf", "Hessenberg",
     "HostCallback", "Imag", "Iota", "IsFinite", "LU", "LUPermute", "Lgamma", "LinearScan", "Log",
     "Log1p",
     "Logistic", "Max", "Min", "Mul", "Neg", "Not", "Or", "Pad", "Pow", "QR", "Real", "ReduceAnd",

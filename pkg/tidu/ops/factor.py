@@ -56,7 +56,7 @@ from tidu.ops.elementwise import Compare, Div, Sub
 from tidu.ops.linalg import TriangularSolve, _conj, _keep, _mask, _matmul, _mT, _square
 from tidu.ops.structural import Concatenate, Pad, Select, Slice
 
-__all__ = ["LU", "LUPermute", "Eigh", "QR", "SVD"]
+__all__ = ["LU", "LUPermute", "Eigh", "Geqrf", "QR", "SVD"]
 
 
 # ---- helpers over fixed (F) and linear (A) values, last two axes a matrix ----
@@ -451,6 +451,54 @@ class QR(Primitive):
         q, r = np.linalg.qr(x, mode="complete" if self.full_matrices else "reduced")
         bs = x.shape[:-2]
         return np.concatenate([q.reshape(bs + (-1,)), r.reshape(bs + (-1,))], axis=-1)
+
+
+GEQRF_DERIVATIVE_MESSAGE = (
+    "Geqrf: the Householder reflectors of qr(mode='raw') have no derivative rule (jax defines "
+    "none either: 'Differentiation rule for 'geqrf' not implemented'). Differentiate through "
+    "td.linalg.qr's modes 'reduced' or 'r'.")
+
+
+@register
+@dataclass(frozen=True)
+class Geqrf(Primitive):
+    """The Householder QR as LAPACK ``?geqrf`` leaves it (jax's ``geqrf_p``; what
+    ``jnp.linalg.qr(mode="raw")`` returns, transposed): (..., m, n) -> (..., m*n + k),
+    k = min(m, n), packed ``[A' | tau]``, A' (m x n, row-major) holding R on and above the
+    diagonal and each reflector's vector below it (its leading 1 implied), tau the reflectors'
+    scalar factors.  No derivative, as jax's."""
+
+    uses_blas = True
+
+    batch = same_op_batched  # leading axes are batch axes
+
+    def abstract_eval(self, x):
+        m, n = _inexact_matrix(self.name, x, square=False)
+        return aval(x.shape[:-2] + (m * n + min(m, n),), x.dtype)
+
+    def linearize(self, b, primal_in, primal_out, t):
+        if t[0] is None:
+            return [None]
+        raise NotImplementedError(GEQRF_DERIVATIVE_MESSAGE)
+
+    def lower(self, lo, out, x):
+        def fn(a):
+            import jax.numpy as jnp  # noqa: PLC0415  (optional dependency)
+
+            h, tau = jnp.linalg.qr(a, mode="raw")
+            bs = a.shape[:-2]
+            return jnp.concatenate([jnp.swapaxes(h, -1, -2).reshape(bs + (-1,)), tau], axis=-1)
+
+        return _splice(lo, out, x, "geqrf", fn)
+
+    def impl(self, x):
+        x = np.asarray(x)
+        m, n = x.shape[-2:]
+        outs = []
+        for a in x.reshape((-1, m, n)):
+            h, tau = np.linalg.qr(a, mode="raw")
+            outs.append(np.concatenate([h.T.reshape(-1), tau]))
+        return np.asarray(outs, x.dtype).reshape(x.shape[:-2] + (m * n + min(m, n),))
 
 
 # ---- SVD ----

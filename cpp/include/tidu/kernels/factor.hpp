@@ -308,6 +308,38 @@ inline void qr(bool full, const T* X, T* Y, std::int64_t batch, std::int64_t m, 
   }
 }
 
+// ---- Householder QR as LAPACK leaves it (jnp.linalg.qr(mode="raw")) ----
+// [A' | tau]: A' is ?geqrf's result (R on and above the diagonal, each reflector's vector below
+// it, its 1 on the diagonal implied) in the operand's row-major layout, then the k = min(m, n)
+// reflectors' scalar factors: (m, n) -> m * n + k values.  NaN where ?geqrf fails.
+template <class T>
+inline void geqrf(const T* X, T* Y, std::int64_t batch, std::int64_t m, std::int64_t n) {
+  void* fq = factor_hooks().geqrf[type_index<T>()];
+  need_hook(fq, "Geqrf (?geqrf)");
+  if (!lapack_size_ok(m, std::max(m, n))) throw std::runtime_error("tidu: Geqrf: matrix too large for LAPACK");
+  const std::int64_t k = std::min(m, n), per = m * n + k;
+  if (k == 0) return;  // nothing to write
+  auto& a = scratch<T>(0);
+  auto& work = scratch<T>(1);
+  a.resize(static_cast<std::size_t>(m * n));
+  const int M = static_cast<int>(m), N = static_cast<int>(n), LD = static_cast<int>(m);
+  for (std::int64_t b = 0; b < batch; ++b) {
+    T* y = Y + b * per;
+    to_colmajor(X + b * m * n, a.data(), m, n);
+    int info = 0, lwork = -1;
+    T wq{};
+    reinterpret_cast<geqrf_t>(fq)(&M, &N, a.data(), &LD, y + m * n, &wq, &lwork, &info);
+    lwork = std::max(1, static_cast<int>(std::real(wq)));
+    work.resize(static_cast<std::size_t>(lwork));
+    reinterpret_cast<geqrf_t>(fq)(&M, &N, a.data(), &LD, y + m * n, work.data(), &lwork, &info);
+    if (info != 0) {
+      for (std::int64_t i = 0; i < per; ++i) y[i] = nan_of<T>();
+      continue;
+    }
+    from_colmajor(a.data(), m, y, m, n, n);
+  }
+}
+
 // ---- SVD ----
 
 using gesdd_t = void (*)(const char*, const int*, const int*, void*, const int*, void*, void*, const int*, void*,
@@ -594,8 +626,8 @@ inline void hessenberg(const T* X, T* Y, std::int64_t batch, std::int64_t m) {
 }
 
 // ---- dispatch (from interpreter.hpp's run_instr; operands checked by validate.hpp) ----
-// LU: no attrs.  LUPermute: inverse.  Eigh: vectors.  QR: full_matrices.  SVD: full_matrices,
-// compute_uv.  Eig: left, right, (derivative flag, unused here).  Schur, Hessenberg: no attrs.  The dtype visited is the matrix operand's (Eigh values and SVD s are real).
+// LU, Schur, Hessenberg, Geqrf: no attrs.  LUPermute: inverse.  Eigh: vectors.  QR: full_matrices.  SVD: full_matrices,
+// compute_uv.  Eig: left, right, (derivative flag, unused here).  The dtype visited is the matrix operand's (Eigh values and SVD s are real).
 inline void run_factor(Op op, const Program& p, const std::uint32_t* a, const std::int64_t* at, void* y,
                        void** ptr) {
   const bool perm = op == Op::LUPermute;
@@ -622,6 +654,7 @@ inline void run_factor(Op op, const Program& p, const std::uint32_t* a, const st
       case Op::QR: qr<T>(at[0] != 0, X, static_cast<T*>(y), batch, m, n); return;
       case Op::Schur: schur<T>(X, static_cast<T*>(y), batch, m); return;
       case Op::Hessenberg: hessenberg<T>(X, static_cast<T*>(y), batch, m); return;
+      case Op::Geqrf: geqrf<T>(X, static_cast<T*>(y), batch, m, n); return;
       default: svd<T>(at[0] != 0, at[1] != 0, X, y, batch, m, n); return;
     }
   });

@@ -325,7 +325,7 @@ inline void run_instr(const Program& p, Workspace& ws, std::size_t idx) {
       kern::run_sort_scan(in.op, p, a, in.n_in, at, in.out, y, ptr);
       return;
     case Op::LU: case Op::LUPermute: case Op::Eigh: case Op::QR: case Op::SVD: case Op::Eig:
-    case Op::Schur: case Op::Hessenberg:  // factor.hpp
+    case Op::Schur: case Op::Hessenberg: case Op::Geqrf:  // factor.hpp
       kern::run_factor(in.op, p, a, at, y, ptr);
       return;
     case Op::Rev:  // shapes.hpp

@@ -134,7 +134,8 @@ namespace tidu {
   X(Hessenberg, S, _)             \
   X(SelectAndGatherAdd, S, tttti) \
   X(SelectAndScatterAdd, S, tttti) \
-  X(SearchSorted, S, i)
+  X(SearchSorted, S, i)             \
+  X(Geqrf, S, _)
 
 enum class Op : std::uint8_t {
 #define TIDU_ENUM(name, kind, sig) name,

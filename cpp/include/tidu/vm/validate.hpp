@@ -421,10 +421,11 @@ inline void validate_instructions(const Program& p) {
         if (const char* problem = check_sort_scan(p, in)) fail(problem);
         break;
       case Op::LU: case Op::LUPermute: case Op::Eigh: case Op::QR: case Op::SVD: case Op::Eig:
-      case Op::Schur: case Op::Hessenberg: {  // factor.hpp
+      case Op::Schur: case Op::Hessenberg: case Op::Geqrf: {  // factor.hpp
         const bool perm = in.op == Op::LUPermute;
         arity(perm ? 2 : 1);
-        const bool no_attrs = in.op == Op::LU || in.op == Op::Schur || in.op == Op::Hessenberg;
+        const bool no_attrs = in.op == Op::LU || in.op == Op::Schur || in.op == Op::Hessenberg ||
+                              in.op == Op::Geqrf;
         need(na == (no_attrs ? 0 : in.op == Op::SVD ? 2 : in.op == Op::Eig ? 3 : 1),
              "wrong number of attributes");
         for (std::int64_t k = 0; k < na; ++k) need(at[k] == 0 || at[k] == 1, "flag attribute is not 0 or 1");
@@ -476,6 +477,9 @@ inline void validate_instructions(const Program& p) {
             need(m == n, "operand is not a (batch of) square matrices");
             last(prod(n, 2), nd, d);
             need(oshape[nd - 2] == m, "result size");
+            break;
+          case Op::Geqrf:  // [A' | tau], flat
+            last(sum(prod(m, n), k), nd - 1, d);
             break;
           case Op::Eig: {
             need(m == n, "operand is not a (batch of) square matrices");

@@ -340,14 +340,21 @@ def eigvalsh(a, UPLO="L", symmetrize_input: bool = True):
 # ---- QR ----
 
 def qr(a, mode: str = "reduced"):
-    """``(q, r)`` (modes 'reduced', 'complete') or r (mode 'r'), as ``jax.numpy.linalg.qr``.
-    The derivative is defined for m >= n (mode 'reduced', or square), as jax's."""
-    if mode not in ("reduced", "complete", "r"):
-        raise ValueError(f"qr: unsupported mode {mode!r} ('reduced', 'complete' or 'r')")
+    """``(q, r)`` (modes 'reduced', its alias 'full', and 'complete'), r (mode 'r') or
+    ``(h, tau)`` (mode 'raw': LAPACK's Householder reflectors, h of shape (..., n, m) as
+    numpy's and jax's; a ``QRResult`` as jax's), as ``jax.numpy.linalg.qr``.  The derivative is
+    defined for m >= n (mode 'reduced', or square), as jax's; mode 'raw' has none (as jax's)."""
+    if mode not in ("reduced", "full", "complete", "r", "raw"):
+        raise ValueError(f"qr: unsupported mode {mode!r} ('reduced', 'full', 'complete', 'r' or "
+                         f"'raw')")
     (a,) = _arrays("qr", a)
     if a.ndim < 2:
         raise ValueError(f"qr: a of shape {a.shape} is not a matrix (or a batch of them)")
     m, n = a.shape[-2:]
+    if mode == "raw":
+        packed = _apply(P.Geqrf(), a)
+        h = reshape(_cols(packed, 0, m * n), a.shape[:-2] + (m, n))
+        return QRResult(_mT(h), _cols(packed, m * n, m * n + min(m, n)))
     full = mode == "complete"
     kq = m if full else min(m, n)
     packed = _apply(P.QR(full), a)
