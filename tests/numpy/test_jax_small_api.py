@@ -69,6 +69,13 @@ VALUES = {
     "amax": (lambda m, x: m.amax(x, 0, keepdims=True), X, True),
     "amin": (lambda m, x: m.amin(x), X, True),
     "max_int_where": (lambda m, x: m.max(x, axis=0, initial=-100, where=M), XI, False),
+    # complex: lexicographic; the masked-out entries take `initial`
+    "max_complex_where": (lambda m, x: m.max(x + 1j * x[::-1], axis=0, initial=0.1 - 1j,
+                                             where=M), X, False),
+    "min_complex_where": (lambda m, x: m.min(m.round(x) + 1j * x, axis=1, initial=-0.5 + 0j,
+                                             where=M), X, False),
+    "max_complex_initial": (lambda m, x: m.max(m.round(x) + 1j * x, initial=1.0 + 0j), X,
+                            False),
     "mean_where": (lambda m, x: m.mean(x, axis=0, where=M), X, True),
     "mean_where_keepdims": (lambda m, x: m.mean(x, axis=1, where=M, keepdims=True), X, True),
     "mean_int_where": (lambda m, x: m.mean(x, where=M), XI.astype(np.int64), False),

@@ -101,13 +101,18 @@ def _extreme(a, axis, out, keepdims, initial, where, largest: bool):
     if where is not None and initial is None:
         raise ValueError(f"reduction operation {name!r} does not have an identity, so to use a "
                          f"where mask one has to specify 'initial'")
-    if where is not None and x.dtype in COMPLEXES:
-        raise NotImplementedError(f"{name}: where= with complex values")
-    x = _mask(x, where, extreme_identity(x.dtype, largest), name)
+    # complex values (ordered lexicographically) have no identity of max/min: the masked-out
+    # entries take `initial`, which joins the result anyway
+    fill = initial if x.dtype in COMPLEXES else extreme_identity(x.dtype, largest)
+    x = _mask(x, where, fill, name)
     y = (T.max if largest else S.min)(x, axis, keepdims)
     if initial is None:
         return y
     init = np.asarray(initial, y.dtype)
+    if y.dtype in COMPLEXES:  # lexicographic, as the reduction: y and initial side by side
+        col = y.shape + (1,)
+        pair = T.concatenate([T.reshape(y, col), T.broadcast_to(init, col)], axis=y.ndim)
+        return T.lex_extreme(pair, (y.ndim,), False, largest)
     return T.maximum(y, init) if largest else T.minimum(y, init)
 
 
