@@ -76,6 +76,12 @@ VALUES = {
                                              where=M), X, False),
     "max_complex_initial": (lambda m, x: m.max(m.round(x) + 1j * x, initial=1.0 + 0j), X,
                             False),
+    # jax's complex maximum/minimum: x where lexicographically greater (smaller), else y
+    "maximum_complex": (lambda m, x: m.maximum(m.round(x) + 1j * x, m.round(x[::-1]) + 1j * x.T[
+        ::-1].T), X, False),
+    "minimum_complex": (lambda m, x: m.minimum(m.round(x) + 1j * x, 0.5), X, False),
+    "maximum_complex_lax": (lambda m, x: (td.lax if m is td else jax.lax).max(
+        m.round(x) + 1j * m.round(x * 2), m.round(x[:, ::-1]) + 0j), X, False),
     "mean_where": (lambda m, x: m.mean(x, axis=0, where=M), X, True),
     "mean_where_keepdims": (lambda m, x: m.mean(x, axis=1, where=M, keepdims=True), X, True),
     "mean_int_where": (lambda m, x: m.mean(x, where=M), XI.astype(np.int64), False),

@@ -125,8 +125,32 @@ def _integer_pow(x, n: int):
     return 1 / acc if n < 0 else acc
 
 
-def maximum(x, y): return _core.binary(_core.B_MAX, x, y)
-def minimum(x, y): return _core.binary(_core.B_MIN, x, y)
+def maximum(x, y):
+    try:
+        return _core.binary(_core.B_MAX, x, y)
+    except TypeError:  # Max is real-only: complex operands are ordered here
+        return _lex_pick(x, y, "maximum")
+
+
+def minimum(x, y):
+    try:
+        return _core.binary(_core.B_MIN, x, y)
+    except TypeError:
+        return _lex_pick(x, y, "minimum")
+
+
+def _lex_pick(x, y, name: str):
+    """jax's maximum/minimum of complex operands: x where it is lexicographically greater
+    (smaller) than y, by real part then imaginary part, else y (so y where either holds a NaN,
+    as jax's); any other operands re-raise the TypeError being handled."""
+    t = _trace_of(x, y)
+    (a, b), weak = _promote_weak(name, t, x, y)
+    if a.aval.dtype not in COMPLEXES:
+        raise
+    ra, rb, ia, ib = real(a), real(b), imag(a), imag(b)
+    op = "GT" if name == "maximum" else "LT"
+    wins = _compare(op, ra, rb) | (_compare("EQ", ra, rb) & _compare(op, ia, ib))
+    return _weak(_emit(t, P.Select(), wins, a, b), weak)
 
 
 def _axes(x: Tracer, axis) -> tuple[int, ...]:
