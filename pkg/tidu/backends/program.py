@@ -15,7 +15,7 @@ from tidu.backends import interpreter, pictures, xla
 from tidu.backends.inputs import check_input, check_inputs, shared_inputs
 from tidu.graph import compile as graph_compile
 from tidu.graph.compile import compile_arrays, program_cache
-from tidu.graph.keys import is_input_key, mode_of
+from tidu.graph.keys import is_input_key, mode_of, prim_of
 from tidu.graph.view import MaterializedGraph
 
 __all__ = ["BACKENDS", "CompiledProgram", "Executable", "compile"]
@@ -394,7 +394,9 @@ class CompiledProgram:
 def _host_callbacks(exe):
     """Names of the host callbacks (ops with a ``callback_name``) of an Executable and of the
     nested programs of its ops (the fragments of loop bodies and branches), recursively."""
-    return _callbacks_in(op for op, _, _ in exe.instructions)
+    # each distinct op once (a program repeats its ops: 206 instructions, 60 ops in a
+    # transformer step; this runs in every first call)
+    return _callbacks_in(prim_of(p) for p in np.unique(exe.arrays["instr_prim"]).tolist())
 
 
 def _callbacks_in(ops):
