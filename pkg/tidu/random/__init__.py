@@ -25,6 +25,22 @@ from tidu.random.distributions import (
 )
 from tidu.random.gamma import beta, chisquare, dirichlet, gamma, loggamma, t
 from tidu.random.keys import PRNGKey, bits, fold_in, key, key_data, split, wrap_key_data
+from tidu.random.more import (
+    ball,
+    clone,
+    double_sided_maxwell,
+    f,
+    generalized_normal,
+    geometric,
+    lognormal,
+    maxwell,
+    pareto,
+    rademacher,
+    rayleigh,
+    triangular,
+    wald,
+    weibull_min,
+)
 from tidu.random.poisson import poisson
 
 from tidu.numpy import nn as _nn  # isort: skip
@@ -33,8 +49,10 @@ from tidu.random import kde as _kde  # noqa: F401  # isort: skip  (gaussian_kde 
 
 _nn.initializers = initializers  # td.nn.initializers needs td.random, which sits above td.nn
 
-__all__ = ["PRNGKey", "bernoulli", "beta", "bits", "categorical", "cauchy", "chisquare", "choice",
-           "dirichlet", "exponential", "fold_in", "gamma", "gumbel", "key", "key_data", "laplace",
-           "loggamma", "logistic", "multivariate_normal", "normal", "orthogonal", "permutation",
-           "poisson", "randint", "shuffle", "split", "t", "truncated_normal", "uniform",
-           "wrap_key_data"]
+__all__ = ["PRNGKey", "ball", "bernoulli", "beta", "bits", "categorical", "cauchy", "chisquare",
+           "choice", "clone", "dirichlet", "double_sided_maxwell", "exponential", "f", "fold_in",
+           "gamma", "generalized_normal", "geometric", "gumbel", "key", "key_data", "laplace",
+           "loggamma", "logistic", "lognormal", "maxwell", "multivariate_normal", "normal",
+           "orthogonal", "pareto", "permutation", "poisson", "rademacher", "randint", "rayleigh",
+           "shuffle", "split", "t", "triangular", "truncated_normal", "uniform", "wald",
+           "weibull_min", "wrap_key_data"]
