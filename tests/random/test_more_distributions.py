@@ -45,6 +45,15 @@ CASES = {
     "ball": (lambda R, k: R.ball(k, 3, 2, (10,)), 8),
     "ball_p1_f32": (lambda R, k: R.ball(k, 4, 1.0, (5,), F32), 4),
     "clone": (lambda R, k: R.uniform(R.clone(k), (3,)), 0),
+    "binomial": (lambda R, k: R.binomial(k, 10.0, 0.3, (50,)), 0),
+    "binomial_btrs": (lambda R, k: R.binomial(k, np.array([5.0, 50.0, 500.0, 1e4]),
+                                              np.array([0.1, 0.5, 0.7, 0.99]), (6, 4)), 0),
+    "binomial_f32": (lambda R, k: R.binomial(k, 30, 0.4, (20,), F32), 0),
+    "multinomial": (lambda R, k: R.multinomial(k, 100.0, np.array([0.2, 0.5, 0.3])), 0),
+    "multinomial_batch": (lambda R, k: R.multinomial(
+        k, np.array([10.0, 1000.0]), np.array([[0.1, 0.0, 0.9], [0.25, 0.25, 0.5]])), 0),
+    "multinomial_f32": (lambda R, k: R.multinomial(k, 50.0, np.array([0.5, 0.5]), shape=(3, 2),
+                                                   dtype=F32), 0),
 }
 
 
@@ -69,10 +78,21 @@ def test_draws_match_jax(name):
     np.testing.assert_array_equal(td.jit(lambda k: draw(td.random, k))(k), got)
 
 
+def test_binomial_edge_values_are_jaxs():
+    """NaN for a negative or NaN count or a NaN p, inf for an infinite count; p = 0 and 1."""
+    n = np.array([-1.0, np.nan, np.inf, 20.0, 7.0, 7.0])
+    p = np.array([0.5, 0.5, 0.2, np.nan, 0.0, 1.0])
+    got = td.random.binomial(td.random.PRNGKey(2), n, p)
+    want = np.asarray(jax.random.binomial(jax.random.PRNGKey(2), n, p))
+    np.testing.assert_array_equal(got, want)
+    assert np.isnan(got[:2]).all() and got[2] == np.inf and got[4] == 0 and got[5] == 7
+
+
 def test_under_vmap_and_scan_each_key_draws_its_own():
     keys = td.random.split(td.random.PRNGKey(3), 4)
     for draw in (lambda k: td.random.wald(k, 1.5, (6,)),
                  lambda k: td.random.geometric(k, 0.25, (6,)),
+                 lambda k: td.random.binomial(k, 30.0, 0.5, (6,)),
                  lambda k: td.random.ball(k, 3, 1.5)):
         mapped = td.vmap(draw)(keys)
         for i in range(4):
@@ -111,6 +131,10 @@ def test_statistics():
     assert abs(fd.mean() - 10.0 / 8.0) < 0.02
     gn = td.random.generalized_normal(k, 2.0, (n,))  # p = 2: a normal of variance 1/2
     assert abs(gn.var() - 0.5) < 0.01
+    bn = td.random.binomial(k, 40.0, 0.3, (n,))
+    assert abs(bn.mean() - 12.0) < 0.05 and abs(bn.var() - 8.4) < 0.15
+    mn = td.random.multinomial(k, 20.0, np.array([0.1, 0.6, 0.3]), shape=(n // 10, 3))
+    assert np.all(mn.sum(-1) == 20) and np.allclose(mn.mean(0), [2.0, 12.0, 6.0], atol=0.1)
     b = td.random.ball(k, 3, 2.0, (n,))
     radius = np.linalg.norm(b, axis=-1)
     assert radius.max() <= 1.0 and abs(np.mean(radius ** 3) - 0.5) < 0.01  # uniform in volume

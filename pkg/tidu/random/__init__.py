@@ -27,6 +27,7 @@ from tidu.random.gamma import beta, chisquare, dirichlet, gamma, loggamma, t
 from tidu.random.keys import PRNGKey, bits, fold_in, key, key_data, split, wrap_key_data
 from tidu.random.more import (
     ball,
+    binomial,
     clone,
     double_sided_maxwell,
     f,
@@ -34,6 +35,7 @@ from tidu.random.more import (
     geometric,
     lognormal,
     maxwell,
+    multinomial,
     pareto,
     rademacher,
     rayleigh,
@@ -49,10 +51,10 @@ from tidu.random import kde as _kde  # noqa: F401  # isort: skip  (gaussian_kde 
 
 _nn.initializers = initializers  # td.nn.initializers needs td.random, which sits above td.nn
 
-__all__ = ["PRNGKey", "ball", "bernoulli", "beta", "bits", "categorical", "cauchy", "chisquare",
-           "choice", "clone", "dirichlet", "double_sided_maxwell", "exponential", "f", "fold_in",
-           "gamma", "generalized_normal", "geometric", "gumbel", "key", "key_data", "laplace",
-           "loggamma", "logistic", "lognormal", "maxwell", "multivariate_normal", "normal",
-           "orthogonal", "pareto", "permutation", "poisson", "rademacher", "randint", "rayleigh",
-           "shuffle", "split", "t", "triangular", "truncated_normal", "uniform", "wald",
-           "weibull_min", "wrap_key_data"]
+__all__ = ["PRNGKey", "ball", "bernoulli", "beta", "binomial", "bits", "categorical", "cauchy",
+           "chisquare", "choice", "clone", "dirichlet", "double_sided_maxwell", "exponential",
+           "f", "fold_in", "gamma", "generalized_normal", "geometric", "gumbel", "key",
+           "key_data", "laplace", "loggamma", "logistic", "lognormal", "maxwell", "multinomial",
+           "multivariate_normal", "normal", "orthogonal", "pareto", "permutation", "poisson",
+           "rademacher", "randint", "rayleigh", "shuffle", "split", "t", "triangular",
+           "truncated_normal", "uniform", "wald", "weibull_min", "wrap_key_data"]

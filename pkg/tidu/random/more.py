@@ -1,6 +1,7 @@
 """jax.random's transforms of the basic draws: ``rademacher``, ``maxwell``,
 ``double_sided_maxwell``, ``weibull_min``, ``rayleigh``, ``pareto``, ``wald``, ``lognormal``,
-``geometric``, ``triangular``, ``f``, ``generalized_normal``, ``ball`` and ``clone``.  Each is
+``geometric``, ``triangular``, ``f``, ``generalized_normal``, ``ball``, ``binomial``,
+``multinomial`` and ``clone``.  Each is
 jax's algorithm step for step (the same key splits, the same draws, the same arithmetic), so the
 same key gives jax's numbers, up to the last-bit differences of the elementwise functions that
 ``tidu.random.distributions`` describes.  Default dtypes are jax's under x64."""
@@ -16,9 +17,9 @@ from tidu.random.gamma import chisquare, gamma
 from tidu.random.keys import check_key, eager, shape_of, split
 from tidu.trace.tracer import _current, _lift
 
-__all__ = ["ball", "clone", "double_sided_maxwell", "f", "generalized_normal", "geometric",
-           "lognormal", "maxwell", "pareto", "rademacher", "rayleigh", "triangular", "wald",
-           "weibull_min"]
+__all__ = ["ball", "binomial", "clone", "double_sided_maxwell", "f", "generalized_normal",
+           "geometric", "lognormal", "maxwell", "multinomial", "pareto", "rademacher", "rayleigh",
+           "triangular", "wald", "weibull_min"]
 
 
 def _param(x, dt=None):
@@ -216,3 +217,136 @@ def ball(key, d, p=2, shape=(), dtype=None):
     e = exponential(k2, shape, dt)
     r = (td.sum(td.abs(g) ** p, axis=-1) + e) ** (1 / _param(p))
     return g / r[..., None]
+
+
+# ---- binomial and multinomial (jax's: inversion for small means, BTRS rejection otherwise) ----
+
+_STIRLING_TAIL = np.array([0.0810614667953272, 0.0413406959554092, 0.0276779256849983,
+                           0.02079067210376509, 0.0166446911898211, 0.0138761288230707,
+                           0.0118967099458917, 0.0104112652619720, 0.00925546218271273,
+                           0.00833056343336287])
+
+
+def _stirling_approx_tail(k):
+    """log(k!) minus its Stirling approximation: a table for k <= 9, the series above."""
+    table = _lift(_current(), _STIRLING_TAIL.astype(k.dtype))
+    use_table = k <= 9
+    k = td.clip(k, 0.0, 9.0)
+    kp1sq = (k + 1) * (k + 1)
+    approx = (1.0 / 12 - (1.0 / 360 - 1.0 / 1260 / kp1sq) / kp1sq) / (k + 1)
+    return td.where(use_table, table[td.floor(k).astype(np.int32)], approx)
+
+
+def _binomial_inversion(key, count, prob, shape):
+    """Counts of geometric waiting times until they pass `count` (jax's, for count * p <= 10)."""
+    log1minusprob = td.log1p(-prob)
+
+    def body(carry):
+        num_geom, geom_sum, k = carry
+        subkey, k = split(k)
+        num_geom = td.where(geom_sum <= count, num_geom + 1, num_geom)
+        u = _uniform(subkey, shape, prob.dtype)
+        geom_sum = geom_sum + td.ceil(td.log(u) / log1minusprob)
+        return num_geom, geom_sum, k
+
+    zeros = td.zeros(shape, prob.dtype)
+    num_geom, _, _ = td.while_loop(lambda c: td.any(c[1] <= count), body, (zeros, zeros, key))
+    return num_geom - 1
+
+
+def _btrs(key, count, prob, shape):
+    """Hormann's transformed rejection with squeeze (BTRS), as jax's."""
+    stddev = td.sqrt(count * prob * (1 - prob))
+    b = 1.15 + 2.53 * stddev
+    a = -0.0873 + 0.0248 * b + 0.01 * prob
+    c = count * prob + 0.5
+    v_r = 0.92 - 4.2 / b
+    r = prob / (1 - prob)
+    alpha = (2.83 + 5.1 / b) * stddev
+    m = td.floor((count + 1) * prob)
+
+    def body(carry):
+        k_out, accepted, k = carry
+        ks = split(k, 3)
+        k, k0, k1 = ks[0], ks[1], ks[2]
+        u = _uniform(k0, shape, prob.dtype)
+        v = _uniform(k1, shape, prob.dtype)
+        u = u - 0.5
+        us = 0.5 - td.abs(u)
+        accept1 = (us >= 0.07) & (v <= v_r)
+        kk = td.floor((2 * a / us + b) * u + c)
+        reject = (kk < 0) | (kk > count)
+        v = td.log(v * alpha / (a / (us * us) + b))
+        ub = ((m + 0.5) * td.log((m + 1) / (r * (count - m + 1)))
+              + (count + 1) * td.log((count - m + 1) / (count - kk + 1))
+              + (kk + 0.5) * td.log(r * (count - kk + 1) / (kk + 1))
+              + _stirling_approx_tail(m) + _stirling_approx_tail(count - m)
+              - _stirling_approx_tail(kk) - _stirling_approx_tail(count - kk))
+        accept = accept1 | (~reject & (v <= ub))
+        return td.where(accept, kk, k_out), accepted | accept, k
+
+    init = (td.full(shape, -1, prob.dtype), td.zeros(shape, bool), key)
+    return td.while_loop(lambda c: td.any(~c[1]), body, init)[0]
+
+
+@eager("shape", "dtype")
+def binomial(key, n, p, shape=None, dtype=None):
+    """``jax.random.binomial``: inversion of geometric waiting times where n * min(p, 1 - p) <=
+    10, BTRS rejection elsewhere (both drawn from the same key, as jax's, then selected); NaN
+    for n < 0 or NaN, p < 0 or NaN; inf for n = inf; floats of dtype (float64 by default)."""
+    dt = _float("binomial", dtype)
+    k = check_key("binomial", key)
+    shape = _shape("binomial", shape, n, p)
+    prob = _lift(_current(), p)
+    if kind_of(prob.dtype) != "f":
+        prob = prob.astype(np.float64)
+    count = td.broadcast_to(_lift(_current(), n).astype(prob.dtype), shape)
+    prob = td.broadcast_to(prob, shape)
+    p_lt_half = prob < 0.5
+    q = td.where(p_lt_half, prob, 1.0 - prob)
+    count_nan_or_neg = td.isnan(count) | (count < 0.0)
+    count_inf = td.isinf(count)
+    q_is_nan = td.isnan(q)
+    q_l_0 = q < 0.0
+    q = td.where(q_is_nan | q_l_0, td.full_like(q, 0.01), q)
+    use_inversion = count_nan_or_neg | (count * q <= 10.0)
+    count = td.floor(count)
+    count_inv = td.where(use_inversion, count, td.zeros_like(count))
+    count_btrs = td.where(use_inversion, td.full_like(count, 1e4), count)
+    q_btrs = td.where(use_inversion, td.full_like(q, 0.5), q)
+    samples = td.where(use_inversion, _binomial_inversion(k, count_inv, q, shape).astype(dt),
+                       _btrs(k, count_btrs, q_btrs, shape).astype(dt))
+    invalid = q_l_0 | q_is_nan | count_nan_or_neg
+    samples = td.where(invalid, np.array(np.nan, dt), samples)
+    samples = td.where(count_inf & ~invalid, np.array(np.inf, dt), samples)
+    return td.where(p_lt_half | count_nan_or_neg | q_is_nan | count_inf, samples,
+                    count.astype(dt) - samples)
+
+
+@eager("shape", "dtype", "unroll")
+def multinomial(key, n, p, *, shape=None, dtype=None, unroll=1):
+    """``jax.random.multinomial``: n draws over the categories of p's last axis, a binomial per
+    category (of what is left, with the category's share of the remaining probability) in a
+    scan, as jax's."""
+    dt = _float("multinomial", dtype)
+    k = check_key("multinomial", key)
+    n, p = _lift(_current(), n), _lift(_current(), p)
+    inexact = np.result_type(n.dtype, p.dtype, np.float32 if n.dtype.itemsize < 8 and
+                             p.dtype.itemsize < 8 else np.float64)
+    if kind_of(inexact) != "f":
+        inexact = np.dtype(np.float64)
+    n, p = n.astype(inexact), p.astype(inexact)
+    shape = p.shape if shape is None else shape_of(shape)
+    n = td.broadcast_to(n, shape[:-1])
+    p = td.moveaxis(td.broadcast_to(p, shape), -1, 0)
+    remaining = td.lax.cumsum(p, 0, reverse=True)
+    ratios = p / td.where(remaining == 0, 1, remaining)
+    keys = split(k, ratios.shape[0])
+
+    def body(remainder, ratio_key):
+        ratio, kk = ratio_key
+        count = binomial(kk, remainder, td.clip(ratio, 0, 1), dtype=remainder.dtype)
+        return remainder - count, count
+
+    _, counts = td.scan(body, n, (ratios, keys), unroll=unroll)
+    return td.moveaxis(counts, 0, -1).astype(dt)
