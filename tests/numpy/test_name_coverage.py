@@ -1,6 +1,6 @@
 """Name coverage against jax (issue #32): every public name of jax.numpy, jax.numpy.linalg,
-jax.numpy.fft, jax.nn, jax.scipy.special, jax.scipy.linalg, jax.scipy.stats and every public
-method of jax.Array either exists in tidu (the module of the same path; for methods, on a traced
+jax.numpy.fft, jax.nn, jax.scipy.special, jax.scipy.linalg, jax.scipy.stats, jax.random and
+every public method of jax.Array either exists in tidu (the module of the same path; for methods, on a traced
 value) or is listed in docs/numpy.md's "Deliberately absent" section with the reason, and at least
 95% of them exist.
 
@@ -38,6 +38,7 @@ from _support.markdown import rows, section
 pytest.importorskip("jax")
 import jax  # noqa: E402
 import jax.nn  # noqa: E402
+import jax.random  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import jax.numpy.fft  # noqa: E402
 import jax.numpy.linalg  # noqa: E402
@@ -56,6 +57,7 @@ MODULES = [
     ("scipy.special", jax.scipy.special, "jax.scipy.special"),
     ("scipy.linalg", jax.scipy.linalg, "jax.scipy.linalg"),
     ("scipy.stats", jax.scipy.stats, "jax.scipy.stats"),
+    ("random", jax.random, "jax.random"),
 ]
 METHODS_HEADING = "jax.Array methods"
 
