@@ -16,7 +16,7 @@ import re
 import numpy as np
 
 from tidu.api.vmap import vmap
-from tidu.numpy import core, shapes
+from tidu.numpy import core, dispatch, shapes
 from tidu.trace.tracer import Tracer, _lift, _trace_of
 
 __all__ = ["apply_along_axis", "apply_over_axes", "fromfunction", "piecewise", "vectorize"]
@@ -183,3 +183,8 @@ def fromfunction(function, shape, *, dtype=float, **kwargs):
         in_axes = [0 if i == j else None for j in range(len(shape))]
         function = vmap(function, in_axes=tuple(in_axes[::-1]))
     return function(*(np.arange(s, dtype=dtype) for s in shape), **kwargs)
+
+
+# numpy's own functions of these names on traced values call these (tidu.numpy.dispatch)
+for _name in ("apply_along_axis", "apply_over_axes", "piecewise"):
+    dispatch.register(_name, globals()[_name])

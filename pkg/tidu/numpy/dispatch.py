@@ -31,7 +31,7 @@ from tidu.numpy import (
 )
 from tidu.trace.tracer import Tracer
 
-__all__ = ["array_ufunc", "array_function"]
+__all__ = ["array_ufunc", "array_function", "register"]
 
 # numpy's canonical ufunc names that differ from the name tidu (like jax.numpy) exports.
 _UFUNC_ALIASES = {
@@ -64,6 +64,41 @@ _TOP = SimpleNamespace(**{n: getattr(m, n) for m in reversed(
     for n in m.__all__})
 _SUBS = {"linalg": linalg}
 
+# The rest of the numpy layer's names, after _TOP (imported at the first dispatch: several of these
+# modules sit above the tracer's method table that imports this one). Before stop 51 only _TOP's
+# modules were searched, so np.median, np.logical_and, np.unique, ... on a traced value raised
+# "tidu has no function of that name" though tidu had it.
+_MORE_MODULES = ("aliases", "reducers", "statistics", "selection", "sets", "logical", "numeric",
+                 "construct", "arrays", "calculus", "polynomials", "windows", "io", "constants",
+                 "segment")
+_more: dict | None = None
+# Names served by layers above this one (tidu.api's apply_along_axis, piecewise, ...): register().
+_REGISTERED: dict = {}
+
+
+def register(name: str, fn) -> None:
+    """Have numpy's function `name` on traced values call fn (for numpy names tidu defines above
+    the numpy layer)."""
+    _REGISTERED[name] = fn
+
+
+def _more_names() -> dict:
+    global _more
+    if _more is None:
+        import importlib  # noqa: PLC0415  (the modules import at the first dispatch, see above)
+
+        found: dict = {}
+        for m in _MORE_MODULES:
+            mod = importlib.import_module(f"tidu.numpy.{m}")
+            for n in getattr(mod, "__all__", ()):
+                fn = getattr(mod, n, None)
+                # numpy's own functions re-exported (io's save): calling them would dispatch here
+                # again
+                if str(getattr(fn, "__module__", "")).startswith("tidu."):
+                    found.setdefault(n, fn)
+        _more = found
+    return _more
+
 
 def _tidu_namespace(sub: str):
     return _SUBS.get(sub) if sub else _TOP
@@ -72,6 +107,8 @@ def _tidu_namespace(sub: str):
 def _find(sub: str, name: str):
     ns = _tidu_namespace(sub)
     fn = getattr(ns, name, None) if ns is not None else None
+    if fn is None and not sub:
+        fn = _more_names().get(name) or _REGISTERED.get(name)
     return fn if callable(fn) and not isinstance(fn, type) else None
 
 
