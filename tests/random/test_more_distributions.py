@@ -173,3 +173,45 @@ def test_reparameterisation_gradients_match_jax(name):
     got = td.grad(lambda s: td.sum(draw(td.random, s, k)))(0.5)
     want = jax.grad(lambda s: jax.numpy.sum(draw(jax.random, s, jk)))(0.5)
     np.testing.assert_allclose(got, float(want), rtol=1e-9)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("seed", [9, 12345])
+def test_high_dynamic_range_modes_match_jax(seed, dtype):
+    """mode='high' (bernoulli, gumbel, categorical, choice) and gumbel's 'highest' (float32: jax's
+    64-bit fixed-point draw through clz and a bitcast): jax's numbers; float64 Gumbel noise within
+    the float64 log's and log1p's ulps, whatever picks from it identical."""
+    k, jk = td.random.PRNGKey(seed), jax.random.PRNGKey(seed)
+    for mode in ("high", "highest"):
+        got = td.random.gumbel(k, (300,), dtype, mode=mode)
+        want = np.asarray(jax.random.gumbel(jk, (300,), dtype, mode=mode))
+        # (float64: XLA's CPU log1p is up to ~100 ulps off, tests/random/test_random.py)
+        assert got.dtype == want.dtype and _ulps(got, want) <= (0 if dtype == "float32" else 256)
+        logits = np.random.default_rng(seed).standard_normal((4, 10)).astype(dtype)
+        np.testing.assert_array_equal(td.random.categorical(k, logits, mode=mode),
+                                      jax.random.categorical(jk, logits, mode=mode))
+        np.testing.assert_array_equal(
+            td.random.categorical(k, logits[0], shape=(3,), replace=False, mode=mode),
+            jax.random.categorical(jk, logits[0], shape=(3,), replace=False, mode=mode))
+        pr = (np.arange(1.0, 11.0) / 55).astype(dtype)
+        np.testing.assert_array_equal(
+            td.random.choice(k, 10, (4,), replace=False, p=pr, mode=mode),
+            jax.random.choice(jk, 10, (4,), replace=False, p=pr, mode=mode))
+    p = np.geomspace(1e-12, 0.9, 60).astype(dtype)
+    np.testing.assert_array_equal(td.random.bernoulli(k, p, (3, 60), mode="high"),
+                                  jax.random.bernoulli(jk, p, (3, 60), mode="high"))
+    with pytest.raises(ValueError, match="bernoulli: mode must be one of 'low', 'high'"):
+        td.random.bernoulli(k, 0.5, mode="highest")
+
+
+def test_high_modes_sample_the_same_distributions():
+    """Over 2^20 draws: bernoulli's rate at p = 1e-3 in both modes, and the three Gumbel modes'
+    means against the Euler-Mascheroni constant (every draw finite)."""
+    k = td.random.PRNGKey(4)
+    n = 1 << 20
+    low = td.random.bernoulli(k, np.float32(1e-3), (n,))
+    high = td.random.bernoulli(k, np.float32(1e-3), (n,), mode="high")
+    assert abs(low.mean() - 1e-3) < 2e-4 and abs(high.mean() - 1e-3) < 2e-4
+    for mode in ("low", "high", "highest"):
+        g = td.random.gumbel(k, (n,), np.float32, mode=mode)
+        assert np.isfinite(g).all() and abs(g.astype(np.float64).mean() - np.euler_gamma) < 0.01

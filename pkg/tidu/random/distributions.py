@@ -147,16 +147,26 @@ def truncated_normal(key, lower, upper, shape=None, dtype=None):
                    td.nextafter(td.stop_gradient(upper), -inf))
 
 
+def _check_mode(name, mode, modes=("low", "high")):
+    if mode not in modes:
+        raise ValueError(f"{name}: mode must be one of {', '.join(map(repr, modes))}, got "
+                         f"{mode!r}")
+
+
 @eager("shape", "mode")
 def bernoulli(key, p=0.5, shape=None, mode="low"):
-    """``jax.random.bernoulli``: uniform(p's dtype) < p (mode 'low', jax's default)."""
-    if mode != "low":
-        raise NotImplementedError(f"bernoulli: mode={mode!r}; tidu has mode='low'")
+    """``jax.random.bernoulli``: uniform(p's dtype) < p (mode 'low', jax's default); mode 'high'
+    compares two uniform draws as one of twice the bits, u2 2^-nmant < p - u1 (right for p
+    down to ~1e-14 in float32)."""
+    _check_mode("bernoulli", mode)
     k = check_key("bernoulli", key)
     p = _lift(_current(), p)
     if p.dtype not in _FLOATS:
         p = p.astype(np.float64)
     shape = p.shape if shape is None else shape_of(shape)
+    if mode == "high":
+        u = _uniform(k, (2, *shape), p.dtype)
+        return u[1] * np.array(2.0 ** -np.finfo(p.dtype).nmant, p.dtype) < p - u[0]
     return _uniform(k, shape, p.dtype) < p
 
 
@@ -216,8 +226,19 @@ def _randint(k, shape, minval, maxval, dt):
     return td.broadcast_to(lo + off.astype(dt), shape)
 
 
-def _gumbel(key, shape, dt, unit=None) -> Tracer:
-    return -td.log(-td.log(_uniform(key, shape, dt, np.finfo(dt).tiny, 1.0, unit)))
+def _gumbel(key, shape, dt, unit=None, mode="low") -> Tracer:
+    """jax's Gumbel noise: -log(-log(u)) (mode 'low'); mode 'high' (and 'highest' in float64) a
+    uniform of twice the bits below 1/2, -log(-log1p(-x)), for tails down to ~1e-14 in float32."""
+    if mode == "low":
+        return -td.log(-td.log(_uniform(key, shape, dt, np.finfo(dt).tiny, 1.0, unit)))
+    if mode == "highest" and dt == np.float32:
+        return _gumbel_highest32(key, shape)
+    info = np.finfo(dt)
+    u = _uniform(key, (2, *shape), dt, 0.0, 1.0)
+    high, low = u[0], u[1]
+    x = td.where(high >= 0.5, high,
+                 high + np.array(2.0 ** -info.nmant, dt) * low + np.array(info.tiny, dt))
+    return -td.log(-td.log1p(-x))
 
 
 _BLOCK = 1 << 20  # Gumbel values a chunked categorical draws at once
@@ -260,20 +281,53 @@ def _argmax_gumbel_chunked(key, logits, gshape, axis):
     return parts[0] if len(parts) == 1 else td.concatenate(parts, axis=0)
 
 
+def _bits_to_unit32(hi, lo):
+    """jax's _safe_int_to_float: the 64-bit fixed-point fraction (hi, lo) (uint32 words) as the
+    float32 in (0, 1) it rounds down to, built from its leading-zero count and bits."""
+    u32 = np.uint32
+    hiclz, loclz = td.lax.clz(hi), td.lax.clz(lo)
+    mantissa = (hi << hiclz) | td.where(hiclz == 32, lo << loclz,
+                                        td.lax.shift_right_logical(lo, u32(32) - hiclz))
+    mantissa = td.lax.shift_right_logical(mantissa, u32(32 - 23 - 1)) & u32((1 << 23) - 1)
+    exp = (u32(126) - td.where(hiclz == 32, u32(32) + loclz, hiclz)) << u32(23)
+    exp = exp & u32((1 << 30) - (1 << 22))
+    return td.lax.bitcast_convert_type(exp | mantissa, np.float32)
+
+
+def _gumbel_highest32(key, shape) -> Tracer:
+    """jax's float32 mode 'highest': 64 random bits as a fixed-point u, 1 - u where u >= 1/2,
+    each side's log1p or log (tails down to ~1e-19)."""
+    u32 = np.uint32
+    bits = bits32(key, (2, *shape))
+    hi, lo = bits[0], bits[1]
+    # 1 - u in 64-bit fixed point: the complement plus one, carried into the high word
+    nlo = ~lo
+    nhi = ~hi + (nlo == u32(0xFFFFFFFF)).astype(u32)
+    nlo = nlo + u32(1)
+    flip = hi < u32(1 << 31)  # u < 1/2: u itself and log1p; else 1 - u and log
+    x = _bits_to_unit32(td.where(flip, hi, nhi), td.where(flip, lo, nlo))
+    return td.where(flip, -td.log(-td.log1p(-x)), -td.log(-td.log(x)))
+
+
+_GUMBEL_MODES = ("low", "high", "highest")
+
+
 @eager("shape", "dtype", "mode")
 def gumbel(key, shape=(), dtype=None, mode=None):
-    """``jax.random.gumbel`` (mode 'low', jax's default): -log(-log(u))."""
-    if mode not in (None, "low"):
-        raise NotImplementedError(f"gumbel: mode={mode!r}; tidu has mode='low'")
-    return _gumbel(check_key("gumbel", key), shape_of(shape), _float("gumbel", dtype))
+    """``jax.random.gumbel``: -log(-log(u)) (mode 'low', jax's default: None); 'high' and
+    'highest' as ``_gumbel``."""
+    mode = "low" if mode is None else mode
+    _check_mode("gumbel", mode, _GUMBEL_MODES)
+    return _gumbel(check_key("gumbel", key), shape_of(shape), _float("gumbel", dtype),
+                   mode=mode)
 
 
 @eager("axis", "shape", "replace", "mode")
 def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None):
     """``jax.random.categorical``: argmax of logits plus Gumbel noise with replacement, the
     Gumbel top-k of the categories without (one noise draw of logits' shape, as jax)."""
-    if mode not in (None, "low"):
-        raise NotImplementedError(f"categorical: mode={mode!r}; tidu has mode='low'")
+    mode = "low" if mode is None else mode
+    _check_mode("categorical", mode, _GUMBEL_MODES)
     k = check_key("categorical", key)
     logits = _lift(_current(), logits)
     if logits.dtype not in _FLOATS:
@@ -287,7 +341,7 @@ def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None):
                          f"shape {batch}")
     prefix = shape[:len(shape) - len(batch)]
     if not replace:  # Gumbel top-k over the categories, as jax
-        g = logits + _gumbel(k, logits.shape, logits.dtype)
+        g = logits + _gumbel(k, logits.shape, logits.dtype, mode=mode)
         draws = math.prod(prefix)
         if draws > logits.shape[axis]:
             raise ValueError(f"Number of samples without replacement ({draws}) cannot exceed "
@@ -298,9 +352,10 @@ def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None):
     lshape.insert(axis, logits.shape[axis])
     gshape = prefix + tuple(lshape)
     expanded = td.reshape(logits, (1,) * len(prefix) + logits.shape)
-    if math.prod(gshape) > 2 * _BLOCK and axis + len(prefix) > 0 and gshape[0] > 1:
+    if mode == "low" and math.prod(gshape) > 2 * _BLOCK and axis + len(prefix) > 0 \
+            and gshape[0] > 1:
         return _argmax_gumbel_chunked(k, expanded, gshape, axis + len(prefix))
-    g = _gumbel(k, gshape, logits.dtype)
+    g = _gumbel(k, gshape, logits.dtype, mode=mode)
     return td.argmax(g + expanded, axis=axis + len(prefix))
 
 
@@ -413,7 +468,7 @@ def shuffle(key, x, axis=0):
     return _shuffle(check_key("shuffle", key), x, axis % max(x.ndim, 1))
 
 
-def _choice_impl(key, a, shape=(), replace=True, p=None, axis=0):
+def _choice_impl(key, a, shape=(), replace=True, p=None, axis=0, mode="low"):
     k = check_key("choice", key)
     shape = shape_of(shape)
     scalar = isinstance(a, (int, np.integer))
@@ -445,23 +500,23 @@ def _choice_impl(key, a, shape=(), replace=True, p=None, axis=0):
             r = cum[-1] * (1 - _uniform(k, shape, p.dtype))
             ind = td.searchsorted(cum, r).astype(np.int64)
         else:  # the Gumbel top-k trick, as jax
-            g = _gumbel(k, (n,), p.dtype) + td.log(p)
+            g = _gumbel(k, (n,), p.dtype, mode=mode) + td.log(p)
             ind = td.lax.top_k(g, draws)[1].astype(np.int64)
         result = ind if scalar else td.take(arr, ind, axis=axis)
     return td.reshape(result, shape if scalar else
                       arr.shape[:axis] + shape + arr.shape[axis + 1:])
 
 
-_choice_int = eager("a", "shape", "replace", "axis")(_choice_impl)
-_choice_arr = eager("shape", "replace", "axis")(_choice_impl)
+_choice_int = eager("a", "shape", "replace", "axis", "mode")(_choice_impl)
+_choice_arr = eager("shape", "replace", "axis", "mode")(_choice_impl)
 
 
 def choice(key, a, shape=(), replace=True, p=None, axis=0, mode=None):
     """``jax.random.choice``: draws from range(a) (an int) or a's entries along axis, with or
     without replacement, uniformly or by probabilities p (without replacement: jax's Gumbel
     top-k)."""
-    if mode not in (None, "low"):
-        raise NotImplementedError(f"choice: mode={mode!r}; tidu has mode='low'")
+    mode = "low" if mode is None else mode
+    _check_mode("choice", mode, _GUMBEL_MODES)
     if isinstance(a, (int, np.integer)):
-        return _choice_int(key, int(a), shape_of(shape), replace, p, axis)
-    return _choice_arr(key, a, shape_of(shape), replace, p, axis)
+        return _choice_int(key, int(a), shape_of(shape), replace, p, axis, mode)
+    return _choice_arr(key, a, shape_of(shape), replace, p, axis, mode)
