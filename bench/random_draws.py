@@ -1,6 +1,7 @@
 """td.random against jax.random under jax.jit, in one process (x64, CPU): 1e7 normals in float32
-and float64, 1e6 categorical draws over 1,000 classes, and an HMC step that draws its momentum
-inside scan (500 steps, 10-d).  Prints cold (first call: trace, compile, run) and warm (median)
+and float64, 1e6 categorical draws over 1,000 classes, six of jax's transforms of the basic draws
+(wald, weibull_min, lognormal, geometric, triangular, rayleigh: 1e6 each), 1e5 binomials over
+both of jax's samplers, and an HMC step that draws its momentum inside scan (500 steps, 10-d).  Prints cold (first call: trace, compile, run) and warm (median)
 times, the ratios jax / tidu (> 1: tidu faster) and the largest difference of the numbers drawn
 (0: identical).  ``--quick`` shrinks the sizes 10x; ``--full`` draws the issue's categorical size,
 1e6 draws over 1,000 classes (tidu draws it in blocks, peak memory ~200 MB), with 2 warm calls
@@ -63,6 +64,25 @@ def categorical(mod):
     return lambda k: mod.random.categorical(k, logits, shape=(CAT,))
 
 
+def transforms(mod):
+    """stop 51's distributions (tidu/random/more.py), 1e6 draws each, in one program."""
+    n = 10**6 // S
+    r = mod.random
+
+    def f(k):
+        ks = r.split(k, 6)
+        return (r.wald(ks[0], 1.5, (n,)), r.weibull_min(ks[1], 2.0, 1.5, (n,)),
+                r.lognormal(ks[2], 0.5, (n,)), r.geometric(ks[3], 0.2, (n,)),
+                r.triangular(ks[4], 0.0, 0.3, 1.0, (n,)), r.rayleigh(ks[5], 2.0, (n,)))
+    return f
+
+
+def binomial(mod):
+    """1e5 binomial draws over both of jax's samplers (n p <= 10: inversion; above: BTRS)."""
+    n = np.array([5.0, 40.0, 400.0, 4000.0])
+    return lambda k: mod.random.binomial(k, n, 0.3, (10**5 // S // 4, 4))
+
+
 def hmc(mod, lax_scan):
     """500 leapfrog-free HMC-like steps on a 10-d Gaussian: momentum drawn inside the loop."""
     def step(carry, i):
@@ -118,6 +138,8 @@ def main():
     cases = [("normal f32 1e7", normals(td, "float32"), normals(jax, "float32")),
              ("normal f64 1e7", normals(td, "float64"), normals(jax, "float64")),
              (f"categorical {CAT:.0e}x1000", categorical(td), categorical(jax)),
+             ("wald..rayleigh 6x1e6", transforms(td), transforms(jax)),
+             ("binomial 1e5", binomial(td), binomial(jax)),
              ("hmc scan 500x10", hmc(td, td.scan), hmc(jax, jax.lax.scan))]
     k, jk = td.random.PRNGKey(0), jax.random.PRNGKey(0)
     print(f"{'case':24s} {'tidu cold':>10s} {'jax cold':>10s} {'ratio':>7s} "
