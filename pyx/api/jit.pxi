@@ -87,21 +87,34 @@ def keys_of(tracers):
     return [ValKey(x._v) for x in tracers]
 
 
-def intern_ids(dict ids, list objs, keys):
+def intern_ids(dict ids, list objs, keys, lock):
     """The id of each of keys in the table ids (object -> id; objs: id -> object), new keys
-    taking the next ids (tidu.graph._Interned.ids_of, under its lock)."""
+    taking the next ids, holding lock (tidu.graph._Interned.ids_of; taken here, in C, so that an
+    exception raised in Python code, a Ctrl-C, cannot leave it held: see call_locked)."""
     cdef list out = []
     cdef Py_ssize_t n
-    for key in keys:
-        n = len(objs)
-        try:
-            i = ids.setdefault(key, n)
-        except TypeError:
-            raise TypeError(f"keys and ops must be hashable, got {type(key).__name__}") from None
-        if <Py_ssize_t>i == n:
-            objs.append(key)
-        out.append(i)
+    with lock:
+        for key in keys:
+            n = len(objs)
+            try:
+                i = ids.setdefault(key, n)
+            except TypeError:
+                raise TypeError(f"keys and ops must be hashable, got {type(key).__name__}") \
+                    from None
+            if <Py_ssize_t>i == n:
+                objs.append(key)
+            out.append(i)
     return out
+
+
+def call_locked(lock, fn, *args):
+    """fn(*args) holding lock, which is taken and given back here, in C. A Python `with lock:`
+    has instructions outside the handler that gives it back (CPython 3.11 runs the exit of a
+    `with` left normally as plain code under the `with`'s line): an exception raised there (a
+    Ctrl-C, as tests/backends/test_interrupt.py injects it) left the interner's lock held and
+    the next trace waiting on it for good."""
+    with lock:
+        return fn(*args)
 
 
 cdef class StaticJitted

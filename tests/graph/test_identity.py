@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 
@@ -196,10 +198,15 @@ def test_compiled_trace_helpers():
     assert got[2] == td.aval((3, 2), "float32") and got[3] == td.aval((), "float64")
     assert got[7] == td.aval((), "float32") and got[8] == td.aval((2,), "float64")
 
-    ids, objs = {}, []
-    assert _core.intern_ids(ids, objs, ["a", ("b", 1), "a"]) == [0, 1, 0] and objs == ["a", ("b", 1)]
+    ids, objs, lock = {}, [], threading.Lock()
+    assert _core.intern_ids(ids, objs, ["a", ("b", 1), "a"], lock) == [0, 1, 0] \
+        and objs == ["a", ("b", 1)]
     with pytest.raises(TypeError, match="hashable, got list"):
-        _core.intern_ids(ids, objs, ["c", [1]])
+        _core.intern_ids(ids, objs, ["c", [1]], lock)
+    assert not lock.locked()  # given back on the error too
+    with pytest.raises(ZeroDivisionError):
+        _core.call_locked(lock, lambda: 1 / 0)
+    assert not lock.locked() and _core.call_locked(lock, max, 2, 5) == 5
 
     def f(x):
         return {"a": (x, [x * 2.0]), "b": 3.0}

@@ -11,6 +11,8 @@ from typing import Any
 import ml_dtypes  # noqa: F401 - registers bfloat16 with numpy (np.dtype("bfloat16")), as jax does
 import numpy as np
 
+from tidu._native import _core
+
 __all__ = ["AbstractValue", "aval", "aval_of", "MAX_ELEMENTS", "FLOATS", "HALF_FLOATS", "COMPLEXES",
            "INTS",
            "BOOL", "INEXACT", "NUMERIC", "REAL", "ALL", "SIGNED_INTS", "UNSIGNED_INTS",
@@ -75,13 +77,18 @@ def aval(shape: Sequence[int] | int, dtype: Any) -> AbstractValue:
     if math.prod(d for d in shp if d) > MAX_ELEMENTS:  # as the C++ validator (checked.hpp)
         raise ValueError(f"shape {shp} has more than 2**48 elements (the product of its non-zero "
                          "dimensions), the most an array may hold")
-    with _lock:
-        canon = _avals.get((shp, dt.name))
-        if canon is None:
-            canon = AbstractValue(shp, dt, len(_aval_list))
-            _aval_list.append(canon)
-            _avals[(shp, dt.name)] = canon
-        _avals[key] = canon
+    return _core.call_locked(_lock, _intern_aval, shp, dt, key)
+
+
+def _intern_aval(shp: tuple, dt: np.dtype, key) -> AbstractValue:
+    """The canonical AbstractValue of (shp, dt), made if new, also found under key (aval's
+    argument form); called holding _lock (_core.call_locked says why not `with _lock:`)."""
+    canon = _avals.get((shp, dt.name))
+    if canon is None:
+        canon = AbstractValue(shp, dt, len(_aval_list))
+        _aval_list.append(canon)
+        _avals[(shp, dt.name)] = canon
+    _avals[key] = canon
     return canon
 
 

@@ -129,9 +129,9 @@ class _Interned:
         return i if i is not None else self.ids_of((obj,))[0]
 
     def ids_of(self, objs: Iterable) -> list[int]:
-        """id() of each of objs, under one lock (a new object is hashed once, not twice)."""
-        with _lock:
-            return _core.intern_ids(self.ids, self.objs, objs)
+        """id() of each of objs, under one lock (a new object is hashed once, not twice), which
+        _core takes itself (_core.call_locked says why)."""
+        return _core.intern_ids(self.ids, self.objs, objs, _lock)
 
 
 _input_keys = _Interned()

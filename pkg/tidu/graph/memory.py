@@ -168,8 +168,7 @@ def reclaim() -> bool:
     if no fragment, walk or program holds interned ids; returns whether it did."""
     if not (_core.n_vals() or _core.n_ops() or _keys._prims.objs or _keys._input_keys.objs):
         return _core.live_holders() == 0  # empty already: no new epoch
-    with _lock:
-        done = _core.reset_interner(_id_tables())
+    done = _core.call_locked(_lock, lambda: _core.reset_interner(_id_tables()))
     if done:
         _held[0] = _held[1] = 0
         _auto.reset(0, 0, 0)
@@ -184,34 +183,41 @@ def cut(min_bytes: int = 0) -> int:
 
     Only safe where no trace or transform is in progress (their ids in hand are not yet in a
     holder): ``at_safe_point`` checks that before calling it."""
-    with _lock:
-        n_vals, n_ops, n_prims, n_keys = _core.kept_marks()
-        prims, keys = _keys._prims, _keys._input_keys
-        if n_ops == _core.n_ops() and n_prims == len(prims.objs) and n_keys == len(keys.objs):
-            return 0
-        if min_bytes:
-            total = max(_core.n_ops(), 1)
-            est = _core.interner_bytes() * (total - n_ops) // total
-            est += sum(_prim_bytes(op) for op in prims.objs[n_prims:])
-            est += _KEY_BYTES * (len(keys.objs) - n_keys)
-            programs = _CACHES.get("program_cache")  # emptied with the memos
-            est += _PROGRAM_BYTES * (len(programs[0]) if programs is not None else 0)
-            if est < min_bytes:
-                return 0
-        tables = [c for c, _, holds, _ in _CACHES.values() if holds]
-        # No other Python thread may run in the middle of the cut (it could intern an op with a
-        # primitive id being freed): the cut runs Python code (hashing the primitives it drops),
-        # so the interpreter is asked not to switch threads until it is done.
-        interval = sys.getswitchinterval()
-        sys.setswitchinterval(1e6)
-        try:
-            freed = _core.truncate_interner(n_vals, n_ops, n_prims, n_keys,
-                                            (prims.ids, prims.objs), (keys.ids, keys.objs),
-                                            tables)
-        finally:
-            sys.setswitchinterval(interval)
+    freed = _core.call_locked(_lock, _cut_locked, min_bytes)  # (_core.call_locked: why)
+    if freed is None:
+        return 0
     _held[0] = _held[1] = 0
     _auto.holders = min(_auto.holders, _core.live_holders())
+    return freed
+
+
+def _cut_locked(min_bytes: int) -> int | None:
+    """cut's work, holding _lock: the ops freed, or None where nothing was cut."""
+    n_vals, n_ops, n_prims, n_keys = _core.kept_marks()
+    prims, keys = _keys._prims, _keys._input_keys
+    if n_ops == _core.n_ops() and n_prims == len(prims.objs) and n_keys == len(keys.objs):
+        return None
+    if min_bytes:
+        total = max(_core.n_ops(), 1)
+        est = _core.interner_bytes() * (total - n_ops) // total
+        est += sum(_prim_bytes(op) for op in prims.objs[n_prims:])
+        est += _KEY_BYTES * (len(keys.objs) - n_keys)
+        programs = _CACHES.get("program_cache")  # emptied with the memos
+        est += _PROGRAM_BYTES * (len(programs[0]) if programs is not None else 0)
+        if est < min_bytes:
+            return None
+    tables = [c for c, _, holds, _ in _CACHES.values() if holds]
+    # No other Python thread may run in the middle of the cut (it could intern an op with a
+    # primitive id being freed): the cut runs Python code (hashing the primitives it drops),
+    # so the interpreter is asked not to switch threads until it is done.
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e6)
+    try:
+        freed = _core.truncate_interner(n_vals, n_ops, n_prims, n_keys,
+                                        (prims.ids, prims.objs), (keys.ids, keys.objs),
+                                        tables)
+    finally:
+        sys.setswitchinterval(interval)
     return freed
 
 
