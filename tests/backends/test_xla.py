@@ -495,30 +495,28 @@ def test_program_work_counts_products_and_elements_written():
 def test_auto_decides_cpu_without_importing_jax_where_no_accelerator_can_be(monkeypatch):
     """Large work under ``auto`` asks jax for its platform only when jax is imported already or
     an accelerator could be present: on a machine without one, jax is never imported."""
-    code = ("import sys, numpy as np, tidu as td, tidu.xla as x\n"
-            "x._accelerator_possible = lambda: False\n"
-            "a = np.ones((400, 400))\n"
-            "f = td.jit(lambda a, b: td.tanh(a @ b))\n"
-            "np.testing.assert_allclose(f(a, a), np.tanh(a @ a))\n"
-            "((p, *_),) = f.cache.values()\n"
-            "assert x.program_work(p.executable) >= x.AUTO_MIN_WORK and p.backend == 'cpu'\n"
-            "print('jax' in sys.modules)\n")
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert res.returncode == 0 and res.stdout.strip() == "False", res.stderr[-2000:]
+    def run(head: str, probe: str) -> str:
+        """A fresh process with no accelerator: `head`, then a large program under auto, which
+        must run on the interpreter; what `probe` prints."""
+        code = (f"{head}\n"
+                "import numpy as np, tidu as td, tidu.xla as x\n"
+                "x._accelerator_possible = lambda: False\n"
+                "a = np.ones((400, 400))\n"
+                "f = td.jit(lambda a, b: td.tanh(a @ b))\n"
+                "np.testing.assert_allclose(f(a, a), np.tanh(a @ a))\n"
+                "((p, *_),) = f.cache.values()\n"
+                "assert x.program_work(p.executable) >= x.AUTO_MIN_WORK and p.backend == 'cpu'\n"
+                f"print({probe})\n")
+        res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        assert res.returncode == 0, res.stderr[-2000:]
+        return res.stdout.strip()
+
+    assert run("import sys", "'jax' in sys.modules") == "False"
     # jax imported but its backends not started: the same guess, and they stay unstarted (starting
     # them, and importing jax.extend for the question, cost ~35 ms of a first call under auto)
-    code = ("import numpy as np, jax, tidu as td, tidu.xla as x\n"
-            "from jax._src import xla_bridge\n"
-            "x._accelerator_possible = lambda: False\n"
-            "a = np.ones((400, 400))\n"
-            "f = td.jit(lambda a, b: td.tanh(a @ b))\n"
-            "np.testing.assert_allclose(f(a, a), np.tanh(a @ a))\n"
-            "((p, *_),) = f.cache.values()\n"
-            "assert x.program_work(p.executable) >= x.AUTO_MIN_WORK and p.backend == 'cpu'\n"
-            "print(xla_bridge.backends_are_initialized(), 'jax.extend' in __import__('sys').modules)\n")
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert res.returncode == 0 and res.stdout.strip() == "False False", (res.stdout,
-                                                                          res.stderr[-2000:])
+    assert run("import sys, jax\nfrom jax._src import xla_bridge",
+               "xla_bridge.backends_are_initialized(), 'jax.extend' in sys.modules") \
+        == "False False"
     jax.devices()  # started backends answer for themselves
     monkeypatch.setattr(xla, "_accelerator_possible", lambda: False)
     monkeypatch.setattr(xla, "default_platform", lambda: "gpu")

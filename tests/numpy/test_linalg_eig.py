@@ -14,6 +14,7 @@ from tidu import _eval
 from tidu import ops as P
 from tidu.testing import check_grads
 from _support.compare import close_for, jax_value, mH, rand_inexact
+from _support.blas import without_lapack
 from _support.values import INEXACT, one_op_graph
 
 jax = pytest.importorskip("jax")
@@ -69,8 +70,6 @@ def test_real_input_with_complex_pairs_and_a_real_spectrum():
 
 @pytest.mark.parametrize("dtype", INEXACT)
 def test_kernel_matches_scipy_and_needs_lapack(dtype):
-    from tidu import evaluator
-
     rng = np.random.default_rng(5)
     x = rand_inexact(rng, (2, 4, 4), dtype)
     progs = []
@@ -80,14 +79,8 @@ def test_kernel_matches_scipy_and_needs_lapack(dtype):
     for op, prog in progs:
         (got,) = prog.eval([x])
         close_for(got, op.impl(x), dtype, 100)
-    evaluator.ensure_blas()
-    try:
-        _eval.clear_blas()
-        with pytest.raises(RuntimeError, match=r"Eig \(\?geev\) needs LAPACK"):
-            progs[0][1].eval([x])
-    finally:
-        evaluator.BLAS = None
-        evaluator.ensure_blas()
+    with without_lapack(), pytest.raises(RuntimeError, match=r"Eig \(\?geev\) needs LAPACK"):
+        progs[0][1].eval([x])
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

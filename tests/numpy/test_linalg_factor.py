@@ -13,6 +13,7 @@ from _support.compare import jax_value
 from tidu import _eval, evaluator
 from tidu import ops as P
 from tidu.testing import check_grads
+from _support.blas import without_lapack
 from _support.values import INEXACT, one_op_graph
 
 jax = pytest.importorskip("jax")
@@ -405,14 +406,8 @@ def test_qr_raw_kernel_vmap_reflectors_and_no_derivative():
         td.grad(lambda a: td.sum(td.linalg.qr(a, mode="raw")[0]))(x[0].real)
     with pytest.raises(ValueError, match="unsupported mode 'economic'"):
         td.jit(lambda a: td.linalg.qr(a, mode="economic"))(x)
-    evaluator.ensure_blas()
-    try:
-        _eval.clear_blas()
-        with pytest.raises(RuntimeError, match=r"Geqrf \(\?geqrf\) needs LAPACK"):
-            prog.eval([x])
-    finally:
-        evaluator.BLAS = None
-        evaluator.ensure_blas()
+    with without_lapack(), pytest.raises(RuntimeError, match=r"Geqrf \(\?geqrf\) needs LAPACK"):
+        prog.eval([x])
 
 
 # ---- forged instructions are refused by validate.hpp ----

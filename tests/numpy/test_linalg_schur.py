@@ -12,6 +12,7 @@ import tidu as td
 from tidu import _eval
 from tidu import ops as P
 from _support.compare import close_for, mH, rand_inexact
+from _support.blas import without_lapack
 from _support.values import INEXACT, one_op_graph
 
 jax = pytest.importorskip("jax")
@@ -65,8 +66,6 @@ def test_real_schur_has_a_block_per_complex_pair():
 
 @pytest.mark.parametrize("dtype", INEXACT)
 def test_kernel_matches_scipy_and_needs_lapack(dtype):
-    from tidu import evaluator
-
     x = rand_inexact(np.random.default_rng(5), (2, 4, 4), dtype)
     prog = td.compile(one_op_graph(P.Schur(), [td.aval(x.shape, x.dtype)]))
     (got,) = prog.eval([x])
@@ -77,14 +76,8 @@ def test_kernel_matches_scipy_and_needs_lapack(dtype):
         ph = ph / np.abs(ph)
         close_for(z, zr * ph, dtype, 100)
         close_for(got[k, :, :4], np.conj(ph)[:, None] * ref[k, :, :4] * ph[None, :], dtype, 100)
-    evaluator.ensure_blas()
-    try:
-        _eval.clear_blas()
-        with pytest.raises(RuntimeError, match=r"Schur \(\?gees\) needs LAPACK"):
-            prog.eval([x])
-    finally:
-        evaluator.BLAS = None
-        evaluator.ensure_blas()
+    with without_lapack(), pytest.raises(RuntimeError, match=r"Schur \(\?gees\) needs LAPACK"):
+        prog.eval([x])
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -262,8 +255,6 @@ def test_hessenberg_matches_jax(backend, dtype, shape):
 
 
 def test_hessenberg_kernel_vmap_and_no_derivative():
-    from tidu import evaluator
-
     x = rand_inexact(np.random.default_rng(23), (2, 4, 4), "float64")
     prog = td.compile(one_op_graph(P.Hessenberg(), [td.aval(x.shape, x.dtype)]))
     (got,) = prog.eval([x])
@@ -272,11 +263,5 @@ def test_hessenberg_kernel_vmap_and_no_derivative():
     np.testing.assert_array_equal(h, td.jit(L.hessenberg)(x))
     with pytest.raises(NotImplementedError, match="Hessenberg.*no derivative"):
         td.grad(lambda a: L.hessenberg(a).sum())(x[0])
-    evaluator.ensure_blas()
-    try:
-        _eval.clear_blas()
-        with pytest.raises(RuntimeError, match=r"Hessenberg \(\?gehrd\) needs LAPACK"):
-            prog.eval([x])
-    finally:
-        evaluator.BLAS = None
-        evaluator.ensure_blas()
+    with without_lapack(), pytest.raises(RuntimeError, match=r"Hessenberg \(\?gehrd\) needs LAPACK"):
+        prog.eval([x])
