@@ -215,3 +215,15 @@ def test_high_modes_sample_the_same_distributions():
     for mode in ("low", "high", "highest"):
         g = td.random.gumbel(k, (n,), np.float32, mode=mode)
         assert np.isfinite(g).all() and abs(g.astype(np.float64).mean() - np.euler_gamma) < 0.01
+
+
+@pytest.mark.parametrize("name", ["wald_f32", "binomial_btrs", "multinomial_batch", "ball",
+                                  "geometric", "rayleigh_f32"])
+def test_xla_backend_draws_jaxs_numbers(name):
+    """The same draws compiled by tidu's XLA backend: jax's numbers (within the case's ulps)."""
+    draw, ulps = CASES[name]
+    k, jk = td.random.PRNGKey(7), jax.random.PRNGKey(7)
+    got = td.jit(lambda k: draw(td.random, k), backend="xla")(k)
+    want = np.asarray(draw(jax.random, jk))
+    assert got.shape == want.shape and got.dtype == want.dtype
+    assert _ulps(got, want) <= ulps, _ulps(got, want)
