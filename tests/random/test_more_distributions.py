@@ -54,6 +54,9 @@ CASES = {
         k, np.array([10.0, 1000.0]), np.array([[0.1, 0.0, 0.9], [0.25, 0.25, 0.5]])), 0),
     "multinomial_f32": (lambda R, k: R.multinomial(k, 50.0, np.array([0.5, 0.5]), shape=(3, 2),
                                                    dtype=F32), 0),
+    # a weak (Python) count with float32 probabilities: the binomials run in float32, as jax's
+    "multinomial_p_f32": (lambda R, k: R.multinomial(k, 50.0, np.array([0.2, 0.5, 0.3], F32)),
+                          0),
 }
 
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 import numpy as np
 
 import tidu as td
-from tidu.graph.dtypes import kind_of
+from tidu.graph.dtypes import kind_of, to_inexact_dtype
 from tidu.random.distributions import _float, _normal, _uniform, bernoulli, exponential
 from tidu.random.gamma import chisquare, gamma
 from tidu.random.keys import check_key, eager, shape_of, split
-from tidu.trace.tracer import _current, _lift
+from tidu.trace.tracer import _current, _lift, as_inexact, result_type
 
 __all__ = ["ball", "binomial", "clone", "double_sided_maxwell", "f", "generalized_normal",
            "geometric", "lognormal", "maxwell", "multinomial", "pareto", "rademacher", "rayleigh",
@@ -153,9 +153,7 @@ def geometric(key, p, shape=None, dtype=None):
         raise ValueError(f"dtype argument to `geometric` must be an int dtype, got {dt}")
     k = check_key("geometric", key)
     shape = _shape("geometric", shape, p)
-    p = _lift(_current(), p)
-    if kind_of(p.dtype) != "f":
-        p = p.astype(np.float64)
+    p = as_inexact(p)  # jax's promote_dtypes_inexact
     u = _uniform(k, shape, p.dtype)
     u = td.where(u == 0, np.array(1, p.dtype), u)
     g = td.floor(td.log(u) / td.broadcast_to(td.log1p(-p), shape)) + 1
@@ -297,9 +295,7 @@ def binomial(key, n, p, shape=None, dtype=None):
     dt = _float("binomial", dtype)
     k = check_key("binomial", key)
     shape = _shape("binomial", shape, n, p)
-    prob = _lift(_current(), p)
-    if kind_of(prob.dtype) != "f":
-        prob = prob.astype(np.float64)
+    prob = as_inexact(p)  # jax's promote_dtypes_inexact
     count = td.broadcast_to(_lift(_current(), n).astype(prob.dtype), shape)
     prob = td.broadcast_to(prob, shape)
     p_lt_half = prob < 0.5
@@ -330,12 +326,8 @@ def multinomial(key, n, p, *, shape=None, dtype=None, unroll=1):
     scan, as jax's."""
     dt = _float("multinomial", dtype)
     k = check_key("multinomial", key)
-    n, p = _lift(_current(), n), _lift(_current(), p)
-    inexact = np.result_type(n.dtype, p.dtype, np.float32 if n.dtype.itemsize < 8 and
-                             p.dtype.itemsize < 8 else np.float64)
-    if kind_of(inexact) != "f":
-        inexact = np.dtype(np.float64)
-    n, p = n.astype(inexact), p.astype(inexact)
+    inexact = to_inexact_dtype(result_type(n, p))  # jax's promote_dtypes_inexact (weak n)
+    n, p = _lift(_current(), n, inexact), _lift(_current(), p, inexact)
     shape = p.shape if shape is None else shape_of(shape)
     n = td.broadcast_to(n, shape[:-1])
     p = td.moveaxis(td.broadcast_to(p, shape), -1, 0)
