@@ -109,11 +109,7 @@ def _extreme(a, axis, out, keepdims, initial, where, largest: bool):
     if initial is None:
         return y
     init = np.asarray(initial, y.dtype)
-    if y.dtype in COMPLEXES:  # lexicographic, as the reduction: y and initial side by side
-        col = y.shape + (1,)
-        pair = T.concatenate([T.reshape(y, col), T.broadcast_to(init, col)], axis=y.ndim)
-        return T.lex_extreme(pair, (y.ndim,), False, largest)
-    return T.maximum(y, init) if largest else T.minimum(y, init)
+    return T.maximum(y, init) if largest else T.minimum(y, init)  # complex: lexicographic
 
 
 def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001
