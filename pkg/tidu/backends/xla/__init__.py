@@ -138,12 +138,15 @@ def lower_segments(
 # ---- compile and run through jax ----
 
 
-def require_jax():
-    """Import jax for the XLA backend, or raise naming what to install."""
+def require_jax(full: bool = True):
+    """Import jax for the XLA backend, or raise naming what to install; ``full=False`` imports
+    jax alone, without the export and jax.extend modules the backend compiles with (jax.extend
+    pulls in pallas: ~20 ms, too much for a question such as the default platform)."""
     try:
         import jax  # noqa: PLC0415 - optional dependency, imported on first use
-        from jax import export  # noqa: F401, PLC0415 - optional dependency
-        from jax.extend import mlir  # noqa: F401, PLC0415 - optional dependency
+        if full:
+            from jax import export  # noqa: F401, PLC0415 - optional dependency
+            from jax.extend import mlir  # noqa: F401, PLC0415 - optional dependency
     except ImportError as e:
         raise ImportError(
             f"the XLA backend needs jax and jaxlib: pip install 'tidu[xla]' (import failed: {e})"
@@ -522,15 +525,8 @@ def export_platform(dev) -> str:
 
 
 def default_platform() -> str:
-    """The platform of jax's default device ("cpu", "gpu", "tpu"): jax alone is imported for the
-    question (require_jax's jax.extend pulls in pallas, ~20 ms of a first call under auto)."""
-    try:
-        import jax  # noqa: PLC0415 - optional dependency, imported on first use
-    except ImportError as e:
-        raise ImportError(
-            f"the XLA backend needs jax and jaxlib: pip install 'tidu[xla]' (import failed: {e})"
-        ) from None
-    return jax.default_backend()
+    """The platform of jax's default device ("cpu", "gpu", "tpu"), importing jax alone."""
+    return require_jax(full=False).default_backend()
 
 
 @functools.cache
